@@ -1,0 +1,44 @@
+//! `sim`: decode, validate, verify and run NeuronCore engine streams.
+
+mod cmd;
+mod exit;
+
+use clap::{Parser, Subcommand};
+use exit::CliError;
+
+#[derive(Parser)]
+#[command(name = "sim", version, about = "Bit-accurate NeuronCore engine stream toolkit", propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the generations tpbsim knows and their geometry.
+    Info(cmd::info::Args),
+}
+
+fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
+    match cli.command {
+        Command::Info(a) => cmd::info::run(a),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = e.print();
+            return std::process::ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(outcome) => std::process::ExitCode::from(outcome.code()),
+        Err(e) => {
+            eprintln!("sim: error: {e}");
+            std::process::ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! Execution of NeuronCore engine streams: numerics (cast engine, ALU, activation, PE),
+//! engine value models, machine state and the scheduler.

@@ -1,0 +1,7 @@
+//! Legality checks for NeuronCore programs: the L2 wire validator over encoded bundles, the
+//! BIR model with its lifter, and the L1 verifier over BIR. Both layers report through one
+//! diagnostics model ([`diag`]).
+
+pub mod diag;
+
+pub use diag::{Diagnostic, Layer, Location, Mode, Severity};

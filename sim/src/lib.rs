@@ -1,2 +1,4 @@
 //! Execution of NeuronCore engine streams: numerics (cast engine, ALU, activation, PE),
 //! engine value models, machine state and the scheduler.
+
+pub mod numerics;

@@ -6,7 +6,9 @@
 pub mod arch;
 pub mod bundle;
 pub mod engine;
+pub mod stream;
 
 pub use arch::Gen;
 pub use bundle::{Bundle, BUNDLE_SIZE};
 pub use engine::Engine;
+pub use stream::{EngineStream, StreamError};

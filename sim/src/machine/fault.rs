@@ -1,0 +1,147 @@
+//! Simulation faults: every way a run can stop before its streams finish.
+
+use std::fmt;
+
+use tpbsim_isa::Engine;
+
+use super::pattern::AccessError;
+
+/// Where in the program something happened: engine, bundle index, opcode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Site {
+    /// Engine whose stream holds the bundle.
+    pub engine: Engine,
+    /// Bundle index in that stream.
+    pub index: usize,
+    /// Opcode byte of the bundle.
+    pub opcode: u8,
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} bundle #{} (opcode 0x{:02x}, byte offset 0x{:x})",
+            self.engine,
+            self.index,
+            self.opcode,
+            self.index * 64
+        )
+    }
+}
+
+/// One engine's state in a deadlock report.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct BlockedEngine {
+    /// Where the engine is stopped.
+    pub site: Site,
+    /// What it waits for, with the current value.
+    pub waiting_for: String,
+}
+
+/// Every unfinished engine is blocked.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeadlockReport {
+    /// The blocked engines in wire order.
+    pub blocked: Vec<BlockedEngine>,
+    /// Bundles executed before the deadlock.
+    pub steps: u64,
+}
+
+impl fmt::Display for DeadlockReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "deadlock after {} bundles: every unfinished engine is blocked",
+            self.steps
+        )?;
+        for b in &self.blocked {
+            write!(f, "\n  {} waits for {}", b.site, b.waiting_for)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a run stopped early.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Fault {
+    /// Every unfinished engine waits on a condition no other engine can satisfy.
+    #[error("{0}")]
+    Deadlock(DeadlockReport),
+    /// An operand's access pattern leaves its memory.
+    #[error("{site}: operand `{operand}` out of bounds: {err}")]
+    OutOfBounds {
+        /// Where.
+        site: Site,
+        /// Operand name (`src`, `dst`, `dma.from`, ...).
+        operand: String,
+        /// The bounds failure.
+        err: AccessError,
+    },
+    /// The bundle fails decoding or the L2 validator.
+    #[error("{site}: invalid bundle: {reason}")]
+    InvalidBundle {
+        /// Where.
+        site: Site,
+        /// Decoder or validator message(s).
+        reason: String,
+    },
+    /// No value model exists for this opcode on this engine.
+    #[error("{site}: {name} is not simulated on the {engine} engine")]
+    NotSimulated {
+        /// Where.
+        site: Site,
+        /// Opcode name.
+        name: String,
+        /// Engine.
+        engine: Engine,
+    },
+    /// The step budget ran out (a runaway loop).
+    #[error("step budget of {budget} bundles exhausted (runaway loop?); engines at: {positions}")]
+    StepBudget {
+        /// The budget.
+        budget: u64,
+        /// Where each unfinished engine was.
+        positions: String,
+    },
+    /// Any other execution error at a bundle (bad branch target, illegal engine for an
+    /// operand, malformed descriptor, ...).
+    #[error("{site}: {message}")]
+    Exec {
+        /// Where.
+        site: Site,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl Fault {
+    /// A short kind name for reports and JSON (`deadlock`, `out-of-bounds`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Deadlock(_) => "deadlock",
+            Fault::OutOfBounds { .. } => "out-of-bounds",
+            Fault::InvalidBundle { .. } => "invalid-bundle",
+            Fault::NotSimulated { .. } => "not-simulated",
+            Fault::StepBudget { .. } => "step-budget",
+            Fault::Exec { .. } => "execution",
+        }
+    }
+
+    /// An execution error at `site`.
+    pub fn exec(site: Site, message: impl Into<String>) -> Fault {
+        Fault::Exec {
+            site,
+            message: message.into(),
+        }
+    }
+
+    /// An out-of-bounds fault for `operand` at `site`.
+    pub fn oob(site: Site, operand: impl Into<String>, err: AccessError) -> Fault {
+        Fault::OutOfBounds {
+            site,
+            operand: operand.into(),
+            err,
+        }
+    }
+}

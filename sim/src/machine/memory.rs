@@ -1,0 +1,290 @@
+//! On-chip memories (SBUF, PSUM) and the DRAM variables of a kernel.
+
+use super::geometry::{Geometry, Space, PARTITIONS, PSUM_BYTES_PER_PARTITION};
+use super::pattern::{AccessError, Resolved, TensorPattern};
+
+/// SBUF and PSUM contents, partition-major, zero at start.
+pub struct OnChip {
+    /// Geometry of the generation.
+    pub geom: Geometry,
+    sbuf: Vec<u8>,
+    psum: Vec<u8>,
+}
+
+impl std::fmt::Debug for OnChip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnChip")
+            .field("geom", &self.geom)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OnChip {
+    /// Zeroed SBUF and PSUM for `geom` (the allocation is lazily zeroed by the OS).
+    pub fn new(geom: Geometry) -> OnChip {
+        OnChip {
+            geom,
+            sbuf: vec![0; PARTITIONS as usize * geom.sbuf_bytes_per_partition as usize],
+            psum: vec![0; PARTITIONS as usize * PSUM_BYTES_PER_PARTITION as usize],
+        }
+    }
+
+    /// Bounds-check a pattern.
+    pub fn resolve(&self, p: &TensorPattern) -> Result<Resolved, AccessError> {
+        Resolved::new(&self.geom, p)
+    }
+
+    fn storage(&self, space: Space) -> (&[u8], usize) {
+        match space {
+            Space::Sbuf => (&self.sbuf, self.geom.sbuf_bytes_per_partition as usize),
+            Space::Psum => (&self.psum, PSUM_BYTES_PER_PARTITION as usize),
+        }
+    }
+
+    fn storage_mut(&mut self, space: Space) -> (&mut [u8], usize) {
+        match space {
+            Space::Sbuf => (&mut self.sbuf, self.geom.sbuf_bytes_per_partition as usize),
+            Space::Psum => (&mut self.psum, PSUM_BYTES_PER_PARTITION as usize),
+        }
+    }
+
+    /// The active bytes of one partition.
+    pub fn partition(&self, space: Space, partition: u32) -> &[u8] {
+        let (s, per) = self.storage(space);
+        let p = partition as usize;
+        &s[p * per..(p + 1) * per]
+    }
+
+    /// The active bytes of one partition, writable.
+    pub fn partition_mut(&mut self, space: Space, partition: u32) -> &mut [u8] {
+        let (s, per) = self.storage_mut(space);
+        let p = partition as usize;
+        &mut s[p * per..(p + 1) * per]
+    }
+
+    /// Copy the bytes of a resolved pattern into `out` (appended), partition-major, elements
+    /// in pattern order.
+    pub fn gather_into(&self, r: &Resolved, out: &mut Vec<u8>) {
+        out.reserve(r.total_bytes() as usize);
+        for p in r.first_partition..r.first_partition + r.partitions {
+            let part = self.partition(r.space, p);
+            r.for_each_run_in_partition(|o, l| out.extend_from_slice(&part[o..o + l]));
+        }
+    }
+
+    /// The bytes of a resolved pattern, partition-major.
+    pub fn gather(&self, r: &Resolved) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.gather_into(r, &mut v);
+        v
+    }
+
+    /// Write `data` (partition-major, pattern order; `r.total_bytes()` long) through a resolved
+    /// pattern. Later elements win where the pattern overlaps itself.
+    pub fn scatter(&mut self, r: &Resolved, data: &[u8]) {
+        debug_assert_eq!(data.len() as u64, r.total_bytes());
+        let mut at = 0usize;
+        for p in r.first_partition..r.first_partition + r.partitions {
+            let part = self.partition_mut(r.space, p);
+            r.for_each_run_in_partition(|o, l| {
+                part[o..o + l].copy_from_slice(&data[at..at + l]);
+                at += l;
+            });
+        }
+    }
+
+    /// Read `len` bytes at a flat partition-folded address (a DMA chunk: it must stay inside
+    /// one partition).
+    pub fn read_flat(&self, addr: u32, len: usize) -> Result<&[u8], AccessError> {
+        let (space, p, o) = self.check_flat(addr, len)?;
+        Ok(&self.partition(space, p)[o..o + len])
+    }
+
+    /// Writable `len` bytes at a flat partition-folded address.
+    pub fn write_flat(&mut self, addr: u32, len: usize) -> Result<&mut [u8], AccessError> {
+        let (space, p, o) = self.check_flat(addr, len)?;
+        Ok(&mut self.partition_mut(space, p)[o..o + len])
+    }
+
+    fn check_flat(&self, addr: u32, len: usize) -> Result<(Space, u32, usize), AccessError> {
+        let loc = self.geom.locate(addr);
+        if loc.partition >= PARTITIONS {
+            return Err(AccessError::Partitions {
+                space: loc.space,
+                addr,
+                first: loc.partition,
+                end: loc.partition as u64 + 1,
+                limit: PARTITIONS,
+            });
+        }
+        let limit = self.geom.bytes_per_partition(loc.space);
+        let hi = loc.offset as u64 + len as u64;
+        if hi > limit as u64 {
+            return Err(AccessError::Bytes {
+                space: loc.space,
+                addr,
+                lo: loc.offset as i64,
+                hi: hi as i64,
+                limit,
+            });
+        }
+        Ok((loc.space, loc.partition, loc.offset as usize))
+    }
+}
+
+/// Kind of a DRAM variable, as def.json names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VarKind {
+    /// Kernel input (loaded from `--input` or the NEFF's own data).
+    Input,
+    /// Kernel output (written as `.npy` after the run).
+    Output,
+    /// Constant data shipped in the NEFF.
+    File,
+    /// Any other variable (scratch, state).
+    Other,
+}
+
+/// One DRAM variable: a named, sized byte buffer.
+#[derive(Clone, Debug)]
+pub struct DramVar {
+    /// Name from def.json.
+    pub name: String,
+    /// Kind.
+    pub kind: VarKind,
+    /// Contents.
+    pub bytes: Vec<u8>,
+}
+
+/// The DRAM variables of a kernel, addressed by variable id.
+#[derive(Clone, Debug, Default)]
+pub struct Dram {
+    vars: Vec<(u32, DramVar)>,
+}
+
+impl Dram {
+    /// Add a variable under `id`. Ids need not be dense.
+    pub fn insert(&mut self, id: u32, var: DramVar) {
+        match self.vars.binary_search_by_key(&id, |(i, _)| *i) {
+            Ok(i) => self.vars[i].1 = var,
+            Err(i) => self.vars.insert(i, (id, var)),
+        }
+    }
+
+    /// Variable by id.
+    pub fn get(&self, id: u32) -> Option<&DramVar> {
+        self.vars
+            .binary_search_by_key(&id, |(i, _)| *i)
+            .ok()
+            .map(|i| &self.vars[i].1)
+    }
+
+    /// Variable by id, writable.
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut DramVar> {
+        self.vars
+            .binary_search_by_key(&id, |(i, _)| *i)
+            .ok()
+            .map(move |i| &mut self.vars[i].1)
+    }
+
+    /// Variable id by name.
+    pub fn id_of(&self, name: &str) -> Option<u32> {
+        self.vars
+            .iter()
+            .find(|(_, v)| v.name == name)
+            .map(|(i, _)| *i)
+    }
+
+    /// All variables in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &DramVar)> {
+        self.vars.iter().map(|(i, v)| (*i, v))
+    }
+
+    /// `len` bytes at `offset` of variable `id`.
+    pub fn read(&self, id: u32, offset: u64, len: usize) -> Result<&[u8], AccessError> {
+        let v = self.get(id).ok_or(AccessError::UnknownVar(id))?;
+        let r = Self::range(v, offset, len)?;
+        Ok(&v.bytes[r])
+    }
+
+    /// Writable `len` bytes at `offset` of variable `id`.
+    pub fn write(&mut self, id: u32, offset: u64, len: usize) -> Result<&mut [u8], AccessError> {
+        let v = self.get_mut(id).ok_or(AccessError::UnknownVar(id))?;
+        let r = Self::range(v, offset, len)?;
+        Ok(&mut v.bytes[r])
+    }
+
+    fn range(v: &DramVar, offset: u64, len: usize) -> Result<std::ops::Range<usize>, AccessError> {
+        let hi = offset.checked_add(len as u64).unwrap_or(u64::MAX);
+        if hi > v.bytes.len() as u64 {
+            return Err(AccessError::Dram {
+                var: v.name.clone(),
+                lo: offset as i64,
+                hi: hi.min(i64::MAX as u64) as i64,
+                size: v.bytes.len() as u64,
+            });
+        }
+        Ok(offset as usize..hi as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::pattern::Dim;
+    use tpbsim_isa::Gen;
+
+    #[test]
+    fn gather_scatter_round_trip_strided() {
+        let g = Geometry::of(Gen::V3);
+        let mut m = OnChip::new(g);
+        let src = TensorPattern::new(
+            g.sbuf_address(1, 8),
+            2,
+            2,
+            &[Dim::new(3, 4), Dim::new(20, 2)],
+        );
+        let r = m.resolve(&src).unwrap();
+        let data: Vec<u8> = (0..r.total_bytes() as u8).collect();
+        m.scatter(&r, &data);
+        assert_eq!(m.gather(&r), data);
+        // Element (partition 1, i0 = 1, i1 = 0) sits at byte 8 + 3*2.
+        assert_eq!(&m.partition(Space::Sbuf, 1)[14..16], &data[2..4]);
+        // Partition 2, i1 = 1, i0 = 3: 8 + (20 + 9)*2.
+        assert_eq!(&m.partition(Space::Sbuf, 2)[66..68], &data[30..32]);
+    }
+
+    #[test]
+    fn flat_and_dram_bounds() {
+        let g = Geometry::of(Gen::V2);
+        let mut m = OnChip::new(g);
+        m.write_flat(g.sbuf_address(3, 10), 4)
+            .unwrap()
+            .copy_from_slice(&[1, 2, 3, 4]);
+        assert_eq!(
+            m.read_flat(g.sbuf_address(3, 10), 4).unwrap(),
+            &[1, 2, 3, 4]
+        );
+        assert!(m
+            .read_flat(g.sbuf_address(3, g.sbuf_bytes_per_partition - 2), 4)
+            .is_err());
+        let mut d = Dram::default();
+        d.insert(
+            7,
+            DramVar {
+                name: "x".into(),
+                kind: VarKind::Input,
+                bytes: vec![0; 16],
+            },
+        );
+        assert!(d.read(7, 12, 4).is_ok());
+        let e = d.read(7, 13, 4).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "DRAM variable `x`: bytes 13..17 are outside its 16 bytes"
+        );
+        assert!(matches!(d.write(8, 0, 1), Err(AccessError::UnknownVar(8))));
+        assert_eq!(d.id_of("x"), Some(7));
+    }
+}

@@ -1,0 +1,20 @@
+//! The machine: per-generation state of one NeuronCore (DRAM variables, SBUF, PSUM, registers,
+//! semaphores and events), bounds-checked access patterns, the five engine queues and their
+//! deterministic scheduler, and the comparison of outputs with references.
+//!
+//! The execution model is documented in `docs/machine.md`.
+
+pub mod compare;
+pub mod fault;
+pub mod geometry;
+pub mod memory;
+pub mod pattern;
+pub mod sched;
+pub mod sync;
+
+pub use fault::{Fault, Site};
+pub use geometry::{Geometry, Space};
+pub use memory::{Dram, DramVar, OnChip, VarKind};
+pub use pattern::{AccessError, Dim, Resolved, TensorPattern};
+pub use sched::{Flow, Program, SchedStats};
+pub use sync::{Events, SyncState};

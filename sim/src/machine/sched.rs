@@ -1,0 +1,342 @@
+//! The deterministic scheduler over the five engine queues.
+//!
+//! Policy: rounds over the engines in wire-id order (PE, ACT, POOL, DVE, SP). In each round
+//! every unfinished engine whose current bundle's waits hold issues exactly that one bundle:
+//! wait side effects and `_READ` updates, then the bundle's effects, then `_COMPLETE` updates,
+//! then its program counter moves. An engine finishes on Halt, on PSEUDO_INST EXIT, or by
+//! running past its last bundle. A round in which no engine issued, while some engine is
+//! unfinished, is a deadlock; the report names each blocked engine's bundle and condition.
+//! Each issued bundle counts one step against the step budget.
+
+use tpbsim_isa::Engine;
+
+use super::fault::{BlockedEngine, DeadlockReport, Fault, Site};
+use super::sync::{Events, SyncState};
+
+/// Where an engine goes after a bundle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// The next bundle.
+    Next,
+    /// Bundle index `n` of the same stream.
+    Jump(usize),
+    /// The engine is done (Halt, EXIT).
+    Finish,
+}
+
+/// The program the scheduler drives: per-engine streams and their execution.
+pub trait Program {
+    /// Number of bundles in `e`'s stream (0 when the engine has none).
+    fn stream_len(&self, e: Engine) -> usize;
+    /// Opcode byte of bundle `pc` of `e`.
+    fn opcode(&self, e: Engine, pc: usize) -> u8;
+    /// Synchronisation of bundle `pc` of `e`.
+    fn events(&mut self, e: Engine, pc: usize) -> Result<Events, Fault>;
+    /// Registers of `e` (for the REG forms of waits and updates).
+    fn regs(&self, e: Engine) -> &[u32];
+    /// Execute the effects of bundle `pc` of `e`.
+    fn execute(&mut self, e: Engine, pc: usize, sync: &mut SyncState) -> Result<Flow, Fault>;
+}
+
+/// Counters of a finished run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SchedStats {
+    /// Bundles issued in total.
+    pub steps: u64,
+    /// Bundles issued per engine, by wire id.
+    pub per_engine: [u64; 5],
+    /// Scheduler rounds.
+    pub rounds: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Queue {
+    pc: usize,
+    done: bool,
+    pending: Option<Events>,
+}
+
+/// How often (in steps) the progress callback is called.
+pub const PROGRESS_INTERVAL: u64 = 1 << 14;
+
+/// Run `p` until every engine finishes, a fault, a deadlock or `max_steps` issued bundles.
+/// `progress` is called with the step count every [`PROGRESS_INTERVAL`] steps.
+pub fn run<P: Program>(
+    p: &mut P,
+    sync: &mut SyncState,
+    max_steps: u64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SchedStats, Fault> {
+    let mut q = [Queue {
+        pc: 0,
+        done: false,
+        pending: None,
+    }; 5];
+    let mut stats = SchedStats::default();
+    for e in Engine::ALL {
+        q[e as usize].done = p.stream_len(e) == 0;
+    }
+    loop {
+        let mut issued = false;
+        let mut unfinished = false;
+        for e in Engine::ALL {
+            let qe = &mut q[e as usize];
+            if qe.done {
+                continue;
+            }
+            if qe.pc >= p.stream_len(e) {
+                qe.done = true;
+                continue;
+            }
+            unfinished = true;
+            let ev = match qe.pending {
+                Some(ev) => ev,
+                None => {
+                    let ev = p.events(e, qe.pc)?;
+                    qe.pending = Some(ev);
+                    ev
+                }
+            };
+            if ev.blocking(sync, p.regs(e)).is_some() {
+                continue;
+            }
+            if stats.steps >= max_steps {
+                return Err(budget_fault(p, &q, max_steps));
+            }
+            ev.issue(sync, p.regs(e));
+            let flow = p.execute(e, qe.pc, sync)?;
+            ev.complete(sync, p.regs(e));
+            qe.pending = None;
+            match flow {
+                Flow::Next => qe.pc += 1,
+                Flow::Jump(t) => qe.pc = t,
+                Flow::Finish => qe.done = true,
+            }
+            issued = true;
+            stats.steps += 1;
+            stats.per_engine[e as usize] += 1;
+            if stats.steps % PROGRESS_INTERVAL == 0 {
+                progress(stats.steps);
+            }
+        }
+        stats.rounds += 1;
+        if !unfinished {
+            return Ok(stats);
+        }
+        if !issued {
+            return Err(Fault::Deadlock(deadlock_report(p, &q, sync, stats.steps)));
+        }
+    }
+}
+
+fn site<P: Program>(p: &P, e: Engine, pc: usize) -> Site {
+    Site {
+        engine: e,
+        index: pc,
+        opcode: p.opcode(e, pc),
+    }
+}
+
+fn deadlock_report<P: Program>(
+    p: &P,
+    q: &[Queue; 5],
+    sync: &SyncState,
+    steps: u64,
+) -> DeadlockReport {
+    let mut blocked = Vec::new();
+    for e in Engine::ALL {
+        let qe = &q[e as usize];
+        if qe.done {
+            continue;
+        }
+        let waiting_for = qe
+            .pending
+            .as_ref()
+            .and_then(|ev| ev.blocking(sync, p.regs(e)))
+            .map(|w| w.describe(sync, p.regs(e)))
+            .unwrap_or_else(|| "nothing (not blocked)".to_string());
+        blocked.push(BlockedEngine {
+            site: site(p, e, qe.pc),
+            waiting_for,
+        });
+    }
+    DeadlockReport { blocked, steps }
+}
+
+fn budget_fault<P: Program>(p: &P, q: &[Queue; 5], budget: u64) -> Fault {
+    let positions: Vec<String> = Engine::ALL
+        .iter()
+        .filter(|e| !q[**e as usize].done)
+        .map(|&e| format!("{} #{}", e, q[e as usize].pc))
+        .collect();
+    let _ = p;
+    Fault::StepBudget {
+        budget,
+        positions: positions.join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::sync::{Cmp, Operand, Update, UpdateOp, Wait, When};
+
+    /// A scripted program: each bundle is (events, flow); execution logs (engine, pc).
+    struct Script {
+        streams: [Vec<(Events, Flow)>; 5],
+        log: Vec<(Engine, usize)>,
+        regs: [u32; 64],
+    }
+
+    impl Program for Script {
+        fn stream_len(&self, e: Engine) -> usize {
+            self.streams[e as usize].len()
+        }
+        fn opcode(&self, _: Engine, _: usize) -> u8 {
+            0xA4
+        }
+        fn events(&mut self, e: Engine, pc: usize) -> Result<Events, Fault> {
+            Ok(self.streams[e as usize][pc].0)
+        }
+        fn regs(&self, _: Engine) -> &[u32] {
+            &self.regs
+        }
+        fn execute(&mut self, e: Engine, pc: usize, _: &mut SyncState) -> Result<Flow, Fault> {
+            self.log.push((e, pc));
+            Ok(self.streams[e as usize][pc].1)
+        }
+    }
+
+    fn wait_ge(idx: u8, v: u32) -> Events {
+        Events {
+            waits: [
+                Some(Wait::Sem {
+                    idx,
+                    cmp: Cmp::Ge,
+                    rhs: Operand::Imm(v),
+                }),
+                None,
+            ],
+            updates: [None, None],
+        }
+    }
+    fn inc(idx: u8) -> Events {
+        Events {
+            waits: [None, None],
+            updates: [
+                Some(Update {
+                    idx,
+                    op: UpdateOp::SemInc,
+                    when: When::Complete,
+                }),
+                None,
+            ],
+        }
+    }
+
+    fn script(streams: [Vec<(Events, Flow)>; 5]) -> Script {
+        Script {
+            streams,
+            log: Vec::new(),
+            regs: [0; 64],
+        }
+    }
+
+    #[test]
+    fn handshake_orders_engines() {
+        // PE waits for sem 0 >= 1, which SP sets at its second bundle.
+        let mut s = script([
+            vec![(wait_ge(0, 1), Flow::Next)],
+            vec![],
+            vec![],
+            vec![],
+            vec![(Events::default(), Flow::Next), (inc(0), Flow::Next)],
+        ]);
+        let mut sync = SyncState::default();
+        let st = run(&mut s, &mut sync, 100, &mut |_| {}).unwrap();
+        assert_eq!(
+            s.log,
+            vec![(Engine::Sp, 0), (Engine::Sp, 1), (Engine::Pe, 0)]
+        );
+        assert_eq!(st.steps, 3);
+        assert_eq!(st.per_engine, [1, 0, 0, 0, 2]);
+        assert_eq!(sync.sems[0], 1);
+    }
+
+    #[test]
+    fn round_robin_by_wire_id() {
+        let n = |k| vec![(Events::default(), Flow::Next); k];
+        let mut s = script([n(2), n(1), n(0), n(2), n(1)]);
+        let mut sync = SyncState::default();
+        run(&mut s, &mut sync, 100, &mut |_| {}).unwrap();
+        use Engine::*;
+        assert_eq!(
+            s.log,
+            vec![(Pe, 0), (Act, 0), (Dve, 0), (Sp, 0), (Pe, 1), (Dve, 1)]
+        );
+    }
+
+    #[test]
+    fn deadlock_names_every_blocked_engine() {
+        let mut s = script([
+            vec![(wait_ge(1, 1), Flow::Next)],
+            vec![(Events::default(), Flow::Next), (wait_ge(2, 3), Flow::Next)],
+            vec![],
+            vec![],
+            vec![],
+        ]);
+        let mut sync = SyncState::default();
+        let f = run(&mut s, &mut sync, 100, &mut |_| {}).unwrap_err();
+        let Fault::Deadlock(r) = &f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(r.blocked.len(), 2);
+        assert_eq!(r.blocked[0].site.engine, Engine::Pe);
+        assert_eq!(r.blocked[1].site.index, 1);
+        let text = f.to_string();
+        assert!(text.contains("pe bundle #0"), "{text}");
+        assert!(
+            text.contains("semaphore 1 >= 1 (current value 0)"),
+            "{text}"
+        );
+        assert!(text.contains("act bundle #1"), "{text}");
+        assert!(
+            text.contains("semaphore 2 >= 3 (current value 0)"),
+            "{text}"
+        );
+        assert_eq!(f.kind(), "deadlock");
+    }
+
+    #[test]
+    fn step_budget_stops_a_loop() {
+        let mut s = script([
+            vec![(Events::default(), Flow::Jump(0))],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+        ]);
+        let mut sync = SyncState::default();
+        let f = run(&mut s, &mut sync, 1000, &mut |_| {}).unwrap_err();
+        assert!(matches!(f, Fault::StepBudget { budget: 1000, .. }), "{f:?}");
+        assert!(f.to_string().contains("pe #0"));
+        assert_eq!(s.log.len(), 1000);
+    }
+
+    #[test]
+    fn finish_stops_an_engine() {
+        let mut s = script([
+            vec![
+                (Events::default(), Flow::Finish),
+                (Events::default(), Flow::Next),
+            ],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+        ]);
+        let mut sync = SyncState::default();
+        let st = run(&mut s, &mut sync, 10, &mut |_| {}).unwrap();
+        assert_eq!(st.steps, 1);
+    }
+}

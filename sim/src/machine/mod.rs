@@ -5,8 +5,11 @@
 //! The execution model is documented in `docs/machine.md`.
 
 pub mod compare;
+pub mod control;
+pub mod dma;
 pub mod fault;
 pub mod geometry;
+pub mod kernel;
 pub mod memory;
 pub mod pattern;
 pub mod sched;

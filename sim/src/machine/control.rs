@@ -1,0 +1,162 @@
+//! Semantics of the SP/control bundles that do not touch tensors: branch conditions and
+//! targets, and the semaphore range clear. Field values come from the decoded bundle.
+
+use super::sync::SyncState;
+use crate::numerics::Format;
+
+/// Number of registers per engine.
+pub const NUM_REGS: usize = 64;
+
+/// Compare two register values at the width and signedness of `format`.
+fn compare(format: Format, op: u8, a: u32, b: u32) -> Result<bool, String> {
+    use std::cmp::Ordering;
+    let ord = match format {
+        Format::Int8 => (a as u8 as i8).cmp(&(b as u8 as i8)),
+        Format::Int16 => (a as u16 as i16).cmp(&(b as u16 as i16)),
+        Format::Int32 => (a as i32).cmp(&(b as i32)),
+        Format::Uint8 => (a as u8).cmp(&(b as u8)),
+        Format::Uint16 => (a as u16).cmp(&(b as u16)),
+        Format::Uint32 => a.cmp(&b),
+        Format::Float32 => match f32::from_bits(a).partial_cmp(&f32::from_bits(b)) {
+            Some(o) => o,
+            // Every ordered comparison with NaN is false; NE is true.
+            None => return Ok(op == 4),
+        },
+        other => {
+            return Err(format!(
+                "branch comparison in {} is not simulated",
+                other.name()
+            ))
+        }
+    };
+    Ok(match op {
+        1 => ord == Ordering::Less,
+        2 => ord != Ordering::Greater,
+        3 => ord == Ordering::Equal,
+        4 => ord != Ordering::Equal,
+        5 => ord != Ordering::Less,
+        6 => ord == Ordering::Greater,
+        _ => return Err(format!("unknown branch compare op {op}")),
+    })
+}
+
+/// Whether a CompareBranch is taken: `cmp_op` 0 always; 1..=6 register vs immediate; 9..=14
+/// register vs register (LT, LE, EQ, NE, GE, GT).
+pub fn branch_taken(
+    cmp_op: u8,
+    format: Format,
+    reg0: u32,
+    imm: u32,
+    reg1: u32,
+) -> Result<bool, String> {
+    match cmp_op {
+        0 => Ok(true),
+        1..=6 => compare(format, cmp_op, reg0, imm),
+        9..=14 => compare(format, cmp_op - 8, reg0, reg1),
+        _ => Err(format!("unknown branch compare op {cmp_op}")),
+    }
+}
+
+/// Bundle index a taken branch goes to. `mode`: 1 REGISTER (absolute byte offset in
+/// `reg`), 3 REL_IMM (signed 32-bit byte offset `imm` from this bundle), 4 REL_REGISTER (signed
+/// byte offset in `reg`). The target must be bundle-aligned and inside the stream (`len` =
+/// one past the end is allowed).
+pub fn branch_target(pc: usize, len: usize, mode: u8, imm: u64, reg: u32) -> Result<usize, String> {
+    let here = pc as i64 * 64;
+    let target = match mode {
+        1 => reg as i64,
+        3 => here + imm as u32 as i32 as i64,
+        4 => here + reg as i32 as i64,
+        _ => return Err(format!("unknown branch target mode {mode}")),
+    };
+    if target % 64 != 0 {
+        return Err(format!(
+            "branch target byte offset {target} is not a multiple of 64"
+        ));
+    }
+    if target < 0 || target / 64 > len as i64 {
+        return Err(format!(
+            "branch target byte offset {target} is outside the stream of {len} bundles"
+        ));
+    }
+    Ok((target / 64) as usize)
+}
+
+/// EventSemaphoreRangeClear: mode 1 zeroes semaphores `first..=last`; mode 2 zeroes the
+/// semaphores whose bit is set in the 256-bit little-endian `mask`.
+pub fn range_clear(
+    sync: &mut SyncState,
+    mode: u8,
+    first: u8,
+    last: u8,
+    mask: &[u8; 32],
+) -> Result<(), String> {
+    match mode {
+        1 => {
+            if first > last {
+                return Err(format!("semaphore range {first}..={last} is empty"));
+            }
+            sync.sems[first as usize..=last as usize].fill(0);
+        }
+        2 => {
+            for (i, s) in sync.sems.iter_mut().enumerate() {
+                if mask[i >> 3] >> (i & 7) & 1 == 1 {
+                    *s = 0;
+                }
+            }
+        }
+        _ => return Err(format!("unknown range-clear mode {mode}")),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compares_at_dtype_width() {
+        // -1 as int32 < 1; as uint32 it is the largest.
+        assert!(branch_taken(1, Format::Int32, u32::MAX, 1, 0).unwrap());
+        assert!(!branch_taken(1, Format::Uint32, u32::MAX, 1, 0).unwrap());
+        // int8 looks only at the low byte: 0x1FF is -1.
+        assert!(branch_taken(3, Format::Int8, 0x1FF, 0xFF, 0).unwrap());
+        assert!(branch_taken(13, Format::Int32, 5, 0, 5).unwrap()); // GE reg
+        assert!(!branch_taken(14, Format::Int32, 5, 0, 5).unwrap()); // GT reg
+        assert!(branch_taken(0, Format::Int64, 0, 0, 0).unwrap());
+        let nan = f32::NAN.to_bits();
+        assert!(!branch_taken(3, Format::Float32, nan, nan, 0).unwrap());
+        assert!(branch_taken(4, Format::Float32, nan, nan, 0).unwrap());
+        assert!(branch_taken(7, Format::Int32, 0, 0, 0).is_err());
+        assert!(branch_taken(1, Format::Bfloat16, 0, 0, 0).is_err());
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(branch_target(5, 10, 3, (-128i32) as u32 as u64, 0), Ok(3));
+        assert_eq!(branch_target(5, 10, 3, 320, 0), Ok(10));
+        assert!(branch_target(5, 10, 3, 384, 0).is_err());
+        assert!(branch_target(5, 10, 3, 32, 0)
+            .unwrap_err()
+            .contains("multiple of 64"));
+        assert!(branch_target(0, 10, 3, (-64i32) as u32 as u64, 0).is_err());
+        assert_eq!(branch_target(7, 10, 1, 0, 128), Ok(2));
+        assert_eq!(branch_target(7, 10, 4, 0, (-64i32) as u32), Ok(6));
+        assert!(branch_target(7, 10, 2, 0, 0).is_err());
+    }
+
+    #[test]
+    fn range_clear_modes() {
+        let mut s = SyncState::default();
+        s.sems.fill(7);
+        range_clear(&mut s, 1, 3, 5, &[0; 32]).unwrap();
+        assert_eq!(&s.sems[2..7], &[7, 0, 0, 0, 7]);
+        let mut mask = [0u8; 32];
+        mask[31] = 0x80; // semaphore 255
+        mask[0] = 0x01; // semaphore 0
+        range_clear(&mut s, 2, 0, 0, &mask).unwrap();
+        assert_eq!((s.sems[0], s.sems[1], s.sems[255]), (0, 7, 0));
+        assert!(range_clear(&mut s, 1, 5, 3, &mask).is_err());
+        assert!(range_clear(&mut s, 0, 0, 0, &mask).is_err());
+    }
+}

@@ -1,0 +1,70 @@
+//! What the machine runs: the per-engine streams, the DRAM variables and the DMA queues of a
+//! kernel, independent of the container they were read from.
+
+use tpbsim_isa::{Bundle, Engine, Gen};
+
+use super::dma::DmaDesc;
+use super::memory::VarKind;
+use crate::numerics::Format;
+
+/// One DRAM variable of a kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarSpec {
+    /// Variable id (the DMA address space names variables by id).
+    pub id: u32,
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: VarKind,
+    /// Element format.
+    pub format: Format,
+    /// Shape in elements (row-major).
+    pub shape: Vec<usize>,
+    /// Size in bytes.
+    pub size: u64,
+    /// Initial contents (constants, default inputs); zero-filled when absent.
+    pub init: Option<Vec<u8>>,
+}
+
+impl VarSpec {
+    /// Elements in the shape.
+    pub fn elems(&self) -> u64 {
+        self.shape.iter().map(|&d| d as u64).product()
+    }
+}
+
+/// A DMA queue of one engine's sidecar: named blocks of descriptors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DmaQueue {
+    /// Queue name, as a DMATRIGGER names it.
+    pub name: String,
+    /// Semaphore incremented when a block of this queue completes (def.json queue table).
+    pub semaphore: Option<u8>,
+    /// Blocks, by block id.
+    pub blocks: Vec<Vec<DmaDesc>>,
+}
+
+/// A kernel ready to run.
+#[derive(Clone, Debug, Default)]
+pub struct Kernel {
+    /// Target generation.
+    pub gen: Option<Gen>,
+    /// Per-engine streams, by wire id.
+    pub streams: [Vec<Bundle>; 5],
+    /// DRAM variables.
+    pub vars: Vec<VarSpec>,
+    /// Per-engine DMA queues (the issuing engine's sidecar), by wire id.
+    pub queues: [Vec<DmaQueue>; 5],
+}
+
+impl Kernel {
+    /// Stream of `e`.
+    pub fn stream(&self, e: Engine) -> &[Bundle] {
+        &self.streams[e as usize]
+    }
+
+    /// Variable by name.
+    pub fn var(&self, name: &str) -> Option<&VarSpec> {
+        self.vars.iter().find(|v| v.name == name)
+    }
+}

@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod control;
+pub mod core;
 pub mod dma;
 pub mod fault;
 pub mod geometry;
@@ -15,8 +16,10 @@ pub mod pattern;
 pub mod sched;
 pub mod sync;
 
+pub use self::core::{Machine, RunOptions, RunStats, DEFAULT_MAX_STEPS};
 pub use fault::{Fault, Site};
 pub use geometry::{Geometry, Space};
+pub use kernel::{DmaQueue, Kernel, VarSpec};
 pub use memory::{Dram, DramVar, OnChip, VarKind};
 pub use pattern::{AccessError, Dim, Resolved, TensorPattern};
 pub use sched::{Flow, Program, SchedStats};

@@ -1,0 +1,186 @@
+//! End-to-end machine runs over hand-assembled control and DMA bundles.
+
+use tpbsim_isa::{Bundle, Engine, Gen};
+use tpbsim_sim::machine::{Fault, Kernel, Machine, RunOptions, VarKind, VarSpec};
+use tpbsim_sim::numerics::Format;
+
+fn bundle(op: u8) -> Bundle {
+    let mut b = Bundle::ZERO;
+    b.set_u8(0, op);
+    b.set_u8(1, 0x10);
+    b
+}
+
+fn with_wait(mut b: Bundle, mode: u8, idx: u8, value: u32) -> Bundle {
+    b.set_u8(4, mode);
+    b.set_u8(5, idx);
+    b.set_u32(8, value);
+    b
+}
+
+fn with_update(mut b: Bundle, mode: u8, idx: u8) -> Bundle {
+    b.set_u8(6, mode);
+    b.set_u8(7, idx);
+    b
+}
+
+/// DMA_DIRECT2D moving `rows` × `row_bytes` float32 from (var, addr) to (var, addr).
+fn direct2d(
+    src: (u32, u32, i32),
+    dst: (u32, u32, i32),
+    rows: u16,
+    row_bytes: u16,
+    sem: u8,
+) -> Bundle {
+    let mut b = bundle(0xD4);
+    b.set_u8(13, sem);
+    b.set_u8(14, 1);
+    for (base, (var, addr, step)) in [(16usize, src), (40, dst)] {
+        b.set_u32(base, addr);
+        b.set_u32(base + 4, var);
+        b.set_u8(base + 7, 0x10);
+        b.set_u32(base + 8, 0); // step[0]
+        b.set_u32(base + 12, step as u32); // step[1]
+        b.set_u16(base + 16, 1); // num[0]
+        b.set_u16(base + 18, rows); // num[1]
+        b.set_u16(base + 20, row_bytes);
+    }
+    b.set_u8(62, 0x0A);
+    b.set_u8(63, 0x0A);
+    b
+}
+
+fn kernel(streams: [Vec<Bundle>; 5]) -> Kernel {
+    let var = |id, name: &str, kind| VarSpec {
+        id,
+        name: name.into(),
+        kind,
+        format: Format::Float32,
+        shape: vec![4, 8],
+        size: 128,
+        init: None,
+    };
+    Kernel {
+        gen: Some(Gen::V3),
+        streams,
+        vars: vec![var(1, "x", VarKind::Input), var(2, "y", VarKind::Output)],
+        queues: Default::default(),
+    }
+}
+
+#[test]
+fn sp_round_trip_with_semaphore_handshake() {
+    let sbuf = 0x40000 * 2; // partition 2, offset 0
+    let k = kernel([
+        // PE waits until both DMAs have completed, then halts.
+        vec![with_wait(bundle(0xA4), 5, 0, 2), bundle(0xA1)],
+        vec![],
+        vec![],
+        vec![],
+        vec![
+            direct2d((1, 0, 32), (0, sbuf, 0x40000), 4, 32, 0),
+            direct2d((0, sbuf, 0x40000), (2, 0, 32), 4, 32, 0),
+        ],
+    ]);
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let data: Vec<u8> = (0..128u8).collect();
+    m.set_var("x", &data).unwrap();
+    let st = m.run(&RunOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(m.var("y").unwrap(), &data[..]);
+    assert_eq!(st.sched.per_engine, [2, 0, 0, 0, 2]);
+    assert_eq!(st.dma_bytes, 256);
+    assert_eq!(m.sync.sems[0], 2);
+}
+
+#[test]
+fn deadlock_reports_the_waits() {
+    let k = kernel([
+        vec![with_wait(bundle(0xA4), 5, 3, 1)],
+        vec![],
+        vec![],
+        vec![
+            with_update(bundle(0xA4), 0x13, 4),
+            with_wait(bundle(0xA4), 6, 9, 0),
+        ],
+        vec![],
+    ]);
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    let text = f.to_string();
+    assert_eq!(f.kind(), "deadlock");
+    assert!(text.contains("pe bundle #0 (opcode 0xa4, byte offset 0x0) waits for semaphore 3 >= 1 (current value 0)"), "{text}");
+    assert!(
+        text.contains(
+            "dve bundle #1 (opcode 0xa4, byte offset 0x40) waits for event 9 set (currently clear)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn branch_loop_hits_the_step_budget() {
+    let mut br = bundle(0xA9);
+    br.set_u8(13, 0x08); // int32
+    br.set_u8(14, 3); // REL_IMM
+    br.set_u64(48, 0); // jump to itself
+    let k = kernel([vec![], vec![], vec![], vec![], vec![br]]);
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let f = m
+        .run(&RunOptions { max_steps: 5000 }, &mut |_| {})
+        .unwrap_err();
+    assert!(matches!(f, Fault::StepBudget { budget: 5000, .. }), "{f}");
+    assert!(f.to_string().contains("sp #0"));
+}
+
+#[test]
+fn counted_loop_via_semaphore_and_branch() {
+    // SP loops: a Nop that may issue only while sem 1 < 3 and increments it at issue, then an
+    // unconditional branch back. PE exits once sem 1 >= 3. SP then blocks forever.
+    let inc = with_wait(with_update(bundle(0xA4), 0x03, 1), 2, 1, 3);
+    let mut br = bundle(0xA9);
+    br.set_u8(13, 0x08);
+    br.set_u8(14, 3);
+    br.set_u64(48, (-64i64) as u64);
+    let mut exit = with_wait(bundle(0xDF), 5, 1, 3);
+    exit.set_u8(12, 1);
+    let k = kernel([vec![exit], vec![], vec![], vec![], vec![inc, br]]);
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    let Fault::Deadlock(r) = &f else {
+        panic!("{f}")
+    };
+    assert_eq!(r.blocked.len(), 1);
+    assert_eq!(r.blocked[0].site.engine, Engine::Sp);
+    assert_eq!(m.sync.sems[1], 3);
+    assert_eq!(r.steps, 1 + 3 + 3);
+}
+
+#[test]
+fn out_of_bounds_dma_names_operand_and_address() {
+    let k = kernel([
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![direct2d((1, 96, 32), (0, 0, 0x40000), 2, 32, 0)],
+    ]);
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert_eq!(f.kind(), "out-of-bounds");
+    let t = f.to_string();
+    assert!(t.contains("sp bundle #0"), "{t}");
+    assert!(t.contains("operand `dma.from`"), "{t}");
+    assert!(
+        t.contains("DRAM variable `x`: bytes 96..160 are outside its 128 bytes"),
+        "{t}"
+    );
+}
+
+#[test]
+fn unknown_opcode_is_not_simulated() {
+    let k = kernel([vec![], vec![bundle(0x21)], vec![], vec![], vec![]]);
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert_eq!(f.kind(), "not-simulated");
+    assert!(f.to_string().contains("act bundle #0"), "{f}");
+}

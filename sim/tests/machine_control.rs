@@ -184,3 +184,80 @@ fn unknown_opcode_is_not_simulated() {
     assert_eq!(f.kind(), "not-simulated");
     assert!(f.to_string().contains("act bundle #0"), "{f}");
 }
+
+#[test]
+fn dma_trigger_runs_the_named_block() {
+    use tpbsim_sim::machine::dma::{DmaDesc, DmaMem, DmaSide};
+    use tpbsim_sim::machine::sync::{Update, UpdateOp, When};
+    use tpbsim_sim::machine::{DmaBlockSpec, DmaEntrySpec, DmaQueue};
+    let side = |mem, addr| DmaSide {
+        mem,
+        addr,
+        format: Format::Float32,
+        dims: vec![(4, 32)],
+    };
+    let entry = |from, to, sem: Option<u8>| DmaEntrySpec {
+        desc: Ok(DmaDesc { from, to }),
+        sem: sem.map(|idx| Update {
+            idx,
+            op: UpdateOp::SemInc,
+            when: When::Complete,
+        }),
+        event: None,
+    };
+    let mut trig = bundle(0xC1);
+    trig.0[12..16].copy_from_slice(b"io\0\0");
+    trig.set_u32(48, 7);
+    let mut k = kernel([
+        vec![with_wait(bundle(0xA4), 5, 5, 1)],
+        vec![],
+        vec![],
+        vec![],
+        vec![trig],
+    ]);
+    k.queues[Engine::Sp as usize] = vec![DmaQueue {
+        name: "io".into(),
+        semaphore: Some(6),
+        blocks: vec![
+            DmaBlockSpec {
+                id: 3,
+                entries: vec![entry(
+                    side(DmaMem::Dram(2), 0),
+                    side(DmaMem::Dram(1), 0),
+                    None,
+                )],
+            },
+            DmaBlockSpec {
+                id: 7,
+                entries: vec![
+                    entry(
+                        side(DmaMem::Dram(1), 0),
+                        side(DmaMem::OnChip, 0x40000),
+                        None,
+                    ),
+                    entry(
+                        side(DmaMem::OnChip, 0x40000),
+                        side(DmaMem::Dram(2), 0),
+                        Some(5),
+                    ),
+                ],
+            },
+        ],
+    }];
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let data: Vec<u8> = (0..128u8).rev().collect();
+    m.set_var("x", &data).unwrap();
+    let st = m.run(&RunOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(m.var("y").unwrap(), &data[..]);
+    assert_eq!((m.sync.sems[5], m.sync.sems[6]), (1, 1));
+    assert_eq!(st.dma_transfers, 2);
+    // An unknown block is a fault naming the queue's blocks.
+    k.streams[Engine::Sp as usize][0].set_u32(48, 4);
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert!(
+        f.to_string()
+            .contains("block 4 of queue `io`, whose blocks are [3, 7]"),
+        "{f}"
+    );
+}

@@ -368,17 +368,33 @@ impl<'k> Machine<'k> {
                     ),
                 )
             })?;
-        let descs = q.blocks.get(block as usize).ok_or_else(|| {
-            Fault::exec(
-                site,
-                format!(
-                    "DMA trigger names block {block} of queue `{queue}`, which has {} blocks",
-                    q.blocks.len()
-                ),
-            )
-        })?;
-        for (i, d) in descs.iter().enumerate() {
-            self.dma(site, &format!("{queue}[{block}].desc[{i}]"), d)?;
+        let blk = q
+            .blocks
+            .iter()
+            .find(|b| b.id == block as u64)
+            .ok_or_else(|| {
+                let ids: Vec<String> = q.blocks.iter().map(|b| b.id.to_string()).collect();
+                Fault::exec(
+                    site,
+                    format!(
+                        "DMA trigger names block {block} of queue `{queue}`, whose blocks are [{}]",
+                        ids.join(", ")
+                    ),
+                )
+            })?;
+        for (i, entry) in blk.entries.iter().enumerate() {
+            let operand = format!("{queue}[{block}].desc[{i}]");
+            let d = entry
+                .desc
+                .as_ref()
+                .map_err(|why| Fault::exec(site, format!("{operand}: {why}")))?;
+            self.dma(site, &operand, d)?;
+            if let Some(u) = &entry.sem {
+                u.apply(sync, &self.regs[e as usize]);
+            }
+            if let Some(ev) = entry.event {
+                sync.set_event(ev, true);
+            }
         }
         if let Some(s) = q.semaphore {
             sync.sems[s as usize] = sync.sems[s as usize].wrapping_add(1);

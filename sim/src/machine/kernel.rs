@@ -5,6 +5,7 @@ use tpbsim_isa::{Bundle, Engine, Gen};
 
 use super::dma::DmaDesc;
 use super::memory::VarKind;
+use super::sync::Update;
 use crate::numerics::Format;
 
 /// One DRAM variable of a kernel.
@@ -33,15 +34,35 @@ impl VarSpec {
     }
 }
 
-/// A DMA queue of one engine's sidecar: named blocks of descriptors.
+/// One descriptor entry of a DMA block and what its completion updates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DmaEntrySpec {
+    /// The transfer, or why the entry cannot be simulated (reported when it executes).
+    pub desc: Result<DmaDesc, String>,
+    /// Semaphore update applied when the entry completes.
+    pub sem: Option<Update>,
+    /// Event set when the entry completes.
+    pub event: Option<u8>,
+}
+
+/// A block of descriptor entries a DMATRIGGER fires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DmaBlockSpec {
+    /// Block id (the trigger's block id selects it).
+    pub id: u64,
+    /// Entries, executed in order.
+    pub entries: Vec<DmaEntrySpec>,
+}
+
+/// A DMA queue of one engine's sidecar: its blocks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DmaQueue {
     /// Queue name, as a DMATRIGGER names it.
     pub name: String,
     /// Semaphore incremented when a block of this queue completes (def.json queue table).
     pub semaphore: Option<u8>,
-    /// Blocks, by block id.
-    pub blocks: Vec<Vec<DmaDesc>>,
+    /// Blocks.
+    pub blocks: Vec<DmaBlockSpec>,
 }
 
 /// A kernel ready to run.

@@ -19,7 +19,7 @@ pub mod sync;
 pub use self::core::{Machine, RunOptions, RunStats, DEFAULT_MAX_STEPS};
 pub use fault::{Fault, Site};
 pub use geometry::{Geometry, Space};
-pub use kernel::{DmaQueue, Kernel, VarSpec};
+pub use kernel::{DmaBlockSpec, DmaEntrySpec, DmaQueue, Kernel, VarSpec};
 pub use memory::{Dram, DramVar, OnChip, VarKind};
 pub use pattern::{AccessError, Dim, Resolved, TensorPattern};
 pub use sched::{Flow, Program, SchedStats};

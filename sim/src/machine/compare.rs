@@ -8,118 +8,67 @@
 
 use serde::Serialize;
 
-/// Element type of a compared array.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ElemType {
-    /// IEEE binary32.
-    F32,
-    /// IEEE binary16.
-    F16,
-    /// bfloat16.
-    Bf16,
-    /// FP8 E4M3 (bias 7, no infinity, NaN 0x7F).
-    F8e4m3,
-    /// FP8 E5M2 (bias 15, IEEE-like).
-    F8e5m2,
-    /// FP8 E3M4 (bias 3, no infinity).
-    F8e3m4,
-    /// Signed 8-bit.
-    I8,
-    /// Unsigned 8-bit.
-    U8,
-    /// Signed 16-bit.
-    I16,
-    /// Unsigned 16-bit.
-    U16,
-    /// Signed 32-bit.
-    I32,
-    /// Unsigned 32-bit.
-    U32,
-    /// Signed 64-bit.
-    I64,
-    /// Unsigned 64-bit.
-    U64,
-}
+use crate::numerics::Format;
 
-impl ElemType {
-    /// Bytes per element.
-    pub const fn size(self) -> usize {
-        match self {
-            ElemType::F8e4m3
-            | ElemType::F8e5m2
-            | ElemType::F8e3m4
-            | ElemType::I8
-            | ElemType::U8 => 1,
-            ElemType::F16 | ElemType::Bf16 | ElemType::I16 | ElemType::U16 => 2,
-            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
-            ElemType::I64 | ElemType::U64 => 8,
-        }
-    }
-
-    /// True for floating-point types.
-    pub const fn is_float(self) -> bool {
-        matches!(
-            self,
-            ElemType::F32
-                | ElemType::F16
-                | ElemType::Bf16
-                | ElemType::F8e4m3
-                | ElemType::F8e5m2
-                | ElemType::F8e3m4
-        )
-    }
-
-    /// (value, ordinal) of the element at `b` (exactly `size()` bytes, little-endian).
-    /// The ordinal is monotonic in the value; NaN has no ordinal.
-    fn decode(self, b: &[u8]) -> (f64, Option<i128>) {
-        let u = b.iter().rev().fold(0u64, |acc, &x| acc << 8 | x as u64);
-        let float = |bits: u64, ebits: u32, mbits: u32, ieee_special: bool, nan_all_ones: bool| {
-            let width = 1 + ebits + mbits;
-            let sign = bits >> (width - 1) & 1 == 1;
-            let mag = bits & ((1u64 << (width - 1)) - 1);
-            let e = (mag >> mbits) as i64;
-            let m = mag & ((1u64 << mbits) - 1);
-            let emax = (1i64 << ebits) - 1;
-            let bias = (1i64 << (ebits - 1)) - 1;
-            let v = if ieee_special && e == emax {
-                if m == 0 {
-                    f64::INFINITY
-                } else {
-                    f64::NAN
-                }
-            } else if nan_all_ones && e == emax && m == (1u64 << mbits) - 1 {
+/// (value, ordinal) of one element code of `f` (a scalar format; `bits` holds the code in its
+/// low bits). The ordinal is monotonic in the value; NaN has none.
+fn decode(f: Format, bits: u64) -> (f64, Option<i128>) {
+    // (exponent bits, mantissa bits, IEEE inf/NaN at max exponent, NaN only at all-ones)
+    let float = |ebits: u32, mbits: u32, ieee_special: bool, nan_all_ones: bool| {
+        let width = 1 + ebits + mbits;
+        let sign = bits >> (width - 1) & 1 == 1;
+        let mag = bits & ((1u64 << (width - 1)) - 1);
+        let e = (mag >> mbits) as i64;
+        let m = mag & ((1u64 << mbits) - 1);
+        let emax = (1i64 << ebits) - 1;
+        let bias = (1i64 << (ebits - 1)) - 1;
+        let v = if ieee_special && e == emax {
+            if m == 0 {
+                f64::INFINITY
+            } else {
                 f64::NAN
-            } else if e == 0 {
-                m as f64 * 2f64.powi((1 - bias - mbits as i64) as i32)
-            } else {
-                (1.0 + m as f64 / (1u64 << mbits) as f64) * 2f64.powi((e - bias) as i32)
-            };
-            let v = if sign { -v } else { v };
-            let ord = if v.is_nan() {
-                None
-            } else if sign {
-                Some(-(mag as i128))
-            } else {
-                Some(mag as i128)
-            };
-            (v, ord)
+            }
+        } else if nan_all_ones && e == emax && m == (1u64 << mbits) - 1 {
+            f64::NAN
+        } else if e == 0 {
+            m as f64 * 2f64.powi((1 - bias - mbits as i64) as i32)
+        } else {
+            (1.0 + m as f64 / (1u64 << mbits) as f64) * 2f64.powi((e - bias) as i32)
         };
-        match self {
-            ElemType::F32 => float(u, 8, 23, true, false),
-            ElemType::F16 => float(u, 5, 10, true, false),
-            ElemType::Bf16 => float(u, 8, 7, true, false),
-            ElemType::F8e4m3 => float(u, 4, 3, false, true),
-            ElemType::F8e5m2 => float(u, 5, 2, true, false),
-            ElemType::F8e3m4 => float(u, 3, 4, false, true),
-            ElemType::I8 => int(u as u8 as i8 as i128),
-            ElemType::U8 => int(u as u8 as i128),
-            ElemType::I16 => int(u as u16 as i16 as i128),
-            ElemType::U16 => int(u as u16 as i128),
-            ElemType::I32 => int(u as u32 as i32 as i128),
-            ElemType::U32 => int(u as u32 as i128),
-            ElemType::I64 => int(u as i64 as i128),
-            ElemType::U64 => int(u as i128),
+        let v = if sign { -v } else { v };
+        let ord = if v.is_nan() {
+            None
+        } else if sign {
+            Some(-(mag as i128))
+        } else {
+            Some(mag as i128)
+        };
+        (v, ord)
+    };
+    match f {
+        Format::Float32 | Format::Float32r => float(8, 23, true, false),
+        Format::Float16 => float(5, 10, true, false),
+        Format::Bfloat16 => float(8, 7, true, false),
+        Format::Float8E4m3fn => float(4, 3, false, true),
+        Format::Float8E4m3 => float(4, 3, true, false),
+        Format::Float8E5m2 => float(5, 2, true, false),
+        Format::Float8E3m4 => float(3, 4, true, false),
+        Format::Float4E2m1fn => float(2, 1, false, false),
+        Format::Float8E8m0fnu => match bits as u8 {
+            0xFF => (f64::NAN, None),
+            e => (2f64.powi(e as i32 - 127), Some(e as i128)),
+        },
+        Format::Int8 => int(bits as u8 as i8 as i128),
+        Format::Uint8 => int(bits as u8 as i128),
+        Format::Int16 => int(bits as u16 as i16 as i128),
+        Format::Uint16 => int(bits as u16 as i128),
+        Format::Int32 => int(bits as u32 as i32 as i128),
+        Format::Uint32 => int(bits as u32 as i128),
+        Format::Int64 => int(bits as i64 as i128),
+        Format::Uint64 => int(bits as i128),
+        // Packed forms are split into lanes before decoding.
+        Format::Float4E2m1fnX4 | Format::Float8E4m3fnX4 | Format::Float8E5m2X4 => {
+            decode(f.element(), bits)
         }
     }
 }
@@ -164,9 +113,10 @@ pub struct FirstMismatch {
 pub struct Comparison {
     /// Output name.
     pub name: String,
-    /// Element type.
-    pub dtype: ElemType,
-    /// Elements compared.
+    /// Element format.
+    #[serde(serialize_with = "ser_format")]
+    pub dtype: Format,
+    /// Elements compared (lanes, for the packed ×4 formats).
     pub elements: usize,
     /// Elements outside tolerance.
     pub mismatches: usize,
@@ -197,10 +147,10 @@ impl Comparison {
         let verdict = if self.passed() { "ok" } else { "MISMATCH" };
         let _ = writeln!(
             s,
-            "{}: {verdict}: {} elements ({:?}), {} mismatches; max abs err {:.3e}, max rel err {:.3e}, max ulp {}",
+            "{}: {verdict}: {} elements ({}), {} mismatches; max abs err {:.3e}, max rel err {:.3e}, max ulp {}",
             self.name,
             self.elements,
-            self.dtype,
+            self.dtype.name(),
             self.mismatches,
             self.max_abs,
             self.max_rel,
@@ -261,17 +211,22 @@ pub enum CompareError {
     },
 }
 
-/// Compare `got` with `want` (raw little-endian bytes of `dtype`, both of `shape`).
+fn ser_format<S: serde::Serializer>(f: &Format, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(f.name())
+}
+
+/// Compare `got` with `want` (raw little-endian containers of `dtype`, of the given shapes).
+/// Packed ×4 formats are compared lane by lane; the shape then counts containers.
 pub fn compare(
     name: &str,
-    dtype: ElemType,
+    dtype: Format,
     shape: &[usize],
     got: &[u8],
     want_shape: &[usize],
     want: &[u8],
     tol: Tolerance,
 ) -> Result<Comparison, CompareError> {
-    let elements: usize = shape.iter().product();
+    let containers: usize = shape.iter().product();
     if shape != want_shape {
         return Err(CompareError::Shape {
             name: name.into(),
@@ -279,21 +234,28 @@ pub fn compare(
             want: want_shape.to_vec(),
         });
     }
-    let size = dtype.size();
+    let size = dtype.container_bytes();
     for len in [got.len(), want.len()] {
-        if len != elements * size {
+        if len != containers * size {
             return Err(CompareError::Length {
                 name: name.into(),
                 len,
-                elements,
+                elements: containers,
                 size,
             });
         }
     }
+    let lanes = dtype.lanes();
+    let lane_bits = dtype.element_bits();
+    let lane_mask = if lane_bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << lane_bits) - 1
+    };
     let mut c = Comparison {
         name: name.into(),
         dtype,
-        elements,
+        elements: containers * lanes,
         mismatches: 0,
         max_abs: 0.0,
         max_rel: 0.0,
@@ -302,17 +264,43 @@ pub fn compare(
         first_mismatch: None,
         tolerance: tol,
     };
+    let word = |b: &[u8]| b.iter().rev().fold(0u64, |acc, &x| acc << 8 | x as u64);
     for (i, (g, w)) in got
         .chunks_exact(size)
         .zip(want.chunks_exact(size))
         .enumerate()
     {
         if g == w {
-            c.ulp_histogram[0] += 1;
+            c.ulp_histogram[0] += lanes as u64;
             continue;
         }
-        let (gv, go) = dtype.decode(g);
-        let (wv, wo) = dtype.decode(w);
+        let (gw, ww) = (word(g), word(w));
+        for lane in 0..lanes {
+            let shift = lane as u32 * lane_bits;
+            let (gb, wb) = (gw >> shift & lane_mask, ww >> shift & lane_mask);
+            if gb == wb {
+                c.ulp_histogram[0] += 1;
+                continue;
+            }
+            let flat = i * lanes + lane;
+            c.add_pair(dtype, gb, wb, flat, shape, lanes);
+        }
+    }
+    Ok(c)
+}
+
+impl Comparison {
+    fn add_pair(
+        &mut self,
+        dtype: Format,
+        gb: u64,
+        wb: u64,
+        flat: usize,
+        shape: &[usize],
+        lanes: usize,
+    ) {
+        let (gv, go) = decode(dtype, gb);
+        let (wv, wo) = decode(dtype, wb);
         let ulp = match (go, wo) {
             (Some(a), Some(b)) => (a - b).unsigned_abs().min(u64::MAX as u128 - 1) as u64,
             (None, None) => 0,
@@ -322,8 +310,9 @@ pub fn compare(
             .iter()
             .position(|&hi| ulp <= hi)
             .unwrap_or(ULP_BUCKETS.len());
-        c.ulp_histogram[bucket] += 1;
-        c.max_ulp = c.max_ulp.max(ulp);
+        self.ulp_histogram[bucket] += 1;
+        self.max_ulp = self.max_ulp.max(ulp);
+        let tol = self.tolerance;
         let ok = if ulp == u64::MAX {
             false
         } else if gv.is_nan() && wv.is_nan() {
@@ -331,28 +320,31 @@ pub fn compare(
         } else {
             let abs = if gv == wv { 0.0 } else { (gv - wv).abs() };
             if abs.is_finite() {
-                c.max_abs = c.max_abs.max(abs);
+                self.max_abs = self.max_abs.max(abs);
                 if wv != 0.0 {
-                    c.max_rel = c.max_rel.max(abs / wv.abs());
+                    self.max_rel = self.max_rel.max(abs / wv.abs());
                 }
             } else if !abs.is_nan() {
-                c.max_abs = f64::INFINITY;
+                self.max_abs = f64::INFINITY;
             }
             ulp <= tol.ulp || abs <= tol.atol + tol.rtol * wv.abs()
         };
         if !ok {
-            c.mismatches += 1;
-            if c.first_mismatch.is_none() {
-                c.first_mismatch = Some(FirstMismatch {
-                    flat: i,
-                    index: unflatten(i, shape),
+            self.mismatches += 1;
+            if self.first_mismatch.is_none() {
+                let mut index = unflatten(flat / lanes, shape);
+                if lanes > 1 {
+                    index.push(flat % lanes);
+                }
+                self.first_mismatch = Some(FirstMismatch {
+                    flat,
+                    index,
                     got: gv,
                     want: wv,
                 });
             }
         }
     }
-    Ok(c)
 }
 
 fn unflatten(mut i: usize, shape: &[usize]) -> Vec<usize> {
@@ -379,7 +371,7 @@ mod tests {
         let a = f32s(&[1.0, 2.0, 3.0, 4.0]);
         let c = compare(
             "y",
-            ElemType::F32,
+            Format::Float32,
             &[2, 2],
             &a,
             &[2, 2],
@@ -392,7 +384,7 @@ mod tests {
         let b = f32s(&[1.0, 2.0, f32::from_bits(3.0f32.to_bits() + 3), 5.0]);
         let c = compare(
             "y",
-            ElemType::F32,
+            Format::Float32,
             &[2, 2],
             &b,
             &[2, 2],
@@ -416,14 +408,14 @@ mod tests {
             ulp: 3,
             ..Default::default()
         };
-        let c = compare("y", ElemType::F32, &[4], &b, &[4], &a, tol).unwrap();
+        let c = compare("y", Format::Float32, &[4], &b, &[4], &a, tol).unwrap();
         assert_eq!(c.mismatches, 1);
         let tol = Tolerance {
             atol: 0.0,
             rtol: 0.25,
             ulp: 0,
         };
-        assert!(compare("y", ElemType::F32, &[4], &b, &[4], &a, tol)
+        assert!(compare("y", Format::Float32, &[4], &b, &[4], &a, tol)
             .unwrap()
             .passed());
     }
@@ -432,7 +424,16 @@ mod tests {
     fn ulp_across_zero_and_nan() {
         let a = f32s(&[f32::from_bits(1), 0.0, f32::NAN, f32::NAN]);
         let b = f32s(&[-f32::from_bits(1), -0.0, f32::NAN, 1.0]);
-        let c = compare("z", ElemType::F32, &[4], &a, &[4], &b, Tolerance::default()).unwrap();
+        let c = compare(
+            "z",
+            Format::Float32,
+            &[4],
+            &a,
+            &[4],
+            &b,
+            Tolerance::default(),
+        )
+        .unwrap();
         // ±min-subnormal are 2 apart; ±0 equal; NaN==NaN; NaN vs 1 mismatch.
         assert_eq!(c.mismatches, 2);
         assert_eq!(c.max_ulp, u64::MAX);
@@ -445,7 +446,7 @@ mod tests {
         // bf16 1.0 = 0x3F80, next = 0x3F81.
         let c = compare(
             "b",
-            ElemType::Bf16,
+            Format::Bfloat16,
             &[1],
             &[0x81, 0x3F],
             &[1],
@@ -457,13 +458,38 @@ mod tests {
         assert!((c.max_abs - 2f64.powi(-7)).abs() < 1e-12);
         let g: Vec<u8> = [i32::MIN, 5].iter().flat_map(|x| x.to_le_bytes()).collect();
         let w: Vec<u8> = [i32::MAX, 5].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let c = compare("i", ElemType::I32, &[2], &g, &[2], &w, Tolerance::default()).unwrap();
+        let c = compare("i", Format::Int32, &[2], &g, &[2], &w, Tolerance::default()).unwrap();
         assert_eq!(c.max_ulp, u32::MAX as u64);
         // e4m3: 0x7E = 448, 0x7F = NaN.
-        assert_eq!(ElemType::F8e4m3.decode(&[0x7E]).0, 448.0);
-        assert!(ElemType::F8e4m3.decode(&[0x7F]).0.is_nan());
-        assert_eq!(ElemType::F8e5m2.decode(&[0x7B]).0, 57344.0);
-        assert_eq!(ElemType::F8e5m2.decode(&[0x7C]).0, f64::INFINITY);
+        assert_eq!(decode(Format::Float8E4m3fn, 0x7E).0, 448.0);
+        assert!(decode(Format::Float8E4m3fn, 0x7F).0.is_nan());
+        assert_eq!(decode(Format::Float8E5m2, 0x7B).0, 57344.0);
+        assert_eq!(decode(Format::Float8E5m2, 0x7C).0, f64::INFINITY);
+        assert_eq!(decode(Format::Float8E4m3, 0x77).0, 240.0);
+        assert_eq!(decode(Format::Float8E3m4, 0x6F).0, 15.5);
+        assert_eq!(decode(Format::Float4E2m1fn, 0x7).0, 6.0);
+        assert_eq!(decode(Format::Float8E8m0fnu, 127).0, 1.0);
+    }
+
+    #[test]
+    fn packed_lanes() {
+        // Two float8_e4m3fn_x4 containers; lane 2 of container 1 differs by one code.
+        let want = [0x38u8, 0x40, 0x48, 0x50, 0x38, 0x40, 0x48, 0x50];
+        let mut got = want;
+        got[6] = 0x49;
+        let c = compare(
+            "p",
+            Format::Float8E4m3fnX4,
+            &[2],
+            &got,
+            &[2],
+            &want,
+            Tolerance::default(),
+        )
+        .unwrap();
+        assert_eq!((c.elements, c.mismatches, c.max_ulp), (8, 1, 1));
+        let m = c.first_mismatch.unwrap();
+        assert_eq!((m.flat, m.index), (6, vec![1, 2]));
     }
 
     #[test]
@@ -472,7 +498,7 @@ mod tests {
         assert!(matches!(
             compare(
                 "y",
-                ElemType::F32,
+                Format::Float32,
                 &[2],
                 &a,
                 &[1, 2],
@@ -482,7 +508,15 @@ mod tests {
             Err(CompareError::Shape { .. })
         ));
         assert!(matches!(
-            compare("y", ElemType::F32, &[3], &a, &[3], &a, Tolerance::default()),
+            compare(
+                "y",
+                Format::Float32,
+                &[3],
+                &a,
+                &[3],
+                &a,
+                Tolerance::default()
+            ),
             Err(CompareError::Length { .. })
         ));
     }

@@ -2,6 +2,7 @@
 //! BIR model with its lifter, and the L1 verifier over BIR. Both layers report through one
 //! diagnostics model ([`diag`]).
 
+pub mod bir;
 pub mod diag;
 
 pub use diag::{Diagnostic, Layer, Location, Mode, Severity};

@@ -6,6 +6,7 @@
 pub mod arch;
 pub mod bundle;
 pub mod engine;
+pub mod neff;
 pub mod stream;
 
 pub use arch::Gen;

@@ -1,0 +1,661 @@
+//! The NEFF container: read, inspect and write.
+//!
+//! A NEFF is a 1024-byte [`Header`] followed by a tar archive (gzip-compressed with an MD5 in
+//! the header for `pkg_version` 2, plain with a SHA-256 for `pkg_version` 1). A bare gzip or
+//! plain tar with no header is accepted too. The archive's members are plain files:
+//! `neff.json`, one `sgNN/def.json` per subgraph, one instruction stream per engine (under its
+//! tar token `pe_instr`, ... or its file name `PE.bin`, ...), a DMA sidecar per stream
+//! (`PE.json` or `pe`), `.npy` constants.
+//!
+//! Reading is defensive: member paths that escape the root, links and devices, duplicate
+//! names, decompression bombs (configurable [`Limits`]), hash mismatches, truncated or
+//! corrupt data and inconsistent header sizes are refused with a [`NeffError`] naming what
+//! was wrong; no input makes the reader panic. Writing is deterministic: sorted members,
+//! owner `nobody`, zero timestamps, gzip level 1, the digest in the header, and the file is
+//! written to a temporary name and renamed into place.
+//!
+//! `docs/neff.md` lists every field and key tpbsim reads and writes, with its source.
+
+mod archive;
+pub mod header;
+pub mod npy;
+pub mod schema;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub use header::{Header, HEADER_LEN, PKG_GZIP_MD5, PKG_TAR_SHA256};
+pub use npy::{NpyArray, NpyElem, NpyError};
+pub use schema::{
+    engine_token, DefJson, DmaBlock, DmaEntry, DmaOp, DmaQueue, Dtype, EngineFiles, NeffJson, SemOp, Sidecar,
+    VarKind, VarRef, Variable,
+};
+
+use crate::engine::Engine;
+use crate::stream::{EngineStream, StreamError};
+
+/// An error reading, validating or writing a NEFF.
+#[derive(Debug, thiserror::Error)]
+pub enum NeffError {
+    /// File-system error.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Shorter than the 1024-byte header and not a bare archive.
+    #[error("truncated NEFF header: {len} bytes, the header alone is {HEADER_LEN}")]
+    TruncatedHeader {
+        /// File length.
+        len: u64,
+    },
+    /// `pkg_version` is neither 1 nor 2.
+    #[error("unsupported NEFF package version {0} (1 = tar + SHA-256, 2 = gzip tar + MD5)")]
+    UnsupportedPackageVersion(u64),
+    /// `header_size` does not fit the file.
+    #[error("header_size {header_size} is not below the file size {file_len}")]
+    HeaderSize {
+        /// Recorded header size.
+        header_size: u64,
+        /// File length.
+        file_len: u64,
+    },
+    /// `data_size` disagrees with the bytes after the header.
+    #[error("data_size {data_size} but {available} bytes follow the 1024-byte header")]
+    DataSize {
+        /// Recorded payload size.
+        data_size: u64,
+        /// Bytes present after the header.
+        available: u64,
+    },
+    /// The payload digest does not match the header.
+    #[error("{algorithm} mismatch: header has {expected}, payload hashes to {actual} (use --no-verify-hash to read anyway)")]
+    HashMismatch {
+        /// `MD5` or `SHA-256`.
+        algorithm: &'static str,
+        /// Digest recorded in the header (hex).
+        expected: String,
+        /// Digest of the payload (hex).
+        actual: String,
+    },
+    /// The archive ends early.
+    #[error("truncated archive: {detail}")]
+    TruncatedArchive {
+        /// What was being read.
+        detail: String,
+    },
+    /// The archive is not valid gzip/tar.
+    #[error("corrupt archive: {detail}")]
+    CorruptArchive {
+        /// The decoder's complaint.
+        detail: String,
+    },
+    /// A member path is absolute, escapes the root, or is otherwise unusable.
+    #[error("unsafe member path `{member}`: {reason}")]
+    UnsafePath {
+        /// The path as stored.
+        member: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A member is a link, device, FIFO or other non-file entry.
+    #[error("member `{member}` is a {kind}; only regular files and directories are accepted")]
+    UnsupportedEntry {
+        /// The path as stored.
+        member: String,
+        /// The entry kind.
+        kind: &'static str,
+    },
+    /// Two members have the same (normalised) path.
+    #[error("duplicate member `{member}`")]
+    DuplicateMember {
+        /// The normalised path.
+        member: String,
+    },
+    /// A member exceeds the per-member size limit.
+    #[error("member `{member}` is {size} bytes, above the per-member limit of {limit}")]
+    MemberTooLarge {
+        /// The member.
+        member: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The uncompressed archive exceeds the total size limit.
+    #[error("uncompressed archive exceeds the limit of {limit} bytes")]
+    ArchiveTooLarge {
+        /// The limit.
+        limit: u64,
+    },
+    /// More members than the limit.
+    #[error("archive has more than {limit} members")]
+    TooManyMembers {
+        /// The limit.
+        limit: usize,
+    },
+    /// A member that another one names is absent.
+    #[error("missing member `{member}` (named by {wanted_by})")]
+    MissingMember {
+        /// The member looked for.
+        member: String,
+        /// Who names it.
+        wanted_by: String,
+    },
+    /// A JSON member does not parse into its schema.
+    #[error("{member}: at {path}: {message}")]
+    Json {
+        /// The member.
+        member: String,
+        /// JSON path.
+        path: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A JSON member parses but is inconsistent.
+    #[error("{member}: at {path}: {message}")]
+    Invalid {
+        /// The member.
+        member: String,
+        /// JSON path.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An instruction stream member is not a whole number of bundles.
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    /// An `.npy` member is unreadable or disagrees with its variable.
+    #[error("{member}: {source}")]
+    Npy {
+        /// The member.
+        member: String,
+        /// The cause.
+        #[source]
+        source: NpyError,
+    },
+    /// Something cannot be packed (a link in the input directory, a name that is too long).
+    #[error("cannot pack {what}: {reason}")]
+    Pack {
+        /// The offending input.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Size limits applied while reading (and packing) an archive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest total of member sizes, uncompressed.
+    pub max_total_bytes: u64,
+    /// Largest single member.
+    pub max_member_bytes: u64,
+    /// Most entries (files and directories).
+    pub max_members: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_total_bytes: 1 << 30, max_member_bytes: 512 << 20, max_members: 100_000 }
+    }
+}
+
+/// Options for reading a NEFF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Check the payload digest against the header (default on).
+    pub verify_hash: bool,
+    /// Size limits.
+    pub limits: Limits,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { verify_hash: true, limits: Limits::default() }
+    }
+}
+
+/// How the archive sits in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// 1024-byte header, then the payload.
+    Headered,
+    /// A bare gzip tar, no header.
+    BareGzip,
+    /// A bare plain tar, no header.
+    BareTar,
+}
+
+/// A NEFF in memory: its header and its members by normalised path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Neff {
+    /// The header (for a bare archive, a default header with `data_size` set).
+    pub header: Header,
+    /// How the archive was stored when read ([`Layout::Headered`] for a new NEFF).
+    pub layout: Layout,
+    /// Member contents by path (`/`-separated, no leading `./`).
+    pub members: BTreeMap<String, Vec<u8>>,
+}
+
+/// Join a subgraph directory and a relative name.
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory and a rename, so
+/// a reader never sees a half-written file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new().prefix(".tpbsim-").suffix(".tmp").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+impl Neff {
+    /// An empty NEFF (pkg_version 2) with a model name.
+    pub fn new(name: &str) -> Result<Neff, NeffError> {
+        let mut header = Header::default();
+        header.set_name(name).map_err(|reason| NeffError::Pack { what: "the name".into(), reason })?;
+        Ok(Neff { header, layout: Layout::Headered, members: BTreeMap::new() })
+    }
+
+    /// Read a NEFF file.
+    pub fn read(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<Neff, NeffError> {
+        let path = path.as_ref();
+        let io = |source| NeffError::Io { path: path.to_path_buf(), source };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if meta.is_dir() {
+            return Err(io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory")));
+        }
+        if meta.len() == 0 {
+            return Neff::from_bytes(&[], opts);
+        }
+        // SAFETY: read-only private map; the file is only read during this call.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        Neff::from_bytes(&map, opts)
+    }
+
+    /// Read a NEFF image from memory.
+    pub fn from_bytes(bytes: &[u8], opts: &ReadOptions) -> Result<Neff, NeffError> {
+        let file_len = bytes.len() as u64;
+        if archive::is_gzip(bytes) || archive::is_tar(bytes) {
+            let layout = if archive::is_gzip(bytes) { Layout::BareGzip } else { Layout::BareTar };
+            let members = archive::read_members(bytes, &opts.limits)?;
+            let header = Header {
+                pkg_version: if layout == Layout::BareGzip { PKG_GZIP_MD5 } else { PKG_TAR_SHA256 },
+                data_size: file_len,
+                ..Header::default()
+            };
+            return Ok(Neff { header, layout, members });
+        }
+        let Some(head) = bytes.get(..HEADER_LEN).and_then(|h| <&[u8; HEADER_LEN]>::try_from(h).ok()) else {
+            return Err(NeffError::TruncatedHeader { len: file_len });
+        };
+        let header = Header::parse(head);
+        if header.pkg_version != PKG_TAR_SHA256 && header.pkg_version != PKG_GZIP_MD5 {
+            return Err(NeffError::UnsupportedPackageVersion(header.pkg_version));
+        }
+        if header.header_size >= file_len {
+            return Err(NeffError::HeaderSize { header_size: header.header_size, file_len });
+        }
+        let available = file_len - HEADER_LEN as u64;
+        if header.data_size != available || header.data_size == 0 {
+            return Err(NeffError::DataSize { data_size: header.data_size, available });
+        }
+        let payload = &bytes[HEADER_LEN..];
+        if opts.verify_hash {
+            let actual = header.compute_digest(payload).unwrap_or_default();
+            if header.digest() != actual.as_slice() {
+                return Err(NeffError::HashMismatch {
+                    algorithm: header.digest_algorithm().unwrap_or("digest"),
+                    expected: header::hex(header.digest()),
+                    actual: header::hex(&actual),
+                });
+            }
+        }
+        let members = archive::read_members(payload, &opts.limits)?;
+        Ok(Neff { header, layout: Layout::Headered, members })
+    }
+
+    /// Build a NEFF from the regular files under `dir` (member names are the relative
+    /// paths). Symbolic links and special files are refused; `limits` bound what is packed.
+    pub fn from_dir(dir: impl AsRef<Path>, name: &str, limits: &Limits) -> Result<Neff, NeffError> {
+        let root = dir.as_ref();
+        let mut neff = Neff::new(name)?;
+        let mut total = 0u64;
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            let io = |source| NeffError::Io { path: d.clone(), source };
+            let mut entries: Vec<_> = std::fs::read_dir(&d).map_err(io)?.collect::<Result<_, _>>().map_err(io)?;
+            entries.sort_by_key(|e| e.file_name());
+            for entry in entries {
+                let path = entry.path();
+                let ft = entry.file_type().map_err(|source| NeffError::Io { path: path.clone(), source })?;
+                let rel = path.strip_prefix(root).unwrap_or(&path);
+                let shown = rel.display().to_string();
+                if ft.is_symlink() {
+                    return Err(NeffError::Pack { what: shown, reason: "symbolic links are not packed".into() });
+                }
+                if ft.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                if !ft.is_file() {
+                    return Err(NeffError::Pack { what: shown, reason: "not a regular file".into() });
+                }
+                let rel_str = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_str())
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| NeffError::Pack { what: shown.clone(), reason: "name is not UTF-8".into() })?
+                    .join("/");
+                let member = archive::normalize_member_path(rel_str.as_bytes())
+                    .map_err(|reason| NeffError::Pack { what: shown.clone(), reason })?;
+                let data = std::fs::read(&path).map_err(|source| NeffError::Io { path: path.clone(), source })?;
+                let size = data.len() as u64;
+                if size > limits.max_member_bytes {
+                    return Err(NeffError::MemberTooLarge { member, size, limit: limits.max_member_bytes });
+                }
+                total += size;
+                if total > limits.max_total_bytes {
+                    return Err(NeffError::ArchiveTooLarge { limit: limits.max_total_bytes });
+                }
+                neff.members.insert(member, data);
+                if neff.members.len() > limits.max_members {
+                    return Err(NeffError::TooManyMembers { limit: limits.max_members });
+                }
+            }
+        }
+        Ok(neff)
+    }
+
+    /// The file image: header (sealed with the payload's size and digest; a zero UUID is
+    /// derived from the digest; an empty build tag becomes `tpbsim <version>`) and payload
+    /// (gzip tar for pkg_version 2, plain tar for 1).
+    pub fn to_bytes(&self) -> Result<Vec<u8>, NeffError> {
+        let mut header = self.header.clone();
+        let payload = match header.pkg_version {
+            PKG_GZIP_MD5 => archive::write_gzip_tar(&self.members),
+            PKG_TAR_SHA256 => archive::write_plain_tar(&self.members),
+            v => return Err(NeffError::UnsupportedPackageVersion(v)),
+        }
+        .map_err(|e| NeffError::Pack { what: "the archive".into(), reason: e.to_string() })?;
+        header.header_size = HEADER_LEN as u64;
+        header.seal(&payload);
+        if header.uuid == [0; 16] {
+            let md5: [u8; 16] = <md5::Md5 as md5::Digest>::digest(&payload).into();
+            header.uuid = header::uuid_from_md5(&md5);
+        }
+        if header.build_version == [0; 128] {
+            header
+                .set_build_version(concat!("tpbsim ", env!("CARGO_PKG_VERSION")))
+                .map_err(|reason| NeffError::Pack { what: "the build tag".into(), reason })?;
+        }
+        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+        out.extend_from_slice(&header.to_bytes());
+        out.extend_from_slice(&payload);
+        Ok(out)
+    }
+
+    /// Write the NEFF to `path` (temporary file in the same directory, then rename).
+    pub fn write_to(&self, path: impl AsRef<Path>) -> Result<(), NeffError> {
+        let path = path.as_ref();
+        let bytes = self.to_bytes()?;
+        write_atomic(path, &bytes).map_err(|source| NeffError::Io { path: path.to_path_buf(), source })
+    }
+
+    /// A member's bytes.
+    pub fn member(&self, name: &str) -> Option<&[u8]> {
+        self.members.get(name).map(Vec::as_slice)
+    }
+
+    /// `neff.json`, if present.
+    pub fn neff_json(&self) -> Result<Option<NeffJson>, NeffError> {
+        self.member("neff.json").map(|b| schema::parse_json("neff.json", b)).transpose()
+    }
+
+    /// Directories holding a `def.json` (`""` for one at the root), sorted.
+    pub fn subgraph_dirs(&self) -> Vec<String> {
+        self.members
+            .keys()
+            .filter_map(|k| {
+                if k == "def.json" {
+                    Some(String::new())
+                } else {
+                    k.strip_suffix("/def.json").map(str::to_string)
+                }
+            })
+            .collect()
+    }
+
+    /// Every subgraph, parsed and validated.
+    pub fn subgraphs(&self) -> Result<Vec<Subgraph>, NeffError> {
+        self.subgraph_dirs().iter().map(|d| self.subgraph(d)).collect()
+    }
+
+    /// One subgraph: its `def.json`, its engine streams and sidecars, checked against each
+    /// other (stream lengths, sidecar references, `file` variables and their `.npy` data).
+    pub fn subgraph(&self, dir: &str) -> Result<Subgraph, NeffError> {
+        let def_member = join(dir, "def.json");
+        let bytes = self
+            .member(&def_member)
+            .ok_or_else(|| NeffError::MissingMember { member: def_member.clone(), wanted_by: "the caller".into() })?;
+        let def: DefJson = schema::parse_json(&def_member, bytes)?;
+        def.validate(&def_member)?;
+        let mut streams = BTreeMap::new();
+        let mut sidecars = BTreeMap::new();
+        for engine in Engine::ALL {
+            if let Some((member, data)) = self.find_stream(dir, &def_member, &def, engine)? {
+                let stream = EngineStream::from_bytes(member.clone(), data, Some(engine))?;
+                streams.insert(engine, StreamMember { member, stream });
+            }
+            let tok = engine_token(engine);
+            let title = engine.stream_file_name().trim_end_matches(".bin");
+            let candidates = [join(dir, &format!("{title}.json")), join(dir, tok)];
+            if let Some(member) = candidates.into_iter().find(|m| self.members.contains_key(m)) {
+                let sidecar: Sidecar = schema::parse_json(&member, &self.members[&member])?;
+                schema::validate_blocks(&member, "dma", &sidecar.dma, &def)?;
+                sidecars.insert(engine, SidecarMember { member, sidecar });
+            }
+        }
+        let sg = Subgraph { dir: dir.to_string(), def_member, def, streams, sidecars };
+        for (i, v) in sg.def.var.iter().enumerate() {
+            if v.kind == VarKind::File {
+                self.check_file_var(&sg, i, v)?;
+            }
+        }
+        Ok(sg)
+    }
+
+    /// Find an engine's stream: the file `def.json` names, else `<tok>_instr`, else
+    /// `<Engine>.bin`. Two candidates with different contents are an error.
+    fn find_stream<'a>(
+        &'a self,
+        dir: &str,
+        def_member: &str,
+        def: &DefJson,
+        engine: Engine,
+    ) -> Result<Option<(String, &'a [u8])>, NeffError> {
+        let tok = engine_token(engine);
+        let named = def.instr_file(engine).map(|f| join(dir, f));
+        let mut candidates: Vec<String> = named.iter().cloned().collect();
+        candidates.push(join(dir, &format!("{tok}_instr")));
+        candidates.push(join(dir, engine.stream_file_name()));
+        let found: Vec<(String, &[u8])> = candidates
+            .into_iter()
+            .filter_map(|m| self.members.get(&m).map(|d| (m, d.as_slice())))
+            .collect();
+        let Some(first) = found.first().cloned() else {
+            if let Some(n) = named {
+                return Err(NeffError::MissingMember {
+                    member: n,
+                    wanted_by: format!("{def_member} definition.{tok}._instr"),
+                });
+            }
+            return Ok(None);
+        };
+        if let Some((other, _)) = found.iter().find(|(m, d)| m != &first.0 && *d != first.1) {
+            return Err(NeffError::Invalid {
+                member: def_member.to_string(),
+                path: format!("definition.{tok}"),
+                message: format!("`{}` and `{other}` are both {engine} streams with different contents", first.0),
+            });
+        }
+        Ok(Some(first))
+    }
+
+    fn check_file_var(&self, sg: &Subgraph, i: usize, v: &Variable) -> Result<(), NeffError> {
+        let Some(name) = &v.file_name else { return Ok(()) };
+        let member = join(&sg.dir, name);
+        let data = self.member(&member).ok_or_else(|| NeffError::MissingMember {
+            member: member.clone(),
+            wanted_by: format!("{} var[{i}].file_name", sg.def_member),
+        })?;
+        let invalid = |path: &str, message: String| NeffError::Invalid {
+            member: sg.def_member.clone(),
+            path: format!("var[{i}].{path}"),
+            message,
+        };
+        if member.ends_with(".npy") {
+            let arr = npy::read_npy(data).map_err(|source| NeffError::Npy { member: member.clone(), source })?;
+            if let Some(dt) = v.dtype {
+                arr.resolve(dt).map_err(|source| NeffError::Npy { member: member.clone(), source })?;
+            }
+            if let Some(shape) = &v.shape {
+                if shape != &arr.shape {
+                    return Err(invalid("shape", format!("{shape:?} but `{member}` has shape {:?}", arr.shape)));
+                }
+            }
+            if let Some(size) = v.size {
+                if size != arr.data.len() as u64 {
+                    return Err(invalid("size", format!("{size} but `{member}` holds {} bytes", arr.data.len())));
+                }
+            }
+        } else if let Some(size) = v.size {
+            if size != data.len() as u64 {
+                return Err(invalid("size", format!("{size} but `{member}` holds {} bytes", data.len())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Decode an `.npy` member.
+    pub fn npy(&self, member: &str) -> Result<NpyArray, NeffError> {
+        let data = self
+            .member(member)
+            .ok_or_else(|| NeffError::MissingMember { member: member.to_string(), wanted_by: "the caller".into() })?;
+        npy::read_npy(data).map_err(|source| NeffError::Npy { member: member.to_string(), source })
+    }
+
+    /// Extract every member under `dir`. Existing files are replaced only with `overwrite`;
+    /// a symbolic link met on the way is never followed; nothing is written outside `dir`.
+    pub fn unpack(&self, dir: impl AsRef<Path>, overwrite: bool) -> Result<(), NeffError> {
+        let root = dir.as_ref();
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| NeffError::Io { path, source }
+        };
+        std::fs::create_dir_all(root).map_err(io(root))?;
+        // Check every target first so a refusal leaves the directory untouched.
+        for name in self.members.keys() {
+            let target = root.join(name);
+            let mut cur = root.to_path_buf();
+            for comp in Path::new(name).components() {
+                cur.push(comp);
+                if let Ok(meta) = std::fs::symlink_metadata(&cur) {
+                    if meta.file_type().is_symlink() {
+                        return Err(NeffError::UnsafePath {
+                            member: name.clone(),
+                            reason: format!("{} is a symbolic link", cur.display()),
+                        });
+                    }
+                    if cur == target && !overwrite {
+                        return Err(NeffError::Io {
+                            path: target.clone(),
+                            source: std::io::Error::new(std::io::ErrorKind::AlreadyExists, "exists (use --force to overwrite)"),
+                        });
+                    }
+                }
+            }
+        }
+        for (name, data) in &self.members {
+            // Names were normalised on read; re-check members added in memory.
+            let safe = archive::normalize_member_path(name.as_bytes())
+                .map_err(|reason| NeffError::UnsafePath { member: name.clone(), reason })?;
+            let target = root.join(&safe);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            write_atomic(&target, data).map_err(io(&target))?;
+        }
+        Ok(())
+    }
+}
+
+/// An engine stream and the member it came from.
+#[derive(Debug)]
+pub struct StreamMember {
+    /// Member path.
+    pub member: String,
+    /// The bundles.
+    pub stream: EngineStream,
+}
+
+/// A sidecar and the member it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SidecarMember {
+    /// Member path.
+    pub member: String,
+    /// The descriptor blocks.
+    pub sidecar: Sidecar,
+}
+
+/// One subgraph of a NEFF, parsed and cross-checked.
+#[derive(Debug)]
+pub struct Subgraph {
+    /// Directory (`sg00`; `""` at the root).
+    pub dir: String,
+    /// Path of its `def.json`.
+    pub def_member: String,
+    /// The parsed `def.json`.
+    pub def: DefJson,
+    /// Engine streams present.
+    pub streams: BTreeMap<Engine, StreamMember>,
+    /// DMA sidecars present.
+    pub sidecars: BTreeMap<Engine, SidecarMember>,
+}
+
+impl Subgraph {
+    /// The member path of a name relative to this subgraph.
+    pub fn member_path(&self, name: &str) -> String {
+        join(&self.dir, name)
+    }
+
+    /// The stream of `engine`, if present.
+    pub fn stream(&self, engine: Engine) -> Option<&EngineStream> {
+        self.streams.get(&engine).map(|s| &s.stream)
+    }
+
+    /// The sidecar of `engine`, if present.
+    pub fn sidecar(&self, engine: Engine) -> Option<&Sidecar> {
+        self.sidecars.get(&engine).map(|s| &s.sidecar)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,399 @@
+//! `.npy` files: read to (descr, shape, raw little-endian C-order bytes) and write back.
+//!
+//! What is accepted on read:
+//! - numpy's standard numeric dtypes `b1 u1 i1 u2 i2 u4 i4 u8 i8 f2 f4 f8` in either byte
+//!   order (big-endian data is swapped to little-endian) and either memory order (Fortran
+//!   order is rearranged to C order);
+//! - void dtypes `V1`, `V2`, `V4`, ... (`|`, `<` or `>` prefix): this is how numpy stores
+//!   ml_dtypes' `bfloat16` (`<V2`) and most of its 8-bit floats (`<V1`). The descr alone does
+//!   not say which format the bytes hold; [`NpyArray::resolve`] checks them against the dtype a
+//!   caller declares (for a NEFF, the variable's `dtype` in `def.json`);
+//! - `<f1`/`|f1`, the descr ml_dtypes gives `float8_e5m2` (numpy itself cannot load it), as
+//!   `float8_e5m2`.
+//!
+//! What is written: the standard descr for numpy-native dtypes (`|u1`, `<i4`, `<f2`, ...;
+//! `float32r` as `<f4`), and `<V{size}` for every other dtype (`bfloat16` → `<V2`, every 8-bit
+//! float → `<V1`, the ×4 packed forms → `<V2`/`<V4`), which numpy loads as void. A file written
+//! here reads back with the same shape and bytes, and resolves to the same dtype.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use npyz::WriterBuilder as _;
+
+use super::schema::Dtype;
+
+/// An `.npy` error.
+#[derive(Debug, thiserror::Error)]
+pub enum NpyError {
+    /// File-system error.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The header could not be parsed.
+    #[error("bad .npy header: {0}")]
+    Header(String),
+    /// A dtype tpbsim does not read (records, strings, objects, complex, datetimes).
+    #[error("unsupported .npy dtype `{0}`")]
+    UnsupportedDtype(String),
+    /// The data is shorter than the header promises.
+    #[error(".npy data holds {actual} bytes; shape {shape:?} × {item} bytes needs {expected}")]
+    DataLength {
+        /// Shape from the header.
+        shape: Vec<u64>,
+        /// Bytes per element.
+        item: usize,
+        /// Bytes needed.
+        expected: u64,
+        /// Bytes present.
+        actual: u64,
+    },
+    /// The data and the declared dtype disagree.
+    #[error("stored dtype `{stored}` cannot hold declared dtype `{declared}`")]
+    DtypeMismatch {
+        /// descr in the file.
+        stored: String,
+        /// Declared dtype.
+        declared: Dtype,
+    },
+    /// Bad arguments to the writer.
+    #[error("{0}")]
+    Write(String),
+}
+
+/// The element type of a stored array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NpyElem {
+    /// A dtype the descr names unambiguously.
+    Known(Dtype),
+    /// Opaque elements of this many bytes (`V<n>`); see [`NpyArray::resolve`].
+    Void(usize),
+}
+
+impl NpyElem {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            NpyElem::Known(d) => d.size(),
+            NpyElem::Void(n) => n,
+        }
+    }
+}
+
+/// A decoded `.npy` array.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NpyArray {
+    /// The descr string as stored (`<f4`, `<V2`, ...).
+    pub descr: String,
+    /// Element type.
+    pub elem: NpyElem,
+    /// Dimensions.
+    pub shape: Vec<u64>,
+    /// Element bytes, little-endian, C order.
+    pub data: Vec<u8>,
+}
+
+impl NpyArray {
+    /// Number of elements.
+    pub fn len(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Whether the array has no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The dtype of the data given the dtype a caller declares: a known element type must
+    /// equal it (`float32r` may be stored as `float32`); a void element must have its size and
+    /// the declared dtype must be one numpy cannot represent natively.
+    pub fn resolve(&self, declared: Dtype) -> Result<Dtype, NpyError> {
+        let ok = match self.elem {
+            NpyElem::Known(d) => d == declared || (d == Dtype::Float32 && declared == Dtype::Float32r),
+            NpyElem::Void(n) => n == declared.size() && !declared.is_numpy_native(),
+        };
+        if ok {
+            Ok(declared)
+        } else {
+            Err(NpyError::DtypeMismatch { stored: self.descr.clone(), declared })
+        }
+    }
+}
+
+fn header_error(e: impl std::fmt::Display) -> NpyError {
+    NpyError::Header(e.to_string())
+}
+
+/// Offset and length of the header dict text: (text start, text length).
+fn dict_span(bytes: &[u8]) -> Result<(usize, usize), NpyError> {
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(NpyError::Header("missing \\x93NUMPY magic".into()));
+    }
+    match bytes[6] {
+        1 => Ok((10, usize::from(u16::from_le_bytes([bytes[8], bytes[9]])))),
+        2 | 3 => {
+            if bytes.len() < 12 {
+                return Err(NpyError::Header("truncated header length".into()));
+            }
+            let n = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+            Ok((12, usize::try_from(n).map_err(header_error)?))
+        }
+        v => Err(NpyError::Header(format!("unsupported format version {v}"))),
+    }
+}
+
+/// Read an `.npy` image from memory.
+pub fn read_npy(bytes: &[u8]) -> Result<NpyArray, NpyError> {
+    let (start, len) = dict_span(bytes)?;
+    let end = start.checked_add(len).filter(|&e| e <= bytes.len()).ok_or_else(|| NpyError::Header("truncated header".into()))?;
+    // ml_dtypes writes float8_e5m2 as `<f1`, which no npy reader accepts; read it as void
+    // (same length, so the header stays valid) and remember what it was.
+    for pat in [&b"'<f1'"[..], b"'|f1'"] {
+        if let Some(pos) = find(&bytes[start..end], pat) {
+            let mut image = bytes.to_vec();
+            image[start + pos..start + pos + 5].copy_from_slice(b"'|V1'");
+            return parse(&image, true);
+        }
+    }
+    parse(bytes, false)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn parse(bytes: &[u8], e5m2: bool) -> Result<NpyArray, NpyError> {
+    let mut reader = bytes;
+    let header = npyz::NpyHeader::from_reader(&mut reader).map_err(header_error)?;
+    let npyz::DType::Plain(ts) = header.dtype() else {
+        return Err(NpyError::UnsupportedDtype(header.dtype().descr()));
+    };
+    let descr = if e5m2 { "<f1".to_string() } else { ts.to_string() };
+    let size = usize::try_from(ts.size_field()).map_err(header_error)?;
+    use npyz::TypeChar as C;
+    let known = |d: Dtype| NpyElem::Known(d);
+    let elem = match (ts.type_char(), size) {
+        (C::RawData, _) if e5m2 => known(Dtype::Float8E5m2),
+        (C::RawData, n) if n > 0 => NpyElem::Void(n),
+        (C::Bool, 1) => known(Dtype::Bool),
+        (C::Uint, 1) => known(Dtype::Uint8),
+        (C::Int, 1) => known(Dtype::Int8),
+        (C::Uint, 2) => known(Dtype::Uint16),
+        (C::Int, 2) => known(Dtype::Int16),
+        (C::Uint, 4) => known(Dtype::Uint32),
+        (C::Int, 4) => known(Dtype::Int32),
+        (C::Uint, 8) => known(Dtype::Uint64),
+        (C::Int, 8) => known(Dtype::Int64),
+        (C::Float, 2) => known(Dtype::Float16),
+        (C::Float, 4) => known(Dtype::Float32),
+        (C::Float, 8) => known(Dtype::Float64),
+        _ => return Err(NpyError::UnsupportedDtype(descr)),
+    };
+    let item = elem.size();
+    let shape = header.shape().to_vec();
+    let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    let expected = count.and_then(|c| c.checked_mul(item as u64));
+    let actual = reader.len() as u64;
+    let Some(expected) = expected.filter(|&e| e <= actual) else {
+        return Err(NpyError::DataLength { shape, item, expected: expected.unwrap_or(u64::MAX), actual });
+    };
+    let mut data = reader[..expected as usize].to_vec();
+    let big = ts.endianness() == npyz::Endianness::Big && matches!(elem, NpyElem::Known(_)) && item > 1;
+    if big {
+        for chunk in data.chunks_exact_mut(item) {
+            chunk.reverse();
+        }
+    }
+    if header.order() == npyz::Order::Fortran && shape.len() > 1 {
+        data = fortran_to_c(&data, &shape, item);
+    }
+    Ok(NpyArray { descr, elem, shape, data })
+}
+
+/// Rearrange Fortran-order element bytes into C order.
+fn fortran_to_c(data: &[u8], shape: &[u64], item: usize) -> Vec<u8> {
+    let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+    let n: usize = dims.iter().product();
+    // Fortran strides (elements): first dim fastest.
+    let mut fstride = vec![1usize; dims.len()];
+    for i in 1..dims.len() {
+        fstride[i] = fstride[i - 1] * dims[i - 1];
+    }
+    let mut out = vec![0u8; data.len()];
+    let mut idx = vec![0usize; dims.len()];
+    for c in 0..n {
+        let f: usize = idx.iter().zip(&fstride).map(|(i, s)| i * s).sum();
+        out[c * item..(c + 1) * item].copy_from_slice(&data[f * item..(f + 1) * item]);
+        // Advance the C-order index (last dim fastest).
+        for d in (0..dims.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < dims[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// Read an `.npy` file.
+pub fn read_npy_file(path: impl AsRef<Path>) -> Result<NpyArray, NpyError> {
+    let path = path.as_ref();
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|source| NpyError::Io { path: path.display().to_string(), source })?;
+    read_npy(&bytes)
+}
+
+/// The descr tpbsim writes for a dtype.
+pub fn descr_for(dtype: Dtype) -> String {
+    match dtype {
+        Dtype::Bool => "|b1".into(),
+        Dtype::Uint8 => "|u1".into(),
+        Dtype::Int8 => "|i1".into(),
+        Dtype::Uint16 => "<u2".into(),
+        Dtype::Int16 => "<i2".into(),
+        Dtype::Uint32 => "<u4".into(),
+        Dtype::Int32 => "<i4".into(),
+        Dtype::Uint64 => "<u8".into(),
+        Dtype::Int64 => "<i8".into(),
+        Dtype::Float16 => "<f2".into(),
+        Dtype::Float32 | Dtype::Float32r => "<f4".into(),
+        Dtype::Float64 => "<f8".into(),
+        other => format!("<V{}", other.size()),
+    }
+}
+
+/// Encode an `.npy` image: `data` holds the little-endian, C-order element bytes.
+pub fn encode_npy(dtype: Dtype, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, NpyError> {
+    let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    let expected = count.and_then(|c| c.checked_mul(dtype.size() as u64));
+    if expected != Some(data.len() as u64) {
+        return Err(NpyError::Write(format!(
+            "{} data bytes do not fill shape {shape:?} of {dtype} ({} bytes each)",
+            data.len(),
+            dtype.size()
+        )));
+    }
+    let ts: npyz::TypeStr = descr_for(dtype).parse().map_err(|e| NpyError::Write(format!("{e}")))?;
+    let mut out = Vec::with_capacity(128 + data.len());
+    npyz::WriteOptions::new_header_only()
+        .dtype(npyz::DType::Plain(ts))
+        .shape(shape)
+        .writer(&mut out)
+        .write_header_only()
+        .map_err(|e| NpyError::Write(e.to_string()))?;
+    out.extend_from_slice(data);
+    Ok(out)
+}
+
+/// Write an `.npy` file atomically (temporary file in the same directory, then rename).
+pub fn write_npy_file(path: impl AsRef<Path>, dtype: Dtype, shape: &[u64], data: &[u8]) -> Result<(), NpyError> {
+    let path = path.as_ref();
+    let image = encode_npy(dtype, shape, data)?;
+    super::write_atomic(path, &image).map_err(|source| NpyError::Io { path: path.display().to_string(), source })
+}
+
+/// Write an `.npy` image to any writer.
+pub fn write_npy<W: Write>(mut w: W, dtype: Dtype, shape: &[u64], data: &[u8]) -> Result<(), NpyError> {
+    let image = encode_npy(dtype, shape, data)?;
+    w.write_all(&image).map_err(|source| NpyError::Io { path: "<writer>".into(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_every_dtype() {
+        for d in Dtype::ALL {
+            let shape = [2u64, 3];
+            let data: Vec<u8> = (0..6 * d.size()).map(|i| (i * 37 + 5) as u8).collect();
+            let image = encode_npy(d, &shape, &data).unwrap();
+            let back = read_npy(&image).unwrap();
+            assert_eq!(back.shape, shape);
+            assert_eq!(back.data, data);
+            assert_eq!(back.descr, descr_for(d));
+            assert_eq!(back.resolve(d).unwrap(), d, "{d}");
+            // Header length keeps the data 64-byte aligned, as numpy does.
+            assert_eq!((image.len() - data.len()) % 64, 0);
+        }
+    }
+
+    #[test]
+    fn void_needs_a_matching_declaration() {
+        let image = encode_npy(Dtype::Bfloat16, &[2], &[0, 0x3F, 0, 0x40]).unwrap();
+        let a = read_npy(&image).unwrap();
+        assert_eq!(a.elem, NpyElem::Void(2));
+        assert_eq!(a.descr, "<V2");
+        assert!(a.resolve(Dtype::Float16).is_err(), "a native dtype is never stored as void");
+        assert!(a.resolve(Dtype::Float8E4m3fn).is_err(), "size differs");
+        let f = read_npy(&encode_npy(Dtype::Float32, &[1], &[0; 4]).unwrap()).unwrap();
+        assert_eq!(f.resolve(Dtype::Float32r).unwrap(), Dtype::Float32r);
+        assert!(f.resolve(Dtype::Int32).is_err());
+    }
+
+    /// Byte-for-byte what numpy 2.x `np.save` writes for `np.arange(6, dtype='>i2').reshape(2, 3)`
+    /// in Fortran order, for a big-endian, column-major array.
+    #[test]
+    fn big_endian_fortran_is_normalised() {
+        let dict = b"{'descr': '>i2', 'fortran_order': True, 'shape': (2, 3), }";
+        let mut image = b"\x93NUMPY\x01\x00".to_vec();
+        let pad = 64 - (10 + dict.len() + 1) % 64;
+        let hlen = dict.len() + pad + 1;
+        image.extend_from_slice(&(hlen as u16).to_le_bytes());
+        image.extend_from_slice(dict);
+        image.extend(std::iter::repeat_n(b' ', pad));
+        image.push(b'\n');
+        // Column-major storage of [[0,1,2],[3,4,5]]: 0 3 1 4 2 5, big-endian.
+        for v in [0u16, 3, 1, 4, 2, 5] {
+            image.extend_from_slice(&v.to_be_bytes());
+        }
+        let a = read_npy(&image).unwrap();
+        assert_eq!(a.elem, NpyElem::Known(Dtype::Int16));
+        let vals: Vec<u16> = a.data.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+        assert_eq!(vals, vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn ml_dtypes_e5m2_descr() {
+        let mut image = encode_npy(Dtype::Float8E5m2, &[3], &[1, 2, 3]).unwrap();
+        let pos = find(&image, b"'<V1'").unwrap();
+        image[pos..pos + 5].copy_from_slice(b"'<f1'");
+        let a = read_npy(&image).unwrap();
+        assert_eq!(a.elem, NpyElem::Known(Dtype::Float8E5m2));
+        assert_eq!(a.descr, "<f1");
+        assert_eq!(a.data, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn errors() {
+        assert!(matches!(read_npy(b"nope"), Err(NpyError::Header(_))));
+        let image = encode_npy(Dtype::Int32, &[4], &[0; 16]).unwrap();
+        assert!(matches!(read_npy(&image[..image.len() - 1]), Err(NpyError::DataLength { .. })));
+        assert!(matches!(read_npy(&image[..20]), Err(NpyError::Header(_))));
+        assert!(matches!(encode_npy(Dtype::Int32, &[4], &[0; 15]), Err(NpyError::Write(_))));
+        let mut c = encode_npy(Dtype::Int64, &[1], &[0; 8]).unwrap();
+        let pos = find(&c, b"'<i8'").unwrap();
+        c[pos..pos + 5].copy_from_slice(b"'<c8'");
+        assert!(matches!(read_npy(&c), Err(NpyError::UnsupportedDtype(_))));
+    }
+
+    #[test]
+    fn file_round_trip_is_atomic() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("w.npy");
+        write_npy_file(&p, Dtype::Bfloat16, &[2, 2], &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        let a = read_npy_file(&p).unwrap();
+        assert_eq!(a.data, vec![1, 2, 3, 4, 5, 6, 7, 8]);
+        let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(entries.len(), 1, "no temporary file left behind");
+        assert!(matches!(read_npy_file(dir.path().join("missing.npy")), Err(NpyError::Io { .. })));
+    }
+}

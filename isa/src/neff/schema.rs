@@ -1,0 +1,1046 @@
+//! Typed views of the JSON members: `neff.json`, `sgNN/def.json` and the per-engine DMA
+//! sidecars (`PE.json`, ...).
+//!
+//! Reading is lenient about keys tpbsim does not use (they are kept in `extra` maps and
+//! written back unchanged) and strict about the ones it does: a wrong type or an
+//! inconsistent value is an error naming the member and the JSON path. Keys whose names are
+//! public are documented with their source in `docs/neff.md`; the rest are marked
+//! `project-defined` there and on the fields below.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::NeffError;
+use crate::engine::Engine;
+
+/// Largest number of DMA queues one NEFF may declare (11 × 16, a compiler assertion).
+pub const MAX_DMA_QUEUES: usize = 11 * 16;
+
+/// Largest number of access-pattern dimensions of one DMA side. `project-defined`.
+pub const MAX_DMA_DIMS: usize = 4;
+
+/// An element type named in `def.json` (`dtype`), a sidecar, or an `.npy` file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dtype {
+    /// `bool` (npy `|b1`; host side only).
+    Bool,
+    /// `uint8`.
+    Uint8,
+    /// `int8`.
+    Int8,
+    /// `uint16`.
+    Uint16,
+    /// `int16`.
+    Int16,
+    /// `uint32`.
+    Uint32,
+    /// `int32`.
+    Int32,
+    /// `uint64`.
+    Uint64,
+    /// `int64`.
+    Int64,
+    /// `float16`.
+    Float16,
+    /// `bfloat16`.
+    Bfloat16,
+    /// `float32`.
+    Float32,
+    /// `float32r` (fp32 storage, reduced-precision PE rounding).
+    Float32r,
+    /// `float64` (npy `<f8`; host side only).
+    Float64,
+    /// `float8_e3m4` (BIR `float8e3`).
+    Float8E3m4,
+    /// `float8_e4m3` (BIR `float8e4`).
+    Float8E4m3,
+    /// `float8_e4m3fn`.
+    Float8E4m3fn,
+    /// `float8_e5m2` (BIR `float8e5`).
+    Float8E5m2,
+    /// `float8_e8m0fnu`.
+    Float8E8m0fnu,
+    /// `float4_e2m1fn_x4` (four FP4 values in 2 bytes).
+    Float4E2m1fnX4,
+    /// `float8_e4m3fn_x4` (four FP8 values in 4 bytes).
+    Float8E4m3fnX4,
+    /// `float8_e5m2_x4` (four FP8 values in 4 bytes).
+    Float8E5m2X4,
+}
+
+impl Dtype {
+    /// Every dtype.
+    pub const ALL: [Dtype; 22] = [
+        Dtype::Bool,
+        Dtype::Uint8,
+        Dtype::Int8,
+        Dtype::Uint16,
+        Dtype::Int16,
+        Dtype::Uint32,
+        Dtype::Int32,
+        Dtype::Uint64,
+        Dtype::Int64,
+        Dtype::Float16,
+        Dtype::Bfloat16,
+        Dtype::Float32,
+        Dtype::Float32r,
+        Dtype::Float64,
+        Dtype::Float8E3m4,
+        Dtype::Float8E4m3,
+        Dtype::Float8E4m3fn,
+        Dtype::Float8E5m2,
+        Dtype::Float8E8m0fnu,
+        Dtype::Float4E2m1fnX4,
+        Dtype::Float8E4m3fnX4,
+        Dtype::Float8E5m2X4,
+    ];
+
+    /// Canonical name (as written).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::Bool => "bool",
+            Dtype::Uint8 => "uint8",
+            Dtype::Int8 => "int8",
+            Dtype::Uint16 => "uint16",
+            Dtype::Int16 => "int16",
+            Dtype::Uint32 => "uint32",
+            Dtype::Int32 => "int32",
+            Dtype::Uint64 => "uint64",
+            Dtype::Int64 => "int64",
+            Dtype::Float16 => "float16",
+            Dtype::Bfloat16 => "bfloat16",
+            Dtype::Float32 => "float32",
+            Dtype::Float32r => "float32r",
+            Dtype::Float64 => "float64",
+            Dtype::Float8E3m4 => "float8_e3m4",
+            Dtype::Float8E4m3 => "float8_e4m3",
+            Dtype::Float8E4m3fn => "float8_e4m3fn",
+            Dtype::Float8E5m2 => "float8_e5m2",
+            Dtype::Float8E8m0fnu => "float8_e8m0fnu",
+            Dtype::Float4E2m1fnX4 => "float4_e2m1fn_x4",
+            Dtype::Float8E4m3fnX4 => "float8_e4m3fn_x4",
+            Dtype::Float8E5m2X4 => "float8_e5m2_x4",
+        }
+    }
+
+    /// Bytes of one stored element (a ×4 form counts its whole container).
+    pub const fn size(self) -> usize {
+        match self {
+            Dtype::Bool
+            | Dtype::Uint8
+            | Dtype::Int8
+            | Dtype::Float8E3m4
+            | Dtype::Float8E4m3
+            | Dtype::Float8E4m3fn
+            | Dtype::Float8E5m2
+            | Dtype::Float8E8m0fnu => 1,
+            Dtype::Uint16 | Dtype::Int16 | Dtype::Float16 | Dtype::Bfloat16 | Dtype::Float4E2m1fnX4 => 2,
+            Dtype::Uint32
+            | Dtype::Int32
+            | Dtype::Float32
+            | Dtype::Float32r
+            | Dtype::Float8E4m3fnX4
+            | Dtype::Float8E5m2X4 => 4,
+            Dtype::Uint64 | Dtype::Int64 | Dtype::Float64 => 8,
+        }
+    }
+
+    /// Whether numpy has a native dtype for this (otherwise `.npy` files store it as void).
+    pub const fn is_numpy_native(self) -> bool {
+        matches!(
+            self,
+            Dtype::Bool
+                | Dtype::Uint8
+                | Dtype::Int8
+                | Dtype::Uint16
+                | Dtype::Int16
+                | Dtype::Uint32
+                | Dtype::Int32
+                | Dtype::Uint64
+                | Dtype::Int64
+                | Dtype::Float16
+                | Dtype::Float32
+                | Dtype::Float32r
+                | Dtype::Float64
+        )
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Error for an unknown dtype name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown dtype `{0}`")]
+pub struct UnknownDtype(pub String);
+
+impl FromStr for Dtype {
+    type Err = UnknownDtype;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let alias = match s {
+            "float8e3" => Some(Dtype::Float8E3m4),
+            "float8e4" => Some(Dtype::Float8E4m3),
+            "float8e5" => Some(Dtype::Float8E5m2),
+            _ => None,
+        };
+        alias
+            .or_else(|| Dtype::ALL.into_iter().find(|d| d.name() == s))
+            .ok_or_else(|| UnknownDtype(s.to_string()))
+    }
+}
+
+impl Serialize for Dtype {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Dtype {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A string enum that keeps names it does not know.
+macro_rules! open_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $text:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vm])* $var,)*
+            /// A value tpbsim does not interpret, kept verbatim.
+            Other(String),
+        }
+        impl $name {
+            /// The JSON string.
+            pub fn as_str(&self) -> &str {
+                match self { $($name::$var => $text,)* $name::Other(s) => s }
+            }
+        }
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                match s { $($text => $name::$var,)* other => $name::Other(other.to_string()) }
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
+        }
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> { s.serialize_str(self.as_str()) }
+        }
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                Ok($name::from(String::deserialize(d)?.as_str()))
+            }
+        }
+    };
+}
+
+open_enum! {
+    /// The location class of a variable (`def.json` `var[].type`).
+    VarKind {
+        /// `state-buffer`.
+        StateBuffer = "state-buffer",
+        /// `local`.
+        Local = "local",
+        /// `shared`.
+        Shared = "shared",
+        /// `remote`.
+        Remote = "remote",
+        /// `tmp-buf`.
+        TmpBuf = "tmp-buf",
+        /// `virtual`.
+        Virtual = "virtual",
+        /// `input`.
+        Input = "input",
+        /// `output`.
+        Output = "output",
+        /// `file` (constant data from a member named by `file_name`).
+        File = "file",
+        /// `pointer`.
+        Pointer = "pointer",
+        /// `list`.
+        List = "list",
+    }
+}
+
+impl VarKind {
+    /// Kinds whose `size` the runtime requires.
+    pub fn requires_size(&self) -> bool {
+        matches!(self, VarKind::Input | VarKind::Output | VarKind::TmpBuf | VarKind::Virtual | VarKind::Pointer)
+    }
+}
+
+/// A variable of `def.json` (`var[]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Variable {
+    /// Unique variable id.
+    pub var_id: u64,
+    /// Tensor name.
+    pub name: String,
+    /// Location class.
+    #[serde(rename = "type")]
+    pub kind: VarKind,
+    /// Byte size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Element type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<Dtype>,
+    /// Dimensions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<u64>>,
+    /// Member (relative to the subgraph directory) holding a `file` variable's data.
+    #[serde(default, alias = "file", skip_serializing_if = "Option::is_none")]
+    pub file_name: Option<String>,
+    /// Keys tpbsim does not interpret (`pointer`, `backing_variable_off`, ...), kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Variable {
+    /// A variable with only the required keys.
+    pub fn new(var_id: u64, name: impl Into<String>, kind: VarKind) -> Variable {
+        Variable {
+            var_id,
+            name: name.into(),
+            kind,
+            size: None,
+            dtype: None,
+            shape: None,
+            file_name: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// Number of elements of `shape` (checked), if a shape is given.
+    pub fn elements(&self) -> Option<u64> {
+        self.shape.as_ref().and_then(|s| s.iter().try_fold(1u64, |a, &d| a.checked_mul(d)))
+    }
+
+    /// The byte size: `size` if given, else shape × dtype size when both are known.
+    pub fn byte_size(&self) -> Option<u64> {
+        self.size.or_else(|| {
+            let e = self.elements()?;
+            e.checked_mul(self.dtype?.size() as u64)
+        })
+    }
+}
+
+/// A DMA queue of `def.json` (`dma_queue[]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DmaQueue {
+    /// Queue name (`act_load`, `data`, `in`, `out`, ...). `project-defined` key name.
+    pub name: String,
+    /// Queue id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// Queue role (`in`, `out`, `data`, `act_load`, `embedding_update`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Completion semaphore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semaphore: Option<u32>,
+    /// Completion semaphores of a queue set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semaphore_set: Option<Vec<u32>>,
+    /// Direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
+    /// Keys tpbsim does not interpret, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl DmaQueue {
+    /// A queue with only a name.
+    pub fn new(name: impl Into<String>) -> DmaQueue {
+        DmaQueue {
+            name: name.into(),
+            id: None,
+            owner: None,
+            semaphore: None,
+            semaphore_set: None,
+            direction: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// Every semaphore the queue updates.
+    pub fn semaphores(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.semaphore.into_iter().collect();
+        v.extend(self.semaphore_set.iter().flatten().copied());
+        v
+    }
+}
+
+/// The files of one engine in `def.json` `definition[token]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineFiles {
+    /// The instruction stream's file name (`PE.bin`, ...).
+    #[serde(rename = "_instr", alias = "instr", default, skip_serializing_if = "Option::is_none")]
+    pub instr: Option<String>,
+    /// Keys tpbsim does not interpret (`_dbg`, `_asm_dbg`, ...), kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `sgNN/def.json`: one subgraph's variables, queues and engine files.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DefJson {
+    /// Per-engine files keyed by the lower-case token (`pe`, `act`, `pool`, `dve`, `sp`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "definition_map")]
+    pub definition: BTreeMap<String, EngineFiles>,
+    /// Variables.
+    #[serde(default)]
+    pub var: Vec<Variable>,
+    /// DMA queues.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dma_queue: Vec<DmaQueue>,
+    /// DMA descriptor blocks carried in `def.json` itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dma: Vec<DmaBlock>,
+    /// Keys tpbsim does not interpret (`replica_groups`, `ucode_lib`, ...), kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `definition` is an object of engine entries; a string (a module name) carries none.
+fn definition_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, EngineFiles>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Def {
+        Map(BTreeMap<String, Value>),
+        Name(#[allow(dead_code)] String),
+    }
+    match Def::deserialize(d)? {
+        Def::Name(_) => Ok(BTreeMap::new()),
+        Def::Map(m) => {
+            let mut out = BTreeMap::new();
+            for (k, v) in m {
+                // Entries that are not objects (a module name, a version) carry no files.
+                if v.is_object() {
+                    let files = EngineFiles::deserialize(v).map_err(|e| serde::de::Error::custom(format!("{k}: {e}")))?;
+                    out.insert(k, files);
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The lower-case `def.json` token of an engine (`pe`, `act`, `pool`, `dve`, `sp`).
+pub const fn engine_token(e: Engine) -> &'static str {
+    match e {
+        Engine::Pe => "pe",
+        Engine::Act => "act",
+        Engine::Pool => "pool",
+        Engine::Dve => "dve",
+        Engine::Sp => "sp",
+    }
+}
+
+/// A reference to a `def.json` variable: by name or by `var_id`. `project-defined` value form.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum VarRef {
+    /// By `var_id`.
+    Id(u64),
+    /// By name.
+    Name(String),
+}
+
+impl fmt::Display for VarRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VarRef::Id(i) => write!(f, "var_id {i}"),
+            VarRef::Name(n) => write!(f, "`{n}`"),
+        }
+    }
+}
+
+open_enum! {
+    /// The operation of a DMA descriptor (`op`; absent means `copy`).
+    DmaOp {
+        /// Plain copy.
+        Copy = "copy",
+        /// Copy with element type conversion. `project-defined`.
+        Cast = "cast",
+        /// Element-wise add of the sources.
+        Add = "add",
+        /// Fused multiply-add.
+        Fma = "fma",
+        /// Element-wise minimum.
+        Min = "min",
+        /// Element-wise maximum.
+        Max = "max",
+        /// Transpose.
+        Transpose = "transpose",
+    }
+}
+
+open_enum! {
+    /// How a completed DMA entry updates its semaphore. `project-defined`.
+    SemOp {
+        /// Add 1.
+        Inc = "inc",
+        /// Add `sem_value`.
+        Add = "add",
+        /// Set to `sem_value`.
+        Write = "write",
+    }
+}
+
+/// One DMA descriptor entry (`desc[]`).
+///
+/// Public keys: `from`, `to`, `from_sizes`, `to_sizes`, `from_arr`, `op`. Everything else is
+/// `project-defined`: `id`, the byte offsets, the steps, the dtypes and the completion update.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DmaEntry {
+    /// Entry id. `project-defined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// Operation (default `copy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<DmaOp>,
+    /// Source variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<VarRef>,
+    /// Several source variables (multi-operand operations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_arr: Option<Vec<VarRef>>,
+    /// Destination variable.
+    pub to: VarRef,
+    /// Byte offset into each source. `project-defined`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_offset: u64,
+    /// Byte offset into the destination. `project-defined`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub to_offset: u64,
+    /// Source dimensions (elements), outermost first.
+    #[serde(default)]
+    pub from_sizes: Vec<u64>,
+    /// Destination dimensions (elements), outermost first.
+    #[serde(default)]
+    pub to_sizes: Vec<u64>,
+    /// Source steps in elements per dimension (default: contiguous). `project-defined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_steps: Option<Vec<u64>>,
+    /// Destination steps in elements per dimension (default: contiguous). `project-defined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_steps: Option<Vec<u64>>,
+    /// Source element type (default: the variable's dtype, else bytes). `project-defined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_dtype: Option<Dtype>,
+    /// Destination element type (default: the variable's dtype, else bytes). `project-defined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_dtype: Option<Dtype>,
+    /// Semaphore updated on completion. `project-defined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sem: Option<u32>,
+    /// Semaphore update (default `inc`). `project-defined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sem_op: Option<SemOp>,
+    /// Operand of `add`/`write`. `project-defined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sem_value: Option<u64>,
+    /// Event set on completion. `project-defined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<u32>,
+    /// Keys tpbsim does not interpret, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+impl DmaEntry {
+    /// A contiguous copy of `sizes` elements from `from` to `to`.
+    pub fn copy(from: VarRef, to: VarRef, sizes: Vec<u64>) -> DmaEntry {
+        DmaEntry {
+            id: None,
+            op: None,
+            from: Some(from),
+            from_arr: None,
+            to,
+            from_offset: 0,
+            to_offset: 0,
+            from_sizes: sizes.clone(),
+            to_sizes: sizes,
+            from_steps: None,
+            to_steps: None,
+            from_dtype: None,
+            to_dtype: None,
+            sem: None,
+            sem_op: None,
+            sem_value: None,
+            event: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The operation (absent means copy).
+    pub fn op(&self) -> DmaOp {
+        self.op.clone().unwrap_or(DmaOp::Copy)
+    }
+
+    /// Every source, `from` then `from_arr`.
+    pub fn sources(&self) -> Vec<&VarRef> {
+        self.from.iter().chain(self.from_arr.iter().flatten()).collect()
+    }
+}
+
+/// Contiguous (row-major) steps for `sizes`.
+pub fn contiguous_steps(sizes: &[u64]) -> Vec<u64> {
+    let mut steps = vec![1u64; sizes.len()];
+    for i in (0..sizes.len().saturating_sub(1)).rev() {
+        steps[i] = steps[i + 1].saturating_mul(sizes[i + 1]);
+    }
+    steps
+}
+
+/// A DMA descriptor block: the entries one queue executes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DmaBlock {
+    /// Target queue name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// Ring-instance name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_name: Option<String>,
+    /// Block id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// Descriptor entries.
+    #[serde(default)]
+    pub desc: Vec<DmaEntry>,
+    /// Keys tpbsim does not interpret, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl DmaBlock {
+    /// The queue the block targets (`queue`, else `instance_name`).
+    pub fn queue_name(&self) -> Option<&str> {
+        self.queue.as_deref().or(self.instance_name.as_deref())
+    }
+}
+
+/// A per-engine DMA sidecar (`PE.json`, ...): `{"dma": [block, ...]}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sidecar {
+    /// Descriptor blocks.
+    #[serde(default)]
+    pub dma: Vec<DmaBlock>,
+    /// Keys tpbsim does not interpret, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Sidecar {
+    /// Number of descriptor entries over all blocks.
+    pub fn entry_count(&self) -> usize {
+        self.dma.iter().map(|b| b.desc.len()).sum()
+    }
+}
+
+/// `neff.json`: the top-level manifest. Only the keys tpbsim shows are typed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NeffJson {
+    /// Manifest revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<Value>,
+    /// Target architecture name (`sunda`, `cayman`, `mariana`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_arch: Option<String>,
+    /// Everything else, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Parse a JSON member into `T`, naming the member and the JSON path on error.
+pub fn parse_json<T: serde::de::DeserializeOwned>(member: &str, bytes: &[u8]) -> Result<T, NeffError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        NeffError::Json { member: member.to_string(), path, message: e.into_inner().to_string() }
+    })?;
+    de.end().map_err(|e| NeffError::Json { member: member.to_string(), path: ".".into(), message: e.to_string() })?;
+    Ok(value)
+}
+
+fn invalid(member: &str, path: impl Into<String>, message: impl Into<String>) -> NeffError {
+    NeffError::Invalid { member: member.to_string(), path: path.into(), message: message.into() }
+}
+
+impl DefJson {
+    /// The variable a reference names.
+    pub fn resolve(&self, r: &VarRef) -> Option<&Variable> {
+        match r {
+            VarRef::Id(id) => self.var.iter().find(|v| v.var_id == *id),
+            VarRef::Name(n) => self.var.iter().find(|v| &v.name == n),
+        }
+    }
+
+    /// The variable named `name`.
+    pub fn variable(&self, name: &str) -> Option<&Variable> {
+        self.var.iter().find(|v| v.name == name)
+    }
+
+    /// The queue named `name`.
+    pub fn queue(&self, name: &str) -> Option<&DmaQueue> {
+        self.dma_queue.iter().find(|q| q.name == name)
+    }
+
+    /// The stream file name `definition[token]._instr` gives for `engine`.
+    pub fn instr_file(&self, engine: Engine) -> Option<&str> {
+        self.definition.get(engine_token(engine)).and_then(|f| f.instr.as_deref())
+    }
+
+    /// Check the keys tpbsim uses: unique var ids and names, sizes consistent with shape ×
+    /// dtype, sizes present where the runtime requires them, `file` variables naming a
+    /// member, unique queue names within the queue limit, and the DMA blocks carried here.
+    pub fn validate(&self, member: &str) -> Result<(), NeffError> {
+        let mut ids = BTreeSet::new();
+        let mut names = BTreeSet::new();
+        for (i, v) in self.var.iter().enumerate() {
+            let at = |k: &str| format!("var[{i}].{k}");
+            if !ids.insert(v.var_id) {
+                return Err(invalid(member, at("var_id"), format!("duplicate var_id {}", v.var_id)));
+            }
+            if v.name.is_empty() {
+                return Err(invalid(member, at("name"), "empty name"));
+            }
+            if !names.insert(v.name.as_str()) {
+                return Err(invalid(member, at("name"), format!("duplicate variable name `{}`", v.name)));
+            }
+            if v.kind.requires_size() && v.size.is_none() {
+                return Err(invalid(member, at("size"), format!("a `{}` variable needs a size", v.kind)));
+            }
+            if let Some(shape) = &v.shape {
+                let Some(elements) = v.elements() else {
+                    return Err(invalid(member, at("shape"), format!("shape {shape:?} overflows")));
+                };
+                if let (Some(size), Some(dt)) = (v.size, v.dtype) {
+                    let want = elements.checked_mul(dt.size() as u64);
+                    if want != Some(size) {
+                        return Err(invalid(
+                            member,
+                            at("size"),
+                            format!("size {size} != shape {shape:?} × {} bytes ({dt})", dt.size()),
+                        ));
+                    }
+                }
+            }
+            if v.kind == VarKind::File {
+                match &v.file_name {
+                    None => return Err(invalid(member, at("file_name"), "a `file` variable needs a file_name")),
+                    Some(f) if super::archive::normalize_member_path(f.as_bytes()).is_err() => {
+                        return Err(invalid(member, at("file_name"), format!("`{f}` is not a safe relative path")))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if self.dma_queue.len() > MAX_DMA_QUEUES {
+            return Err(invalid(
+                member,
+                "dma_queue",
+                format!("{} queues; at most {MAX_DMA_QUEUES} (11 × 16) are allowed", self.dma_queue.len()),
+            ));
+        }
+        let mut qnames = BTreeSet::new();
+        for (i, q) in self.dma_queue.iter().enumerate() {
+            if !qnames.insert(q.name.as_str()) {
+                return Err(invalid(member, format!("dma_queue[{i}].name"), format!("duplicate queue `{}`", q.name)));
+            }
+        }
+        for (e, files) in &self.definition {
+            if let Some(f) = &files.instr {
+                if super::archive::normalize_member_path(f.as_bytes()).is_err() {
+                    return Err(invalid(member, format!("definition.{e}._instr"), format!("`{f}` is not a safe relative path")));
+                }
+            }
+        }
+        validate_blocks(member, "dma", &self.dma, self)
+    }
+}
+
+/// Check DMA blocks against the subgraph's `def.json`.
+pub fn validate_blocks(member: &str, root: &str, blocks: &[DmaBlock], def: &DefJson) -> Result<(), NeffError> {
+    for (bi, block) in blocks.iter().enumerate() {
+        let bpath = format!("{root}[{bi}]");
+        if let Some(q) = &block.queue {
+            if !def.dma_queue.is_empty() && def.queue(q).is_none() {
+                return Err(invalid(member, format!("{bpath}.queue"), format!("queue `{q}` is not declared in def.json dma_queue")));
+            }
+        }
+        for (ei, entry) in block.desc.iter().enumerate() {
+            validate_entry(member, &format!("{bpath}.desc[{ei}]"), entry, def)?;
+        }
+    }
+    Ok(())
+}
+
+/// Last byte (exclusive) touched by an access pattern, in bytes from the variable start.
+fn pattern_end(offset: u64, sizes: &[u64], steps: &[u64], elem: u64) -> Option<u64> {
+    let mut last = 0u64;
+    for (&n, &s) in sizes.iter().zip(steps) {
+        last = last.checked_add(n.checked_sub(1)?.checked_mul(s)?)?;
+    }
+    offset.checked_add(last.checked_add(1)?.checked_mul(elem)?)
+}
+
+/// One side of a DMA entry: `from` or `to`.
+struct Side<'a> {
+    name: &'static str,
+    offset: u64,
+    sizes: &'a [u64],
+    steps: Option<&'a Vec<u64>>,
+    dtype: Option<Dtype>,
+}
+
+impl<'a> Side<'a> {
+    fn from(e: &'a DmaEntry) -> Side<'a> {
+        Side { name: "from", offset: e.from_offset, sizes: &e.from_sizes, steps: e.from_steps.as_ref(), dtype: e.from_dtype }
+    }
+    fn to(e: &'a DmaEntry) -> Side<'a> {
+        Side { name: "to", offset: e.to_offset, sizes: &e.to_sizes, steps: e.to_steps.as_ref(), dtype: e.to_dtype }
+    }
+}
+
+/// Check one side against its variable; returns the element count it moves.
+fn validate_side(member: &str, path: &str, side: &Side<'_>, var: &Variable) -> Result<u64, NeffError> {
+    let Side { name: side, offset, sizes, steps, dtype } = *side;
+    if sizes.is_empty() {
+        return Err(invalid(member, format!("{path}.{side}_sizes"), "missing or empty"));
+    }
+    if sizes.len() > MAX_DMA_DIMS {
+        return Err(invalid(member, format!("{path}.{side}_sizes"), format!("{} dimensions; at most {MAX_DMA_DIMS}", sizes.len())));
+    }
+    if let Some(i) = sizes.iter().position(|&n| n == 0) {
+        return Err(invalid(member, format!("{path}.{side}_sizes[{i}]"), "size 0"));
+    }
+    let default_steps;
+    let steps = match steps {
+        Some(s) => {
+            if s.len() != sizes.len() {
+                return Err(invalid(
+                    member,
+                    format!("{path}.{side}_steps"),
+                    format!("{} steps for {} sizes", s.len(), sizes.len()),
+                ));
+            }
+            s
+        }
+        None => {
+            default_steps = contiguous_steps(sizes);
+            &default_steps
+        }
+    };
+    let elem = dtype.or(var.dtype).map_or(1, |d| d.size() as u64);
+    let elements = sizes.iter().try_fold(1u64, |a, &n| a.checked_mul(n));
+    let end = pattern_end(offset, sizes, steps, elem);
+    let (Some(elements), Some(end)) = (elements, end) else {
+        return Err(invalid(member, format!("{path}.{side}_sizes"), "access pattern overflows"));
+    };
+    if let Some(size) = var.byte_size() {
+        if end > size {
+            return Err(invalid(
+                member,
+                format!("{path}.{side}"),
+                format!("access reaches byte {end} of `{}`, which has {size} bytes", var.name),
+            ));
+        }
+    }
+    Ok(elements)
+}
+
+fn validate_entry(member: &str, path: &str, e: &DmaEntry, def: &DefJson) -> Result<(), NeffError> {
+    let sources = e.sources();
+    if sources.is_empty() {
+        return Err(invalid(member, format!("{path}.from"), "no source (`from` or `from_arr`)"));
+    }
+    let lookup = |r: &VarRef, key: &str| {
+        def.resolve(r).ok_or_else(|| invalid(member, format!("{path}.{key}"), format!("{r} is not a def.json variable")))
+    };
+    let to = lookup(&e.to, "to")?;
+    let dst = validate_side(member, path, &Side::to(e), to)?;
+    for (i, r) in sources.iter().enumerate() {
+        let key = if e.from.is_some() && i == 0 { "from".to_string() } else { format!("from_arr[{}]", i - usize::from(e.from.is_some())) };
+        let var = lookup(r, &key)?;
+        let src = validate_side(member, path, &Side::from(e), var)?;
+        if src != dst {
+            return Err(invalid(member, path, format!("source moves {src} elements, destination {dst}")));
+        }
+    }
+    if let DmaOp::Other(op) = e.op() {
+        return Err(invalid(member, format!("{path}.op"), format!("unknown operation `{op}`")));
+    }
+    match (&e.sem, &e.sem_op, &e.sem_value) {
+        (None, Some(_), _) | (None, _, Some(_)) => {
+            return Err(invalid(member, format!("{path}.sem"), "sem_op/sem_value without sem"));
+        }
+        (Some(_), Some(SemOp::Other(op)), _) => {
+            return Err(invalid(member, format!("{path}.sem_op"), format!("unknown semaphore update `{op}`")));
+        }
+        (Some(_), Some(SemOp::Add | SemOp::Write), None) => {
+            return Err(invalid(member, format!("{path}.sem_value"), "`add` and `write` need a sem_value"));
+        }
+        (Some(_), None | Some(SemOp::Inc), Some(_)) => {
+            return Err(invalid(member, format!("{path}.sem_value"), "`inc` takes no sem_value"));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def() -> DefJson {
+        let mut a = Variable::new(0, "a", VarKind::Input);
+        a.size = Some(64);
+        a.dtype = Some(Dtype::Bfloat16);
+        a.shape = Some(vec![4, 8]);
+        let mut b = Variable::new(1, "b", VarKind::Output);
+        b.size = Some(128);
+        b.dtype = Some(Dtype::Float32);
+        b.shape = Some(vec![4, 8]);
+        let mut q = DmaQueue::new("data");
+        q.semaphore = Some(3);
+        DefJson { var: vec![a, b], dma_queue: vec![q], ..Default::default() }
+    }
+
+    #[test]
+    fn dtype_names() {
+        for d in Dtype::ALL {
+            assert_eq!(d.name().parse::<Dtype>().unwrap(), d);
+        }
+        assert_eq!("float8e4".parse::<Dtype>().unwrap(), Dtype::Float8E4m3);
+        assert!("float8".parse::<Dtype>().is_err());
+    }
+
+    #[test]
+    fn def_json_lenient_and_typed() {
+        let text = r#"{"definition": {"pe": {"_instr": "PE.bin", "_dbg": "x"}, "name": "mod"},
+            "var": [{"var_id": 0, "name": "w", "type": "file", "file_name": "w.npy", "pointer": 7}],
+            "dma_queue": [{"name": "in", "owner": "in", "semaphore": 2}],
+            "replica_groups": [[0, 1]]}"#;
+        let d: DefJson = parse_json("sg00/def.json", text.as_bytes()).unwrap();
+        assert_eq!(d.instr_file(Engine::Pe), Some("PE.bin"));
+        assert_eq!(d.var[0].kind, VarKind::File);
+        assert_eq!(d.var[0].extra.get("pointer"), Some(&Value::from(7)));
+        assert!(d.extra.contains_key("replica_groups"));
+        d.validate("sg00/def.json").unwrap();
+        // Round trip keeps unknown keys.
+        let back: DefJson = serde_json::from_value(serde_json::to_value(&d).unwrap()).unwrap();
+        assert_eq!(back, d);
+    }
+
+    #[test]
+    fn json_errors_name_member_and_path() {
+        let text = r#"{"var": [{"var_id": 0, "name": "w", "type": "input", "size": "big"}]}"#;
+        let e = parse_json::<DefJson>("sg00/def.json", text.as_bytes()).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("sg00/def.json") && msg.contains("var[0].size"), "{msg}");
+        let e = parse_json::<DefJson>("m", b"{").unwrap_err();
+        assert!(matches!(e, NeffError::Json { .. }));
+        let e = parse_json::<DefJson>("m", br#"{"var": [{"name": "x", "type": "input"}]}"#).unwrap_err();
+        assert!(e.to_string().contains("var_id"), "{e}");
+    }
+
+    #[test]
+    fn def_validation() {
+        def().validate("d").unwrap();
+        let mut d = def();
+        d.var[1].var_id = 0;
+        assert!(d.validate("d").unwrap_err().to_string().contains("var[1].var_id"));
+        let mut d = def();
+        d.var[0].size = Some(63);
+        assert!(d.validate("d").unwrap_err().to_string().contains("var[0].size"));
+        let mut d = def();
+        d.var[0].size = None;
+        assert!(d.validate("d").unwrap_err().to_string().contains("needs a size"));
+        let mut d = def();
+        d.var.push(Variable::new(5, "c", VarKind::File));
+        assert!(d.validate("d").unwrap_err().to_string().contains("file_name"));
+        let mut d = def();
+        d.var[0].name = "b".into();
+        assert!(d.validate("d").unwrap_err().to_string().contains("duplicate variable"));
+        let mut d = def();
+        d.dma_queue.push(DmaQueue::new("data"));
+        assert!(d.validate("d").unwrap_err().to_string().contains("duplicate queue"));
+    }
+
+    fn block(e: DmaEntry) -> Vec<DmaBlock> {
+        vec![DmaBlock { queue: Some("data".into()), instance_name: None, id: None, desc: vec![e], extra: Map::new() }]
+    }
+
+    #[test]
+    fn dma_entry_validation() {
+        let d = def();
+        let ok = DmaEntry::copy(VarRef::Name("a".into()), VarRef::Id(1), vec![4, 8]);
+        validate_blocks("PE.json", "dma", &block(ok.clone()), &d).unwrap();
+        let check = |e: DmaEntry, needle: &str| {
+            let err = validate_blocks("PE.json", "dma", &block(e), &d).unwrap_err().to_string();
+            assert!(err.contains(needle), "{err} lacks {needle}");
+        };
+        let mut e = ok.clone();
+        e.to = VarRef::Name("nope".into());
+        check(e, "dma[0].desc[0].to");
+        let mut e = ok.clone();
+        e.from_offset = 2;
+        check(e, "reaches byte 66");
+        let mut e = ok.clone();
+        e.to_sizes = vec![4, 4];
+        check(e, "source moves 32 elements, destination 16");
+        let mut e = ok.clone();
+        e.from_sizes = vec![1, 1, 1, 1, 32];
+        e.to_sizes = vec![32];
+        check(e, "at most 4");
+        let mut e = ok.clone();
+        e.from_steps = Some(vec![1]);
+        check(e, "1 steps for 2 sizes");
+        let mut e = ok.clone();
+        e.op = Some(DmaOp::from("scatter"));
+        check(e, "unknown operation");
+        let mut e = ok.clone();
+        e.sem_op = Some(SemOp::Add);
+        check(e, "without sem");
+        let mut e = ok.clone();
+        e.sem = Some(1);
+        e.sem_op = Some(SemOp::Write);
+        check(e, "need a sem_value");
+        let mut e = ok.clone();
+        e.from = None;
+        check(e, "no source");
+        // Strided source inside bounds: 4 rows of 4 from a 4x8 bf16 tensor, step 8.
+        let mut e = ok.clone();
+        e.from_sizes = vec![4, 4];
+        e.from_steps = Some(vec![8, 1]);
+        e.to_sizes = vec![16];
+        validate_blocks("PE.json", "dma", &block(e), &d).unwrap();
+        let mut bad_queue = block(ok);
+        bad_queue[0].queue = Some("other".into());
+        assert!(validate_blocks("PE.json", "dma", &bad_queue, &d).is_err());
+    }
+
+    #[test]
+    fn steps() {
+        assert_eq!(contiguous_steps(&[2, 3, 4]), vec![12, 4, 1]);
+        assert_eq!(pattern_end(0, &[2, 3], &[3, 1], 2), Some(12));
+        assert_eq!(pattern_end(0, &[u64::MAX, 2], &[u64::MAX, 1], 2), None);
+    }
+}

@@ -1,0 +1,897 @@
+//! The cast engine.
+//!
+//! Every conversion goes source → fp32 → destination with round-to-nearest-even; a cast between
+//! identical formats is a bit-exact copy. The fp32 hub is a precision floor: integers above 2^24
+//! in magnitude lose low bits on any cast that changes format. The policy knobs the hardware and
+//! the compiler expose live in [`CastPolicy`]; `docs/numerics.md` gives every rule with its source.
+//!
+//! Per-format rules (fp32 → destination):
+//! - `bfloat16`: RNE on the 16 dropped bits, overflow → ±Inf, any NaN → `0x7FC0` (sign dropped).
+//! - `float16`: RNE, overflow → ±Inf, NaN → `0x7E00` with the input's sign.
+//! - `float32r`: mantissa RNE to 11 explicit bits (low 12 bits cleared), NaN → `0x7FC00000` with
+//!   the input's sign; read back as plain fp32.
+//! - FP8: RNE with subnormals; overflow (including ±Inf) → ±max finite when
+//!   [`CastPolicy::saturate_fp8`], otherwise ±Inf (`e3m4`, `e4m3`, `e5m2`) or, for `e4m3fn`,
+//!   `0x7F` (or a signed zero when [`CastPolicy::fp8_nan_selector`] is set). NaN → `e4m3fn`
+//!   `0x7F | sign`; the Inf-capable formats give their canonical quiet NaN, unsigned unless the
+//!   selector is set.
+//! - `float4_e2m1fn`: RNE on the grid {0, 0.5, 1, 1.5, 2, 3, 4, 6}, always saturating to ±6,
+//!   NaN → ±0.
+//! - `float8_e8m0fnu`: the generic cast treats the byte as a `uint8` (the MX scale reading
+//!   2^(e−127) is [`crate::numerics::mx::scale_value`]).
+//! - Integers: [`FloatToInt`] rounding, then saturation; NaN → MAX (MIN if the sign bit is set;
+//!   unsigned: 0 if set).
+//!
+//! fp32 → source decoding is exact; FP8 NaNs decode to the quiet NaN `0x7FC00000` with their sign,
+//! fp16 and bf16 NaNs keep their payload.
+
+use super::format::Format;
+
+/// How a float becomes an integer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FloatToInt {
+    /// Round toward zero, then saturate: the device ALU evaluator (`alu_op.cpp`, every engine's
+    /// scalar path and the POOL/DVE vector path) and the POOL cast kernel.
+    #[default]
+    DeviceTruncate,
+    /// Round to nearest even, then saturate: the compiler's reference cast engine.
+    ReferenceRne,
+}
+
+/// The configurable part of a cast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CastPolicy {
+    /// FP8 conversion config byte 0: an overflowing FP8 result clamps to ±max finite instead of
+    /// becoming Inf/NaN. Also applies to ±Inf inputs.
+    pub saturate_fp8: bool,
+    /// FP8 conversion config byte 1 (non-zero = set): with saturation off, an overflowing
+    /// `float8_e4m3fn` result becomes a signed zero instead of `0x7F`; an Inf-capable FP8 format
+    /// keeps the sign of a NaN input.
+    pub fp8_nan_selector: bool,
+    /// Float → integer rounding.
+    pub float_to_int: FloatToInt,
+}
+
+impl CastPolicy {
+    /// The device ALU path: FP8 saturation on (config word `0x0001`), float → int truncates.
+    pub const DEVICE: CastPolicy =
+        CastPolicy { saturate_fp8: true, fp8_nan_selector: false, float_to_int: FloatToInt::DeviceTruncate };
+
+    /// The compiler's reference cast engine: FP8 saturation on, float → int rounds to nearest
+    /// even. Also the rounding used for cast-unit outputs (copy/cast on DVE/ACT, activation
+    /// output), where no device source documents anything else.
+    pub const REFERENCE: CastPolicy =
+        CastPolicy { saturate_fp8: true, fp8_nan_selector: false, float_to_int: FloatToInt::ReferenceRne };
+
+    /// A policy from the 2-byte FP8 conversion config word (byte 0 = saturate, byte 1 = NaN/Inf
+    /// selector; each set when non-zero).
+    pub const fn from_fp8_config(word: u16, float_to_int: FloatToInt) -> CastPolicy {
+        CastPolicy { saturate_fp8: word & 0xFF != 0, fp8_nan_selector: word >> 8 != 0, float_to_int }
+    }
+
+    /// The 2-byte FP8 conversion config word of this policy.
+    pub const fn fp8_config(&self) -> u16 {
+        (self.saturate_fp8 as u16) | ((self.fp8_nan_selector as u16) << 8)
+    }
+}
+
+impl Default for CastPolicy {
+    /// [`CastPolicy::DEVICE`].
+    fn default() -> Self {
+        CastPolicy::DEVICE
+    }
+}
+
+/// A slice that does not hold whole elements of its format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CastError {
+    /// The source is not a whole number of containers.
+    #[error("source of {len} bytes is not a whole number of {format} containers ({container} bytes each)")]
+    SourceLength {
+        /// Source length in bytes.
+        len: usize,
+        /// Source format.
+        format: Format,
+        /// Container size in bytes.
+        container: usize,
+    },
+    /// The element count does not fill whole destination containers.
+    #[error("{elements} elements do not fill whole {format} containers of {lanes}")]
+    Lanes {
+        /// Logical element count.
+        elements: usize,
+        /// Destination format.
+        format: Format,
+        /// Elements per destination container.
+        lanes: usize,
+    },
+    /// The destination (or the fp32 buffer) has the wrong size.
+    #[error("destination of {got} bytes does not fit {elements} {format} elements ({want} bytes)")]
+    DestinationLength {
+        /// Destination length in bytes.
+        got: usize,
+        /// Required length in bytes.
+        want: usize,
+        /// Logical element count.
+        elements: usize,
+        /// Destination format.
+        format: Format,
+    },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Minifloat parameters.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Specials {
+    /// The top exponent is reserved: mantissa 0 = Inf, otherwise NaN.
+    Ieee,
+    /// No Inf; only the all-ones magnitude is NaN (OCP `fn`).
+    Fn,
+    /// Every code is finite (FP4).
+    Finite,
+}
+
+trait Mini {
+    const E: u32;
+    const M: u32;
+    const BIAS: i32;
+    const SPECIALS: Specials;
+    /// Governed by the FP8 conversion config (saturate, selector).
+    const FP8: bool;
+
+    const MAG_BITS: u32 = Self::E + Self::M;
+    const EXP_ALL: u32 = (1 << Self::E) - 1;
+    const INF: u32 = Self::EXP_ALL << Self::M;
+    const QNAN: u32 = Self::INF | (1 << (Self::M - 1));
+    const MAX_FINITE: u32 = match Self::SPECIALS {
+        Specials::Ieee => Self::INF - 1,
+        Specials::Fn => (1 << Self::MAG_BITS) - 2,
+        Specials::Finite => (1 << Self::MAG_BITS) - 1,
+    };
+    /// Unbiased exponent of the smallest normal.
+    const EMIN: i32 = 1 - Self::BIAS;
+}
+
+struct E3m4;
+struct E4m3;
+struct E4m3fn;
+struct E5m2;
+struct E2m1;
+struct F16;
+
+impl Mini for E3m4 {
+    const E: u32 = 3;
+    const M: u32 = 4;
+    const BIAS: i32 = 3;
+    const SPECIALS: Specials = Specials::Ieee;
+    const FP8: bool = true;
+}
+impl Mini for E4m3 {
+    const E: u32 = 4;
+    const M: u32 = 3;
+    const BIAS: i32 = 7;
+    const SPECIALS: Specials = Specials::Ieee;
+    const FP8: bool = true;
+}
+impl Mini for E4m3fn {
+    const E: u32 = 4;
+    const M: u32 = 3;
+    const BIAS: i32 = 7;
+    const SPECIALS: Specials = Specials::Fn;
+    const FP8: bool = true;
+}
+impl Mini for E5m2 {
+    const E: u32 = 5;
+    const M: u32 = 2;
+    const BIAS: i32 = 15;
+    const SPECIALS: Specials = Specials::Ieee;
+    const FP8: bool = true;
+}
+impl Mini for E2m1 {
+    const E: u32 = 2;
+    const M: u32 = 1;
+    const BIAS: i32 = 1;
+    const SPECIALS: Specials = Specials::Finite;
+    const FP8: bool = false;
+}
+impl Mini for F16 {
+    const E: u32 = 5;
+    const M: u32 = 10;
+    const BIAS: i32 = 15;
+    const SPECIALS: Specials = Specials::Ieee;
+    const FP8: bool = false;
+}
+
+/// fp32 bits of a minifloat code (exact; NaN → quiet NaN with the code's sign).
+const fn mini_decode<F: Mini>(code: u32) -> u32 {
+    let sign = ((code >> F::MAG_BITS) & 1) << 31;
+    let mag = code & ((1 << F::MAG_BITS) - 1);
+    let e = mag >> F::M;
+    let m = mag & ((1 << F::M) - 1);
+    let is_nan = match F::SPECIALS {
+        Specials::Ieee => e == F::EXP_ALL && m != 0,
+        Specials::Fn => mag == (1 << F::MAG_BITS) - 1,
+        Specials::Finite => false,
+    };
+    if is_nan {
+        return sign | 0x7FC0_0000;
+    }
+    if matches!(F::SPECIALS, Specials::Ieee) && e == F::EXP_ALL {
+        return sign | 0x7F80_0000;
+    }
+    if e == 0 {
+        if m == 0 {
+            return sign;
+        }
+        // Subnormal m · 2^(EMIN − M): normalise around its leading one.
+        let p = 31 - m.leading_zeros();
+        let exp = F::EMIN - F::M as i32 + p as i32;
+        let mant = (m << (23 - p)) & 0x007F_FFFF;
+        return sign | (((exp + 127) as u32) << 23) | mant;
+    }
+    sign | (((e as i32 - F::BIAS + 127) as u32) << 23) | (m << (23 - F::M))
+}
+
+const fn mini_table<F: Mini>() -> [u32; 256] {
+    let mut t = [0u32; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = mini_decode::<F>(c as u32 & ((1 << (F::MAG_BITS + 1)) - 1));
+        c += 1;
+    }
+    t
+}
+
+static DEC_E3M4: [u32; 256] = mini_table::<E3m4>();
+static DEC_E4M3: [u32; 256] = mini_table::<E4m3>();
+static DEC_E4M3FN: [u32; 256] = mini_table::<E4m3fn>();
+static DEC_E5M2: [u32; 256] = mini_table::<E5m2>();
+/// FP4 codes by their low nibble (the high nibble of the byte is ignored).
+static DEC_E2M1: [u32; 256] = mini_table::<E2m1>();
+
+/// fp32 → minifloat code, round to nearest even, with the overflow and NaN rules of the policy.
+#[inline(always)]
+fn mini_encode<F: Mini>(x: f32, saturate: bool, selector: bool) -> u32 {
+    let bits = x.to_bits();
+    let sign = (bits >> 31) << F::MAG_BITS;
+    let a = bits & 0x7FFF_FFFF;
+    // Normal range of the destination: RNE on the dropped mantissa bits, then rebias.
+    let shift = 23 - F::M;
+    let rounded = (a + ((1 << (shift - 1)) - 1) + ((a >> shift) & 1)) >> shift;
+    let normal = rounded.wrapping_sub(((127 - F::BIAS) as u32) << F::M);
+    // Below the smallest normal: add a power of two whose ulp is the subnormal step, so the
+    // fp32 adder performs the RNE; the low bits are the code (up to the smallest normal).
+    let magic = f32::from_bits(((F::EMIN - F::M as i32 + 23 + 127) as u32) << 23);
+    let sub = (f32::from_bits(a) + magic).to_bits().wrapping_sub(magic.to_bits());
+    let min_normal = ((F::EMIN + 127) as u32) << 23;
+    let mag = if a < min_normal { sub } else { normal };
+    let saturate = saturate && F::FP8;
+    if a > 0x7F80_0000 {
+        match F::SPECIALS {
+            Specials::Ieee if F::FP8 && !selector => F::QNAN,
+            Specials::Ieee => sign | F::QNAN,
+            Specials::Fn => sign | ((1 << F::MAG_BITS) - 1),
+            Specials::Finite => sign,
+        }
+    } else if mag > F::MAX_FINITE {
+        match F::SPECIALS {
+            _ if saturate => sign | F::MAX_FINITE,
+            Specials::Finite => sign | F::MAX_FINITE,
+            Specials::Ieee => sign | F::INF,
+            Specials::Fn if selector => sign,
+            Specials::Fn => (1 << F::MAG_BITS) - 1,
+        }
+    } else {
+        sign | mag
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 16- and 32-bit float legs.
+
+/// bf16 → fp32 bits.
+#[inline(always)]
+fn bf16_decode(h: u16) -> u32 {
+    u32::from(h) << 16
+}
+
+/// fp32 → bf16: RNE on the dropped 16 bits; every NaN → `0x7FC0`.
+#[inline(always)]
+fn bf16_encode(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let nan = bits & 0x7FFF_FFFF > 0x7F80_0000;
+    let r = (bits.wrapping_add(0x7FFF + ((bits >> 16) & 1)) >> 16) as u16;
+    if nan {
+        0x7FC0
+    } else {
+        r
+    }
+}
+
+/// fp16 → fp32 bits (exact; NaN payloads kept).
+#[inline(always)]
+fn f16_decode(h: u16) -> u32 {
+    let h = u32::from(h);
+    let sign = (h & 0x8000) << 16;
+    let m = (h << 13) & 0x0FFF_E000;
+    let e = m & 0x0F80_0000;
+    let sub = (f32::from_bits(m + 0x3880_0000) - f32::from_bits(0x3880_0000)).to_bits();
+    let mag = if e == 0x0F80_0000 {
+        m + 0x7000_0000
+    } else if e != 0 {
+        m + 0x3800_0000
+    } else {
+        sub
+    };
+    sign | mag
+}
+
+/// fp32 → fp32r: mantissa RNE to 11 explicit bits; NaN → quiet NaN with the sign.
+#[inline(always)]
+fn f32r_encode(x: f32) -> u32 {
+    let bits = x.to_bits();
+    if bits & 0x7FFF_FFFF > 0x7F80_0000 {
+        (bits & 0x8000_0000) | 0x7FC0_0000
+    } else {
+        (bits + 0x7FF + ((bits >> 12) & 1)) & !0xFFF
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Integer legs.
+
+#[inline(always)]
+fn int_round(x: f32, mode: FloatToInt) -> f32 {
+    match mode {
+        FloatToInt::DeviceTruncate => x.trunc(),
+        FloatToInt::ReferenceRne => x.round_ties_even(),
+    }
+}
+
+/// fp32 → signed integer in [min, max] (as i64).
+#[inline(always)]
+fn to_signed(x: f32, mode: FloatToInt, min: i64, max: i64) -> i64 {
+    if x.is_nan() {
+        return if x.is_sign_negative() { min } else { max };
+    }
+    // `as` saturates at the i64 range, which contains every narrower range.
+    (int_round(x, mode) as i64).clamp(min, max)
+}
+
+/// fp32 → unsigned integer in [0, max] (as u64).
+#[inline(always)]
+fn to_unsigned(x: f32, mode: FloatToInt, max: u64) -> u64 {
+    if x.is_nan() {
+        return if x.is_sign_negative() { 0 } else { max };
+    }
+    // `as` saturates: negative → 0, beyond u64 → u64::MAX.
+    (int_round(x, mode) as u64).min(max)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalar API.
+
+/// The exact fp32 value of one element code of `format` (the low bits of `code` are used; for
+/// a ×4 form, `code` is one lane's code). `float8_e8m0fnu` decodes as the integer value of the
+/// byte, as the generic cast does.
+pub fn to_f32(format: Format, code: u64) -> f32 {
+    let c8 = code as u8;
+    let c16 = code as u16;
+    match format.element() {
+        Format::Uint8 | Format::Float8E8m0fnu => f32::from(c8),
+        Format::Int8 => f32::from(c8 as i8),
+        Format::Uint16 => f32::from(c16),
+        Format::Int16 => f32::from(c16 as i16),
+        Format::Uint32 => code as u32 as f32,
+        Format::Int32 => code as u32 as i32 as f32,
+        Format::Uint64 => code as f32,
+        Format::Int64 => code as i64 as f32,
+        Format::Float32 | Format::Float32r => f32::from_bits(code as u32),
+        Format::Bfloat16 => f32::from_bits(bf16_decode(c16)),
+        Format::Float16 => f32::from_bits(f16_decode(c16)),
+        Format::Float8E3m4 => f32::from_bits(DEC_E3M4[usize::from(c8)]),
+        Format::Float8E4m3 => f32::from_bits(DEC_E4M3[usize::from(c8)]),
+        Format::Float8E4m3fn => f32::from_bits(DEC_E4M3FN[usize::from(c8)]),
+        Format::Float8E5m2 => f32::from_bits(DEC_E5M2[usize::from(c8)]),
+        Format::Float4E2m1fn => f32::from_bits(DEC_E2M1[usize::from(c8 & 0xF)]),
+        Format::Float4E2m1fnX4 | Format::Float8E4m3fnX4 | Format::Float8E5m2X4 => {
+            unreachable!("element() is never a packed form")
+        }
+    }
+}
+
+/// The code of `x` in `format` under `policy` (one lane's code for a ×4 form), in the low
+/// bits of the result.
+pub fn from_f32(format: Format, x: f32, policy: &CastPolicy) -> u64 {
+    let (sat, sel, mode) = (policy.saturate_fp8, policy.fp8_nan_selector, policy.float_to_int);
+    match format.element() {
+        Format::Uint8 | Format::Float8E8m0fnu => to_unsigned(x, mode, u8::MAX.into()),
+        Format::Uint16 => to_unsigned(x, mode, u16::MAX.into()),
+        Format::Uint32 => to_unsigned(x, mode, u32::MAX.into()),
+        Format::Uint64 => to_unsigned(x, mode, u64::MAX),
+        Format::Int8 => to_signed(x, mode, i8::MIN.into(), i8::MAX.into()) as u8 as u64,
+        Format::Int16 => to_signed(x, mode, i16::MIN.into(), i16::MAX.into()) as u16 as u64,
+        Format::Int32 => to_signed(x, mode, i32::MIN.into(), i32::MAX.into()) as u32 as u64,
+        Format::Int64 => to_signed(x, mode, i64::MIN, i64::MAX) as u64,
+        Format::Float32 => x.to_bits().into(),
+        Format::Float32r => f32r_encode(x).into(),
+        Format::Bfloat16 => bf16_encode(x).into(),
+        Format::Float16 => mini_encode::<F16>(x, false, false).into(),
+        Format::Float8E3m4 => mini_encode::<E3m4>(x, sat, sel).into(),
+        Format::Float8E4m3 => mini_encode::<E4m3>(x, sat, sel).into(),
+        Format::Float8E4m3fn => mini_encode::<E4m3fn>(x, sat, sel).into(),
+        Format::Float8E5m2 => mini_encode::<E5m2>(x, sat, sel).into(),
+        Format::Float4E2m1fn => mini_encode::<E2m1>(x, sat, sel).into(),
+        Format::Float4E2m1fnX4 | Format::Float8E4m3fnX4 | Format::Float8E5m2X4 => {
+            unreachable!("element() is never a packed form")
+        }
+    }
+}
+
+/// Cast one element code: identical formats (or the same element of a ×4 form) keep the code,
+/// anything else goes through fp32.
+pub fn cast(src_format: Format, code: u64, dst_format: Format, policy: &CastPolicy) -> u64 {
+    if src_format.element() == dst_format.element() {
+        let bits = src_format.element_bits();
+        return if bits == 64 { code } else { code & ((1u64 << bits) - 1) };
+    }
+    from_f32(dst_format, to_f32(src_format, code), policy)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slice API.
+
+/// Logical elements in `bytes` bytes of `format`.
+fn elements_in(bytes: usize, format: Format) -> Result<usize, CastError> {
+    let container = format.container_bytes();
+    if bytes % container != 0 {
+        return Err(CastError::SourceLength { len: bytes, format, container });
+    }
+    Ok(bytes / container * format.lanes())
+}
+
+/// Bytes that `elements` elements of `format` take.
+fn bytes_for(elements: usize, format: Format) -> Result<usize, CastError> {
+    let lanes = format.lanes();
+    if elements % lanes != 0 {
+        return Err(CastError::Lanes { elements, format, lanes });
+    }
+    Ok(elements / lanes * format.container_bytes())
+}
+
+fn check_dst(got: usize, elements: usize, format: Format) -> Result<(), CastError> {
+    let want = bytes_for(elements, format)?;
+    if got != want {
+        return Err(CastError::DestinationLength { got, want, elements, format });
+    }
+    Ok(())
+}
+
+#[inline(always)]
+fn le16(c: &[u8]) -> u16 {
+    u16::from_le_bytes([c[0], c[1]])
+}
+
+#[inline(always)]
+fn le32(c: &[u8]) -> u32 {
+    u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+}
+
+#[inline(always)]
+fn le64(c: &[u8]) -> u64 {
+    u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+}
+
+#[inline(always)]
+fn map_bytes<const N: usize>(src: &[u8], out: &mut [f32], f: impl Fn(&[u8]) -> f32) {
+    for (o, c) in out.iter_mut().zip(src.chunks_exact(N)) {
+        *o = f(c);
+    }
+}
+
+#[inline(always)]
+fn lut(src: &[u8], out: &mut [f32], table: &[u32; 256]) {
+    for (o, &c) in out.iter_mut().zip(src) {
+        *o = f32::from_bits(table[usize::from(c)]);
+    }
+}
+
+/// Decode whole elements; `out.len()` is the element count of `src`.
+fn decode_into(src: &[u8], format: Format, out: &mut [f32]) {
+    match format {
+        Format::Uint8 | Format::Float8E8m0fnu => map_bytes::<1>(src, out, |c| f32::from(c[0])),
+        Format::Int8 => map_bytes::<1>(src, out, |c| f32::from(c[0] as i8)),
+        Format::Uint16 => map_bytes::<2>(src, out, |c| f32::from(le16(c))),
+        Format::Int16 => map_bytes::<2>(src, out, |c| f32::from(le16(c) as i16)),
+        Format::Uint32 => map_bytes::<4>(src, out, |c| le32(c) as f32),
+        Format::Int32 => map_bytes::<4>(src, out, |c| le32(c) as i32 as f32),
+        Format::Uint64 => map_bytes::<8>(src, out, |c| le64(c) as f32),
+        Format::Int64 => map_bytes::<8>(src, out, |c| le64(c) as i64 as f32),
+        Format::Float32 | Format::Float32r => map_bytes::<4>(src, out, |c| f32::from_bits(le32(c))),
+        Format::Bfloat16 => map_bytes::<2>(src, out, |c| f32::from_bits(bf16_decode(le16(c)))),
+        Format::Float16 => map_bytes::<2>(src, out, |c| f32::from_bits(f16_decode(le16(c)))),
+        Format::Float8E3m4 => lut(src, out, &DEC_E3M4),
+        Format::Float8E4m3 => lut(src, out, &DEC_E4M3),
+        Format::Float8E4m3fn | Format::Float8E4m3fnX4 => lut(src, out, &DEC_E4M3FN),
+        Format::Float8E5m2 | Format::Float8E5m2X4 => lut(src, out, &DEC_E5M2),
+        Format::Float4E2m1fn => lut(src, out, &DEC_E2M1),
+        Format::Float4E2m1fnX4 => {
+            for (o, &b) in out.chunks_exact_mut(2).zip(src) {
+                o[0] = f32::from_bits(DEC_E2M1[usize::from(b & 0xF)]);
+                o[1] = f32::from_bits(DEC_E2M1[usize::from(b >> 4)]);
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn put<const N: usize>(src: &[f32], dst: &mut [u8], f: impl Fn(f32) -> [u8; N]) {
+    for (c, &x) in dst.chunks_exact_mut(N).zip(src) {
+        c.copy_from_slice(&f(x));
+    }
+}
+
+/// Encode whole elements; `dst` holds exactly `src.len()` elements.
+fn encode_into(src: &[f32], format: Format, dst: &mut [u8], policy: &CastPolicy) {
+    let (sat, sel, mode) = (policy.saturate_fp8, policy.fp8_nan_selector, policy.float_to_int);
+    match format {
+        Format::Uint8 | Format::Float8E8m0fnu => put(src, dst, |x| [to_unsigned(x, mode, 0xFF) as u8]),
+        Format::Int8 => put(src, dst, |x| [to_signed(x, mode, -0x80, 0x7F) as u8]),
+        Format::Uint16 => put(src, dst, |x| (to_unsigned(x, mode, 0xFFFF) as u16).to_le_bytes()),
+        Format::Int16 => put(src, dst, |x| (to_signed(x, mode, -0x8000, 0x7FFF) as i16).to_le_bytes()),
+        Format::Uint32 => put(src, dst, |x| (to_unsigned(x, mode, u32::MAX.into()) as u32).to_le_bytes()),
+        Format::Int32 => {
+            put(src, dst, |x| (to_signed(x, mode, i32::MIN.into(), i32::MAX.into()) as i32).to_le_bytes())
+        }
+        Format::Uint64 => put(src, dst, |x| to_unsigned(x, mode, u64::MAX).to_le_bytes()),
+        Format::Int64 => put(src, dst, |x| to_signed(x, mode, i64::MIN, i64::MAX).to_le_bytes()),
+        Format::Float32 => put(src, dst, |x| x.to_bits().to_le_bytes()),
+        Format::Float32r => put(src, dst, |x| f32r_encode(x).to_le_bytes()),
+        Format::Bfloat16 => put(src, dst, |x| bf16_encode(x).to_le_bytes()),
+        Format::Float16 => put(src, dst, |x| (mini_encode::<F16>(x, false, false) as u16).to_le_bytes()),
+        Format::Float8E3m4 => put(src, dst, |x| [mini_encode::<E3m4>(x, sat, sel) as u8]),
+        Format::Float8E4m3 => put(src, dst, |x| [mini_encode::<E4m3>(x, sat, sel) as u8]),
+        Format::Float8E4m3fn | Format::Float8E4m3fnX4 => put(src, dst, |x| [mini_encode::<E4m3fn>(x, sat, sel) as u8]),
+        Format::Float8E5m2 | Format::Float8E5m2X4 => put(src, dst, |x| [mini_encode::<E5m2>(x, sat, sel) as u8]),
+        Format::Float4E2m1fn => put(src, dst, |x| [mini_encode::<E2m1>(x, sat, sel) as u8]),
+        Format::Float4E2m1fnX4 => {
+            for (b, x) in dst.iter_mut().zip(src.chunks_exact(2)) {
+                let lo = mini_encode::<E2m1>(x[0], sat, sel);
+                let hi = mini_encode::<E2m1>(x[1], sat, sel);
+                *b = (lo | (hi << 4)) as u8;
+            }
+        }
+    }
+}
+
+/// Elements converted per pass through the fp32 hub (a multiple of every lane count).
+const CHUNK: usize = 1024;
+
+/// Decode the elements of `src` (in `format`) to fp32; returns the element count, which must be
+/// `out.len()`.
+///
+/// Packed forms are unpacked in lane order: FP8 ×4 lane k is byte k of its container; FP4 ×4
+/// lane k is nibble k of its little-endian 2-byte container (element i of the slice is in byte
+/// i/2, low nibble first).
+pub fn to_f32_slice(src: &[u8], format: Format, out: &mut [f32]) -> Result<usize, CastError> {
+    let n = elements_in(src.len(), format)?;
+    if out.len() != n {
+        return Err(CastError::DestinationLength {
+            got: 4 * out.len(),
+            want: 4 * n,
+            elements: n,
+            format: Format::Float32,
+        });
+    }
+    decode_into(src, format, out);
+    Ok(n)
+}
+
+/// Encode fp32 values into `dst` (in `format`, packed forms in the lane order of
+/// [`to_f32_slice`]); returns the element count.
+pub fn from_f32_slice(src: &[f32], dst: &mut [u8], format: Format, policy: &CastPolicy) -> Result<usize, CastError> {
+    check_dst(dst.len(), src.len(), format)?;
+    encode_into(src, format, dst, policy);
+    Ok(src.len())
+}
+
+/// Cast `src` (in `src_format`) into `dst` (in `dst_format`) through the fp32 hub; identical
+/// formats copy the bytes unchanged. Returns the number of logical elements.
+pub fn cast_slice(
+    src: &[u8],
+    src_format: Format,
+    dst: &mut [u8],
+    dst_format: Format,
+    policy: &CastPolicy,
+) -> Result<usize, CastError> {
+    let n = elements_in(src.len(), src_format)?;
+    check_dst(dst.len(), n, dst_format)?;
+    if src_format == dst_format {
+        dst.copy_from_slice(src);
+        return Ok(n);
+    }
+    let (sb, db) = (src_format.container_bytes(), dst_format.container_bytes());
+    let (sl, dl) = (src_format.lanes(), dst_format.lanes());
+    let mut buf = [0f32; CHUNK];
+    let mut done = 0;
+    while done < n {
+        let k = CHUNK.min(n - done);
+        let s = &src[done / sl * sb..(done + k) / sl * sb];
+        let d = &mut dst[done / dl * db..(done + k) / dl * db];
+        decode_into(s, src_format, &mut buf[..k]);
+        encode_into(&buf[..k], dst_format, d, policy);
+        done += k;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAT: CastPolicy = CastPolicy::DEVICE;
+    const NOSAT: CastPolicy =
+        CastPolicy { saturate_fp8: false, fp8_nan_selector: false, float_to_int: FloatToInt::DeviceTruncate };
+    const NOSAT_SEL: CastPolicy =
+        CastPolicy { saturate_fp8: false, fp8_nan_selector: true, float_to_int: FloatToInt::DeviceTruncate };
+
+    fn enc(f: Format, x: f32, p: &CastPolicy) -> u64 {
+        from_f32(f, x, p)
+    }
+
+    fn nf(bits: u32) -> f32 {
+        f32::from_bits(bits)
+    }
+
+    #[test]
+    fn config_word_round_trips() {
+        assert_eq!(CastPolicy::DEVICE.fp8_config(), 0x0001);
+        for w in [0x0000u16, 0x0001, 0x0100, 0x0101] {
+            assert_eq!(CastPolicy::from_fp8_config(w, FloatToInt::ReferenceRne).fp8_config(), w);
+        }
+        assert!(CastPolicy::from_fp8_config(0x0200, FloatToInt::ReferenceRne).fp8_nan_selector);
+        assert_eq!(CastPolicy::default(), CastPolicy::DEVICE);
+    }
+
+    #[test]
+    fn e4m3fn_boundaries() {
+        let f = Format::Float8E4m3fn;
+        // Ties to even in the normal range: 1.0625 is halfway 1.0 (even) / 1.125.
+        assert_eq!(enc(f, 1.0625, &SAT), 0x38);
+        assert_eq!(enc(f, nf(1.0625f32.to_bits() + 1), &SAT), 0x39);
+        assert_eq!(enc(f, nf(1.0625f32.to_bits() - 1), &SAT), 0x38);
+        // 1.1875 is halfway 1.125 (odd) / 1.25 (even).
+        assert_eq!(enc(f, 1.1875, &SAT), 0x3A);
+        assert_eq!(enc(f, 1.7, &SAT), 0x3E, "1.75");
+        // Largest finite and the overflow threshold: 464 ties to 448 (even), above overflows.
+        assert_eq!(enc(f, 448.0, &NOSAT), 0x7E);
+        assert_eq!(enc(f, 464.0, &NOSAT), 0x7E);
+        assert_eq!(enc(f, nf(464f32.to_bits() + 1), &NOSAT), 0x7F);
+        assert_eq!(enc(f, -nf(464f32.to_bits() + 1), &NOSAT), 0x7F, "overflow NaN drops the sign");
+        assert_eq!(enc(f, -500.0, &NOSAT_SEL), 0x80, "selector: signed zero");
+        assert_eq!(enc(f, 500.0, &NOSAT_SEL), 0x00);
+        assert_eq!(enc(f, nf(464f32.to_bits() + 1), &SAT), 0x7E);
+        assert_eq!(enc(f, -1e30, &SAT), 0xFE);
+        assert_eq!(enc(f, f32::INFINITY, &SAT), 0x7E);
+        assert_eq!(enc(f, f32::NEG_INFINITY, &SAT), 0xFE);
+        assert_eq!(enc(f, f32::INFINITY, &NOSAT), 0x7F);
+        // Subnormals: step 2^-9; min subnormal/2 ties to zero, just above rounds up.
+        let min_sub = 2f32.powi(-9);
+        assert_eq!(enc(f, min_sub, &SAT), 0x01);
+        assert_eq!(enc(f, min_sub / 2.0, &SAT), 0x00);
+        assert_eq!(enc(f, -min_sub / 2.0, &SAT), 0x80);
+        assert_eq!(enc(f, nf((min_sub / 2.0).to_bits() + 1), &SAT), 0x01);
+        assert_eq!(enc(f, 1.5 * min_sub, &SAT), 0x02, "1.5 steps ties to even (2)");
+        assert_eq!(enc(f, 2.5 * min_sub, &SAT), 0x02);
+        // Largest subnormal to smallest normal (2^-6 = 0x08).
+        assert_eq!(enc(f, 7.5 * min_sub, &SAT), 0x08);
+        assert_eq!(enc(f, 2f32.powi(-6), &SAT), 0x08);
+        assert_eq!(enc(f, 1e-30, &SAT), 0x00);
+        assert_eq!(enc(f, f32::from_bits(1), &SAT), 0x00);
+        assert_eq!(enc(f, -0.0, &SAT), 0x80);
+        // NaN payloads and signs.
+        for nan in [0x7FC0_0000, 0x7F80_0001, 0x7FBF_FFFF, 0x7FFF_FFFF] {
+            assert_eq!(enc(f, nf(nan), &SAT), 0x7F);
+            assert_eq!(enc(f, nf(nan | 0x8000_0000), &SAT), 0xFF);
+            assert_eq!(enc(f, nf(nan), &NOSAT_SEL), 0x7F);
+        }
+    }
+
+    #[test]
+    fn e5m2_boundaries() {
+        let f = Format::Float8E5m2;
+        assert_eq!(enc(f, 57344.0, &NOSAT), 0x7B);
+        // 61440 ties 57344 (mantissa 11, odd) with 65536 (even, beyond range): overflow.
+        assert_eq!(enc(f, 61440.0, &NOSAT), 0x7C);
+        assert_eq!(enc(f, 61440.0, &SAT), 0x7B);
+        assert_eq!(enc(f, nf(61440f32.to_bits() - 1), &NOSAT), 0x7B);
+        assert_eq!(enc(f, -1e6, &NOSAT), 0xFC);
+        assert_eq!(enc(f, -1e6, &SAT), 0xFB);
+        assert_eq!(enc(f, f32::INFINITY, &NOSAT), 0x7C);
+        assert_eq!(enc(f, f32::NEG_INFINITY, &SAT), 0xFB);
+        assert_eq!(enc(f, f32::NAN, &SAT), 0x7E);
+        assert_eq!(enc(f, -f32::NAN, &SAT), 0x7E, "selector off: unsigned NaN");
+        assert_eq!(enc(f, -f32::NAN, &NOSAT_SEL), 0xFE);
+        let min_sub = 2f32.powi(-16);
+        assert_eq!(enc(f, min_sub, &SAT), 0x01);
+        assert_eq!(enc(f, min_sub / 2.0, &SAT), 0x00);
+        assert_eq!(enc(f, nf((min_sub / 2.0).to_bits() + 1), &SAT), 0x01);
+        assert_eq!(enc(f, 3.5 * min_sub, &SAT), 0x04, "largest subnormal + half step → min normal");
+    }
+
+    #[test]
+    fn ieee_like_fp8_saturate() {
+        assert_eq!(enc(Format::Float8E4m3, 240.0, &NOSAT), 0x77);
+        assert_eq!(enc(Format::Float8E4m3, 1000.0, &NOSAT), 0x78);
+        assert_eq!(enc(Format::Float8E4m3, -1000.0, &SAT), 0xF7);
+        assert_eq!(enc(Format::Float8E4m3, f32::NAN, &SAT), 0x7C);
+        assert_eq!(enc(Format::Float8E3m4, 15.5, &NOSAT), 0x6F);
+        assert_eq!(enc(Format::Float8E3m4, 16.0, &NOSAT), 0x70);
+        assert_eq!(enc(Format::Float8E3m4, 16.0, &SAT), 0x6F);
+        assert_eq!(enc(Format::Float8E3m4, f32::NAN, &SAT), 0x78);
+    }
+
+    #[test]
+    fn fp4_grid_saturation_and_nan() {
+        let f = Format::Float4E2m1fn;
+        let grid = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+        for (c, &v) in grid.iter().enumerate() {
+            assert_eq!(to_f32(f, c as u64), v);
+            assert_eq!(to_f32(f, c as u64 | 8), -v);
+            assert_eq!(enc(f, v, &NOSAT), c as u64);
+        }
+        assert_eq!(enc(f, 0.25, &SAT), 0x0, "tie to even (0)");
+        assert_eq!(enc(f, 0.75, &SAT), 0x2, "tie to even (1.0)");
+        assert_eq!(enc(f, 5.0, &SAT), 0x6, "tie between 4 (even) and 6");
+        assert_eq!(enc(f, 5.1, &SAT), 0x7);
+        assert_eq!(enc(f, 7.0, &NOSAT), 0x7, "FP4 always saturates");
+        assert_eq!(enc(f, -1e30, &NOSAT), 0xF);
+        assert_eq!(enc(f, f32::INFINITY, &NOSAT), 0x7);
+        assert_eq!(enc(f, f32::NAN, &SAT), 0x0);
+        assert_eq!(enc(f, -f32::NAN, &SAT), 0x8);
+    }
+
+    #[test]
+    fn bf16_fp16_fp32r() {
+        assert_eq!(enc(Format::Bfloat16, f32::NAN, &SAT), 0x7FC0);
+        assert_eq!(enc(Format::Bfloat16, -f32::NAN, &SAT), 0x7FC0);
+        assert_eq!(enc(Format::Bfloat16, nf(0x7F80_0001), &SAT), 0x7FC0);
+        assert_eq!(enc(Format::Bfloat16, nf(0x3F80_8000), &SAT), 0x3F80, "tie to even");
+        assert_eq!(enc(Format::Bfloat16, nf(0x3F81_8000), &SAT), 0x3F82, "tie to even (up)");
+        assert_eq!(enc(Format::Bfloat16, nf(0x3F80_8001), &SAT), 0x3F81);
+        assert_eq!(enc(Format::Bfloat16, f32::MAX, &SAT), 0x7F80, "overflow → Inf, never saturates");
+        assert_eq!(enc(Format::Float16, f32::NAN, &SAT), 0x7E00);
+        assert_eq!(enc(Format::Float16, -f32::NAN, &SAT), 0xFE00);
+        assert_eq!(enc(Format::Float16, 65504.0, &SAT), 0x7BFF);
+        assert_eq!(enc(Format::Float16, 65520.0, &SAT), 0x7C00, "tie above max → Inf");
+        assert_eq!(enc(Format::Float16, nf(65520f32.to_bits() - 1), &SAT), 0x7BFF);
+        assert_eq!(enc(Format::Float16, 2f32.powi(-25), &SAT), 0x0000);
+        assert_eq!(enc(Format::Float16, nf(2f32.powi(-25).to_bits() + 1), &SAT), 0x0001);
+        assert_eq!(enc(Format::Float16, -1e-10, &SAT), 0x8000);
+        assert_eq!(enc(Format::Float32r, nf(0x3F80_0800), &SAT), 0x3F80_0000, "tie to even");
+        assert_eq!(enc(Format::Float32r, nf(0x3F80_1800), &SAT), 0x3F80_2000);
+        assert_eq!(enc(Format::Float32r, nf(0x3F80_0801), &SAT), 0x3F80_1000);
+        assert_eq!(enc(Format::Float32r, f32::MAX, &SAT), 0x7F80_0000);
+        assert_eq!(enc(Format::Float32r, nf(0xFF80_0001), &SAT), 0xFFC0_0000);
+        assert_eq!(to_f32(Format::Float32r, 0x3F80_1234), nf(0x3F80_1234), "read back as plain fp32");
+    }
+
+    #[test]
+    fn float_to_int_device_and_reference() {
+        let t = CastPolicy::DEVICE;
+        let r = CastPolicy::REFERENCE;
+        assert_eq!(enc(Format::Int8, 2.5, &r), 2);
+        assert_eq!(enc(Format::Int8, 3.5, &r), 4);
+        assert_eq!(enc(Format::Int8, 2.9, &t), 2);
+        assert_eq!(enc(Format::Int8, -2.9, &t), (-2i8) as u8 as u64);
+        assert_eq!(enc(Format::Int8, -2.5, &r), (-2i8) as u8 as u64);
+        assert_eq!(enc(Format::Int8, 1000.0, &t), 127);
+        assert_eq!(enc(Format::Int8, -1000.0, &r), 0x80);
+        assert_eq!(enc(Format::Int8, f32::NAN, &r), 127);
+        assert_eq!(enc(Format::Int8, -f32::NAN, &t), 0x80);
+        assert_eq!(enc(Format::Uint8, -f32::NAN, &t), 0);
+        assert_eq!(enc(Format::Uint8, f32::NAN, &t), 255);
+        assert_eq!(enc(Format::Uint8, -3.0, &r), 0);
+        assert_eq!(enc(Format::Uint16, 65535.5, &r), 65535);
+        assert_eq!(enc(Format::Int32, 3e9, &r), i32::MAX as u64);
+        assert_eq!(enc(Format::Int32, -3e9, &r), i32::MIN as u32 as u64);
+        assert_eq!(enc(Format::Uint32, 5e9, &t), u32::MAX as u64);
+        assert_eq!(enc(Format::Int64, f32::INFINITY, &t), i64::MAX as u64);
+        assert_eq!(enc(Format::Int64, f32::NEG_INFINITY, &t), i64::MIN as u64);
+        assert_eq!(enc(Format::Uint64, 1e20, &t), u64::MAX);
+        assert_eq!(enc(Format::Uint64, -f32::NAN, &t), 0);
+        assert_eq!(enc(Format::Float8E8m0fnu, 127.5, &r), 128, "e8m0 casts as uint8");
+        assert_eq!(to_f32(Format::Float8E8m0fnu, 200), 200.0);
+    }
+
+    #[test]
+    fn integers_lose_bits_through_the_fp32_hub() {
+        let p = CastPolicy::REFERENCE;
+        let big = (1u32 << 24) + 1; // not representable in fp32
+        assert_eq!(cast(Format::Int32, big.into(), Format::Int32, &p), big as u64, "alias: bit-exact");
+        assert_eq!(cast(Format::Int32, big.into(), Format::Uint32, &p), 1 << 24);
+        assert_eq!(cast(Format::Uint32, 0xFFFF_FFFF, Format::Int64, &p), 1 << 32, "rounds up through fp32");
+        // uint64 → fp32 is the correctly rounded unsigned conversion.
+        assert_eq!(to_f32(Format::Uint64, u64::MAX), 18446744073709551616.0);
+        assert_eq!(to_f32(Format::Uint64, (1 << 63) + (1 << 39)), 9223372036854775808.0, "tie to even");
+        assert_eq!(to_f32(Format::Uint64, (1 << 63) + (1 << 39) + 1), 9223373136366403584.0);
+        assert_eq!(to_f32(Format::Int64, i64::MIN as u64), -9223372036854775808.0);
+    }
+
+    #[test]
+    fn slices_alias_pack_and_check_lengths() {
+        let p = CastPolicy::DEVICE;
+        // Identical formats copy even NaN payloads bit-exactly.
+        let src = 0x7F80_0001u32.to_le_bytes();
+        let mut dst = [0u8; 4];
+        assert_eq!(cast_slice(&src, Format::Float32, &mut dst, Format::Float32, &p), Ok(1));
+        assert_eq!(dst, src);
+        // FP4 ×4: element i in byte i/2, low nibble first.
+        let vals = [0.5f32, 1.0, -6.0, 3.0, 0.0, 0.0, 2.0, -0.5];
+        let mut packed = [0u8; 4];
+        assert_eq!(from_f32_slice(&vals, &mut packed, Format::Float4E2m1fnX4, &p), Ok(8));
+        assert_eq!(packed, [0x21, 0x5F, 0x00, 0x94]);
+        let mut back = [0f32; 8];
+        assert_eq!(to_f32_slice(&packed, Format::Float4E2m1fnX4, &mut back), Ok(8));
+        assert_eq!(back, vals);
+        // FP8 ×4 → fp32: lane k is byte k of the container.
+        let mut out = [0u8; 16];
+        let n = cast_slice(&[0x38, 0x40, 0xB8, 0x7F], Format::Float8E4m3fnX4, &mut out, Format::Float32, &p);
+        assert_eq!(n, Ok(4));
+        let f: Vec<u32> = out.chunks_exact(4).map(le32).collect();
+        assert_eq!(f, [0x3F80_0000, 0x4000_0000, 0xBF80_0000, 0x7FC0_0000]);
+        // Length errors.
+        assert!(matches!(
+            cast_slice(&[0; 3], Format::Bfloat16, &mut [0; 6], Format::Float32, &p),
+            Err(CastError::SourceLength { .. })
+        ));
+        assert!(matches!(
+            cast_slice(&[0; 4], Format::Bfloat16, &mut [0; 4], Format::Float32, &p),
+            Err(CastError::DestinationLength { .. })
+        ));
+        assert!(matches!(
+            cast_slice(&[0; 6], Format::Bfloat16, &mut [0; 4], Format::Float8E4m3fnX4, &p),
+            Err(CastError::Lanes { .. })
+        ));
+    }
+
+    #[test]
+    fn slices_match_scalars_across_chunks() {
+        // Every format pair over a buffer longer than one chunk, against the scalar path.
+        let n = CHUNK * 2 + 8;
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for src_f in Format::ALL {
+            let bytes = n / src_f.lanes() * src_f.container_bytes();
+            let src: Vec<u8> = (0..bytes)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed as u8
+                })
+                .collect();
+            let mut vals = vec![0f32; n];
+            to_f32_slice(&src, src_f, &mut vals).unwrap();
+            for dst_f in Format::ALL {
+                let policy = CastPolicy::REFERENCE;
+                let mut dst = vec![0u8; n / dst_f.lanes() * dst_f.container_bytes()];
+                assert_eq!(cast_slice(&src, src_f, &mut dst, dst_f, &policy), Ok(n));
+                if src_f == dst_f {
+                    assert_eq!(dst, src);
+                    continue;
+                }
+                for (i, &v) in vals.iter().enumerate() {
+                    let want = from_f32(dst_f, v, &policy);
+                    let stride = dst_f.container_bytes() * 8 / dst_f.lanes();
+                    let mut got = 0u64;
+                    for b in 0..dst_f.element_bits() as usize {
+                        let bit = i * stride + b;
+                        got |= u64::from((dst[bit / 8] >> (bit % 8)) & 1) << b;
+                    }
+                    assert_eq!(got, want, "{src_f} → {dst_f} element {i} ({v:e})");
+                }
+            }
+        }
+    }
+}

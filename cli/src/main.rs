@@ -17,11 +17,14 @@ struct Cli {
 enum Command {
     /// Print the generations tpbsim knows and their geometry.
     Info(cmd::info::Args),
+    /// Inspect, unpack and pack NEFF containers.
+    Neff(cmd::neff::Args),
 }
 
 fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
     match cli.command {
         Command::Info(a) => cmd::info::run(a),
+        Command::Neff(a) => cmd::neff::run(a),
     }
 }
 

@@ -385,6 +385,33 @@ mod tests {
         assert!(matches!(read_npy(&c), Err(NpyError::UnsupportedDtype(_))));
     }
 
+    /// Files numpy 2.x and ml_dtypes wrote (`testdata/neff/make_fixtures.py`), with the bytes
+    /// numpy reports for them.
+    #[test]
+    fn reads_files_numpy_wrote() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/neff/npy");
+        let expected: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("expected.json")).unwrap()).unwrap();
+        let map = expected.as_object().unwrap();
+        assert!(map.len() >= 10);
+        for (name, e) in map {
+            let a = read_npy_file(dir.join(name)).unwrap_or_else(|err| panic!("{name}: {err}"));
+            let shape: Vec<u64> = e["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
+            assert_eq!(a.shape, shape, "{name}");
+            assert_eq!(a.descr, e["descr"].as_str().unwrap(), "{name}");
+            let hex: String = a.data.iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex, e["hex"].as_str().unwrap(), "{name}");
+        }
+        let resolve = |f: &str, d: Dtype| read_npy_file(dir.join(f)).unwrap().resolve(d).unwrap();
+        assert_eq!(resolve("bf16_ml_dtypes.npy", Dtype::Bfloat16), Dtype::Bfloat16);
+        assert_eq!(resolve("e4m3fn_ml_dtypes.npy", Dtype::Float8E4m3fn), Dtype::Float8E4m3fn);
+        assert_eq!(resolve("e5m2_ml_dtypes.npy", Dtype::Float8E5m2), Dtype::Float8E5m2);
+        assert_eq!(resolve("i2_big_fortran.npy", Dtype::Int16), Dtype::Int16);
+        assert_eq!(resolve("bool.npy", Dtype::Bool), Dtype::Bool);
+        // The bfloat16 bytes are numpy's: 1.0 = 0x3F80 little-endian.
+        assert_eq!(&read_npy_file(dir.join("bf16_ml_dtypes.npy")).unwrap().data[..2], &[0x80, 0x3F]);
+    }
+
     #[test]
     fn file_round_trip_is_atomic() {
         let dir = tempfile::tempdir().unwrap();

@@ -194,6 +194,28 @@ fn pack_from_directory_and_unpack() {
     read.unpack(&dest, true).unwrap();
 }
 
+/// The committed source directory (`testdata/neff/kernel`, numpy-written constant) packs into
+/// a NEFF whose subgraph checks pass.
+#[test]
+fn testdata_kernel_packs_and_validates() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/neff/kernel");
+    let n = Neff::from_dir(&dir, "kernel", &Limits::default()).unwrap();
+    let names: Vec<&str> = n.members.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        ["neff.json", "sg00/PE.bin", "sg00/PE.json", "sg00/act", "sg00/act_instr", "sg00/def.json", "sg00/w.npy"]
+    );
+    let back = Neff::from_bytes(&n.to_bytes().unwrap(), &ReadOptions::default()).unwrap();
+    let sg = back.subgraph("sg00").unwrap();
+    assert_eq!(sg.stream(Engine::Pe).unwrap().len(), 2);
+    assert_eq!(sg.stream(Engine::Act).unwrap().len(), 3);
+    assert_eq!(sg.stream(Engine::Pe).unwrap().as_bytes(), &bundles(Engine::Pe, 2)[..]);
+    assert_eq!(sg.sidecar(Engine::Act).unwrap().dma[0].desc[0].to_offset, 64);
+    let w = back.npy("sg00/w.npy").unwrap();
+    assert_eq!(w.descr, "|i1");
+    assert_eq!(w.data[..3], [156, 173, 190], "(17 i - 100) as int8, from numpy");
+}
+
 #[cfg(unix)]
 #[test]
 fn pack_refuses_symlinks_and_unpack_never_follows_them() {

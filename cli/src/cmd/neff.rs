@@ -1,0 +1,346 @@
+//! `sim neff info|unpack|pack`: inspect, extract and build NEFF containers.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use tpbsim_isa::neff::{header::hex, Layout, Limits, Neff, NeffError, ReadOptions, Subgraph};
+
+use crate::exit::{CliError, Outcome};
+
+/// Arguments of `sim neff`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Print the header, the members, and each subgraph's variables, queues and streams.
+    Info(InfoArgs),
+    /// Extract every member into a directory.
+    Unpack(UnpackArgs),
+    /// Build a NEFF from a directory (each file becomes a member under its relative path).
+    Pack(PackArgs),
+}
+
+/// Options shared by the commands that read a NEFF.
+#[derive(clap::Args)]
+struct ReadArgs {
+    /// Read even if the payload digest does not match the header.
+    #[arg(long)]
+    no_verify_hash: bool,
+    /// Largest total uncompressed size accepted, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    max_total_mib: u64,
+    /// Largest single member accepted, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 512)]
+    max_member_mib: u64,
+}
+
+impl ReadArgs {
+    fn options(&self) -> ReadOptions {
+        ReadOptions {
+            verify_hash: !self.no_verify_hash,
+            limits: Limits {
+                max_total_bytes: self.max_total_mib.saturating_mul(1 << 20),
+                max_member_bytes: self.max_member_mib.saturating_mul(1 << 20),
+                ..Limits::default()
+            },
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct InfoArgs {
+    /// The NEFF file.
+    file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+#[derive(clap::Args)]
+struct UnpackArgs {
+    /// The NEFF file.
+    file: PathBuf,
+    /// Directory to extract into (created if absent).
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Replace files that already exist.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+#[derive(clap::Args)]
+struct PackArgs {
+    /// Directory whose files become the members.
+    dir: PathBuf,
+    /// The NEFF file to write.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Model name for the header (default: the directory's name).
+    #[arg(long)]
+    name: Option<String>,
+    /// 2 = gzip tar + MD5 (default), 1 = plain tar + SHA-256.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=2))]
+    pkg_version: u64,
+    /// Replace the output file if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Skip checking each subgraph (def.json, streams, sidecars, constants) before writing.
+    #[arg(long)]
+    no_validate: bool,
+}
+
+/// Run `sim neff`.
+pub fn run(a: Args) -> Result<Outcome, CliError> {
+    match a.action {
+        Action::Info(a) => info(a),
+        Action::Unpack(a) => unpack(a),
+        Action::Pack(a) => pack(a),
+    }
+}
+
+fn read_neff(path: &Path, read: &ReadArgs) -> Result<Neff, CliError> {
+    Neff::read(path, &read.options()).map_err(|e| located(path, e))
+}
+
+/// Prefix an error with the file unless it already names it.
+fn located(path: &Path, e: NeffError) -> CliError {
+    match e {
+        NeffError::Io { .. } => CliError::Io(e.to_string()),
+        other => CliError::Io(format!("{}: {other}", path.display())),
+    }
+}
+
+fn layout_name(l: Layout) -> &'static str {
+    match l {
+        Layout::Headered => "header + archive",
+        Layout::BareGzip => "bare gzip tar (no header)",
+        Layout::BareTar => "bare tar (no header)",
+    }
+}
+
+fn header_json(n: &Neff) -> Value {
+    let h = &n.header;
+    let tpb_used = h.tpb_per_node.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    json!({
+        "pkg_version": h.pkg_version,
+        "header_size": h.header_size,
+        "data_size": h.data_size,
+        "neff_version_major": h.neff_version_major,
+        "neff_version_minor": h.neff_version_minor,
+        "build_version": h.build_version_str(),
+        "num_tpb": h.num_tpb,
+        "hash_algorithm": h.digest_algorithm(),
+        "hash": hex(h.digest()),
+        "uuid": h.uuid_str(),
+        "name": h.name_str(),
+        "requested_tpb_count": h.requested_tpb_count,
+        "tpb_per_node": &h.tpb_per_node[..tpb_used],
+        "feature_bits": format!("{:#x}", h.feature_bits),
+        "lnc_size": h.lnc_size,
+        "runtime_compat_issues": h.runtime_compat_issues(),
+    })
+}
+
+fn subgraph_json(sg: &Subgraph) -> Value {
+    let vars: Vec<Value> = sg
+        .def
+        .var
+        .iter()
+        .map(|v| {
+            json!({
+                "var_id": v.var_id, "name": v.name, "type": v.kind.as_str(), "size": v.size,
+                "dtype": v.dtype.map(|d| d.name()), "shape": v.shape, "file_name": v.file_name,
+            })
+        })
+        .collect();
+    let queues: Vec<Value> = sg
+        .def
+        .dma_queue
+        .iter()
+        .map(|q| json!({"name": q.name, "id": q.id, "owner": q.owner, "semaphores": q.semaphores()}))
+        .collect();
+    let streams: Vec<Value> = sg
+        .streams
+        .iter()
+        .map(|(e, s)| {
+            let side = sg.sidecars.get(e);
+            json!({
+                "engine": e.short(), "member": s.member, "bundles": s.stream.len(), "bytes": s.stream.byte_len(),
+                "sidecar": side.map(|c| &c.member),
+                "dma_blocks": side.map(|c| c.sidecar.dma.len()),
+                "dma_entries": side.map(|c| c.sidecar.entry_count()),
+            })
+        })
+        .collect();
+    let orphan_sidecars: Vec<&str> =
+        sg.sidecars.iter().filter(|(e, _)| !sg.streams.contains_key(e)).map(|(_, c)| c.member.as_str()).collect();
+    json!({
+        "dir": sg.dir, "def_json": sg.def_member, "variables": vars, "queues": queues, "streams": streams,
+        "def_dma_blocks": sg.def.dma.len(), "sidecars_without_stream": orphan_sidecars,
+    })
+}
+
+fn info(a: InfoArgs) -> Result<Outcome, CliError> {
+    let n = read_neff(&a.file, &a.read)?;
+    let neff_json = n.neff_json();
+    let mut first_error: Option<String> = None;
+    let mut note = |e: &NeffError| {
+        if first_error.is_none() {
+            first_error = Some(format!("{}: {e}", a.file.display()));
+        }
+    };
+    let target = match &neff_json {
+        Ok(j) => j.as_ref().and_then(|j| j.target_arch.clone()),
+        Err(e) => {
+            note(e);
+            None
+        }
+    };
+    let subgraphs: Vec<(String, Result<Subgraph, NeffError>)> =
+        n.subgraph_dirs().into_iter().map(|d| (d.clone(), n.subgraph(&d))).collect();
+    for (_, r) in &subgraphs {
+        if let Err(e) = r {
+            note(e);
+        }
+    }
+    if a.json {
+        let doc = json!({
+            "file": a.file.display().to_string(),
+            "layout": layout_name(n.layout),
+            "header": if n.layout == Layout::Headered { header_json(&n) } else { Value::Null },
+            "target_arch": target,
+            "members": n.members.iter().map(|(k, v)| json!({"name": k, "size": v.len()})).collect::<Vec<_>>(),
+            "subgraphs": subgraphs.iter().map(|(d, r)| match r {
+                Ok(sg) => subgraph_json(sg),
+                Err(e) => json!({"dir": d, "error": e.to_string()}),
+            }).collect::<Vec<_>>(),
+        });
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::Io(e.to_string()))?;
+        println!("{text}");
+    } else {
+        print_text(&a.file, &n, target.as_deref(), &subgraphs);
+    }
+    match first_error {
+        Some(e) => Err(CliError::Io(e)),
+        None => Ok(Outcome::Ok),
+    }
+}
+
+fn print_text(file: &Path, n: &Neff, target: Option<&str>, subgraphs: &[(String, Result<Subgraph, NeffError>)]) {
+    println!("{}: {}", file.display(), layout_name(n.layout));
+    if n.layout == Layout::Headered {
+        let h = &n.header;
+        println!("header:");
+        println!("  pkg_version          {}", h.pkg_version);
+        println!("  header_size          {}", h.header_size);
+        println!("  data_size            {}", h.data_size);
+        println!("  neff_version         {}.{}", h.neff_version_major, h.neff_version_minor);
+        println!("  build_version        {:?}", h.build_version_str());
+        println!("  num_tpb              {}", h.num_tpb);
+        println!("  hash                 {} ({})", hex(h.digest()), h.digest_algorithm().unwrap_or("?"));
+        println!("  uuid                 {}", h.uuid_str());
+        println!("  name                 {:?}", h.name_str());
+        println!("  requested_tpb_count  {}", h.requested_tpb_count);
+        let used = h.tpb_per_node.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        println!("  tpb_per_node         {:?}", &h.tpb_per_node[..used]);
+        println!("  feature_bits         {:#x}", h.feature_bits);
+        println!("  lnc_size             {}", h.lnc_size);
+        for issue in h.runtime_compat_issues() {
+            println!("  note: the Neuron runtime would refuse this header: {issue}");
+        }
+    }
+    if let Some(t) = target {
+        println!("target_arch: {t}");
+    }
+    let total: usize = n.members.values().map(Vec::len).sum();
+    println!("members: {} ({total} bytes)", n.members.len());
+    for (name, data) in &n.members {
+        println!("  {:>12}  {name}", data.len());
+    }
+    for (dir, r) in subgraphs {
+        let shown = if dir.is_empty() { "." } else { dir.as_str() };
+        let sg = match r {
+            Ok(sg) => sg,
+            Err(e) => {
+                println!("subgraph {shown}: error: {e}");
+                continue;
+            }
+        };
+        println!("subgraph {shown}:");
+        println!("  variables: {}", sg.def.var.len());
+        for v in &sg.def.var {
+            let mut line = format!("    {:>4}  {:<24} {:<12}", v.var_id, v.name, v.kind.as_str());
+            if let Some(s) = v.size {
+                line.push_str(&format!(" size {s}"));
+            }
+            if let Some(d) = v.dtype {
+                line.push_str(&format!(" {d}"));
+            }
+            if let Some(s) = &v.shape {
+                line.push_str(&format!(" {s:?}"));
+            }
+            if let Some(f) = &v.file_name {
+                line.push_str(&format!(" <- {f}"));
+            }
+            println!("{line}");
+        }
+        println!("  dma queues: {}", sg.def.dma_queue.len());
+        for q in &sg.def.dma_queue {
+            let id = q.id.map_or(String::new(), |i| format!(" id {i}"));
+            let owner = q.owner.as_deref().map_or(String::new(), |o| format!(" owner {o}"));
+            println!("    {}{id}{owner} semaphores {:?}", q.name, q.semaphores());
+        }
+        println!("  streams: {}", sg.streams.len());
+        for (e, s) in &sg.streams {
+            let side = sg.sidecars.get(e).map_or("no sidecar".to_string(), |c| {
+                format!("{} ({} blocks, {} entries)", c.member, c.sidecar.dma.len(), c.sidecar.entry_count())
+            });
+            println!("    {:<4} {:>8} bundles  {}  dma: {side}", e.short(), s.stream.len(), s.member);
+        }
+        for (e, c) in sg.sidecars.iter().filter(|(e, _)| !sg.streams.contains_key(e)) {
+            println!("    {:<4} sidecar {} without a stream", e.short(), c.member);
+        }
+    }
+}
+
+fn unpack(a: UnpackArgs) -> Result<Outcome, CliError> {
+    let n = read_neff(&a.file, &a.read)?;
+    n.unpack(&a.output, a.force).map_err(|e| located(&a.file, e))?;
+    println!("{} members extracted to {}", n.members.len(), a.output.display());
+    Ok(Outcome::Ok)
+}
+
+fn pack(a: PackArgs) -> Result<Outcome, CliError> {
+    if !a.dir.is_dir() {
+        return Err(CliError::Usage(format!("{}: not a directory", a.dir.display())));
+    }
+    if !a.force && a.output.exists() {
+        return Err(CliError::Io(format!("{}: exists (use --force to overwrite)", a.output.display())));
+    }
+    let name = match a.name {
+        Some(n) => n,
+        None => {
+            let canon = a.dir.canonicalize().unwrap_or_else(|_| a.dir.clone());
+            canon.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        }
+    };
+    let mut n = Neff::from_dir(&a.dir, &name, &Limits::default()).map_err(|e| located(&a.dir, e))?;
+    n.header.pkg_version = a.pkg_version;
+    if !a.no_validate {
+        for d in n.subgraph_dirs() {
+            n.subgraph(&d).map_err(|e| located(&a.dir, e))?;
+        }
+        n.neff_json().map_err(|e| located(&a.dir, e))?;
+    }
+    n.write_to(&a.output).map_err(|e| located(&a.output, e))?;
+    println!("{}: {} members, pkg_version {}", a.output.display(), n.members.len(), a.pkg_version);
+    Ok(Outcome::Ok)
+}

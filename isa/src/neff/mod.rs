@@ -293,7 +293,14 @@ impl Neff {
     /// Read a NEFF image from memory.
     pub fn from_bytes(bytes: &[u8], opts: &ReadOptions) -> Result<Neff, NeffError> {
         let file_len = bytes.len() as u64;
-        if archive::is_gzip(bytes) || archive::is_tar(bytes) {
+        // A header starts with pkg_version 1 or 2 as a little-endian u64; a bare archive starts
+        // with gzip magic or a tar member name, never with those bytes. Deciding on the header
+        // first keeps a model name that happens to hold `ustar` at byte 257 from misleading us.
+        let headered = bytes.get(..8).is_some_and(|b| {
+            let v = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            v == PKG_TAR_SHA256 || v == PKG_GZIP_MD5
+        });
+        if !headered && (archive::is_gzip(bytes) || archive::is_tar(bytes)) {
             let layout = if archive::is_gzip(bytes) { Layout::BareGzip } else { Layout::BareTar };
             let members = archive::read_members(bytes, &opts.limits)?;
             let header = Header {
@@ -573,6 +580,16 @@ impl Neff {
         std::fs::create_dir_all(root).map_err(io(root))?;
         // Check every target first so a refusal leaves the directory untouched.
         for name in self.members.keys() {
+            let mut prefix = name.as_str();
+            while let Some((parent, _)) = prefix.rsplit_once('/') {
+                if self.members.contains_key(parent) {
+                    return Err(NeffError::UnsafePath {
+                        member: name.clone(),
+                        reason: format!("`{parent}` is both a file and a directory"),
+                    });
+                }
+                prefix = parent;
+            }
             let target = root.join(name);
             let mut cur = root.to_path_buf();
             for comp in Path::new(name).components() {
@@ -655,6 +672,12 @@ impl Subgraph {
     pub fn sidecar(&self, engine: Engine) -> Option<&Sidecar> {
         self.sidecars.get(&engine).map(|s| &s.sidecar)
     }
+}
+
+/// Property-test case count: 256, or `TPBSIM_PROPTEST_CASES`.
+#[cfg(test)]
+pub(crate) fn proptest_cases() -> u32 {
+    std::env::var("TPBSIM_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
 }
 
 #[cfg(test)]

@@ -151,6 +151,7 @@ fn dict_span(bytes: &[u8]) -> Result<(usize, usize), NpyError> {
 pub fn read_npy(bytes: &[u8]) -> Result<NpyArray, NpyError> {
     let (start, len) = dict_span(bytes)?;
     let end = start.checked_add(len).filter(|&e| e <= bytes.len()).ok_or_else(|| NpyError::Header("truncated header".into()))?;
+    check_shape(&bytes[start..end])?;
     // ml_dtypes writes float8_e5m2 as `<f1`, which no npy reader accepts; read it as void
     // (same length, so the header stays valid) and remember what it was.
     for pat in [&b"'<f1'"[..], b"'|f1'"] {
@@ -161,6 +162,28 @@ pub fn read_npy(bytes: &[u8]) -> Result<NpyArray, NpyError> {
         }
     }
     parse(bytes, false)
+}
+
+/// Refuse a shape whose dimensions (zeros aside) multiply past u64 before the header parser
+/// computes its products and strides.
+fn check_shape(dict: &[u8]) -> Result<(), NpyError> {
+    let Some(key) = find(dict, b"'shape'").or_else(|| find(dict, b"\"shape\"")) else { return Ok(()) };
+    let rest = &dict[key..];
+    let (Some(open), Some(close)) = (rest.iter().position(|&c| c == b'('), rest.iter().position(|&c| c == b')')) else {
+        return Ok(());
+    };
+    if close < open {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&rest[open + 1..close]);
+    let mut product = 1u64;
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let Ok(d) = part.trim_end_matches('L').parse::<u64>() else { return Ok(()) };
+        if d != 0 {
+            product = product.checked_mul(d).ok_or_else(|| NpyError::Header(format!("shape ({text}) overflows")))?;
+        }
+    }
+    Ok(())
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -410,6 +433,48 @@ mod tests {
         assert_eq!(resolve("bool.npy", Dtype::Bool), Dtype::Bool);
         // The bfloat16 bytes are numpy's: 1.0 = 0x3F80 little-endian.
         assert_eq!(&read_npy_file(dir.join("bf16_ml_dtypes.npy")).unwrap().data[..2], &[0x80, 0x3F]);
+    }
+
+    fn image_with(descr: &str, fortran: bool, shape: &str, data: usize) -> Vec<u8> {
+        let order = if fortran { "True" } else { "False" };
+        let dict = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+        let mut image = b"\x93NUMPY\x01\x00".to_vec();
+        image.extend_from_slice(&(dict.len() as u16 + 1).to_le_bytes());
+        image.extend_from_slice(dict.as_bytes());
+        image.push(b'\n');
+        image.extend(std::iter::repeat_n(0x5Au8, data));
+        image
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::neff::proptest_cases(), ..Default::default() })]
+        #[test]
+        fn any_header_never_panics(
+            dims in proptest::collection::vec(proptest::prop_oneof![0u64..5, proptest::prelude::any::<u64>()], 0..5),
+            descr in proptest::sample::select(vec!["<f4", ">i2", "|u1", "<V2", "<f1", "|V0", "<U3", "|O", "<c8", "<m8[s]"]),
+            fortran in proptest::prelude::any::<bool>(),
+            data in 0usize..200,
+        ) {
+            let shape = format!("({})", dims.iter().map(|d| format!("{d},")).collect::<String>());
+            let image = image_with(descr, fortran, &shape, data);
+            if let Ok(a) = read_npy(&image) {
+                proptest::prop_assert_eq!(a.data.len() as u64, a.len() * a.elem.size() as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_shapes() {
+        let shapes = ["(18446744073709551615, 2)", "(4294967296, 4294967296, 16)", "(4294967296, 4294967296, 0)", "(-1,)", "(1.5,)"];
+        for shape in shapes {
+            let dict = format!("{{'descr': '<f4', 'fortran_order': True, 'shape': {shape}, }}");
+            let mut image = b"\x93NUMPY\x01\x00".to_vec();
+            image.extend_from_slice(&(dict.len() as u16 + 1).to_le_bytes());
+            image.extend_from_slice(dict.as_bytes());
+            image.push(b'\n');
+            image.extend_from_slice(&[0; 64]);
+            assert!(read_npy(&image).is_err(), "{shape}");
+        }
     }
 
     #[test]

@@ -169,6 +169,28 @@ fn pkg1_and_bare_archives() {
 }
 
 #[test]
+fn name_holding_ustar_is_not_a_bare_tar() {
+    let mut n = fixture();
+    // Byte 257 of the file is byte 37 of the name field (0xDC = 220).
+    n.header.set_name(&format!("{}ustar00", "x".repeat(37))).unwrap();
+    let bytes = n.to_bytes().unwrap();
+    assert_eq!(&bytes[257..262], b"ustar");
+    let back = read(&bytes).unwrap();
+    assert_eq!((back.layout, back.header.name_str()), (Layout::Headered, n.header.name_str()));
+}
+
+#[test]
+fn unpack_refuses_file_directory_clashes() {
+    let mut n = Neff::new("k").unwrap();
+    n.members.insert("a".into(), b"file".to_vec());
+    n.members.insert("a/b".into(), b"nested".to_vec());
+    let dest = tempfile::tempdir().unwrap();
+    let e = n.unpack(dest.path(), false).unwrap_err();
+    assert!(e.to_string().contains("both a file and a directory"), "{e}");
+    assert_eq!(std::fs::read_dir(dest.path()).unwrap().count(), 0, "nothing written");
+}
+
+#[test]
 fn pack_from_directory_and_unpack() {
     let src = tempfile::tempdir().unwrap();
     let n = fixture();
@@ -482,12 +504,9 @@ fn subgraph_errors() {
 
 // ---------- never panic ----------
 
-fn cases() -> u32 {
-    std::env::var("TPBSIM_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
-}
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: proptest_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..3000), verify in any::<bool>()) {
@@ -531,5 +550,16 @@ proptest! {
             *x ^= 0x5A;
         }
         let _ = Neff::from_bytes(&t, &ReadOptions::default());
+    }
+
+    #[test]
+    fn mutated_npy_headers_never_panic(flips in proptest::collection::vec((0usize..160, any::<u8>()), 1..6), cut in 0usize..200) {
+        let mut image = npy::encode_npy(Dtype::Float32, &[3, 2], &[7u8; 24]).unwrap();
+        for (at, x) in flips {
+            let i = at % image.len();
+            image[i] ^= x;
+        }
+        let _ = npy::read_npy(&image);
+        let _ = npy::read_npy(&image[..cut.min(image.len())]);
     }
 }

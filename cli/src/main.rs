@@ -19,12 +19,15 @@ enum Command {
     Info(cmd::info::Args),
     /// Inspect, unpack and pack NEFF containers.
     Neff(cmd::neff::Args),
+    /// Verify a BIR module with the L1 rules (birverifier).
+    Verify(cmd::verify::Args),
 }
 
 fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
     match cli.command {
         Command::Info(a) => cmd::info::run(a),
         Command::Neff(a) => cmd::neff::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
     }
 }
 

@@ -4,5 +4,7 @@
 
 pub mod bir;
 pub mod diag;
+pub mod l1;
+pub mod registry;
 
 pub use diag::{Diagnostic, Layer, Location, Mode, Severity};

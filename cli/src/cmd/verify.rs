@@ -1,0 +1,164 @@
+//! `sim verify`: the L1 verifier over a BIR module.
+//!
+//! Inputs are dispatched on the file name: `*.bir.json` / `*.json` is BIR JSON; `*.bin` and
+//! `*.neff` need the lifter (bundles → BIR) and are reported as not yet supported. Exit 0 when
+//! no error was found, 1 when the module is invalid, 2 for usage and I/O errors.
+
+use std::path::{Path, PathBuf};
+
+use tpbsim_validate::bir::{self, ArchLevel, Module};
+use tpbsim_validate::diag::{Diagnostic, Mode};
+use tpbsim_validate::l1::drift;
+use tpbsim_validate::registry::{report_jsonl, report_text, PropertySet, Registry};
+
+use crate::exit::{CliError, Outcome};
+
+/// Arguments of `sim verify`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The module to verify (`.bir.json`); `.bin` / `.neff` inputs need the lifter.
+    #[arg(required_unless_present_any = ["l0_drift", "list_rules"])]
+    pub file: Option<PathBuf>,
+    /// Architecture level to verify for (`sunda`, `gen3`, `core_v4`, `v5`, `40`, ...);
+    /// overrides the module's own `arch`.
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// Print diagnostics as JSON Lines instead of the grouped text report.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop at the first error.
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Run only these properties / rules (comma-separated; names from `--list-rules`, or the
+    /// groups `all`, `default`, `shared`, `module`).
+    #[arg(long, value_name = "LIST")]
+    pub rules: Option<String>,
+    /// Do not run these properties / rules (comma-separated).
+    #[arg(long, value_name = "LIST")]
+    pub skip_rules: Option<String>,
+    /// Print, per instruction class, where the dormant L0 engine map and the L1 engine sets
+    /// disagree (for `--arch`, or every level).
+    #[arg(long)]
+    pub l0_drift: bool,
+    /// List the rules: property, rule name, codes, what it checks.
+    #[arg(long)]
+    pub list_rules: bool,
+}
+
+/// The kind of input, from the file name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum InputKind {
+    BirJson,
+    EngineStream,
+    Neff,
+}
+
+fn input_kind(path: &Path) -> Result<InputKind, CliError> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_ascii_lowercase();
+    if name.ends_with(".json") {
+        Ok(InputKind::BirJson)
+    } else if name.ends_with(".bin") {
+        Ok(InputKind::EngineStream)
+    } else if name.ends_with(".neff") {
+        Ok(InputKind::Neff)
+    } else {
+        Err(CliError::Usage(format!(
+            "{}: unknown input type (expected a .bir.json module; .bin and .neff inputs come with the lifter)",
+            path.display()
+        )))
+    }
+}
+
+fn parse_arch(s: &str) -> Result<ArchLevel, CliError> {
+    ArchLevel::parse(s).ok_or_else(|| {
+        CliError::Usage(format!("unknown arch `{s}` (expected inferentia|sunda|gen3|core_v4|core_v5, v2..v5 or 10..50)"))
+    })
+}
+
+fn load(path: &Path) -> Result<Module, CliError> {
+    match input_kind(path)? {
+        InputKind::BirJson => {
+            let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+            bir::from_json_str(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
+        }
+        InputKind::EngineStream | InputKind::Neff => Err(CliError::Usage(format!(
+            "{}: verifying engine streams and NEFFs needs the lifter (bundles → BIR), which is not available yet; verify a .bir.json module, or run `sim validate` for the L2 wire checks",
+            path.display()
+        ))),
+    }
+}
+
+fn selection(a: &Args, registry: &Registry) -> Result<PropertySet, CliError> {
+    let mut props = match &a.rules {
+        Some(list) => PropertySet::parse_list(list, registry).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => PropertySet::default_l1(),
+    };
+    if let Some(list) = &a.skip_rules {
+        props = props.difference(PropertySet::parse_list(list, registry).map_err(|e| CliError::Usage(e.to_string()))?);
+    }
+    Ok(props)
+}
+
+fn list_rules(registry: &Registry) {
+    for r in registry.rules() {
+        let codes = if r.codes().is_empty() {
+            "-".to_string()
+        } else {
+            r.codes().iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        };
+        println!("{:<28} {:<32} {:<22} {}", r.property().name(), r.name(), codes, r.summary());
+        if !r.project_defined().is_empty() {
+            println!("{:<28} {:<32} {:<22} project-defined: {}", "", "", "", r.project_defined());
+        }
+    }
+}
+
+/// Run `sim verify`.
+pub fn run(a: Args) -> Result<Outcome, CliError> {
+    let registry = Registry::l1();
+    let arch = a.arch.as_deref().map(parse_arch).transpose()?;
+    if a.list_rules {
+        list_rules(&registry);
+    }
+    if a.l0_drift {
+        print!("{}", drift::render(&drift::compute(arch)));
+    }
+    let Some(path) = a.file.as_deref() else {
+        return Ok(Outcome::Ok);
+    };
+    let props = selection(&a, &registry)?;
+    let mut module = load(path)?;
+    if let Some(arch) = arch {
+        if arch != module.arch && !a.json {
+            eprintln!("sim: note: verifying for {arch}; the module says {}", module.arch);
+        }
+        module.arch = arch;
+    }
+    let mode = if a.fail_fast { Mode::FailFast } else { Mode::CollectAll };
+    let mut diags: Vec<Diagnostic> = registry.verify(props, &module, mode);
+    let file = path.display().to_string();
+    for d in &mut diags {
+        d.location.file = Some(file.clone());
+    }
+    if a.json {
+        print!("{}", report_jsonl(&diags));
+    } else {
+        println!("{file}: {} for {}, {} instruction(s)", if diags.iter().any(Diagnostic::is_error) { "INVALID" } else { "valid" }, module.arch, module.instruction_count());
+        print!("{}", report_text(&diags));
+    }
+    Ok(if diags.iter().any(Diagnostic::is_error) { Outcome::Invalid } else { Outcome::Ok })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_kinds() {
+        assert_eq!(input_kind(Path::new("k.bir.json")).ok(), Some(InputKind::BirJson));
+        assert_eq!(input_kind(Path::new("PE.bin")).ok(), Some(InputKind::EngineStream));
+        assert_eq!(input_kind(Path::new("a/model.NEFF")).ok(), Some(InputKind::Neff));
+        assert!(input_kind(Path::new("x.txt")).is_err());
+        assert!(matches!(load(Path::new("PE.bin")), Err(CliError::Usage(m)) if m.contains("needs the lifter")));
+    }
+}

@@ -21,6 +21,8 @@ enum Command {
     Neff(cmd::neff::Args),
     /// Verify a BIR module with the L1 rules (birverifier).
     Verify(cmd::verify::Args),
+    /// Run a kernel NEFF on the machine model, write its outputs and compare them with references.
+    Run(cmd::run::Args),
 }
 
 fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
@@ -28,6 +30,7 @@ fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
         Command::Info(a) => cmd::info::run(a),
         Command::Neff(a) => cmd::neff::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Run(a) => cmd::run::run(a),
     }
 }
 

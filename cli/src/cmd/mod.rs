@@ -3,3 +3,4 @@
 pub mod info;
 pub mod neff;
 pub mod verify;
+pub mod run;

@@ -12,6 +12,7 @@
 use super::geometry::Geometry;
 use super::memory::{Dram, OnChip};
 use super::pattern::AccessError;
+use crate::numerics::cast::{cast_slice, CastPolicy};
 use crate::numerics::Format;
 
 /// Where one side of a transfer lives.
@@ -130,13 +131,15 @@ pub enum DmaError {
         /// Destination elements.
         to: u64,
     },
-    /// A format conversion the cast engine does not provide.
-    #[error("cannot convert {from} to {to}")]
+    /// A format conversion that cannot be made.
+    #[error("cannot convert {from} to {to}: {why}")]
     Cast {
         /// Source format name.
         from: &'static str,
         /// Destination format name.
         to: &'static str,
+        /// Why.
+        why: String,
     },
 }
 
@@ -158,24 +161,33 @@ fn dram_offset(at: i128, var: u32, dram: &Dram) -> Result<u64, AccessError> {
     })
 }
 
-/// Convert `src` elements of `from` into `to`, appending to `out`.
+/// Convert `src` elements of `from` into `to`, appending to `out`, through the cast engine's
+/// fp32 hub with the reference policy (RNE, FP8 saturation on).
 pub fn convert(from: Format, to: Format, src: &[u8], out: &mut Vec<u8>) -> Result<(), DmaError> {
-    if from == to || from.container_bytes() == to.container_bytes() && is_raw_alias(from, to) {
+    if is_raw_alias(from, to) {
         out.extend_from_slice(src);
         return Ok(());
     }
-    Err(DmaError::Cast {
-        from: from.name(),
-        to: to.name(),
-    })
+    let n = src.len() / from.container_bytes() * from.lanes();
+    let start = out.len();
+    out.resize(start + n / to.lanes() * to.container_bytes(), 0);
+    cast_slice(src, from, &mut out[start..], to, &CastPolicy::REFERENCE).map_err(|e| {
+        DmaError::Cast {
+            from: from.name(),
+            to: to.name(),
+            why: e.to_string(),
+        }
+    })?;
+    Ok(())
 }
 
-/// Formats whose bytes are moved unchanged between each other (same storage, no value change).
+/// Formats whose bytes a DMA moves unchanged (fp32r is fp32 storage: no rounding on a copy).
 fn is_raw_alias(a: Format, b: Format) -> bool {
-    matches!(
-        (a, b),
-        (Format::Float32, Format::Float32r) | (Format::Float32r, Format::Float32)
-    )
+    a == b
+        || matches!(
+            (a, b),
+            (Format::Float32, Format::Float32r) | (Format::Float32r, Format::Float32)
+        )
 }
 
 /// Execute one transfer; returns the bytes written.
@@ -185,7 +197,8 @@ pub fn transfer(
     chip: &mut OnChip,
     buf: &mut Vec<u8>,
 ) -> Result<u64, DmaError> {
-    let (nf, nt) = (desc.from.elems(), desc.to.elems());
+    let nf = desc.from.elems() * desc.from.format.lanes() as u64;
+    let nt = desc.to.elems() * desc.to.format.lanes() as u64;
     if nf != nt {
         return Err(DmaError::Count { from: nf, to: nt });
     }
@@ -208,10 +221,10 @@ pub fn transfer(
         err,
     })?;
     let converted;
-    let data: &[u8] = if desc.from.format == desc.to.format {
+    let data: &[u8] = if is_raw_alias(desc.from.format, desc.to.format) {
         buf
     } else {
-        let mut out = Vec::with_capacity(nt as usize * desc.to.format.container_bytes());
+        let mut out = Vec::new();
         convert(desc.from.format, desc.to.format, buf, &mut out)?;
         converted = out;
         &converted
@@ -344,6 +357,32 @@ mod tests {
         };
         transfer(&DmaDesc { from, to }, &mut d, &mut c, &mut Vec::new()).unwrap();
         assert_eq!(&d.get(2).unwrap().bytes[..8], &[0, 4, 8, 12, 1, 5, 9, 13]);
+    }
+
+    #[test]
+    fn casting_copy() {
+        let (g, mut d, mut c) = setup();
+        let vals = [1.0f32, -2.5, 3.0e9, 0.333];
+        d.get_mut(1).unwrap().bytes[..16].copy_from_slice(
+            &vals
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        );
+        let from = DmaSide {
+            mem: DmaMem::Dram(1),
+            addr: 0,
+            format: Format::Float32,
+            dims: vec![(4, 4)],
+        };
+        let to = onchip_rows(&g, 0, Format::Bfloat16, 1, 4);
+        transfer(&DmaDesc { from, to }, &mut d, &mut c, &mut Vec::new()).unwrap();
+        let got: Vec<u16> = c.partition(Space::Sbuf, 0)[..8]
+            .chunks(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        // RNE to bf16: 1.0 = 0x3F80, -2.5 = 0xC020, 3e9 ≈ 0x4F33, 0.333 → 0x3EAA.
+        assert_eq!(got, vec![0x3F80, 0xC020, 0x4F33, 0x3EAA]);
     }
 
     #[test]

@@ -1,0 +1,312 @@
+//! From a NEFF container to a [`Kernel`]: streams, DRAM variables with their shipped data,
+//! and the per-engine DMA queues of the sidecars.
+
+use std::collections::BTreeMap;
+
+use tpbsim_isa::neff::{self, DefJson, DmaEntry, DmaOp, Neff, SemOp, VarRef, Variable};
+use tpbsim_isa::{Engine, Gen};
+
+use super::dma::{DmaDesc, DmaMem, DmaSide};
+use super::kernel::{DmaBlockSpec, DmaEntrySpec, DmaQueue, Kernel, VarSpec};
+use super::memory::VarKind;
+use super::sync::{Operand, Update, UpdateOp, When};
+use crate::numerics::Format;
+
+/// Why a NEFF cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The container or one of its members is malformed.
+    #[error(transparent)]
+    Neff(#[from] neff::NeffError),
+    /// A member is well-formed but cannot be run as given.
+    #[error("{member}: {message}")]
+    Invalid {
+        /// Member (`sg00/def.json`, `sg00/SP.json`, ...).
+        member: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn invalid(member: &str, message: impl Into<String>) -> LoadError {
+    LoadError::Invalid {
+        member: member.to_string(),
+        message: message.into(),
+    }
+}
+
+/// The numerics format of a def.json dtype (`None` for host-only dtypes such as `bool`).
+pub fn format_of(d: neff::Dtype) -> Option<Format> {
+    Format::from_name(d.name())
+}
+
+/// The def.json dtype of a numerics format.
+pub fn dtype_of(f: Format) -> Option<neff::Dtype> {
+    neff::Dtype::ALL.into_iter().find(|d| d.name() == f.name())
+}
+
+/// The generation a NEFF targets (`neff.json` `target_arch`), when it names one.
+pub fn target_gen(n: &Neff) -> Result<Option<Gen>, LoadError> {
+    Ok(n.neff_json()?
+        .and_then(|j| j.target_arch)
+        .and_then(|a| a.parse::<Gen>().ok()))
+}
+
+/// Build the kernel of a single-subgraph NEFF.
+pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
+    let sgs = n.subgraphs()?;
+    let sg = match sgs.as_slice() {
+        [one] => one,
+        [] => return Err(invalid("def.json", "the NEFF has no subgraph")),
+        many => {
+            let dirs: Vec<&str> = many.iter().map(|s| s.dir.as_str()).collect();
+            return Err(invalid(
+                "def.json",
+                format!(
+                    "the NEFF has {} subgraphs ({}); one is supported",
+                    many.len(),
+                    dirs.join(", ")
+                ),
+            ));
+        }
+    };
+    let mut kernel = Kernel {
+        gen: target_gen(n)?,
+        ..Kernel::default()
+    };
+    for e in Engine::ALL {
+        if let Some(s) = sg.stream(e) {
+            kernel.streams[e as usize] = s.bundles().to_vec();
+        }
+    }
+    for v in &sg.def.var {
+        if v.kind == neff::VarKind::StateBuffer {
+            continue;
+        }
+        kernel.vars.push(var_spec(n, sg, v)?);
+    }
+    let sems: BTreeMap<&str, Option<u8>> = sg
+        .def
+        .dma_queue
+        .iter()
+        .map(|q| {
+            (
+                q.name.as_str(),
+                q.semaphore.and_then(|s| u8::try_from(s).ok()),
+            )
+        })
+        .collect();
+    for e in Engine::ALL {
+        let Some(sc) = sg.sidecars.get(&e) else {
+            continue;
+        };
+        let member = sc.member.as_str();
+        let mut queues: Vec<DmaQueue> = Vec::new();
+        for (bi, block) in sc.sidecar.dma.iter().enumerate() {
+            let name = block
+                .queue_name()
+                .ok_or_else(|| invalid(member, format!("dma[{bi}] names no queue")))?;
+            let qi = match queues.iter().position(|q| q.name == name) {
+                Some(i) => i,
+                None => {
+                    queues.push(DmaQueue {
+                        name: name.to_string(),
+                        semaphore: sems.get(name).copied().flatten(),
+                        blocks: Vec::new(),
+                    });
+                    queues.len() - 1
+                }
+            };
+            let q = &mut queues[qi];
+            let id = block.id.unwrap_or(q.blocks.len() as u64);
+            if q.blocks.iter().any(|b| b.id == id) {
+                return Err(invalid(
+                    member,
+                    format!("dma[{bi}]: queue `{name}` has two blocks with id {id}"),
+                ));
+            }
+            let entries = block
+                .desc
+                .iter()
+                .enumerate()
+                .map(|(di, d)| {
+                    entry_spec(&sg.def, d)
+                        .map_err(|m| invalid(member, format!("dma[{bi}].desc[{di}]: {m}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            q.blocks.push(DmaBlockSpec { id, entries });
+        }
+        kernel.queues[e as usize] = queues;
+    }
+    Ok(kernel)
+}
+
+fn var_spec(n: &Neff, sg: &neff::Subgraph, v: &Variable) -> Result<VarSpec, LoadError> {
+    let def_member = sg.def_member.as_str();
+    let bad = |m: String| invalid(def_member, format!("variable `{}`: {m}", v.name));
+    let kind = match v.kind {
+        neff::VarKind::Input => VarKind::Input,
+        neff::VarKind::Output => VarKind::Output,
+        neff::VarKind::File => VarKind::File,
+        _ => VarKind::Other,
+    };
+    let format = match v.dtype {
+        Some(d) => format_of(d).ok_or_else(|| bad(format!("dtype {d} has no device format")))?,
+        None => Format::Uint8,
+    };
+    let size = v
+        .byte_size()
+        .ok_or_else(|| bad("neither size nor shape and dtype".into()))?;
+    let eb = format.container_bytes() as u64;
+    let shape: Vec<usize> = match &v.shape {
+        Some(s) => s.iter().map(|&d| d as usize).collect(),
+        None => vec![(size / eb) as usize],
+    };
+    let elems: u64 = shape.iter().map(|&d| d as u64).product();
+    if elems * eb != size {
+        return Err(bad(format!(
+            "shape {shape:?} of {} is {} bytes, size is {size}",
+            format.name(),
+            elems * eb
+        )));
+    }
+    let init = match &v.file_name {
+        None => None,
+        Some(f) => {
+            let member = sg.member_path(f);
+            let data = if member.ends_with(".npy") {
+                let arr = n.npy(&member)?;
+                if let Some(d) = v.dtype {
+                    arr.resolve(d)
+                        .map_err(|e| invalid(&member, format!("variable `{}`: {e}", v.name)))?;
+                }
+                arr.data
+            } else {
+                n.member(&member)
+                    .ok_or_else(|| bad(format!("member `{member}` is missing")))?
+                    .to_vec()
+            };
+            if data.len() as u64 != size {
+                return Err(invalid(
+                    &member,
+                    format!(
+                        "variable `{}`: {} bytes of data for a {size}-byte variable",
+                        v.name,
+                        data.len()
+                    ),
+                ));
+            }
+            Some(data)
+        }
+    };
+    Ok(VarSpec {
+        id: v.var_id as u32,
+        name: v.name.clone(),
+        kind,
+        format,
+        shape,
+        size,
+        init,
+    })
+}
+
+fn entry_spec(def: &DefJson, d: &DmaEntry) -> Result<DmaEntrySpec, String> {
+    let sem = match d.sem {
+        None => None,
+        Some(s) => {
+            let idx = u8::try_from(s).map_err(|_| format!("semaphore {s} is not below 256"))?;
+            let v = d.sem_value.unwrap_or(0) as u32;
+            let op = match d.sem_op.clone().unwrap_or(SemOp::Inc) {
+                SemOp::Inc => UpdateOp::SemInc,
+                SemOp::Add => UpdateOp::SemAdd(Operand::Imm(v)),
+                SemOp::Write => UpdateOp::SemWrite(Operand::Imm(v)),
+                other => return Err(format!("semaphore update `{other}` is not known")),
+            };
+            Some(Update {
+                idx,
+                op,
+                when: When::Complete,
+            })
+        }
+    };
+    let event = d
+        .event
+        .map(|e| u8::try_from(e).map_err(|_| format!("event {e} is not below 256")))
+        .transpose()?;
+    let desc = match d.op() {
+        DmaOp::Copy | DmaOp::Cast => descriptor(def, d),
+        other => Err(format!("DMA operation `{other}` is not simulated")),
+    };
+    Ok(DmaEntrySpec { desc, sem, event })
+}
+
+fn descriptor(def: &DefJson, d: &DmaEntry) -> Result<DmaDesc, String> {
+    if d.from_arr.as_ref().is_some_and(|a| !a.is_empty()) {
+        return Err("a copy takes one source (`from_arr` given)".into());
+    }
+    let from = d.from.as_ref().ok_or("no source (`from`)")?;
+    let resolve = |r: &VarRef| {
+        def.resolve(r)
+            .ok_or_else(|| format!("{r} is not a def.json variable"))
+    };
+    let (fv, tv) = (resolve(from)?, resolve(&d.to)?);
+    // A side without a dtype (typically the on-chip variable) takes the other side's.
+    let (fd, td) = (d.from_dtype.or(fv.dtype), d.to_dtype.or(tv.dtype));
+    let format = |dt: Option<neff::Dtype>| match dt {
+        Some(dt) => format_of(dt).ok_or_else(|| format!("dtype {dt} has no device format")),
+        None => Ok(Format::Uint8),
+    };
+    Ok(DmaDesc {
+        from: side(
+            fv,
+            d.from_offset,
+            &d.from_sizes,
+            d.from_steps.as_deref(),
+            format(fd.or(td))?,
+        )?,
+        to: side(
+            tv,
+            d.to_offset,
+            &d.to_sizes,
+            d.to_steps.as_deref(),
+            format(td.or(fd))?,
+        )?,
+    })
+}
+
+fn side(
+    v: &Variable,
+    offset: u64,
+    sizes: &[u64],
+    steps: Option<&[u64]>,
+    format: Format,
+) -> Result<DmaSide, String> {
+    let mem = if v.kind == neff::VarKind::StateBuffer {
+        DmaMem::OnChip
+    } else {
+        DmaMem::Dram(v.var_id as u32)
+    };
+    let steps: Vec<u64> = match steps {
+        Some(s) if s.len() != sizes.len() => {
+            return Err(format!("{} steps for {} sizes", s.len(), sizes.len()))
+        }
+        Some(s) => s.to_vec(),
+        None => neff::schema::contiguous_steps(sizes),
+    };
+    let eb = format.container_bytes() as i64;
+    let dims = sizes
+        .iter()
+        .zip(&steps)
+        .rev()
+        .map(|(&n, &s)| {
+            let n = u32::try_from(n).map_err(|_| format!("size {n} is too large"))?;
+            Ok(((s as i64).saturating_mul(eb), n))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(DmaSide {
+        mem,
+        addr: offset,
+        format,
+        dims,
+    })
+}

@@ -4,9 +4,13 @@
 //! The policy (rounding, saturation, NaN forms, device-versus-reference choices) and its
 //! sources are documented in `docs/numerics.md`.
 
+pub mod act;
+pub mod alu;
 pub mod cast;
 pub mod format;
 pub mod mx;
+pub mod pe;
+pub mod reduce;
 
 pub use cast::{cast, cast_slice, from_f32, from_f32_slice, to_f32, to_f32_slice, CastError, CastPolicy, FloatToInt};
 pub use format::{Format, Kind, UnknownFormat};

@@ -1,0 +1,393 @@
+use super::super::alu::TileShape;
+use super::*;
+
+fn testdata(name: &str) -> String {
+    format!(
+        "{}/../testdata/numerics/compute/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn read(name: &str) -> Vec<u8> {
+    std::fs::read(testdata(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Distance in units in the last place (ordered-integer distance; ±0 coincide).
+fn ulps(a: f32, b: f32) -> u64 {
+    let key = |v: f32| {
+        let b = v.to_bits();
+        if b & 0x8000_0000 != 0 {
+            -((b & 0x7FFF_FFFF) as i64)
+        } else {
+            b as i64
+        }
+    };
+    key(a).abs_diff(key(b))
+}
+
+#[test]
+fn function_codes() {
+    for (i, f) in ActFunction::all().enumerate() {
+        assert_eq!(f as usize, i, "table order");
+        assert_eq!(ActFunction::from_name(f.name()), Some(f));
+        if let Some(w) = f.wire() {
+            assert_eq!(ActFunction::from_wire(w), Ok(f));
+        }
+        if let Some(b) = f.bir() {
+            assert_eq!(ActFunction::from_bir(b), Ok(f));
+        }
+    }
+    assert_eq!(ActFunction::all().count(), 34);
+    assert_eq!(ActFunction::all().filter(|f| f.bir().is_some()).count(), 30);
+    assert_eq!(
+        ActFunction::all().filter(|f| f.wire().is_some()).count(),
+        31
+    );
+    assert_eq!(ActFunction::all().filter(|f| f.is_hardwired()).count(), 13);
+    assert_eq!(ActFunction::from_wire(130), Ok(ActFunction::MemsetZero));
+    assert_eq!(ActFunction::from_wire(36), Ok(ActFunction::Silu));
+    assert_eq!(ActFunction::from_bir(9), Ok(ActFunction::Sqrt));
+    assert_eq!(ActFunction::Sqrt.wire(), Some(8));
+    assert_eq!(
+        ActFunction::from_bir(30),
+        Err(ActError::UnknownBirFunction(30))
+    );
+    assert_eq!(ActFunction::from_wire(0), Err(ActError::UnknownFunction(0)));
+    assert_eq!(
+        ActFunction::from_wire(11),
+        Err(ActError::UnknownFunction(11))
+    );
+}
+
+#[test]
+fn closed_forms_are_within_one_ulp_of_the_correctly_rounded_reference() {
+    let index: serde_json::Value =
+        serde_json::from_slice(&read("act_reference.json")).expect("reference index");
+    let pairs = read("act_reference.bin");
+    let word = |i: usize| u32::from_le_bytes(pairs[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let funcs = index["functions"].as_object().expect("functions");
+    let mut seen = 0;
+    let (mut total, mut exact) = (0usize, 0usize);
+    for (name, entry) in funcs {
+        let func = ActFunction::from_name(name).unwrap_or_else(|| panic!("unknown {name}"));
+        let offset = entry["offset"].as_u64().expect("offset") as usize;
+        let count = entry["count"].as_u64().expect("count") as usize;
+        let alpha = entry.get("alpha").and_then(|a| a.as_f64()).unwrap_or(0.0) as f32;
+        assert!(count >= 1000, "{name}: {count} samples");
+        for i in offset..offset + count {
+            let x = f32::from_bits(word(2 * i));
+            let want = f32::from_bits(word(2 * i + 1));
+            let got = ClosedForm::value(func, x, alpha);
+            if want.is_nan() {
+                assert!(got.is_nan(), "{name}({x:e}) = {got:e}, want NaN");
+                continue;
+            }
+            let d = ulps(got, want);
+            assert!(
+                d <= 1,
+                "{name}({x:e} / {:#010x}) = {got:e}, want {want:e}: {d} ulp",
+                x.to_bits()
+            );
+            total += 1;
+            exact += (d == 0) as usize;
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 34, "every function has references");
+    // One rounding of an f64 value: nearly always the correctly rounded result.
+    assert!(
+        exact as f64 >= 0.999 * total as f64,
+        "{exact} of {total} exact"
+    );
+}
+
+#[test]
+fn closed_form_special_values() {
+    use ActFunction::*;
+    let v = |f, x| ClosedForm::value(f, x, 0.0);
+    assert_eq!(v(Relu, -0.0).to_bits(), 0, "relu(-0) = +0");
+    assert_eq!(v(Relu, f32::NAN), 0.0);
+    assert_eq!(v(Sign, f32::NAN), 0.0);
+    assert_eq!(v(Sign, -0.0), 0.0);
+    assert!(v(Sqrt, -1.0).is_nan());
+    assert!(v(Ln, -1.0).is_nan());
+    assert_eq!(v(Ln, 0.0), f32::NEG_INFINITY);
+    assert_eq!(v(Rsqrt, 0.0), f32::INFINITY);
+    assert_eq!(v(Exp, 89.0), f32::INFINITY);
+    assert_eq!(v(Sigmoid, f32::NEG_INFINITY), 0.0);
+    assert_eq!(v(Sigmoid, f32::INFINITY), 1.0);
+    for f in [Gelu, Mish, GeluApprxTanh, GeluApprxSigmoid, Silu] {
+        assert_eq!(v(f, f32::NEG_INFINITY).to_bits(), 0x8000_0000, "{f}(-inf)");
+        assert_eq!(v(f, f32::INFINITY), f32::INFINITY, "{f}(inf)");
+    }
+    for f in [DerivativeGelu, DerivativeGeluApprxSigmoid, DerivativeSilu] {
+        assert_eq!(
+            (v(f, f32::NEG_INFINITY), v(f, f32::INFINITY)),
+            (0.0, 1.0),
+            "{f}"
+        );
+    }
+    assert_eq!(v(DerivativeErf, f32::INFINITY), 0.0);
+    assert_eq!(v(Softplus, f32::INFINITY), f32::INFINITY);
+    assert_eq!(v(IsFinite, f32::NAN), 0.0);
+    assert_eq!(v(DerivativeSilu, 0.0), 0.5);
+    assert_eq!(v(DerivativeGelu, 0.0), 0.5);
+    assert_eq!(ClosedForm::value(Prelu, -2.0, 0.25), -0.5);
+    assert_eq!(
+        ClosedForm::value(Lrelu, -2.0, 0.25),
+        -0.02,
+        "slope 0.01 whatever alpha"
+    );
+    assert_eq!(v(DerivativeLeakyRelu, -3.0), 0.01);
+}
+
+fn sigmoid_table() -> PwpTable {
+    PwpTable::from_json(&String::from_utf8(read("pwp_sigmoid.json")).expect("utf8"))
+        .expect("sigmoid table")
+}
+
+fn tanh_table() -> PwpTable {
+    PwpTable::from_json(&String::from_utf8(read("pwp_tanh.json")).expect("utf8"))
+        .expect("tanh table")
+}
+
+/// Dense inputs over ±`hi` (linear) plus log-spaced magnitudes down to 2^-30.
+fn dense(hi: f32) -> Vec<f32> {
+    let mut xs: Vec<f32> = (0..=20000)
+        .map(|i| -hi + 2.0 * hi * i as f32 / 20000.0)
+        .collect();
+    let mut m = 2f32.powi(-30);
+    while m < hi {
+        xs.push(m);
+        xs.push(-m);
+        m *= 1.013;
+    }
+    xs
+}
+
+#[test]
+fn pwp_sigmoid_within_stated_tolerance() {
+    let t = sigmoid_table();
+    assert_eq!(t.function(), ActFunction::Sigmoid);
+    let mut worst = 0.0f64;
+    for x in dense(140.0) {
+        let (got, want) = (
+            t.eval(x).expect("eval"),
+            ClosedForm::value(ActFunction::Sigmoid, x, 0.0),
+        );
+        let err = (got as f64 - want as f64).abs();
+        worst = worst.max(err);
+        assert!(
+            err <= 2f64.powi(-22),
+            "sigmoid({x:e}) = {got:e}, closed {want:e}"
+        );
+    }
+    assert!(
+        worst > 0.0,
+        "the table is an approximation, not the closed form"
+    );
+    assert_eq!(t.eval(0.0).expect("eval"), 0.5);
+    assert_eq!(t.eval(-0.0).expect("eval"), 0.5);
+    assert_eq!(t.eval(f32::INFINITY).expect("eval"), 1.0);
+    assert_eq!(t.eval(f32::NEG_INFINITY).expect("eval"), 0.0);
+    assert_eq!(t.eval(1.0e30).expect("eval"), 1.0, "high clamp");
+    assert_eq!(t.eval(-1.0e30).expect("eval"), 0.0, "negative high clamp");
+    assert!(
+        t.eval(f32::NAN).expect("eval").is_nan(),
+        "NaN falls through the polynomial"
+    );
+}
+
+#[test]
+fn pwp_tanh_symmetry_fold_within_stated_tolerance() {
+    let t = tanh_table();
+    assert!(t.symmetry().enabled && t.symmetry().invert_sign);
+    for x in dense(30.0) {
+        let (got, want) = (
+            t.eval(x).expect("eval"),
+            ClosedForm::value(ActFunction::Tanh, x, 0.0),
+        );
+        assert!(
+            ulps(got, want) <= 2,
+            "tanh({x:e}) = {got:e}, closed {want:e}"
+        );
+        if x != 0.0 {
+            assert_eq!(
+                t.eval(-x).expect("eval").to_bits(),
+                (-got).to_bits(),
+                "odd reconstruction"
+            );
+        }
+    }
+    assert_eq!(t.eval(f32::NEG_INFINITY).expect("eval"), -1.0);
+}
+
+const MINIMAL: &str = r#"{"format":"tpbsim-pwp/1","function":"exp",
+ "symmetry":{"enabled":false,"invert_sign":false,"use_neg_region":false,"point":0},
+ "results":{"zero":1,"nan":"nan","pos_inf":"inf","neg_inf":0},
+ "saturation":{
+  "pos_high":{"exponent":128,"mantissa":0,"section":[0,"0x7f800000",0,0,0]},
+  "pos_low":{"exponent":126,"mantissa":0,"section":[0,1,1,0,0]},
+  "neg_high":{"exponent":128,"mantissa":0,"section":[0,0,0,0,0]},
+  "neg_low":{"exponent":0,"mantissa":0,"section":[0,1,0,0,0]}},
+ "pos_regions":[{"exponent":0,"extract_size":1,"sections":[[1,2,3,0,0],[1.5,4,0,0,0]]}],
+ "neg_regions":[]}"#;
+
+#[test]
+fn pwp_json_format_and_errors() {
+    let t = PwpTable::from_json(MINIMAL).expect("minimal table");
+    assert_eq!(
+        t.eval(1.25).expect("eval"),
+        2.0 + 3.0 * 0.25,
+        "bucket 0 of octave 0"
+    );
+    assert_eq!(t.eval(1.75).expect("eval"), 4.0, "bucket 1 of octave 0");
+    assert_eq!(
+        t.eval(2.5).expect("eval"),
+        f32::INFINITY,
+        "high clamp from hex bits"
+    );
+    assert_eq!(t.eval(0.25).expect("eval"), 1.25, "low clamp");
+    assert!(matches!(
+        t.eval(-0.5),
+        Err(PwpError::UnhandledSection { .. })
+    ));
+    let bad = |from: &str, to: &str| PwpTable::from_json(&MINIMAL.replace(from, to));
+    assert!(matches!(
+        bad("tpbsim-pwp/1", "tpbsim-pwp/9"),
+        Err(PwpError::Invalid(_))
+    ));
+    assert!(matches!(
+        bad("\"exp\"", "\"nope\""),
+        Err(PwpError::Invalid(_))
+    ));
+    assert!(matches!(
+        bad("\"extract_size\":1", "\"extract_size\":2"),
+        Err(PwpError::Invalid(_))
+    ));
+    assert!(
+        matches!(
+            bad("[1.5,4,0,0,0]", "[1.5,4,0,0,0.1]"),
+            Err(PwpError::Invalid(_))
+        ),
+        "0.1 is no f32"
+    );
+    assert!(matches!(
+        bad("\"0x7f800000\"", "\"huge\""),
+        Err(PwpError::Invalid(_))
+    ));
+    assert!(matches!(
+        bad("\"mantissa\":0,", "\"mantissa\":-1,"),
+        Err(PwpError::Invalid(_))
+    ));
+    assert!(matches!(
+        bad("\"neg_regions\":[]", "\"neg_regions\":5"),
+        Err(PwpError::Json(_))
+    ));
+    let dup = MINIMAL.replace(
+        "\"neg_regions\":[]",
+        "\"neg_regions\":[{\"exponent\":3,\"extract_size\":0,\"sections\":[[0,0,0,0,0]]},{\"exponent\":3,\"extract_size\":0,\"sections\":[[0,0,0,0,0]]}]",
+    );
+    assert!(matches!(
+        PwpTable::from_json(&dup),
+        Err(PwpError::Invalid(_))
+    ));
+}
+
+#[test]
+fn pwp_evaluator_needs_tables_for_table_functions() {
+    let mut e = PwpEvaluator::new();
+    assert_eq!(
+        e.eval(ActFunction::Sigmoid, 1.0, 0.0),
+        Err(ActError::TableNotLoaded(ActFunction::Sigmoid))
+    );
+    assert_eq!(e.eval(ActFunction::Relu, -1.0, 0.0), Ok(0.0));
+    assert_eq!(e.eval(ActFunction::Prelu, -1.0, 0.5), Ok(-0.5));
+    e.insert(sigmoid_table());
+    let via_table = e.eval(ActFunction::Sigmoid, 0.3, 0.0).expect("table");
+    assert_eq!(via_table, sigmoid_table().eval(0.3).expect("eval"));
+    assert!(e.table(ActFunction::Sigmoid).is_some());
+    assert!(e.eval(ActFunction::Exp, 1.0, 0.0).is_err());
+}
+
+#[test]
+fn activate_applies_scale_bias_and_accumulates() {
+    let shape = TileShape::new(2, &[3]).expect("shape");
+    let src = [1.0, 2.0, 3.0, 0.1, 0.2, 0.3];
+    let mut out = [0.0; 6];
+    let mut regs = Accumulators::new();
+    activate(
+        &ClosedForm,
+        ActFunction::Identity,
+        shape,
+        &src,
+        Scalar::PerPartition(&[2.0, 3.0]),
+        Scalar::Imm(1.0),
+        0.0,
+        &mut out,
+        Some(AccumulateInto {
+            regs: &mut regs,
+            cmd: AccumCmd::ZeroAccumulate,
+            seed: None,
+        }),
+    )
+    .expect("activate");
+    let expect: Vec<f32> = [
+        (1.0f32, 2.0f32),
+        (2.0, 2.0),
+        (3.0, 2.0),
+        (0.1, 3.0),
+        (0.2, 3.0),
+        (0.3, 3.0),
+    ]
+    .iter()
+    .map(|&(x, k)| x * k + 1.0)
+    .collect();
+    assert_eq!(out.to_vec(), expect, "two fp32 roundings, no FMA");
+    assert_eq!(regs.get(0), Some(3.0 + 5.0 + 7.0));
+    assert_eq!(
+        regs.get(1),
+        Some(((0.1f32 * 3.0 + 1.0) + (0.2f32 * 3.0 + 1.0)) + (0.3f32 * 3.0 + 1.0))
+    );
+    activate(
+        &ClosedForm,
+        ActFunction::Square,
+        shape,
+        &src,
+        Scalar::Imm(1.0),
+        Scalar::Imm(0.0),
+        0.0,
+        &mut out,
+        Some(AccumulateInto {
+            regs: &mut regs,
+            cmd: AccumCmd::Accumulate,
+            seed: None,
+        }),
+    )
+    .expect("activate");
+    assert_eq!(regs.get(0), Some(15.0 + 1.0 + 4.0 + 9.0));
+    let e = activate(
+        &PwpEvaluator::new(),
+        ActFunction::Exp,
+        shape,
+        &src,
+        Scalar::Imm(1.0),
+        Scalar::Imm(0.0),
+        0.0,
+        &mut out,
+        None,
+    );
+    assert_eq!(e, Err(ActError::TableNotLoaded(ActFunction::Exp)));
+    let e = activate(
+        &ClosedForm,
+        ActFunction::Exp,
+        shape,
+        &src[..5],
+        Scalar::Imm(1.0),
+        Scalar::Imm(0.0),
+        0.0,
+        &mut out,
+        None,
+    );
+    assert!(matches!(e, Err(ActError::Alu(AluError::Shape { .. }))));
+}

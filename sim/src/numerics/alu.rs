@@ -1,0 +1,1230 @@
+//! The ALU of the elementwise engines (ACT, DVE, POOL) as pure functions, and the tile kernels
+//! built on it: TensorTensor, TensorScalar, Iota, Memset, Select / CopyPredicated /
+//! CastPredicated and Copy. Reductions and scans live in [`super::reduce`].
+//!
+//! Two datapaths:
+//!
+//! * **fp32** ([`FpOp`]): ACT and DVE always, POOL for float data. Operands arrive as fp32 (the
+//!   machine converts the source dtype first); compare and logical ops yield 1.0 / 0.0; MAX/MIN
+//!   follow SSE `maxss`/`minss`: `max(a, b) = a > b ? a : b`, so a NaN on either side or a tie
+//!   yields `b` (the second operand). Reductions and scans call the op as `op(element, running)`
+//!   so the running value is the one kept.
+//! * **32-bit integer** ([`IntOp`]): POOL (and the SP sequencer) on int32/uint32 data; the DVE
+//!   on v5 for its 15-op integer subset. Values are raw 32-bit patterns (`u32`; reinterpret
+//!   `i32` slices with `bytemuck`), add/sub/mult wrap modulo 2^32 with no saturation, MULT keeps
+//!   the low 32 bits. Signedness of the base ops and of the shared integer-band ops comes from
+//!   the operand dtype; the `_INT` / `_UINT` ops fix it.
+//!
+//! An op that the datapath cannot run is an [`AluError`] when the handle is built
+//! ([`AluContext::fp_op`], [`AluContext::int_op`]); kernels over validated handles only fail on
+//! shape mismatches.
+
+use std::fmt;
+
+use tpbsim_isa::{Engine, Gen};
+
+/// Errors of the ALU value model.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AluError {
+    /// The byte is not an `ALU_OP` code on any generation.
+    #[error("unknown ALU op byte {0:#04x}")]
+    UnknownOp(u8),
+    /// The op exists, but not on this generation.
+    #[error("ALU op {op} is not present on {gen} (introduced on {since})")]
+    NotInGen {
+        /// The op.
+        op: AluOp,
+        /// The generation asked for.
+        gen: Gen,
+        /// The first generation that has it.
+        since: Gen,
+    },
+    /// The engine has no ALU datapath of this kind.
+    #[error("engine {engine} has no {datapath} ALU datapath on {gen}")]
+    NoDatapath {
+        /// The engine.
+        engine: Engine,
+        /// `"fp32"` or `"integer"`.
+        datapath: &'static str,
+        /// The generation.
+        gen: Gen,
+    },
+    /// The op is not legal on this datapath / engine.
+    #[error("ALU op {op} is not legal on the {datapath} datapath of {engine}: {why}")]
+    IllegalOp {
+        /// The op.
+        op: AluOp,
+        /// The engine.
+        engine: Engine,
+        /// `"fp32"` or `"integer"`.
+        datapath: &'static str,
+        /// The reason.
+        why: &'static str,
+    },
+    /// The op's signedness does not match the operand dtype's.
+    #[error("ALU op {op} needs {need} operands, the operands are {got}")]
+    Signedness {
+        /// The op.
+        op: AluOp,
+        /// The signedness the op requires.
+        need: Signedness,
+        /// The signedness of the operands.
+        got: Signedness,
+    },
+    /// The op's value semantics are not public; tpbsim does not invent them.
+    #[error("ALU op {0} is not modelled: its value semantics are not public")]
+    Unmodelled(AluOp),
+    /// The op only exists as a reduction (the arg-max/arg-min ops).
+    #[error("ALU op {0} has no elementwise form; it is a reduction (index output)")]
+    ReductionOnly(AluOp),
+    /// The op has no defined reduction (no initial value).
+    #[error("ALU op {0} cannot be used as a reduction or scan op")]
+    NotReducible(AluOp),
+    /// Slice lengths do not match the shapes.
+    #[error("shape mismatch: {what} has {got} elements, expected {expected}")]
+    Shape {
+        /// Which operand.
+        what: &'static str,
+        /// Expected element count.
+        expected: usize,
+        /// Actual element count.
+        got: usize,
+    },
+    /// A tile shape is malformed.
+    #[error("bad tile shape: {0}")]
+    BadShape(&'static str),
+    /// A reduction axis code is not a free-axis reduction.
+    #[error("reduce axis code {code} is not a free-axis reduction: {why}")]
+    BadAxes {
+        /// The wire/BIR code.
+        code: u8,
+        /// The reason.
+        why: &'static str,
+    },
+}
+
+/// Signedness of integer operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Signedness {
+    /// int8/16/32.
+    Signed,
+    /// uint8/16/32.
+    Unsigned,
+}
+
+impl fmt::Display for Signedness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Signedness::Signed => "signed",
+            Signedness::Unsigned => "unsigned",
+        })
+    }
+}
+
+/// An `ALU_OP` wire byte (`NEURON_ISA_TPB_ALU_OP`, one byte). Only codes of the enum can be
+/// built ([`AluOp::from_wire`]); the associated constants name every member.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AluOp(u8);
+
+/// (code, name, first generation) for every member of the enum (65 on v5).
+const OPS: [(u8, &str, Gen); 65] = [
+    (0x00, "BYPASS", Gen::V2),
+    (0x01, "BITWISE_NOT", Gen::V2),
+    (0x02, "ARITH_SHIFT_LEFT", Gen::V2),
+    (0x03, "ARITH_SHIFT_RIGHT", Gen::V2),
+    (0x04, "ADD", Gen::V2),
+    (0x05, "SUBTRACT", Gen::V2),
+    (0x06, "MULT", Gen::V2),
+    (0x07, "DIVIDE", Gen::V2),
+    (0x08, "MAX", Gen::V2),
+    (0x09, "MIN", Gen::V2),
+    (0x0A, "BITWISE_AND", Gen::V2),
+    (0x0B, "BITWISE_OR", Gen::V2),
+    (0x0C, "BITWISE_XOR", Gen::V2),
+    (0x0D, "LOGICAL_AND", Gen::V2),
+    (0x0E, "LOGICAL_OR", Gen::V2),
+    (0x0F, "LOGICAL_XOR", Gen::V2),
+    (0x10, "LOGICAL_SHIFT_LEFT", Gen::V2),
+    (0x11, "LOGICAL_SHIFT_RIGHT", Gen::V2),
+    (0x12, "IS_EQ", Gen::V2),
+    (0x13, "IS_GT", Gen::V2),
+    (0x14, "IS_GE", Gen::V2),
+    (0x15, "IS_LE", Gen::V2),
+    (0x16, "IS_LT", Gen::V2),
+    (0x17, "ABSOLUTE_DIFF", Gen::V2),
+    (0x18, "IS_NE", Gen::V2),
+    (0x19, "ABSOLUTE_VALUE", Gen::V2),
+    (0x1A, "POW", Gen::V2),
+    (0x1B, "MOD", Gen::V2),
+    (0x1C, "CRC32", Gen::V2),
+    (0x1D, "RSQRT", Gen::V2),
+    (0x20, "ABS_MAX", Gen::V4),
+    (0x21, "ABS_MIN", Gen::V4),
+    (0x22, "RE_LU", Gen::V4),
+    (0x23, "SQUARE", Gen::V4),
+    (0x24, "SYMMETRIC_CLAMP", Gen::V5),
+    (0xC4, "ADD_INT", Gen::V2),
+    (0xC5, "MULT_INT", Gen::V2),
+    (0xC6, "SUBTRACT_INT", Gen::V2),
+    (0xC7, "DIVIDE_INT", Gen::V3),
+    (0xC8, "MOD_INT", Gen::V3),
+    (0xC9, "IS_EQUAL_INT", Gen::V3),
+    (0xCA, "IS_NE_INT", Gen::V3),
+    (0xCB, "ABS_MAX_INT", Gen::V3),
+    (0xCC, "ABS_MIN_INT", Gen::V3),
+    (0xCD, "ABS_DIFF_INT", Gen::V3),
+    (0xCE, "ABS_VALUE_INT", Gen::V3),
+    (0xCF, "MAX_INT", Gen::V3),
+    (0xD0, "MIN_INT", Gen::V3),
+    (0xD1, "IS_GT_INT", Gen::V3),
+    (0xD2, "IS_GE_INT", Gen::V3),
+    (0xD3, "IS_LE_INT", Gen::V3),
+    (0xD4, "IS_LT_INT", Gen::V3),
+    (0xD5, "MAX_UINT", Gen::V3),
+    (0xD6, "MIN_UINT", Gen::V3),
+    (0xD7, "IS_GT_UINT", Gen::V3),
+    (0xD8, "IS_GE_UINT", Gen::V3),
+    (0xD9, "IS_LE_UINT", Gen::V3),
+    (0xDA, "IS_LT_UINT", Gen::V3),
+    (0xDB, "MULT_UINT", Gen::V3),
+    (0xDC, "DIVIDE_UINT", Gen::V3),
+    (0xDD, "MOD_UINT", Gen::V3),
+    (0xDE, "AMAX_INT", Gen::V3),
+    (0xDF, "AMIN_INT", Gen::V3),
+    (0xE0, "AMAX_UINT", Gen::V3),
+    (0xE1, "AMIN_UINT", Gen::V3),
+];
+
+impl AluOp {
+    /// Pass-through of src0 (legal in both classes).
+    pub const BYPASS: AluOp = AluOp(0x00);
+    /// `~a`.
+    pub const BITWISE_NOT: AluOp = AluOp(0x01);
+    /// `a << b`.
+    pub const ARITH_SHIFT_LEFT: AluOp = AluOp(0x02);
+    /// `a >> b`, sign-replicating.
+    pub const ARITH_SHIFT_RIGHT: AluOp = AluOp(0x03);
+    /// `a + b`.
+    pub const ADD: AluOp = AluOp(0x04);
+    /// `a - b`.
+    pub const SUBTRACT: AluOp = AluOp(0x05);
+    /// `a * b`.
+    pub const MULT: AluOp = AluOp(0x06);
+    /// `a / b` (fp only).
+    pub const DIVIDE: AluOp = AluOp(0x07);
+    /// `max(a, b)`.
+    pub const MAX: AluOp = AluOp(0x08);
+    /// `min(a, b)`.
+    pub const MIN: AluOp = AluOp(0x09);
+    /// `a & b`.
+    pub const BITWISE_AND: AluOp = AluOp(0x0A);
+    /// `a | b`.
+    pub const BITWISE_OR: AluOp = AluOp(0x0B);
+    /// `a ^ b`.
+    pub const BITWISE_XOR: AluOp = AluOp(0x0C);
+    /// `a != 0 && b != 0`.
+    pub const LOGICAL_AND: AluOp = AluOp(0x0D);
+    /// `a != 0 || b != 0`.
+    pub const LOGICAL_OR: AluOp = AluOp(0x0E);
+    /// `(a != 0) ^ (b != 0)`.
+    pub const LOGICAL_XOR: AluOp = AluOp(0x0F);
+    /// `a << b`, zero fill.
+    pub const LOGICAL_SHIFT_LEFT: AluOp = AluOp(0x10);
+    /// `a >> b`, zero fill.
+    pub const LOGICAL_SHIFT_RIGHT: AluOp = AluOp(0x11);
+    /// `a == b`.
+    pub const IS_EQ: AluOp = AluOp(0x12);
+    /// `a > b`.
+    pub const IS_GT: AluOp = AluOp(0x13);
+    /// `a >= b`.
+    pub const IS_GE: AluOp = AluOp(0x14);
+    /// `a <= b`.
+    pub const IS_LE: AluOp = AluOp(0x15);
+    /// `a < b`.
+    pub const IS_LT: AluOp = AluOp(0x16);
+    /// `|a - b|`.
+    pub const ABSOLUTE_DIFF: AluOp = AluOp(0x17);
+    /// `a != b`.
+    pub const IS_NE: AluOp = AluOp(0x18);
+    /// `|a|`.
+    pub const ABSOLUTE_VALUE: AluOp = AluOp(0x19);
+    /// `a ^ b` (power; POOL only, fp only).
+    pub const POW: AluOp = AluOp(0x1A);
+    /// `a % b` (integer, C-style sign of the dividend).
+    pub const MOD: AluOp = AluOp(0x1B);
+    /// CRC32 (POOL only; semantics not public).
+    pub const CRC32: AluOp = AluOp(0x1C);
+    /// `1 / sqrt(a)` (POOL only, fp only).
+    pub const RSQRT: AluOp = AluOp(0x1D);
+    /// `max(|a|, |b|)` (v4+).
+    pub const ABS_MAX: AluOp = AluOp(0x20);
+    /// `min(|a|, |b|)` (v4+).
+    pub const ABS_MIN: AluOp = AluOp(0x21);
+    /// `max(a, 0)` (v4+).
+    pub const RE_LU: AluOp = AluOp(0x22);
+    /// `a * a` (v4+).
+    pub const SQUARE: AluOp = AluOp(0x23);
+    /// `sign(a) * max(|a|, |b|)` (v5).
+    pub const SYMMETRIC_CLAMP: AluOp = AluOp(0x24);
+    /// Integer add (signed or unsigned).
+    pub const ADD_INT: AluOp = AluOp(0xC4);
+    /// Integer multiply, low 32 bits.
+    pub const MULT_INT: AluOp = AluOp(0xC5);
+    /// Integer subtract.
+    pub const SUBTRACT_INT: AluOp = AluOp(0xC6);
+    /// Integer divide (truncating).
+    pub const DIVIDE_INT: AluOp = AluOp(0xC7);
+    /// Integer remainder (sign of the dividend).
+    pub const MOD_INT: AluOp = AluOp(0xC8);
+    /// Integer `==`.
+    pub const IS_EQUAL_INT: AluOp = AluOp(0xC9);
+    /// Integer `!=`.
+    pub const IS_NE_INT: AluOp = AluOp(0xCA);
+    /// Signed `max(|a|, |b|)`.
+    pub const ABS_MAX_INT: AluOp = AluOp(0xCB);
+    /// Signed `min(|a|, |b|)`.
+    pub const ABS_MIN_INT: AluOp = AluOp(0xCC);
+    /// Signed `|a - b|`.
+    pub const ABS_DIFF_INT: AluOp = AluOp(0xCD);
+    /// Signed `|a|` (single source).
+    pub const ABS_VALUE_INT: AluOp = AluOp(0xCE);
+    /// Signed max.
+    pub const MAX_INT: AluOp = AluOp(0xCF);
+    /// Signed min.
+    pub const MIN_INT: AluOp = AluOp(0xD0);
+    /// Signed `>`.
+    pub const IS_GT_INT: AluOp = AluOp(0xD1);
+    /// Signed `>=`.
+    pub const IS_GE_INT: AluOp = AluOp(0xD2);
+    /// Signed `<=`.
+    pub const IS_LE_INT: AluOp = AluOp(0xD3);
+    /// Signed `<`.
+    pub const IS_LT_INT: AluOp = AluOp(0xD4);
+    /// Unsigned max.
+    pub const MAX_UINT: AluOp = AluOp(0xD5);
+    /// Unsigned min.
+    pub const MIN_UINT: AluOp = AluOp(0xD6);
+    /// Unsigned `>`.
+    pub const IS_GT_UINT: AluOp = AluOp(0xD7);
+    /// Unsigned `>=`.
+    pub const IS_GE_UINT: AluOp = AluOp(0xD8);
+    /// Unsigned `<=`.
+    pub const IS_LE_UINT: AluOp = AluOp(0xD9);
+    /// Unsigned `<`.
+    pub const IS_LT_UINT: AluOp = AluOp(0xDA);
+    /// Unsigned multiply, low 32 bits.
+    pub const MULT_UINT: AluOp = AluOp(0xDB);
+    /// Unsigned divide.
+    pub const DIVIDE_UINT: AluOp = AluOp(0xDC);
+    /// Unsigned remainder.
+    pub const MOD_UINT: AluOp = AluOp(0xDD);
+    /// Signed arg-max (u32 index output).
+    pub const AMAX_INT: AluOp = AluOp(0xDE);
+    /// Signed arg-min (u32 index output).
+    pub const AMIN_INT: AluOp = AluOp(0xDF);
+    /// Unsigned arg-max (u32 index output).
+    pub const AMAX_UINT: AluOp = AluOp(0xE0);
+    /// Unsigned arg-min (u32 index output).
+    pub const AMIN_UINT: AluOp = AluOp(0xE1);
+
+    /// Every member of the enum, in code order.
+    pub fn all() -> impl Iterator<Item = AluOp> {
+        OPS.iter().map(|&(c, _, _)| AluOp(c))
+    }
+
+    /// The op for a wire byte, if the byte is a member of the enum on some generation.
+    pub fn from_wire(byte: u8) -> Result<AluOp, AluError> {
+        if Self::entry(byte).is_some() {
+            Ok(AluOp(byte))
+        } else {
+            Err(AluError::UnknownOp(byte))
+        }
+    }
+
+    fn entry(byte: u8) -> Option<&'static (u8, &'static str, Gen)> {
+        OPS.iter().find(|e| e.0 == byte)
+    }
+
+    /// The wire byte.
+    #[inline]
+    pub const fn wire(self) -> u8 {
+        self.0
+    }
+
+    /// The header name without the `NEURON_ISA_TPB_ALU_OP_` prefix.
+    pub fn name(self) -> &'static str {
+        Self::entry(self.0).map_or("?", |e| e.1)
+    }
+
+    /// The first generation whose enum has this op.
+    pub fn since(self) -> Gen {
+        Self::entry(self.0).map_or(Gen::V5, |e| e.2)
+    }
+
+    /// Whether the op exists on `gen`.
+    pub fn exists_in(self, gen: Gen) -> bool {
+        gen >= self.since()
+    }
+
+    /// Integer-engine band (`bits[7:6] == 0b11`).
+    #[inline]
+    pub const fn is_int_band(self) -> bool {
+        self.0 & 0xC0 == 0xC0
+    }
+
+    /// The four arg-max / arg-min ops (u32 index output).
+    pub const fn is_arg(self) -> bool {
+        matches!(self.0, 0xDE..=0xE1)
+    }
+
+    /// Ops that read only src0 (BYPASS, BITWISE_NOT, ABSOLUTE_VALUE, RSQRT, RE_LU, SQUARE,
+    /// ABS_VALUE_INT).
+    pub const fn is_unary(self) -> bool {
+        matches!(self.0, 0x00 | 0x01 | 0x19 | 0x1D | 0x22 | 0x23 | 0xCE)
+    }
+
+    /// `is_bitvec_op`: BYPASS, BITWISE_NOT, the four shifts, AND/OR/XOR, CRC32.
+    pub const fn is_bitvec(self) -> bool {
+        matches!(self.0, 0x00..=0x03 | 0x0A..=0x0C | 0x10 | 0x11 | 0x1C)
+    }
+
+    /// `is_general_bitvec_op` (legal for 0x51 / 0x53): bitvec minus CRC32.
+    pub const fn is_general_bitvec(self) -> bool {
+        self.is_bitvec() && self.0 != 0x1C
+    }
+
+    /// `is_valid_int_aluop`: 0xC4..=0xDD except ABS_VALUE_INT, plus MOD (26 ops).
+    pub const fn is_valid_int_aluop(self) -> bool {
+        matches!(self.0, 0xC4..=0xCD | 0xCF..=0xDD | 0x1B)
+    }
+
+    /// `is_arith_op` on `gen` (26 ops before v4, 30 from v4).
+    pub fn is_arith(self, gen: Gen) -> bool {
+        let base = matches!(
+            self.0,
+            0x00 | 0x04..=0x09 | 0x0D..=0x0F | 0x12..=0x19 | 0x1A | 0x1B | 0x1D | 0xC4..=0xC8
+        );
+        base || (gen >= Gen::V4 && matches!(self.0, 0x20..=0x23))
+    }
+
+    /// `is_general_arith_op` on `gen` (17 before v4, 21 from v4).
+    pub fn is_general_arith(self, gen: Gen) -> bool {
+        self.is_arith(gen)
+            && !matches!(self.0, 0x07 | 0x1A | 0x1B | 0x1D)
+            && !self.is_valid_int_aluop()
+    }
+
+    /// `is_signed_alu_op`.
+    pub const fn is_signed_legal(self) -> bool {
+        matches!(self.0, 0xC4..=0xC8 | 0x1B | 0xC9..=0xCD | 0xCF..=0xD4)
+    }
+
+    /// `is_unsigned_alu_op`.
+    pub const fn is_unsigned_legal(self) -> bool {
+        matches!(self.0, 0xC4..=0xCA | 0x1B | 0xD5..=0xDD)
+    }
+
+    /// `is_valid_int_aluop_dve` (v5): the DVE integer subset (15 ops).
+    pub const fn is_dve_int(self) -> bool {
+        matches!(self.0, 0x00 | 0xC4..=0xC6 | 0xC9..=0xCD | 0xCF..=0xD4)
+    }
+
+    /// Signedness fixed by the op itself (integer band and arg ops), if any.
+    fn fixed_signedness(self) -> Option<Signedness> {
+        match (self.is_signed_legal(), self.is_unsigned_legal()) {
+            (true, false) => Some(Signedness::Signed),
+            (false, true) => Some(Signedness::Unsigned),
+            _ => match self.0 {
+                0xCE | 0xDE | 0xDF => Some(Signedness::Signed),
+                0xE0 | 0xE1 => Some(Signedness::Unsigned),
+                _ => None,
+            },
+        }
+    }
+}
+
+impl fmt::Debug for AluOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({:#04x})", self.name(), self.0)
+    }
+}
+
+impl fmt::Display for AluOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({:#04x})", self.name(), self.0)
+    }
+}
+
+/// The engine and generation an ALU op runs on; builds validated op handles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AluContext {
+    /// Generation.
+    pub gen: Gen,
+    /// Engine executing the instruction.
+    pub engine: Engine,
+}
+
+impl AluContext {
+    /// A context for `engine` on `gen`.
+    pub fn new(gen: Gen, engine: Engine) -> Self {
+        AluContext { gen, engine }
+    }
+
+    fn check_gen(&self, op: AluOp) -> Result<(), AluError> {
+        if op.exists_in(self.gen) {
+            Ok(())
+        } else {
+            Err(AluError::NotInGen {
+                op,
+                gen: self.gen,
+                since: op.since(),
+            })
+        }
+    }
+
+    /// Validate `op` for the fp32 datapath of this engine.
+    pub fn fp_op(&self, op: AluOp) -> Result<FpOp, AluError> {
+        self.check_gen(op)?;
+        let illegal = |why| AluError::IllegalOp {
+            op,
+            engine: self.engine,
+            datapath: "fp32",
+            why,
+        };
+        match self.engine {
+            Engine::Act | Engine::Dve | Engine::Pool => {}
+            engine => {
+                return Err(AluError::NoDatapath {
+                    engine,
+                    datapath: "fp32",
+                    gen: self.gen,
+                })
+            }
+        }
+        if op.is_int_band() {
+            return Err(illegal("integer-band ops select the integer engine"));
+        }
+        if op == AluOp::CRC32 || (op.is_bitvec() && op != AluOp::BYPASS) {
+            return Err(illegal("bit-vector ops are integer-only"));
+        }
+        if op == AluOp::MOD {
+            return Err(illegal("MOD is an integer op"));
+        }
+        if matches!(op, AluOp::POW | AluOp::RSQRT) && self.engine != Engine::Pool {
+            return Err(illegal("POW and RSQRT run on POOL only"));
+        }
+        Ok(FpOp(op))
+    }
+
+    /// Validate `op` for the 32-bit integer datapath with operands of `sign`.
+    pub fn int_op(&self, op: AluOp, sign: Signedness) -> Result<IntOp, AluError> {
+        self.check_gen(op)?;
+        let illegal = |why| AluError::IllegalOp {
+            op,
+            engine: self.engine,
+            datapath: "integer",
+            why,
+        };
+        match self.engine {
+            Engine::Pool | Engine::Sp => {}
+            Engine::Dve if self.gen >= Gen::V5 => {
+                if !op.is_dve_int() {
+                    return Err(illegal("not in the v5 DVE integer subset"));
+                }
+            }
+            engine => {
+                return Err(AluError::NoDatapath {
+                    engine,
+                    datapath: "integer",
+                    gen: self.gen,
+                })
+            }
+        }
+        if matches!(op, AluOp::DIVIDE | AluOp::POW | AluOp::RSQRT) {
+            return Err(illegal("floating-point only"));
+        }
+        if op == AluOp::CRC32 {
+            return Err(AluError::Unmodelled(op));
+        }
+        if let Some(need) = op.fixed_signedness() {
+            if need != sign {
+                return Err(AluError::Signedness {
+                    op,
+                    need,
+                    got: sign,
+                });
+            }
+        }
+        Ok(IntOp { op, sign })
+    }
+}
+
+/// An op validated for the fp32 datapath.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FpOp(AluOp);
+
+/// An op validated for the 32-bit integer datapath, with the operand signedness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntOp {
+    op: AluOp,
+    sign: Signedness,
+}
+
+impl IntOp {
+    /// Operand signedness.
+    pub fn signedness(self) -> Signedness {
+        self.sign
+    }
+}
+
+/// `maxss`-style max: `a > b ? a : b` (NaN or tie → `b`).
+#[inline(always)]
+fn sse_max(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// `minss`-style min: `a < b ? a : b` (NaN or tie → `b`).
+#[inline(always)]
+fn sse_min(a: f32, b: f32) -> f32 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+#[inline(always)]
+fn b2f(v: bool) -> f32 {
+    if v {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// The fp32 datapath on one pair of operands. `code` must be validated by
+/// [`AluContext::fp_op`]; codes outside the fp set return NaN.
+#[inline(always)]
+fn fp_eval(code: u8, a: f32, b: f32) -> f32 {
+    match code {
+        0x00 => a,
+        0x04 => a + b,
+        0x05 => a - b,
+        0x06 => a * b,
+        0x07 => a / b,
+        0x08 => sse_max(a, b),
+        0x09 => sse_min(a, b),
+        0x0D => b2f(a != 0.0 && b != 0.0),
+        0x0E => b2f(a != 0.0 || b != 0.0),
+        0x0F => b2f((a != 0.0) ^ (b != 0.0)),
+        0x12 => b2f(a == b),
+        0x13 => b2f(a > b),
+        0x14 => b2f(a >= b),
+        0x15 => b2f(a <= b),
+        0x16 => b2f(a < b),
+        0x17 => (a - b).abs(),
+        0x18 => b2f(a != b),
+        0x19 => a.abs(),
+        0x1A => (a as f64).powf(b as f64) as f32,
+        0x1D => (1.0 / (a as f64).sqrt()) as f32,
+        0x20 => sse_max(a.abs(), b.abs()),
+        0x21 => sse_min(a.abs(), b.abs()),
+        0x22 => sse_max(a, 0.0),
+        0x23 => a * a,
+        0x24 => {
+            if a.is_nan() || a == 0.0 {
+                a
+            } else {
+                sse_max(a.abs(), b.abs()).copysign(a)
+            }
+        }
+        _ => f32::NAN,
+    }
+}
+
+#[inline(always)]
+fn b2u(v: bool) -> u32 {
+    v as u32
+}
+
+#[inline(always)]
+fn ilt(a: u32, b: u32, s: Signedness) -> bool {
+    match s {
+        Signedness::Signed => (a as i32) < (b as i32),
+        Signedness::Unsigned => a < b,
+    }
+}
+
+#[inline(always)]
+fn imag(a: u32, s: Signedness) -> u32 {
+    match s {
+        Signedness::Signed => (a as i32).unsigned_abs(),
+        Signedness::Unsigned => a,
+    }
+}
+
+#[inline(always)]
+fn idiv(a: u32, b: u32, s: Signedness) -> u32 {
+    if b == 0 {
+        return 0;
+    }
+    match s {
+        Signedness::Signed => (a as i32).wrapping_div(b as i32) as u32,
+        Signedness::Unsigned => a / b,
+    }
+}
+
+#[inline(always)]
+fn irem(a: u32, b: u32, s: Signedness) -> u32 {
+    if b == 0 {
+        return 0;
+    }
+    match s {
+        Signedness::Signed => (a as i32).wrapping_rem(b as i32) as u32,
+        Signedness::Unsigned => a % b,
+    }
+}
+
+/// The 32-bit integer datapath on one pair of operands (raw bit patterns). `code` must be
+/// validated by [`AluContext::int_op`] and must not be an arg op; other codes return 0.
+#[inline(always)]
+fn int_eval(code: u8, s: Signedness, a: u32, b: u32) -> u32 {
+    use Signedness::{Signed, Unsigned};
+    let sh = b & 31;
+    match code {
+        0x00 => a,
+        0x01 => !a,
+        0x02 | 0x10 => a << sh,
+        0x03 => ((a as i32) >> sh) as u32,
+        0x11 => a >> sh,
+        0x04 | 0xC4 => a.wrapping_add(b),
+        0x05 | 0xC6 => a.wrapping_sub(b),
+        0x06 | 0xC5 | 0xDB => a.wrapping_mul(b),
+        0x08 => {
+            if ilt(b, a, s) {
+                a
+            } else {
+                b
+            }
+        }
+        0x09 => {
+            if ilt(a, b, s) {
+                a
+            } else {
+                b
+            }
+        }
+        0x0A => a & b,
+        0x0B => a | b,
+        0x0C => a ^ b,
+        0x0D => b2u(a != 0 && b != 0),
+        0x0E => b2u(a != 0 || b != 0),
+        0x0F => b2u((a != 0) ^ (b != 0)),
+        0x12 | 0xC9 => b2u(a == b),
+        0x18 | 0xCA => b2u(a != b),
+        0x13 => b2u(ilt(b, a, s)),
+        0x14 => b2u(!ilt(a, b, s)),
+        0x15 => b2u(!ilt(b, a, s)),
+        0x16 => b2u(ilt(a, b, s)),
+        0x17 => match s {
+            Signed => ((a as i32 as i64) - (b as i32 as i64)).unsigned_abs() as u32,
+            Unsigned => a.abs_diff(b),
+        },
+        0x19 => imag(a, s),
+        0x1B | 0xC8 => irem(a, b, s),
+        0x20 => imag(a, s).max(imag(b, s)),
+        0x21 => imag(a, s).min(imag(b, s)),
+        0x22 => match s {
+            Signed => (a as i32).max(0) as u32,
+            Unsigned => a,
+        },
+        0x23 => a.wrapping_mul(a),
+        0x24 => {
+            let m = imag(a, s).max(imag(b, s));
+            match s {
+                Signed => (m as i32).wrapping_mul((a as i32).signum()) as u32,
+                Unsigned => {
+                    if a == 0 {
+                        0
+                    } else {
+                        m
+                    }
+                }
+            }
+        }
+        0xC7 => idiv(a, b, s),
+        0xCB => imag(a, Signed).max(imag(b, Signed)),
+        0xCC => imag(a, Signed).min(imag(b, Signed)),
+        0xCD => ((a as i32 as i64) - (b as i32 as i64)).unsigned_abs() as u32,
+        0xCE => (a as i32).unsigned_abs(),
+        0xCF => (a as i32).max(b as i32) as u32,
+        0xD0 => (a as i32).min(b as i32) as u32,
+        0xD1 => b2u((a as i32) > (b as i32)),
+        0xD2 => b2u((a as i32) >= (b as i32)),
+        0xD3 => b2u((a as i32) <= (b as i32)),
+        0xD4 => b2u((a as i32) < (b as i32)),
+        0xD5 => a.max(b),
+        0xD6 => a.min(b),
+        0xD7 => b2u(a > b),
+        0xD8 => b2u(a >= b),
+        0xD9 => b2u(a <= b),
+        0xDA => b2u(a < b),
+        0xDC => idiv(a, b, Unsigned),
+        0xDD => irem(a, b, Unsigned),
+        _ => 0,
+    }
+}
+
+/// A validated op on one datapath: the value type and the per-element function. Implemented
+/// by [`FpOp`] (`f32`) and [`IntOp`] (`u32` bit patterns); every kernel is generic over it.
+pub trait ElementOp: Copy {
+    /// Element value type.
+    type V: Copy + PartialEq + fmt::Debug + Default;
+
+    /// The wire op.
+    fn op(self) -> AluOp;
+
+    /// `op(a, b)`.
+    fn apply(self, a: Self::V, b: Self::V) -> Self::V;
+
+    /// Negation of a value (fp sign flip, integer two's-complement wrap).
+    fn negate(v: Self::V) -> Self::V;
+
+    /// The initial value of a reduction / scan with this op (the op's identity), if defined.
+    fn identity(self) -> Option<Self::V>;
+
+    /// `out[i] = op(a[i], b[i])` over equal-length slices (no length checks).
+    #[inline]
+    fn map2(self, a: &[Self::V], b: &[Self::V], out: &mut [Self::V]) {
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            *o = self.apply(x, y);
+        }
+    }
+}
+
+impl FpOp {
+    /// ADD, legal on the fp32 datapath of every engine and generation (the accumulators'
+    /// fold op).
+    pub const ADD: FpOp = FpOp(AluOp::ADD);
+
+    /// The wire op.
+    pub fn op(self) -> AluOp {
+        self.0
+    }
+
+    /// Evaluate the op on one pair of fp32 operands.
+    #[inline]
+    pub fn eval(self, a: f32, b: f32) -> f32 {
+        fp_eval(self.0 .0, a, b)
+    }
+}
+
+#[inline(always)]
+fn map2_with<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], out: &mut [T], f: F) {
+    let n = out.len().min(a.len()).min(b.len());
+    let (a, b, out) = (&a[..n], &b[..n], &mut out[..n]);
+    for i in 0..n {
+        out[i] = f(a[i], b[i]);
+    }
+}
+
+impl ElementOp for FpOp {
+    type V = f32;
+
+    fn op(self) -> AluOp {
+        self.0
+    }
+
+    #[inline(always)]
+    fn apply(self, a: f32, b: f32) -> f32 {
+        fp_eval(self.0 .0, a, b)
+    }
+
+    #[inline(always)]
+    fn negate(v: f32) -> f32 {
+        -v
+    }
+
+    fn identity(self) -> Option<f32> {
+        match self.0 .0 {
+            0x04 | 0x05 | 0x0E | 0x0F | 0x20 => Some(0.0),
+            0x06 | 0x0D => Some(1.0),
+            0x08 => Some(f32::NEG_INFINITY),
+            0x09 | 0x21 => Some(f32::INFINITY),
+            _ => None,
+        }
+    }
+
+    /// Specialised loops for the hot ops so they vectorise; the rest share one loop.
+    fn map2(self, a: &[f32], b: &[f32], out: &mut [f32]) {
+        match self.0 .0 {
+            0x04 => map2_with(a, b, out, |x, y| x + y),
+            0x05 => map2_with(a, b, out, |x, y| x - y),
+            0x06 => map2_with(a, b, out, |x, y| x * y),
+            0x08 => map2_with(a, b, out, sse_max),
+            0x09 => map2_with(a, b, out, sse_min),
+            0x00 => map2_with(a, b, out, |x, _| x),
+            c => map2_with(a, b, out, |x, y| fp_eval(c, x, y)),
+        }
+    }
+}
+
+impl IntOp {
+    /// The wire op.
+    pub fn op(self) -> AluOp {
+        self.op
+    }
+
+    /// Evaluate the op on one pair of 32-bit operands (bit patterns). Arg ops have no
+    /// elementwise form and are an error.
+    pub fn eval(self, a: u32, b: u32) -> Result<u32, AluError> {
+        if self.op.is_arg() {
+            return Err(AluError::ReductionOnly(self.op));
+        }
+        Ok(int_eval(self.op.0, self.sign, a, b))
+    }
+}
+
+impl ElementOp for IntOp {
+    type V = u32;
+
+    fn op(self) -> AluOp {
+        self.op
+    }
+
+    #[inline(always)]
+    fn apply(self, a: u32, b: u32) -> u32 {
+        int_eval(self.op.0, self.sign, a, b)
+    }
+
+    #[inline(always)]
+    fn negate(v: u32) -> u32 {
+        v.wrapping_neg()
+    }
+
+    fn identity(self) -> Option<u32> {
+        let signed = self.sign == Signedness::Signed;
+        match self.op.0 {
+            0x04 | 0xC4 | 0x05 | 0xC6 | 0x0B | 0x0C | 0x0E | 0x0F | 0x20 | 0xCB => Some(0),
+            0x06 | 0xC5 | 0xDB | 0x0D => Some(1),
+            0x0A => Some(u32::MAX),
+            0x08 if signed => Some(i32::MIN as u32),
+            0x08 | 0xD5 => Some(0),
+            0xCF => Some(i32::MIN as u32),
+            0x09 if signed => Some(i32::MAX as u32),
+            0x09 | 0xD6 => Some(u32::MAX),
+            0xD0 => Some(i32::MAX as u32),
+            0x21 if signed => Some(i32::MIN as u32),
+            0x21 => Some(u32::MAX),
+            0xCC => Some(i32::MIN as u32),
+            _ => None,
+        }
+    }
+
+    fn map2(self, a: &[u32], b: &[u32], out: &mut [u32]) {
+        match self.op.0 {
+            0x04 | 0xC4 => map2_with(a, b, out, u32::wrapping_add),
+            0x05 | 0xC6 => map2_with(a, b, out, u32::wrapping_sub),
+            0x06 | 0xC5 | 0xDB => map2_with(a, b, out, u32::wrapping_mul),
+            c => {
+                let s = self.sign;
+                map2_with(a, b, out, |x, y| int_eval(c, s, x, y))
+            }
+        }
+    }
+}
+
+/// The shape of a tile: partitions × up to four free dims. Free dims are given innermost
+/// first (`[x, y, z, w]`, as in the access patterns' `num_elem`); the element at
+/// `(p, x, y, z, w)` sits at `p * free_len + ((w * Z + z) * Y + y) * X + x` in a dense slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TileShape {
+    partitions: usize,
+    free: [usize; 4],
+}
+
+impl TileShape {
+    /// A shape of `partitions` (1..=128) by `free` (1..=4 dims, innermost first, each ≥ 1).
+    pub fn new(partitions: usize, free: &[usize]) -> Result<Self, AluError> {
+        if partitions == 0 || partitions > 128 {
+            return Err(AluError::BadShape("partitions must be 1..=128"));
+        }
+        if free.is_empty() || free.len() > 4 {
+            return Err(AluError::BadShape("a tile has 1 to 4 free dims"));
+        }
+        if free.contains(&0) {
+            return Err(AluError::BadShape("free dims must be non-zero"));
+        }
+        let mut dims = [1usize; 4];
+        dims[..free.len()].copy_from_slice(free);
+        dims.iter()
+            .try_fold(partitions, |acc, &d| acc.checked_mul(d))
+            .ok_or(AluError::BadShape("tile size overflows"))?;
+        Ok(TileShape {
+            partitions,
+            free: dims,
+        })
+    }
+
+    /// Number of partitions.
+    pub fn partitions(&self) -> usize {
+        self.partitions
+    }
+
+    /// Free dims, innermost first (unused dims are 1).
+    pub fn free_dims(&self) -> [usize; 4] {
+        self.free
+    }
+
+    /// Elements per partition.
+    pub fn free_len(&self) -> usize {
+        self.free.iter().product()
+    }
+
+    /// Total elements.
+    pub fn len(&self) -> usize {
+        self.partitions * self.free_len()
+    }
+
+    /// Whether the tile is empty (never, by construction).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), AluError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(AluError::Shape {
+            what,
+            expected,
+            got,
+        })
+    }
+}
+
+/// TensorTensor (0x41 / 0x51 and the predicated bodies): `out[i] = op(src0[i], src1[i])`.
+pub fn tensor_tensor<O: ElementOp>(
+    op: O,
+    src0: &[O::V],
+    src1: &[O::V],
+    out: &mut [O::V],
+) -> Result<(), AluError> {
+    if op.op().is_arg() {
+        return Err(AluError::ReductionOnly(op.op()));
+    }
+    check_len("src1", src0.len(), src1.len())?;
+    check_len("dst", src0.len(), out.len())?;
+    op.map2(src0, src1, out);
+    Ok(())
+}
+
+/// A scalar operand: an instruction immediate (broadcast to every partition) or one value
+/// per partition (pointer / register source, already read by the machine).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar<'a, V> {
+    /// One value for the whole tile.
+    Imm(V),
+    /// One value per partition.
+    PerPartition(&'a [V]),
+}
+
+impl<V: Copy> Scalar<'_, V> {
+    pub(crate) fn check(&self, what: &'static str, partitions: usize) -> Result<(), AluError> {
+        match self {
+            Scalar::Imm(_) => Ok(()),
+            Scalar::PerPartition(v) => check_len(what, partitions, v.len()),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn at(&self, p: usize) -> V {
+        match self {
+            Scalar::Imm(v) => *v,
+            Scalar::PerPartition(v) => v[p],
+        }
+    }
+}
+
+/// The TensorScalar reverse byte: bit0 reverses op0 (`scalar0 op0 x`), bit1 reverses op1
+/// (`scalar1 op1 t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Reverse {
+    /// `scalar0 op0 x` instead of `x op0 scalar0`.
+    pub op0: bool,
+    /// `scalar1 op1 t` instead of `t op1 scalar1`.
+    pub op1: bool,
+}
+
+impl Reverse {
+    /// Decode the wire byte (bits above 1 must be zero).
+    pub fn from_wire(byte: u8) -> Result<Self, AluError> {
+        if byte > 3 {
+            return Err(AluError::BadShape("reverse byte must be 0..=3"));
+        }
+        Ok(Reverse {
+            op0: byte & 1 != 0,
+            op1: byte & 2 != 0,
+        })
+    }
+}
+
+#[inline(always)]
+pub(crate) fn apply_rev<O: ElementOp>(op: O, rev: bool, t: O::V, s: O::V) -> O::V {
+    if rev {
+        op.apply(s, t)
+    } else {
+        op.apply(t, s)
+    }
+}
+
+/// TensorScalar (0x43 / 0x53): `out = (x op0 s0) op1 s1`, each step reversible. A single-op
+/// instruction encodes op1 = BYPASS (which passes `x op0 s0` through).
+#[allow(clippy::too_many_arguments)]
+pub fn tensor_scalar<O: ElementOp>(
+    op0: O,
+    s0: Scalar<'_, O::V>,
+    op1: O,
+    s1: Scalar<'_, O::V>,
+    reverse: Reverse,
+    shape: TileShape,
+    src: &[O::V],
+    out: &mut [O::V],
+) -> Result<(), AluError> {
+    for o in [op0.op(), op1.op()] {
+        if o.is_arg() {
+            return Err(AluError::ReductionOnly(o));
+        }
+    }
+    check_len("src", shape.len(), src.len())?;
+    check_len("dst", shape.len(), out.len())?;
+    s0.check("scalar0", shape.partitions())?;
+    s1.check("scalar1", shape.partitions())?;
+    let f = shape.free_len();
+    for (p, (row_in, row_out)) in src.chunks_exact(f).zip(out.chunks_exact_mut(f)).enumerate() {
+        let (a, b) = (s0.at(p), s1.at(p));
+        for (o, &x) in row_out.iter_mut().zip(row_in) {
+            let t = apply_rev(op0, reverse.op0, x, a);
+            *o = apply_rev(op1, reverse.op1, t, b);
+        }
+    }
+    Ok(())
+}
+
+/// Iota parameters: `base + partition × channel_multiplier + Σ steps[d] × index[d]` over the
+/// free dims (innermost first), in wrapping 32-bit arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Iota {
+    /// Value at partition 0, index 0.
+    pub base: i32,
+    /// Added per partition.
+    pub channel_multiplier: i32,
+    /// Added per step of each free dim (innermost first).
+    pub steps: [i32; 4],
+}
+
+/// Iota (0x7E): fill an int32 tile with the affine sequence of `iota`.
+pub fn iota(iota: Iota, shape: TileShape, out: &mut [i32]) -> Result<(), AluError> {
+    check_len("dst", shape.len(), out.len())?;
+    let [x, y, z, w] = shape.free_dims();
+    let mut i = 0;
+    for p in 0..shape.partitions() {
+        let vp = iota
+            .base
+            .wrapping_add((p as i32).wrapping_mul(iota.channel_multiplier));
+        for iw in 0..w {
+            let vw = vp.wrapping_add((iw as i32).wrapping_mul(iota.steps[3]));
+            for iz in 0..z {
+                let vz = vw.wrapping_add((iz as i32).wrapping_mul(iota.steps[2]));
+                for iy in 0..y {
+                    let vy = vz.wrapping_add((iy as i32).wrapping_mul(iota.steps[1]));
+                    for ix in 0..x {
+                        out[i] = vy.wrapping_add((ix as i32).wrapping_mul(iota.steps[0]));
+                        i += 1;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Memset (0x49): every element gets `value` (the machine decodes the fill word to the dst
+/// dtype).
+pub fn memset<T: Copy>(out: &mut [T], value: T) {
+    out.fill(value);
+}
+
+/// A predicate element: integer dtypes only (int8/16/32, uint8/16/32); a lane is selected
+/// when its predicate is non-zero.
+pub trait Predicate: Copy {
+    /// Whether the lane is selected.
+    fn is_set(self) -> bool;
+}
+
+macro_rules! impl_predicate {
+    ($($t:ty),*) => { $(impl Predicate for $t {
+        #[inline(always)]
+        fn is_set(self) -> bool { self != 0 }
+    })* };
+}
+impl_predicate!(u8, u16, u32, i8, i16, i32);
+
+/// Select: `out[i] = pred[i] != 0 ? on_true[i] : on_false[i]`.
+pub fn select<T: Copy, P: Predicate>(
+    pred: &[P],
+    on_true: &[T],
+    on_false: &[T],
+    out: &mut [T],
+) -> Result<(), AluError> {
+    check_len("on_true", pred.len(), on_true.len())?;
+    check_len("on_false", pred.len(), on_false.len())?;
+    check_len("dst", pred.len(), out.len())?;
+    for (((o, &p), &t), &f) in out.iter_mut().zip(pred).zip(on_true).zip(on_false) {
+        *o = if p.is_set() { t } else { f };
+    }
+    Ok(())
+}
+
+/// CopyPredicated (0x72): lanes whose predicate is non-zero take `data`; the others keep the
+/// old dst value. Bit-exact (no conversion).
+pub fn copy_predicated<T: Copy, P: Predicate>(
+    pred: &[P],
+    data: &[T],
+    dst: &mut [T],
+) -> Result<(), AluError> {
+    cast_predicated(pred, data, dst, |v| v)
+}
+
+/// CastPredicated (0x99): like [`copy_predicated`], converting selected lanes with `cast`
+/// (the cast engine's conversion for the dtype pair).
+pub fn cast_predicated<S: Copy, D, P: Predicate>(
+    pred: &[P],
+    data: &[S],
+    dst: &mut [D],
+    cast: impl Fn(S) -> D,
+) -> Result<(), AluError> {
+    check_len("data", pred.len(), data.len())?;
+    check_len("dst", pred.len(), dst.len())?;
+    for ((o, &p), &v) in dst.iter_mut().zip(pred).zip(data) {
+        if p.is_set() {
+            *o = cast(v);
+        }
+    }
+    Ok(())
+}
+
+/// Copy (0x46) when source and destination formats match: a bit-exact move.
+pub fn copy<T: Copy>(src: &[T], dst: &mut [T]) -> Result<(), AluError> {
+    check_len("dst", src.len(), dst.len())?;
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

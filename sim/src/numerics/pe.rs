@@ -1,0 +1,577 @@
+//! The PE (tensor engine) value model: `psum[N, F] (+)= stationary[K, N]ᵀ · moving[K, F]`, K on
+//! partitions, as pure functions over dense row-major slices (`stationary[k * N + n]`,
+//! `moving[k * F + f]`, `psum[n * F + f]`).
+//!
+//! **Summation order (fixed).** For every output element the array sums products over `k`
+//! sequentially from `k = 0` into an fp32 accumulator that starts at +0.0:
+//! `acc = acc + s[k][n] · m[k][f]`, each multiply and each add rounded to fp32 (RNE), no fused
+//! multiply-add. Multi-term modes add their terms for one `k` in the order listed by
+//! [`PeMode`] before moving to `k + 1`. The instruction's sum then reaches PSUM as one write:
+//! START stores it into the freshly zeroed region, otherwise it is added to the value in PSUM
+//! (one more fp32 rounding, or a bf16 read-add-round on v4+ with a bf16 destination).
+//!
+//! The kernel keeps that order while vectorising across `F` (independent outputs), so it is
+//! bit-identical to the scalar loop [`matmul_reference`].
+
+use std::ops::Range;
+
+use tpbsim_isa::Gen;
+
+use super::format::Format;
+
+/// Errors of the PE model.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PeError {
+    /// Slice lengths do not match the shapes.
+    #[error("shape mismatch: {what} has {got} elements, expected {expected}")]
+    Shape {
+        /// Which operand.
+        what: &'static str,
+        /// Expected count.
+        expected: usize,
+        /// Actual count.
+        got: usize,
+    },
+    /// A PSUM accumulate-flags byte outside {0, 1, 2, 3, 4, 6}.
+    #[error("psum_accumulate_flags {0:#04x} is illegal (legal: 0, 1, 2, 3, 4, 6)")]
+    BadPsumFlags(u8),
+    /// A zero-region code outside 0..=3.
+    #[error("psum_zero_region {0} is not a ZERO_REGION code (0..=3)")]
+    BadZeroRegion(u8),
+    /// A zero region that runs past the partition's PSUM.
+    #[error("zero region of {len} bytes from byte {start} runs past the {PSUM_PARTITION_BYTES}-byte PSUM partition")]
+    ZeroRegionOutOfRange {
+        /// Region start (bank-aligned), bytes.
+        start: usize,
+        /// Region length, bytes.
+        len: usize,
+    },
+    /// A `PE_FP32MODE` byte outside 0..=3.
+    #[error("fp32_mode {0} is not a PE_FP32MODE value (0..=3)")]
+    BadFp32Mode(u8),
+    /// An MX operand that the MX matmul cannot take.
+    #[error("MX matmul: {0}")]
+    Mx(String),
+}
+
+fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), PeError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(PeError::Shape {
+            what,
+            expected,
+            got,
+        })
+    }
+}
+
+/// PSUM bytes per partition (all generations).
+pub const PSUM_PARTITION_BYTES: usize = 16 * 1024;
+
+/// PSUM bank size in bytes per partition: 16 × 1 KiB on v2 (header), 8 × 2 KiB from v3.
+pub fn psum_bank_bytes(gen: Gen) -> usize {
+    if gen == Gen::V2 {
+        1024
+    } else {
+        2048
+    }
+}
+
+/// The PSUM accumulate flags byte (`psum_accumulate_flags`, v2–v4).
+///
+/// Group modes derived from the header: MULTI_MID 0 and MULTI_END 2 add into PSUM,
+/// MULTI_START 1 and SINGLE 3 zero the region first, BEGIN_ACCUM 4 (and 4 | END = 6) opens a
+/// group that adds into what PSUM already holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PsumFlags {
+    /// bit0 BEGIN/START: zero the zero region, then write.
+    pub start: bool,
+    /// bit1 END/STOP: the group ends (no effect on values).
+    pub stop: bool,
+    /// bit2 BEGIN_ACCUM/ACCUMULATE: open a group on top of the existing PSUM values.
+    pub accumulate: bool,
+}
+
+impl PsumFlags {
+    /// Decode the byte; 5 (START | ACCUMULATE), 7 and anything above 7 are illegal.
+    pub fn from_wire(byte: u8) -> Result<Self, PeError> {
+        match byte {
+            0..=4 | 6 => Ok(PsumFlags {
+                start: byte & 1 != 0,
+                stop: byte & 2 != 0,
+                accumulate: byte & 4 != 0,
+            }),
+            _ => Err(PeError::BadPsumFlags(byte)),
+        }
+    }
+
+    /// v5's `MATMUL_FLAGS.accumulate_flag` (OVERWRITE 0 / ACCUMULATE 1) as flags: OVERWRITE
+    /// writes over the destination, ACCUMULATE adds into it.
+    pub fn from_accumulate_flag(accumulate: bool) -> Self {
+        PsumFlags {
+            start: !accumulate,
+            stop: false,
+            accumulate,
+        }
+    }
+
+    /// Whether the write replaces the PSUM value (START) rather than adding to it.
+    pub fn overwrites(self) -> bool {
+        self.start
+    }
+}
+
+/// `psum_zero_region` (`ZERO_REGION`): SIZE2048 0, SIZE4096 1, SIZE8192 2, SIZE16384 3 —
+/// the bytes per partition a START clears.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZeroRegion(u8);
+
+impl ZeroRegion {
+    /// Decode the code.
+    pub fn from_wire(code: u8) -> Result<Self, PeError> {
+        if code <= 3 {
+            Ok(ZeroRegion(code))
+        } else {
+            Err(PeError::BadZeroRegion(code))
+        }
+    }
+
+    /// Bytes per partition cleared (2048 << code).
+    pub fn bytes(self) -> usize {
+        2048 << self.0
+    }
+
+    /// Banks cleared on `gen` (1/2/4/8 from v3; 2/4/8/16 on v2's 1 KiB banks).
+    pub fn banks(self, gen: Gen) -> usize {
+        self.bytes() / psum_bank_bytes(gen)
+    }
+
+    /// The byte range within a partition's PSUM that a START writing at byte `dst_offset`
+    /// clears: `bytes()` long, aligned down to a multiple of its own size.
+    pub fn span(self, dst_offset: usize) -> Result<Range<usize>, PeError> {
+        let len = self.bytes();
+        let start = dst_offset / len * len;
+        if start + len > PSUM_PARTITION_BYTES {
+            return Err(PeError::ZeroRegionOutOfRange { start, len });
+        }
+        Ok(start..start + len)
+    }
+}
+
+/// Zero the START region of one partition's PSUM (`psum_row` = the partition's 16 KiB as
+/// fp32 words), for a write at byte `dst_offset`.
+pub fn zero_region(
+    psum_row: &mut [f32],
+    region: ZeroRegion,
+    dst_offset: usize,
+) -> Result<(), PeError> {
+    check_len("psum partition", PSUM_PARTITION_BYTES / 4, psum_row.len())?;
+    let span = region.span(dst_offset)?;
+    psum_row[span.start / 4..span.end / 4].fill(0.0);
+    Ok(())
+}
+
+/// `PE_FP32MODE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fp32Mode {
+    /// 0: not an fp32 input.
+    None,
+    /// 1: the low (correction) pass.
+    Low,
+    /// 2: the high pass (also the compiler's single-pass fp32r signature, FP32 + mode 2).
+    High,
+    /// 3: both passes in one instruction.
+    LowHigh,
+}
+
+impl Fp32Mode {
+    /// Decode the byte.
+    pub fn from_wire(byte: u8) -> Result<Self, PeError> {
+        Ok(match byte {
+            0 => Fp32Mode::None,
+            1 => Fp32Mode::Low,
+            2 => Fp32Mode::High,
+            3 => Fp32Mode::LowHigh,
+            _ => return Err(PeError::BadFp32Mode(byte)),
+        })
+    }
+}
+
+/// How the array multiplies the operands (all values already widened to fp32).
+///
+/// fp32 operands are split as `x = hi(x) + lo(x)` with `hi` = [`round_fp32r`] (11 explicit
+/// mantissa bits) and `lo = x − hi` (exact); every product of parts is exact in fp32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeMode {
+    /// Narrow inputs (bf16, fp16, fp8, …) widened exactly: `s · m`.
+    Plain,
+    /// fp32 inputs by `PE_FP32MODE`: High = `hi·hi` (the fp32r single pass), Low =
+    /// `hi(s)·lo(m)` then `lo(s)·hi(m)`, Low_High = `hi·hi`, `hi(s)·lo(m)`, `lo(s)·hi(m)`; the
+    /// `lo·lo` term (below 2^-22 relative) is never computed. Mode None on fp32 multiplies the
+    /// unsplit values.
+    Fp32(Fp32Mode),
+}
+
+/// Round an fp32 value to fp32r: mantissa RNE to 11 explicit bits (the low 12 dropped); NaN
+/// and ±inf pass through, overflow rounds to ±inf.
+pub fn round_fp32r(x: f32) -> f32 {
+    let b = x.to_bits();
+    if (b >> 23) & 0xFF == 0xFF {
+        return x;
+    }
+    let lsb = (b >> 12) & 1;
+    f32::from_bits((b + 0x7FF + lsb) & !0xFFF)
+}
+
+/// Sequential-order matmul, the specification the fast kernel must equal bit for bit:
+/// `out[n][f] = Σ_{k=0..K} s[k][n]·m[k][f]`, summed left to right from +0.0 in fp32.
+pub fn matmul_reference(s: &[f32], m: &[f32], k: usize, n: usize, f: usize, out: &mut [f32]) {
+    for nn in 0..n {
+        for ff in 0..f {
+            let mut acc = 0.0f32;
+            for kk in 0..k {
+                acc += s[kk * n + nn] * m[kk * f + ff];
+            }
+            out[nn * f + ff] = acc;
+        }
+    }
+}
+
+/// Register tile of the kernel: `NB` outputs rows × `FB` columns accumulate in registers while
+/// `k` runs; per output element the adds stay in `k` order.
+#[inline(always)]
+fn gemm_tile<const NB: usize, const FB: usize>(
+    terms: &[(&[f32], &[f32])],
+    k: usize,
+    n: usize,
+    f: usize,
+    n0: usize,
+    f0: usize,
+    out: &mut [f32],
+) {
+    let mut acc = [[0.0f32; FB]; NB];
+    for kk in 0..k {
+        for &(s, m) in terms {
+            let mrow: &[f32; FB] = m[kk * f + f0..kk * f + f0 + FB]
+                .try_into()
+                .expect("tile width");
+            let srow = &s[kk * n + n0..kk * n + n0 + NB];
+            for j in 0..NB {
+                let sv = srow[j];
+                for x in 0..FB {
+                    acc[j][x] += sv * mrow[x];
+                }
+            }
+        }
+    }
+    for (j, row) in acc.iter().enumerate() {
+        out[(n0 + j) * f + f0..(n0 + j) * f + f0 + FB].copy_from_slice(row);
+    }
+}
+
+/// Edge outputs (partial tiles): the same order, one element at a time.
+fn gemm_edge(
+    terms: &[(&[f32], &[f32])],
+    k: usize,
+    n: usize,
+    f: usize,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    out: &mut [f32],
+) {
+    for nn in rows {
+        for ff in cols.clone() {
+            let mut acc = 0.0f32;
+            for kk in 0..k {
+                for &(s, m) in terms {
+                    acc += s[kk * n + nn] * m[kk * f + ff];
+                }
+            }
+            out[nn * f + ff] = acc;
+        }
+    }
+}
+
+const NB: usize = 4;
+const FB: usize = 32;
+
+#[inline(always)]
+fn gemm_body(terms: &[(&[f32], &[f32])], k: usize, n: usize, f: usize, out: &mut [f32]) {
+    let (nf, ff) = (n / NB * NB, f / FB * FB);
+    for n0 in (0..nf).step_by(NB) {
+        for f0 in (0..ff).step_by(FB) {
+            gemm_tile::<NB, FB>(terms, k, n, f, n0, f0, out);
+        }
+    }
+    gemm_edge(terms, k, n, f, 0..nf, ff..f, out);
+    gemm_edge(terms, k, n, f, nf..n, 0..f, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn gemm_avx512(terms: &[(&[f32], &[f32])], k: usize, n: usize, f: usize, out: &mut [f32]) {
+    gemm_body(terms, k, n, f, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn gemm_avx2(terms: &[(&[f32], &[f32])], k: usize, n: usize, f: usize, out: &mut [f32]) {
+    gemm_body(terms, k, n, f, out)
+}
+
+/// `out[n][f] = Σ_k Σ_terms s_t[k][n]·m_t[k][f]` in the fixed order, vectorised across `f`.
+fn gemm(terms: &[(&[f32], &[f32])], k: usize, n: usize, f: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked above); the function only uses safe
+            // code compiled with that feature enabled.
+            return unsafe { gemm_avx512(terms, k, n, f, out) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { gemm_avx2(terms, k, n, f, out) };
+        }
+    }
+    gemm_body(terms, k, n, f, out)
+}
+
+fn split(x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let hi: Vec<f32> = x.iter().map(|&v| round_fp32r(v)).collect();
+    let lo = x
+        .iter()
+        .zip(&hi)
+        .map(|(&v, &h)| if h.is_finite() { v - h } else { 0.0 })
+        .collect();
+    (hi, lo)
+}
+
+/// The array's sum for one instruction: `out[N, F] = stationary[K, N]ᵀ · moving[K, F]` in the
+/// fixed order, with the operand treatment of `mode`.
+pub fn matmul(
+    mode: PeMode,
+    stationary: &[f32],
+    moving: &[f32],
+    k: usize,
+    n: usize,
+    f: usize,
+    out: &mut [f32],
+) -> Result<(), PeError> {
+    check_len("stationary", k * n, stationary.len())?;
+    check_len("moving", k * f, moving.len())?;
+    check_len("psum", n * f, out.len())?;
+    match mode {
+        PeMode::Plain | PeMode::Fp32(Fp32Mode::None) => {
+            gemm(&[(stationary, moving)], k, n, f, out);
+        }
+        PeMode::Fp32(m) => {
+            let (sh, sl) = split(stationary);
+            let (mh, ml) = split(moving);
+            let (hh, hl, lh) = ((&sh[..], &mh[..]), (&sh[..], &ml[..]), (&sl[..], &mh[..]));
+            match m {
+                Fp32Mode::High => gemm(&[hh], k, n, f, out),
+                Fp32Mode::Low => gemm(&[hl, lh], k, n, f, out),
+                _ => gemm(&[hh, hl, lh], k, n, f, out),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Write an instruction's sum into an fp32 PSUM destination under `flags`: START stores it
+/// (the region was zeroed), otherwise `psum = psum + sum`.
+pub fn psum_write_f32(flags: PsumFlags, sum: &[f32], psum: &mut [f32]) -> Result<(), PeError> {
+    check_len("psum", sum.len(), psum.len())?;
+    if flags.overwrites() {
+        psum.copy_from_slice(sum);
+    } else {
+        for (p, &s) in psum.iter_mut().zip(sum) {
+            *p += s;
+        }
+    }
+    Ok(())
+}
+
+/// bf16 bits of an fp32 value, RNE; NaN becomes the canonical quiet NaN `0x7FC0`.
+fn bf16_rne(x: f32) -> u16 {
+    if x.is_nan() {
+        return 0x7FC0;
+    }
+    let b = x.to_bits();
+    ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
+}
+
+/// Write an instruction's sum into a bf16 PSUM destination (v4+): the existing bf16 value is
+/// widened to fp32, the sum added in fp32, the result rounded to bf16 (RNE) on write; START
+/// rounds the sum alone.
+pub fn psum_write_bf16(flags: PsumFlags, sum: &[f32], psum: &mut [u16]) -> Result<(), PeError> {
+    check_len("psum", sum.len(), psum.len())?;
+    for (p, &s) in psum.iter_mut().zip(sum) {
+        let v = if flags.overwrites() {
+            s
+        } else {
+            f32::from_bits((*p as u32) << 16) + s
+        };
+        *p = bf16_rne(v);
+    }
+    Ok(())
+}
+
+/// PE transpose: `dst[c][r] = src[r][c]` for a `rows × cols` tile, bit-exact for any element
+/// type.
+pub fn transpose<T: Copy>(
+    src: &[T],
+    rows: usize,
+    cols: usize,
+    dst: &mut [T],
+) -> Result<(), PeError> {
+    check_len("src", rows * cols, src.len())?;
+    check_len("dst", rows * cols, dst.len())?;
+    for r in 0..rows {
+        for c in 0..cols {
+            dst[c * rows + r] = src[r * cols + c];
+        }
+    }
+    Ok(())
+}
+
+/// One MX operand: `partitions` partitions × `lanes` ×4 containers (four consecutive
+/// contraction values each), and one E8M0 scale per block of 8 partitions × one container
+/// (32 values), stored block-major: `scales[(p / 8) * lanes + lane]`.
+#[derive(Clone, Copy, Debug)]
+pub struct MxOperand<'a> {
+    /// `Float8E4m3fnX4`, `Float8E5m2X4` (u32 containers, element j in byte j) or
+    /// `Float4E2m1fnX4` (u16 containers in the low half, element j in nibble j).
+    pub format: Format,
+    /// Partitions (32, 64 or 128).
+    pub partitions: usize,
+    /// Containers per partition.
+    pub lanes: usize,
+    /// `partitions × lanes` containers, partition-major.
+    pub data: &'a [u32],
+    /// `partitions / 8 × lanes` E8M0 bytes.
+    pub scales: &'a [u8],
+}
+
+/// Partition offset (from the scale tensor's start partition) that holds scale row `i`
+/// (`i = p / 8`): rows are spread 4 per 32-partition quadrant, `(i & 3) + 32·(i >> 2)`.
+pub fn mx_scale_partition(i: usize) -> usize {
+    (i & 3) + 32 * (i >> 2)
+}
+
+fn decode_e4m3fn(c: u32) -> f64 {
+    let (s, e, m) = ((c >> 7) & 1, (c >> 3) & 0xF, c & 7);
+    let mag = match (e, m) {
+        (0xF, 7) => f64::NAN,
+        (0, _) => m as f64 * 2f64.powi(-9),
+        _ => (1.0 + m as f64 / 8.0) * 2f64.powi(e as i32 - 7),
+    };
+    if s == 1 {
+        -mag
+    } else {
+        mag
+    }
+}
+
+fn decode_e5m2(c: u32) -> f64 {
+    let (s, e, m) = ((c >> 7) & 1, (c >> 2) & 0x1F, c & 3);
+    let mag = match (e, m) {
+        (0x1F, 0) => f64::INFINITY,
+        (0x1F, _) => f64::NAN,
+        (0, _) => m as f64 * 2f64.powi(-16),
+        _ => (1.0 + m as f64 / 4.0) * 2f64.powi(e as i32 - 15),
+    };
+    if s == 1 {
+        -mag
+    } else {
+        mag
+    }
+}
+
+fn decode_e2m1(c: u32) -> f64 {
+    let (s, e, m) = ((c >> 3) & 1, (c >> 1) & 3, c & 1);
+    let mag = if e == 0 {
+        m as f64 * 0.5
+    } else {
+        (1.0 + m as f64 / 2.0) * 2f64.powi(e as i32 - 1)
+    };
+    if s == 1 {
+        -mag
+    } else {
+        mag
+    }
+}
+
+/// Dequantize an MX operand to fp32, `[partitions × 4 × lanes]` laid out as the contraction
+/// matrix `[K = 4·partitions, lanes]` with `k = 4·p + j`: `value = x · 2^(scale − 127)`
+/// rounded once to fp32 (ldexpf); a NaN scale (0xFF) makes its whole block NaN.
+pub fn mx_dequantize(op: &MxOperand<'_>) -> Result<Vec<f32>, PeError> {
+    let (bits, decode): (u32, fn(u32) -> f64) = match op.format {
+        Format::Float8E4m3fnX4 => (8, decode_e4m3fn),
+        Format::Float8E5m2X4 => (8, decode_e5m2),
+        Format::Float4E2m1fnX4 => (4, decode_e2m1),
+        other => {
+            return Err(PeError::Mx(format!(
+                "{} is not an MX ×4 data format",
+                other.name()
+            )))
+        }
+    };
+    if !matches!(op.partitions, 32 | 64 | 128) {
+        return Err(PeError::Mx(format!(
+            "{} partitions (legal: 32, 64, 128)",
+            op.partitions
+        )));
+    }
+    check_len("MX data", op.partitions * op.lanes, op.data.len())?;
+    check_len("MX scales", op.partitions / 8 * op.lanes, op.scales.len())?;
+    let mask = (1u32 << bits) - 1;
+    let mut out = vec![0.0f32; op.partitions * 4 * op.lanes];
+    for p in 0..op.partitions {
+        for lane in 0..op.lanes {
+            let c = op.data[p * op.lanes + lane];
+            let scale = op.scales[(p / 8) * op.lanes + lane];
+            for j in 0..4 {
+                let x = decode((c >> (bits * j as u32)) & mask);
+                let v = if scale == 0xFF {
+                    f32::NAN
+                } else {
+                    (x * 2f64.powi(scale as i32 - 127)) as f32
+                };
+                out[(4 * p + j) * op.lanes + lane] = v;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// MX matmul (MatmulMx 0x0A): both operands dequantized ([`mx_dequantize`]), then
+/// `out[N = stationary.lanes, F = moving.lanes]` summed over `K = 4 × partitions` in the fixed
+/// order (`k = 4·p + j`, partition-major).
+pub fn mx_matmul(
+    stationary: &MxOperand<'_>,
+    moving: &MxOperand<'_>,
+    out: &mut [f32],
+) -> Result<(), PeError> {
+    if stationary.partitions != moving.partitions {
+        return Err(PeError::Mx(format!(
+            "stationary has {} partitions, moving {}",
+            stationary.partitions, moving.partitions
+        )));
+    }
+    let s = mx_dequantize(stationary)?;
+    let m = mx_dequantize(moving)?;
+    matmul(
+        PeMode::Plain,
+        &s,
+        &m,
+        4 * stationary.partitions,
+        stationary.lanes,
+        moving.lanes,
+        out,
+    )
+}
+
+#[cfg(test)]
+mod tests;

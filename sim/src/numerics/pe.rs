@@ -17,7 +17,9 @@ use std::ops::Range;
 
 use tpbsim_isa::Gen;
 
+use super::cast::{self, CastPolicy};
 use super::format::Format;
+use super::mx::{self, MxConfig, MxError, MxShape};
 
 /// Errors of the PE model.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -200,8 +202,9 @@ impl Fp32Mode {
 
 /// How the array multiplies the operands (all values already widened to fp32).
 ///
-/// fp32 operands are split as `x = hi(x) + lo(x)` with `hi` = [`round_fp32r`] (11 explicit
-/// mantissa bits) and `lo = x − hi` (exact); every product of parts is exact in fp32.
+/// fp32 operands are split as `x = hi(x) + lo(x)` with `hi` = the fp32r rounding of the cast
+/// engine (11 explicit mantissa bits, RNE) and `lo = x − hi` (exact); every product of parts is
+/// exact in fp32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeMode {
     /// Narrow inputs (bf16, fp16, fp8, …) widened exactly: `s · m`.
@@ -213,15 +216,9 @@ pub enum PeMode {
     Fp32(Fp32Mode),
 }
 
-/// Round an fp32 value to fp32r: mantissa RNE to 11 explicit bits (the low 12 dropped); NaN
-/// and ±inf pass through, overflow rounds to ±inf.
-pub fn round_fp32r(x: f32) -> f32 {
-    let b = x.to_bits();
-    if (b >> 23) & 0xFF == 0xFF {
-        return x;
-    }
-    let lsb = (b >> 12) & 1;
-    f32::from_bits((b + 0x7FF + lsb) & !0xFFF)
+/// fp32 → fp32r through the cast engine (mantissa RNE to 11 explicit bits).
+fn fp32r(x: f32) -> f32 {
+    f32::from_bits(cast::from_f32(Format::Float32r, x, &CastPolicy::REFERENCE) as u32)
 }
 
 /// Sequential-order matmul, the specification the fast kernel must equal bit for bit:
@@ -338,7 +335,7 @@ fn gemm(terms: &[(&[f32], &[f32])], k: usize, n: usize, f: usize, out: &mut [f32
 }
 
 fn split(x: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    let hi: Vec<f32> = x.iter().map(|&v| round_fp32r(v)).collect();
+    let hi: Vec<f32> = x.iter().map(|&v| fp32r(v)).collect();
     let lo = x
         .iter()
         .zip(&hi)
@@ -393,27 +390,18 @@ pub fn psum_write_f32(flags: PsumFlags, sum: &[f32], psum: &mut [f32]) -> Result
     Ok(())
 }
 
-/// bf16 bits of an fp32 value, RNE; NaN becomes the canonical quiet NaN `0x7FC0`.
-fn bf16_rne(x: f32) -> u16 {
-    if x.is_nan() {
-        return 0x7FC0;
-    }
-    let b = x.to_bits();
-    ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
-}
-
 /// Write an instruction's sum into a bf16 PSUM destination (v4+): the existing bf16 value is
-/// widened to fp32, the sum added in fp32, the result rounded to bf16 (RNE) on write; START
-/// rounds the sum alone.
+/// widened to fp32, the sum added in fp32, the result rounded to bf16 by the cast engine (RNE,
+/// NaN → `0x7FC0`) on write; START rounds the sum alone.
 pub fn psum_write_bf16(flags: PsumFlags, sum: &[f32], psum: &mut [u16]) -> Result<(), PeError> {
     check_len("psum", sum.len(), psum.len())?;
     for (p, &s) in psum.iter_mut().zip(sum) {
         let v = if flags.overwrites() {
             s
         } else {
-            f32::from_bits((*p as u32) << 16) + s
+            cast::to_f32(Format::Bfloat16, u64::from(*p)) + s
         };
-        *p = bf16_rne(v);
+        *p = cast::from_f32(Format::Bfloat16, v, &CastPolicy::REFERENCE) as u16;
     }
     Ok(())
 }
@@ -436,109 +424,57 @@ pub fn transpose<T: Copy>(
     Ok(())
 }
 
-/// One MX operand: `partitions` partitions × `lanes` ×4 containers (four consecutive
-/// contraction values each), and one E8M0 scale per block of 8 partitions × one container
-/// (32 values), stored block-major: `scales[(p / 8) * lanes + lane]`.
+/// One MX operand as it sits in SBUF: `partitions` partitions × `lanes` ×4 containers (four
+/// consecutive contraction values each; FP8 lane `j` = byte `j` of a little-endian 4-byte
+/// container, FP4 lane `j` = nibble `j` of a 2-byte container) and the E8M0 scale buffer, one
+/// byte per 8 partitions × 1 container, rows interleaved by quadrant ([`mx::scale_slot`]).
 #[derive(Clone, Copy, Debug)]
 pub struct MxOperand<'a> {
-    /// `Float8E4m3fnX4`, `Float8E5m2X4` (u32 containers, element j in byte j) or
-    /// `Float4E2m1fnX4` (u16 containers in the low half, element j in nibble j).
+    /// `Float8E4m3fnX4`, `Float8E5m2X4` or `Float4E2m1fnX4`.
     pub format: Format,
     /// Partitions (32, 64 or 128).
     pub partitions: usize,
     /// Containers per partition.
     pub lanes: usize,
-    /// `partitions × lanes` containers, partition-major.
-    pub data: &'a [u32],
-    /// `partitions / 8 × lanes` E8M0 bytes.
+    /// `partitions × lanes` containers, partition-major, little-endian.
+    pub data: &'a [u8],
+    /// The interleaved scale buffer ([`MxShape::scale_buffer_bytes`] bytes at least).
     pub scales: &'a [u8],
 }
 
-/// Partition offset (from the scale tensor's start partition) that holds scale row `i`
-/// (`i = p / 8`): rows are spread 4 per 32-partition quadrant, `(i & 3) + 32·(i >> 2)`.
-pub fn mx_scale_partition(i: usize) -> usize {
-    (i & 3) + 32 * (i >> 2)
-}
-
-fn decode_e4m3fn(c: u32) -> f64 {
-    let (s, e, m) = ((c >> 7) & 1, (c >> 3) & 0xF, c & 7);
-    let mag = match (e, m) {
-        (0xF, 7) => f64::NAN,
-        (0, _) => m as f64 * 2f64.powi(-9),
-        _ => (1.0 + m as f64 / 8.0) * 2f64.powi(e as i32 - 7),
-    };
-    if s == 1 {
-        -mag
-    } else {
-        mag
+impl From<MxError> for PeError {
+    fn from(e: MxError) -> Self {
+        PeError::Mx(e.to_string())
     }
 }
 
-fn decode_e5m2(c: u32) -> f64 {
-    let (s, e, m) = ((c >> 7) & 1, (c >> 2) & 0x1F, c & 3);
-    let mag = match (e, m) {
-        (0x1F, 0) => f64::INFINITY,
-        (0x1F, _) => f64::NAN,
-        (0, _) => m as f64 * 2f64.powi(-16),
-        _ => (1.0 + m as f64 / 4.0) * 2f64.powi(e as i32 - 15),
-    };
-    if s == 1 {
-        -mag
-    } else {
-        mag
-    }
-}
-
-fn decode_e2m1(c: u32) -> f64 {
-    let (s, e, m) = ((c >> 3) & 1, (c >> 1) & 3, c & 1);
-    let mag = if e == 0 {
-        m as f64 * 0.5
-    } else {
-        (1.0 + m as f64 / 2.0) * 2f64.powi(e as i32 - 1)
-    };
-    if s == 1 {
-        -mag
-    } else {
-        mag
-    }
-}
-
-/// Dequantize an MX operand to fp32, `[partitions × 4 × lanes]` laid out as the contraction
-/// matrix `[K = 4·partitions, lanes]` with `k = 4·p + j`: `value = x · 2^(scale − 127)`
-/// rounded once to fp32 (ldexpf); a NaN scale (0xFF) makes its whole block NaN.
+/// Dequantize an MX operand (the MX module's dequantize: `x · 2^(scale − 127)` rounded once to
+/// fp32, a NaN scale poisoning its block) into the contraction matrix `[K = 4·partitions,
+/// lanes]`, row `k = 4·p + j` holding lane `j` of every container of partition `p`.
 pub fn mx_dequantize(op: &MxOperand<'_>) -> Result<Vec<f32>, PeError> {
-    let (bits, decode): (u32, fn(u32) -> f64) = match op.format {
-        Format::Float8E4m3fnX4 => (8, decode_e4m3fn),
-        Format::Float8E5m2X4 => (8, decode_e5m2),
-        Format::Float4E2m1fnX4 => (4, decode_e2m1),
-        other => {
-            return Err(PeError::Mx(format!(
-                "{} is not an MX ×4 data format",
-                other.name()
-            )))
-        }
-    };
     if !matches!(op.partitions, 32 | 64 | 128) {
         return Err(PeError::Mx(format!(
             "{} partitions (legal: 32, 64, 128)",
             op.partitions
         )));
     }
-    check_len("MX data", op.partitions * op.lanes, op.data.len())?;
-    check_len("MX scales", op.partitions / 8 * op.lanes, op.scales.len())?;
-    let mask = (1u32 << bits) - 1;
-    let mut out = vec![0.0f32; op.partitions * 4 * op.lanes];
-    for p in 0..op.partitions {
-        for lane in 0..op.lanes {
-            let c = op.data[p * op.lanes + lane];
-            let scale = op.scales[(p / 8) * op.lanes + lane];
-            for j in 0..4 {
-                let x = decode((c >> (bits * j as u32)) & mask);
-                let v = if scale == 0xFF {
-                    f32::NAN
-                } else {
-                    (x * 2f64.powi(scale as i32 - 127)) as f32
-                };
+    let shape = MxShape {
+        partitions: op.partitions,
+        free: 4 * op.lanes,
+    };
+    let mut tile = vec![0.0f32; shape.elements()];
+    mx::dequantize(
+        op.data,
+        op.format,
+        op.scales,
+        shape,
+        &mut tile,
+        &MxConfig::default(),
+    )?;
+    let mut out = vec![0.0f32; tile.len()];
+    for (p, row) in tile.chunks_exact(shape.free).enumerate() {
+        for (lane, quad) in row.chunks_exact(4).enumerate() {
+            for (j, &v) in quad.iter().enumerate() {
                 out[(4 * p + j) * op.lanes + lane] = v;
             }
         }
@@ -562,11 +498,12 @@ pub fn mx_matmul(
     }
     let s = mx_dequantize(stationary)?;
     let m = mx_dequantize(moving)?;
+    let k = 4 * stationary.partitions;
     matmul(
         PeMode::Plain,
         &s,
         &m,
-        4 * stationary.partitions,
+        k,
         stationary.lanes,
         moving.lanes,
         out,

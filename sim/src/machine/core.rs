@@ -6,6 +6,7 @@ use tpbsim_isa::{Bundle, Engine, Gen};
 
 use super::control::{self, NUM_REGS};
 use super::dma::{self, DmaDesc, DmaMem, DmaSide};
+use super::exec::EngineState;
 use super::fault::{Fault, Site};
 use super::geometry::Geometry;
 use super::kernel::Kernel;
@@ -84,6 +85,8 @@ pub struct Machine<'k> {
     pub sync: SyncState,
     /// Per-engine registers, by wire id.
     pub regs: [[u32; NUM_REGS]; 5],
+    /// PE stationary operand, ACT/DVE accumulators, ACT table selection.
+    pub engines: EngineState,
     validator: Option<Box<BundleValidator>>,
     validated: [Vec<bool>; 5],
     dma_bytes: u64,
@@ -123,6 +126,7 @@ impl<'k> Machine<'k> {
             dram,
             sync: SyncState::default(),
             regs: [[0; NUM_REGS]; 5],
+            engines: EngineState::default(),
             validator: None,
             validated: std::array::from_fn(|i| vec![false; kernel.streams[i].len()]),
             dma_bytes: 0,

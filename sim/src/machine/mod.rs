@@ -8,6 +8,7 @@ pub mod compare;
 pub mod control;
 pub mod core;
 pub mod dma;
+pub mod exec;
 pub mod fault;
 pub mod geometry;
 pub mod kernel;

@@ -6,5 +6,6 @@ pub mod bir;
 pub mod diag;
 pub mod l1;
 pub mod registry;
+pub mod l2;
 
 pub use diag::{Diagnostic, Layer, Location, Mode, Severity};

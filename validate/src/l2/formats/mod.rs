@@ -1,0 +1,391 @@
+//! The per-opcode format gates (`is_valid_<fmt>`) and the opcode → gate dispatch of each
+//! generation's roster.
+//!
+//! Every gate runs its stages in the cascade order: per-field enums, reserved-bit zeroing,
+//! dtype checks, then the format's own geometry / placement rules.
+
+use tpbsim_isa::Gen;
+
+use super::dtype;
+use super::enums::ByteSet;
+use super::rule::{rule, Allowed, Ck, Field, Sink};
+
+pub mod act;
+pub mod ctrl;
+pub mod mx;
+pub mod pe;
+pub mod rs;
+pub mod tr;
+pub mod ts;
+pub mod tt;
+
+/// A format gate of the roster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// `S3_LW` LdWeights 0x01.
+    S3Lw,
+    /// `S3D3_MM` Matmul 0x02.
+    S3d3Mm,
+    /// `S4D3_MM` MatmulSparse 0x07 (v3+).
+    S4d3Mm,
+    /// `SMX1_LW` LdWeightsMx 0x09 (v4+).
+    Smx1Lw,
+    /// `SMX1D3_MM` MatmulMx 0x0A (v4+).
+    Smx1d3Mm,
+    /// `S3DMX1_QUANT` QuantizeMx 0xE3 (v4+).
+    S3dmx1Quant,
+    /// `S3D3_AC` Activate 0x21.
+    S3d3Ac,
+    /// `S3S3D3_TT` TensorTensor family (0x41, 0x51, 0x72, 0x99).
+    S3s3d3Tt,
+    /// `S3D3_TS` TensorScalar family (0x43, 0x53, 0x93, 0x9A, 0xE6, 0x30).
+    S3d3Ts,
+    /// `S4D4_TR` tensor-reduce / copy / cast family.
+    S4d4Tr,
+    /// `S2D2_RS` RangeSelect 0xBC (v3+).
+    S2d2Rs,
+    /// `CTRL_ES` EventSemaphore 0xA0 (extended events).
+    CtrlEs,
+}
+
+impl Format {
+    /// The gate's name as the shipped validators spell it.
+    pub const fn gate_name(self) -> &'static str {
+        match self {
+            Format::S3Lw => "is_valid_s3_lw",
+            Format::S3d3Mm => "is_valid_s3d3_mm",
+            Format::S4d3Mm => "is_valid_s4d3_mm",
+            Format::Smx1Lw => "is_valid_smx1_lw",
+            Format::Smx1d3Mm => "is_valid_smx1d3_mm",
+            Format::S3dmx1Quant => "is_valid_s3dmx1_quant",
+            Format::S3d3Ac => "is_valid_activate",
+            Format::S3s3d3Tt => "is_valid_s3s3d3_tt",
+            Format::S3d3Ts => "is_valid_s3d3_ts",
+            Format::S4d4Tr => "is_valid_s4d4_tr",
+            Format::S2d2Rs => "is_valid_s2d2_rs",
+            Format::CtrlEs => "is_valid_ctrl_es",
+        }
+    }
+}
+
+/// The format gate tpbsim implements for `opcode` on `gen`, if any. Opcodes absent from the
+/// generation's enum never reach this (the header gate rejects them).
+pub const fn format_of(gen: Gen, opcode: u8) -> Option<Format> {
+    let v3 = !matches!(gen, Gen::V2);
+    let v4 = matches!(gen, Gen::V4 | Gen::V5);
+    Some(match opcode {
+        0x01 => Format::S3Lw,
+        0x02 => Format::S3d3Mm,
+        0x07 if v3 => Format::S4d3Mm,
+        0x09 if v4 => Format::Smx1Lw,
+        0x0A if v4 => Format::Smx1d3Mm,
+        0xE3 if v4 => Format::S3dmx1Quant,
+        0x21 => Format::S3d3Ac,
+        0x41 | 0x51 | 0x72 | 0x99 => Format::S3s3d3Tt,
+        0x43 | 0x53 | 0x93 | 0x9A | 0xE6 | 0x30 => Format::S3d3Ts,
+        0x42 | 0x52 | 0x83 | 0x84 | 0x4E | 0x5E | 0x46 | 0x47 | 0x48 | 0x6A | 0x6B => {
+            Format::S4d4Tr
+        }
+        0xBC if v3 => Format::S2d2Rs,
+        0xA0 => Format::CtrlEs,
+        _ => return None,
+    })
+}
+
+/// Run `fmt`'s gate.
+pub fn run<S: Sink>(fmt: Format, ck: &mut Ck<S>) {
+    match fmt {
+        Format::S3Lw => pe::is_valid_s3_lw(ck),
+        Format::S3d3Mm => pe::is_valid_s3d3_mm(ck),
+        Format::S4d3Mm => pe::is_valid_s4d3_mm(ck),
+        Format::Smx1Lw => mx::is_valid_smx1_lw(ck),
+        Format::Smx1d3Mm => mx::is_valid_smx1d3_mm(ck),
+        Format::S3dmx1Quant => mx::is_valid_s3dmx1_quant(ck),
+        Format::S3d3Ac => act::is_valid_activate(ck),
+        Format::S3s3d3Tt => tt::is_valid_s3s3d3_tt(ck),
+        Format::S3d3Ts => ts::is_valid_s3d3_ts(ck),
+        Format::S4d4Tr => tr::is_valid_s4d4_tr(ck),
+        Format::S2d2Rs => rs::is_valid_s2d2_rs(ck),
+        Format::CtrlEs => ctrl::is_valid_ctrl_es(ck),
+    }
+}
+
+rule!(RESERVED_ZERO, "reserved_zero", Format,
+    public "isa-facts §4 (bytes not listed in a layout are reserved-zero); C isa/pe-matmul-encoding.md (d3_mm_reserved_z*, lw_reserved_zero)",
+    "reserved bytes of the format are zero");
+rule!(IS_VALID_DTYPE, "is_valid_dtype", Format,
+    public "R isa/validator-architecture.md §3 (is_valid_dtype); R isa/validators-per-arch.md (is_valid_dtype_64, is_valid_dtype_inc_fp4)",
+    "a dtype byte is a valid wire dtype: not INVALID, FP32R only where allowed, 64-bit types only on the 64-bit path, FP4 only on v4+");
+rule!(NAN_INF_FLOAT, "float_field_finite", Format,
+    public "C walrus/l2-wire-validator.md (NaN/Inf float-field reject (x & 0x7F800000) == 0x7F800000)",
+    "a float immediate the instruction reads is finite");
+
+rule!(ALU_OP_POOL_ONLY, "alu_op_pool_only", Format,
+    public "isa-facts §6.3 (POW, CRC32, RSQRT are Pool only)",
+    "v4 (engine known): POW, CRC32 and RSQRT execute only on the Pool engine");
+rule!(POOL_OPERAND_IN_SBUF, "pool_operand_in_sbuf", Format,
+    project "G dma/sbuf-psum-banks.md (the GpSimd/Pool engine has no PSUM port) applied where the v4 entry names the engine",
+    "v4 (engine known): a Pool-engine operand is not in PSUM");
+
+/// v4: reject a Pool-only ALU op in `f` when the entry's engine is not Pool.
+pub fn alu_pool_only<S: Sink>(ck: &mut Ck<S>, f: Field) {
+    let op = ck.get(f) as u8;
+    if let Some(e) = ck.engine {
+        if e != tpbsim_isa::Engine::Pool.wire_id() && super::enums::ALU_POOL_ONLY.has(op) {
+            ck.fail(
+                &ALU_OP_POOL_ONLY,
+                f,
+                op as u64,
+                Allowed::Text("an op this engine executes (POW, CRC32, RSQRT are Pool only)"),
+            );
+        }
+    }
+}
+
+/// v4: reject PSUM operands when the entry's engine is Pool.
+pub fn pool_no_psum<S: Sink>(ck: &mut Ck<S>, ops: &[super::addr::Operand]) {
+    if ck.engine != Some(tpbsim_isa::Engine::Pool.wire_id()) {
+        return;
+    }
+    for op in ops {
+        let w = ck.get(op.addr()) as u32;
+        if !super::addr::is_register(w) && super::addr::in_psum(w) {
+            ck.fail(
+                &POOL_OPERAND_IN_SBUF,
+                op.addr(),
+                w as u64,
+                Allowed::Text("an SBUF address (Pool has no PSUM port)"),
+            );
+        }
+    }
+}
+
+/// Reject any non-zero byte in `start..start+len` (one diagnostic per non-zero run).
+pub fn reserved_zero<S: Sink>(ck: &mut Ck<S>, start: u8, len: u8) {
+    let mut i = start;
+    let end = start + len;
+    while i < end {
+        if ck.u8(i as usize) != 0 {
+            let mut j = i + 1;
+            while j < end && ck.u8(j as usize) != 0 && j - i < 8 {
+                j += 1;
+            }
+            let f = Field::new("reserved", i, j - i);
+            let v = ck.get(f);
+            ck.fail(&RESERVED_ZERO, f, v, Allowed::Eq(0));
+            if ck.done() {
+                return;
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// Dtype acceptance flags for [`dtype_check`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DtypeOpts {
+    /// FP32R is allowed.
+    pub fp32r: bool,
+    /// UINT64 / INT64 are allowed (`is_valid_dtype_64`).
+    pub b64: bool,
+    /// FP4_EXP2 is allowed on v4+ (`is_valid_dtype_inc_fp4`).
+    pub fp4: bool,
+}
+
+impl DtypeOpts {
+    /// Plain `is_valid_dtype(dt, 0)`.
+    pub const PLAIN: DtypeOpts = DtypeOpts {
+        fp32r: false,
+        b64: false,
+        fp4: false,
+    };
+    /// FP32R allowed.
+    pub const FP32R: DtypeOpts = DtypeOpts {
+        fp32r: true,
+        b64: false,
+        fp4: false,
+    };
+}
+
+/// `is_valid_dtype[_64|_inc_fp4]` on the dtype `tag` held in `f`. Returns true when valid.
+pub fn dtype_check<S: Sink>(ck: &mut Ck<S>, f: Field, tag: u8, o: DtypeOpts) -> bool {
+    let ok = dtype::is_valid(ck.gen, tag, o.fp32r, o.b64, o.fp4);
+    if !ok {
+        let allowed = match tag {
+            dtype::INVALID => "not INVALID (0)",
+            dtype::FP32R => "FP32R is not allowed for this operand",
+            dtype::UINT64 | dtype::INT64 => "64-bit dtypes only on the 64-bit path",
+            dtype::FP4_EXP2 => "FP4_EXP2 only where the fp4-inclusive check applies, on v4+",
+            _ => "a wire dtype of this generation",
+        };
+        ck.fail(&IS_VALID_DTYPE, f, tag as u64, Allowed::Text(allowed));
+    }
+    ok
+}
+
+/// Check that the byte in `f` is a member of `set`.
+#[inline]
+pub fn enum_check<S: Sink>(
+    ck: &mut Ck<S>,
+    rule: &'static super::rule::Rule,
+    f: Field,
+    set: ByteSet,
+    allowed: &'static str,
+) -> bool {
+    let v = ck.get(f) as u8;
+    let ok = set.has(v);
+    if !ok {
+        ck.fail(rule, f, v as u64, Allowed::Text(allowed));
+    }
+    ok
+}
+
+/// Reject a NaN/Inf f32 immediate in `f`.
+#[inline]
+pub fn float_finite<S: Sink>(ck: &mut Ck<S>, f: Field) {
+    let x = ck.get(f) as u32;
+    ck.check(
+        x & 0x7F80_0000 != 0x7F80_0000,
+        &NAN_INF_FLOAT,
+        f,
+        Allowed::Text("a finite f32 (not NaN or Inf)"),
+    );
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Helpers to run a gate on a crafted bundle.
+    use super::super::rule::Ck;
+    use super::super::rule::{Collect, Gate, Outcome};
+    use tpbsim_isa::{Bundle, Gen};
+
+    /// Run `f` on `b` and return the names of failing rules (errors only).
+    pub fn fails(
+        b: &Bundle,
+        gen: Gen,
+        engine: Option<u8>,
+        f: impl FnOnce(&mut Ck<Collect>),
+    ) -> Vec<&'static str> {
+        let mut c = Collect::default();
+        let mut ck = Ck::new(b, gen, engine, Gate::Format, &mut c);
+        f(&mut ck);
+        c.failures
+            .iter()
+            .filter(|f| f.outcome == Outcome::Fail)
+            .map(|f| f.rule.name)
+            .collect()
+    }
+
+    /// Run `f` on `b` and return the names of not-checked rules.
+    pub fn unchecked(
+        b: &Bundle,
+        gen: Gen,
+        engine: Option<u8>,
+        f: impl FnOnce(&mut Ck<Collect>),
+    ) -> Vec<&'static str> {
+        let mut c = Collect::default();
+        let mut ck = Ck::new(b, gen, engine, Gate::Format, &mut c);
+        f(&mut ck);
+        c.failures
+            .iter()
+            .filter(|f| f.outcome == Outcome::NotChecked)
+            .map(|f| f.rule.name)
+            .collect()
+    }
+
+    /// A TENSOR3D at `off` with address `addr`, unit strides/counts.
+    pub fn t3(b: &mut Bundle, off: usize, addr: u32, nums: [u16; 3]) {
+        b.set_u32(off, addr);
+        b.set_u16(off + 4, 1);
+        b.set_u16(off + 6, 1);
+        b.set_u16(off + 8, 1);
+        b.set_u16(off + 10, nums[0]);
+        b.set_u16(off + 12, nums[1]);
+        b.set_u16(off + 14, nums[2]);
+    }
+
+    /// A TENSOR2D at `off`.
+    pub fn t2(b: &mut Bundle, off: usize, addr: u32, nums: [u16; 2]) {
+        b.set_u32(off, addr);
+        b.set_u16(off + 4, 1);
+        b.set_u16(off + 6, 1);
+        b.set_u16(off + 8, nums[0]);
+        b.set_u16(off + 10, nums[1]);
+    }
+
+    /// A TENSOR4D at `off`.
+    pub fn t4(b: &mut Bundle, off: usize, addr: u32, nums: [u16; 4]) {
+        b.set_u32(off, addr);
+        for i in 0..4 {
+            b.set_u16(off + 4 + 2 * i, 1);
+            b.set_u16(off + 12 + 2 * i, nums[i]);
+        }
+    }
+
+    /// A header with opcode `op` and inst_word_len 0x10.
+    pub fn hdr(op: u8) -> Bundle {
+        let mut b = Bundle::ZERO;
+        b.0[0] = op;
+        b.0[1] = 0x10;
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn reserved_runs() {
+        let mut b = hdr(0x01);
+        assert!(fails(&b, Gen::V3, None, |ck| reserved_zero(ck, 12, 4)).is_empty());
+        b.0[13] = 1;
+        b.0[14] = 2;
+        assert_eq!(
+            fails(&b, Gen::V3, None, |ck| reserved_zero(ck, 12, 4)),
+            ["reserved_zero"]
+        );
+    }
+
+    #[test]
+    fn dtype_and_float() {
+        let b = hdr(0x01);
+        let f = Field::new("x", 32, 1);
+        assert_eq!(
+            fails(&b, Gen::V3, None, |ck| {
+                dtype_check(ck, f, 0, DtypeOpts::PLAIN);
+            }),
+            ["is_valid_dtype"]
+        );
+        assert!(fails(&b, Gen::V3, None, |ck| {
+            dtype_check(ck, f, 6, DtypeOpts::PLAIN);
+        })
+        .is_empty());
+        let mut b = hdr(0x21);
+        b.set_u32(36, 0x7FC0_0000);
+        assert_eq!(
+            fails(&b, Gen::V3, None, |ck| float_finite(
+                ck,
+                Field::new("s", 36, 4)
+            )),
+            ["float_field_finite"]
+        );
+        b.set_u32(36, 0x3F80_0000);
+        assert!(fails(&b, Gen::V3, None, |ck| float_finite(
+            ck,
+            Field::new("s", 36, 4)
+        ))
+        .is_empty());
+    }
+
+    #[test]
+    fn dispatch() {
+        assert_eq!(format_of(Gen::V3, 0x09), None);
+        assert_eq!(format_of(Gen::V4, 0x09), Some(Format::Smx1Lw));
+        assert_eq!(format_of(Gen::V2, 0xBC), None);
+        assert_eq!(format_of(Gen::V4, 0x68), None);
+    }
+}

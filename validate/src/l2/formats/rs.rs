@@ -1,0 +1,126 @@
+//! `is_valid_s2d2_rs`: RangeSelect 0xBC (`S2D2_RS`, v3+).
+//!
+//! Layout and the published sub-checks: isa-facts §4.3 (G firmware/kernels/rangeselect.md).
+
+use super::super::addr::{self, Operand, Placement};
+use super::super::enums::{self, ByteSet};
+use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::{dtype_check, enum_check, float_finite, reserved_zero, DtypeOpts};
+
+/// Active partitions.
+pub const NUM: Field = Field::new("num_active", 12, 1);
+/// In/out dtype pair.
+pub const DTYPES: Field = Field::new("dtype_pair", 13, 1);
+/// Reduce command.
+pub const REDUCE_CMD: Field = Field::new("reduce_cmd", 14, 1);
+/// Reduce op.
+pub const REDUCE_OP: Field = Field::new("reduce_op", 15, 1);
+/// Base (f32).
+pub const BASE: Field = Field::new("base", 16, 4);
+/// Fill value (f32 bits).
+pub const FILL: Field = Field::new("fill_val", 20, 4);
+/// Source.
+pub const SRC: Operand = Operand::new("src", 24);
+/// Comparison ops.
+pub const COMP0: Field = Field::new("comp_op0", 36, 1);
+/// Second comparison op.
+pub const COMP1: Field = Field::new("comp_op1", 37, 1);
+/// Bound sources.
+pub const BOUND0_SRC: Field = Field::new("bound0_src", 38, 1);
+/// Second bound source.
+pub const BOUND1_SRC: Field = Field::new("bound1_src", 39, 1);
+/// Destination.
+pub const DST: Operand = Operand::new("dst", 48);
+
+rule!(RS_FIELDS, "is_valid_s2d2_rs", Format,
+    public "isa-facts §4.3 (RangeSelect: reduce_op MAX, fill -FLT_MAX, comparison ops IS_EQ..IS_LT, base <= 2^24)",
+    "RangeSelect: reduce_cmd in REDUCE_CMD, reduce_op MAX, fill_val 0xFF7FFFFF, comparisons 0x12..=0x16, bound sources IMM_SRC, |base| <= 2^24");
+
+/// `is_valid_s2d2_rs`.
+pub fn is_valid_s2d2_rs<S: Sink>(ck: &mut Ck<S>) {
+    let r = &RS_FIELDS;
+    enum_check(ck, r, REDUCE_CMD, enums::REDUCE_CMD, "0..=3");
+    ck.check(
+        ck.get(REDUCE_OP) == enums::MAX as u64,
+        r,
+        REDUCE_OP,
+        Allowed::Eq(enums::MAX as u64),
+    );
+    let cmp = ByteSet::range(0x12, 0x16);
+    enum_check(ck, r, COMP0, cmp, "IS_EQ..IS_LT (0x12..=0x16)");
+    enum_check(ck, r, COMP1, cmp, "IS_EQ..IS_LT (0x12..=0x16)");
+    enum_check(ck, r, BOUND0_SRC, enums::IMM_SRC, "0..=2");
+    enum_check(ck, r, BOUND1_SRC, enums::IMM_SRC, "0..=2");
+    reserved_zero(ck, 60, 4);
+    if ck.done() {
+        return;
+    }
+    let pair = ck.u8(13);
+    let (i, o) = (pair & 0xF, pair >> 4);
+    dtype_check(ck, DTYPES, i, DtypeOpts::PLAIN);
+    dtype_check(ck, DTYPES, o, DtypeOpts::FP32R);
+    ck.check(
+        ck.get(FILL) == 0xFF7F_FFFF,
+        r,
+        FILL,
+        Allowed::Eq(0xFF7F_FFFF),
+    );
+    float_finite(ck, BASE);
+    let base = f32::from_bits(ck.get(BASE) as u32);
+    if base.is_finite() {
+        ck.check(
+            base.abs() <= 16_777_216.0,
+            r,
+            BASE,
+            Allowed::Text("|base| <= 2^24"),
+        );
+    }
+    if ck.done() {
+        return;
+    }
+    let n = ck.get(NUM);
+    ck.check((1..=128).contains(&n), r, NUM, Allowed::Text("1..=128"));
+    addr::tensor_valid(ck, SRC, 2, i, Placement::READ_ANY);
+    addr::tensor_valid(ck, DST, 2, o, Placement::WRITE_ANY);
+    addr::start_addr_active_channels(ck, SRC, NUM);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use crate::l2::dtype;
+    use tpbsim_isa::{Bundle, Gen};
+
+    fn rs() -> Bundle {
+        let mut b = hdr(0xBC);
+        b.0[12] = 8;
+        b.0[13] = dtype::FP32 | (dtype::FP32 << 4);
+        b.0[15] = enums::MAX;
+        b.set_u32(16, 0);
+        b.set_u32(20, 0xFF7F_FFFF);
+        t2(&mut b, 24, 0x100, [1, 16]);
+        b.0[36] = 0x14;
+        b.0[37] = 0x16;
+        t2(&mut b, 48, 0x200, [1, 16]);
+        b
+    }
+
+    #[test]
+    fn range_select() {
+        let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_s2d2_rs);
+        assert!(f(&rs()).is_empty(), "{:?}", f(&rs()));
+        let mut b = rs();
+        b.set_u32(20, 0);
+        assert_eq!(f(&b), ["is_valid_s2d2_rs"]);
+        let mut b = rs();
+        b.0[15] = 0x09;
+        assert_eq!(f(&b), ["is_valid_s2d2_rs"]);
+        let mut b = rs();
+        b.set_u32(16, 0x7FC0_0000);
+        assert_eq!(f(&b), ["float_field_finite"]);
+        let mut b = rs();
+        b.set_u32(16, (3.0e7f32).to_bits());
+        assert_eq!(f(&b), ["is_valid_s2d2_rs"]);
+    }
+}

@@ -1,0 +1,133 @@
+//! `is_valid_s4d4_tr`: the `S4D4_TR` family — TensorReduce 0x42/0x52, TransposeTensorReduce
+//! 0x83/0x84, TensorCumulative 0x4E/0x5E, Copy 0x46, Cast 0x47, Reciprocal 0x48,
+//! StreamShuffle 0x6A, StreamTranspose 0x6B.
+//!
+//! Layout (header binding from `instruction_mapping.json`, identical offsets on every
+//! generation; isa-facts §4.3): src 4D +12, in +32, out +33, num +34, negated +35, op +36,
+//! op_dim +37, mask_enable +38, reserved +39..+43, dst 4D +44.
+
+use super::super::addr::{self, Operand, Placement};
+use super::super::enums;
+use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, reserved_zero, DtypeOpts};
+
+/// Source.
+pub const SRC: Operand = Operand::new("src", 12);
+/// Input dtype.
+pub const IN_DTYPE: Field = Field::new("in_dtype", 32, 1);
+/// Output dtype.
+pub const OUT_DTYPE: Field = Field::new("out_dtype", 33, 1);
+/// Active channels.
+pub const NUM: Field = Field::new("num_active_channels", 34, 1);
+/// `negated`.
+pub const NEGATED: Field = Field::new("negated", 35, 1);
+/// ALU op.
+pub const OP: Field = Field::new("op", 36, 1);
+/// `op_dim` (TENSOR_SUBDIM).
+pub const OP_DIM: Field = Field::new("op_dim", 37, 1);
+/// Destination.
+pub const DST: Operand = Operand::new("dst", 44);
+
+rule!(TR_NEGATED, "is_valid_s4d4_tr.negated", Format,
+    project "negated is a flag byte; tpbsim accepts 0 and 1",
+    "negated is 0 or 1");
+rule!(TR_OP, "tensor_reduce_valid_op", Format,
+    public "isa-facts §4.3/§6.3 (arith opcodes take arith ops, bitvec opcodes general bitvec ops)",
+    "the reduce op is an ALU op of the opcode's class and generation");
+rule!(TR_OP_DIM, "is_valid_enum(TENSOR_SUBDIM)", Format,
+    public "isa-facts §4.3 (TENSOR_SUBDIM UNUSED 0, X 1, XY 2, XYZ 3, XYZW 4)",
+    "op_dim is a TENSOR_SUBDIM member");
+rule!(TR_NUM, "is_valid_s4d4_tr.num_active_channels", Format,
+    public "isa-facts §4.3 (num_active_channels)",
+    "num_active_channels is 1..=128");
+
+/// `is_valid_s4d4_tr`.
+pub fn is_valid_s4d4_tr<S: Sink>(ck: &mut Ck<S>) {
+    let gen = ck.gen;
+    let opc = ck.u8(0);
+    ck.check(ck.get(NEGATED) <= 1, &TR_NEGATED, NEGATED, Allowed::Max(1));
+    let (set, text) = match opc {
+        0x52 | 0x84 | 0x5E => (enums::GENERAL_BITVEC, "a general bitvec op"),
+        _ => (enums::alu_op(gen), "an ALU op of this generation"),
+    };
+    enum_check(ck, &TR_OP, OP, set, text);
+    alu_pool_only(ck, OP);
+    enum_check(ck, &TR_OP_DIM, OP_DIM, enums::TENSOR_SUBDIM, "0..=4");
+    reserved_zero(ck, 39, 5);
+    if ck.done() {
+        return;
+    }
+    let (i, o) = (ck.get(IN_DTYPE) as u8, ck.get(OUT_DTYPE) as u8);
+    dtype_check(
+        ck,
+        IN_DTYPE,
+        i,
+        DtypeOpts {
+            fp32r: false,
+            b64: true,
+            fp4: false,
+        },
+    );
+    dtype_check(
+        ck,
+        OUT_DTYPE,
+        o,
+        DtypeOpts {
+            fp32r: true,
+            b64: true,
+            fp4: false,
+        },
+    );
+    if ck.done() {
+        return;
+    }
+    let n = ck.get(NUM);
+    ck.check(
+        (1..=128).contains(&n),
+        &TR_NUM,
+        NUM,
+        Allowed::Text("1..=128"),
+    );
+    addr::tensor_valid(ck, SRC, 4, i, Placement::READ_ANY);
+    addr::tensor_valid(ck, DST, 4, o, Placement::WRITE_ANY);
+    addr::start_addr_active_channels(ck, SRC, NUM);
+    addr::start_addr_active_channels(ck, DST, NUM);
+    pool_no_psum(ck, &[SRC, DST]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use crate::l2::dtype;
+    use tpbsim_isa::{Bundle, Gen};
+
+    fn copy() -> Bundle {
+        let mut b = hdr(0x46);
+        t4(&mut b, 12, 0x100, [1, 1, 2, 32]);
+        b.0[32] = dtype::BF16;
+        b.0[33] = dtype::BF16;
+        b.0[34] = 32;
+        t4(&mut b, 44, 0x800, [1, 1, 1, 64]);
+        b
+    }
+
+    #[test]
+    fn copy_rules() {
+        let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_s4d4_tr);
+        assert!(f(&copy()).is_empty(), "{:?}", f(&copy()));
+        let mut b = copy();
+        b.0[37] = 5;
+        assert_eq!(f(&b), ["is_valid_enum(TENSOR_SUBDIM)"]);
+        let mut b = copy();
+        b.0[40] = 1;
+        assert_eq!(f(&b), ["reserved_zero"]);
+        let mut b = copy();
+        b.set_u16(44 + 18, 0);
+        assert_eq!(f(&b), ["tensorNd_valid.num_elem"]);
+        let mut b = copy();
+        b.0[0] = 0x52;
+        b.0[36] = 0x04;
+        assert_eq!(f(&b), ["tensor_reduce_valid_op"]);
+    }
+}

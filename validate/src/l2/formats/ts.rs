@@ -1,0 +1,191 @@
+//! `is_valid_s3d3_ts`: the TensorScalar family (`S3D3_TS`): 0x43 arith, 0x53 bitvec,
+//! 0x93 transpose, 0x9A cache-reduce, 0xE6 cache-cumulative, 0x30 Exponential.
+//!
+//! Layout and legality: isa-facts §4.3 (header offsets, §10 #4). `tensor_scalar_valid_ops`:
+//! R isa/validator-architecture.md.
+
+use super::super::addr::{self, Operand, Placement};
+use super::super::dtype;
+use super::super::enums;
+use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, reserved_zero, DtypeOpts};
+
+/// `accumulator_cmd`.
+pub const ACC_CMD: Field = Field::new("accumulator_cmd", 12, 1);
+/// Source.
+pub const SRC: Operand = Operand::new("src", 16);
+/// Input dtype.
+pub const IN_DTYPE: Field = Field::new("in_dtype", 32, 1);
+/// Output dtype.
+pub const OUT_DTYPE: Field = Field::new("out_dtype", 33, 1);
+/// Active partitions.
+pub const NUM: Field = Field::new("num_active_partitions", 34, 1);
+/// `imm0_src`.
+pub const IMM0_SRC: Field = Field::new("imm0_src", 35, 1);
+/// `op0`.
+pub const OP0: Field = Field::new("op0", 36, 1);
+/// `op1`.
+pub const OP1: Field = Field::new("op1", 37, 1);
+/// `reverse` (bit0 op0, bit1 op1).
+pub const REVERSE: Field = Field::new("reverse", 38, 1);
+/// `imm1_src`.
+pub const IMM1_SRC: Field = Field::new("imm1_src", 39, 1);
+/// Destination.
+pub const DST: Operand = Operand::new("dst", 48);
+
+rule!(TS_ACC_CMD, "is_valid_s3d3_ts.accumulator_cmd", Format,
+    public "isa-facts §4.3 (forced IDLE for 0x43/0x53; cache ops ZeroAccumulate/Accumulate/LoadAccumulate)",
+    "accumulator_cmd is IDLE for plain TensorScalar and an ACCUM_CMD member for the cache ops");
+rule!(TENSOR_SCALAR_VALID_OPS, "tensor_scalar_valid_ops", Format,
+    public "R isa/validator-architecture.md (tensor_scalar_valid_ops); isa-facts §6.3 (arith / general bitvec sets)",
+    "op0/op1 are arith ops (bitvec ops for 0x53); reverse uses bits 0..1 only");
+rule!(TS_IMM_SRC, "is_valid_enum(IMM_SRC)", Format,
+    public "isa-facts §6.7 (IMM_SRC INSTRUCTION 0, POINTER 1, REG_PTR 2)",
+    "imm0_src / imm1_src are IMM_SRC members");
+rule!(TS_EXPONENTIAL, "is_valid_s3d3_ts.exponential", Format,
+    public "isa-facts §4.3 (Exponential 0x30 forces op0 = op1 = 0 and reverse = 0)",
+    "Exponential: op0, op1 and reverse are zero");
+rule!(TS_BITVEC_DTYPES, "is_valid_s3d3_ts.bitvec_dtypes", Format,
+    public "isa-facts §4.3 (bitvec form needs in == out ∈ {INT8/16/32, UINT8/16/32})",
+    "bitvec TensorScalar: in == out, an 8/16/32-bit integer");
+rule!(TS_NUM, "is_valid_s3d3_ts.num_active_partitions", Format,
+    public "isa-facts §4.3 (num_active_partitions 1..128)",
+    "num_active_partitions is 1..=128");
+
+/// `is_valid_s3d3_ts`.
+pub fn is_valid_s3d3_ts<S: Sink>(ck: &mut Ck<S>) {
+    let gen = ck.gen;
+    let opc = ck.u8(0);
+    // (3) enums
+    let acc = ck.get(ACC_CMD) as u8;
+    if matches!(opc, 0x43 | 0x53) {
+        ck.check(acc == 0, &TS_ACC_CMD, ACC_CMD, Allowed::Eq(0));
+    } else {
+        enum_check(ck, &TS_ACC_CMD, ACC_CMD, enums::ACCUM_CMD, "0..=4");
+    }
+    enum_check(ck, &TS_IMM_SRC, IMM0_SRC, enums::IMM_SRC, "0..=2");
+    enum_check(ck, &TS_IMM_SRC, IMM1_SRC, enums::IMM_SRC, "0..=2");
+    let (set, text) = if opc == 0x53 {
+        (enums::GENERAL_BITVEC, "a general bitvec op")
+    } else {
+        (enums::arith(gen), "an arith op of this generation")
+    };
+    enum_check(ck, &TENSOR_SCALAR_VALID_OPS, OP0, set, text);
+    enum_check(ck, &TENSOR_SCALAR_VALID_OPS, OP1, set, text);
+    alu_pool_only(ck, OP0);
+    alu_pool_only(ck, OP1);
+    ck.check(
+        ck.get(REVERSE) <= 3,
+        &TENSOR_SCALAR_VALID_OPS,
+        REVERSE,
+        Allowed::Max(3),
+    );
+    if opc == 0x30 {
+        for f in [OP0, OP1, REVERSE] {
+            ck.check(ck.get(f) == 0, &TS_EXPONENTIAL, f, Allowed::Eq(0));
+        }
+    }
+    // (4) reserved
+    reserved_zero(ck, 13, 3);
+    if ck.done() {
+        return;
+    }
+    // (5) dtypes
+    let (i, o) = (ck.get(IN_DTYPE) as u8, ck.get(OUT_DTYPE) as u8);
+    dtype_check(ck, IN_DTYPE, i, DtypeOpts::PLAIN);
+    dtype_check(ck, OUT_DTYPE, o, DtypeOpts::FP32R);
+    if opc == 0x53 {
+        let ok = i == o
+            && matches!(
+                i,
+                dtype::INT8
+                    | dtype::UINT8
+                    | dtype::INT16
+                    | dtype::UINT16
+                    | dtype::INT32
+                    | dtype::UINT32
+            );
+        ck.check(
+            ok,
+            &TS_BITVEC_DTYPES,
+            OUT_DTYPE,
+            Allowed::Text("in == out, an 8/16/32-bit integer"),
+        );
+    }
+    if ck.done() {
+        return;
+    }
+    // (6) geometry
+    let n = ck.get(NUM);
+    ck.check(
+        (1..=128).contains(&n),
+        &TS_NUM,
+        NUM,
+        Allowed::Text("1..=128"),
+    );
+    addr::tensor_valid(ck, SRC, 3, i, Placement::READ_ANY);
+    addr::tensor_valid(ck, DST, 3, o, Placement::WRITE_ANY);
+    addr::start_addr_active_channels(ck, SRC, NUM);
+    addr::start_addr_active_channels(ck, DST, NUM);
+    pool_no_psum(ck, &[SRC, DST]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use tpbsim_isa::{Bundle, Gen};
+
+    fn ts(opc: u8) -> Bundle {
+        let mut b = hdr(opc);
+        t3(&mut b, 16, 0x100, [1, 1, 64]);
+        b.0[32] = dtype::BF16;
+        b.0[33] = dtype::BF16;
+        b.0[34] = 16;
+        b.0[36] = 0x06; // MULT
+        b.0[37] = 0x04; // ADD
+        t3(&mut b, 48, 0x400, [1, 1, 64]);
+        b
+    }
+
+    fn f(b: &Bundle) -> Vec<&'static str> {
+        fails(b, Gen::V3, None, is_valid_s3d3_ts)
+    }
+
+    #[test]
+    fn legal_and_rules() {
+        assert!(f(&ts(0x43)).is_empty(), "{:?}", f(&ts(0x43)));
+        let mut b = ts(0x43);
+        b.0[12] = 2;
+        assert_eq!(f(&b), ["is_valid_s3d3_ts.accumulator_cmd"]);
+        b.0[0] = 0x9A;
+        assert!(f(&b).is_empty());
+        let mut b = ts(0x43);
+        b.0[14] = 1;
+        assert_eq!(f(&b), ["reserved_zero"]);
+        let mut b = ts(0x43);
+        b.0[36] = 0x0A; // BITWISE_AND is not arith
+        assert_eq!(f(&b), ["tensor_scalar_valid_ops"]);
+        let mut b = ts(0x30);
+        assert_eq!(
+            f(&b),
+            [
+                "is_valid_s3d3_ts.exponential",
+                "is_valid_s3d3_ts.exponential"
+            ]
+        );
+        b.0[36] = 0;
+        b.0[37] = 0;
+        assert!(f(&b).is_empty());
+        let mut b = ts(0x53);
+        b.0[36] = 0x0A;
+        b.0[37] = 0x0B;
+        assert_eq!(f(&b), ["is_valid_s3d3_ts.bitvec_dtypes"]);
+        b.0[32] = dtype::INT16;
+        b.0[33] = dtype::INT16;
+        assert!(f(&b).is_empty());
+        let mut b = ts(0x43);
+        b.0[32] = dtype::FP32R;
+        assert_eq!(f(&b), ["is_valid_dtype"]);
+    }
+}

@@ -1,0 +1,255 @@
+//! `is_valid_s3s3d3_tt`: TensorTensor arith 0x41, bitvec 0x51, CopyPredicated 0x72 and
+//! CastPredicated 0x99 (`S3S3D3_TT`).
+//!
+//! Layout (header order, isa-facts §4.3 / §10 #26): +12 dtype pair (low nibble src0, high
+//! nibble src1), +13 out_dtype, +14 op, +15 num_active_partitions, src0 +16, src1 +32,
+//! dst +48. Legality: isa-facts §4.3 and §6.3; `tt_valid_partitions` §3.1.
+
+use super::super::addr::{self, Operand, Placement};
+use super::super::dtype;
+use super::super::enums;
+use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::{alu_pool_only, dtype_check, pool_no_psum, DtypeOpts};
+
+/// Source 0.
+pub const SRC0: Operand = Operand::new("src0", 16);
+/// Source 1.
+pub const SRC1: Operand = Operand::new("src1", 32);
+/// Destination.
+pub const DST: Operand = Operand::new("dst", 48);
+/// src0 dtype (low nibble).
+pub const DT0: Field = Field::sub("dtype_pair", "src0 (low nibble)", 12, 1);
+/// src1 dtype (high nibble).
+pub const DT1: Field = Field::sub("dtype_pair", "src1 (high nibble)", 12, 1);
+/// Output dtype.
+pub const OUT: Field = Field::new("out_dtype", 13, 1);
+/// ALU op.
+pub const OP: Field = Field::new("op", 14, 1);
+/// Active partitions.
+pub const NUM: Field = Field::new("num_active_partitions", 15, 1);
+
+rule!(TT_ALU_OP, "is_valid_s3s3d3_tt.alu_op", Format,
+    public "isa-facts §4.3 (0x41: general arith ∪ {POW} ∪ valid int aluop; 0x51: general bitvec; predicated forms: BYPASS)",
+    "the ALU op is legal for the opcode and generation");
+rule!(TT_DTYPES, "is_valid_s3s3d3_tt.dtypes", Format,
+    public "isa-facts §4.3 (bitvec output integer; predicate dtype integer; 0x72 data dtype == out; 64-bit only through the int band)",
+    "the dtype combination is legal for the opcode");
+rule!(TT_SIGNEDNESS, "is_valid_s3s3d3_tt.int_signedness", Format,
+    public "isa-facts §4.3/§6.3 (integer-band ops need all three operands signed, or all unsigned, per the signedness lists)",
+    "integer-band ops: all integer operands share the signedness the op requires");
+rule!(TT_ELEMENTS, "is_valid_s3s3d3_tt.elements", Format,
+    public "isa-facts §4.3 (src0, src1 and dst element-count products agree)",
+    "src0, src1 and dst cover the same number of elements");
+
+/// `is_valid_s3s3d3_tt`.
+pub fn is_valid_s3s3d3_tt<S: Sink>(ck: &mut Ck<S>) {
+    let gen = ck.gen;
+    let opc = ck.u8(0);
+    let op = ck.get(OP) as u8;
+    // (3) enums: the ALU op for this opcode.
+    let (legal, text) = match opc {
+        0x41 => (
+            enums::tt_arith(gen),
+            "general arith, POW or an integer-band op",
+        ),
+        0x51 => (enums::GENERAL_BITVEC, "a general bitvec op"),
+        _ => (
+            enums::ByteSet::of(&[enums::BYPASS]),
+            "BYPASS for a predicated copy/cast",
+        ),
+    };
+    ck.check(legal.has(op), &TT_ALU_OP, OP, Allowed::Text(text));
+    alu_pool_only(ck, OP);
+    if ck.done() {
+        return;
+    }
+    // (5) dtypes
+    let pair = ck.u8(12);
+    let (d0, d1, out) = (pair & 0xF, pair >> 4, ck.get(OUT) as u8);
+    let int_band = enums::is_int_band(op);
+    let o = DtypeOpts {
+        fp32r: false,
+        b64: int_band,
+        fp4: false,
+    };
+    dtype_check(ck, DT0, d0, o);
+    dtype_check(ck, DT1, d1, o);
+    dtype_check(
+        ck,
+        OUT,
+        out,
+        DtypeOpts {
+            fp32r: opc == 0x41,
+            b64: int_band,
+            fp4: false,
+        },
+    );
+    if ck.done() {
+        return;
+    }
+    match opc {
+        0x51 => {
+            ck.check(
+                dtype::is_int(out),
+                &TT_DTYPES,
+                OUT,
+                Allowed::Text("an integer output for a bitvec op"),
+            );
+        }
+        0x72 | 0x99 => {
+            ck.check(
+                matches!(
+                    d0,
+                    dtype::INT8
+                        | dtype::UINT8
+                        | dtype::INT16
+                        | dtype::UINT16
+                        | dtype::INT32
+                        | dtype::UINT32
+                ),
+                &TT_DTYPES,
+                DT0,
+                Allowed::Text("an 8/16/32-bit integer predicate dtype"),
+            );
+            if opc == 0x72 {
+                ck.check(d1 == out, &TT_DTYPES, OUT, Allowed::Eq(d1 as u64));
+            }
+        }
+        _ => {}
+    }
+    if int_band && dtype::is_int(d0) && dtype::is_int(d1) && dtype::is_int(out) {
+        let s = [d0, d1, out].map(dtype::is_signed_int);
+        let ok = if enums::SIGNED_ONLY.has(op) {
+            s.iter().all(|x| *x)
+        } else if enums::UNSIGNED_ONLY.has(op) {
+            s.iter().all(|x| !*x)
+        } else {
+            s[0] == s[1] && s[1] == s[2]
+        };
+        ck.check(
+            ok,
+            &TT_SIGNEDNESS,
+            DT1,
+            Allowed::Text("operands of one signedness, as the op requires"),
+        );
+    }
+    // (6) placement and geometry
+    let n = ck.get(NUM);
+    if !(1..=128).contains(&n) {
+        ck.fail(
+            &addr::START_ADDR_ACTIVE_CHANNELS,
+            NUM,
+            n,
+            Allowed::Text("1..=128 partitions"),
+        );
+    }
+    let e0 = addr::tensor_valid(ck, SRC0, 3, d0, Placement::READ_ANY);
+    let e1 = addr::tensor_valid(ck, SRC1, 3, d1, Placement::READ_ANY);
+    let ed = addr::tensor_valid(ck, DST, 3, out, Placement::WRITE_ANY);
+    if e0 != 0 && e1 != 0 && ed != 0 && !(e0 == e1 && e1 == ed) {
+        ck.fail(&TT_ELEMENTS, DST.num(3, 2), ed, Allowed::Eq(e0));
+    }
+    addr::tt_valid_partitions(ck, SRC0, SRC1);
+    for op in [SRC0, SRC1, DST] {
+        addr::start_addr_active_channels(ck, op, NUM);
+    }
+    pool_no_psum(ck, &[SRC0, SRC1, DST]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use tpbsim_isa::{Bundle, Gen};
+
+    fn tt(op: u8) -> Bundle {
+        let mut b = hdr(0x41);
+        b.0[12] = dtype::BF16 | (dtype::BF16 << 4);
+        b.0[13] = dtype::FP32;
+        b.0[14] = op;
+        b.0[15] = 32;
+        t3(&mut b, 16, 0x100, [1, 1, 64]);
+        t3(&mut b, 32, 0x200, [1, 2, 32]);
+        t3(&mut b, 48, addr::PSUM_BASE, [1, 1, 64]);
+        b
+    }
+
+    fn f(b: &Bundle, gen: Gen, e: Option<u8>) -> Vec<&'static str> {
+        fails(b, gen, e, is_valid_s3s3d3_tt)
+    }
+
+    #[test]
+    fn legal() {
+        assert!(
+            f(&tt(0x04), Gen::V3, None).is_empty(),
+            "{:?}",
+            f(&tt(0x04), Gen::V3, None)
+        );
+    }
+
+    #[test]
+    fn two_sbuf_sources_in_different_quadrants() {
+        let mut b = tt(0x04);
+        b.set_u32(32, 32 << 18);
+        assert_eq!(f(&b, Gen::V3, None), ["tt_valid_partitions"]);
+        b.set_u32(32, 31 << 18);
+        assert!(f(&b, Gen::V3, None).is_empty());
+    }
+
+    #[test]
+    fn at_most_one_psum_source() {
+        let mut b = tt(0x04);
+        b.set_u32(16, addr::PSUM_BASE);
+        b.set_u32(32, addr::PSUM_BASE + 0x800);
+        assert_eq!(f(&b, Gen::V3, None), ["tt_valid_partitions"]);
+    }
+
+    #[test]
+    fn alu_legality() {
+        assert_eq!(
+            f(&tt(0x1C), Gen::V3, None),
+            ["is_valid_s3s3d3_tt.alu_op"],
+            "CRC32 not an arith op"
+        );
+        assert!(f(&tt(0x1A), Gen::V3, None).is_empty(), "POW legal for 0x41");
+        assert_eq!(
+            f(&tt(0x1A), Gen::V4, Some(3)),
+            ["alu_op_pool_only"],
+            "POW is Pool only"
+        );
+        let mut b = tt(0x1A);
+        b.set_u32(48, 0x300); // Pool has no PSUM port
+        assert!(f(&b, Gen::V4, Some(2)).is_empty());
+        assert_eq!(
+            f(&tt(0x20), Gen::V3, None),
+            ["is_valid_s3s3d3_tt.alu_op"],
+            "ABS_MAX is v4+"
+        );
+        assert!(f(&tt(0x20), Gen::V4, Some(3)).is_empty());
+        let mut b = tt(0x0A);
+        b.0[0] = 0x51;
+        assert_eq!(
+            f(&b, Gen::V3, None),
+            ["is_valid_s3s3d3_tt.dtypes"],
+            "bitvec output must be integer"
+        );
+        b.0[12] = dtype::INT32 | (dtype::INT32 << 4);
+        b.0[13] = dtype::INT32;
+        assert!(f(&b, Gen::V3, None).is_empty());
+        b.0[14] = 0x04;
+        assert_eq!(f(&b, Gen::V3, None), ["is_valid_s3s3d3_tt.alu_op"]);
+    }
+
+    #[test]
+    fn int_signedness_and_elements() {
+        let mut b = tt(0xCF); // MAX_INT: signed only
+        b.0[12] = dtype::INT32 | (dtype::UINT32 << 4);
+        b.0[13] = dtype::INT32;
+        assert_eq!(f(&b, Gen::V3, None), ["is_valid_s3s3d3_tt.int_signedness"]);
+        b.0[12] = dtype::INT32 | (dtype::INT32 << 4);
+        assert!(f(&b, Gen::V3, None).is_empty());
+        let mut b = tt(0x04);
+        b.set_u16(48 + 14, 32);
+        assert_eq!(f(&b, Gen::V3, None), ["is_valid_s3s3d3_tt.elements"]);
+    }
+}

@@ -23,6 +23,8 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Run a kernel NEFF on the machine model, write its outputs and compare them with references.
     Run(cmd::run::Args),
+    /// Check engine streams with the L2 wire validator (silicon legality per generation).
+    Validate(cmd::validate::Args),
 }
 
 fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
@@ -31,6 +33,7 @@ fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
         Command::Neff(a) => cmd::neff::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Validate(a) => cmd::validate::run(a),
     }
 }
 

@@ -4,3 +4,4 @@ pub mod info;
 pub mod neff;
 pub mod verify;
 pub mod run;
+pub mod validate;

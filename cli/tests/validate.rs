@@ -111,3 +111,46 @@ fn usage_and_io_errors() {
         1
     );
 }
+
+#[test]
+fn neff_every_stream() {
+    use tpbsim_isa::neff::{Limits, Neff};
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/neff/kernel");
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("kernel");
+    copy_tree(Path::new(src), &tree);
+    std::fs::write(tree.join("sg00/PE.bin"), fixture("v3", true, "pe")).unwrap();
+    std::fs::write(tree.join("sg00/act_instr"), fixture("v3", true, "act")).unwrap();
+    let neff = Neff::from_dir(&tree, "kernel", &Limits::default()).unwrap();
+    let path = dir.path().join("kernel.neff");
+    neff.write_to(&path).unwrap();
+    let p = path.display().to_string();
+    let (code, out, err) = sim(&["validate", &p, "--arch", "v3"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("kernel.neff:sg00/PE.bin") && err.contains("act"),
+        "{err}"
+    );
+    std::fs::write(tree.join("sg00/PE.bin"), fixture("v3", false, "pe")).unwrap();
+    let neff = Neff::from_dir(&tree, "kernel", &Limits::default()).unwrap();
+    neff.write_to(&path).unwrap();
+    let (code, out, _) = sim(&["validate", &p, "--arch", "v3", "--json"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.lines().all(|l| l.contains("kernel.neff:sg00/PE.bin")),
+        "{out}"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), t).unwrap();
+        }
+    }
+}

@@ -97,6 +97,56 @@ def act(dst=0x100, out=BF16):
     return b
 
 
+def ts(opc=0x43):
+    b = hdr(opc)
+    t3(b, 16, 0x100, (1, 1, 64))
+    b[32] = BF16
+    b[33] = BF16
+    b[34] = 16
+    b[36] = 0x06
+    b[37] = 0x04
+    t3(b, 48, 0x400, (1, 1, 64))
+    return b
+
+
+def t4(b, off, addr, nums):
+    u32(b, off, addr)
+    for i in range(4):
+        u16(b, off + 4 + 2 * i, 1)
+        u16(b, off + 12 + 2 * i, nums[i])
+
+
+def copy():
+    b = hdr(0x46)
+    t4(b, 12, 0x100, (1, 1, 2, 32))
+    b[32] = BF16
+    b[33] = BF16
+    b[34] = 32
+    t4(b, 44, 0x800, (1, 1, 1, 64))
+    return b
+
+
+def rs():
+    b = hdr(0xBC)
+    b[12] = 8
+    b[13] = FP32 | (FP32 << 4)
+    b[15] = 0x08
+    u32(b, 20, 0xFF7FFFFF)
+    u32(b, 24, 0x100)
+    u16(b, 28, 1)
+    u16(b, 30, 1)
+    u16(b, 32, 1)
+    u16(b, 34, 16)
+    b[36] = 0x14
+    b[37] = 0x16
+    u32(b, 48, 0x200)
+    u16(b, 52, 1)
+    u16(b, 54, 1)
+    u16(b, 56, 1)
+    u16(b, 58, 16)
+    return b
+
+
 def nop(**kw):
     b = hdr(0xA0)
     for k, v in kw.items():
@@ -119,6 +169,14 @@ for g in ("v2", "v3", "v4"):
     add(g, "dve", "valid", "-", "-", tt(), "TensorTensor add, SBUF sources in one quadrant, PSUM dst")
     add(g, "act", "valid", "-", "-", act(), "Activate sigmoid PSUM -> SBUF bf16")
     add(g, "sp", "valid", "-", "-", nop(b32=5, b34=0x13), "EventSemaphore")
+    add(g, "dve", "valid", "-", "-", nop(b4=1, b6=0x13, b32=5, b34=0x13), "EventSemaphore on DVE")
+    add(g, "dve", "valid", "-", "-", ts(), "TensorScalar mult/add bf16")
+    add(g, "dve", "valid", "-", "-", copy(), "Copy 4D bf16")
+    if g != "v2":
+        add(g, "dve", "valid", "-", "-", rs(), "RangeSelect")
+    b = ts()
+    b[12] = 2
+    add(g, "dve", "error", "is_valid_s3d3_ts.accumulator_cmd", FMT[g], b, "plain TensorScalar with an accumulate command")
     add(g, "pe", "error", "has_valid_inst_len", FMT[g], hdr(0xA0, 0x08), "bad inst_word_len")
     add(g, "act", "error", "instruction_engine_check" if g == "v2" else "neuron_isa_check_opcode_on_engine",
         ENG[g], mm(g), "Matmul in the ACT stream")

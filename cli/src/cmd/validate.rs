@@ -2,14 +2,17 @@
 //!
 //! Each `.bin` stream is checked for the chosen generation; the engine comes from `--engine`
 //! or from the stream's file name (`PE.bin`, `Activation.bin`, `Pool.bin`, `DVE.bin`,
-//! `SP.bin`). Diagnostics are printed in stream order (text with a marked hex dump, or JSON
+//! `SP.bin`). A `.neff` is checked stream by stream (every engine stream of every subgraph,
+//! labelled `file.neff:member`). Diagnostics are printed in stream order (text with a marked hex dump, or JSON
 //! Lines with `--json`). Exit 0 when every bundle is valid, 1 when any is invalid, 2 on usage
 //! or I/O errors.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use tpbsim_isa::{Bundle, Engine, Gen, BUNDLE_SIZE};
+use tpbsim_isa::neff::{Neff, ReadOptions};
+use tpbsim_isa::stream::EngineStream;
+use tpbsim_isa::{Engine, Gen};
 use tpbsim_validate::diag::{Mode, Severity};
 use tpbsim_validate::l2::{self, StreamSpec};
 
@@ -38,25 +41,6 @@ pub struct Args {
     pub threads: Option<usize>,
 }
 
-/// Read a stream file into bundles; its size must be a multiple of 64 bytes.
-fn read_stream(path: &Path) -> Result<Vec<Bundle>, CliError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
-    if bytes.len() % BUNDLE_SIZE != 0 {
-        return Err(CliError::Usage(format!(
-            "{}: size {} is not a multiple of {BUNDLE_SIZE} bytes (trailing {} bytes at offset {:#x})",
-            path.display(),
-            bytes.len(),
-            bytes.len() % BUNDLE_SIZE,
-            bytes.len() - bytes.len() % BUNDLE_SIZE
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(BUNDLE_SIZE)
-        .filter_map(Bundle::from_slice)
-        .collect())
-}
-
 /// Run `sim validate`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
     if !l2::GENS.contains(&a.arch) {
@@ -80,39 +64,46 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     } else {
         Mode::CollectAll
     };
-    // Resolve every input before validating any, so usage errors come first.
-    let mut inputs = Vec::new();
+    // Open every input before validating any, so usage and I/O errors come first.
+    let mut streams: Vec<(String, EngineStream)> = Vec::new();
     for f in &a.files {
         let ext = f
             .extension()
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
         if ext.as_deref() == Some("neff") {
-            return Err(CliError::Usage(format!(
-                "{}: NEFF input is not supported yet; extract the engine streams and pass the .bin files",
-                f.display()
-            )));
+            let neff =
+                Neff::read(f, &ReadOptions::default()).map_err(|e| CliError::Io(e.to_string()))?;
+            let sgs = neff
+                .subgraphs()
+                .map_err(|e| CliError::Io(format!("{}: {e}", f.display())))?;
+            for sg in sgs {
+                for (_, sm) in sg.streams {
+                    streams.push((format!("{}:{}", f.display(), sm.member), sm.stream));
+                }
+            }
+        } else {
+            let s = EngineStream::open(f, a.engine).map_err(|e| match e {
+                tpbsim_isa::stream::StreamError::Io { .. } => CliError::Io(e.to_string()),
+                _ => CliError::Usage(format!(
+                    "{e}; pass --engine pe|act|pool|dve|sp if the name does not tell"
+                )),
+            })?;
+            streams.push((f.display().to_string(), s));
         }
-        let engine = match a.engine.or_else(|| Engine::from_file_name(f)) {
-            Some(e) => e,
-            None => return Err(CliError::Usage(format!(
-                "{}: cannot tell the engine from the file name; pass --engine pe|act|pool|dve|sp",
-                f.display()
-            ))),
-        };
-        inputs.push((f, engine));
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut any_invalid = false;
-    for (f, engine) in inputs {
-        let bundles = read_stream(f)?;
+    for (name, stream) in &streams {
+        let engine = stream.engine();
+        let bundles = stream.bundles();
         let spec = StreamSpec {
-            file: Some(f.display().to_string()),
+            file: Some(name.clone()),
             gen: a.arch,
             engine,
         };
-        let report = pool.install(|| l2::validate_stream(&bundles, &spec, mode));
+        let report = pool.install(|| l2::validate_stream(bundles, &spec, mode));
         for d in &report.diagnostics {
             let r = if a.json {
                 writeln!(out, "{}", d.to_json())
@@ -132,13 +123,10 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
                 .filter(|d| d.severity == Severity::NotChecked)
                 .count();
             eprintln!(
-                "{}: {} {} bundle(s): {} invalid, {} with rules not checked ({} summar{})",
-                spec.file.as_deref().unwrap_or("-"),
-                engine,
+                "{name}: {engine} {} bundle(s): {} invalid, {} with rules not checked ({nc} summar{})",
                 report.bundles,
                 report.invalid,
                 report.unchecked,
-                nc,
                 if nc == 1 { "y" } else { "ies" }
             );
         }

@@ -30,9 +30,6 @@ pub const Q_DST: Operand = Operand::new("dst", 48);
 rule!(MX_DTYPE, "is_valid_mx_dtype", Format,
     public "G firmware/kernels/pe-matmul.md §7 (is_valid_mx_dtype: FP8_EXP3/4/5, FP4_EXP2 on v4; FP8_EXP2, INT4 from v5)",
     "the MX data dtype is FP8_EXP3, FP8_EXP4, FP8_EXP5 or FP4_EXP2");
-rule!(MX_OUT, "has_valid_mm_out_dtype", Format,
-    public "G firmware/kernels/pe-matmul.md §8 (FP32 | BF16 | 0 on v4)",
-    "MatmulMx writes FP32 or BF16 (0 means FP32)");
 rule!(QUANT_SRC_PARTITIONS, "is_valid_s3dmx1_quant.src_partitions", Format,
     public "C isa/pe-matmul-encoding.md (QuantizeMx src partition count ∈ {32, 64, 96, 128})",
     "the QuantizeMx source covers 32, 64, 96 or 128 partitions");
@@ -120,7 +117,7 @@ pub fn is_valid_smx1d3_mm<S: Sink>(ck: &mut Ck<S>) {
     let out = ck.get(MX_OUT_DTYPE) as u8;
     ck.check(
         out == 0 || out == dtype::FP32 || out == dtype::BF16,
-        &MX_OUT,
+        &pe::MM_OUT_DTYPE,
         MX_OUT_DTYPE,
         Allowed::Text("0, FP32 or BF16"),
     );

@@ -39,9 +39,6 @@ rule!(TS_ACC_CMD, "is_valid_s3d3_ts.accumulator_cmd", Format,
 rule!(TENSOR_SCALAR_VALID_OPS, "tensor_scalar_valid_ops", Format,
     public "R isa/validator-architecture.md (tensor_scalar_valid_ops); isa-facts §6.3 (arith / general bitvec sets)",
     "op0/op1 are arith ops (bitvec ops for 0x53); reverse uses bits 0..1 only");
-rule!(TS_IMM_SRC, "is_valid_enum(IMM_SRC)", Format,
-    public "isa-facts §6.7 (IMM_SRC INSTRUCTION 0, POINTER 1, REG_PTR 2)",
-    "imm0_src / imm1_src are IMM_SRC members");
 rule!(TS_EXPONENTIAL, "is_valid_s3d3_ts.exponential", Format,
     public "isa-facts §4.3 (Exponential 0x30 forces op0 = op1 = 0 and reverse = 0)",
     "Exponential: op0, op1 and reverse are zero");
@@ -63,8 +60,20 @@ pub fn is_valid_s3d3_ts<S: Sink>(ck: &mut Ck<S>) {
     } else {
         enum_check(ck, &TS_ACC_CMD, ACC_CMD, enums::ACCUM_CMD, "0..=4");
     }
-    enum_check(ck, &TS_IMM_SRC, IMM0_SRC, enums::IMM_SRC, "0..=2");
-    enum_check(ck, &TS_IMM_SRC, IMM1_SRC, enums::IMM_SRC, "0..=2");
+    enum_check(
+        ck,
+        &super::act::IMM_SRC_ENUM,
+        IMM0_SRC,
+        enums::IMM_SRC,
+        "0..=2",
+    );
+    enum_check(
+        ck,
+        &super::act::IMM_SRC_ENUM,
+        IMM1_SRC,
+        enums::IMM_SRC,
+        "0..=2",
+    );
     let (set, text) = if opc == 0x53 {
         (enums::GENERAL_BITVEC, "a general bitvec op")
     } else {

@@ -25,6 +25,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Check engine streams with the L2 wire validator (silicon legality per generation).
     Validate(cmd::validate::Args),
+    /// Cast bit patterns (hex, one per line on stdin) or one value between number formats.
+    Convert(cmd::convert::Args),
 }
 
 fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
@@ -34,6 +36,7 @@ fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Validate(a) => cmd::validate::run(a),
+        Command::Convert(a) => cmd::convert::run(a),
     }
 }
 

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod convert;
 pub mod info;
 pub mod neff;
 pub mod verify;

@@ -267,23 +267,25 @@ fn mini_encode<F: Mini>(x: f32, saturate: bool, selector: bool) -> u32 {
     let min_normal = ((F::EMIN + 127) as u32) << 23;
     let mag = if a < min_normal { sub } else { normal };
     let saturate = saturate && F::FP8;
+    let nan_code = match F::SPECIALS {
+        Specials::Ieee if F::FP8 && !selector => F::QNAN,
+        Specials::Ieee => sign | F::QNAN,
+        Specials::Fn => sign | ((1 << F::MAG_BITS) - 1),
+        Specials::Finite => sign,
+    };
+    let over_code = match F::SPECIALS {
+        _ if saturate => sign | F::MAX_FINITE,
+        Specials::Finite => sign | F::MAX_FINITE,
+        Specials::Ieee => sign | F::INF,
+        Specials::Fn if selector => sign,
+        Specials::Fn => (1 << F::MAG_BITS) - 1,
+    };
+    // Selects rather than branches, so that slice loops vectorise.
+    let code = if mag > F::MAX_FINITE { over_code } else { sign | mag };
     if a > 0x7F80_0000 {
-        match F::SPECIALS {
-            Specials::Ieee if F::FP8 && !selector => F::QNAN,
-            Specials::Ieee => sign | F::QNAN,
-            Specials::Fn => sign | ((1 << F::MAG_BITS) - 1),
-            Specials::Finite => sign,
-        }
-    } else if mag > F::MAX_FINITE {
-        match F::SPECIALS {
-            _ if saturate => sign | F::MAX_FINITE,
-            Specials::Finite => sign | F::MAX_FINITE,
-            Specials::Ieee => sign | F::INF,
-            Specials::Fn if selector => sign,
-            Specials::Fn => (1 << F::MAG_BITS) - 1,
-        }
+        nan_code
     } else {
-        sign | mag
+        code
     }
 }
 
@@ -445,7 +447,7 @@ pub fn cast(src_format: Format, code: u64, dst_format: Format, policy: &CastPoli
 /// Logical elements in `bytes` bytes of `format`.
 fn elements_in(bytes: usize, format: Format) -> Result<usize, CastError> {
     let container = format.container_bytes();
-    if bytes % container != 0 {
+    if !bytes.is_multiple_of(container) {
         return Err(CastError::SourceLength { len: bytes, format, container });
     }
     Ok(bytes / container * format.lanes())
@@ -454,7 +456,7 @@ fn elements_in(bytes: usize, format: Format) -> Result<usize, CastError> {
 /// Bytes that `elements` elements of `format` take.
 fn bytes_for(elements: usize, format: Format) -> Result<usize, CastError> {
     let lanes = format.lanes();
-    if elements % lanes != 0 {
+    if !elements.is_multiple_of(lanes) {
         return Err(CastError::Lanes { elements, format, lanes });
     }
     Ok(elements / lanes * format.container_bytes())
@@ -468,49 +470,86 @@ fn check_dst(got: usize, elements: usize, format: Format) -> Result<(), CastErro
     Ok(())
 }
 
-#[inline(always)]
-fn le16(c: &[u8]) -> u16 {
-    u16::from_le_bytes([c[0], c[1]])
+/// A storage code type: its little-endian bytes in and out.
+trait Code: bytemuck::Pod {
+    const N: usize;
+    fn read(c: &[u8]) -> Self;
+    fn write(self, c: &mut [u8]);
 }
 
+macro_rules! code {
+    ($t:ty, $n:expr) => {
+        impl Code for $t {
+            const N: usize = $n;
+            #[inline(always)]
+            fn read(c: &[u8]) -> Self {
+                let mut b = [0u8; $n];
+                b.copy_from_slice(&c[..$n]);
+                <$t>::from_le_bytes(b)
+            }
+            #[inline(always)]
+            fn write(self, c: &mut [u8]) {
+                c[..$n].copy_from_slice(&self.to_le_bytes());
+            }
+        }
+    };
+}
+code!(u8, 1);
+code!(u16, 2);
+code!(u32, 4);
+code!(u64, 8);
+
+/// Decode codes of type `T` from `src` into `out` with `f`. On a little-endian host an aligned
+/// `src` is read as a `[T]` directly, which keeps the loop vectorisable.
 #[inline(always)]
-fn le32(c: &[u8]) -> u32 {
-    u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+fn decode_codes<T: Code>(src: &[u8], out: &mut [f32], f: impl Fn(T) -> f32) {
+    #[cfg(target_endian = "little")]
+    if let Ok(codes) = bytemuck::try_cast_slice::<u8, T>(src) {
+        for (o, &c) in out.iter_mut().zip(codes) {
+            *o = f(c);
+        }
+        return;
+    }
+    for (o, c) in out.iter_mut().zip(src.chunks_exact(T::N)) {
+        *o = f(T::read(c));
+    }
 }
 
+/// Encode `src` into codes of type `T` in `dst` with `f` (aligned fast path as in
+/// [`decode_codes`]).
 #[inline(always)]
-fn le64(c: &[u8]) -> u64 {
-    u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
-}
-
-#[inline(always)]
-fn map_bytes<const N: usize>(src: &[u8], out: &mut [f32], f: impl Fn(&[u8]) -> f32) {
-    for (o, c) in out.iter_mut().zip(src.chunks_exact(N)) {
-        *o = f(c);
+fn encode_codes<T: Code>(src: &[f32], dst: &mut [u8], f: impl Fn(f32) -> T) {
+    #[cfg(target_endian = "little")]
+    if let Ok(codes) = bytemuck::try_cast_slice_mut::<u8, T>(dst) {
+        for (o, &x) in codes.iter_mut().zip(src) {
+            *o = f(x);
+        }
+        return;
+    }
+    for (c, &x) in dst.chunks_exact_mut(T::N).zip(src) {
+        f(x).write(c);
     }
 }
 
 #[inline(always)]
 fn lut(src: &[u8], out: &mut [f32], table: &[u32; 256]) {
-    for (o, &c) in out.iter_mut().zip(src) {
-        *o = f32::from_bits(table[usize::from(c)]);
-    }
+    decode_codes::<u8>(src, out, |c| f32::from_bits(table[usize::from(c)]));
 }
 
 /// Decode whole elements; `out.len()` is the element count of `src`.
 fn decode_into(src: &[u8], format: Format, out: &mut [f32]) {
     match format {
-        Format::Uint8 | Format::Float8E8m0fnu => map_bytes::<1>(src, out, |c| f32::from(c[0])),
-        Format::Int8 => map_bytes::<1>(src, out, |c| f32::from(c[0] as i8)),
-        Format::Uint16 => map_bytes::<2>(src, out, |c| f32::from(le16(c))),
-        Format::Int16 => map_bytes::<2>(src, out, |c| f32::from(le16(c) as i16)),
-        Format::Uint32 => map_bytes::<4>(src, out, |c| le32(c) as f32),
-        Format::Int32 => map_bytes::<4>(src, out, |c| le32(c) as i32 as f32),
-        Format::Uint64 => map_bytes::<8>(src, out, |c| le64(c) as f32),
-        Format::Int64 => map_bytes::<8>(src, out, |c| le64(c) as i64 as f32),
-        Format::Float32 | Format::Float32r => map_bytes::<4>(src, out, |c| f32::from_bits(le32(c))),
-        Format::Bfloat16 => map_bytes::<2>(src, out, |c| f32::from_bits(bf16_decode(le16(c)))),
-        Format::Float16 => map_bytes::<2>(src, out, |c| f32::from_bits(f16_decode(le16(c)))),
+        Format::Uint8 | Format::Float8E8m0fnu => decode_codes::<u8>(src, out, f32::from),
+        Format::Int8 => decode_codes::<u8>(src, out, |c| f32::from(c as i8)),
+        Format::Uint16 => decode_codes::<u16>(src, out, f32::from),
+        Format::Int16 => decode_codes::<u16>(src, out, |c| f32::from(c as i16)),
+        Format::Uint32 => decode_codes::<u32>(src, out, |c| c as f32),
+        Format::Int32 => decode_codes::<u32>(src, out, |c| c as i32 as f32),
+        Format::Uint64 => decode_codes::<u64>(src, out, |c| c as f32),
+        Format::Int64 => decode_codes::<u64>(src, out, |c| c as i64 as f32),
+        Format::Float32 | Format::Float32r => decode_codes::<u32>(src, out, f32::from_bits),
+        Format::Bfloat16 => decode_codes::<u16>(src, out, |c| f32::from_bits(bf16_decode(c))),
+        Format::Float16 => decode_codes::<u16>(src, out, |c| f32::from_bits(f16_decode(c))),
         Format::Float8E3m4 => lut(src, out, &DEC_E3M4),
         Format::Float8E4m3 => lut(src, out, &DEC_E4M3),
         Format::Float8E4m3fn | Format::Float8E4m3fnX4 => lut(src, out, &DEC_E4M3FN),
@@ -525,36 +564,29 @@ fn decode_into(src: &[u8], format: Format, out: &mut [f32]) {
     }
 }
 
-#[inline(always)]
-fn put<const N: usize>(src: &[f32], dst: &mut [u8], f: impl Fn(f32) -> [u8; N]) {
-    for (c, &x) in dst.chunks_exact_mut(N).zip(src) {
-        c.copy_from_slice(&f(x));
-    }
-}
-
 /// Encode whole elements; `dst` holds exactly `src.len()` elements.
 fn encode_into(src: &[f32], format: Format, dst: &mut [u8], policy: &CastPolicy) {
     let (sat, sel, mode) = (policy.saturate_fp8, policy.fp8_nan_selector, policy.float_to_int);
     match format {
-        Format::Uint8 | Format::Float8E8m0fnu => put(src, dst, |x| [to_unsigned(x, mode, 0xFF) as u8]),
-        Format::Int8 => put(src, dst, |x| [to_signed(x, mode, -0x80, 0x7F) as u8]),
-        Format::Uint16 => put(src, dst, |x| (to_unsigned(x, mode, 0xFFFF) as u16).to_le_bytes()),
-        Format::Int16 => put(src, dst, |x| (to_signed(x, mode, -0x8000, 0x7FFF) as i16).to_le_bytes()),
-        Format::Uint32 => put(src, dst, |x| (to_unsigned(x, mode, u32::MAX.into()) as u32).to_le_bytes()),
-        Format::Int32 => {
-            put(src, dst, |x| (to_signed(x, mode, i32::MIN.into(), i32::MAX.into()) as i32).to_le_bytes())
+        Format::Uint8 | Format::Float8E8m0fnu => encode_codes(src, dst, |x| to_unsigned(x, mode, 0xFF) as u8),
+        Format::Int8 => encode_codes(src, dst, |x| to_signed(x, mode, -0x80, 0x7F) as u8),
+        Format::Uint16 => encode_codes(src, dst, |x| to_unsigned(x, mode, 0xFFFF) as u16),
+        Format::Int16 => encode_codes(src, dst, |x| to_signed(x, mode, -0x8000, 0x7FFF) as u16),
+        Format::Uint32 => encode_codes(src, dst, |x| to_unsigned(x, mode, u32::MAX.into()) as u32),
+        Format::Int32 => encode_codes(src, dst, |x| to_signed(x, mode, i32::MIN.into(), i32::MAX.into()) as u32),
+        Format::Uint64 => encode_codes(src, dst, |x| to_unsigned(x, mode, u64::MAX)),
+        Format::Int64 => encode_codes(src, dst, |x| to_signed(x, mode, i64::MIN, i64::MAX) as u64),
+        Format::Float32 => encode_codes(src, dst, f32::to_bits),
+        Format::Float32r => encode_codes(src, dst, f32r_encode),
+        Format::Bfloat16 => encode_codes(src, dst, bf16_encode),
+        Format::Float16 => encode_codes(src, dst, |x| mini_encode::<F16>(x, false, false) as u16),
+        Format::Float8E3m4 => encode_codes(src, dst, |x| mini_encode::<E3m4>(x, sat, sel) as u8),
+        Format::Float8E4m3 => encode_codes(src, dst, |x| mini_encode::<E4m3>(x, sat, sel) as u8),
+        Format::Float8E4m3fn | Format::Float8E4m3fnX4 => {
+            encode_codes(src, dst, |x| mini_encode::<E4m3fn>(x, sat, sel) as u8)
         }
-        Format::Uint64 => put(src, dst, |x| to_unsigned(x, mode, u64::MAX).to_le_bytes()),
-        Format::Int64 => put(src, dst, |x| to_signed(x, mode, i64::MIN, i64::MAX).to_le_bytes()),
-        Format::Float32 => put(src, dst, |x| x.to_bits().to_le_bytes()),
-        Format::Float32r => put(src, dst, |x| f32r_encode(x).to_le_bytes()),
-        Format::Bfloat16 => put(src, dst, |x| bf16_encode(x).to_le_bytes()),
-        Format::Float16 => put(src, dst, |x| (mini_encode::<F16>(x, false, false) as u16).to_le_bytes()),
-        Format::Float8E3m4 => put(src, dst, |x| [mini_encode::<E3m4>(x, sat, sel) as u8]),
-        Format::Float8E4m3 => put(src, dst, |x| [mini_encode::<E4m3>(x, sat, sel) as u8]),
-        Format::Float8E4m3fn | Format::Float8E4m3fnX4 => put(src, dst, |x| [mini_encode::<E4m3fn>(x, sat, sel) as u8]),
-        Format::Float8E5m2 | Format::Float8E5m2X4 => put(src, dst, |x| [mini_encode::<E5m2>(x, sat, sel) as u8]),
-        Format::Float4E2m1fn => put(src, dst, |x| [mini_encode::<E2m1>(x, sat, sel) as u8]),
+        Format::Float8E5m2 | Format::Float8E5m2X4 => encode_codes(src, dst, |x| mini_encode::<E5m2>(x, sat, sel) as u8),
+        Format::Float4E2m1fn => encode_codes(src, dst, |x| mini_encode::<E2m1>(x, sat, sel) as u8),
         Format::Float4E2m1fnX4 => {
             for (b, x) in dst.iter_mut().zip(src.chunks_exact(2)) {
                 let lo = mini_encode::<E2m1>(x[0], sat, sel);
@@ -610,6 +642,22 @@ pub fn cast_slice(
     if src_format == dst_format {
         dst.copy_from_slice(src);
         return Ok(n);
+    }
+    // One leg is fp32 itself: skip the hub buffer when the fp32 side is aligned.
+    #[cfg(target_endian = "little")]
+    {
+        if matches!(src_format, Format::Float32 | Format::Float32r) {
+            if let Ok(xs) = bytemuck::try_cast_slice::<u8, f32>(src) {
+                encode_into(xs, dst_format, dst, policy);
+                return Ok(n);
+            }
+        }
+        if dst_format == Format::Float32 {
+            if let Ok(out) = bytemuck::try_cast_slice_mut::<u8, f32>(dst) {
+                decode_into(src, src_format, out);
+                return Ok(n);
+            }
+        }
     }
     let (sb, db) = (src_format.container_bytes(), dst_format.container_bytes());
     let (sl, dl) = (src_format.lanes(), dst_format.lanes());
@@ -839,7 +887,7 @@ mod tests {
         let mut out = [0u8; 16];
         let n = cast_slice(&[0x38, 0x40, 0xB8, 0x7F], Format::Float8E4m3fnX4, &mut out, Format::Float32, &p);
         assert_eq!(n, Ok(4));
-        let f: Vec<u32> = out.chunks_exact(4).map(le32).collect();
+        let f: Vec<u32> = out.chunks_exact(4).map(u32::read).collect();
         assert_eq!(f, [0x3F80_0000, 0x4000_0000, 0xBF80_0000, 0x7FC0_0000]);
         // Length errors.
         assert!(matches!(
@@ -854,6 +902,28 @@ mod tests {
             cast_slice(&[0; 6], Format::Bfloat16, &mut [0; 4], Format::Float8E4m3fnX4, &p),
             Err(CastError::Lanes { .. })
         ));
+    }
+
+    #[test]
+    fn misaligned_slices_take_the_byte_path_with_the_same_result() {
+        let n = CHUNK + 12;
+        let p = CastPolicy::DEVICE;
+        for src_f in Format::ALL {
+            let len = n / src_f.lanes() * src_f.container_bytes();
+            let bytes: Vec<u8> = (0..len + 1).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3]).collect();
+            for dst_f in Format::ALL {
+                let dlen = n / dst_f.lanes() * dst_f.container_bytes();
+                let mut aligned_src = vec![0u64; len.div_ceil(8)];
+                let a_src = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut aligned_src)[..len];
+                a_src.copy_from_slice(&bytes[1..]);
+                let mut aligned_dst = vec![0u64; dlen.div_ceil(8)];
+                let a_dst = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut aligned_dst)[..dlen];
+                cast_slice(a_src, src_f, a_dst, dst_f, &p).unwrap();
+                let mut odd_dst = vec![0u8; dlen + 1];
+                cast_slice(&bytes[1..], src_f, &mut odd_dst[1..], dst_f, &p).unwrap();
+                assert_eq!(&odd_dst[1..], &*a_dst, "{src_f} → {dst_f}");
+            }
+        }
     }
 
     #[test]

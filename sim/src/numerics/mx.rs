@@ -88,7 +88,7 @@ impl MxShape {
     }
 
     fn check(&self) -> Result<(), MxError> {
-        if self.partitions == 0 || self.free == 0 || self.partitions % BLOCK_PARTITIONS != 0 || self.free % BLOCK_FREE != 0 {
+        if self.partitions == 0 || self.free == 0 || !self.partitions.is_multiple_of(BLOCK_PARTITIONS) || !self.free.is_multiple_of(BLOCK_FREE) {
             return Err(MxError::Shape(*self));
         }
         Ok(())
@@ -168,7 +168,7 @@ pub const fn fp4_lane_remap(index: usize, stride: usize) -> usize {
     }
     let w = 2 * stride;
     let r = w * (index / w + 1) - index % w;
-    if index % 2 == 0 {
+    if index.is_multiple_of(2) {
         r - 2
     } else {
         r

@@ -106,3 +106,29 @@ fn l0_drift_and_rule_list() {
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("checkValidEngines"), "{}", stdout(&o));
 }
+
+#[test]
+fn fail_fast_stops_at_the_first_error() {
+    let f = bir("two_errors.bir.json");
+    let all = sim(&["verify", "--json", f.to_str().unwrap()]);
+    let first = sim(&["verify", "--json", "--fail-fast", f.to_str().unwrap()]);
+    assert_eq!(all.status.code(), Some(1));
+    assert_eq!(first.status.code(), Some(1));
+    let errors = |o: &Output| stdout(o).lines().filter(|l| l.contains("\"severity\":\"error\"")).count();
+    assert_eq!(errors(&all), 2);
+    assert_eq!(errors(&first), 1);
+    // The first error in walk order: instruction 1 (mem type) precedes instruction 2 (engine).
+    assert!(stdout(&first).contains("\"code\":310"), "{}", stdout(&first));
+}
+
+#[test]
+fn every_fixture_exit_code() {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bir("cases.json")).unwrap()).unwrap();
+    for case in manifest.as_array().unwrap() {
+        let file = case["file"].as_str().unwrap();
+        let want = if case["errors"].as_array().unwrap().is_empty() { 0 } else { 1 };
+        let o = sim(&["verify", "--json", bir(file).to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(want), "{file}: {}", stdout(&o));
+    }
+}

@@ -185,6 +185,168 @@ def build():
          # mm's ifmap is OCP float8_e4m3fn_x4; act then writes legacy float8_e4m3.
          [("checkFP8TypeConsistency", None)])
 
+    # --- MatmultMx: the 18 asserts, one at a time -------------------------------------
+    def mx_case(name, mutate, expect):
+        case(name, v4, lambda d: mutate(inst(d, "mm")), expect)
+
+    def elems(ap, n):
+        ap["pattern"][0][1] = n
+
+    mx_case("mx_228_ifmap_scale_ratio", lambda m: elems(m["args"][2], 31), [("checkMatmultMxInputs", 228)])
+    mx_case("mx_229_weights_scale_ratio", lambda m: elems(m["args"][3], 31), [("checkMatmultMxInputs", 229)])
+    mx_case("mx_230_ifmap_scale_upper_half", lambda m: m["args"][2].update(start_partition=16),
+            [("checkMatmultMxInputs", 230)])
+    mx_case("mx_231_weights_scale_upper_half", lambda m: m["args"][3].update(start_partition=20),
+            [("checkMatmultMxInputs", 231)])
+
+    def k_beyond_bank(m):
+        # 4097 containers = 16388 > 32 x 2048 B / 4 B; scales and output follow so only #5 breaks.
+        for ap in (m["args"][0], m["args"][2], m["outs"][0]):
+            elems(ap, 4097)
+    mx_case("mx_232_ifmap_beyond_psum_bank", k_beyond_bank, [("checkMatmultMxInputs", 232)])
+
+    def k_over_512(m):
+        # K = 520: assert #10 then needs 130 output partitions, beyond the 128 of PSUM.
+        elems(m["args"][1], 130)
+        elems(m["args"][3], 130)
+        m["outs"][0]["partitions"] = 130
+    mx_case("mx_233_weights_k_over_512", k_over_512,
+            [("checkMatmultMxInputs", 233), ("checkLegalPartitionAccess", None)])
+
+    def odd_blocks(m):
+        elems(m["args"][1], 33)
+        elems(m["args"][3], 33)
+        m["outs"][0]["partitions"] = 33
+    mx_case("mx_289_odd_x4_blocks", odd_blocks, [("checkMatmultMxInputs", 289)])
+
+    def parts48(m):
+        m["args"][0]["partitions"] = 48
+        m["args"][1]["partitions"] = 48
+    mx_case("mx_234_partitions_not_pow2_tile", parts48, [("checkMatmultMxInputs", 234)])
+    mx_case("mx_235_partition_mismatch", lambda m: m["args"][1].update(partitions=64), [("checkMatmultMxInputs", 235)])
+    mx_case("mx_236_output_partitions", lambda m: m["outs"][0].update(partitions=31), [("checkMatmultMxInputs", 236)])
+    mx_case("mx_237_output_elements", lambda m: elems(m["outs"][0], 31), [("checkMatmultMxInputs", 237)])
+    mx_case("mx_205_not_on_pe", lambda m: m.update(engine="Unassigned"), [("checkMatmultMxInstruction", 205)])
+    mx_case("mx_212_ifmap_scale_other_quadrant", lambda m: m["args"][2].update(start_partition=32),
+            [("checkMatmultMxInstruction", 212)])
+    mx_case("mx_213_weights_scale_other_quadrant", lambda m: m["args"][3].update(start_partition=64),
+            [("checkMatmultMxInstruction", 213)])
+    mx_case("mx_214_scale_not_4_aligned", lambda m: m["args"][2].update(start_partition=2),
+            [("checkMatmultMxInstruction", 214)])
+    mx_case("mx_241_column_tiled", lambda m: m.update(
+        tiles={"row_pos": [0], "col_pos": [0], "row_size": [128], "col_size": [64]}),
+            [("checkMatmultMxInstruction", 241)])
+    mx_case("mx_240_row_sub_tiled", lambda m: m.update(
+        tiles={"row_pos": [0], "col_pos": [-1], "row_size": [64], "col_size": [-1]}),
+            [("checkMatmultMxInstruction", 240)])
+    mx_case("mx_204_replication_shift", lambda m: m.update(replication_shift=1), [("checkMatmultMxInstruction", 204)])
+
+    # --- kernels and CustomOp ------------------------------------------------------------
+    case("customop_178_on_core_v4", su, lambda d: d.update(arch="core_v4"), [("checkCustomOp", 178)])
+    case("customop_178_on_gen3", su, lambda d: d.update(arch="gen3"), [("checkCustomOp", 178)])
+    case("nki_1680_sb_shape", v4, lambda d: inst(d, "nki").update(sb_num_partitions=0),
+         [("checkNKIKernelBufferShapes", 1680)])
+    case("nki_1681_psum_banks", v4, lambda d: inst(d, "nki").update(psum_bank_count=9),
+         [("checkNKIKernelBufferShapes", 1681)])
+    case("nki_1682_psum_partitions", v4, lambda d: inst(d, "nki").update(psum_num_partitions=129),
+         [("checkNKIKernelBufferShapes", 1682)])
+    case("nki_1683_outputs", v4, lambda d: inst(d, "nki").update(num_psum_buffers=2),
+         [("checkNKIKernelBufferShapes", 1683)])
+    case("nki_function_missing", v4, lambda d: inst(d, "nki").update(func="no_such_function"),
+         [("checkNKIKernelFunction", None)])
+    case("birkernel_base_partition", v4, lambda d: inst(d, "birk")["outs"][0].update(start_partition=32),
+         [("checkBIRKernel", None)])
+
+    # --- collectives --------------------------------------------------------------------
+    case("allgather_ratio", v4, lambda d: elems(inst(d, "gather")["outs"][0], 128),
+         [("checkCollectiveCompute", None)])
+    case("reducescatter_ratio", v4, lambda d: elems(inst(d, "scatter")["outs"][0], 128),
+         [("checkCollectiveCompute", None)])
+    case("collective_371_on_sunda", su, lambda d: main_block(d).append(
+        {"op": "AllReduce", "engine": "Pool", "args": [sb("ar_in", "float32", 128, 64)],
+         "outs": [sb("ar_out", "float32", 128, 64)]}),
+         [("checkCollectiveCompute", 371)])
+    case("collective_318_two_outputs", v4, lambda d: inst(d, "gather")["outs"].append(sb("g_extra", "float32", 128, 256)),
+         [("checkCollectiveCompute", 318)])
+    case("collective_311_alltoallv_on_gen3", v4, lambda d: d.update(
+        arch="gen3", functions=[{"name": "main", "blocks": [{"name": "bb0", "instructions": [inst(d, "a2av")]}]}]),
+         [("checkCollectiveCompute", 311)])
+    case("collective_312_not_partition_contiguous", v4,
+         lambda d: inst(d, "gather")["args"][0].update(pattern=[[2, 64]]),
+         [("checkCollectiveCompute", 312)])
+    case("collective_313_input_in_dram", v4, lambda d: inst(d, "gather")["args"][0].update(mem="DRAM"),
+         [("checkCollectiveCompute", 313)])
+    case("sendrecv_74_ranks", v4, lambda d: inst(d, "sendrecv").update(recv_from_rank=[]),
+         [("checkCollectiveCompute", 74)])
+    case("sendrecv_75_dtypes", v4, lambda d: inst(d, "sendrecv")["outs"][0].update(dtype="float16"),
+         [("checkCollectiveCompute", 75)])
+    case("alltoallv_metadata_dtype", v4, lambda d: inst(d, "a2av")["args"][1].update(dtype="int32"),
+         [("checkCollectiveCompute", None)])
+    case("collective_send_reads_io", v4, lambda d: main_block(d).insert(0, {
+        "op": "CollectiveSend", "engine": "Pool", "args": [ap("Input", "model_in", "float32", 1, [[1, 64]])]}),
+         [("checkCollective", None)])
+    case("dynamic_cfg_123_not_local", v4, lambda d: inst(d, "local_ar").update(is_local=False),
+         [("checkCollectivesInDynamicCFG", 123)])
+    case("dynamic_cfg_1500_sendrecv", v4, lambda d: inst(d, "loop")["blocks"][0]["instructions"].append(
+        {"op": "SendRecv", "engine": "Pool", "is_local": True, "recv_from_rank": [1],
+         "args": [sb("dsr_in", "bfloat16", 128, 64)], "outs": [sb("dsr_out", "bfloat16", 128, 64)]}),
+         [("checkCollectivesInDynamicCFG", 1500)])
+
+    # --- GPSIMD SB2SB ---------------------------------------------------------------------
+    def sb2sb_case(name, mutate, expect, base=v4):
+        case(name, base, lambda d: mutate(d, inst(d, "sb2sb")), expect)
+
+    def gate71(d, i):
+        i.update(engine="DVE")
+        d["functions"][0]["attrs"] = {"skip_engine_check": True}
+    sb2sb_case("sb2sb_verify_71_engine", gate71, [("GPSIMDSB2SB::verify", None)])
+    sb2sb_case("sb2sb_verify_74_no_output", lambda d, i: i.update(outs=[]), [("GPSIMDSB2SB::verify", None)])
+    sb2sb_case("sb2sb_c1_ctx", lambda d, i: i.update(ctx=3), [("isCompatible", None)])
+    sb2sb_case("sb2sb_c2_before_gen3", lambda d, i: d.update(
+        arch="sunda", functions=[{"name": "main", "blocks": [{"name": "bb0", "instructions": [i]}]}]),
+        # The class's opcode (0xBF) is gen3+, so the arch gate agrees with C2.
+        [("checkArchLevel", 366), ("isCompatible", None)])
+    sb2sb_case("sb2sb_c3_dtype", lambda d, i: i["outs"][0].update(dtype="float16"), [("isCompatible", None)])
+    sb2sb_case("sb2sb_c4_bytes_per_partition", lambda d, i: elems(i["outs"][0], 128), [("isCompatible", None)])
+
+    def six_dims(d, i):
+        for a in (i["args"][0], i["outs"][0]):
+            a["pattern"] = [[256, 1], [256, 1], [256, 1], [256, 1], [1, 256]]
+    sb2sb_case("sb2sb_c5_dims", six_dims, [("isCompatible", None)])
+    sb2sb_case("sb2sb_c6_not_sb", lambda d, i: i["outs"][0].update(mem="PSUM"), [("isCompatible", None)])
+    sb2sb_case("sb2sb_c7_indirect", lambda d, i: i["args"][0].update(indirect=True), [("isCompatible", None)])
+
+    def over_budget(d, i):
+        elems(i["args"][0], 512)
+        elems(i["outs"][0], 512)
+    sb2sb_case("sb2sb_c8_effective_bytes", over_budget, [("isCompatible", None)])
+
+    # --- write in place -------------------------------------------------------------------
+    case("wip_shifted_overlap", v4, lambda d: inst(d, "add_in_place")["outs"][0].update(offset=1),
+         [("checkWriteInPlaceValidity", None)])
+    case("wip_transpose", v4, lambda d: main_block(d).insert(0, {
+        "op": "StreamTranspose", "engine": "Pool",
+        "args": [sb("t", "bfloat16", 128, 64)], "outs": [sb("t", "bfloat16", 128, 64)]}),
+         [("checkWriteInPlaceValidity", None)])
+    case("wip_pe_replication", v4, lambda d: main_block(d).insert(0, {
+        "op": "Generic", "engine": "PE",
+        "args": [sb("g", "bfloat16", 128, 64)], "outs": [ap("SB", "g", "bfloat16", 128, [[1, 64]], offset=8)]}),
+         [("checkWriteInPlaceValidity", None)])
+    case("wip_bnstats_aggregate_legal", v4, lambda d: main_block(d).insert(0, {
+        "op": "BNStatsAggregate", "engine": "DVE",
+        "args": [sb("bn", "float32", 128, 64)], "outs": [ap("SB", "bn", "float32", 128, [[1, 6]], offset=2)]}),
+         [])
+    case("wip_interleaved_legal", v4, lambda d: main_block(d).insert(0, {
+        "op": "TensorCopy", "engine": "DVE",
+        "args": [ap("SB", "il", "bfloat16", 128, [[2, 32]])], "outs": [ap("SB", "il", "bfloat16", 128, [[2, 32]], offset=1)]}),
+         [])
+
+    # --- modes ------------------------------------------------------------------------------
+    def two(d):
+        inst(d, "add_in_place").update(engine="PE")
+        inst(d, "act")["outs"][0].update(mem="DRAM")
+    case("two_errors", v4, two, [("checkMemType", 310), ("checkValidEngines", 400)])
+
 
 def main():
     build()

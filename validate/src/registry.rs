@@ -46,6 +46,17 @@ properties! {
     ValidEngines = "valid-engines": "Each instruction runs on an engine its class allows (checkValidEngines, 400).";
     PartitionAccess = "partition-access": "Access patterns stay within the partitions (checkLegalPartitionAccess).";
     DataType = "data-type": "Operand dtypes are valid for the class (checkDataType).";
+    MatmultMxInputs = "matmult-mx-inputs": "MatmultMx shape contract, 11 asserts (checkMatmultMxInputs).";
+    MatmultMxInstruction = "matmult-mx-instruction": "MatmultMx instruction contract, 7 asserts (checkMatmultMxInstruction).";
+    CollectiveIo = "collective-io": "Collectives never read or write module I/O tensors (checkCollective).";
+    CollectiveCompute = "collective-compute": "Collective arch, outputs, kind, placement and replica-group ratios (checkCollectiveCompute).";
+    CollectivesInDynamicCfg = "collectives-in-dynamic-cfg": "Only local collectives inside dynamic control flow (checkCollectivesInDynamicCFG, 123/1500).";
+    BirKernel = "bir-kernel": "BIRKernel operands at base partition 0 (checkBIRKernel).";
+    NkiKernelFunction = "nki-kernel-function": "NKIKernel names its kernel function (checkNKIKernelFunction).";
+    NkiKernelBufferShapes = "nki-kernel-buffer-shapes": "NKIKernel buffer shapes (checkNKIKernelBufferShapes, 1680-1683).";
+    CustomOp = "custom-op": "CustomOp only on legacy levels (checkCustomOp, 178).";
+    GpsimdSb2Sb = "gpsimd-sb2sb": "GPSIMDSB2SB gate and compatibility C1-C8 (InstGPSIMDSB2SB::verify).";
+    WriteInPlace = "write-in-place": "In-place writes are alias-safe (checkWriteInPlaceValidity).";
 }
 
 impl fmt::Display for Property {

@@ -133,14 +133,14 @@ impl AccessPattern {
         }
         let (mut lo, mut hi) = (base, base);
         for d in &self.pattern {
-            let span = d.step as i128 * (d.num as i128 - 1);
+            let span = (d.step as i128).saturating_mul(d.num as i128 - 1);
             if span < 0 {
-                lo += span;
+                lo = lo.saturating_add(span);
             } else {
-                hi += span;
+                hi = hi.saturating_add(span);
             }
         }
-        (lo * b, (hi + 1) * b)
+        (lo.saturating_mul(b), hi.saturating_add(1).saturating_mul(b))
     }
 
     /// Element offsets (within a partition) the pattern touches, in pattern order, when there

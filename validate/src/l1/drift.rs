@@ -75,7 +75,7 @@ pub fn render(drift: &[Drift]) -> String {
     let _ = writeln!(out, "L0 (dormant libBIR getValidEngines map; cells project-defined) vs L1 (birverifier engine gate)");
     let (inferentia, rest): (Vec<&Drift>, Vec<&Drift>) =
         drift.iter().partition(|d| d.arch == ArchLevel::Inferentia && d.l0.is_none() && d.l1.is_some_and(|s| !s.is_empty()));
-    let _ = writeln!(out, "{:<28} {:<20} {:<34} {}", "class", "levels", "L0", "L1");
+    let _ = writeln!(out, "{:<28} {:<20} {:<34} L1", "class", "levels", "L0");
     let mut i = 0;
     while i < rest.len() {
         let d = rest[i];

@@ -32,10 +32,15 @@ macro_rules! rule_meta {
     };
 }
 
+pub mod collective;
 pub mod drift;
 pub mod helpers;
+pub mod kernel;
 pub mod module_scope;
+pub mod mx;
+pub mod sb2sb;
 pub mod table;
+pub mod write_in_place;
 
 use std::borrow::Cow;
 
@@ -55,6 +60,17 @@ pub fn rules() -> Vec<Box<dyn Rule>> {
         Box::new(helpers::ValidEngines),
         Box::new(helpers::PartitionAccess),
         Box::new(helpers::DataType),
+        Box::new(mx::Inputs),
+        Box::new(mx::InstructionRule),
+        Box::new(collective::CollectiveIo),
+        Box::new(collective::CollectiveCompute),
+        Box::new(collective::InDynamicCfg),
+        Box::new(kernel::BirKernel),
+        Box::new(kernel::NkiKernelFunction),
+        Box::new(kernel::NkiKernelBufferShapes),
+        Box::new(kernel::CustomOp),
+        Box::new(sb2sb::GpsimdSb2Sb),
+        Box::new(write_in_place::WriteInPlace),
     ]
 }
 
@@ -94,7 +110,7 @@ pub(crate) enum Dir {
 }
 
 /// Every operand of an instruction with its direction and index.
-pub(crate) fn operands<'a>(inst: &'a crate::bir::Instruction) -> impl Iterator<Item = (Dir, usize, &'a crate::bir::AccessPattern)> {
+pub(crate) fn operands(inst: &crate::bir::Instruction) -> impl Iterator<Item = (Dir, usize, &crate::bir::AccessPattern)> {
     inst.args
         .iter()
         .enumerate()

@@ -178,11 +178,14 @@ fn out_of_bounds_dma_names_operand_and_address() {
 
 #[test]
 fn unknown_opcode_is_not_simulated() {
-    let k = kernel([vec![], vec![bundle(0x21)], vec![], vec![], vec![]]);
+    // SORT (0x96) on POOL has no value model.
+    let k = kernel([vec![], vec![], vec![bundle(0x96)], vec![], vec![]]);
     let mut m = Machine::new(&k, Gen::V3).unwrap();
     let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
     assert_eq!(f.kind(), "not-simulated");
-    assert!(f.to_string().contains("act bundle #0"), "{f}");
+    let t = f.to_string();
+    assert!(t.contains("pool bundle #0 (opcode 0x96"), "{t}");
+    assert!(t.contains("SORT (opcode 0x96) is not simulated on the pool engine"), "{t}");
 }
 
 #[test]

@@ -2,10 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use tpbsim_isa::{Bundle, Engine, Gen};
+use tpbsim_isa::{decode, Bundle, Engine, Gen, Inst};
 
-use super::control::{self, NUM_REGS};
-use super::dma::{self, DmaDesc, DmaMem, DmaSide};
+use super::control::NUM_REGS;
+use super::dma::{self, DmaDesc};
 use super::exec::EngineState;
 use super::fault::{Fault, Site};
 use super::geometry::Geometry;
@@ -13,7 +13,6 @@ use super::kernel::Kernel;
 use super::memory::{Dram, DramVar, OnChip};
 use super::sched::{self, Flow, Program, SchedStats};
 use super::sync::{Events, SyncState};
-use crate::numerics::Format;
 
 /// Default step budget of a run.
 pub const DEFAULT_MAX_STEPS: u64 = 100_000_000;
@@ -88,7 +87,7 @@ pub struct Machine<'k> {
     /// PE stationary operand, ACT/DVE accumulators, ACT table selection.
     pub engines: EngineState,
     validator: Option<Box<BundleValidator>>,
-    validated: [Vec<bool>; 5],
+    decoded: [Vec<Option<Inst>>; 5],
     dma_bytes: u64,
     dma_transfers: u64,
     buf: Vec<u8>,
@@ -128,7 +127,7 @@ impl<'k> Machine<'k> {
             regs: [[0; NUM_REGS]; 5],
             engines: EngineState::default(),
             validator: None,
-            validated: std::array::from_fn(|i| vec![false; kernel.streams[i].len()]),
+            decoded: std::array::from_fn(|i| vec![None; kernel.streams[i].len()]),
             dma_bytes: 0,
             dma_transfers: 0,
             buf: Vec::new(),
@@ -200,15 +199,7 @@ impl<'k> Machine<'k> {
         }
     }
 
-    fn not_simulated(&self, e: Engine, pc: usize, what: String) -> Fault {
-        Fault::NotSimulated {
-            site: self.site(e, pc),
-            name: what,
-            engine: e,
-        }
-    }
-
-    fn dma(&mut self, site: Site, operand: &str, d: &DmaDesc) -> Result<(), Fault> {
+    pub(crate) fn dma(&mut self, site: Site, operand: &str, d: &DmaDesc) -> Result<(), Fault> {
         let n =
             dma::transfer(d, &mut self.dram, &mut self.chip, &mut self.buf).map_err(
                 |err| match err {
@@ -223,136 +214,30 @@ impl<'k> Machine<'k> {
         Ok(())
     }
 
-    fn execute_bundle(
-        &mut self,
-        e: Engine,
-        pc: usize,
-        sync: &mut SyncState,
-    ) -> Result<Flow, Fault> {
+    /// Decoded bundle `pc` of `e`, decoding (and, with a validator, validating) it the first
+    /// time it is reached.
+    fn decoded(&mut self, e: Engine, pc: usize) -> Result<Inst, Fault> {
+        if let Some(inst) = self.decoded[e as usize][pc] {
+            return Ok(inst);
+        }
         let b = self.bundle(e, pc);
         let site = self.site(e, pc);
         if let Some(v) = &self.validator {
-            if !self.validated[e as usize][pc] {
-                v(b, self.gen, e).map_err(|reason| Fault::InvalidBundle { site, reason })?;
-                self.validated[e as usize][pc] = true;
-            }
+            v(b, self.gen, e).map_err(|reason| Fault::InvalidBundle { site, reason })?;
         }
-        let raw = &b.0;
-        match b.opcode() {
-            // Events-only control bundles.
-            0x9F | 0xA0 | 0xA2 | 0xA4 | 0xA6 => Ok(Flow::Next),
-            0xA1 => Ok(Flow::Finish),
-            0xDF => match raw[12] {
-                1 => Ok(Flow::Finish),
-                sub => Err(self.not_simulated(e, pc, format!("PSEUDO_INST sub-op {sub}"))),
-            },
-            0xB0 => {
-                let mask: [u8; 32] = raw[0x20..0x40].try_into().unwrap_or([0; 32]);
-                control::range_clear(sync, raw[12], raw[13], raw[14], &mask)
-                    .map_err(|m| Fault::exec(site, m))?;
-                Ok(Flow::Next)
-            }
-            0xA9 => {
-                let fmt = Format::from_wire_tag(raw[13], self.gen).ok_or_else(|| {
-                    Fault::exec(
-                        site,
-                        format!("branch dtype tag 0x{:02x} is not a format", raw[13]),
-                    )
-                })?;
-                let regs = &self.regs[e as usize];
-                let reg = |i: u8| regs.get(i as usize).copied().unwrap_or(0);
-                let taken =
-                    control::branch_taken(raw[12], fmt, reg(raw[32]), b.u32_at(16), reg(raw[33]))
-                        .map_err(|m| Fault::exec(site, m))?;
-                if !taken {
-                    return Ok(Flow::Next);
-                }
-                let len = self.kernel.streams[e as usize].len();
-                let t = control::branch_target(pc, len, raw[14], b.u64_at(48), reg(raw[34]))
-                    .map_err(|m| Fault::exec(site, m))?;
-                Ok(Flow::Jump(t))
-            }
-            0xD4 => {
-                let d = self.direct2d(site, b)?;
-                self.dma(site, "dma", &d)?;
-                let (sem, inc) = (raw[13], raw[14]);
-                if inc != 0 {
-                    sync.sems[sem as usize] = sync.sems[sem as usize].wrapping_add(inc as u32);
-                }
-                Ok(Flow::Next)
-            }
-            0xC1 => {
-                let name_bytes = &raw[12..48];
-                let end = name_bytes
-                    .iter()
-                    .position(|&c| c == 0)
-                    .unwrap_or(name_bytes.len());
-                let name = String::from_utf8_lossy(&name_bytes[..end]).into_owned();
-                self.trigger(site, e, &name, b.u32_at(48), sync)?;
-                Ok(Flow::Next)
-            }
-            op => Err(self.not_simulated(e, pc, format!("opcode 0x{op:02x}"))),
-        }
+        let inst = decode(b, self.gen).map_err(|err| Fault::InvalidBundle {
+            site,
+            reason: err.to_string(),
+        })?;
+        self.decoded[e as usize][pc] = Some(inst);
+        Ok(inst)
     }
 
-    fn direct2d(&self, site: Site, b: &Bundle) -> Result<DmaDesc, Fault> {
-        let side = |addr: usize,
-                    step: usize,
-                    num: usize,
-                    esz: usize,
-                    tag: u8,
-                    what: &str|
-         -> Result<DmaSide, Fault> {
-            let mode = b.0[addr + 7];
-            if mode & 0xFC != 0x10 {
-                return Err(Fault::exec(
-                    site,
-                    format!("dma.{what}: ADDR8 mode 0x{mode:02x} is not simulated"),
-                ));
-            }
-            let var = b.u32_at(addr + 4) & 0x00FF_FFFF;
-            let format = Format::from_wire_tag(tag, self.gen).ok_or_else(|| {
-                Fault::exec(
-                    site,
-                    format!("dma.{what}: dtype tag 0x{tag:02x} is not a format"),
-                )
-            })?;
-            let eb = format.container_bytes() as u32;
-            let chunk = match b.u16_at(esz) {
-                0 => 0x10000,
-                n => n as u32,
-            };
-            if chunk % eb != 0 {
-                return Err(Fault::exec(
-                    site,
-                    format!(
-                        "dma.{what}: chunk of {chunk} bytes is not whole {} elements",
-                        format.name()
-                    ),
-                ));
-            }
-            Ok(DmaSide {
-                mem: if var == 0 {
-                    DmaMem::OnChip
-                } else {
-                    DmaMem::Dram(var)
-                },
-                addr: b.u32_at(addr) as u64,
-                format,
-                dims: vec![
-                    (eb as i64, chunk / eb),
-                    (b.i32_at(step) as i64, b.u16_at(num) as u32),
-                    (b.i32_at(step + 4) as i64, b.u16_at(num + 2) as u32),
-                ],
-            })
-        };
-        Ok(DmaDesc {
-            from: side(16, 24, 32, 36, b.0[62], "from")?,
-            to: side(40, 48, 56, 60, b.0[63], "to")?,
-        })
+    pub(crate) fn stream_len_of(&self, e: Engine) -> usize {
+        self.kernel.streams[e as usize].len()
     }
 
-    fn trigger(
+    pub(crate) fn trigger(
         &mut self,
         site: Site,
         e: Engine,
@@ -429,6 +314,7 @@ impl Program for Machine<'_> {
     }
 
     fn execute(&mut self, e: Engine, pc: usize, sync: &mut SyncState) -> Result<Flow, Fault> {
-        self.execute_bundle(e, pc, sync)
+        let inst = self.decoded(e, pc)?;
+        self.dispatch(self.site(e, pc), &inst, sync)
     }
 }

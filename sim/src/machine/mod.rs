@@ -7,6 +7,7 @@
 pub mod compare;
 pub mod control;
 pub mod core;
+pub mod dispatch;
 pub mod dma;
 pub mod exec;
 pub mod fault;

@@ -315,6 +315,27 @@ pub struct Events {
 }
 
 impl Events {
+    /// Events of a decoded bundle: its events block, plus the extended block of EventSemaphore.
+    pub fn from_isa(
+        ev: &tpbsim_isa::Events,
+        ext: Option<&tpbsim_isa::EventsExt>,
+    ) -> Result<Events, SyncError> {
+        Ok(Events {
+            waits: [
+                Wait::from_wire(ev.wait_mode.0, ev.wait_idx, ev.semaphore_value)?,
+                ext.map(|x| Wait::from_wire(x.wait_mode.0, x.wait_idx, x.sem_wait_value))
+                    .transpose()?
+                    .flatten(),
+            ],
+            updates: [
+                Update::from_wire(ev.update_mode.0, ev.update_idx, ev.semaphore_value)?,
+                ext.map(|x| Update::from_wire(x.update_mode.0, x.update_idx, x.sem_update_value))
+                    .transpose()?
+                    .flatten(),
+            ],
+        })
+    }
+
     /// Events of a bundle: the block at bytes 4..11, plus the extended block at +0x20..+0x2B
     /// when `extended` (EventSemaphore 0xA0).
     pub fn from_bundle(b: &[u8; 64], extended: bool) -> Result<Events, SyncError> {

@@ -1,0 +1,462 @@
+//! From a decoded instruction to its effect: the control bundles, DMA, and the compute
+//! operations of [`super::exec`], each on the engine whose stream holds it.
+
+use tpbsim_isa::{Addr4Kind, Addr8, Dtype, Engine, Inst, LdWeights, Matmul, Tensor, TensorReduce};
+
+use super::control;
+use super::core::Machine;
+use super::dma::{DmaDesc, DmaMem, DmaSide};
+use super::exec::{ActArgs, MatmulArgs, ReduceArgs, ScalarSrc, TsArgs, TtArgs, Unary};
+use super::fault::{Fault, Site};
+use super::pattern::{Dim, TensorPattern};
+use super::sched::Flow;
+use super::sync::SyncState;
+use crate::numerics::alu::{AluContext, AluOp, ElementOp};
+use crate::numerics::pe::PsumFlags;
+use crate::numerics::{Format, Kind};
+
+impl Machine<'_> {
+    /// The format a dtype field names on this generation.
+    fn format(&self, site: Site, field: &str, d: Dtype) -> Result<Format, Fault> {
+        Format::from_wire_tag(d.0, self.gen).ok_or_else(|| {
+            Fault::exec(
+                site,
+                format!(
+                    "`{field}` dtype tag 0x{:02x} is not a number format on {}",
+                    d.0, self.gen
+                ),
+            )
+        })
+    }
+
+    /// The access pattern of a TENSORnD operand over `partitions` partitions of `f` elements.
+    fn pattern<const N: usize>(
+        &self,
+        site: Site,
+        name: &str,
+        t: &Tensor<N>,
+        partitions: u8,
+        f: Format,
+    ) -> Result<TensorPattern, Fault> {
+        let addr = match t.addr.kind() {
+            Addr4Kind::Imm => t.addr.address(),
+            Addr4Kind::AddrReg => {
+                let r = t.addr.0 as u8 as usize;
+                self.regs[site.engine as usize]
+                    .get(r)
+                    .copied()
+                    .ok_or_else(|| {
+                        Fault::exec(
+                            site,
+                            format!("operand `{name}`: register {r} does not exist"),
+                        )
+                    })?
+            }
+            k => {
+                return Err(Fault::NotSimulated {
+                    site,
+                    name: format!("operand `{name}` with ADDR4 form {k:?}"),
+                    engine: site.engine,
+                })
+            }
+        };
+        if partitions == 0 {
+            return Err(Fault::exec(
+                site,
+                format!("operand `{name}`: the active partition count is 0"),
+            ));
+        }
+        let dims: Vec<Dim> = t
+            .step
+            .iter()
+            .zip(&t.num)
+            .map(|(&s, &n)| Dim::new(s as i32, n as u32))
+            .collect();
+        Ok(TensorPattern::new(
+            addr,
+            partitions as u32,
+            f.container_bytes() as u32,
+            &dims,
+        ))
+    }
+
+    fn scalar(&self, site: Site, src: u8, value: u32, format: Format) -> Result<ScalarSrc, Fault> {
+        match src {
+            0 => Ok(ScalarSrc::Imm(value)),
+            1 => Ok(ScalarSrc::Pointer {
+                addr: value & tpbsim_isa::Addr4::ADDR_MASK,
+                format,
+            }),
+            s => Err(Fault::NotSimulated {
+                site,
+                name: format!("scalar source mode {s} (register pointer)"),
+                engine: site.engine,
+            }),
+        }
+    }
+
+    fn not_simulated(&self, site: Site, inst: &Inst) -> Fault {
+        Fault::NotSimulated {
+            site,
+            name: format!("{} (opcode 0x{:02x})", inst.mnemonic(), site.opcode),
+            engine: site.engine,
+        }
+    }
+
+    fn addr8_side(
+        &self,
+        site: Site,
+        what: &str,
+        a: Addr8,
+        steps: [i32; 2],
+        nums: [u16; 2],
+        elem: u16,
+        d: Dtype,
+    ) -> Result<DmaSide, Fault> {
+        if !a.is_var_id() {
+            return Err(Fault::NotSimulated {
+                site,
+                name: format!("DMA `{what}` ADDR8 mode 0x{:02x}", a.marker_byte()),
+                engine: site.engine,
+            });
+        }
+        let format = self.format(site, &format!("{what}_dtype"), d)?;
+        let eb = format.container_bytes() as u32;
+        let chunk = if elem == 0 { 0x10000 } else { elem as u32 };
+        if chunk % eb != 0 {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "DMA `{what}` chunk of {chunk} bytes is not whole {} elements",
+                    format.name()
+                ),
+            ));
+        }
+        let var = ((a.value() >> 32) & 0x00FF_FFFF) as u32;
+        Ok(DmaSide {
+            mem: if var == 0 {
+                DmaMem::OnChip
+            } else {
+                DmaMem::Dram(var)
+            },
+            addr: a.value() & 0xFFFF_FFFF,
+            format,
+            dims: vec![
+                (eb as i64, chunk / eb),
+                (steps[0] as i64, nums[0] as u32),
+                (steps[1] as i64, nums[1] as u32),
+            ],
+        })
+    }
+
+    /// Execute one decoded instruction.
+    pub(crate) fn dispatch(
+        &mut self,
+        site: Site,
+        inst: &Inst,
+        sync: &mut SyncState,
+    ) -> Result<Flow, Fault> {
+        let e = site.engine;
+        let pc = site.index;
+        match inst {
+            Inst::Control(_) => match site.opcode {
+                0xA1 => Ok(Flow::Finish),
+                0x9F | 0xA3 | 0xA4 | 0xA6 => Ok(Flow::Next),
+                _ => Err(self.not_simulated(site, inst)),
+            },
+            Inst::Drain(_) | Inst::EventSemaphore(_) => Ok(Flow::Next),
+            Inst::PseudoInst(x) => match x.sub_op.0 {
+                1 => Ok(Flow::Finish),
+                s => Err(Fault::NotSimulated {
+                    site,
+                    name: format!("PSEUDO_INST sub-op {s}"),
+                    engine: e,
+                }),
+            },
+            Inst::EventSemaphoreRangeClear(x) => {
+                control::range_clear(sync, x.mode.0, x.first, x.last, &x.mask)
+                    .map_err(|m| Fault::exec(site, m))?;
+                Ok(Flow::Next)
+            }
+            Inst::CompareBranch(x) => {
+                let fmt = self.format(site, "dtype", x.dtype)?;
+                let regs = &self.regs[e as usize];
+                let reg = |i: u8| regs.get(i as usize).copied().unwrap_or(0);
+                let taken = control::branch_taken(
+                    x.cmp_op.0,
+                    fmt,
+                    reg(x.cmp_reg0),
+                    x.cmp_imm,
+                    reg(x.cmp_reg1),
+                )
+                .map_err(|m| Fault::exec(site, m))?;
+                if !taken {
+                    return Ok(Flow::Next);
+                }
+                let len = self.stream_len_of(e);
+                let t = control::branch_target(
+                    pc,
+                    len,
+                    x.target_mode.0,
+                    x.br_immediate,
+                    reg(x.target_reg_lo),
+                )
+                .map_err(|m| Fault::exec(site, m))?;
+                Ok(Flow::Jump(t))
+            }
+            Inst::AluOpInst(x) => {
+                let fmt = self.format(site, "dtype", x.dtype)?;
+                if fmt.kind() == Kind::Float || fmt.container_bytes() != 4 {
+                    return Err(Fault::NotSimulated {
+                        site,
+                        name: format!("register ALU in {}", fmt.name()),
+                        engine: e,
+                    });
+                }
+                let sign = if fmt.kind() == Kind::Signed {
+                    crate::numerics::alu::Signedness::Signed
+                } else {
+                    crate::numerics::alu::Signedness::Unsigned
+                };
+                let op =
+                    AluOp::from_wire(x.op.0).map_err(|err| Fault::exec(site, err.to_string()))?;
+                // The sequencer's scalar ALU is the integer datapath of the SP.
+                let iop = AluContext::new(self.gen, Engine::Sp)
+                    .int_op(op, sign)
+                    .map_err(|err| Fault::exec(site, err.to_string()))?;
+                let regs = &self.regs[e as usize];
+                let get = |i: u8| {
+                    regs.get(i as usize)
+                        .copied()
+                        .ok_or_else(|| Fault::exec(site, format!("register {i} does not exist")))
+                };
+                let a = get(x.src0_reg_lo)?;
+                let b = if x.src1_datasrc.0 == 1 {
+                    x.imm as u32
+                } else {
+                    get(x.src1_reg_lo)?
+                };
+                let v = iop.apply(a, b);
+                let slot = self.regs[e as usize]
+                    .get_mut(x.dst_reg_lo as usize)
+                    .ok_or_else(|| {
+                        Fault::exec(site, format!("register {} does not exist", x.dst_reg_lo))
+                    })?;
+                *slot = v;
+                Ok(Flow::Next)
+            }
+            Inst::DmaDirect2d(x) => {
+                let d = DmaDesc {
+                    from: self.addr8_side(
+                        site,
+                        "src",
+                        x.src,
+                        x.src_step,
+                        x.src_num,
+                        x.src_elem_size,
+                        x.in_dtype,
+                    )?,
+                    to: self.addr8_side(
+                        site,
+                        "dst",
+                        x.dst,
+                        x.dst_step,
+                        x.dst_num,
+                        x.dst_elem_size,
+                        x.out_dtype,
+                    )?,
+                };
+                self.dma(site, "dma", &d)?;
+                if x.sem_increment != 0 {
+                    let s = &mut sync.sems[x.semaphore as usize];
+                    *s = s.wrapping_add(x.sem_increment as u32);
+                }
+                Ok(Flow::Next)
+            }
+            Inst::DmaTrigger(x) => {
+                let end = x
+                    .queue_name
+                    .iter()
+                    .position(|&c| c == 0)
+                    .unwrap_or(x.queue_name.len());
+                let name = String::from_utf8_lossy(&x.queue_name[..end]).into_owned();
+                self.trigger(site, e, &name, x.block_id, sync)?;
+                Ok(Flow::Next)
+            }
+            Inst::TensorTensor(x)
+                if matches!(site.opcode, 0x41 | 0x51)
+                    && matches!(e, Engine::Pool | Engine::Dve) =>
+            {
+                let (in0, in1) = (
+                    self.format(site, "in0", x.in_dtypes.lo())?,
+                    self.format(site, "in1", x.in_dtypes.hi())?,
+                );
+                let out = self.format(site, "out", x.out_dtype)?;
+                let n = x.num_active_partitions;
+                let a = TtArgs {
+                    op: x.op.0,
+                    in0,
+                    in1,
+                    out,
+                    src0: self.pattern(site, "src0", &x.src0, n, in0)?,
+                    src1: self.pattern(site, "src1", &x.src1, n, in1)?,
+                    dst: self.pattern(site, "dst", &x.dst, n, out)?,
+                };
+                self.exec_tensor_tensor(site, &a)?;
+                Ok(Flow::Next)
+            }
+            Inst::TensorScalar(x)
+                if matches!(site.opcode, 0x43 | 0x53)
+                    && matches!(e, Engine::Pool | Engine::Dve | Engine::Act) =>
+            {
+                let (input, out) = (
+                    self.format(site, "in", x.in_dtype)?,
+                    self.format(site, "out", x.out_dtype)?,
+                );
+                let n = x.num_active_partitions;
+                let a = TsArgs {
+                    op0: x.op0.0,
+                    op1: x.op1.0,
+                    s0: self.scalar(site, x.imm0_src.0, x.imm0, input)?,
+                    s1: self.scalar(site, x.imm1_src.0, x.imm1, input)?,
+                    reverse: x.reverse.into_bits(),
+                    input,
+                    out,
+                    src: self.pattern(site, "src", &x.src, n, input)?,
+                    dst: self.pattern(site, "dst", &x.dst, n, out)?,
+                };
+                self.exec_tensor_scalar(site, &a)?;
+                Ok(Flow::Next)
+            }
+            Inst::Activate(x) if e == Engine::Act => {
+                let input = self.format(site, "in", x.in_bias_dtypes.lo())?;
+                let out = self.format(site, "out", x.out_dtype)?;
+                let n = x.num_active_partitions;
+                // IMM_SRC_N (inverted): POINTER 0, INSTRUCTION 1, REG 2.
+                let bias = match x.bias_src_n.0 {
+                    0 => ScalarSrc::Pointer {
+                        addr: x.bias & tpbsim_isa::Addr4::ADDR_MASK,
+                        format: self.format(site, "bias", x.in_bias_dtypes.hi())?,
+                    },
+                    1 => ScalarSrc::Imm(x.bias),
+                    s => {
+                        return Err(Fault::NotSimulated {
+                            site,
+                            name: format!("activation bias source {s}"),
+                            engine: e,
+                        })
+                    }
+                };
+                let a = ActArgs {
+                    func: x.activation_func.0,
+                    scale: self.scalar(site, x.scale_src.0, x.scale_value.0, Format::Float32)?,
+                    bias,
+                    alpha: x.imm,
+                    accumulate: x.accumulator_cmd.0,
+                    input,
+                    out,
+                    src: self.pattern(site, "src", &x.src, n, input)?,
+                    dst: self.pattern(site, "dst", &x.dst, n, out)?,
+                };
+                self.exec_activate(site, &a)?;
+                Ok(Flow::Next)
+            }
+            Inst::ActTableLoad(x) if e == Engine::Act => {
+                self.engines.act_table_set = Some(x.act_table_set);
+                Ok(Flow::Next)
+            }
+            Inst::ReadAccumulator(x)
+                if matches!((site.opcode, e), (0x24, Engine::Act) | (0x9B, Engine::Dve)) =>
+            {
+                let out = self.format(site, "dtype", x.dtype)?;
+                let dst = self.pattern(site, "dst", &x.dst, x.num_active_partitions, out)?;
+                self.exec_read_accumulator(site, x.negated != 0, out, &dst)?;
+                Ok(Flow::Next)
+            }
+            Inst::TensorReduce(x) if matches!(e, Engine::Pool | Engine::Dve | Engine::Act) => {
+                let (input, out) = (
+                    self.format(site, "in", x.in_dtype())?,
+                    self.format(site, "out", x.out_dtype())?,
+                );
+                let n = x.num_active_channels();
+                let (src, dst) = match x {
+                    TensorReduce::V2(v) => (v.src, v.dst),
+                    TensorReduce::V4(v) => (v.src.0, v.dst.0),
+                };
+                let (src, dst) = (
+                    self.pattern(site, "src", &src, n, input)?,
+                    self.pattern(site, "dst", &dst, n, out)?,
+                );
+                match site.opcode {
+                    0x42 | 0x52 => {
+                        let a = ReduceArgs {
+                            op: x.op().0,
+                            negated: x.negated() != 0,
+                            op_dim: x.op_dim().0,
+                            input,
+                            out,
+                            src,
+                            dst,
+                        };
+                        self.exec_reduce(site, &a)?
+                    }
+                    0x46 | 0x47 => self.exec_unary(site, Unary::Copy, input, out, &src, &dst)?,
+                    0x48 => self.exec_unary(site, Unary::Reciprocal, input, out, &src, &dst)?,
+                    _ => return Err(self.not_simulated(site, inst)),
+                }
+                Ok(Flow::Next)
+            }
+            Inst::Memset(x)
+                if site.opcode == 0x49 && matches!(e, Engine::Pool | Engine::Dve | Engine::Act) =>
+            {
+                let f = self.format(site, "dtype", x.dtype)?;
+                let dst = self.pattern(site, "dst", &x.dst, x.num_active_channels, f)?;
+                self.exec_memset(site, f, x.fill_value, &dst)?;
+                Ok(Flow::Next)
+            }
+            Inst::LdWeights(x) if e == Engine::Pe => {
+                let f = self.format(site, "in", x.in_dtype())?;
+                let src = match x {
+                    LdWeights::V2(v) => v.src,
+                    LdWeights::V3(v) => v.src,
+                    LdWeights::V4(v) => v.src.0,
+                    LdWeights::V5(v) => v.src.0,
+                };
+                let src = self.pattern(site, "src", &src, x.num_active_rows(), f)?;
+                self.exec_load_weights(site, f, &src)?;
+                Ok(Flow::Next)
+            }
+            Inst::Matmul(x) if e == Engine::Pe => {
+                let input = self.format(site, "in", x.in_dtype())?;
+                let out = match x.out_dtype() {
+                    Some(d) if d.0 != 0 => self.format(site, "out", d)?,
+                    _ => Format::Float32,
+                };
+                let flags = match (x.psum_accumulate_flags(), x.flags()) {
+                    (Some(p), _) => PsumFlags::from_wire(p.into_bits()),
+                    (None, Some(f)) => Ok(PsumFlags::from_accumulate_flag(f.accumulate_flag())),
+                    (None, None) => Ok(PsumFlags::from_accumulate_flag(false)),
+                }
+                .map_err(|err| Fault::exec(site, err.to_string()))?;
+                let (src, dst) = match x {
+                    Matmul::V2(v) => (v.src, v.dst),
+                    Matmul::V3(v) => (v.src, v.dst),
+                    Matmul::V4(v) => (v.src.0, v.dst.0),
+                    Matmul::V5(v) => (v.src.0, v.dst.0),
+                };
+                let a = MatmulArgs {
+                    input,
+                    fp32_mode: x.fp32_mode().0,
+                    flags,
+                    zero_region: x.psum_zero_region().map_or(0, |z| z.0),
+                    out,
+                    src: self.pattern(site, "src", &src, x.num_active_rows(), input)?,
+                    dst: self.pattern(site, "dst", &dst, x.num_active_cols(), out)?,
+                };
+                self.exec_matmul(site, &a)?;
+                Ok(Flow::Next)
+            }
+            _ => Err(self.not_simulated(site, inst)),
+        }
+    }
+}

@@ -256,3 +256,18 @@ fn invalid_events_exit_3() {
     assert!(err.contains("invalid-bundle fault: pe bundle #1"), "{err}");
     assert!(err.contains("unknown wait mode 0x42"), "{err}");
 }
+
+#[test]
+fn l2_rejects_before_execution_unless_disabled() {
+    let mut p = copy_kernel();
+    p.streams[Engine::Pe as usize][1].0[1] = 0x11; // inst_word_len must be 16
+    let c = Case::new(&p);
+    c.refs("y", &X, &[2, 4], None);
+    let (code, _, err) = c.run(&[]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("invalid-bundle fault: pe bundle #1"), "{err}");
+    assert!(err.contains("L2 "), "{err}");
+    assert!(no_outputs(&c.out_dir()));
+    let (code, out, err) = c.run(&["--no-validate"]);
+    assert_eq!(code, 0, "{out}{err}");
+}

@@ -263,6 +263,9 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         m.set_var(name, data).map_err(|e| usage(e.to_string()))?;
     }
 
+    if !a.no_validate {
+        m.validate_with_l2();
+    }
     let bar = progress_bar();
     let result = m.run(
         &RunOptions {

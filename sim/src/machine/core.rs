@@ -318,3 +318,41 @@ impl Program for Machine<'_> {
         self.dispatch(self.site(e, pc), &inst, sync)
     }
 }
+
+impl Machine<'_> {
+    /// Validate each bundle with the L2 wire validator before it first executes. Generations
+    /// without an L2 validator (v5) run unvalidated.
+    pub fn validate_with_l2(&mut self) {
+        use tpbsim_validate::l2;
+        self.set_validator(Box::new(|b: &Bundle, gen: Gen, e: Engine| {
+            if !l2::GENS.contains(&gen) || !l2::check_silent(gen, e, b).failed {
+                return Ok(());
+            }
+            let loc = l2::BundleLoc {
+                file: None,
+                engine: Some(e),
+                index: 0,
+                offset: 0,
+            };
+            let msgs: Vec<String> = l2::check_collect(gen, e, b)
+                .iter()
+                .filter(|f| f.outcome == l2::Outcome::Fail)
+                .map(|f| {
+                    let d = l2::to_diagnostic(gen, b, f, &loc);
+                    match &d.location.field {
+                        Some(fl) => format!(
+                            "L2 {}: field {} (bytes {}..{}): {}",
+                            d.rule,
+                            fl.name,
+                            fl.start,
+                            fl.start as u16 + fl.len as u16,
+                            d.message
+                        ),
+                        None => format!("L2 {}: {}", d.rule, d.message),
+                    }
+                })
+                .collect();
+            Err(msgs.join("; "))
+        }));
+    }
+}

@@ -17,6 +17,12 @@ struct Cli {
 enum Command {
     /// Print the generations tpbsim knows and their geometry.
     Info(cmd::info::Args),
+    /// Disassemble an engine stream into the text form, one line per bundle.
+    Disasm(cmd::disasm::Args),
+    /// Assemble the text form back into an engine stream.
+    Asm(cmd::asm::Args),
+    /// Decode an engine stream (JSON Lines with --json).
+    Decode(cmd::decode::Args),
     /// Inspect, unpack and pack NEFF containers.
     Neff(cmd::neff::Args),
     /// Verify a BIR module with the L1 rules (birverifier).
@@ -32,6 +38,9 @@ enum Command {
 fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
     match cli.command {
         Command::Info(a) => cmd::info::run(a),
+        Command::Disasm(a) => cmd::disasm::run(a),
+        Command::Asm(a) => cmd::asm::run(a),
+        Command::Decode(a) => cmd::decode::run(a),
         Command::Neff(a) => cmd::neff::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Run(a) => cmd::run::run(a),

@@ -22,6 +22,7 @@
 pub mod arch;
 pub mod bundle;
 pub mod desc;
+pub mod docs;
 pub mod engine;
 pub mod neff;
 pub mod stream;
@@ -29,6 +30,9 @@ pub mod formats;
 pub mod geometry;
 pub mod inst;
 pub mod spec;
+#[cfg(any(test, feature = "proptest"))]
+pub mod strategies;
+pub mod text;
 pub mod wire;
 
 pub use arch::Gen;

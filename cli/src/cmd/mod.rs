@@ -1,5 +1,8 @@
 //! One module per subcommand.
 
+pub mod asm;
+pub mod decode;
+pub mod disasm;
 pub mod convert;
 pub mod info;
 pub mod neff;

@@ -1,0 +1,712 @@
+//! Builds the testdata kernels: each is assembled with tpbsim's own encoder (the typed isa
+//! formats), packed into a NEFF with its inputs as `.npy` members, and written to
+//! `testdata/kernels/<name>.neff`. Reference outputs are computed separately by
+//! `testdata/kernels/make_refs.py` (numpy + ml_dtypes).
+//!
+//! ```sh
+//! cargo run -p tpbsim-sim --example build_kernels [-- OUT_DIR]
+//! ```
+//!
+//! Every kernel follows one handshake: SP triggers the input DMA block (each entry increments
+//! semaphore 1 on completion), the compute engines wait on semaphores and signal each other with
+//! `SEM_INC_COMPLETE`, the last compute bundle increments semaphore 2, and SP's output trigger
+//! waits for semaphore 2.
+
+use std::path::PathBuf;
+
+use tpbsim_isa::neff::{DmaEntry, VarKind, VarRef};
+use tpbsim_isa::{
+    AccumCmd, ActFunc, Activate, Addr4, AluOp, Bundle, DmaTrigger, Dtype, DtypePair, Engine,
+    Events, F32Bits, Gen, Header, ImmSrc, ImmSrcN, LdWeights, LdWeightsV3, Matmul, MatmulV3,
+    Opcode, PsumAccumulateFlags, ReadAccumulator, Tensor, TensorReduce, TensorReduceV2,
+    TensorScalar, TensorSubdim, TensorTensor, TsReverse, UpdateMode, WaitMode, ZeroRegion,
+};
+use tpbsim_sim::machine::pack::Package;
+use tpbsim_sim::machine::Geometry;
+use tpbsim_sim::numerics::Format;
+
+const GEN: Gen = Gen::V3;
+const P: u16 = 128;
+
+fn events(wait: Option<(u8, u32)>, inc: Option<u8>) -> Events {
+    let mut e = Events::default();
+    if let Some((sem, v)) = wait {
+        e.wait_mode = WaitMode(5); // SEM_GE_IMM
+        e.wait_idx = sem;
+        e.semaphore_value = v;
+    }
+    if let Some(sem) = inc {
+        e.update_mode = UpdateMode(0x13); // SEM_INC_COMPLETE
+        e.update_idx = sem;
+    }
+    e
+}
+
+fn sbuf(offset: u32) -> Addr4 {
+    Addr4::imm(Geometry::of(GEN).sbuf_address(0, offset))
+}
+
+/// A dense row of `n` elements per partition.
+fn row<const N: usize>(addr: Addr4, n: u16) -> Tensor<N> {
+    let mut num = [1u16; N];
+    num[0] = n;
+    Tensor::new(addr, [1; N], num)
+}
+
+fn trigger(queue: &str, block: u32, ev: Events) -> Bundle {
+    let mut name = [0u8; 36];
+    name[..queue.len()].copy_from_slice(queue.as_bytes());
+    DmaTrigger {
+        events: ev,
+        queue_name: name,
+        block_id: block,
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+fn tag(f: Format) -> Dtype {
+    Dtype(f.wire_tag(GEN).expect("format has a wire tag"))
+}
+
+/// DRAM `[128, n]` (row-major) ⇄ SBUF partition p, `n` elements at `offset`.
+fn rows(var: &str, offset: u32, n: u64, f: Format, to_sbuf: bool, sem: Option<u32>) -> DmaEntry {
+    let per_partition =
+        (Geometry::of(GEN).sbuf_partition_stride() / f.container_bytes() as u32) as u64;
+    let sb = VarRef::Name("state_buffer".into());
+    let dram = VarRef::Name(var.into());
+    let mut e = if to_sbuf {
+        DmaEntry::copy(dram, sb, vec![P as u64, n])
+    } else {
+        DmaEntry::copy(sb, dram, vec![P as u64, n])
+    };
+    let steps = Some(vec![per_partition, 1]);
+    if to_sbuf {
+        e.to_offset = offset as u64;
+        e.to_steps = steps;
+    } else {
+        e.from_offset = offset as u64;
+        e.from_steps = steps;
+    }
+    e.sem = sem;
+    e
+}
+
+fn bytes_f32(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Deterministic pseudo-random numbers (xorshift64*), the same on every platform.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Roughly normal (sum of four uniforms, centred, unit variance).
+    fn normal(&mut self) -> f32 {
+        let s: f64 = (0..4)
+            .map(|_| (self.next() >> 11) as f64 / (1u64 << 53) as f64)
+            .sum();
+        ((s - 2.0) * (3.0f64).sqrt()) as f32
+    }
+    fn normals(&mut self, n: usize, scale: f32) -> Vec<f32> {
+        (0..n).map(|_| self.normal() * scale).collect()
+    }
+}
+
+fn bf16(v: &[f32]) -> Vec<u8> {
+    // Round to nearest even, as ml_dtypes does; inputs are finite.
+    v.iter()
+        .flat_map(|x| {
+            let b = x.to_bits();
+            (((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16).to_le_bytes()
+        })
+        .collect()
+}
+
+fn base(name: &str) -> Package {
+    let mut p = Package::new(name, GEN);
+    p.onchip();
+    p.queue("in", None);
+    p.queue("out", None);
+    p
+}
+
+fn finish_sp(p: &mut Package) {
+    p.streams[Engine::Sp as usize] = vec![
+        trigger("in", 0, Events::default()),
+        trigger("out", 0, events(Some((2, 1)), None)),
+    ];
+}
+
+/// out = x + y on DVE (fp32).
+fn vadd() -> Package {
+    const F: u16 = 512;
+    let mut r = Rng(1);
+    let mut p = base("vadd");
+    let (x, y) = (
+        r.normals(P as usize * F as usize, 1.0),
+        r.normals(P as usize * F as usize, 1.0),
+    );
+    p.var(
+        "x",
+        VarKind::Input,
+        Format::Float32,
+        &[P as u64, F as u64],
+        Some(&bytes_f32(&x)),
+    )
+    .unwrap();
+    p.var(
+        "y",
+        VarKind::Input,
+        Format::Float32,
+        &[P as u64, F as u64],
+        Some(&bytes_f32(&y)),
+    )
+    .unwrap();
+    p.var(
+        "out",
+        VarKind::Output,
+        Format::Float32,
+        &[P as u64, F as u64],
+        None,
+    )
+    .unwrap();
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![
+            rows("x", 0, F as u64, Format::Float32, true, Some(1)),
+            rows("y", 4096, F as u64, Format::Float32, true, Some(1)),
+        ],
+    );
+    p.block(
+        Engine::Sp,
+        "out",
+        0,
+        vec![rows("out", 8192, F as u64, Format::Float32, false, None)],
+    );
+    let f32t = tag(Format::Float32);
+    p.streams[Engine::Dve as usize] = vec![TensorTensor {
+        events: events(Some((1, 2)), Some(2)),
+        in_dtypes: DtypePair::new(f32t, f32t),
+        out_dtype: f32t,
+        op: AluOp(0x04),
+        num_active_partitions: P as u8,
+        src0: row(sbuf(0), F),
+        src1: row(sbuf(4096), F),
+        dst: row(sbuf(8192), F),
+        ..Default::default()
+    }
+    .to_bundle()];
+    finish_sp(&mut p);
+    p
+}
+
+/// out = x + y on POOL, int32, wrapping.
+fn iadd_pool() -> Package {
+    const F: u16 = 256;
+    let mut r = Rng(2);
+    let mut p = base("iadd_pool");
+    let n = P as usize * F as usize;
+    // Half of the values near the int32 limits so that sums wrap.
+    let ints = |r: &mut Rng| -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| {
+                let v = r.next();
+                let x = if i % 2 == 0 {
+                    (v >> 32) as i32
+                } else {
+                    (v as i32) >> 12
+                };
+                x.to_le_bytes()
+            })
+            .collect()
+    };
+    let (x, y) = (ints(&mut r), ints(&mut r));
+    p.var(
+        "x",
+        VarKind::Input,
+        Format::Int32,
+        &[P as u64, F as u64],
+        Some(&x),
+    )
+    .unwrap();
+    p.var(
+        "y",
+        VarKind::Input,
+        Format::Int32,
+        &[P as u64, F as u64],
+        Some(&y),
+    )
+    .unwrap();
+    p.var(
+        "out",
+        VarKind::Output,
+        Format::Int32,
+        &[P as u64, F as u64],
+        None,
+    )
+    .unwrap();
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![
+            rows("x", 0, F as u64, Format::Int32, true, Some(1)),
+            rows("y", 2048, F as u64, Format::Int32, true, Some(1)),
+        ],
+    );
+    p.block(
+        Engine::Sp,
+        "out",
+        0,
+        vec![rows("out", 4096, F as u64, Format::Int32, false, None)],
+    );
+    let i32t = tag(Format::Int32);
+    p.streams[Engine::Pool as usize] = vec![TensorTensor {
+        events: events(Some((1, 2)), Some(2)),
+        in_dtypes: DtypePair::new(i32t, i32t),
+        out_dtype: i32t,
+        op: AluOp(0x04),
+        num_active_partitions: P as u8,
+        src0: row(sbuf(0), F),
+        src1: row(sbuf(2048), F),
+        dst: row(sbuf(4096), F),
+        ..Default::default()
+    }
+    .to_bundle()];
+    finish_sp(&mut p);
+    p
+}
+
+fn activate(
+    ev: Events,
+    func: u8,
+    scale: f32,
+    bias: ImmBias,
+    acc: u8,
+    src: Tensor<3>,
+    dst: Tensor<3>,
+) -> Bundle {
+    let f32t = tag(Format::Float32);
+    let (bias_src_n, bias) = match bias {
+        ImmBias::Imm(v) => (ImmSrcN(1), v.to_bits()),
+        ImmBias::Column(a) => (ImmSrcN(0), a.0),
+    };
+    Activate {
+        events: ev,
+        imm_src: ImmSrc(0),
+        scale_src: ImmSrc(0),
+        accumulator_cmd: AccumCmd(acc),
+        bias_src_n,
+        src,
+        in_bias_dtypes: DtypePair::new(f32t, f32t),
+        out_dtype: f32t,
+        num_active_partitions: P as u8,
+        activation_func: ActFunc(func),
+        scale_value: F32Bits::from_f32(scale),
+        bias,
+        imm: 0,
+        dst,
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+enum ImmBias {
+    Imm(f32),
+    Column(Addr4),
+}
+
+fn read_acc(ev: Events, dst: Addr4) -> Bundle {
+    ReadAccumulator {
+        events: ev,
+        dst_element_count: 1,
+        dtype: tag(Format::Float32),
+        negated: 0,
+        num_active_partitions: P as u8,
+        dst: row(dst, 1),
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+/// TensorScalar: out = src op0 column(p).
+fn ts_column(ev: Events, op0: u8, column: Addr4, src: Tensor<3>, dst: Tensor<3>) -> Bundle {
+    let f32t = tag(Format::Float32);
+    TensorScalar {
+        header: Header::new(Opcode(0x43)),
+        events: ev,
+        accumulator_cmd: AccumCmd(0),
+        src,
+        in_dtype: f32t,
+        out_dtype: f32t,
+        num_active_partitions: P as u8,
+        imm0_src: ImmSrc(1),
+        op0: AluOp(op0),
+        op1: AluOp(0),
+        reverse: TsReverse::from_bits(0),
+        imm1_src: ImmSrc(0),
+        imm0: column.0,
+        imm1: 0,
+        dst,
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+/// S4D4_TR bundle (reduce / copy / reciprocal) on v3.
+fn tr(
+    opcode: u8,
+    ev: Events,
+    op: u8,
+    negated: u8,
+    op_dim: u8,
+    src: Tensor<4>,
+    dst: Tensor<4>,
+) -> Bundle {
+    let f32t = tag(Format::Float32);
+    TensorReduceV2 {
+        header: Header::new(Opcode(opcode)),
+        events: ev,
+        src,
+        in_dtype: f32t,
+        out_dtype: f32t,
+        num_active_channels: P as u8,
+        negated,
+        op: AluOp(op),
+        op_dim: TensorSubdim(op_dim),
+        ..Default::default()
+    }
+    .to_bundle_with_dst(dst)
+}
+
+trait WithDst {
+    fn to_bundle_with_dst(self, dst: Tensor<4>) -> Bundle;
+}
+
+impl WithDst for TensorReduceV2 {
+    fn to_bundle_with_dst(mut self, dst: Tensor<4>) -> Bundle {
+        self.dst = dst;
+        TensorReduce::V2(self).to_bundle()
+    }
+}
+
+/// Row-wise softmax over 512 columns: DVE max → ACT exp(x − max) with accumulated sums →
+/// DVE reciprocal and scale.
+fn softmax() -> Package {
+    const F: u16 = 512;
+    let mut r = Rng(3);
+    let mut p = base("softmax");
+    let x = r.normals(P as usize * F as usize, 3.0);
+    p.var(
+        "x",
+        VarKind::Input,
+        Format::Float32,
+        &[P as u64, F as u64],
+        Some(&bytes_f32(&x)),
+    )
+    .unwrap();
+    p.var(
+        "out",
+        VarKind::Output,
+        Format::Float32,
+        &[P as u64, F as u64],
+        None,
+    )
+    .unwrap();
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![rows("x", 0, F as u64, Format::Float32, true, Some(1))],
+    );
+    p.block(
+        Engine::Sp,
+        "out",
+        0,
+        vec![rows("out", 12288, F as u64, Format::Float32, false, None)],
+    );
+    let (negmax, sum, recip) = (sbuf(4096), sbuf(4160), sbuf(4224));
+    p.streams[Engine::Dve as usize] = vec![
+        tr(
+            0x42,
+            events(Some((1, 1)), Some(3)),
+            0x08,
+            1,
+            1,
+            row(sbuf(0), F),
+            row(negmax, 1),
+        ),
+        tr(
+            0x48,
+            events(Some((4, 1)), None),
+            0,
+            0,
+            0,
+            row(sum, 1),
+            row(recip, 1),
+        ),
+        ts_column(
+            events(None, Some(2)),
+            0x06,
+            recip,
+            row(sbuf(8192), F),
+            row(sbuf(12288), F),
+        ),
+    ];
+    p.streams[Engine::Act as usize] = vec![
+        activate(
+            events(Some((3, 1)), None),
+            7,
+            1.0,
+            ImmBias::Column(negmax),
+            3,
+            row(sbuf(0), F),
+            row(sbuf(8192), F),
+        ),
+        read_acc(events(None, Some(4)), sum),
+    ];
+    finish_sp(&mut p);
+    p
+}
+
+/// RMSNorm over 512 columns with a per-column weight: ACT square with accumulated sums, ACT
+/// rsqrt(sum / 512 + eps), DVE scale by the row factor and the weight.
+fn rmsnorm() -> Package {
+    const F: u16 = 512;
+    const EPS: f32 = 1e-6;
+    let mut r = Rng(4);
+    let mut p = base("rmsnorm");
+    let x = r.normals(P as usize * F as usize, 2.0);
+    let w: Vec<f32> = r.normals(F as usize, 0.5).iter().map(|v| 1.0 + v).collect();
+    p.var(
+        "x",
+        VarKind::Input,
+        Format::Float32,
+        &[P as u64, F as u64],
+        Some(&bytes_f32(&x)),
+    )
+    .unwrap();
+    p.var(
+        "w",
+        VarKind::Input,
+        Format::Float32,
+        &[F as u64],
+        Some(&bytes_f32(&w)),
+    )
+    .unwrap();
+    p.var(
+        "out",
+        VarKind::Output,
+        Format::Float32,
+        &[P as u64, F as u64],
+        None,
+    )
+    .unwrap();
+    // w is broadcast to every partition (source step 0 over partitions).
+    let mut wb = rows("w", 4096, F as u64, Format::Float32, true, Some(1));
+    wb.from_sizes = vec![P as u64, F as u64];
+    wb.from_steps = Some(vec![0, 1]);
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![rows("x", 0, F as u64, Format::Float32, true, Some(1)), wb],
+    );
+    p.block(
+        Engine::Sp,
+        "out",
+        0,
+        vec![rows("out", 16384, F as u64, Format::Float32, false, None)],
+    );
+    let (ss, rs) = (sbuf(8192), sbuf(8256));
+    p.streams[Engine::Act as usize] = vec![
+        activate(
+            events(Some((1, 2)), None),
+            30,
+            1.0,
+            ImmBias::Imm(0.0),
+            3,
+            row(sbuf(0), F),
+            row(sbuf(12288), F),
+        ),
+        read_acc(Events::default(), ss),
+        activate(
+            events(None, Some(3)),
+            29,
+            1.0 / F as f32,
+            ImmBias::Imm(EPS),
+            0,
+            row(ss, 1),
+            row(rs, 1),
+        ),
+    ];
+    let f32t = tag(Format::Float32);
+    p.streams[Engine::Dve as usize] = vec![
+        ts_column(
+            events(Some((3, 1)), None),
+            0x06,
+            rs,
+            row(sbuf(0), F),
+            row(sbuf(12288), F),
+        ),
+        TensorTensor {
+            events: events(None, Some(2)),
+            in_dtypes: DtypePair::new(f32t, f32t),
+            out_dtype: f32t,
+            op: AluOp(0x06),
+            num_active_partitions: P as u8,
+            src0: row(sbuf(12288), F),
+            src1: row(sbuf(4096), F),
+            dst: row(sbuf(16384), F),
+            ..Default::default()
+        }
+        .to_bundle(),
+    ];
+    finish_sp(&mut p);
+    p
+}
+
+/// out[128, 128] = w[512, 128]ᵀ · x[512, 128], bf16 operands, K in four 128-row chunks
+/// accumulated in PSUM; ACT copies PSUM to SBUF.
+fn matmul_bf16() -> Package {
+    const K: u64 = 512;
+    const M: u16 = 128;
+    const N: u16 = 128;
+    let mut r = Rng(5);
+    let mut p = base("matmul_bf16");
+    let w = bf16(&r.normals(K as usize * M as usize, 1.0));
+    let x = bf16(&r.normals(K as usize * N as usize, 1.0));
+    p.var(
+        "w",
+        VarKind::Input,
+        Format::Bfloat16,
+        &[K, M as u64],
+        Some(&w),
+    )
+    .unwrap();
+    p.var(
+        "x",
+        VarKind::Input,
+        Format::Bfloat16,
+        &[K, N as u64],
+        Some(&x),
+    )
+    .unwrap();
+    p.var(
+        "out",
+        VarKind::Output,
+        Format::Float32,
+        &[M as u64, N as u64],
+        None,
+    )
+    .unwrap();
+    // Row k = 128·c + p of w lands in partition p at byte 256·c (chunk c), likewise x at 1024 + 256·c.
+    let chunked = |var: &str, offset: u64| {
+        let mut e = DmaEntry::copy(
+            VarRef::Name(var.into()),
+            VarRef::Name("state_buffer".into()),
+            vec![4, 128, 128],
+        );
+        e.to_offset = offset;
+        e.to_steps = Some(vec![128, 0x40000 / 2, 1]);
+        e.sem = Some(1);
+        e
+    };
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![chunked("w", 0), chunked("x", 1024)],
+    );
+    p.block(
+        Engine::Sp,
+        "out",
+        0,
+        vec![rows("out", 4096, N as u64, Format::Float32, false, None)],
+    );
+    let bft = tag(Format::Bfloat16);
+    let mut pe = Vec::new();
+    for c in 0..4u32 {
+        let ev = if c == 0 {
+            events(Some((1, 2)), None)
+        } else {
+            Events::default()
+        };
+        pe.push(
+            LdWeights::V3(LdWeightsV3 {
+                header: Header::new(Opcode(0x01)),
+                events: ev,
+                src: row(sbuf(256 * c), M),
+                in_dtype: bft,
+                num_active_rows: 128,
+                num_active_cols: M as u8,
+                row_grp: 0x0F,
+                col_grp: 0x0F,
+                ..Default::default()
+            })
+            .to_bundle(),
+        );
+        let flags = match c {
+            0 => 1, // START
+            3 => 2, // END
+            _ => 0, // MULTI_MID
+        };
+        pe.push(
+            Matmul::V3(MatmulV3 {
+                header: Header::new(Opcode(0x02)),
+                events: if c == 3 {
+                    events(None, Some(3))
+                } else {
+                    Events::default()
+                },
+                src: row(sbuf(1024 + 256 * c), N),
+                in_dtype: bft,
+                out_dtype: tag(Format::Float32),
+                num_active_rows: 128,
+                num_active_cols: M as u8,
+                psum_accumulate_flags: PsumAccumulateFlags::from_bits(flags),
+                row_grp: 0x0F,
+                col_grp: 0x0F,
+                psum_zero_region: ZeroRegion(0),
+                dst: row(Addr4::imm(Geometry::of(GEN).psum_address(0, 0)), N),
+                ..Default::default()
+            })
+            .to_bundle(),
+        );
+    }
+    p.streams[Engine::Pe as usize] = pe;
+    p.streams[Engine::Act as usize] = vec![activate(
+        events(Some((3, 1)), Some(2)),
+        1, // identity
+        1.0,
+        ImmBias::Imm(0.0),
+        0,
+        row(Addr4::imm(Geometry::of(GEN).psum_address(0, 0)), N),
+        row(sbuf(4096), N),
+    )];
+    finish_sp(&mut p);
+    p
+}
+
+fn main() {
+    let out = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("testdata/kernels"));
+    std::fs::create_dir_all(&out).expect("create the output directory");
+    for p in [vadd(), iadd_pool(), softmax(), rmsnorm(), matmul_bf16()] {
+        let path = out.join(format!("{}.neff", p.name));
+        p.to_neff()
+            .and_then(|n| n.write_to(&path).map_err(Into::into))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        println!("wrote {}", path.display());
+    }
+}

@@ -825,6 +825,36 @@ mod tests {
         assert_eq!(to_f32(Format::Float32r, 0x3F80_1234), nf(0x3F80_1234), "read back as plain fp32");
     }
 
+    /// The `half` crate agrees with our fp16/bf16 legs wherever its NaN handling is not involved
+    /// (it keeps NaN signs and payloads, which the policy does not).
+    #[test]
+    fn half_crate_agrees_outside_nan() {
+        for c in 0..=u16::MAX {
+            let h = half::f16::from_bits(c);
+            if !h.is_nan() {
+                assert_eq!(to_f32(Format::Float16, c.into()).to_bits(), h.to_f32().to_bits(), "f16 {c:#06x}");
+            }
+            let b = half::bf16::from_bits(c);
+            if !b.is_nan() {
+                assert_eq!(to_f32(Format::Bfloat16, c.into()).to_bits(), b.to_f32().to_bits(), "bf16 {c:#06x}");
+            }
+        }
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        for i in 0..200_000u32 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            // Alternate uniform bit patterns with values near the fp16 range.
+            let bits = if i % 2 == 0 { s as u32 } else { (s as u32 & 0x83FF_FFFF) | (0x3000_0000 + ((s >> 40) as u32 & 0x0FFF_FFFF)) };
+            let x = f32::from_bits(bits);
+            if x.is_nan() {
+                continue;
+            }
+            assert_eq!(from_f32(Format::Float16, x, &SAT), u64::from(half::f16::from_f32(x).to_bits()), "f16 {bits:#010x}");
+            assert_eq!(from_f32(Format::Bfloat16, x, &SAT), u64::from(half::bf16::from_f32(x).to_bits()), "bf16 {bits:#010x}");
+        }
+    }
+
     #[test]
     fn float_to_int_device_and_reference() {
         let t = CastPolicy::DEVICE;

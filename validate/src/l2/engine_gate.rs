@@ -3,17 +3,18 @@
 //! mask per engine per 64-opcode band, tested with a single bit test like the shipped
 //! `_bittest64` gate.
 //!
-//! The bitmaps are computed at compile time from the catalog rows' engine classes and
-//! per-generation presence ([`super::catalog::REAL`]); the derived rows are project-defined
+//! The bitmaps are computed at compile time from the ISA spec's opcode rows (engine classes
+//! and per-generation presence, via [`super::catalog`]); the derived rows are project-defined
 //! (the full per-engine expansion of the shipped masks is not public). The one published
 //! mask — v4 ACT `0x1000000000FE7F41` indexed by `opcode − 88` — overrides the derived ACT
 //! rows for opcodes 88..=151 on v4.
 
 use tpbsim_isa::{Engine, Gen};
 
-use super::catalog::{self, OpcodeRow, PSEUDO};
+use super::catalog;
 use super::enums::ByteSet;
 use super::rule::{rule, Allowed, Ck, Field, Sink};
+use tpbsim_isa::spec::OpcodeRow;
 
 /// The published v4 ACT mask and its rebase (`_bittest64(0x1000000000FE7F41, opcode − 88)`).
 pub const V4_ACT_MASK: u64 = 0x1000_0000_00FE_7F41;
@@ -30,12 +31,12 @@ const fn derive(rows: &[OpcodeRow]) -> EngineBitmaps {
     while g < 4 {
         let mut e = 0;
         while e < 5 {
-            let mut s = PSEUDO;
+            let mut s = ByteSet::EMPTY;
             let mut i = 0;
             while i < rows.len() {
                 let r = &rows[i];
-                if r.present(gens[g]) && r.engines & (1 << e) != 0 {
-                    s = s.with(r.opcode);
+                if catalog::present(r, gens[g]) && catalog::engines(r) & (1 << e) != 0 {
+                    s = s.with(r.code);
                 }
                 i += 1;
             }
@@ -62,7 +63,7 @@ const fn derive(rows: &[OpcodeRow]) -> EngineBitmaps {
 }
 
 /// The computed bitmaps.
-pub const BITMAPS: EngineBitmaps = derive(catalog::REAL);
+pub const BITMAPS: EngineBitmaps = derive(catalog::ROWS);
 
 /// True when `opcode` is legal on wire engine `engine` at `gen`.
 #[inline]
@@ -174,8 +175,9 @@ mod tests {
         for k in 0..64u32 {
             let op = (188 + k) as u8;
             let published = (mask >> k) & 1 == 1;
-            let derived = opcode_on_engine(Gen::V4, Engine::Dve, op) && !PSEUDO.has(op);
-            if published != derived && !PSEUDO.has(op) {
+            let derived =
+                opcode_on_engine(Gen::V4, Engine::Dve, op) && !(0xC1..=0xDF).contains(&op);
+            if published != derived && !(0xC1..=0xDF).contains(&op) {
                 diff.push(op);
             }
         }

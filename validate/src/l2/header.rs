@@ -47,10 +47,18 @@ rule!(IS_UPDATE_SEMAPHORE, "is_update_semaphore", Format,
     project "the body of the semaphore-update consistency check is not public; a bundle whose wait and update both consume the single value word is reported as not checked",
     "semaphore-update consistency when wait and update share the value word");
 
-/// The opcode enum of each generation (v2..v5), computed from the catalog rows.
+/// The opcode enum of each generation (v2..v5), computed at compile time from the spec rows.
+pub const OPCODE_ENUMS: [ByteSet; 4] = [
+    catalog::opcode_enum(Gen::V2),
+    catalog::opcode_enum(Gen::V3),
+    catalog::opcode_enum(Gen::V4),
+    catalog::opcode_enum(Gen::V5),
+];
+
+/// The opcode enum of `gen`.
+#[inline]
 pub fn opcode_enum(gen: Gen) -> &'static ByteSet {
-    static ENUMS: std::sync::OnceLock<[ByteSet; 4]> = std::sync::OnceLock::new();
-    &ENUMS.get_or_init(|| Gen::ALL.map(catalog::opcode_enum))[gen.index()]
+    &OPCODE_ENUMS[gen.index()]
 }
 
 /// `has_valid_neuron_header`. Returns false when the opcode is not in the enum (the

@@ -7,7 +7,7 @@
 use super::super::addr::{self, Operand, Placement};
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{dtype_check, enum_check, float_finite, pool_no_psum, DtypeOpts};
+use super::{dtype_check, enum_check, float_finite, pool_no_psum, spec_reserved, DtypeOpts};
 
 /// `imm_src` (IMM_SRC).
 pub const IMM_SRC: Field = Field::new("imm_src", 12, 1);
@@ -20,9 +20,9 @@ pub const BIAS_SRC_N: Field = Field::new("bias_src_n", 15, 1);
 /// Source pattern.
 pub const SRC: Operand = Operand::new("src", 16);
 /// Input dtype (low nibble of the pair byte).
-pub const IN_DTYPE: Field = Field::sub("dtype_pair", "in (low nibble)", 32, 1);
+pub const IN_DTYPE: Field = Field::sub("in_bias_dtypes", "in (low nibble)", 32, 1);
 /// Bias dtype (high nibble of the pair byte).
-pub const BIAS_DTYPE: Field = Field::sub("dtype_pair", "bias (high nibble)", 32, 1);
+pub const BIAS_DTYPE: Field = Field::sub("in_bias_dtypes", "bias (high nibble)", 32, 1);
 /// Output dtype.
 pub const OUT_DTYPE: Field = Field::new("out_dtype", 33, 1);
 /// Active partitions.
@@ -90,6 +90,8 @@ pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
             Allowed::Text("a published ActivationFunctionType wire code"),
         );
     }
+    // (4) reserved
+    spec_reserved(ck);
     if ck.done() {
         return;
     }

@@ -17,6 +17,7 @@ pub const X_UPDATE_VALUE: Field = Field::new("events_ext.sem_update_value", 0x28
 /// forms name registers; the block's remaining bytes are not checked.
 pub fn is_valid_ctrl_es<S: Sink>(ck: &mut Ck<S>) {
     header::events_block(ck, X_WAIT_MODE, X_UPDATE_MODE, X_WAIT_VALUE, X_UPDATE_VALUE);
+    super::spec_reserved(ck);
 }
 
 #[cfg(test)]

@@ -111,7 +111,7 @@ pub fn run<S: Sink>(fmt: Format, ck: &mut Ck<S>) {
 }
 
 rule!(RESERVED_ZERO, "reserved_zero", Format,
-    public "isa-facts §4 (bytes not listed in a layout are reserved-zero); C isa/pe-matmul-encoding.md (d3_mm_reserved_z*, lw_reserved_zero)",
+    public "reserved byte ranges of the ISA spec layouts (isa/spec/formats.rs; isa-facts §4: bytes not listed are reserved-zero); C isa/pe-matmul-encoding.md (d3_mm_reserved_z*, lw_reserved_zero)",
     "reserved bytes of the format are zero");
 rule!(IS_VALID_DTYPE, "is_valid_dtype", Format,
     public "R isa/validator-architecture.md §3 (is_valid_dtype); R isa/validators-per-arch.md (is_valid_dtype_64, is_valid_dtype_inc_fp4)",
@@ -179,6 +179,21 @@ pub fn reserved_zero<S: Sink>(ck: &mut Ck<S>, start: u8, len: u8) {
             i = j;
         } else {
             i += 1;
+        }
+    }
+}
+
+/// The reserved-bytes stage: every reserved byte of the layout the ISA spec gives for this
+/// opcode and generation (`LayoutMeta::reserved`, reserved bytes inside descriptors included)
+/// is zero.
+pub fn spec_reserved<S: Sink>(ck: &mut Ck<S>) {
+    let Ok(inst) = tpbsim_isa::decode(ck.b, ck.gen) else {
+        return;
+    };
+    for &(s, e) in inst.meta().reserved {
+        reserved_zero(ck, s, e - s);
+        if ck.done() {
+            return;
         }
     }
 }
@@ -387,5 +402,211 @@ mod tests {
         assert_eq!(format_of(Gen::V4, 0x09), Some(Format::Smx1Lw));
         assert_eq!(format_of(Gen::V2, 0xBC), None);
         assert_eq!(format_of(Gen::V4, 0x68), None);
+    }
+}
+
+#[cfg(test)]
+mod spec_field_names {
+    //! The fields the gates name in diagnostics agree with the ISA spec's field metadata
+    //! (name and byte offset) in every generation where the gate runs.
+    use super::super::addr::Operand;
+    use super::*;
+    use tpbsim_isa::Bundle;
+
+    fn check(gen: Gen, opcode: u8, fields: &[Field], ops: &[Operand], bad: &mut Vec<String>) {
+        let mut b = Bundle::ZERO;
+        b.0[0] = opcode;
+        b.0[1] = 0x10;
+        let Ok(inst) = tpbsim_isa::decode(&b, gen) else {
+            bad.push(format!("{gen} {opcode:#x}: no layout"));
+            return;
+        };
+        let meta = inst.meta();
+        for f in fields {
+            match meta.fields.iter().find(|m| m.name == f.name) {
+                Some(m) if m.offset == f.start => {}
+                Some(m) => bad.push(format!(
+                    "{gen} {opcode:#x} {}: spec offset {} vs {}",
+                    f.name, m.offset, f.start
+                )),
+                None => bad.push(format!(
+                    "{gen} {opcode:#x} {}: not in the spec layout {}",
+                    f.name, meta.rust_name
+                )),
+            }
+        }
+        for o in ops {
+            match meta.fields.iter().find(|m| m.name == o.name) {
+                Some(m) if m.offset == o.off => {}
+                _ => bad.push(format!("{gen} {opcode:#x} operand {} @{}", o.name, o.off)),
+            }
+        }
+    }
+
+    #[test]
+    fn gate_fields_match_spec_metadata() {
+        let mut bad = vec![];
+        for gen in [Gen::V2, Gen::V3, Gen::V4] {
+            let mut lw = vec![
+                pe::IN_DTYPE,
+                pe::PERF_OPT,
+                pe::NUM_ACTIVE_ROWS,
+                pe::NUM_ACTIVE_COLS,
+                pe::ROW_GRP,
+                pe::COL_GRP,
+            ];
+            let mut mm = vec![
+                pe::IN_DTYPE,
+                pe::FP32_MODE,
+                pe::PERF_OPT,
+                pe::NUM_ACTIVE_ROWS,
+                pe::NUM_ACTIVE_COLS,
+                pe::PSUM_ACC,
+                pe::ROW_GRP,
+                pe::COL_GRP,
+                pe::ZERO_REGION,
+            ];
+            if gen == Gen::V2 {
+                lw.push(pe::XBUS_SEL);
+                mm.push(pe::XBUS_SEL);
+            } else {
+                lw.push(pe::TRANSPOSE_MODE);
+                mm.push(pe::TRANSPOSE_MODE);
+                mm.push(pe::OUT_DTYPE);
+            }
+            if gen == Gen::V4 {
+                lw.push(pe::LW_FLAGS);
+                mm.push(pe::MM_FLAGS);
+            }
+            check(gen, 0x01, &lw, &[pe::SRC], &mut bad);
+            check(gen, 0x02, &mm, &[pe::SRC, pe::DST], &mut bad);
+            check(
+                gen,
+                0x21,
+                &[
+                    act::IN_DTYPE,
+                    act::IMM_SRC,
+                    act::SCALE_SRC,
+                    act::ACC_CMD,
+                    act::BIAS_SRC_N,
+                    act::OUT_DTYPE,
+                    act::NUM_ACTIVE,
+                    act::FUNC,
+                    act::SCALE,
+                    act::BIAS,
+                    act::IMM,
+                ],
+                &[act::SRC, act::DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x41,
+                &[tt::DT0, tt::OUT, tt::OP, tt::NUM],
+                &[tt::SRC0, tt::SRC1, tt::DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x43,
+                &[
+                    ts::ACC_CMD,
+                    ts::IN_DTYPE,
+                    ts::OUT_DTYPE,
+                    ts::NUM,
+                    ts::IMM0_SRC,
+                    ts::OP0,
+                    ts::OP1,
+                    ts::REVERSE,
+                    ts::IMM1_SRC,
+                ],
+                &[ts::SRC, ts::DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x46,
+                &[
+                    tr::IN_DTYPE,
+                    tr::OUT_DTYPE,
+                    tr::NUM,
+                    tr::NEGATED,
+                    tr::OP,
+                    tr::OP_DIM,
+                ],
+                &[tr::SRC, tr::DST],
+                &mut bad,
+            );
+            if gen != Gen::V2 {
+                check(
+                    gen,
+                    0xBC,
+                    &[
+                        rs::NUM,
+                        rs::DTYPES,
+                        rs::REDUCE_CMD,
+                        rs::REDUCE_OP,
+                        rs::BASE,
+                        rs::FILL,
+                        rs::COMP0,
+                        rs::COMP1,
+                        rs::BOUND0_SRC,
+                        rs::BOUND1_SRC,
+                    ],
+                    &[rs::SRC, rs::DST],
+                    &mut bad,
+                );
+                check(
+                    gen,
+                    0x07,
+                    &[
+                        pe::IN_DTYPE,
+                        pe::FP32_MODE,
+                        pe::SPARSE_OUT_DTYPE,
+                        pe::PSUM_ACC,
+                        pe::ROW_GRP,
+                        pe::COL_GRP,
+                        pe::ZERO_REGION,
+                    ],
+                    &[pe::SPARSE_SRC, pe::DST],
+                    &mut bad,
+                );
+            }
+            if gen == Gen::V4 {
+                check(
+                    gen,
+                    0x09,
+                    &[
+                        pe::IN_DTYPE,
+                        pe::NUM_ACTIVE_ROWS,
+                        pe::NUM_ACTIVE_COLS,
+                        pe::ROW_GRP,
+                        pe::COL_GRP,
+                    ],
+                    &[mx::MX_SRC],
+                    &mut bad,
+                );
+                check(
+                    gen,
+                    0x0A,
+                    &[
+                        pe::IN_DTYPE,
+                        mx::MX_OUT_DTYPE,
+                        pe::PSUM_ACC,
+                        pe::ZERO_REGION,
+                    ],
+                    &[mx::MX_SRC, pe::DST],
+                    &mut bad,
+                );
+                check(
+                    gen,
+                    0xE3,
+                    &[mx::Q_SRC_PARTITIONS, mx::Q_SRC_DTYPE, mx::Q_OUT_DTYPE],
+                    &[mx::Q_SRC, mx::Q_DST],
+                    &mut bad,
+                );
+            }
+        }
+        assert!(bad.is_empty(), "{bad:#?}");
     }
 }

@@ -9,7 +9,7 @@ use super::super::dtype;
 use super::super::enums::{self, ByteSet};
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::pe::{self, IN_DTYPE, PSUM_ACC, ZERO_REGION};
-use super::{dtype_check, enum_check, reserved_zero, DtypeOpts};
+use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
 
 /// MX source descriptor (MXMEM_PATTERN1D) of LdWeightsMx / MatmulMx.
 pub const MX_SRC: Operand = Operand::new("src", 16);
@@ -19,9 +19,9 @@ pub const MX_OUT_DTYPE: Field = Field::new("out_dtype", 40, 1);
 /// QuantizeMx source pattern.
 pub const Q_SRC: Operand = Operand::new("src", 16);
 /// QuantizeMx source partition count.
-pub const Q_SRC_PARTITIONS: Field = Field::new("src_num_partitions", 33, 1);
+pub const Q_SRC_PARTITIONS: Field = Field::new("num_active_partitions", 33, 1);
 /// QuantizeMx source dtype.
-pub const Q_SRC_DTYPE: Field = Field::new("src_dtype", 34, 1);
+pub const Q_SRC_DTYPE: Field = Field::new("in_dtype", 34, 1);
 /// QuantizeMx data-out dtype.
 pub const Q_OUT_DTYPE: Field = Field::new("out_dtype", 35, 1);
 /// QuantizeMx MX output descriptor.
@@ -73,10 +73,7 @@ fn mx_in_dtype<S: Sink>(ck: &mut Ck<S>) -> u8 {
 
 /// `is_valid_smx1_lw`: LdWeightsMx 0x09 (v4+).
 pub fn is_valid_smx1_lw<S: Sink>(ck: &mut Ck<S>) {
-    reserved_zero(ck, 12, 4);
-    reserved_zero(ck, 33, 5);
-    reserved_zero(ck, 40, 4);
-    reserved_zero(ck, 46, 18);
+    spec_reserved(ck);
     if ck.done() {
         return;
     }
@@ -106,10 +103,7 @@ pub fn is_valid_smx1d3_mm<S: Sink>(ck: &mut Ck<S>) {
         enums::psum_zero_region(gen),
         "0..=3",
     );
-    reserved_zero(ck, 12, 4);
-    reserved_zero(ck, 33, 5);
-    reserved_zero(ck, 41, 2);
-    reserved_zero(ck, 46, 1);
+    spec_reserved(ck);
     if ck.done() {
         return;
     }
@@ -133,8 +127,7 @@ pub fn is_valid_smx1d3_mm<S: Sink>(ck: &mut Ck<S>) {
 
 /// `is_valid_s3dmx1_quant`: QuantizeMx 0xE3 (DVE, v4+).
 pub fn is_valid_s3dmx1_quant<S: Sink>(ck: &mut Ck<S>) {
-    reserved_zero(ck, 12, 4);
-    reserved_zero(ck, 36, 12);
+    spec_reserved(ck);
     if ck.done() {
         return;
     }

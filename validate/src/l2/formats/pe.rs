@@ -12,7 +12,7 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums::{self, ByteSet};
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{dtype_check, enum_check, reserved_zero, DtypeOpts};
+use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
 
 // ---- fields shared by S3_LW / S3D3_MM ----
 
@@ -281,27 +281,7 @@ pub fn is_valid_s3_lw<S: Sink>(ck: &mut Ck<S>) {
         lw_flags(ck);
     }
     // (4) reserved bytes
-    match gen {
-        Gen::V2 => {
-            reserved_zero(ck, 12, 4);
-            reserved_zero(ck, 34, 1);
-            reserved_zero(ck, 40, 4);
-            reserved_zero(ck, 47, 17);
-        }
-        Gen::V3 => {
-            reserved_zero(ck, 12, 4);
-            reserved_zero(ck, 36, 2);
-            reserved_zero(ck, 40, 4);
-            reserved_zero(ck, 46, 18);
-        }
-        _ => {
-            reserved_zero(ck, 13, 3);
-            reserved_zero(ck, 36, 2);
-            reserved_zero(ck, 40, 4);
-            reserved_zero(ck, 46, 1);
-            reserved_zero(ck, 48, 16);
-        }
-    }
+    spec_reserved(ck);
     if ck.done() {
         return;
     }
@@ -462,25 +442,7 @@ pub fn is_valid_s3d3_mm<S: Sink>(ck: &mut Ck<S>) {
         );
     }
     // (4) reserved
-    match gen {
-        Gen::V2 => {
-            reserved_zero(ck, 12, 4);
-            reserved_zero(ck, 34, 1);
-            reserved_zero(ck, 40, 3);
-        }
-        Gen::V3 => {
-            reserved_zero(ck, 12, 4);
-            reserved_zero(ck, 36, 2);
-            reserved_zero(ck, 41, 2);
-            reserved_zero(ck, 46, 1);
-        }
-        _ => {
-            reserved_zero(ck, 12, 4);
-            reserved_zero(ck, 36, 2);
-            reserved_zero(ck, 41, 1);
-            reserved_zero(ck, 46, 1);
-        }
-    }
+    spec_reserved(ck);
     if ck.done() {
         return;
     }
@@ -619,8 +581,7 @@ pub fn is_valid_s4d3_mm<S: Sink>(ck: &mut Ck<S>) {
             "0 (SIZE2048)"
         },
     );
-    reserved_zero(ck, 36, 2);
-    reserved_zero(ck, 40, 3);
+    spec_reserved(ck);
     if ck.done() {
         return;
     }

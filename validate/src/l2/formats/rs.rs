@@ -5,12 +5,12 @@
 use super::super::addr::{self, Operand, Placement};
 use super::super::enums::{self, ByteSet};
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{dtype_check, enum_check, float_finite, reserved_zero, DtypeOpts};
+use super::{dtype_check, enum_check, float_finite, spec_reserved, DtypeOpts};
 
 /// Active partitions.
-pub const NUM: Field = Field::new("num_active", 12, 1);
+pub const NUM: Field = Field::new("num_active_partitions", 12, 1);
 /// In/out dtype pair.
-pub const DTYPES: Field = Field::new("dtype_pair", 13, 1);
+pub const DTYPES: Field = Field::new("in_out_dtypes", 13, 1);
 /// Reduce command.
 pub const REDUCE_CMD: Field = Field::new("reduce_cmd", 14, 1);
 /// Reduce op.
@@ -51,7 +51,7 @@ pub fn is_valid_s2d2_rs<S: Sink>(ck: &mut Ck<S>) {
     enum_check(ck, r, COMP1, cmp, "IS_EQ..IS_LT (0x12..=0x16)");
     enum_check(ck, r, BOUND0_SRC, enums::IMM_SRC, "0..=2");
     enum_check(ck, r, BOUND1_SRC, enums::IMM_SRC, "0..=2");
-    reserved_zero(ck, 60, 4);
+    spec_reserved(ck);
     if ck.done() {
         return;
     }

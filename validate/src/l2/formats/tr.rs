@@ -9,7 +9,7 @@
 use super::super::addr::{self, Operand, Placement};
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, reserved_zero, DtypeOpts};
+use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, spec_reserved, DtypeOpts};
 
 /// Source.
 pub const SRC: Operand = Operand::new("src", 12);
@@ -53,7 +53,7 @@ pub fn is_valid_s4d4_tr<S: Sink>(ck: &mut Ck<S>) {
     enum_check(ck, &TR_OP, OP, set, text);
     alu_pool_only(ck, OP);
     enum_check(ck, &TR_OP_DIM, OP_DIM, enums::TENSOR_SUBDIM, "0..=4");
-    reserved_zero(ck, 39, 5);
+    spec_reserved(ck);
     if ck.done() {
         return;
     }

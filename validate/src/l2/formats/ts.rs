@@ -8,7 +8,7 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, reserved_zero, DtypeOpts};
+use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, spec_reserved, DtypeOpts};
 
 /// `accumulator_cmd`.
 pub const ACC_CMD: Field = Field::new("accumulator_cmd", 12, 1);
@@ -95,7 +95,7 @@ pub fn is_valid_s3d3_ts<S: Sink>(ck: &mut Ck<S>) {
         }
     }
     // (4) reserved
-    reserved_zero(ck, 13, 3);
+    spec_reserved(ck);
     if ck.done() {
         return;
     }

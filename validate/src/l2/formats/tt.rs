@@ -9,7 +9,7 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{alu_pool_only, dtype_check, pool_no_psum, DtypeOpts};
+use super::{alu_pool_only, dtype_check, pool_no_psum, spec_reserved, DtypeOpts};
 
 /// Source 0.
 pub const SRC0: Operand = Operand::new("src0", 16);
@@ -18,9 +18,9 @@ pub const SRC1: Operand = Operand::new("src1", 32);
 /// Destination.
 pub const DST: Operand = Operand::new("dst", 48);
 /// src0 dtype (low nibble).
-pub const DT0: Field = Field::sub("dtype_pair", "src0 (low nibble)", 12, 1);
+pub const DT0: Field = Field::sub("in_dtypes", "src0 (low nibble)", 12, 1);
 /// src1 dtype (high nibble).
-pub const DT1: Field = Field::sub("dtype_pair", "src1 (high nibble)", 12, 1);
+pub const DT1: Field = Field::sub("in_dtypes", "src1 (high nibble)", 12, 1);
 /// Output dtype.
 pub const OUT: Field = Field::new("out_dtype", 13, 1);
 /// ALU op.
@@ -60,6 +60,8 @@ pub fn is_valid_s3s3d3_tt<S: Sink>(ck: &mut Ck<S>) {
     };
     ck.check(legal.has(op), &TT_ALU_OP, OP, Allowed::Text(text));
     alu_pool_only(ck, OP);
+    // (4) reserved
+    spec_reserved(ck);
     if ck.done() {
         return;
     }

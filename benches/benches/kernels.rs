@@ -1,0 +1,55 @@
+//! Whole-kernel simulation time for each `testdata/kernels/*.neff` (machine set-up, inputs,
+//! every bundle with L2 validation, outputs in DRAM), and the `sim run` load path (read the
+//! NEFF, build the kernel, allocate the machine) on the smallest kernel. The numpy reference
+//! time of the same computation (`make_refs.py --time`) is recorded beside it in
+//! `docs/perf.md` "Kernels".
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use tpbsim_isa::neff::{Neff, ReadOptions};
+use tpbsim_sim::machine::load::kernel_from_neff;
+use tpbsim_sim::machine::{Machine, RunOptions};
+
+const KERNELS: [&str; 5] = ["vadd", "iadd_pool", "softmax", "rmsnorm", "matmul_bf16"];
+
+fn path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testdata/kernels/{name}.neff"))
+}
+
+fn kernels(c: &mut Criterion) {
+    let mut g = c.benchmark_group("kernel");
+    g.sample_size(20);
+    for name in KERNELS {
+        let n = Neff::read(path(name), &ReadOptions::default()).expect("read the kernel");
+        let k = kernel_from_neff(&n).expect("load the kernel");
+        let gen = k.gen.expect("target generation");
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut m = Machine::new(&k, gen).expect("machine");
+                m.validate_with_l2();
+                let st = m.run(&RunOptions::default(), &mut |_| {}).expect("run");
+                black_box((st.sched.steps, m.var("out").map(|o| o[0])))
+            })
+        });
+    }
+    g.finish();
+}
+
+fn startup(c: &mut Criterion) {
+    let mut g = c.benchmark_group("startup");
+    g.sample_size(20);
+    g.bench_function("load_vadd", |b| {
+        b.iter(|| {
+            let n = Neff::read(path("vadd"), &ReadOptions::default()).expect("read");
+            let k = kernel_from_neff(&n).expect("load");
+            let m = Machine::new(&k, k.gen.expect("gen")).expect("machine");
+            black_box(m.var("x").map(|x| x.len()))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, kernels, startup);
+criterion_main!(benches);

@@ -5,6 +5,7 @@
 pub mod bir;
 pub mod diag;
 pub mod l1;
+pub mod lift;
 pub mod registry;
 pub mod l2;
 

@@ -1,0 +1,139 @@
+//! Wire DTYPE tags ↔ BIR dtype ordinals, per generation (facts §6.1, §6.2).
+//!
+//! Lowering follows the compiler's 20-entry LUT (§6.2): every BIR dtype has a tag. The LUT is
+//! not injective (`float8e4`, `float8_e4m3fn` and `float8_e4m3fn_x4` all become FP8_EXP4), so
+//! lifting picks one BIR dtype per tag and context — the *canonical* dtype:
+//!
+//! - plain operands: FP8_EXP4 → `float8_e4m3fn` (the wire format is E4M3 with no infinity and
+//!   max 448, the OCP reading), UINT8 → `uint8`, UINT16 → `uint16`, FP4_EXP2 (v4+) →
+//!   `float4_e2m1fn_x4`;
+//! - MX data operands (the format says the operand is x4-packed): FP8_EXP4 →
+//!   `float8_e4m3fn_x4`, FP8_EXP5 → `float8_e5m2_x4`, FP4_EXP2 (v4+) or UINT16 (v2/v3) →
+//!   `float4_e2m1fn_x4`;
+//! - MX scale operands: always `float8_e8m0fnu`.
+//!
+//! Tags without a BIR dtype (INVALID, the v5 FP8_EXP2 / INT4 / SFP8 tags, the coded CPTC
+//! formats) do not lift. These choices are `project-defined` (docs/lift.md).
+
+use tpbsim_isa::Gen;
+
+use crate::bir::Dtype;
+
+/// How an operand's dtype tag is to be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DtypeCtx {
+    /// An ordinary operand.
+    Plain,
+    /// The data of a microscaled (MX) operand: x4-packed containers.
+    MxData,
+    /// The E8M0 scales of an MX operand (no tag on the wire).
+    MxScale,
+}
+
+/// The wire tag of a BIR dtype in `gen` (the compiler's LUT, facts §6.2).
+pub const fn wire_tag(d: Dtype, gen: Gen) -> u8 {
+    let v4 = matches!(gen, Gen::V4 | Gen::V5);
+    match d {
+        Dtype::Uint8 | Dtype::Float8E8m0fnu => 0x03,
+        Dtype::Int8 => 0x02,
+        Dtype::Float4E2m1fnX4 => {
+            if v4 {
+                0x10
+            } else {
+                0x05
+            }
+        }
+        Dtype::Float8E3m4 => 0x0D,
+        Dtype::Float8E4m3 | Dtype::Float8E4m3fn | Dtype::Float8E4m3fnX4 => 0x0E,
+        Dtype::Float8E5m2 | Dtype::Float8E5m2X4 => 0x0F,
+        Dtype::Uint16 => 0x05,
+        Dtype::Int16 => 0x04,
+        Dtype::Bfloat16 => 0x06,
+        Dtype::Float16 => 0x07,
+        Dtype::Uint32 => 0x09,
+        Dtype::Int32 => 0x08,
+        Dtype::Float32 => 0x0A,
+        Dtype::Float32r => 0x0B,
+        Dtype::Uint64 => 0x01,
+        Dtype::Int64 => 0x0C,
+    }
+}
+
+/// The canonical BIR dtype of wire tag `tag` in `gen` for an operand read in context `ctx`.
+pub const fn bir_dtype(tag: u8, gen: Gen, ctx: DtypeCtx) -> Option<Dtype> {
+    let v4 = matches!(gen, Gen::V4 | Gen::V5);
+    match ctx {
+        DtypeCtx::MxScale => Some(Dtype::Float8E8m0fnu),
+        DtypeCtx::MxData => match tag {
+            0x0E => Some(Dtype::Float8E4m3fnX4),
+            0x0F => Some(Dtype::Float8E5m2X4),
+            0x10 if v4 => Some(Dtype::Float4E2m1fnX4),
+            0x05 if !v4 => Some(Dtype::Float4E2m1fnX4),
+            _ => None,
+        },
+        DtypeCtx::Plain => match tag {
+            0x01 => Some(Dtype::Uint64),
+            0x02 => Some(Dtype::Int8),
+            0x03 => Some(Dtype::Uint8),
+            0x04 => Some(Dtype::Int16),
+            0x05 => Some(Dtype::Uint16),
+            0x06 => Some(Dtype::Bfloat16),
+            0x07 => Some(Dtype::Float16),
+            0x08 => Some(Dtype::Int32),
+            0x09 => Some(Dtype::Uint32),
+            0x0A => Some(Dtype::Float32),
+            0x0B => Some(Dtype::Float32r),
+            0x0C => Some(Dtype::Int64),
+            0x0D => Some(Dtype::Float8E3m4),
+            0x0E => Some(Dtype::Float8E4m3fn),
+            0x0F => Some(Dtype::Float8E5m2),
+            0x10 if v4 => Some(Dtype::Float4E2m1fnX4),
+            _ => None,
+        },
+    }
+}
+
+/// True when `d` is what lifting yields for its own tag in `ctx` (lowering then lifting
+/// gives `d` back).
+pub fn is_canonical(d: Dtype, gen: Gen, ctx: DtypeCtx) -> bool {
+    bir_dtype(wire_tag(d, gen), gen, ctx) == Some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lut_matches_the_digest() {
+        // Facts §6.2, tags pre-v4 and v4, in BIR ordinal order.
+        let pre: [u8; 20] = [3, 2, 5, 0xD, 0xE, 0xE, 3, 0xF, 0xE, 0xF, 5, 4, 6, 7, 9, 8, 0xA, 0xB, 1, 0xC];
+        let v4: [u8; 20] = [3, 2, 0x10, 0xD, 0xE, 0xE, 3, 0xF, 0xE, 0xF, 5, 4, 6, 7, 9, 8, 0xA, 0xB, 1, 0xC];
+        for d in Dtype::ALL {
+            assert_eq!(wire_tag(d, Gen::V2), pre[d as usize], "{d}");
+            assert_eq!(wire_tag(d, Gen::V3), pre[d as usize], "{d}");
+            assert_eq!(wire_tag(d, Gen::V4), v4[d as usize], "{d}");
+            assert_eq!(wire_tag(d, Gen::V5), v4[d as usize], "{d}");
+        }
+    }
+
+    #[test]
+    fn lifting_inverts_lowering_on_canonical_dtypes() {
+        for gen in Gen::ALL {
+            for ctx in [DtypeCtx::Plain, DtypeCtx::MxData] {
+                for tag in 0..=0x1Fu8 {
+                    if let Some(d) = bir_dtype(tag, gen, ctx) {
+                        assert_eq!(wire_tag(d, gen), tag, "{gen} {ctx:?} {tag:#x}");
+                        assert!(is_canonical(d, gen, ctx));
+                    }
+                }
+            }
+        }
+        assert_eq!(bir_dtype(0x0E, Gen::V3, DtypeCtx::Plain), Some(Dtype::Float8E4m3fn));
+        assert!(!is_canonical(Dtype::Float8E4m3, Gen::V3, DtypeCtx::Plain));
+        assert_eq!(bir_dtype(0x05, Gen::V3, DtypeCtx::MxData), Some(Dtype::Float4E2m1fnX4));
+        assert_eq!(bir_dtype(0x05, Gen::V4, DtypeCtx::MxData), None);
+        assert_eq!(bir_dtype(0x10, Gen::V3, DtypeCtx::Plain), None);
+        assert_eq!(bir_dtype(0x11, Gen::V5, DtypeCtx::Plain), None);
+        assert_eq!(bir_dtype(0x00, Gen::V4, DtypeCtx::Plain), None);
+    }
+}

@@ -1,0 +1,631 @@
+//! Lowering: BIR instructions → bundles.
+//!
+//! Lowering runs in four steps: choose the opcode sequence ([`plan`]: the seed-004 fan-in, or
+//! the `opcode` attribute), bind the instruction's operands to descriptor fields
+//! ([`bindings`], shared with the lifter), build the canonical bundles (operands, dtype tags,
+//! partition counts and the fields tpbsim derives: PE group codes, fp32 pass modes, the
+//! transpose marker, ...), then apply the parameters, `events` and `wire` attributes. Every
+//! bundle produced decodes in the target generation.
+
+use serde_json::{Map, Value};
+use tpbsim_isa::spec::FieldType;
+use tpbsim_isa::{decode, spec, Addr4, Bundle, FieldValue, Gen, LayoutMeta, Wire};
+
+use super::ap::{self, Desc, MxDesc};
+use super::dtype::{bir_dtype, wire_tag, DtypeCtx};
+use super::fields::{self, canonical, layout_of, write_uint};
+use super::rules::{self, Dt, Form, Role};
+use super::{
+    LowerError, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_OPCODE, ATTR_PAYLOADS, ATTR_WIDE, ATTR_WIRE,
+};
+use crate::bir::{AccessPattern, ClassFields, Dtype, InstClass, Instruction};
+
+/// An operand position of an instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// `args[i]`.
+    Arg(usize),
+    /// `outs[i]`.
+    Out(usize),
+}
+
+/// How one operand sits in a bundle.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Bind {
+    /// A descriptor role.
+    Role(Role, Slot),
+    /// An MXMEM_PATTERN1D holding data and scales, its data dtype tag in `dt`.
+    Mx { field: &'static str, dt: &'static str, part: &'static str, data: Slot, scale: Slot },
+    /// The ACTIVATE bias pointer: one value per partition at the `bias` address, dtype in the
+    /// high nibble of `in_bias_dtypes`, `bias_src_n` = POINTER.
+    Bias(Slot),
+}
+
+/// One bundle of a lowering: its opcode, form and operand bindings.
+#[derive(Clone, Debug)]
+pub(crate) struct Piece {
+    pub opcode: u8,
+    pub form: &'static Form,
+    pub binds: Vec<Bind>,
+}
+
+fn piece(opcode: u8, form: &'static Form, binds: Vec<Bind>) -> Piece {
+    Piece { opcode, form, binds }
+}
+
+/// The form's own operands bound in order (`args[i]` / `outs[j]` + offsets).
+fn form_binds(form: &'static Form, arg0: usize, out0: usize) -> Vec<Bind> {
+    form.args
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Bind::Role(*r, Slot::Arg(arg0 + i)))
+        .chain(form.outs.iter().enumerate().map(|(j, r)| Bind::Role(*r, Slot::Out(out0 + j))))
+        .collect()
+}
+
+/// The PE in_dtype role of a matmul operand.
+fn pe_role(field: &'static str, part: &'static str) -> Role {
+    Role { field, dt: Dt::Field("in_dtype"), part, ctx: DtypeCtx::Plain }
+}
+
+/// The matmul PSUM destination role: `out_dtype` from v3, fixed float32 on v2 (the v2 layout
+/// has no output dtype byte; PSUM holds fp32 there).
+fn mm_dst(gen: Gen) -> Role {
+    let dt = if gen == Gen::V2 { Dt::Fixed(Dtype::Float32) } else { Dt::Field("out_dtype") };
+    Role { field: "dst", dt, part: "num_active_cols", ctx: DtypeCtx::Plain }
+}
+
+/// The bundles a class with `nargs` inputs lowers to for `opcodes`, with their bindings.
+/// The lifter calls this with the opcodes it found; lowering with the ones [`plan`] chose.
+pub(crate) fn bindings(class: InstClass, opcodes: &[u8], nargs: usize, gen: Gen) -> Result<Vec<Piece>, String> {
+    use InstClass as C;
+    use Slot::*;
+    let bad = || format!("{class} does not lower to opcodes {}", mnemonics(opcodes));
+    Ok(match (class, opcodes) {
+        (C::Matmult | C::Transpose, ops) if matches!(ops, [0x02] | [0x01, 0x02] | [0x01, 0x02, 0x01, 0x02]) => {
+            let mm = vec![
+                Bind::Role(pe_role("src", "num_active_rows"), Arg(0)),
+                Bind::Role(mm_dst(gen), Out(0)),
+            ];
+            let ldw = vec![Bind::Role(pe_role("src", "num_active_rows"), Arg(1))];
+            ops.iter()
+                .map(|&op| if op == 0x01 { piece(op, &rules::LDW, ldw.clone()) } else { piece(op, &MM_FORM, mm.clone()) })
+                .collect()
+        }
+        (C::MatmultMx, [0x09, 0x0A]) => vec![
+            piece(
+                0x09,
+                &LDWMX_FORM,
+                vec![Bind::Mx { field: "src", dt: "in_dtype", part: "num_active_rows", data: Arg(1), scale: Arg(3) }],
+            ),
+            piece(
+                0x0A,
+                &MMX_FORM,
+                vec![
+                    Bind::Mx { field: "src", dt: "in_dtype", part: "num_active_rows", data: Arg(0), scale: Arg(2) },
+                    Bind::Role(Role { field: "dst", dt: Dt::Field("out_dtype"), part: "num_active_cols", ctx: DtypeCtx::Plain }, Out(0)),
+                ],
+            ),
+        ],
+        (C::QuantizeMx, [0xE3]) => vec![piece(
+            0xE3,
+            &QMX_FORM,
+            vec![
+                Bind::Role(Role { field: "src", dt: Dt::Field("in_dtype"), part: "num_active_partitions", ctx: DtypeCtx::Plain }, Arg(0)),
+                Bind::Mx { field: "dst", dt: "out_dtype", part: "num_active_partitions", data: Out(0), scale: Out(1) },
+            ],
+        )],
+        (C::Activation, [0x21, 0x24]) => {
+            let mut b = form_binds(&rules::ACT, 0, 0);
+            if nargs == 2 {
+                b.push(Bind::Bias(Arg(1)));
+            }
+            vec![piece(0x21, &rules::ACT, b), piece(0x24, &rules::RDACC, form_binds(&rules::RDACC, 0, 1))]
+        }
+        (C::Activation, [0x21]) => {
+            let mut b = form_binds(&rules::ACT, 0, 0);
+            if nargs == 2 {
+                b.push(Bind::Bias(Arg(1)));
+            }
+            vec![piece(0x21, &rules::ACT, b)]
+        }
+        (C::TensorScalar, [0x9A, 0x9B]) => vec![
+            piece(0x9A, &rules::TS, form_binds(&rules::TS, 0, 0)),
+            piece(0x9B, &rules::RDACC, form_binds(&rules::RDACC, 0, 1)),
+        ],
+        (C::Select, [c @ (0x46 | 0x47), 0xEA]) => vec![
+            piece(*c, &rules::TR, vec![Bind::Role(rules::TR.args[0], Arg(2)), Bind::Role(rules::TR.outs[0], Out(0))]),
+            piece(0xEA, &rules::SELRED, form_binds(&rules::SELRED, 0, 0)),
+        ],
+        (C::StreamShuffle, [0x69, 0x6A]) | (C::StreamTranspose, [0x69, 0x6B]) => {
+            vec![piece(0x69, &rules::OPAQUE, vec![]), piece(opcodes[1], &rules::TR, form_binds(&rules::TR, 0, 0))]
+        }
+        (C::MaxIndex, [0x6D, 0x6E]) | (C::Gather, [0x67, 0x68]) => {
+            opcodes.iter().map(|&op| piece(op, &rules::OPAQUE, vec![])).collect()
+        }
+        (C::CustomOp, [0x85, rest @ ..]) if rest.iter().all(|&o| o == 0x86) => {
+            opcodes.iter().map(|&op| piece(op, &rules::OPAQUE, vec![])).collect()
+        }
+        (_, [op]) => {
+            let (_, form) = rules::forms_of(class).find(|(o, _)| o == op).ok_or_else(bad)?;
+            vec![piece(*op, form, form_binds(form, 0, 0))]
+        }
+        _ => return Err(bad()),
+    })
+}
+
+/// MATMUL: operands placed by [`bindings`].
+pub(crate) static MM_FORM: Form = Form { format: "Matmul", args: &[], outs: &[], params: rules::MM_PARAMS };
+/// LDWEIGHTS_MX.
+pub(crate) static LDWMX_FORM: Form = Form { format: "LdWeightsMx", args: &[], outs: &[], params: &[] };
+/// MATMUL_MX.
+pub(crate) static MMX_FORM: Form = Form { format: "MatmulMx", args: &[], outs: &[], params: rules::MMX_PARAMS };
+/// QUANTIZE_MX.
+pub(crate) static QMX_FORM: Form = Form { format: "QuantizeMx", args: &[], outs: &[], params: &[] };
+
+/// Mnemonics of an opcode list, for messages.
+pub(crate) fn mnemonics(ops: &[u8]) -> String {
+    ops.iter().map(|&o| mnemonic(o)).collect::<Vec<_>>().join(" + ")
+}
+
+/// The catalog mnemonic of an opcode, or its hex.
+pub(crate) fn mnemonic(op: u8) -> String {
+    spec::opcode(op).map_or_else(|| format!("{op:#04x}"), |r| r.mnemonic().to_string())
+}
+
+fn opcode_by_name(v: &Value) -> Result<u8, String> {
+    let s = v.as_str().ok_or_else(|| format!("attrs.{ATTR_OPCODE}: expected a mnemonic, found {v}"))?;
+    spec::opcode_by_mnemonic(s).map(|r| r.code).ok_or_else(|| format!("attrs.{ATTR_OPCODE}: unknown mnemonic `{s}`"))
+}
+
+fn is_two_pass(inst: &Instruction) -> bool {
+    inst.args.len() == 2
+        && inst.args.iter().any(|a| a.dtype == Dtype::Float32)
+        && inst.attrs.get(ATTR_FP32_PASSES).and_then(Value::as_u64) != Some(1)
+}
+
+/// The opcode sequence an instruction lowers to: the fan-in, then the `opcode` attribute.
+pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
+    use InstClass as C;
+    let wide = inst.attrs.get(ATTR_WIDE).and_then(Value::as_bool).unwrap_or(false);
+    let mut ops: Vec<u8> = match inst.class {
+        C::Matmult | C::Transpose => match inst.args.len() {
+            1 => vec![0x02],
+            2 if is_two_pass(inst) => vec![0x01, 0x02, 0x01, 0x02],
+            2 => vec![0x01, 0x02],
+            n => return Err(format!("{} takes 1 (weights already loaded) or 2 inputs, found {n}", inst.class)),
+        },
+        C::MatmultMx => vec![0x09, 0x0A],
+        C::QuantizeMx => vec![0xE3],
+        C::Activation if inst.outs.len() == 2 => vec![0x21, 0x24],
+        C::TensorScalar if inst.outs.len() == 2 && !wide => vec![0x9A, 0x9B],
+        C::Select => {
+            let (Some(src), Some(dst)) = (inst.args.get(2), inst.outs.first()) else {
+                return Err("Select takes [predicate, on_true, on_false] and one output".into());
+            };
+            vec![if src.dtype == dst.dtype { 0x46 } else { 0x47 }, 0xEA]
+        }
+        C::StreamShuffle => vec![0x69, 0x6A],
+        C::StreamTranspose => vec![0x69, 0x6B],
+        C::MaxIndex => vec![0x6D, 0x6E],
+        C::Gather => vec![0x67, 0x68],
+        C::CustomOp => {
+            let n = inst.attrs.get(ATTR_PAYLOADS).map_or(Ok(1), |v| {
+                v.as_u64().filter(|&n| n < 4096).ok_or_else(|| format!("attrs.{ATTR_PAYLOADS}: expected a count, found {v}"))
+            })?;
+            std::iter::once(0x85).chain(std::iter::repeat_n(0x86, n as usize)).collect()
+        }
+        _ => vec![rules::default_opcode(inst, gen)?],
+    };
+    match inst.attrs.get(ATTR_OPCODE) {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(list)) => {
+            if list.len() != ops.len() {
+                return Err(format!("attrs.{ATTR_OPCODE}: {} mnemonics for {} bundles", list.len(), ops.len()));
+            }
+            for (slot, v) in ops.iter_mut().zip(list) {
+                let op = opcode_by_name(v)?;
+                let same = |a: u8, b: u8| {
+                    let fa = layout_of(&canonical(a), gen).map(|m| m.format_name());
+                    let fb = layout_of(&canonical(b), gen).map(|m| m.format_name());
+                    matches!((fa, fb), (Ok(x), Ok(y)) if x == y)
+                };
+                if op != *slot && !same(op, *slot) {
+                    return Err(format!("attrs.{ATTR_OPCODE}: {} does not share the layout of {}", mnemonic(op), mnemonic(*slot)));
+                }
+                *slot = op;
+            }
+        }
+        Some(v) => {
+            let op = opcode_by_name(v)?;
+            if ops.len() != 1 {
+                return Err(format!("attrs.{ATTR_OPCODE}: {} lowers to {} bundles; give one mnemonic per bundle", inst.class, ops.len()));
+            }
+            if !rules::forms_of(inst.class).any(|(o, _)| o == op) {
+                return Err(format!("attrs.{ATTR_OPCODE}: {} is not an opcode of {}", mnemonic(op), inst.class));
+            }
+            ops[0] = op;
+        }
+    }
+    Ok(ops)
+}
+
+/// The instruction operand at a slot.
+pub(crate) fn slot_ap(inst: &Instruction, s: Slot) -> Option<&AccessPattern> {
+    match s {
+        Slot::Arg(i) => inst.args.get(i),
+        Slot::Out(i) => inst.outs.get(i),
+    }
+}
+
+/// Slots a piece list binds: (highest arg + 1, highest out + 1).
+pub(crate) fn arity(pieces: &[Piece]) -> (usize, usize) {
+    let (mut a, mut o) = (0, 0);
+    let mut see = |s: Slot| match s {
+        Slot::Arg(i) => a = a.max(i + 1),
+        Slot::Out(i) => o = o.max(i + 1),
+    };
+    for p in pieces {
+        for b in &p.binds {
+            match *b {
+                Bind::Role(_, s) | Bind::Bias(s) => see(s),
+                Bind::Mx { data, scale, .. } => {
+                    see(data);
+                    see(scale);
+                }
+            }
+        }
+    }
+    (a, o)
+}
+
+/// Tracks the partition counts written into one bundle, so two operands never disagree.
+struct Parts(Vec<(&'static str, u64)>);
+
+impl Parts {
+    fn put(&mut self, b: &mut Bundle, meta: &'static LayoutMeta, field: &'static str, n: u64, gen: Gen) -> Result<(), String> {
+        if let Some((_, prev)) = self.0.iter().find(|(f, _)| *f == field) {
+            if *prev != n {
+                return Err(format!("operands disagree on `{field}`: {prev} vs {n} partitions"));
+            }
+            return Ok(());
+        }
+        let m = fields::field(meta, field)?;
+        let v = if n == 256 && gen == Gen::V5 && field == "num_active_cols" {
+            0
+        } else {
+            u8::try_from(n).map_err(|_| format!("{n} partitions do not fit `{field}`"))?
+        };
+        b.0[m.offset as usize] = v;
+        self.0.push((field, n));
+        Ok(())
+    }
+}
+
+/// The dtype tag of a PE operand: float32r uses the FP32 tag with fp32_mode High (the
+/// compiler's 0x020A signature, facts §4.1).
+fn pe_tag(d: Dtype, gen: Gen) -> u8 {
+    if d == Dtype::Float32r {
+        0x0A
+    } else {
+        wire_tag(d, gen)
+    }
+}
+
+fn write_tag(b: &mut Bundle, meta: &'static LayoutMeta, dt: Dt, d: Dtype, ctx: DtypeCtx, pe: bool, gen: Gen) -> Result<(), String> {
+    let tag = if pe { pe_tag(d, gen) } else { wire_tag(d, gen) };
+    let check_ctx = || {
+        if bir_dtype(tag, gen, ctx).is_none() {
+            Err(format!("{d} has no wire tag for this operand on {gen}"))
+        } else {
+            Ok(())
+        }
+    };
+    match dt {
+        Dt::Fixed(f) => {
+            if d != f {
+                return Err(format!("this operand is {f} on {gen} (no dtype field), not {d}"));
+            }
+        }
+        Dt::Field(name) => {
+            check_ctx()?;
+            b.0[fields::field(meta, name)?.offset as usize] = tag;
+        }
+        Dt::Lo(name) | Dt::Hi(name) => {
+            check_ctx()?;
+            if tag > 0x0F {
+                return Err(format!("{d} (tag {tag:#04x}) does not fit a 4-bit dtype nibble"));
+            }
+            let o = fields::field(meta, name)?.offset as usize;
+            b.0[o] = if matches!(dt, Dt::Lo(_)) { (b.0[o] & 0xF0) | tag } else { (b.0[o] & 0x0F) | tag << 4 };
+        }
+    }
+    Ok(())
+}
+
+fn write_desc(b: &mut Bundle, m: &tpbsim_isa::FieldMeta, d: &Desc) {
+    let o = m.offset as usize;
+    let n = d.step.len();
+    d.addr.write(&mut b.0, o);
+    for i in 0..n {
+        d.step[i].write(&mut b.0, o + 4 + 2 * i);
+        d.num[i].write(&mut b.0, o + 4 + 2 * n + 2 * i);
+    }
+}
+
+/// Descriptor dimensions of a field.
+pub(crate) fn dims_of(m: &tpbsim_isa::FieldMeta) -> Result<usize, String> {
+    match m.ty {
+        FieldType::Tensor(n) | FieldType::MemPattern(n) => Ok(n as usize),
+        other => Err(format!("field `{}` is {other:?}, not a descriptor", m.name)),
+    }
+}
+
+/// Read a descriptor field.
+pub(crate) fn read_desc(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<Desc, String> {
+    match m.read(b) {
+        FieldValue::Pattern(p) => {
+            let n = p.dims as usize;
+            Ok(Desc { addr: p.addr, step: p.step[..n].to_vec(), num: p.num[..n].to_vec() })
+        }
+        _ => Err(format!("field `{}` is not a descriptor", m.name)),
+    }
+}
+
+/// Read an MX descriptor field.
+pub(crate) fn read_mx(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<MxDesc, String> {
+    match m.read(b) {
+        FieldValue::MxMem(x) => Ok(MxDesc { data: x.data, scale: x.scale, k: x.k, step_sign: x.step_sign }),
+        _ => Err(format!("field `{}` is not an MXMEM_PATTERN1D", m.name)),
+    }
+}
+
+/// Write the operands of one piece into its canonical bundle.
+fn write_piece(b: &mut Bundle, meta: &'static LayoutMeta, p: &Piece, inst: &Instruction, gen: Gen) -> Result<(), String> {
+    let mut parts = Parts(Vec::new());
+    let pe = matches!(p.opcode, 0x01 | 0x02);
+    let get = |s: Slot| slot_ap(inst, s).ok_or_else(|| format!("{} has no {s:?} operand", inst.class));
+    for bind in &p.binds {
+        match *bind {
+            Bind::Role(r, s) => {
+                let a = get(s)?;
+                let m = fields::field(meta, r.field)?;
+                let d = ap::lower_desc(a, dims_of(m)?, gen).map_err(|e| format!("{s:?} ({}): {e}", r.field))?;
+                write_desc(b, m, &d);
+                let pe_in = pe && r.dt == Dt::Field("in_dtype");
+                write_tag(b, meta, r.dt, a.dtype, r.ctx, pe_in, gen).map_err(|e| format!("{s:?}: {e}"))?;
+                parts.put(b, meta, r.part, a.partitions, gen).map_err(|e| format!("{s:?}: {e}"))?;
+            }
+            Bind::Mx { field, dt, part, data, scale } => {
+                let (da, sa) = (get(data)?, get(scale)?);
+                if sa.dtype != Dtype::Float8E8m0fnu && sa.dtype != Dtype::Uint8 {
+                    return Err(format!("{scale:?}: MX scales are E8M0 bytes, not {}", sa.dtype));
+                }
+                let x = ap::lower_mx(da, sa, gen).map_err(|e| format!("{data:?} ({field}): {e}"))?;
+                let o = fields::field(meta, field)?.offset as usize;
+                x.data.write(&mut b.0, o);
+                x.scale.write(&mut b.0, o + 4);
+                x.k.write(&mut b.0, o + 8);
+                b.0[o + 10] = x.step_sign;
+                write_tag(b, meta, Dt::Field(dt), da.dtype, DtypeCtx::MxData, false, gen).map_err(|e| format!("{data:?}: {e}"))?;
+                parts.put(b, meta, part, da.partitions, gen).map_err(|e| format!("{data:?}: {e}"))?;
+            }
+            Bind::Bias(s) => {
+                let a = get(s)?;
+                if a.num_elements_per_partition() != 1 {
+                    return Err(format!("{s:?}: the activation bias is one value per partition, not {}", a.num_elements_per_partition()));
+                }
+                let addr: Addr4 = ap::address_of(a, gen).map_err(|e| format!("{s:?} (bias): {e}"))?;
+                write_uint(b, fields::field(meta, "bias")?.offset as usize, 4, addr.0 as u64);
+                write_tag(b, meta, Dt::Hi("in_bias_dtypes"), a.dtype, DtypeCtx::Plain, false, gen).map_err(|e| format!("{s:?}: {e}"))?;
+                parts.put(b, meta, "num_active_partitions", a.partitions, gen).map_err(|e| format!("{s:?}: {e}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Write `v` into a field when the layout has it.
+fn set_if(b: &mut Bundle, meta: &'static LayoutMeta, name: &str, v: u64) {
+    if let Some(m) = meta.field(name) {
+        write_uint(b, m.offset as usize, m.width() as usize, v);
+    }
+}
+
+/// The derived fields tpbsim fills on top of the operands (class-specific canonical values).
+fn finish(inst: &Instruction, pieces: &[Piece], bundles: &mut [(Bundle, &'static LayoutMeta)], gen: Gen) -> Result<(), String> {
+    use InstClass as C;
+    let ap = |s: Slot| slot_ap(inst, s);
+    match inst.class {
+        C::Matmult | C::Transpose => {
+            let two = pieces.len() == 4;
+            let out = ap(Slot::Out(0)).ok_or("a matmul writes one PSUM output")?;
+            for (k, (b, meta)) in bundles.iter_mut().enumerate() {
+                let pass = k / 2;
+                let operand = if pieces[k].opcode == 0x01 { ap(Slot::Arg(1)) } else { ap(Slot::Arg(0)) };
+                let operand = operand.ok_or("missing matmul input")?;
+                let mode = match operand.dtype {
+                    Dtype::Float32r => 2,
+                    Dtype::Float32 if two => [1, 2][pass],
+                    _ => 0,
+                };
+                set_if(b, meta, "fp32_mode", mode);
+                set_if(b, meta, "row_grp", rules::group_code(operand.start_partition, operand.partitions) as u64);
+                set_if(b, meta, "col_grp", rules::group_code(out.start_partition, out.partitions) as u64);
+                if gen == Gen::V2 {
+                    set_if(b, meta, "xbus_sel", 0x10);
+                }
+                if pieces[k].opcode == 0x01 {
+                    let cols = if out.partitions == 256 && gen == Gen::V5 { 0 } else { out.partitions };
+                    let cols = u8::try_from(cols).map_err(|_| format!("{} output partitions do not fit num_active_cols", out.partitions))?;
+                    set_if(b, meta, "num_active_cols", cols as u64);
+                } else if inst.class == C::Transpose {
+                    match gen {
+                        Gen::V2 => return Err("no transpose marker is known for the v2 matmul layout".into()),
+                        Gen::V3 | Gen::V4 => set_if(b, meta, "transpose_mode", 1),
+                        Gen::V5 => set_if(b, meta, "flags", 0x20),
+                    }
+                }
+            }
+        }
+        C::MatmultMx => {
+            if let ClassFields::MatmultMx(f) = &inst.fields {
+                if f.replication_shift != 0 || f.tiles.is_some() {
+                    return Err("MatmultMx replication shift and tiles have no field in the 0x09/0x0A layouts".into());
+                }
+            }
+            let out = ap(Slot::Out(0)).ok_or("MatmultMx writes one PSUM output")?;
+            for (k, (b, meta)) in bundles.iter_mut().enumerate() {
+                let data = ap(if k == 0 { Slot::Arg(1) } else { Slot::Arg(0) }).ok_or("missing MX data")?;
+                set_if(b, meta, "row_grp", rules::group_code(data.start_partition, data.partitions) as u64);
+                set_if(b, meta, "col_grp", 0x0F);
+                if k == 0 {
+                    let cols = u8::try_from(out.partitions).map_err(|_| "output partitions do not fit num_active_cols".to_string())?;
+                    set_if(b, meta, "num_active_cols", cols as u64);
+                }
+            }
+        }
+        C::Activation if bundles.len() == 2 => {
+            // A second (accumulator) output needs an accumulating command.
+            let (b, meta) = &mut bundles[0];
+            set_if(b, meta, "accumulator_cmd", 3);
+            let (b, meta) = &mut bundles[1];
+            set_if(b, meta, "dst_element_count", 1);
+        }
+        C::TensorScalar if bundles.len() == 2 => {
+            let (b, meta) = &mut bundles[1];
+            set_if(b, meta, "dst_element_count", 1);
+        }
+        C::ReadActivationAccumulator | C::DveReadAccumulator => {
+            let (b, meta) = &mut bundles[0];
+            set_if(b, meta, "dst_element_count", 1);
+        }
+        C::CompareAndBranch | C::UnconditionalBranch => {
+            let (b, meta) = &mut bundles[0];
+            set_if(b, meta, "target_mode", 3);
+        }
+        C::Exit => {
+            let (b, meta) = &mut bundles[0];
+            set_if(b, meta, "sub_op", 1);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The canonical bundles of an instruction for a piece list: operands and derived fields, no
+/// parameters, events or wire overrides.
+pub(crate) fn build(inst: &Instruction, pieces: &[Piece], gen: Gen) -> Result<Vec<(Bundle, &'static LayoutMeta)>, String> {
+    let (na, no) = arity(pieces);
+    if inst.args.len() != na || inst.outs.len() != no {
+        return Err(format!(
+            "{} lowered to {} takes {na} input(s) and {no} output(s), found {} and {}",
+            inst.class,
+            mnemonics(&pieces.iter().map(|p| p.opcode).collect::<Vec<_>>()),
+            inst.args.len(),
+            inst.outs.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(pieces.len());
+    for p in pieces {
+        let mut b = canonical(p.opcode);
+        let meta = layout_of(&b, gen)?;
+        write_piece(&mut b, meta, p, inst, gen)?;
+        out.push((b, meta));
+    }
+    finish(inst, pieces, &mut out, gen)?;
+    Ok(out)
+}
+
+/// The piece whose bundle carries the instruction's parameters: the matmul of a matmul
+/// sequence, the SELECT_REDUCE of a Select, the data move of a stream shuffle/transpose, else
+/// the first bundle.
+pub(crate) fn primary(pieces: &[Piece]) -> usize {
+    let ops: Vec<u8> = pieces.iter().map(|p| p.opcode).collect();
+    match ops.as_slice() {
+        [0x01, 0x02, ..] | [0x09, 0x0A] | [0x69, _] | [0x46 | 0x47, 0xEA] => 1,
+        _ => 0,
+    }
+}
+
+/// Apply the parameter attributes of the primary piece.
+pub(crate) fn apply_params(attrs: &Map<String, Value>, b: &mut Bundle, meta: &'static LayoutMeta, form: &Form) -> Result<(), String> {
+    for p in form.params {
+        let Some(v) = attrs.get(*p) else { continue };
+        if v.is_null() {
+            continue;
+        }
+        let m = meta.field(p).ok_or_else(|| format!("attrs.{p}: the {} layout has no such field", meta.rust_name))?;
+        fields::put_param(m, b, v).map_err(|e| format!("attrs.{p}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Apply `events` and `wire` to the bundles.
+pub(crate) fn apply_overrides(attrs: &Map<String, Value>, bundles: &mut [(Bundle, &'static LayoutMeta)]) -> Result<(), String> {
+    let n = bundles.len();
+    let per_bundle = |key: &str| -> Result<Option<&Vec<Value>>, String> {
+        match attrs.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) if a.len() == n => Ok(Some(a)),
+            Some(Value::Array(a)) => Err(format!("attrs.{key}: {} entries for {n} bundles", a.len())),
+            Some(v) => Err(format!("attrs.{key}: expected an array (one entry per bundle), found {v}")),
+        }
+    };
+    if let Some(ev) = per_bundle(ATTR_EVENTS)? {
+        for (k, ((b, _), v)) in bundles.iter_mut().zip(ev).enumerate() {
+            fields::put_events(b, v).map_err(|e| format!("attrs.{ATTR_EVENTS}[{k}]: {e}"))?;
+        }
+    }
+    if let Some(w) = per_bundle(ATTR_WIRE)? {
+        for (k, ((b, meta), v)) in bundles.iter_mut().zip(w).enumerate() {
+            let Some(obj) = v.as_object() else {
+                if v.is_null() {
+                    continue;
+                }
+                return Err(format!("attrs.{ATTR_WIRE}[{k}]: expected an object, found {v}"));
+            };
+            for (name, x) in obj {
+                let leaf = fields::find_leaf(meta, name)
+                    .ok_or_else(|| format!("attrs.{ATTR_WIRE}[{k}]: the {} layout has no field `{name}`", meta.rust_name))?;
+                fields::put_leaf(b, &leaf, x).map_err(|e| format!("attrs.{ATTR_WIRE}[{k}].{name}: {e}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn generic_bundles(inst: &Instruction) -> Result<Vec<Bundle>, String> {
+    let v = inst.attrs.get(ATTR_BUNDLE).ok_or_else(|| format!("a Generic instruction keeps its bundle in attrs.{ATTR_BUNDLE}"))?;
+    let one = |x: &Value| -> Result<Bundle, String> {
+        x.as_str()
+            .and_then(Bundle::from_hex)
+            .ok_or_else(|| format!("attrs.{ATTR_BUNDLE}: expected 128 hex digits, found {x}"))
+    };
+    match v {
+        Value::Array(list) => list.iter().map(one).collect(),
+        x => Ok(vec![one(x)?]),
+    }
+}
+
+/// Lower one instruction to its bundles for `gen`.
+pub fn lower_instruction(inst: &Instruction, gen: Gen) -> Result<Vec<Bundle>, LowerError> {
+    let err = |message: String| LowerError { class: inst.class, gen, message };
+    if inst.class == InstClass::Generic {
+        let out = generic_bundles(inst).map_err(err)?;
+        return Ok(out);
+    }
+    let ops = plan(inst, gen).map_err(err)?;
+    let pieces = bindings(inst.class, &ops, inst.args.len(), gen).map_err(err)?;
+    let mut bundles = build(inst, &pieces, gen).map_err(err)?;
+    let k = primary(&pieces);
+    let (b, meta) = &mut bundles[k];
+    apply_params(&inst.attrs, b, meta, pieces[k].form).map_err(err)?;
+    apply_overrides(&inst.attrs, &mut bundles).map_err(err)?;
+    let mut out = Vec::with_capacity(bundles.len());
+    for (b, _) in bundles {
+        decode(&b, gen).map_err(|e| err(e.to_string()))?;
+        out.push(b);
+    }
+    Ok(out)
+}

@@ -1,0 +1,591 @@
+//! The mapping tables between opcodes and BIR classes.
+//!
+//! A [`Form`] says how one bundle's fields carry a BIR instruction's operands: which
+//! descriptor field holds which `args[i]` / `outs[i]`, where its dtype tag and partition count
+//! sit, and which remaining fields are the instruction's parameters (kept in `attrs` under the
+//! field's spec name). [`SINGLES`] binds every single-bundle opcode the lifter knows to a class
+//! and a form; [`default_opcode`] is the inverse fan-in (seed 004): the opcode a class lowers to
+//! for its dtypes, engine, ALU op and generation.
+
+use serde_json::Value;
+use tpbsim_isa::{spec, Gen};
+
+use super::dtype::DtypeCtx;
+use crate::bir::{Dtype, EngineType, InstClass, Instruction};
+
+/// Where an operand's dtype tag sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dt {
+    /// A DTYPE field.
+    Field(&'static str),
+    /// The low nibble of a dtype-pair field.
+    Lo(&'static str),
+    /// The high nibble of a dtype-pair field.
+    Hi(&'static str),
+    /// No tag on the wire: the dtype is fixed.
+    Fixed(Dtype),
+}
+
+/// One operand of a form: its descriptor field, dtype tag and partition-count field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Role {
+    /// Descriptor field (TENSORnD / MEM_PATTERNnD).
+    pub field: &'static str,
+    /// Dtype tag.
+    pub dt: Dt,
+    /// Field holding the partition count (active partitions / channels / rows / cols).
+    pub part: &'static str,
+    /// How the tag is read.
+    pub ctx: DtypeCtx,
+}
+
+const fn role(field: &'static str, dt: Dt, part: &'static str) -> Role {
+    Role { field, dt, part, ctx: DtypeCtx::Plain }
+}
+
+/// How one bundle carries an instruction.
+#[derive(Debug)]
+pub(crate) struct Form {
+    /// Spec format name (for the tables in docs/lift.md).
+    pub format: &'static str,
+    /// Inputs, positional.
+    pub args: &'static [Role],
+    /// Outputs, positional.
+    pub outs: &'static [Role],
+    /// Parameter fields (kept in `attrs` by field name).
+    pub params: &'static [&'static str],
+}
+
+const NAP: &str = "num_active_partitions";
+const NAC: &str = "num_active_channels";
+
+/// TENSOR_TENSOR: `args = [src0, src1]`, `outs = [dst]`.
+pub(crate) static TT: Form = Form {
+    format: "TensorTensor",
+    args: &[role("src0", Dt::Lo("in_dtypes"), NAP), role("src1", Dt::Hi("in_dtypes"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: &["op"],
+};
+/// COPY/CAST_PREDICATED on the TT layout: `args = [data (src1), predicate (src0)]`.
+pub(crate) static CP: Form = Form {
+    format: "TensorTensor",
+    args: &[role("src1", Dt::Hi("in_dtypes"), NAP), role("src0", Dt::Lo("in_dtypes"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: &["op"],
+};
+/// TENSOR_TENSOR_INT_WIDE: `outs = [low, high]`.
+pub(crate) static TT_WIDE: Form = Form {
+    format: "TensorTensorIntWide",
+    args: &[role("src0", Dt::Lo("in_dtypes"), NAP), role("src1", Dt::Hi("in_dtypes"), NAP)],
+    outs: &[role("dst0", Dt::Lo("out_dtypes"), NAP), role("dst1", Dt::Hi("out_dtypes"), NAP)],
+    params: &["op"],
+};
+/// The S3D3_TS family.
+pub(crate) static TS: Form = Form {
+    format: "TensorScalar",
+    args: &[role("src", Dt::Field("in_dtype"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: &["accumulator_cmd", "imm0_src", "op0", "op1", "reverse", "imm1_src", "imm0", "imm1"],
+};
+/// TENSOR_SCALAR_INT_WIDE: `outs = [low, high]`.
+pub(crate) static TS_WIDE: Form = Form {
+    format: "TensorScalarIntWide",
+    args: &[role("src", Dt::Lo("in_imm_dtypes"), NAP)],
+    outs: &[role("dst0", Dt::Lo("out_dtypes"), NAP), role("dst1", Dt::Hi("out_dtypes"), NAP)],
+    params: &["op", "imm_src", "imm"],
+};
+/// The S4D4_TR family (reduce, copy, cast, reciprocal, cumulative, shuffle, transpose).
+pub(crate) static TR: Form = Form {
+    format: "TensorReduce",
+    args: &[role("src", Dt::Field("in_dtype"), NAC)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAC)],
+    params: &["negated", "op", "op_dim", "mask_enable"],
+};
+/// POOL / MAX_POOL_SELECT.
+pub(crate) static POOL: Form = Form {
+    format: "Pool",
+    args: &[role("src", Dt::Field("in_dtype"), NAC)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAC)],
+    params: &["pool_type", "mode", "scale"],
+};
+/// MEMSET.
+pub(crate) static MEMSET: Form = Form {
+    format: "Memset",
+    args: &[],
+    outs: &[role("dst", Dt::Field("dtype"), NAC)],
+    params: &["count", "fill_value"],
+};
+/// IOTA.
+pub(crate) static IOTA: Form =
+    Form { format: "Iota", args: &[], outs: &[role("dst", Dt::Field("out_dtype"), NAC)], params: &["start_value"] };
+/// ACTIVATE (the optional bias operand `args[1]` is handled by the Activation recipe).
+pub(crate) static ACT: Form = Form {
+    format: "Activate",
+    args: &[role("src", Dt::Lo("in_bias_dtypes"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: &["imm_src", "scale_src", "accumulator_cmd", "bias_src_n", "activation_func", "scale_value", "bias", "imm"],
+};
+/// ACTIVATE2 (v4+; descriptor slots inferred by the spec).
+pub(crate) static ACT2: Form = Form {
+    format: "Activate2",
+    args: &[role("src", Dt::Field("in_dtype"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: &[
+        "relu_param_src",
+        "imm0_src",
+        "reduce_cmd",
+        "arg2",
+        "imm_dtype",
+        "op0",
+        "op1",
+        "reduce_op",
+        "activation_func",
+        "imm0",
+        "imm1",
+        "relu_param",
+        "reverse",
+    ],
+};
+/// ACTIVATE_QUANTIZE.
+pub(crate) static ACTQ: Form = Form {
+    format: "ActivateQuantize",
+    args: &[role("src", Dt::Lo("in_bias_dtypes"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: &["quant_scale", "activation_func", "dequant_scale", "bias_addr", "quant_zero"],
+};
+/// ACTIVATION_READ_ACCUMULATOR / DVE_READ_ACCUMULATOR.
+pub(crate) static RDACC: Form = Form {
+    format: "ReadAccumulator",
+    args: &[],
+    outs: &[role("dst", Dt::Field("dtype"), NAP)],
+    params: &["dst_element_count", "negated"],
+};
+/// TENSOR_DEQUANTIZE.
+pub(crate) static DEQ: Form = Form {
+    format: "TensorDequantize",
+    args: &[role("src", Dt::Field("in_dtype"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: &["dequant_fmt", "group_size"],
+};
+/// SCALAR_TENSOR_TENSOR_* / TENSOR_TENSOR_SCAN_ARITH.
+pub(crate) static STT: Form = Form {
+    format: "ScalarTensorTensor",
+    args: &[role("src0", Dt::Lo("in_dtypes"), NAP), role("src1", Dt::Hi("in_dtypes"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: &["op0", "op1", "reverse", "scalar_imm", "scalar_dtype", "accumulator_cmd"],
+};
+/// SELECT_REDUCE as the second bundle of Select: `args = [predicate (mask), on_true (src)]`.
+pub(crate) static SELRED: Form = Form {
+    format: "SelectReduce",
+    args: &[role("mask", Dt::Lo("mask_src_dtypes"), NAP), role("src", Dt::Hi("mask_src_dtypes"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: &["bypass_op", "reduce_op", "use_false_fill", "fill_imm", "fill_dtype", "accumulator_cmd"],
+};
+/// SELECT_REDUCE as a CopyPredicated form: `args = [data (src), predicate (mask)]`.
+pub(crate) static CP_SELRED: Form = Form {
+    format: "SelectReduce",
+    args: &[role("src", Dt::Hi("mask_src_dtypes"), NAP), role("mask", Dt::Lo("mask_src_dtypes"), NAP)],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    params: SELRED.params,
+};
+/// RANGE_SELECT.
+pub(crate) static RS: Form = Form {
+    format: "RangeSelect",
+    args: &[role("src", Dt::Lo("in_out_dtypes"), NAP)],
+    outs: &[role("dst", Dt::Hi("in_out_dtypes"), NAP)],
+    params: &[
+        "reduce_cmd",
+        "reduce_op",
+        "base",
+        "fill_val",
+        "comp_op0",
+        "comp_op1",
+        "bound0_src",
+        "bound1_src",
+        "bound0",
+        "bound1",
+    ],
+};
+/// LDWEIGHTS alone (LoadWeights): `args = [weights]`.
+pub(crate) static LDW: Form = Form {
+    format: "LdWeights",
+    args: &[role("src", Dt::Field("in_dtype"), "num_active_rows")],
+    outs: &[],
+    params: &[
+        "fp32_mode",
+        "transpose_mode",
+        "perf_opt",
+        "quant_offset",
+        "num_active_cols",
+        "tile_size",
+        "tile_sel",
+        "flags",
+        "perf_mode",
+        "bg_xpose_mode",
+    ],
+};
+/// MATMUL parameters (the operands are placed by the matmul recipe).
+pub(crate) const MM_PARAMS: &[&str] = &[
+    "fp32_mode",
+    "transpose_mode",
+    "perf_opt",
+    "quant_offset",
+    "tile_size",
+    "tile_sel",
+    "flags",
+    "perf_mode",
+    "psum_accumulate_flags",
+    "psum_zero_region",
+];
+/// MATMUL_MX parameters.
+pub(crate) const MMX_PARAMS: &[&str] = &["psum_accumulate_flags", "psum_zero_region"];
+
+macro_rules! control_form {
+    ($name:ident, $fmt:literal, [$($p:literal),*]) => {
+        /// A control form without operands.
+        pub(crate) static $name: Form = Form { format: $fmt, args: &[], outs: &[], params: &[$($p),*] };
+    };
+}
+control_form!(ES, "EventSemaphore", ["events_ext"]);
+control_form!(CTRL, "Control", []);
+control_form!(DRAIN, "Drain", ["count"]);
+control_form!(RANGE_CLEAR, "EventSemaphoreRangeClear", ["mode", "first", "last"]);
+control_form!(
+    BRANCH,
+    "CompareBranch",
+    ["cmp_op", "dtype", "target_mode", "cmp_imm", "cmp_reg0", "cmp_reg1", "target_reg_lo", "target_reg_hi", "br_immediate"]
+);
+control_form!(
+    REG_ALU,
+    "AluOpInst",
+    [
+        "op",
+        "dtype",
+        "src1_datasrc",
+        "dst_dtype",
+        "src0_reg_lo",
+        "src0_reg_hi",
+        "src1_reg_lo",
+        "src1_reg_hi",
+        "dst_reg_lo",
+        "dst_reg_hi",
+        "imm"
+    ]
+);
+control_form!(DMA_TRIGGER, "DmaTrigger", ["queue_name", "block_id"]);
+control_form!(ACT_SET_PSEUDO, "LoadActFuncSet", ["act_set_name"]);
+control_form!(ACT_TABLE_LOAD, "ActTableLoad", ["act_table_set"]);
+control_form!(CALL, "FunctionCall", ["name", "args_table_var_id"]);
+control_form!(PSEUDO, "PseudoInst", []);
+/// Any opcode whose operand layout is not decoded: the body is carried in `wire`.
+pub(crate) static OPAQUE: Form = Form { format: "", args: &[], outs: &[], params: &[] };
+
+/// Single-bundle bindings: opcode → (class, form). The first row of a class is its default
+/// opcode where [`default_opcode`] has no rule.
+pub(crate) static SINGLES: &[(u8, InstClass, &Form)] = &[
+    // POOL / DVE elementwise.
+    (0x41, InstClass::TensorTensor, &TT),
+    (0x51, InstClass::TensorTensor, &TT),
+    (0x8A, InstClass::TensorTensor, &TT),
+    (0x8B, InstClass::TensorTensor, &TT),
+    (0x8F, InstClass::TensorTensor, &TT),
+    (0xF3, InstClass::TensorTensor, &TT_WIDE),
+    (0x72, InstClass::CopyPredicated, &CP),
+    (0x99, InstClass::CopyPredicated, &CP),
+    (0xEA, InstClass::CopyPredicated, &CP_SELRED),
+    (0x43, InstClass::TensorScalar, &TS),
+    (0x53, InstClass::TensorScalar, &TS),
+    (0x93, InstClass::TensorScalar, &TS),
+    (0xF4, InstClass::TensorScalar, &TS_WIDE),
+    (0x44, InstClass::TensorScalarPtr, &TS),
+    (0x54, InstClass::TensorScalarPtr, &TS),
+    (0x4F, InstClass::TensorScalarPtr, &TS),
+    (0x5F, InstClass::TensorScalarPtr, &TS),
+    (0x70, InstClass::TensorScalarPtr, &TS),
+    (0x71, InstClass::TensorScalarPtr, &TS),
+    (0x87, InstClass::TensorScalarPtr, &TS),
+    (0x88, InstClass::TensorScalarPtr, &TS),
+    (0x9A, InstClass::TensorScalarCache, &TS),
+    (0xE6, InstClass::TensorScalarCache, &TS),
+    (0x92, InstClass::TensorScalarAffineSelect, &TS),
+    (0x30, InstClass::Exponential, &TS),
+    (0x42, InstClass::TensorReduce, &TR),
+    (0x52, InstClass::TensorReduce, &TR),
+    (0x83, InstClass::TensorReduce, &TR),
+    (0x84, InstClass::TensorReduce, &TR),
+    (0x8C, InstClass::TensorReduce, &TR),
+    (0x8D, InstClass::TensorReduce, &TR),
+    (0x46, InstClass::TensorCopy, &TR),
+    (0x47, InstClass::TensorCopy, &TR),
+    (0x48, InstClass::Reciprocal, &TR),
+    (0x4E, InstClass::TensorCumulative, &TR),
+    (0x5E, InstClass::TensorCumulative, &TR),
+    (0x45, InstClass::Pool, &POOL),
+    (0x58, InstClass::Pool, &POOL),
+    (0x49, InstClass::Memset, &MEMSET),
+    (0x7E, InstClass::Iota, &IOTA),
+    (0x7B, InstClass::TensorDequantize, &DEQ),
+    (0x9D, InstClass::ScalarTensorTensor, &STT),
+    (0x9E, InstClass::ScalarTensorTensor, &STT),
+    (0xE5, InstClass::TensorTensorScan, &STT),
+    (0xBC, InstClass::RangeSelect, &RS),
+    (0x9B, InstClass::DveReadAccumulator, &RDACC),
+    // ACT.
+    (0x21, InstClass::Activation, &ACT),
+    (0x25, InstClass::Activation, &ACT2),
+    (0x22, InstClass::ActivationQuantize, &ACTQ),
+    (0x24, InstClass::ReadActivationAccumulator, &RDACC),
+    (0xC6, InstClass::LoadActFuncSet, &ACT_SET_PSEUDO),
+    (0x23, InstClass::LoadActFuncSet, &ACT_TABLE_LOAD),
+    // PE.
+    (0x01, InstClass::LoadWeights, &LDW),
+    // Control and sync.
+    (0xA0, InstClass::EventSemaphore, &ES),
+    (0xA1, InstClass::Halt, &CTRL),
+    (0xA4, InstClass::NoOp, &CTRL),
+    (0x9F, InstClass::NoOp, &CTRL),
+    (0xA2, InstClass::Drain, &DRAIN),
+    (0xB0, InstClass::GroupResetSemaphores, &RANGE_CLEAR),
+    (0xA9, InstClass::CompareAndBranch, &BRANCH),
+    (0xA9, InstClass::UnconditionalBranch, &BRANCH),
+    (0xA8, InstClass::RegisterAlu, &REG_ALU),
+    (0xC1, InstClass::DmaTrigger, &DMA_TRIGGER),
+    (0xD3, InstClass::Call, &CALL),
+    (0xDF, InstClass::Exit, &PSEUDO),
+    // Operands not decoded (no published layout): class only, body kept in `wire`.
+    (0xA7, InstClass::RegisterMove, &OPAQUE),
+    (0xA6, InstClass::Signal, &OPAQUE),
+    (0xB3, InstClass::Wait, &OPAQUE),
+    (0xB4, InstClass::Wait, &OPAQUE),
+    (0xD5, InstClass::AllEngineBarrier, &OPAQUE),
+    (0xD8, InstClass::CoreBarrier, &OPAQUE),
+    (0xD2, InstClass::Return, &OPAQUE),
+    (0xB5, InstClass::BranchHint, &OPAQUE),
+    (0xDD, InstClass::BranchHint, &OPAQUE),
+    (0xF0, InstClass::InlineAsmBytes, &OPAQUE),
+    (0x03, InstClass::PeRegWrite, &OPAQUE),
+    (0x6C, InstClass::Max, &OPAQUE),
+    (0x6F, InstClass::MatchReplace, &OPAQUE),
+    (0x61, InstClass::BnStats, &OPAQUE),
+    (0x82, InstClass::BnStats, &OPAQUE),
+    (0x62, InstClass::BnStatsAggregate, &OPAQUE),
+    (0x63, InstClass::BnGradients, &OPAQUE),
+    (0x94, InstClass::BnGradients, &OPAQUE),
+    (0x4D, InstClass::Rng, &OPAQUE),
+    (0x76, InstClass::Rand, &OPAQUE),
+    (0xE2, InstClass::Rand2, &OPAQUE),
+    (0x77, InstClass::GetRandState, &OPAQUE),
+    (0x78, InstClass::SetRandState, &OPAQUE),
+    (0x7F, InstClass::Dropout, &OPAQUE),
+    (0xE7, InstClass::IndirectCopy, &OPAQUE),
+    (0x96, InstClass::Sort, &OPAQUE),
+    (0xF2, InstClass::NonzeroWithCount, &OPAQUE),
+    (0xBE, InstClass::GetSequenceBounds, &OPAQUE),
+    (0xBF, InstClass::GpsimdSb2Sb, &OPAQUE),
+    (0xE0, InstClass::SparsityCompress, &OPAQUE),
+    (0xE1, InstClass::SparsityCompress, &OPAQUE),
+    (0x7C, InstClass::CrossLaneReduce, &OPAQUE),
+    (0x7D, InstClass::CrossLaneReduce, &OPAQUE),
+    (0x26, InstClass::ActivationMultipass, &OPAQUE),
+    (0xBD, InstClass::DmaTranspose, &OPAQUE),
+    (0xF1, InstClass::DmaTranspose, &OPAQUE),
+];
+
+/// The class and form a single bundle lifts to (the branch and exit rows are chosen by the
+/// bundle's compare op / sub-op).
+pub(crate) fn single(opcode: u8, b: &tpbsim_isa::Bundle) -> Option<(InstClass, &'static Form)> {
+    match opcode {
+        0xA9 => Some((if b.0[12] == 0 { InstClass::UnconditionalBranch } else { InstClass::CompareAndBranch }, &BRANCH)),
+        0xDF if b.0[12] != 1 => None,
+        _ => SINGLES.iter().find(|(op, _, _)| *op == opcode).map(|&(_, c, f)| (c, f)),
+    }
+}
+
+/// The forms a class may be lowered with, by opcode (for the `opcode` attribute).
+pub(crate) fn forms_of(class: InstClass) -> impl Iterator<Item = (u8, &'static Form)> {
+    static TS_EXTRA: [(u8, &Form); 1] = [(0x9A, &TS)];
+    let extra: &'static [(u8, &'static Form)] = match class {
+        // TensorScalar with an accumulate command and one output lowers to 0x9A (seed 004).
+        InstClass::TensorScalar => &TS_EXTRA,
+        _ => &[],
+    };
+    SINGLES.iter().filter(move |(_, c, _)| *c == class).map(|&(op, _, f)| (op, f)).chain(extra.iter().copied())
+}
+
+/// An attribute value as an ALU op byte (by name or number); `None` when absent.
+pub(crate) fn alu_attr(inst: &Instruction, key: &str) -> Result<Option<u8>, String> {
+    match inst.attrs.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => super::fields::parse_enum("ALU_OP", v).map(Some).map_err(|e| format!("attrs.{key}: {e}")),
+    }
+}
+
+/// An enumeration attribute (by name or number); `None` when absent.
+pub(crate) fn enum_attr(inst: &Instruction, key: &str, e: &str) -> Result<Option<u8>, String> {
+    match inst.attrs.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => super::fields::parse_enum(e, v).map(Some).map_err(|err| format!("attrs.{key}: {err}")),
+    }
+}
+
+/// Whether an ALU op is a bit-vector op other than BYPASS (the 0x5x opcodes' set, seed 004
+/// `is_bitvec_op`).
+pub(crate) fn is_bitvec(op: u8, gen: Gen) -> bool {
+    op != 0 && spec::set("general_bitvec").is_some_and(|s| s.contains_in(op, gen))
+}
+
+/// `bitvec` when the ALU op in `attrs[key]` is a bit-vector op, else `arith`.
+fn by_op(inst: &Instruction, key: &str, gen: Gen, bitvec: u8, arith: u8) -> Result<u8, String> {
+    Ok(if is_bitvec(alu_attr(inst, key)?.unwrap_or(0), gen) { bitvec } else { arith })
+}
+
+/// The seed-004 fan-in for a single-bundle class: the opcode for this instruction's dtypes,
+/// engine, ALU op and generation, before any `opcode` attribute.
+pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String> {
+    use InstClass as C;
+    let arg_dt = |i: usize| inst.args.get(i).map(|a| a.dtype);
+    let out_dt = |i: usize| inst.outs.get(i).map(|a| a.dtype);
+    let wide = inst.attrs.get(super::ATTR_WIDE).and_then(Value::as_bool).unwrap_or(false);
+    Ok(match inst.class {
+        C::TensorTensor => {
+            let op = alu_attr(inst, "op")?.unwrap_or(0);
+            if wide {
+                0xF3
+            } else if gen == Gen::V2
+                && inst.engine == EngineType::Pool
+                && arg_dt(0) == Some(Dtype::Bfloat16)
+                && arg_dt(1) == Some(Dtype::Bfloat16)
+                && inst.args.iter().all(packed_pairs)
+                && matches!(op, 0x04 | 0x05 | 0x06)
+            {
+                match op {
+                    0x04 => 0x8A,
+                    0x06 => 0x8B,
+                    _ => 0x8F,
+                }
+            } else if is_bitvec(op, gen) {
+                0x51
+            } else {
+                0x41
+            }
+        }
+        C::TensorReduce => {
+            let op = alu_attr(inst, "op")?.unwrap_or(0);
+            if gen == Gen::V2 && inst.engine == EngineType::Pool && arg_dt(0) == Some(Dtype::Bfloat16) && matches!(op, 0x04 | 0x08) {
+                if op == 0x04 {
+                    0x8C
+                } else {
+                    0x8D
+                }
+            } else if is_bitvec(op, gen) {
+                0x52
+            } else {
+                0x42
+            }
+        }
+        C::TensorScalar => {
+            if wide {
+                0xF4
+            } else {
+                let op0 = alu_attr(inst, "op0")?.unwrap_or(0);
+                let op1 = alu_attr(inst, "op1")?.unwrap_or(0);
+                let acc = enum_attr(inst, "accumulator_cmd", "ACCUM_CMD")?.unwrap_or(0);
+                if is_bitvec(op0, gen) && (op1 == 0 || is_bitvec(op1, gen)) {
+                    0x53
+                } else if acc != 0 {
+                    0x9A
+                } else {
+                    0x43
+                }
+            }
+        }
+        C::TensorScalarPtr => by_op(inst, "op0", gen, 0x54, 0x44)?,
+        C::TensorCumulative => by_op(inst, "op", gen, 0x5E, 0x4E)?,
+        C::ScalarTensorTensor => by_op(inst, "op0", gen, 0x9E, 0x9D)?,
+        C::TensorScalarCache => match inst.attrs.get(super::ATTR_TSC_MODE).and_then(Value::as_str) {
+            None | Some("Reduce") => 0x9A,
+            Some("Cumulative") | Some("TensorScan") => 0xE6,
+            Some(other) => return Err(format!("attrs.{}: unknown mode `{other}` (Reduce, Cumulative, TensorScan)", super::ATTR_TSC_MODE)),
+        },
+        C::TensorCopy => {
+            if arg_dt(0).is_some() && arg_dt(0) != out_dt(0) {
+                0x47
+            } else {
+                0x46
+            }
+        }
+        C::CopyPredicated => {
+            if arg_dt(0).is_some() && arg_dt(0) != out_dt(0) {
+                0x99
+            } else {
+                0x72
+            }
+        }
+        other => match forms_of(other).next() {
+            Some((op, _)) => op,
+            None => return Err(format!("no single-bundle opcode lowers {other}")),
+        },
+    })
+}
+
+/// The packed-pair pattern of the SUNDA BF16 opcodes: innermost step 1, even innermost count.
+fn packed_pairs(ap: &crate::bir::AccessPattern) -> bool {
+    match ap.pattern.last() {
+        Some(d) => d.step == 1 && d.num % 2 == 0,
+        None => false,
+    }
+}
+
+/// The PE row/column group code of a partition range (facts §4.1): up to 32 partitions pick a
+/// quadrant bit, up to 64 a half, more the whole array.
+pub(crate) fn group_code(start: u64, size: u64) -> u8 {
+    if size <= 32 {
+        [1, 2, 4, 8][((start >> 5) & 3) as usize]
+    } else if size <= 64 {
+        [0x03, 0x0C, 0x20, 0x40][((start >> 6) & 3) as usize]
+    } else {
+        0x0F
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpbsim_isa::decode;
+
+    #[test]
+    fn every_single_form_names_real_fields() {
+        for &(op, class, form) in SINGLES {
+            let mut params_seen = vec![false; form.params.len()];
+            for gen in Gen::ALL {
+                let b = super::super::fields::canonical(op);
+                let Ok(inst) = decode(&b, gen) else { continue };
+                let meta = inst.meta();
+                // Opaque forms, and opcodes without a typed layout in this generation (0x7B on
+                // v2), keep their bytes.
+                if form.format.is_empty() || meta.format_name() == "Raw" {
+                    continue;
+                }
+                assert_eq!(meta.format_name(), form.format, "{op:#x} {class} {gen}");
+                for r in form.args.iter().chain(form.outs) {
+                    assert!(meta.field(r.field).is_some(), "{op:#x} {gen} {}", r.field);
+                    assert!(meta.field(r.part).is_some(), "{op:#x} {gen} {}", r.part);
+                }
+                for (seen, p) in params_seen.iter_mut().zip(form.params) {
+                    *seen |= meta.field(p).is_some();
+                }
+            }
+            for (seen, p) in params_seen.iter().zip(form.params) {
+                assert!(*seen || form.format.is_empty(), "{op:#x} {class}: parameter `{p}` is in no layout");
+            }
+        }
+    }
+
+    #[test]
+    fn group_codes() {
+        assert_eq!(group_code(0, 32), 1);
+        assert_eq!(group_code(96, 16), 8);
+        assert_eq!(group_code(64, 64), 0x0C);
+        assert_eq!(group_code(0, 128), 0x0F);
+    }
+}

@@ -25,7 +25,10 @@ enum Command {
     Decode(cmd::decode::Args),
     /// Inspect, unpack and pack NEFF containers.
     Neff(cmd::neff::Args),
-    /// Verify a BIR module with the L1 rules (birverifier).
+    /// Lift engine streams (.bin, .neff) to BIR JSON.
+    Lift(cmd::lift::Args),
+    /// Verify a BIR module with the L1 rules (birverifier); engine streams and NEFFs are lifted
+    /// and checked with both L1 and L2.
     Verify(cmd::verify::Args),
     /// Run a kernel NEFF on the machine model, write its outputs and compare them with references.
     Run(cmd::run::Args),
@@ -42,6 +45,7 @@ fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
         Command::Asm(a) => cmd::asm::run(a),
         Command::Decode(a) => cmd::decode::run(a),
         Command::Neff(a) => cmd::neff::run(a),
+        Command::Lift(a) => cmd::lift::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Validate(a) => cmd::validate::run(a),

@@ -76,9 +76,10 @@ fn arch_override() {
 
 #[test]
 fn usage_and_io_errors_exit_2() {
+    // A stream is lifted for a generation the command line must name.
     let o = sim(&["verify", "PE.bin"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("needs the lifter"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--arch is required"), "{}", stderr(&o));
     let o = sim(&["verify", "missing.bir.json"]);
     assert_eq!(o.status.code(), Some(2));
     let dir = std::env::temp_dir().join(format!("tpbsim-verify-{}", std::process::id()));

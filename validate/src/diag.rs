@@ -176,6 +176,9 @@ impl fmt::Display for Diagnostic {
             write!(f, "@0x{o:x}")?;
         }
         if let Some(func) = &l.function {
+            if l.index.is_some() || l.offset.is_some() {
+                f.write_str(":")?;
+            }
             write!(f, "{func}")?;
             if let Some(b) = &l.block {
                 write!(f, "/{b}")?;

@@ -5,6 +5,7 @@ pub mod decode;
 pub mod disasm;
 pub mod convert;
 pub mod info;
+pub mod lift;
 pub mod neff;
 pub mod verify;
 pub mod run;

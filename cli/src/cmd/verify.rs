@@ -1,11 +1,14 @@
-//! `sim verify`: the L1 verifier over a BIR module.
+//! `sim verify`: the L1 verifier over a BIR module, and over lifted engine streams.
 //!
-//! Inputs are dispatched on the file name: `*.bir.json` / `*.json` is BIR JSON; `*.bin` and
-//! `*.neff` need the lifter (bundles → BIR) and are reported as not yet supported. Exit 0 when
-//! no error was found, 1 when the module is invalid, 2 for usage and I/O errors.
+//! Inputs are dispatched on the file name: `*.bir.json` / `*.json` is BIR JSON; a `*.bin`
+//! stream or every stream of a `*.neff` is lifted to BIR (`sim lift`), verified with the L1
+//! rules, and checked bundle by bundle with the L2 wire validator, both verdicts in one report
+//! (see [`streams`]). Exit 0 when no error was found, 1 when anything is invalid, 2 for usage
+//! and I/O errors.
 
 use std::path::{Path, PathBuf};
 
+use tpbsim_isa::Engine;
 use tpbsim_validate::bir::{self, ArchLevel, Module};
 use tpbsim_validate::diag::{Diagnostic, Mode};
 use tpbsim_validate::l1::drift;
@@ -13,16 +16,23 @@ use tpbsim_validate::registry::{report_jsonl, report_text, PropertySet, Registry
 
 use crate::exit::{CliError, Outcome};
 
+mod streams;
+
 /// Arguments of `sim verify`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The module to verify (`.bir.json`); `.bin` / `.neff` inputs need the lifter.
+    /// The module to verify (`.bir.json`), or an engine stream (`.bin`) or NEFF (`.neff`) to
+    /// lift and verify with both L1 and L2.
     #[arg(required_unless_present_any = ["l0_drift", "list_rules"])]
     pub file: Option<PathBuf>,
     /// Architecture level to verify for (`sunda`, `gen3`, `core_v4`, `v5`, `40`, ...);
     /// overrides the module's own `arch`.
+    /// Required for a `.bin` stream; a `.neff` names its own in `neff.json`.
     #[arg(long)]
     pub arch: Option<String>,
+    /// Engine of a `.bin` stream (pe, act, pool, dve, sp); taken from the file name when omitted.
+    #[arg(long)]
+    pub engine: Option<Engine>,
     /// Print diagnostics as JSON Lines instead of the grouped text report.
     #[arg(long)]
     pub json: bool,
@@ -63,7 +73,7 @@ fn input_kind(path: &Path) -> Result<InputKind, CliError> {
         Ok(InputKind::Neff)
     } else {
         Err(CliError::Usage(format!(
-            "{}: unknown input type (expected a .bir.json module; .bin and .neff inputs come with the lifter)",
+            "{}: unknown input type (expected a .bir.json module, a .bin engine stream or a .neff)",
             path.display()
         )))
     }
@@ -76,16 +86,8 @@ fn parse_arch(s: &str) -> Result<ArchLevel, CliError> {
 }
 
 fn load(path: &Path) -> Result<Module, CliError> {
-    match input_kind(path)? {
-        InputKind::BirJson => {
-            let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
-            bir::from_json_str(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
-        }
-        InputKind::EngineStream | InputKind::Neff => Err(CliError::Usage(format!(
-            "{}: verifying engine streams and NEFFs needs the lifter (bundles → BIR), which is not available yet; verify a .bir.json module, or run `sim validate` for the L2 wire checks",
-            path.display()
-        ))),
-    }
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+    bir::from_json_str(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
 }
 
 fn selection(a: &Args, registry: &Registry) -> Result<PropertySet, CliError> {
@@ -127,6 +129,13 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         return Ok(Outcome::Ok);
     };
     let props = selection(&a, &registry)?;
+    let mode = if a.fail_fast { Mode::FailFast } else { Mode::CollectAll };
+    if input_kind(path)? != InputKind::BirJson {
+        return streams::verify(path, arch, a.engine, a.json, mode, &registry, props);
+    }
+    if a.engine.is_some() {
+        return Err(CliError::Usage("--engine applies to .bin streams".into()));
+    }
     let mut module = load(path)?;
     if let Some(arch) = arch {
         if arch != module.arch && !a.json {
@@ -134,7 +143,6 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         }
         module.arch = arch;
     }
-    let mode = if a.fail_fast { Mode::FailFast } else { Mode::CollectAll };
     let mut diags: Vec<Diagnostic> = registry.verify(props, &module, mode);
     let file = path.display().to_string();
     for d in &mut diags {
@@ -159,6 +167,5 @@ mod tests {
         assert_eq!(input_kind(Path::new("PE.bin")).ok(), Some(InputKind::EngineStream));
         assert_eq!(input_kind(Path::new("a/model.NEFF")).ok(), Some(InputKind::Neff));
         assert!(input_kind(Path::new("x.txt")).is_err());
-        assert!(matches!(load(Path::new("PE.bin")), Err(CliError::Usage(m)) if m.contains("needs the lifter")));
     }
 }

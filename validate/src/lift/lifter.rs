@@ -248,7 +248,7 @@ fn read_parts(b: &Bundle, meta: &'static LayoutMeta, field: &str, gen: Gen) -> R
 fn read_tag(b: &Bundle, meta: &'static LayoutMeta, dt: Dt) -> Result<Option<(u8, &'static str)>, String> {
     Ok(match dt {
         Dt::Fixed(_) => None,
-        Dt::Field(n) => Some((b.0[fields::field(meta, n)?.offset as usize], n)),
+        Dt::Field(n) | Dt::PsumOut(n) => Some((b.0[fields::field(meta, n)?.offset as usize], n)),
         Dt::Lo(n) => Some((b.0[fields::field(meta, n)?.offset as usize] & 0x0F, n)),
         Dt::Hi(n) => Some((b.0[fields::field(meta, n)?.offset as usize] >> 4, n)),
     })
@@ -257,6 +257,7 @@ fn read_tag(b: &Bundle, meta: &'static LayoutMeta, dt: Dt) -> Result<Option<(u8,
 fn read_dtype(b: &Bundle, meta: &'static LayoutMeta, dt: Dt, ctx: DtypeCtx, gen: Gen) -> Result<Dtype, String> {
     match (dt, read_tag(b, meta, dt)?) {
         (Dt::Fixed(d), _) => Ok(d),
+        (Dt::PsumOut(_), Some((0, _))) => Ok(Dtype::Float32),
         (_, Some((tag, name))) => bir_dtype(tag, gen, ctx)
             .ok_or_else(|| format!("dtype tag {tag:#04x} in `{name}` has no BIR dtype on {gen}")),
         (_, None) => Err("no dtype".into()),

@@ -71,7 +71,7 @@ fn pe_role(field: &'static str, part: &'static str) -> Role {
 /// The matmul PSUM destination role: `out_dtype` from v3, fixed float32 on v2 (the v2 layout
 /// has no output dtype byte; PSUM holds fp32 there).
 fn mm_dst(gen: Gen) -> Role {
-    let dt = if gen == Gen::V2 { Dt::Fixed(Dtype::Float32) } else { Dt::Field("out_dtype") };
+    let dt = if gen == Gen::V2 { Dt::Fixed(Dtype::Float32) } else { Dt::PsumOut("out_dtype") };
     Role { field: "dst", dt, part: "num_active_cols", ctx: DtypeCtx::Plain }
 }
 
@@ -327,7 +327,7 @@ fn write_tag(b: &mut Bundle, meta: &'static LayoutMeta, dt: Dt, d: Dtype, ctx: D
                 return Err(format!("this operand is {f} on {gen} (no dtype field), not {d}"));
             }
         }
-        Dt::Field(name) => {
+        Dt::Field(name) | Dt::PsumOut(name) => {
             check_ctx()?;
             b.0[fields::field(meta, name)?.offset as usize] = tag;
         }

@@ -24,6 +24,9 @@ pub(crate) enum Dt {
     Hi(&'static str),
     /// No tag on the wire: the dtype is fixed.
     Fixed(Dtype),
+    /// The dense matmul's PSUM dtype field: tag 0 (not written) reads as float32, the PSUM
+    /// accumulation format of v2/v3 (facts §9.5); lowering writes the tag.
+    PsumOut(&'static str),
 }
 
 /// One operand of a form: its descriptor field, dtype tag and partition-count field.

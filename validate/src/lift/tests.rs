@@ -833,3 +833,18 @@ proptest! {
     }
 }
 
+
+/// docs/lift.md lists every single-bundle binding in its opcode → class table.
+#[test]
+fn docs_table_covers_every_single_binding() {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/lift.md");
+    let doc = std::fs::read_to_string(path).expect("docs/lift.md");
+    let start = doc.find("| Opcode | Class | Form |").expect("opcode table");
+    let table = &doc[start..];
+    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
+    for &(op, class, _) in super::rules::SINGLES {
+        let hex = format!("0x{op:02X}");
+        let row = table.lines().find(|l| l.contains(&hex));
+        assert!(row.is_some_and(|r| r.contains(class.name())), "{hex} → {class} missing from the docs table");
+    }
+}

@@ -1,0 +1,144 @@
+//! `sim lift`: engine streams → BIR JSON.
+//!
+//! A `.bin` stream becomes a module with one function (named after the engine); a `.neff`
+//! becomes one module with a function per engine stream of every subgraph (`pe`, `act`, ...,
+//! prefixed by the subgraph directory when there is one: `sg00.pe`). The module is written as
+//! BIR JSON through a temporary file and a rename (stdout without `-o`). Bundles the lifter
+//! cannot lift are kept as `Generic` instructions and summarised on stderr. Exit 0 when the
+//! module was written, 2 on usage or I/O errors.
+
+use std::path::{Path, PathBuf};
+
+use tpbsim_isa::neff::{self, Neff, ReadOptions};
+use tpbsim_isa::stream::{EngineStream, StreamError};
+use tpbsim_isa::{Engine, Gen};
+use tpbsim_validate::bir;
+use tpbsim_validate::lift::{self, Lifted, StreamInput};
+
+use crate::exit::{CliError, Outcome};
+
+/// Arguments of `sim lift`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// An engine stream (`.bin`) or a NEFF (`.neff`).
+    pub file: PathBuf,
+    /// Target generation (v2..v5, or a name: sunda, cayman, mariana, maverick); required for a
+    /// `.bin`, read from the NEFF's `neff.json` when omitted for a `.neff`.
+    #[arg(long)]
+    pub arch: Option<Gen>,
+    /// Engine of a `.bin` stream (pe, act, pool, dve, sp); taken from the file name when omitted.
+    #[arg(long)]
+    pub engine: Option<Engine>,
+    /// Output BIR JSON file (default: stdout).
+    #[arg(short = 'o', long = "output", value_name = "OUT.bir.json")]
+    pub output: Option<PathBuf>,
+}
+
+/// One stream read from an input file.
+pub(crate) struct LoadedStream {
+    /// Name for diagnostics (`PE.bin`, `model.neff:sg00/pe_instr`).
+    pub file: String,
+    /// Function name in the lifted module.
+    pub function: String,
+    /// The bundles.
+    pub stream: EngineStream,
+}
+
+/// Every stream of an input and the generation to lift for.
+pub(crate) struct Loaded {
+    /// Target generation.
+    pub gen: Gen,
+    /// Streams in order (a NEFF: subgraphs in order, engines PE, ACT, POOL, DVE, SP).
+    pub streams: Vec<LoadedStream>,
+}
+
+fn stream_error(e: StreamError) -> CliError {
+    match e {
+        StreamError::Io { .. } => CliError::Io(e.to_string()),
+        _ => CliError::Usage(format!("{e}; pass --engine pe|act|pool|dve|sp if the name does not tell")),
+    }
+}
+
+/// Open a `.bin` or `.neff` input.
+pub(crate) fn load(path: &Path, arch: Option<Gen>, engine: Option<Engine>) -> Result<Loaded, CliError> {
+    let name = path.display().to_string();
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("bin") => {
+            let gen = arch.ok_or_else(|| CliError::Usage(format!("{name}: --arch is required for a .bin stream")))?;
+            let stream = EngineStream::open(path, engine).map_err(stream_error)?;
+            let function = stream.engine().short().to_string();
+            Ok(Loaded { gen, streams: vec![LoadedStream { file: name, function, stream }] })
+        }
+        Some("neff") => {
+            if engine.is_some() {
+                return Err(CliError::Usage("--engine applies to .bin streams; a NEFF names its streams".into()));
+            }
+            let n = Neff::read(path, &ReadOptions::default()).map_err(|e| CliError::Io(format!("{name}: {e}")))?;
+            let gen = match arch {
+                Some(g) => g,
+                None => tpbsim_sim::machine::load::target_gen(&n)
+                    .map_err(|e| CliError::Usage(format!("{name}: {e}")))?
+                    .ok_or_else(|| CliError::Usage(format!("{name}: neff.json names no target_arch; pass --arch")))?,
+            };
+            let sgs = n.subgraphs().map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+            let mut streams = Vec::new();
+            for sg in sgs {
+                for (engine, sm) in sg.streams {
+                    let function =
+                        if sg.dir.is_empty() { engine.short().to_string() } else { format!("{}.{}", sg.dir, engine.short()) };
+                    streams.push(LoadedStream { file: format!("{name}:{}", sm.member), function, stream: sm.stream });
+                }
+            }
+            Ok(Loaded { gen, streams })
+        }
+        _ => Err(CliError::Usage(format!("{name}: expected a .bin engine stream or a .neff"))),
+    }
+}
+
+/// Lift every loaded stream into one module named after the input file.
+pub(crate) fn lift_loaded(path: &Path, l: &Loaded) -> Lifted {
+    let inputs: Vec<StreamInput<'_>> = l
+        .streams
+        .iter()
+        .map(|s| StreamInput {
+            function: s.function.clone(),
+            file: Some(s.file.clone()),
+            engine: s.stream.engine(),
+            bundles: s.stream.bundles(),
+        })
+        .collect();
+    let name = path.file_name().and_then(|n| n.to_str()).map(str::to_string);
+    lift::lift_streams(&inputs, l.gen, name)
+}
+
+/// Run `sim lift`.
+pub fn run(a: Args) -> Result<Outcome, CliError> {
+    let loaded = load(&a.file, a.arch, a.engine)?;
+    let lifted = lift_loaded(&a.file, &loaded);
+    for d in &lifted.diagnostics {
+        eprintln!("sim: {d}");
+    }
+    let insts = lifted.module.instruction_count();
+    let generic: usize = lifted
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .filter(|i| i.class == bir::InstClass::Generic)
+        .count();
+    let bundles: usize = loaded.streams.iter().map(|s| s.stream.len()).sum();
+    let text = bir::to_json_string(&lifted.module);
+    match &a.output {
+        Some(out) => neff::write_atomic(out, text.as_bytes()).map_err(|e| CliError::Io(format!("{}: {e}", out.display())))?,
+        None => print!("{text}"),
+    }
+    eprintln!(
+        "sim: {}: {bundles} bundle(s) of {} stream(s) for {} lifted into {insts} instruction(s), {generic} kept as Generic",
+        a.file.display(),
+        loaded.streams.len(),
+        loaded.gen
+    );
+    Ok(Outcome::Ok)
+}

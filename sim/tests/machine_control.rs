@@ -185,7 +185,10 @@ fn unknown_opcode_is_not_simulated() {
     assert_eq!(f.kind(), "not-simulated");
     let t = f.to_string();
     assert!(t.contains("pool bundle #0 (opcode 0x96"), "{t}");
-    assert!(t.contains("SORT (opcode 0x96) is not simulated on the pool engine"), "{t}");
+    assert!(
+        t.contains("SORT (opcode 0x96) is not simulated on the pool engine"),
+        "{t}"
+    );
 }
 
 #[test]

@@ -78,6 +78,13 @@ fn lift_writes_bir_json() {
     // Only the output file is left in the directory (written through a temporary and a rename).
     let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
+    // Verifying the lifted module locates its findings at the stream's bundles.
+    let o = sim(&["verify", s(&out), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+    let e = lines.iter().find(|v| v["rule"] == "checkLegalPartitionAccess").expect("partition error");
+    assert_eq!((e["index"].as_u64(), e["offset"].as_u64(), e["file"].as_str()), (Some(1), Some(64), Some(s(&stream))));
     // Without -o the module goes to stdout.
     let o = sim(&["lift", s(&stream), "--arch", "v3"]);
     assert_eq!(o.status.code(), Some(0));

@@ -146,7 +146,9 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     let mut diags: Vec<Diagnostic> = registry.verify(props, &module, mode);
     let file = path.display().to_string();
     for d in &mut diags {
-        d.location.file = Some(file.clone());
+        // A lifted module (`sim lift`) locates its findings at the stream bundles.
+        tpbsim_validate::lift::locate(&module, d);
+        d.location.file.get_or_insert_with(|| file.clone());
     }
     if a.json {
         print!("{}", report_jsonl(&diags));

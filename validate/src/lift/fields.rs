@@ -57,6 +57,10 @@ pub(crate) enum LeafKind {
     Signed,
     /// Bytes, as lower-case hex.
     Bytes,
+    /// The low 4 bits of a dtype-pair byte.
+    NibbleLo,
+    /// The high 4 bits of a dtype-pair byte.
+    NibbleHi,
 }
 
 /// The smallest named piece of a bundle the `wire` attribute addresses.
@@ -83,8 +87,10 @@ pub(crate) fn leaves_of(m: &FieldMeta, out: &mut Vec<Leaf>) {
     let n = m.name;
     match m.ty {
         FieldType::U8 | FieldType::U16 | FieldType::U32 | FieldType::U64 | FieldType::F32 | FieldType::Enum(_)
-        | FieldType::DtypePair | FieldType::Bits(_) | FieldType::Addr4 | FieldType::Addr8 => {
-            out.push(leaf(n, o, m.width() as usize, Unsigned))
+        | FieldType::Bits(_) | FieldType::Addr4 | FieldType::Addr8 => out.push(leaf(n, o, m.width() as usize, Unsigned)),
+        FieldType::DtypePair => {
+            out.push(leaf(format!("{n}.lo"), o, 1, NibbleLo));
+            out.push(leaf(format!("{n}.hi"), o, 1, NibbleHi));
         }
         FieldType::I16 | FieldType::I32 => out.push(leaf(n, o, m.width() as usize, Signed)),
         FieldType::Tensor(d) | FieldType::MemPattern(d) => {
@@ -207,6 +213,8 @@ pub(crate) fn leaf_value(b: &Bundle, l: &Leaf) -> Value {
             (((v << shift) as i64) >> shift).into()
         }
         LeafKind::Bytes => hex(&b.0[l.off..l.off + l.width]).into(),
+        LeafKind::NibbleLo => (b.0[l.off] & 0x0F).into(),
+        LeafKind::NibbleHi => (b.0[l.off] >> 4).into(),
     }
 }
 
@@ -246,6 +254,15 @@ pub(crate) fn put_leaf(b: &mut Bundle, l: &Leaf, v: &Value) -> Result<(), String
             write_uint(b, l.off, l.width, int_bits(v, l.width)?);
             Ok(())
         }
+        LeafKind::NibbleLo | LeafKind::NibbleHi => {
+            let x = int_bits(v, 1)? as u8;
+            if x > 0x0F {
+                return Err(format!("{x} does not fit a 4-bit nibble"));
+            }
+            let o = l.off;
+            b.0[o] = if l.kind == LeafKind::NibbleLo { (b.0[o] & 0xF0) | x } else { (b.0[o] & 0x0F) | x << 4 };
+            Ok(())
+        }
     }
 }
 
@@ -255,6 +272,7 @@ pub(crate) fn put_leaf(b: &mut Bundle, l: &Leaf, v: &Value) -> Result<(), String
 pub(crate) fn param_value(m: &FieldMeta, b: &Bundle) -> Value {
     let o = m.offset as usize;
     match m.ty {
+        FieldType::DtypePair => b.0[o].into(),
         FieldType::Enum(e) => enum_value(e, b.0[o]),
         FieldType::F32 => {
             let bits = read_uint(b, o, 4) as u32;
@@ -295,6 +313,10 @@ pub(crate) fn param_value(m: &FieldMeta, b: &Bundle) -> Value {
 pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), String> {
     let o = m.offset as usize;
     match m.ty {
+        FieldType::DtypePair => {
+            b.0[o] = int_bits(v, 1)? as u8;
+            Ok(())
+        }
         FieldType::Enum(e) => {
             b.0[o] = parse_enum(e, v)?;
             Ok(())
@@ -441,6 +463,9 @@ mod tests {
                 let Ok(meta) = layout_of(&canonical(op), gen) else { continue };
                 let mut seen = [0u8; 64];
                 for l in leaves(meta) {
+                    if l.kind == LeafKind::NibbleHi {
+                        continue; // shares its byte with the low nibble
+                    }
                     for s in seen.iter_mut().skip(l.off).take(l.width) {
                         *s += 1;
                     }

@@ -406,7 +406,10 @@ fn lift_group(bundles: &[Bundle], g: Group, engine: EngineType, gen: Gen) -> Res
                         continue;
                     }
                     if a.0[l.off..l.off + l.width] != c.0[l.off..l.off + l.width] {
-                        obj.insert(l.name.to_string(), fields::leaf_value(a, &l));
+                        let v = fields::leaf_value(a, &l);
+                        if v != fields::leaf_value(c, &l) {
+                            obj.insert(l.name.to_string(), v);
+                        }
                     }
                 }
             }

@@ -21,7 +21,7 @@
 //! | `<field>` | a parameter field of the parameter-carrying bundle (`op`, `activation_func`, `imm0`, …), when it differs from what lowering derives; enum values by name |
 //! | `opcode` | the opcode mnemonic(s) found, when the fan-in would choose another |
 //! | `events` | per bundle, the non-zero event fields (`wait_mode`, `wait_idx`, `update_mode`, `update_idx`, `semaphore_value`), or `null` |
-//! | `wire` | per bundle, every other field (by spec name, descriptor parts as `src.num[1]`, reserved runs as `@<offset>`) whose bytes differ |
+//! | `wire` | per bundle, every other field (by spec name, descriptor parts as `src.num[1]`, dtype-pair nibbles as `in_dtypes.hi`, reserved runs as `@<offset>`) whose bytes differ |
 //! | `wide_result` | `TensorTensor` / `TensorScalar` with a low and a high output (v5 INT_WIDE) |
 //! | `tsc_mode` | `TensorScalarCache` mode (`Reduce`, `Cumulative`, `TensorScan`) |
 //! | `fp32_passes` | 1 on a matmul over float32 done in one LDWEIGHTS + MATMUL pass |

@@ -271,6 +271,17 @@ fn activation_with_accumulator_and_bias() {
     assert!(i.attrs.get("accumulator_cmd").is_none(), "3 is what a two-output activation derives");
     assert_eq!(i.attrs[ATTR_EVENTS][0]["wait_mode"], "SEM_GE_IMM");
     assert!(i.attrs[ATTR_EVENTS][1].is_null());
+    // An immediate bias (bias_src_n INSTRUCTION) keeps its dtype nibble in `wire`, apart from
+    // the source's nibble, so editing the source dtype still lowers.
+    let mut imm = a;
+    imm.0[14] = 0;
+    imm.0[15] = 1;
+    let s = lift(&[imm], Engine::Act, Gen::V3);
+    let mut i = insts(&s)[0].clone();
+    assert_eq!(i.args.len(), 1);
+    assert_eq!(i.attrs[ATTR_WIRE][0]["in_bias_dtypes.hi"], 0x0A);
+    i.args[0].dtype = Dtype::Float16;
+    assert_eq!(lower_instruction(&i, Gen::V3).unwrap()[0].0[32], 0x07 | (0x0A << 4));
     // Without an accumulate command the read stays its own instruction.
     a.0[14] = 0;
     let s = lift(&[a, r], Engine::Act, Gen::V3);

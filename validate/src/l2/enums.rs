@@ -133,7 +133,7 @@ pub const PERF_OPT_MODE: ByteSet = ByteSet::range(0, 3);
 
 /// Legal `psum_accumulate_flags` bytes. v2/v3 headers accept the two-bit group modes {0..3};
 /// v4 adds the ACCUMULATE bit: {0,1,2,3,4,6} (START with ACCUMULATE is illegal).
-pub const fn psum_accumulate_flags(gen: Gen) -> ByteSet {
+const fn psum_accumulate_flags_of(gen: Gen) -> ByteSet {
     match gen {
         Gen::V2 | Gen::V3 => ByteSet::range(0, 3),
         _ => ByteSet::of(&[0, 1, 2, 3, 4, 6]),
@@ -141,7 +141,7 @@ pub const fn psum_accumulate_flags(gen: Gen) -> ByteSet {
 }
 
 /// Legal `psum_zero_region` codes: v2/v3 headers define only SIZE2048 = 0; v4 adds 1..3.
-pub const fn psum_zero_region(gen: Gen) -> ByteSet {
+const fn psum_zero_region_of(gen: Gen) -> ByteSet {
     match gen {
         Gen::V2 | Gen::V3 => ByteSet::of(&[0]),
         _ => ByteSet::range(0, 3),
@@ -176,7 +176,7 @@ pub const ALU_POOL_ONLY: ByteSet = ByteSet::of(&[POW, CRC32, RSQRT]);
 
 /// Members of `NEURON_ISA_TPB_ALU_OP` on `gen`: 0x00..0x1D and the int band 0xC4..0xC6 on all
 /// generations (33 on v2); v3 adds 0xC7..0xE1 (60); v4 adds 0x20..0x23 (64); v5 adds 0x24.
-pub const fn alu_op(gen: Gen) -> ByteSet {
+const fn alu_op_of(gen: Gen) -> ByteSet {
     let base = ByteSet::range(0x00, 0x1D).or(ByteSet::range(0xC4, 0xC6));
     match gen {
         Gen::V2 => base,
@@ -197,7 +197,7 @@ pub const GENERAL_BITVEC: ByteSet =
 
 /// Integer-band ops of `gen` (`valid int aluop`: 0xC4..0xDD except ABS_VALUE_INT 0xCE, plus
 /// MOD 0x1B); v2 has only ADD/MULT/SUB_INT.
-pub const fn valid_int_aluop(gen: Gen) -> ByteSet {
+const fn valid_int_aluop_of(gen: Gen) -> ByteSet {
     match gen {
         Gen::V2 => ByteSet::of(&[0xC4, 0xC5, 0xC6, MOD]),
         _ => ByteSet::range(0xC4, 0xDD)
@@ -208,7 +208,7 @@ pub const fn valid_int_aluop(gen: Gen) -> ByteSet {
 
 /// General arith ops (17; 21 on v4+): BYPASS, ADD, SUB, MULT, MAX, MIN, LOGICAL_AND/OR/XOR,
 /// IS_EQ/GT/GE/LE/LT/NE, ABS_DIFF, ABS_VALUE (+ ABS_MAX, ABS_MIN, RE_LU, SQUARE on v4+).
-pub const fn general_arith(gen: Gen) -> ByteSet {
+const fn general_arith_of(gen: Gen) -> ByteSet {
     let base = ByteSet::of(&[
         0x00, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0D, 0x0E, 0x0F, 0x12, 0x13, 0x14, 0x15, 0x16, 0x18,
         0x17, 0x19,
@@ -220,13 +220,13 @@ pub const fn general_arith(gen: Gen) -> ByteSet {
 }
 
 /// Ops legal for TensorTensor arith 0x41: general arith ∪ {POW} ∪ valid int aluop.
-pub const fn tt_arith(gen: Gen) -> ByteSet {
-    general_arith(gen).with(POW).or(valid_int_aluop(gen))
+const fn tt_arith_of(gen: Gen) -> ByteSet {
+    general_arith_of(gen).with(POW).or(valid_int_aluop_of(gen))
 }
 
 /// Arith ops (26 on v3, 30 on v4+) for TensorScalar arith ops.
-pub const fn arith(gen: Gen) -> ByteSet {
-    general_arith(gen)
+const fn arith_of(gen: Gen) -> ByteSet {
+    general_arith_of(gen)
         .or(ByteSet::of(&[0x07, POW, MOD, RSQRT]))
         .or(match gen {
             Gen::V2 => ByteSet::of(&[0xC4, 0xC5, 0xC6]),
@@ -240,6 +240,27 @@ pub const SIGNED_ONLY: ByteSet =
 /// Ops whose integer operands must be unsigned.
 pub const UNSIGNED_ONLY: ByteSet =
     ByteSet::of(&[0xD5, 0xD6, 0xD7, 0xD8, 0xD9, 0xDA, 0xDB, 0xDC, 0xDD]);
+
+macro_rules! per_gen_fn {
+    ($($name:ident, $of:ident, $table:ident;)*) => {$(
+        const $table: [ByteSet; 4] = [$of(Gen::V2), $of(Gen::V3), $of(Gen::V4), $of(Gen::V5)];
+        #[doc = concat!("The `", stringify!($name), "` set of `gen` (precomputed).")]
+        #[inline]
+        pub fn $name(gen: Gen) -> ByteSet {
+            $table[gen.index()]
+        }
+    )*};
+}
+
+per_gen_fn! {
+    psum_accumulate_flags, psum_accumulate_flags_of, PSUM_ACCUMULATE_FLAGS;
+    psum_zero_region, psum_zero_region_of, PSUM_ZERO_REGION;
+    alu_op, alu_op_of, ALU_OP;
+    valid_int_aluop, valid_int_aluop_of, VALID_INT_ALUOP;
+    general_arith, general_arith_of, GENERAL_ARITH;
+    tt_arith, tt_arith_of, TT_ARITH;
+    arith, arith_of, ARITH;
+}
 
 /// True for integer-band ALU ops (bits 7:6 = 11).
 #[inline]

@@ -599,25 +599,48 @@ fn gen_inst(out: &mut String, layouts: &[Layout]) {
     }
     writeln!(out, "];\n").unwrap();
 
-    writeln!(out, "#[inline]\npub(crate) fn decode_dispatch(b: &Bundle, gen: Gen) -> Option<Inst> {{\n    let gi = gen.index();\n    Some(match DISPATCH[gi][b.0[0] as usize] {{\n        0 => return None,\n        1 => Inst::Raw(RawInst(*b)),").unwrap();
+    // One small decoder function per layout id (each writes its Inst straight into the return
+    // slot), called through a table: a single big match would give the dispatcher a stack frame
+    // holding every variant.
+    writeln!(out, "fn dec_absent(b: &Bundle, gi: usize) -> Result<Inst, DecodeError> {{ Err(DecodeError::UnknownOpcode {{ opcode: b.0[0], gen: Gen::ALL[gi & 3] }}) }}").unwrap();
+    writeln!(out, "fn dec_raw(b: &Bundle, _gi: usize) -> Result<Inst, DecodeError> {{ Ok(Inst::Raw(RawInst(*b))) }}").unwrap();
+    let mut names = vec!["dec_absent".to_string(), "dec_raw".to_string()];
     for (li, l) in layouts.iter().enumerate() {
-        if FORMATS[l.fmt].sub.is_some() {
-            continue;
-        }
+        let name = format!("dec_{li}");
+        names.push(name.clone());
         // Sub-selected alternatives bound to the same opcode.
-        let ops = bound_opcodes(l.fmt);
+        let ops = if FORMATS[l.fmt].sub.is_some() { Vec::new() } else { bound_opcodes(l.fmt) };
         let mut alts = String::new();
         for (lj, lo) in layouts.iter().enumerate() {
             if let Some(s) = FORMATS[lo.fmt].sub {
                 if ops.contains(&s.opcode) {
                     let gens: Vec<String> = (0..4).filter(|&g| lo.gens[g]).map(|g| g.to_string()).collect();
-                    write!(alts, "if b.0[{}] == {:#04x} && matches!(gi, {}) {{ {} }} else ", s.offset, s.value, gens.join(" | "), ctor(lj)).unwrap();
+                    write!(alts, "if b.0[{}] == {:#04x} && matches!(gi, {}) {{ Ok({}) }} else ", s.offset, s.value, gens.join(" | "), ctor(lj)).unwrap();
                 }
             }
         }
-        writeln!(out, "        {} => {alts}{{ {} }},", li + 2, ctor(li)).unwrap();
+        let gi = if alts.is_empty() { "_gi" } else { "gi" };
+        if alts.is_empty() {
+            writeln!(out, "fn {name}(b: &Bundle, {gi}: usize) -> Result<Inst, DecodeError> {{ Ok({}) }}", ctor(li)).unwrap();
+        } else {
+            writeln!(out, "fn {name}(b: &Bundle, {gi}: usize) -> Result<Inst, DecodeError> {{ {alts}{{ Ok({}) }} }}", ctor(li)).unwrap();
+        }
     }
-    writeln!(out, "        _ => Inst::Raw(RawInst(*b)),\n    }})\n}}\n").unwrap();
+    writeln!(out, "/// Decoder per dispatch id (0 absent, 1 raw, 2 + layout id).\nstatic DECODERS: [fn(&Bundle, usize) -> Result<Inst, DecodeError>; {}] = [{}];", names.len(), names.join(", ")).unwrap();
+    writeln!(out, "/// Decode through the dispatch table; each decoder writes its result in place.\n#[inline]\npub(crate) fn decode_dispatch(b: &Bundle, gen: Gen) -> Result<Inst, DecodeError> {{\n    let gi = gen.index();\n    let id = DISPATCH[gi][b.0[0] as usize] as usize;\n    match DECODERS.get(id) {{ Some(f) => f(b, gi), None => Ok(Inst::Raw(RawInst(*b))) }}\n}}\n").unwrap();
+
+    // Conversions from every layout struct (and format enum) into Inst.
+    for l in layouts {
+        let f = &FORMATS[l.fmt];
+        let wrap = if multi(l.fmt) { format!("Inst::{}({}::{}(x))", f.name, f.name, l.variant) } else { format!("Inst::{}(x)", f.name) };
+        writeln!(out, "impl From<{}> for Inst {{ fn from(x: {}) -> Inst {{ {wrap} }} }}", l.rust, l.rust).unwrap();
+    }
+    for &fi in &fmts {
+        if multi(fi) {
+            let n = FORMATS[fi].name;
+            writeln!(out, "impl From<{n}> for Inst {{ fn from(x: {n}) -> Inst {{ Inst::{n}(x) }} }}").unwrap();
+        }
+    }
 
     // Inst methods.
     writeln!(out, "impl Inst {{").unwrap();

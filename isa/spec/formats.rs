@@ -267,6 +267,15 @@ pub const FORMATS: &[FormatDef] = &[
         ],
     },
     FormatDef {
+        name: "Notify",
+        header_struct: "CTRL_NO",
+        gens: "YYYY",
+        sub: None,
+        prov: SYN,
+        note: "event-set update; the CTRL_NO notification word's placement is not published, so the body is kept opaque",
+        fields: &[fall("payload", Opaque(52), 12, "project-defined").note("unpublished")],
+    },
+    FormatDef {
         name: "ReadAccumulator",
         header_struct: "D1_RD",
         gens: "YYYY",

@@ -128,7 +128,7 @@ pub const OPCODES: &[OpcodeRow] = &[
     r(0xA3, "INSTRUCTION_FLUSH", E_NX, "CTRL", "Control", "YYYY"),
     r(0xA4, "NOP", E_NX, "CTRL", "Control", "YYYY"),
     r(0xA5, "WRITE", E_NX, "CTRL", "Write", "YYYY"),
-    r(0xA6, "NOTIFY", E_NX, "CTRL_NO", "ActTableLoad", "YYYY"),
+    r(0xA6, "NOTIFY", E_NX, "CTRL_NO", "Notify", "YYYY"),
     r(0xA7, "MOVE", E_NX, "CTRL", "", "YYYY").note("compiler label \"Move\" is a truncation of RegisterMove"),
     r(0xA8, "ALU_OP", E_NX, "CTRL_AL", "AluOpInst", "YYYY"),
     r(0xA9, "COMPARE_BRANCH", E_NX, "CTRL_BR", "CompareBranch", "YYYY"),

@@ -5,7 +5,7 @@
 
 #[allow(unused_imports)]
 use crate::desc::{Addr4, Addr8, MemPattern, MxIndirect16b, MxMemPattern1d, Tensor};
-use crate::inst::{FieldMeta, LayoutMeta, RawInst};
+use crate::inst::{DecodeError, FieldMeta, LayoutMeta, RawInst};
 use crate::spec::FieldType;
 use crate::wire::{DtypePair, Events, EventsExt, F32Bits, Header, Wire, INST_WORD_LEN};
 use crate::{Bundle, Gen};

@@ -53,7 +53,7 @@ impl std::error::Error for DecodeError {}
 /// panics, never allocates.
 #[inline]
 pub fn decode(b: &Bundle, gen: Gen) -> Result<Inst, DecodeError> {
-    decode_dispatch(b, gen).ok_or(DecodeError::UnknownOpcode { opcode: b.0[0], gen })
+    decode_dispatch(b, gen)
 }
 
 /// A known opcode without a typed format: the exact 64 bytes, with header and events views.

@@ -52,7 +52,20 @@ macro_rules! wire_array {
         }
     )*};
 }
-wire_array!(u8, u16, i32);
+wire_array!(u16, i32);
+
+impl<const N: usize> Wire for [u8; N] {
+    #[inline(always)]
+    fn read(b: &[u8; 64], off: usize) -> Self {
+        let mut a = [0u8; N];
+        a.copy_from_slice(&b[off..off + N]);
+        a
+    }
+    #[inline(always)]
+    fn write(&self, b: &mut [u8; 64], off: usize) {
+        b[off..off + N].copy_from_slice(self);
+    }
+}
 
 /// An IEEE binary32 kept as its raw bits, so every payload (NaNs included) round-trips and
 /// equality is bitwise.

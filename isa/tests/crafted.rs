@@ -403,3 +403,33 @@ fn field_visitor_and_metadata() {
     assert_eq!(i.meta().rust_name, "MatmulV3");
     assert_eq!(i.meta().reserved, &[(12, 16), (36, 38), (41, 43), (46, 47)]);
 }
+
+#[test]
+fn build_field_by_field() {
+    let mut m = MatmulV3::default();
+    assert_eq!(m.header, Header::new(Opcode::MATMUL));
+    m.src = Tensor::new(Addr4::imm(0x0004_0000), [1, 1, 1], [128, 1, 1]);
+    m.in_dtype = Dtype::BF16;
+    m.out_dtype = Dtype::FP32;
+    m.num_active_rows = 128;
+    m.num_active_cols = 128;
+    m.psum_accumulate_flags = PsumAccumulateFlags::new().with_begin(true).with_end(true);
+    m.dst = Tensor::new(Addr4::imm(0x0200_0000), [1, 1, 1], [128, 1, 1]);
+    let inst = Inst::from(m);
+    let b = inst.encode();
+    assert_eq!((b.0[0], b.0[1], b.0[32], b.0[40], b.0[43]), (0x02, 0x10, 0x06, 0x0A, 0x03));
+    assert_eq!(decode(&b, Gen::V3).unwrap(), inst);
+    assert!(inst.nonzero_reserved().is_empty());
+    // A shared format takes any of its opcodes.
+    let mut t = TensorReduceV4::default();
+    assert_eq!(t.header.opcode, Opcode::TENSOR_REDUCE_ARITH_OP);
+    t.header.opcode = Opcode::CAST;
+    t.op = AluOp::BYPASS;
+    let i = Inst::from(t);
+    assert_eq!(i.mnemonic(), "CAST");
+    assert_eq!(decode(&i.encode(), Gen::V5).unwrap(), i);
+    // Sub-selected formats default to their selector.
+    assert_eq!(ExtendedTta::default().ext_opcode, ExtOpcode::TENSOR_TENSOR_ARITH);
+    let n = decode(&Inst::from(Notify::default()).encode(), Gen::V2).unwrap();
+    assert_eq!(n.format_name(), "Notify");
+}

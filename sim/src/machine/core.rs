@@ -69,6 +69,9 @@ pub enum SetupError {
     /// No such variable.
     #[error("no variable `{0}`")]
     Unknown(String),
+    /// The on-chip memories could not be allocated.
+    #[error("cannot allocate SBUF/PSUM: {0}")]
+    Memory(String),
 }
 
 /// One NeuronCore running one kernel.
@@ -121,7 +124,7 @@ impl<'k> Machine<'k> {
         Ok(Machine {
             kernel,
             gen,
-            chip: OnChip::new(Geometry::of(gen)),
+            chip: OnChip::new(Geometry::of(gen)).map_err(|e| SetupError::Memory(e.to_string()))?,
             dram,
             sync: SyncState::default(),
             regs: [[0; NUM_REGS]; 5],

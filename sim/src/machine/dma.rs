@@ -302,7 +302,7 @@ mod tests {
                 bytes: vec![0; 64],
             },
         );
-        (g, d, OnChip::new(g))
+        (g, d, OnChip::new(g).unwrap())
     }
 
     #[test]

@@ -4,11 +4,15 @@ use super::geometry::{Geometry, Space, PARTITIONS, PSUM_BYTES_PER_PARTITION};
 use super::pattern::{AccessError, Resolved, TensorPattern};
 
 /// SBUF and PSUM contents, partition-major, zero at start.
+///
+/// The storage is anonymous memory mapped per machine, so it is zero-filled lazily by the OS
+/// page by page as a run touches it (a heap allocation of this size would be cleared eagerly
+/// once the allocator starts reusing freed space).
 pub struct OnChip {
     /// Geometry of the generation.
     pub geom: Geometry,
-    sbuf: Vec<u8>,
-    psum: Vec<u8>,
+    sbuf: memmap2::MmapMut,
+    psum: memmap2::MmapMut,
 }
 
 impl std::fmt::Debug for OnChip {
@@ -20,13 +24,17 @@ impl std::fmt::Debug for OnChip {
 }
 
 impl OnChip {
-    /// Zeroed SBUF and PSUM for `geom` (the allocation is lazily zeroed by the OS).
-    pub fn new(geom: Geometry) -> OnChip {
-        OnChip {
+    /// Zeroed SBUF and PSUM for `geom`; fails only when the OS refuses the mapping.
+    pub fn new(geom: Geometry) -> std::io::Result<OnChip> {
+        Ok(OnChip {
             geom,
-            sbuf: vec![0; PARTITIONS as usize * geom.sbuf_bytes_per_partition as usize],
-            psum: vec![0; PARTITIONS as usize * PSUM_BYTES_PER_PARTITION as usize],
-        }
+            sbuf: memmap2::MmapMut::map_anon(
+                PARTITIONS as usize * geom.sbuf_bytes_per_partition as usize,
+            )?,
+            psum: memmap2::MmapMut::map_anon(
+                PARTITIONS as usize * PSUM_BYTES_PER_PARTITION as usize,
+            )?,
+        })
     }
 
     /// Bounds-check a pattern.
@@ -238,7 +246,7 @@ mod tests {
     #[test]
     fn gather_scatter_round_trip_strided() {
         let g = Geometry::of(Gen::V3);
-        let mut m = OnChip::new(g);
+        let mut m = OnChip::new(g).unwrap();
         let src = TensorPattern::new(
             g.sbuf_address(1, 8),
             2,
@@ -258,7 +266,7 @@ mod tests {
     #[test]
     fn flat_and_dram_bounds() {
         let g = Geometry::of(Gen::V2);
-        let mut m = OnChip::new(g);
+        let mut m = OnChip::new(g).unwrap();
         m.write_flat(g.sbuf_address(3, 10), 4)
             .unwrap()
             .copy_from_slice(&[1, 2, 3, 4]);

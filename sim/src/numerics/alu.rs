@@ -23,6 +23,9 @@ use std::fmt;
 
 use tpbsim_isa::{Engine, Gen};
 
+use super::cast::{CastError, CastPolicy};
+use super::format::Format;
+
 /// Errors of the ALU value model.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AluError {
@@ -1224,6 +1227,19 @@ pub fn copy<T: Copy>(src: &[T], dst: &mut [T]) -> Result<(), AluError> {
     check_len("dst", src.len(), dst.len())?;
     dst.copy_from_slice(src);
     Ok(())
+}
+
+/// Cast (0x47): every element of `src` (format `src_format`) through fp32 into `dst_format`
+/// with the cast engine under `policy` (the device ALU path is [`CastPolicy::DEVICE`]);
+/// identical formats copy bit for bit. Returns the element count.
+pub fn cast_tile(
+    src: &[u8],
+    src_format: Format,
+    dst: &mut [u8],
+    dst_format: Format,
+    policy: &CastPolicy,
+) -> Result<usize, CastError> {
+    super::cast::cast_slice(src, src_format, dst, dst_format, policy)
 }
 
 #[cfg(test)]

@@ -235,11 +235,11 @@ pub fn matmul_reference(s: &[f32], m: &[f32], k: usize, n: usize, f: usize, out:
     }
 }
 
-/// Register tile of the kernel: `NB` outputs rows × `FB` columns accumulate in registers while
-/// `k` runs; per output element the adds stay in `k` order.
+/// Register tile of the kernel: `NB` output rows × `FB` columns stay in registers while `k`
+/// runs; per output element the adds keep `k` order (then term order within one `k`).
 #[inline(always)]
-fn gemm_tile<const NB: usize, const FB: usize>(
-    terms: &[(&[f32], &[f32])],
+fn gemm_tile<const T: usize, const NB: usize, const FB: usize>(
+    terms: &[(&[f32], &[f32]); T],
     k: usize,
     n: usize,
     f: usize,
@@ -249,27 +249,30 @@ fn gemm_tile<const NB: usize, const FB: usize>(
 ) {
     let mut acc = [[0.0f32; FB]; NB];
     for kk in 0..k {
-        for &(s, m) in terms {
-            let mrow: &[f32; FB] = m[kk * f + f0..kk * f + f0 + FB]
-                .try_into()
-                .expect("tile width");
-            let srow = &s[kk * n + n0..kk * n + n0 + NB];
-            for j in 0..NB {
-                let sv = srow[j];
-                for x in 0..FB {
-                    acc[j][x] += sv * mrow[x];
-                }
+        for (s, m) in terms.iter() {
+            let mrow: &[f32; FB] = m[kk * f + f0..][..FB].try_into().expect("tile width");
+            let srow: &[f32; NB] = s[kk * n + n0..][..NB].try_into().expect("tile height");
+            for (row, &sv) in acc.iter_mut().zip(srow) {
+                axpy_row(row, sv, mrow);
             }
         }
     }
     for (j, row) in acc.iter().enumerate() {
-        out[(n0 + j) * f + f0..(n0 + j) * f + f0 + FB].copy_from_slice(row);
+        out[(n0 + j) * f + f0..][..FB].copy_from_slice(row);
+    }
+}
+
+/// `row[x] = row[x] + sv · m[x]` (one fp32 multiply, one fp32 add per element).
+#[inline(always)]
+fn axpy_row<const FB: usize>(row: &mut [f32; FB], sv: f32, m: &[f32; FB]) {
+    for (r, &v) in row.iter_mut().zip(m) {
+        *r += sv * v;
     }
 }
 
 /// Edge outputs (partial tiles): the same order, one element at a time.
-fn gemm_edge(
-    terms: &[(&[f32], &[f32])],
+fn gemm_edge<const T: usize>(
+    terms: &[(&[f32], &[f32]); T],
     k: usize,
     n: usize,
     f: usize,
@@ -281,7 +284,7 @@ fn gemm_edge(
         for ff in cols.clone() {
             let mut acc = 0.0f32;
             for kk in 0..k {
-                for &(s, m) in terms {
+                for (s, m) in terms.iter() {
                     acc += s[kk * n + nn] * m[kk * f + ff];
                 }
             }
@@ -290,48 +293,91 @@ fn gemm_edge(
     }
 }
 
-const NB: usize = 4;
-const FB: usize = 32;
-
 #[inline(always)]
-fn gemm_body(terms: &[(&[f32], &[f32])], k: usize, n: usize, f: usize, out: &mut [f32]) {
+fn gemm_body<const T: usize, const NB: usize, const FB: usize>(
+    terms: &[(&[f32], &[f32]); T],
+    k: usize,
+    n: usize,
+    f: usize,
+    out: &mut [f32],
+) {
     let (nf, ff) = (n / NB * NB, f / FB * FB);
     for n0 in (0..nf).step_by(NB) {
         for f0 in (0..ff).step_by(FB) {
-            gemm_tile::<NB, FB>(terms, k, n, f, n0, f0, out);
+            gemm_tile::<T, NB, FB>(terms, k, n, f, n0, f0, out);
         }
     }
     gemm_edge(terms, k, n, f, 0..nf, ff..f, out);
     gemm_edge(terms, k, n, f, nf..n, 0..f, out);
 }
 
+/// The AVX-512F kernel: 8 × 32 output tiles in sixteen zmm accumulators, one `vmulps` and one
+/// `vaddps` per 16 products (never fused), `k` (then term) order per element.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn gemm_avx512(terms: &[(&[f32], &[f32])], k: usize, n: usize, f: usize, out: &mut [f32]) {
-    gemm_body(terms, k, n, f, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn gemm_avx2(terms: &[(&[f32], &[f32])], k: usize, n: usize, f: usize, out: &mut [f32]) {
-    gemm_body(terms, k, n, f, out)
+fn gemm_avx512<const T: usize>(
+    terms: &[(&[f32], &[f32]); T],
+    k: usize,
+    n: usize,
+    f: usize,
+    out: &mut [f32],
+) {
+    use std::arch::x86_64::{_mm512_add_ps, _mm512_loadu_ps, _mm512_mul_ps, _mm512_set1_ps};
+    use std::arch::x86_64::{_mm512_setzero_ps, _mm512_storeu_ps};
+    const NB: usize = 8;
+    const FB: usize = 32;
+    let (nf, ff) = (n / NB * NB, f / FB * FB);
+    for n0 in (0..nf).step_by(NB) {
+        for f0 in (0..ff).step_by(FB) {
+            let mut acc = [[_mm512_setzero_ps(); 2]; NB];
+            for kk in 0..k {
+                for (s, m) in terms.iter() {
+                    let mrow = &m[kk * f + f0..][..FB];
+                    let srow = &s[kk * n + n0..][..NB];
+                    // SAFETY: `mrow` holds FB = 32 floats, so both 16-float loads are in bounds.
+                    let (m0, m1) = unsafe {
+                        (
+                            _mm512_loadu_ps(mrow.as_ptr()),
+                            _mm512_loadu_ps(mrow[16..].as_ptr()),
+                        )
+                    };
+                    for (a, &sv) in acc.iter_mut().zip(srow) {
+                        let b = _mm512_set1_ps(sv);
+                        a[0] = _mm512_add_ps(a[0], _mm512_mul_ps(b, m0));
+                        a[1] = _mm512_add_ps(a[1], _mm512_mul_ps(b, m1));
+                    }
+                }
+            }
+            for (j, a) in acc.iter().enumerate() {
+                let dst = &mut out[(n0 + j) * f + f0..][..FB];
+                // SAFETY: `dst` holds FB = 32 floats, so both 16-float stores are in bounds.
+                unsafe {
+                    _mm512_storeu_ps(dst.as_mut_ptr(), a[0]);
+                    _mm512_storeu_ps(dst[16..].as_mut_ptr(), a[1]);
+                }
+            }
+        }
+    }
+    gemm_edge(terms, k, n, f, 0..nf, ff..f, out);
+    gemm_edge(terms, k, n, f, nf..n, 0..f, out);
 }
 
 /// `out[n][f] = Σ_k Σ_terms s_t[k][n]·m_t[k][f]` in the fixed order, vectorised across `f`.
-fn gemm(terms: &[(&[f32], &[f32])], k: usize, n: usize, f: usize, out: &mut [f32]) {
+fn gemm<const T: usize>(
+    terms: &[(&[f32], &[f32]); T],
+    k: usize,
+    n: usize,
+    f: usize,
+    out: &mut [f32],
+) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked above); the function only uses safe
-            // code compiled with that feature enabled.
+            // SAFETY: the CPU supports AVX-512F (checked above).
             return unsafe { gemm_avx512(terms, k, n, f, out) };
         }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
-            return unsafe { gemm_avx2(terms, k, n, f, out) };
-        }
     }
-    gemm_body(terms, k, n, f, out)
+    gemm_body::<T, 4, 16>(terms, k, n, f, out)
 }
 
 fn split(x: &[f32]) -> (Vec<f32>, Vec<f32>) {

@@ -691,3 +691,48 @@ fn iota_memset_select_copy() {
     assert_eq!(c.map(f32::to_bits), [0x7FA0_0001, 0x8000_0000], "bit-exact");
     assert!(copy(&[1.0f32], &mut c).is_err());
 }
+
+#[test]
+fn cast_goes_through_the_cast_engine() {
+    let src: Vec<u8> = [1.5f32, -2.75, 1e10]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let mut dst = vec![0u8; 6];
+    let n = cast_tile(
+        &src,
+        Format::Float32,
+        &mut dst,
+        Format::Bfloat16,
+        &CastPolicy::DEVICE,
+    )
+    .expect("cast");
+    assert_eq!(n, 3);
+    assert_eq!(dst, [0xC0, 0x3F, 0x30, 0xC0, 0x15, 0x50]);
+    let mut ints = vec![0u8; 12];
+    cast_tile(
+        &src,
+        Format::Float32,
+        &mut ints,
+        Format::Int32,
+        &CastPolicy::DEVICE,
+    )
+    .expect("cast");
+    let ints: Vec<i32> = ints
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().expect("4")))
+        .collect();
+    assert_eq!(
+        ints,
+        [1, -2, i32::MAX],
+        "device path truncates and saturates"
+    );
+    assert!(cast_tile(
+        &src[..5],
+        Format::Float32,
+        &mut dst,
+        Format::Bfloat16,
+        &CastPolicy::DEVICE
+    )
+    .is_err());
+}

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
-use crate::bir::Module;
+use crate::bir::{InstRef, Module};
 use crate::diag::{Diagnostic, Mode, Severity};
 use crate::l1;
 
@@ -210,8 +210,28 @@ pub trait Rule: Send + Sync {
     fn project_defined(&self) -> &'static str {
         ""
     }
-    /// Check the module and append findings.
-    fn verify(&self, module: &Module, out: &mut Vec<Diagnostic>);
+    /// Whether the rule looks at one instruction at a time ([`Rule::check`]) or at the whole
+    /// module ([`Rule::verify`]). The default, `Module`, runs [`Rule::verify`], which is right
+    /// for any rule; `Instruction` lets the registry fuse the rule into its shared walk.
+    fn scope(&self) -> Scope {
+        Scope::Module
+    }
+    /// Check one instruction and append findings (instruction-scope rules).
+    fn check(&self, _module: &Module, _inst: &InstRef<'_>, _out: &mut Vec<Diagnostic>) {}
+    /// Check the module and append findings. The default walks every instruction through
+    /// [`Rule::check`].
+    fn verify(&self, module: &Module, out: &mut Vec<Diagnostic>) {
+        module.walk(&mut |r| self.check(module, r, out));
+    }
+}
+
+/// Where a rule looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// At the module as a whole (pre-checks, rules that carry state across instructions).
+    Module,
+    /// At one instruction at a time: the registry runs every such rule in one shared walk.
+    Instruction,
 }
 
 /// Verification failed: at least one error.
@@ -282,17 +302,38 @@ impl Registry {
     }
 
     /// Run the rules of `props` over `module` and return their diagnostics in walk order.
-    /// In [`Mode::FailFast`] the list ends at the first error.
+    /// Module-scope rules run first; instruction-scope rules share one walk, each instruction
+    /// checked by every rule in registration order. In [`Mode::FailFast`] the list ends at the
+    /// first error.
     pub fn verify(&self, props: PropertySet, module: &Module, mode: Mode) -> Vec<Diagnostic> {
+        let selected: Vec<(usize, &dyn Rule)> =
+            self.rules().enumerate().filter(|(_, r)| props.contains(r.property())).collect();
         let mut tagged: Vec<(usize, Diagnostic)> = Vec::new();
         let mut buf = Vec::new();
-        for (order, rule) in self.rules.iter().enumerate().filter(|(_, r)| props.contains(r.property())) {
-            buf.clear();
+        for &(order, rule) in selected.iter().filter(|(_, r)| r.scope() == Scope::Module) {
             rule.verify(module, &mut buf);
             tagged.extend(buf.drain(..).map(|d| (order, d)));
         }
-        let positions = Positions::of(module);
-        tagged.sort_by_key(|(order, d)| (positions.key(d), *order));
+        let per_inst: Vec<(usize, &dyn Rule)> =
+            selected.iter().copied().filter(|(_, r)| r.scope() == Scope::Instruction).collect();
+        if !per_inst.is_empty() {
+            module.walk(&mut |r| {
+                for &(order, rule) in &per_inst {
+                    rule.check(module, r, &mut buf);
+                    if !buf.is_empty() {
+                        tagged.extend(buf.drain(..).map(|d| (order, d)));
+                    }
+                }
+            });
+        }
+        // Instruction-scope findings are already in walk order; module-scope findings located
+        // at an instruction need placing among them.
+        if tagged.iter().any(|(order, d)| d.location.function.is_some() && self.rules[*order].scope() == Scope::Module) {
+            let positions = Positions::of(module);
+            tagged.sort_by_cached_key(|(order, d)| (positions.key(d), *order));
+        } else {
+            tagged.sort_by_key(|(_, d)| d.location.function.is_some());
+        }
         let mut out: Vec<Diagnostic> = tagged.into_iter().map(|(_, d)| d).collect();
         if mode == Mode::FailFast {
             if let Some(i) = out.iter().position(Diagnostic::is_error) {
@@ -313,29 +354,53 @@ impl Registry {
     }
 }
 
-/// Walk positions of a module's instructions, for ordering diagnostics.
+/// Walk positions of a module's instructions, for ordering diagnostics: per block (keyed by
+/// function index and block path), the walk position of each instruction index. Built with
+/// one allocation per block, none per instruction.
 struct Positions {
     functions: HashMap<String, usize>,
-    insts: HashMap<(String, String, String), usize>,
+    blocks: HashMap<(usize, String), Vec<usize>>,
 }
 
 impl Positions {
     fn of(m: &Module) -> Self {
         let functions = m.functions.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
-        let mut insts = HashMap::new();
+        let mut blocks: HashMap<(usize, String), Vec<usize>> = HashMap::new();
+        let mut cur: Option<(usize, String)> = None;
+        let mut cur_vec: Vec<usize> = Vec::new();
         m.walk(&mut |r| {
-            insts.insert((r.function.name.clone(), r.block_path.to_string(), r.label()), r.position);
+            let same = cur.as_ref().is_some_and(|(f, b)| *f == r.func_index && b == r.block_path);
+            if !same {
+                if let Some(k) = cur.take() {
+                    blocks.insert(k, std::mem::take(&mut cur_vec));
+                }
+                let k = (r.func_index, r.block_path.to_string());
+                cur_vec = blocks.remove(&k).unwrap_or_default();
+                cur = Some(k);
+            }
+            if cur_vec.len() <= r.index {
+                cur_vec.resize(r.index + 1, usize::MAX);
+            }
+            cur_vec[r.index] = r.position;
         });
-        Positions { functions, insts }
+        if let Some(k) = cur {
+            blocks.insert(k, cur_vec);
+        }
+        Positions { functions, blocks }
     }
 
     /// Module-scope findings first, then by function, then by instruction position.
     fn key(&self, d: &Diagnostic) -> (usize, usize, usize) {
         let l = &d.location;
         let Some(f) = &l.function else { return (0, 0, 0) };
-        let fi = self.functions.get(f).map_or(usize::MAX, |i| i + 1);
+        let Some(&fi) = self.functions.get(f) else { return (1, usize::MAX, usize::MAX) };
         let pos = match (&l.block, &l.instruction) {
-            (Some(b), Some(i)) => self.insts.get(&(f.clone(), b.clone(), i.clone())).map_or(usize::MAX, |p| p + 1),
+            (Some(b), Some(i)) => {
+                let index = i.split(':').next().and_then(|n| n.parse::<usize>().ok());
+                index
+                    .and_then(|n| self.blocks.get(&(fi, b.clone())).and_then(|v| v.get(n)).copied())
+                    .map_or(usize::MAX, |p| p.saturating_add(1))
+            }
             _ => 0,
         };
         (1, fi, pos)

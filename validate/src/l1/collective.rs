@@ -41,31 +41,30 @@ impl Rule for CollectiveIo {
         codes: [],
         summary: "collectives never read (CollectiveCompute, Send) or write (CollectiveCompute, Recv) module I/O tensors",
         source: "seed 000, the collective replica-group gate (checkCollective, inst_visitor.cpp:3489-3497)",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            let Some((ins, outs)) = io_directions(r.inst.class) else { return };
-            if ins {
-                if let Some((i, ap)) = r.inst.args.iter().enumerate().find(|(_, a)| a.mem.is_io()) {
-                    out.push(error_at(
-                        r,
-                        "checkCollective",
-                        None,
-                        format!("Collective instruction cannot read IO tensors: args[{i}] is {} tensor {:?}", ap.mem, ap.buffer),
-                    ));
-                }
+    fn check(&self, _m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        let Some((ins, outs)) = io_directions(r.inst.class) else { return };
+        if ins {
+            if let Some((i, ap)) = r.inst.args.iter().enumerate().find(|(_, a)| a.mem.is_io()) {
+                out.push(error_at(
+                    r,
+                    "checkCollective",
+                    None,
+                    format!("Collective instruction cannot read IO tensors: args[{i}] is {} tensor {:?}", ap.mem, ap.buffer),
+                ));
             }
-            if outs {
-                if let Some((i, ap)) = r.inst.outs.iter().enumerate().find(|(_, a)| a.mem.is_io()) {
-                    out.push(error_at(
-                        r,
-                        "checkCollective",
-                        None,
-                        format!("Collective instruction cannot write IO tensors: outs[{i}] is {} tensor {:?}", ap.mem, ap.buffer),
-                    ));
-                }
+        }
+        if outs {
+            if let Some((i, ap)) = r.inst.outs.iter().enumerate().find(|(_, a)| a.mem.is_io()) {
+                out.push(error_at(
+                    r,
+                    "checkCollective",
+                    None,
+                    format!("Collective instruction cannot write IO tensors: outs[{i}] is {} tensor {:?}", ap.mem, ap.buffer),
+                ));
             }
-        });
+        }
     }
 }
 
@@ -187,20 +186,19 @@ impl Rule for CollectiveCompute {
         summary: "collective compute after sunda, one output (two with an SB scratch pad), supported kind, partition-contiguous SB inputs, AllGather/ReduceScatter element ratio = ranks per group, SendRecv arity and dtypes, AllToAllV arity and uint32 metadata",
         source: "seed 000, the collective replica-group gate (checkCollectiveCompute)",
         project: "the supported-kind map (code 311); the reading of isPartitionContiguous as dense-within-partition",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            if !r.inst.class.is_collective_compute() {
-                return;
-            }
-            for (code, msg, nc) in check_collective_compute(r.inst, m.arch) {
-                out.push(if nc {
-                    not_checked_at(r, "checkCollectiveCompute", msg)
-                } else {
-                    error_at(r, "checkCollectiveCompute", code, msg)
-                });
-            }
-        });
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        if !r.inst.class.is_collective_compute() {
+            return;
+        }
+        for (code, msg, nc) in check_collective_compute(r.inst, m.arch) {
+            out.push(if nc {
+                not_checked_at(r, "checkCollectiveCompute", msg)
+            } else {
+                error_at(r, "checkCollectiveCompute", code, msg)
+            });
+        }
     }
 }
 
@@ -220,23 +218,22 @@ impl Rule for InDynamicCfg {
         summary: "a collective in a dynamic-CFG block (flagged, or in a DynamicForLoop/DoWhile body) must be local; a SendRecv there is rejected",
         source: "seed 000, the collective gate considerations (checkCollectivesInDynamicCFG, inst_visitor.cpp:1024)",
         project: "blocks nested in DynamicForLoop / DoWhile count as dynamic-CFG blocks",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            if !r.dynamic_cfg || !r.inst.class.is_collective() {
-                return;
-            }
-            if is_send_recv(r) {
-                out.push(error_at(r, "checkCollectivesInDynamicCFG", Some(1500), "SendRecv inside dynamic control flow"));
-            } else if !r.inst.collective().is_some_and(|c| c.is_local) {
-                out.push(error_at(
-                    r,
-                    "checkCollectivesInDynamicCFG",
-                    Some(123),
-                    format!("isLocal: {} inside dynamic control flow ({}) is not local", r.inst.class, r.block_path),
-                ));
-            }
-        });
+    fn check(&self, _m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        if !r.dynamic_cfg || !r.inst.class.is_collective() {
+            return;
+        }
+        if is_send_recv(r) {
+            out.push(error_at(r, "checkCollectivesInDynamicCFG", Some(1500), "SendRecv inside dynamic control flow"));
+        } else if !r.inst.collective().is_some_and(|c| c.is_local) {
+            out.push(error_at(
+                r,
+                "checkCollectivesInDynamicCFG",
+                Some(123),
+                format!("isLocal: {} inside dynamic control flow ({}) is not local", r.inst.class, r.block_path),
+            ));
+        }
     }
 }
 

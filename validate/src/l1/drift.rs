@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use crate::bir::{ArchLevel, EngineSet, InstClass};
 
-use super::table::{class_rule, l0_base_map, l0_map};
+use super::table::{driver, l0_base_map, l0_map};
 
 /// One (class, level) cell where L0 and L1 disagree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub fn compute(arch: Option<ArchLevel>) -> Vec<Drift> {
     };
     let mut out = Vec::new();
     for &class in InstClass::ALL {
-        let rule = class_rule(class);
+        let rule = driver(class);
         let l0 = l0_map(class);
         for &a in &levels {
             let l0_cell = l0.iter().find(|(x, _)| *x == a).map(|(_, s)| *s);

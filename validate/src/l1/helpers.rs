@@ -1,11 +1,11 @@
 //! The five shared helpers of the L1 verifier (seed 000, "The Five Shared Primitives";
 //! seed 002 for the engine gate), each a rule applying the driver table to every instruction.
 
-use crate::bir::{AccessPattern, ArchLevel, EngineSet, EngineType, InstClass, MemoryType, Module, NUM_PARTITIONS};
+use crate::bir::{AccessPattern, ArchLevel, EngineSet, EngineType, InstClass, InstRef, MemoryType, Module, NUM_PARTITIONS};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
 
-use super::table::{class_rule, ArchWindow, PartitionRule};
+use super::table::{driver, ArchWindow, PartitionRule};
 use super::{error_at, not_checked_at, operand, operands, provenance, Dir};
 
 /// Outcome of the engine gate.
@@ -78,28 +78,27 @@ impl Rule for MemType {
         summary: "each input and output lies in a memory type its class allows",
         source: "seed 000, shared primitives (checkMemType, inst_visitor.cpp:1285)",
         project: "the allowed memory sets per class (only CustomOp's inputs {SB, Input, …} are seed-given)",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            let rule = class_rule(r.inst.class);
-            for (dir, i, ap) in operands(r.inst) {
-                let allowed = if dir == Dir::Arg { rule.mem.args } else { rule.mem.outs };
-                if !allowed.contains(ap.mem) {
-                    out.push(error_at(
-                        r,
-                        "checkMemType",
-                        Some(310),
-                        format!(
-                            "{} lies in {}, {} allows {allowed}{}",
-                            operand(dir, i),
-                            ap.mem,
-                            r.inst.class,
-                            provenance(rule.mem.src)
-                        ),
-                    ));
-                }
+    fn check(&self, _m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        let rule = driver(r.inst.class);
+        for (dir, i, ap) in operands(r.inst) {
+            let allowed = if dir == Dir::Arg { rule.mem.args } else { rule.mem.outs };
+            if !allowed.contains(ap.mem) {
+                out.push(error_at(
+                    r,
+                    "checkMemType",
+                    Some(310),
+                    format!(
+                        "{} lies in {}, {} allows {allowed}{}",
+                        operand(dir, i),
+                        ap.mem,
+                        r.inst.class,
+                        provenance(rule.mem.src)
+                    ),
+                ));
             }
-        });
+        }
     }
 }
 
@@ -114,14 +113,13 @@ impl Rule for ArchLevelRule {
         summary: "the module's arch level lies in the class's [min, max] window",
         source: "seed 000, shared primitives (checkArchLevel, inst_visitor.cpp:1299/1307)",
         project: "the windows of classes whose driver the seeds do not give: taken from the generations whose opcode enum carries the class's opcodes",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            let w = class_rule(r.inst.class).arch;
-            if let Some((code, msg)) = check_arch_level(m.arch, &w) {
-                out.push(error_at(r, "checkArchLevel", Some(code), format!("{}: {msg}{}", r.inst.class, provenance(w.src))));
-            }
-        });
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        let w = driver(r.inst.class).arch;
+        if let Some((code, msg)) = check_arch_level(m.arch, &w) {
+            out.push(error_at(r, "checkArchLevel", Some(code), format!("{}: {msg}{}", r.inst.class, provenance(w.src))));
+        }
     }
 }
 
@@ -136,35 +134,34 @@ impl Rule for ValidEngines {
         summary: "the assigned engine is in the class's legal set (wildcards Unassigned/ALL, ALL in the set, the function skip attribute)",
         source: "seed 002, L1 engine gate (checkValidEngines, inst_visitor.cpp:1368); seed 000 for the seed-given sets",
         project: "legal sets of classes whose driver the seeds do not give (opcode-catalog engine column); the TensorScalarPtr delegate is reported as not checked",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            let rule = class_rule(r.inst.class);
-            let legal = rule.engines.at(m.arch);
-            match check_valid_engines(r.function.skip_engine_check(), r.inst.class, r.inst.engine, legal) {
-                EngineVerdict::Legal => {}
-                EngineVerdict::TspDelegate => out.push(not_checked_at(
-                    r,
-                    "checkValidEnginesTSP",
-                    format!(
-                        "TensorScalarPtr on {} is outside {legal}; the compiler delegates to checkValidEnginesTSP, whose rule is not public",
-                        r.inst.engine
-                    ),
-                )),
-                EngineVerdict::Illegal => out.push(error_at(
-                    r,
-                    "checkValidEngines",
-                    Some(400),
-                    format!(
-                        "validEngines: {} on {} is not legal at {}; legal engines {legal}{}",
-                        r.inst.class,
-                        r.inst.engine,
-                        m.arch,
-                        provenance(rule.engines.src())
-                    ),
-                )),
-            }
-        });
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        let rule = driver(r.inst.class);
+        let legal = rule.engines.at(m.arch);
+        match check_valid_engines(r.function.skip_engine_check(), r.inst.class, r.inst.engine, legal) {
+            EngineVerdict::Legal => {}
+            EngineVerdict::TspDelegate => out.push(not_checked_at(
+                r,
+                "checkValidEnginesTSP",
+                format!(
+                    "TensorScalarPtr on {} is outside {legal}; the compiler delegates to checkValidEnginesTSP, whose rule is not public",
+                    r.inst.engine
+                ),
+            )),
+            EngineVerdict::Illegal => out.push(error_at(
+                r,
+                "checkValidEngines",
+                Some(400),
+                format!(
+                    "validEngines: {} on {} is not legal at {}; legal engines {legal}{}",
+                    r.inst.class,
+                    r.inst.engine,
+                    m.arch,
+                    provenance(rule.engines.src())
+                ),
+            )),
+        }
     }
 }
 
@@ -179,22 +176,21 @@ impl Rule for PartitionAccess {
         summary: "SB/PSUM patterns stay within the memory's partitions; half-array classes start at 0 or 64 and never cross 64",
         source: "seed 000, shared primitives (checkLegalPartitionAccess)",
         project: "which classes call the half-array variant (TongaReduceMacroSymbolic only); applying the bound to every SB/PSUM operand of every class",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
         let psum_parts = u64::from(m.arch.psum_geometry().partitions);
-        m.walk(&mut |r| {
-            let rule = class_rule(r.inst.class);
-            for (dir, i, ap) in operands(r.inst) {
-                let limit = match ap.mem {
-                    MemoryType::Sb => NUM_PARTITIONS,
-                    MemoryType::Psum => psum_parts,
-                    _ => continue,
-                };
-                for msg in check_partition_access(ap, rule.partitions, limit) {
-                    out.push(error_at(r, "checkLegalPartitionAccess", None, format!("{}: {msg}", operand(dir, i))));
-                }
+        let rule = driver(r.inst.class);
+        for (dir, i, ap) in operands(r.inst) {
+            let limit = match ap.mem {
+                MemoryType::Sb => NUM_PARTITIONS,
+                MemoryType::Psum => psum_parts,
+                _ => continue,
+            };
+            for msg in check_partition_access(ap, rule.partitions, limit) {
+                out.push(error_at(r, "checkLegalPartitionAccess", None, format!("{}: {msg}", operand(dir, i))));
             }
-        });
+        }
     }
 }
 
@@ -209,28 +205,27 @@ impl Rule for DataType {
         summary: "each operand's dtype is in the class's valid set for that operand",
         source: "seed 000, shared primitives (checkDataType: membership in the op class's valid-dtype sets)",
         project: "every valid-dtype set (the compiler keeps them in the BIR op classes, not public)",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            let rule = class_rule(r.inst.class).dtypes;
-            for (dir, i, ap) in operands(r.inst) {
-                let valid = if dir == Dir::Arg { rule.arg(i) } else { rule.outs };
-                if !valid.contains(ap.dtype) {
-                    out.push(error_at(
-                        r,
-                        "checkDataType",
-                        None,
-                        format!(
-                            "{} dtype {} is not valid for {}: valid {valid}{}",
-                            operand(dir, i),
-                            ap.dtype,
-                            r.inst.class,
-                            provenance(rule.src)
-                        ),
-                    ));
-                }
+    fn check(&self, _m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        let rule = driver(r.inst.class).dtypes;
+        for (dir, i, ap) in operands(r.inst) {
+            let valid = if dir == Dir::Arg { rule.arg(i) } else { rule.outs };
+            if !valid.contains(ap.dtype) {
+                out.push(error_at(
+                    r,
+                    "checkDataType",
+                    None,
+                    format!(
+                        "{} dtype {} is not valid for {}: valid {valid}{}",
+                        operand(dir, i),
+                        ap.dtype,
+                        r.inst.class,
+                        provenance(rule.src)
+                    ),
+                ));
             }
-        });
+        }
     }
 }
 
@@ -294,7 +289,7 @@ mod tests {
 
     #[test]
     fn arch_rule_366_367() {
-        let w = class_rule(InstClass::MatmultMx).arch;
+        let w = driver(InstClass::MatmultMx).arch;
         assert_eq!(check_arch_level(ArchLevel::CoreV4, &w), None);
         assert_eq!(check_arch_level(ArchLevel::Gen3, &w).map(|x| x.0), Some(366));
         let mx = Instruction::new(InstClass::MatmultMx, EngineType::Pe);

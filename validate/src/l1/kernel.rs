@@ -1,7 +1,7 @@
 //! Kernel and CustomOp gates (seed 000): `checkBIRKernel`, `checkNKIKernelFunction`,
 //! `checkNKIKernelBufferShapes` (1680–1683), `checkCustomOp` (178).
 
-use crate::bir::{ArchLevel, InstClass, MemoryType, Module, NkiKernelFields, NUM_PARTITIONS};
+use crate::bir::{ArchLevel, InstClass, InstRef, MemoryType, Module, NkiKernelFields, NUM_PARTITIONS};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
 
@@ -17,27 +17,26 @@ impl Rule for BirKernel {
         codes: [],
         summary: "BIRKernel inputs and outputs in SB / PSUM are allocated at base partition 0",
         source: "seed 000, kernel and CustomOp gates (checkBIRKernel)",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            if r.inst.class != InstClass::BirKernel {
-                return;
+    fn check(&self, _m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        if r.inst.class != InstClass::BirKernel {
+            return;
+        }
+        for (dir, i, ap) in operands(r.inst) {
+            if matches!(ap.mem, MemoryType::Sb | MemoryType::Psum) && ap.start_partition != 0 {
+                out.push(error_at(
+                    r,
+                    "checkBIRKernel",
+                    None,
+                    format!(
+                        "mem.getBasePartition() == 0: Kernel inputs/outputs must be allocated at base partition 0; {} starts at partition {}",
+                        operand(dir, i),
+                        ap.start_partition
+                    ),
+                ));
             }
-            for (dir, i, ap) in operands(r.inst) {
-                if matches!(ap.mem, MemoryType::Sb | MemoryType::Psum) && ap.start_partition != 0 {
-                    out.push(error_at(
-                        r,
-                        "checkBIRKernel",
-                        None,
-                        format!(
-                            "mem.getBasePartition() == 0: Kernel inputs/outputs must be allocated at base partition 0; {} starts at partition {}",
-                            operand(dir, i),
-                            ap.start_partition
-                        ),
-                    ));
-                }
-            }
-        });
+        }
     }
 }
 
@@ -51,21 +50,20 @@ impl Rule for NkiKernelFunction {
         codes: [],
         summary: "NKIKernel names the module function holding its body",
         source: "seed 000, kernel and CustomOp gates (checkNKIKernelFunction: I.getFunc() != nullptr)",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            let Some(f) = r.inst.nki_kernel() else { return };
-            match &f.func {
-                None => out.push(error_at(r, "checkNKIKernelFunction", None, "I.getFunc() != nullptr: the kernel names no function")),
-                Some(name) if m.function(name).is_none() => out.push(error_at(
-                    r,
-                    "checkNKIKernelFunction",
-                    None,
-                    format!("I.getFunc() != nullptr: the kernel names function {name:?}, which the module does not define"),
-                )),
-                Some(_) => {}
-            }
-        });
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        let Some(f) = r.inst.nki_kernel() else { return };
+        match &f.func {
+            None => out.push(error_at(r, "checkNKIKernelFunction", None, "I.getFunc() != nullptr: the kernel names no function")),
+            Some(name) if m.function(name).is_none() => out.push(error_at(
+                r,
+                "checkNKIKernelFunction",
+                None,
+                format!("I.getFunc() != nullptr: the kernel names function {name:?}, which the module does not define"),
+            )),
+            Some(_) => {}
+        }
     }
 }
 
@@ -110,15 +108,14 @@ impl Rule for NkiKernelBufferShapes {
         summary: "NKIKernel SBUF shape both zero or both positive, PSUM banks within the level's bank count, PSUM partitions <= 128, an output per declared buffer",
         source: "seed 000, kernel and CustomOp gates (checkNKIKernelBufferShapes, inst_visitor.cpp:5286-5308)",
         project: "none; the PSUM bank count per level comes from the shipped headers (16 on sunda, 8 from gen3; 4 on inferentia from the compiler table)",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            if let Some(f) = r.inst.nki_kernel() {
-                for (code, msg) in check_buffer_shapes(f, r.inst.outs.len(), m.arch) {
-                    out.push(error_at(r, "checkNKIKernelBufferShapes", Some(code), msg));
-                }
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        if let Some(f) = r.inst.nki_kernel() {
+            for (code, msg) in check_buffer_shapes(f, r.inst.outs.len(), m.arch) {
+                out.push(error_at(r, "checkNKIKernelBufferShapes", Some(code), msg));
             }
-        });
+        }
     }
 }
 
@@ -132,21 +129,17 @@ impl Rule for CustomOp {
         codes: [178],
         summary: "CustomOp only on the legacy levels (sunda, inferentia/tonga)",
         source: "seed 000, kernel and CustomOp gates (checkCustomOp)",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        if matches!(m.arch, ArchLevel::Sunda | ArchLevel::Inferentia) {
-            return;
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        if r.inst.class == InstClass::CustomOp && !matches!(m.arch, ArchLevel::Sunda | ArchLevel::Inferentia) {
+            out.push(error_at(
+                r,
+                "checkCustomOp",
+                Some(178),
+                format!("Arch == ArchLevel::Sunda || Arch == ArchLevel::Tonga: module targets {}", m.arch),
+            ));
         }
-        m.walk(&mut |r| {
-            if r.inst.class == InstClass::CustomOp {
-                out.push(error_at(
-                    r,
-                    "checkCustomOp",
-                    Some(178),
-                    format!("Arch == ArchLevel::Sunda || Arch == ArchLevel::Tonga: module targets {}", m.arch),
-                ));
-            }
-        });
     }
 }
 

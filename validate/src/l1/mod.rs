@@ -10,7 +10,7 @@
 
 /// The descriptive methods of a [`Rule`] impl.
 macro_rules! rule_meta {
-    (name: $name:literal, property: $prop:ident, codes: $codes:expr, summary: $summary:literal, source: $source:literal $(, project: $project:literal)? $(,)?) => {
+    (name: $name:literal, property: $prop:ident, codes: $codes:expr, summary: $summary:literal, source: $source:literal $(, project: $project:literal)? $(, scope: $scope:ident)? $(,)?) => {
         fn name(&self) -> &'static str {
             $name
         }
@@ -28,6 +28,9 @@ macro_rules! rule_meta {
         }
         $(fn project_defined(&self) -> &'static str {
             $project
+        })?
+        $(fn scope(&self) -> $crate::registry::Scope {
+            $crate::registry::Scope::$scope
         })?
     };
 }

@@ -5,7 +5,7 @@
 //! `args[2]` ifmap scales, `args[3]` weights scales (E8M0), `outs[0]` the PSUM result. Every
 //! per-partition element count is the unpacked one: ×4 for the x4 containers {2, 8, 9}.
 
-use crate::bir::{ArchLevel, EngineType, InstClass, Instruction, Module};
+use crate::bir::{ArchLevel, EngineType, InstClass, InstRef, Instruction, Module};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
 
@@ -173,29 +173,28 @@ impl Rule for Inputs {
         summary: "MatmultMx data:scale 4:1 ratios, scale placement in the lower half-quadrant, PSUM-bank fit, K <= 512 and even in x4 blocks, partitions 32/64/128 and agreeing, output = ifmap/4 and weights/4",
         source: "seed 000, the MX-matmul 18-assert contract (checkMatmultMxInputs, inst_visitor.cpp:3067-3102)",
         project: "none beyond the PSUM bank size per level (facts §1.2: 1024 B on sunda, 2048 B from gen3)",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            if r.inst.class != InstClass::MatmultMx {
-                return;
-            }
-            if !has_operands(r.inst) {
-                out.push(error_at(
-                    r,
-                    "checkMatmultMxInputs",
-                    None,
-                    format!(
-                        "MatmultMx takes 4 inputs (ifmap, weights, ifmap scales, weights scales) and a PSUM output; found {} and {}",
-                        r.inst.args.len(),
-                        r.inst.outs.len()
-                    ),
-                ));
-                return;
-            }
-            for (code, msg) in check_inputs(r.inst, m.arch) {
-                out.push(error_at(r, "checkMatmultMxInputs", Some(code), msg));
-            }
-        });
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        if r.inst.class != InstClass::MatmultMx {
+            return;
+        }
+        if !has_operands(r.inst) {
+            out.push(error_at(
+                r,
+                "checkMatmultMxInputs",
+                None,
+                format!(
+                    "MatmultMx takes 4 inputs (ifmap, weights, ifmap scales, weights scales) and a PSUM output; found {} and {}",
+                    r.inst.args.len(),
+                    r.inst.outs.len()
+                ),
+            ));
+            return;
+        }
+        for (code, msg) in check_inputs(r.inst, m.arch) {
+            out.push(error_at(r, "checkMatmultMxInputs", Some(code), msg));
+        }
     }
 }
 
@@ -209,15 +208,14 @@ impl Rule for InstructionRule {
         codes: [205, 212, 213, 214, 241, 240, 204],
         summary: "MatmultMx on PE, data and scales in the same quadrant, scales 4-partition aligned, columns never tiled, row tiles cover the partitions, no replication shift",
         source: "seed 000, the MX-matmul 18-assert contract (checkMatmultMxInstruction, inst_visitor.cpp:2994-3037)",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            if r.inst.class == InstClass::MatmultMx {
-                for (code, msg) in check_instruction(r.inst) {
-                    out.push(error_at(r, "checkMatmultMxInstruction", Some(code), msg));
-                }
+    fn check(&self, _m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        if r.inst.class == InstClass::MatmultMx {
+            for (code, msg) in check_instruction(r.inst) {
+                out.push(error_at(r, "checkMatmultMxInstruction", Some(code), msg));
             }
-        });
+        }
     }
 }
 

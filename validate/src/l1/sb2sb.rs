@@ -1,7 +1,7 @@
 //! `InstGPSIMDSB2SB::verify` (seed 002): a thin gate, then the compatibility checks C1–C8 of
 //! `isCompatible`, which stop at the first failure as the compiler's do.
 
-use crate::bir::{AccessPattern, ArchLevel, InstClass, Instruction, MemoryType, Module};
+use crate::bir::{AccessPattern, ArchLevel, InstClass, InstRef, Instruction, MemoryType, Module};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
 
@@ -39,7 +39,7 @@ fn fail(check: &'static str, message: String) -> Sb2SbFinding {
 
 /// `verify` then `isCompatible`: at most one failure (the first), plus a "not checked" C1 when
 /// the context constant is absent.
-pub fn check(i: &Instruction, arch: ArchLevel) -> Vec<Sb2SbFinding> {
+pub fn check_sb2sb(i: &Instruction, arch: ArchLevel) -> Vec<Sb2SbFinding> {
     let mut v = Vec::new();
     if i.engine.ordinal() > 1 {
         v.push(fail("verify:71", format!("GPSIMDSB2SB.cpp:71: the engine field must be 0 or 1 (Unassigned or Pool), found {}", i.engine)));
@@ -113,17 +113,16 @@ impl Rule for GpsimdSb2Sb {
         summary: "GPSIMDSB2SB on Pool/Unassigned with an input and an output; then ctx == 2, gen3+, same dtype and bytes per partition, 2..5 dims, both SB, plain physical patterns, <= 1024 effective bytes per partition",
         source: "seed 002, GPSIMD-SB2SB (InstGPSIMDSB2SB::verify, GPSIMDSB2SB.cpp:71/74; isCompatible C1-C8)",
         project: "the meaning of ctx (C1) is not public: absent ctx is reported as not checked",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            if r.inst.class != InstClass::GpsimdSb2Sb {
-                return;
-            }
-            for f in check(r.inst, m.arch) {
-                let rule = if f.check.starts_with("verify") { "GPSIMDSB2SB::verify" } else { "isCompatible" };
-                out.push(if f.not_checked { not_checked_at(r, rule, f.message) } else { error_at(r, rule, None, f.message) });
-            }
-        });
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        if r.inst.class != InstClass::GpsimdSb2Sb {
+            return;
+        }
+        for f in check_sb2sb(r.inst, m.arch) {
+            let rule = if f.check.starts_with("verify") { "GPSIMDSB2SB::verify" } else { "isCompatible" };
+            out.push(if f.not_checked { not_checked_at(r, rule, f.message) } else { error_at(r, rule, None, f.message) });
+        }
     }
 }
 
@@ -143,7 +142,7 @@ mod tests {
     }
 
     fn checks(i: &Instruction, arch: ArchLevel) -> Vec<&'static str> {
-        check(i, arch).into_iter().filter(|f| !f.not_checked).map(|f| f.check).collect()
+        check_sb2sb(i, arch).into_iter().filter(|f| !f.not_checked).map(|f| f.check).collect()
     }
 
     #[test]
@@ -157,8 +156,8 @@ mod tests {
 
     #[test]
     fn legal_and_each_check_alone() {
-        assert!(check(&sb2sb(), ArchLevel::Gen3).is_empty());
-        assert!(check(&sb2sb(), ArchLevel::CoreV4).is_empty());
+        assert!(check_sb2sb(&sb2sb(), ArchLevel::Gen3).is_empty());
+        assert!(check_sb2sb(&sb2sb(), ArchLevel::CoreV4).is_empty());
         let mut cases: Vec<(&str, Instruction, ArchLevel)> = Vec::new();
         let mut i = sb2sb();
         i.engine = EngineType::Dve;

@@ -463,9 +463,26 @@ pub const fn class_rule(c: InstClass) -> ClassRule {
     r
 }
 
+/// The driver table, one row per class in [`InstClass::ALL`] order, built at compile time.
+pub static L1_TABLE: [ClassRule; InstClass::COUNT] = {
+    let mut t = [class_rule(InstClass::Generic); InstClass::COUNT];
+    let mut i = 0;
+    while i < InstClass::COUNT {
+        t[i] = class_rule(InstClass::ALL[i]);
+        i += 1;
+    }
+    t
+};
+
+/// The driver of a class, from [`L1_TABLE`].
+#[inline]
+pub fn driver(c: InstClass) -> &'static ClassRule {
+    &L1_TABLE[c.index()]
+}
+
 /// The driver table, one row per class in [`InstClass::ALL`] order.
 pub fn l1_table() -> impl Iterator<Item = ClassRule> {
-    InstClass::ALL.iter().map(|&c| class_rule(c))
+    L1_TABLE.iter().copied()
 }
 
 /// Engines able to pack 2-row / 4-row partition replication at a level (`is2x2pAble`,

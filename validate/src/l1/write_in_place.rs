@@ -2,7 +2,7 @@
 //! for every (output, input) pair of an instruction, decide whether writing the output over
 //! the input is alias-safe, in the rule body's seven steps.
 
-use crate::bir::{AccessPattern, ArchLevel, EngineType, InstClass, Instruction, MemoryType, Module};
+use crate::bir::{AccessPattern, ArchLevel, EngineType, InstClass, InstRef, Instruction, MemoryType, Module};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
 
@@ -153,28 +153,27 @@ impl Rule for WriteInPlace {
         summary: "every output that overlaps an input of the same instruction is alias-safe: identical pattern, no transpose, no replication-capable engine, no SBUF address written before it is read",
         source: "seed 002, write-in-place validity (validateWriteInPlace / checkWriteInPlaceValidity, steps 1-7)",
         project: "the replication-capable engine set (PE on every level); memory locations are compared by buffer name",
+        scope: Instruction,
     }
-    fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        m.walk(&mut |r| {
-            for (wi, w) in r.inst.outs.iter().enumerate() {
-                for (ri, rd) in r.inst.args.iter().enumerate() {
-                    match check_pair(r.inst, w, rd, m.arch) {
-                        InPlace::Legal(_) => {}
-                        InPlace::Illegal(step, why) => out.push(error_at(
-                            r,
-                            "checkWriteInPlaceValidity",
-                            None,
-                            format!("outs[{wi}] overwrites args[{ri}] of {:?} in place (step {step}): {why}", w.buffer),
-                        )),
-                        InPlace::NotChecked(why) => out.push(not_checked_at(
-                            r,
-                            "checkWriteInPlaceValidity",
-                            format!("outs[{wi}] over args[{ri}] of {:?}: {why}", w.buffer),
-                        )),
-                    }
+    fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
+        for (wi, w) in r.inst.outs.iter().enumerate() {
+            for (ri, rd) in r.inst.args.iter().enumerate() {
+                match check_pair(r.inst, w, rd, m.arch) {
+                    InPlace::Legal(_) => {}
+                    InPlace::Illegal(step, why) => out.push(error_at(
+                        r,
+                        "checkWriteInPlaceValidity",
+                        None,
+                        format!("outs[{wi}] overwrites args[{ri}] of {:?} in place (step {step}): {why}", w.buffer),
+                    )),
+                    InPlace::NotChecked(why) => out.push(not_checked_at(
+                        r,
+                        "checkWriteInPlaceValidity",
+                        format!("outs[{wi}] over args[{ri}] of {:?}: {why}", w.buffer),
+                    )),
                 }
             }
-        });
+        }
     }
 }
 

@@ -49,17 +49,44 @@ fn every_fixture_lowers_back_and_legal_ones_lift() {
     let mut failures = Vec::new();
     for f in &all {
         let bundles = [f.bundle];
-        let s = lift_stream(&StreamInput { function: "f".into(), file: None, engine: f.engine, bundles: &bundles }, f.gen);
-        assert_eq!(lower_function(&s.function, f.gen).expect("lower"), bundles, "{}", f.comment);
+        let s = lift_stream(
+            &StreamInput {
+                function: "f".into(),
+                file: None,
+                engine: f.engine,
+                bundles: &bundles,
+            },
+            f.gen,
+        );
+        assert_eq!(
+            lower_function(&s.function, f.gen).expect("lower"),
+            bundles,
+            "{}",
+            f.comment
+        );
         let inst = &s.function.blocks[0].instructions[0];
         if f.valid {
             if inst.class == InstClass::Generic {
-                failures.push(format!("{} ({} {}): {}", f.comment, f.gen, f.engine, s.diagnostics.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; ")));
+                failures.push(format!(
+                    "{} ({} {}): {}",
+                    f.comment,
+                    f.gen,
+                    f.engine,
+                    s.diagnostics
+                        .iter()
+                        .map(|d| d.message.clone())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
             } else {
                 lifted_valid += 1;
             }
         }
     }
-    assert!(failures.is_empty(), "legal bundles not lifted:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "legal bundles not lifted:\n{}",
+        failures.join("\n")
+    );
     assert!(lifted_valid > 10);
 }

@@ -55,44 +55,80 @@ pub(crate) struct Loaded {
 fn stream_error(e: StreamError) -> CliError {
     match e {
         StreamError::Io { .. } => CliError::Io(e.to_string()),
-        _ => CliError::Usage(format!("{e}; pass --engine pe|act|pool|dve|sp if the name does not tell")),
+        _ => CliError::Usage(format!(
+            "{e}; pass --engine pe|act|pool|dve|sp if the name does not tell"
+        )),
     }
 }
 
 /// Open a `.bin` or `.neff` input.
-pub(crate) fn load(path: &Path, arch: Option<Gen>, engine: Option<Engine>) -> Result<Loaded, CliError> {
+pub(crate) fn load(
+    path: &Path,
+    arch: Option<Gen>,
+    engine: Option<Engine>,
+) -> Result<Loaded, CliError> {
     let name = path.display().to_string();
-    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("bin") => {
-            let gen = arch.ok_or_else(|| CliError::Usage(format!("{name}: --arch is required for a .bin stream")))?;
+            let gen = arch.ok_or_else(|| {
+                CliError::Usage(format!("{name}: --arch is required for a .bin stream"))
+            })?;
             let stream = EngineStream::open(path, engine).map_err(stream_error)?;
             let function = stream.engine().short().to_string();
-            Ok(Loaded { gen, streams: vec![LoadedStream { file: name, function, stream }] })
+            Ok(Loaded {
+                gen,
+                streams: vec![LoadedStream {
+                    file: name,
+                    function,
+                    stream,
+                }],
+            })
         }
         Some("neff") => {
             if engine.is_some() {
-                return Err(CliError::Usage("--engine applies to .bin streams; a NEFF names its streams".into()));
+                return Err(CliError::Usage(
+                    "--engine applies to .bin streams; a NEFF names its streams".into(),
+                ));
             }
-            let n = Neff::read(path, &ReadOptions::default()).map_err(|e| CliError::Io(format!("{name}: {e}")))?;
+            let n = Neff::read(path, &ReadOptions::default())
+                .map_err(|e| CliError::Io(format!("{name}: {e}")))?;
             let gen = match arch {
                 Some(g) => g,
                 None => tpbsim_sim::machine::load::target_gen(&n)
                     .map_err(|e| CliError::Usage(format!("{name}: {e}")))?
-                    .ok_or_else(|| CliError::Usage(format!("{name}: neff.json names no target_arch; pass --arch")))?,
+                    .ok_or_else(|| {
+                        CliError::Usage(format!(
+                            "{name}: neff.json names no target_arch; pass --arch"
+                        ))
+                    })?,
             };
-            let sgs = n.subgraphs().map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+            let sgs = n
+                .subgraphs()
+                .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
             let mut streams = Vec::new();
             for sg in sgs {
                 for (engine, sm) in sg.streams {
-                    let function =
-                        if sg.dir.is_empty() { engine.short().to_string() } else { format!("{}.{}", sg.dir, engine.short()) };
-                    streams.push(LoadedStream { file: format!("{name}:{}", sm.member), function, stream: sm.stream });
+                    let function = if sg.dir.is_empty() {
+                        engine.short().to_string()
+                    } else {
+                        format!("{}.{}", sg.dir, engine.short())
+                    };
+                    streams.push(LoadedStream {
+                        file: format!("{name}:{}", sm.member),
+                        function,
+                        stream: sm.stream,
+                    });
                 }
             }
             Ok(Loaded { gen, streams })
         }
-        _ => Err(CliError::Usage(format!("{name}: expected a .bin engine stream or a .neff"))),
+        _ => Err(CliError::Usage(format!(
+            "{name}: expected a .bin engine stream or a .neff"
+        ))),
     }
 }
 
@@ -108,7 +144,10 @@ pub(crate) fn lift_loaded(path: &Path, l: &Loaded) -> Lifted {
             bundles: s.stream.bundles(),
         })
         .collect();
-    let name = path.file_name().and_then(|n| n.to_str()).map(str::to_string);
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string);
     lift::lift_streams(&inputs, l.gen, name)
 }
 
@@ -131,7 +170,8 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     let bundles: usize = loaded.streams.iter().map(|s| s.stream.len()).sum();
     let text = bir::to_json_string(&lifted.module);
     match &a.output {
-        Some(out) => neff::write_atomic(out, text.as_bytes()).map_err(|e| CliError::Io(format!("{}: {e}", out.display())))?,
+        Some(out) => neff::write_atomic(out, text.as_bytes())
+            .map_err(|e| CliError::Io(format!("{}: {e}", out.display())))?,
         None => print!("{text}"),
     }
     eprintln!(

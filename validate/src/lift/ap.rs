@@ -83,7 +83,13 @@ pub(crate) fn place(a: Addr4, dtype: Dtype, gen: Gen) -> Result<Place, String> {
             "address {addr:#x} ({mem} partition {p}, byte {byte:#x}) is not aligned to {dtype} ({size} bytes)"
         ));
     }
-    Ok(Place { mem, buffer: buffer.to_string(), partition: p as u64, offset: (byte / size) as i64, indirect: false })
+    Ok(Place {
+        mem,
+        buffer: buffer.to_string(),
+        partition: p as u64,
+        offset: (byte / size) as i64,
+        indirect: false,
+    })
 }
 
 /// The address word of a pattern's first element.
@@ -92,7 +98,12 @@ pub(crate) fn address_of(ap: &AccessPattern, gen: Gen) -> Result<Addr4, String> 
         let word = h
             .strip_prefix("0x")
             .and_then(|x| u32::from_str_radix(x, 16).ok())
-            .ok_or_else(|| format!("buffer `{}` does not hold a 0x-prefixed ADDR4 word", ap.buffer))?;
+            .ok_or_else(|| {
+                format!(
+                    "buffer `{}` does not hold a 0x-prefixed ADDR4 word",
+                    ap.buffer
+                )
+            })?;
         return Ok(Addr4(word));
     }
     if ap.indirect {
@@ -107,20 +118,33 @@ pub(crate) fn address_of(ap: &AccessPattern, gen: Gen) -> Result<Addr4, String> 
     let addr: i128 = match ap.mem {
         MemoryType::Sb => {
             if byte < 0 || byte >= g.sbuf_partition_stride as i128 {
-                return Err(format!("SB byte offset {byte} is outside a partition's {:#x}-byte address window", g.sbuf_partition_stride));
+                return Err(format!(
+                    "SB byte offset {byte} is outside a partition's {:#x}-byte address window",
+                    g.sbuf_partition_stride
+                ));
             }
             p * g.sbuf_partition_stride as i128 + byte
         }
         MemoryType::Psum => {
             if byte < 0 || byte >= g.psum_partition_stride as i128 {
-                return Err(format!("PSUM byte offset {byte} is outside a partition's {:#x}-byte window", g.psum_partition_stride));
+                return Err(format!(
+                    "PSUM byte offset {byte} is outside a partition's {:#x}-byte window",
+                    g.psum_partition_stride
+                ));
             }
             g.psum_base as i128 + p * g.psum_partition_stride as i128 + byte
         }
-        other => return Err(format!("{other} has no on-chip address (only SB and PSUM operands are encoded)")),
+        other => {
+            return Err(format!(
+                "{other} has no on-chip address (only SB and PSUM operands are encoded)"
+            ))
+        }
     };
     if addr < 0 || addr > Addr4::ADDR_MASK as i128 {
-        return Err(format!("{} partition {p} does not fit the 29-bit address", ap.mem));
+        return Err(format!(
+            "{} partition {p} does not fit the 29-bit address",
+            ap.mem
+        ));
     }
     let a = Addr4(addr as u32);
     // The word must read back as the same place (an SB partition may not reach into the PSUM
@@ -136,13 +160,24 @@ pub(crate) fn address_of(ap: &AccessPattern, gen: Gen) -> Result<Addr4, String> 
 }
 
 /// Lift a descriptor to an access pattern of `partitions` partitions of `dtype`.
-pub(crate) fn lift_desc(d: &Desc, dtype: Dtype, partitions: u64, gen: Gen) -> Result<AccessPattern, String> {
+pub(crate) fn lift_desc(
+    d: &Desc,
+    dtype: Dtype,
+    partitions: u64,
+    gen: Gen,
+) -> Result<AccessPattern, String> {
     let pl = place(d.addr, dtype, gen)?;
     let mut n = d.step.len();
     while n > 0 && d.step[n - 1] == 1 && d.num[n - 1] == 1 {
         n -= 1;
     }
-    let pattern = (0..n).rev().map(|i| Dim { step: d.step[i] as i64, num: d.num[i] as u64 }).collect();
+    let pattern = (0..n)
+        .rev()
+        .map(|i| Dim {
+            step: d.step[i] as i64,
+            num: d.num[i] as u64,
+        })
+        .collect();
     Ok(AccessPattern {
         mem: pl.mem,
         buffer: pl.buffer,
@@ -158,14 +193,19 @@ pub(crate) fn lift_desc(d: &Desc, dtype: Dtype, partitions: u64, gen: Gen) -> Re
 /// Lower an access pattern to a descriptor of `dims` pairs.
 pub(crate) fn lower_desc(ap: &AccessPattern, dims: usize, gen: Gen) -> Result<Desc, String> {
     if ap.pattern.len() > dims {
-        return Err(format!("{} free dimensions do not fit a {dims}-dimensional descriptor", ap.pattern.len()));
+        return Err(format!(
+            "{} free dimensions do not fit a {dims}-dimensional descriptor",
+            ap.pattern.len()
+        ));
     }
     let addr = address_of(ap, gen)?;
     let mut step = vec![1i16; dims];
     let mut num = vec![1u16; dims];
     for (i, d) in ap.pattern.iter().rev().enumerate() {
-        step[i] = i16::try_from(d.step).map_err(|_| format!("step {} does not fit the signed 16-bit step field", d.step))?;
-        num[i] = u16::try_from(d.num).map_err(|_| format!("count {} does not fit the 16-bit count field", d.num))?;
+        step[i] = i16::try_from(d.step)
+            .map_err(|_| format!("step {} does not fit the signed 16-bit step field", d.step))?;
+        num[i] = u16::try_from(d.num)
+            .map_err(|_| format!("count {} does not fit the 16-bit count field", d.num))?;
     }
     Ok(Desc { addr, step, num })
 }
@@ -183,14 +223,22 @@ pub(crate) struct MxDesc {
 /// x4 containers stepping by the sign byte (+1 for 0x01, −1 for 0xFF); the scales are one E8M0
 /// byte per container per 8 data partitions (`[P/8, K/4]`, facts §9.4), starting where the
 /// scale ADDR4 points. `project-defined` reading: the scale-lane interleave is not modelled.
-pub(crate) fn lift_mx(d: &MxDesc, dtype: Dtype, partitions: u64, gen: Gen) -> Result<(AccessPattern, AccessPattern), String> {
+pub(crate) fn lift_mx(
+    d: &MxDesc,
+    dtype: Dtype,
+    partitions: u64,
+    gen: Gen,
+) -> Result<(AccessPattern, AccessPattern), String> {
     let step = match d.step_sign {
         0x01 => 1,
         0xFF => -1,
         s => return Err(format!("MX step sign {s:#04x} is neither 0x01 nor 0xFF")),
     };
-    if d.k % 4 != 0 {
-        return Err(format!("MX K = {} is not a whole number of x4 containers", d.k));
+    if !d.k.is_multiple_of(4) {
+        return Err(format!(
+            "MX K = {} is not a whole number of x4 containers",
+            d.k
+        ));
     }
     let containers = (d.k / 4) as u64;
     let data = place(d.data, dtype, gen)?;
@@ -201,20 +249,35 @@ pub(crate) fn lift_mx(d: &MxDesc, dtype: Dtype, partitions: u64, gen: Gen) -> Re
         dtype,
         start_partition: pl.partition,
         partitions: parts,
-        pattern: vec![Dim { step, num: containers }],
+        pattern: vec![Dim {
+            step,
+            num: containers,
+        }],
         offset: pl.offset,
         indirect: pl.indirect,
     };
-    Ok((mk(data, dtype, partitions, step), mk(scale, Dtype::Float8E8m0fnu, partitions.div_ceil(8), 1)))
+    Ok((
+        mk(data, dtype, partitions, step),
+        mk(scale, Dtype::Float8E8m0fnu, partitions.div_ceil(8), 1),
+    ))
 }
 
 /// Lower (data, scales) to MX descriptor parts. Only the data pattern's shape is encoded (K and
 /// the step sign); the scale pattern contributes its address.
-pub(crate) fn lower_mx(data: &AccessPattern, scale: &AccessPattern, gen: Gen) -> Result<MxDesc, String> {
+pub(crate) fn lower_mx(
+    data: &AccessPattern,
+    scale: &AccessPattern,
+    gen: Gen,
+) -> Result<MxDesc, String> {
     let (step, n) = match data.pattern.as_slice() {
         [] => (1, 1),
         [d] => (d.step, d.num),
-        more => return Err(format!("an MX data pattern has one free dimension, not {}", more.len())),
+        more => {
+            return Err(format!(
+                "an MX data pattern has one free dimension, not {}",
+                more.len()
+            ))
+        }
     };
     let step_sign = match step {
         1 => 0x01,
@@ -225,7 +288,12 @@ pub(crate) fn lower_mx(data: &AccessPattern, scale: &AccessPattern, gen: Gen) ->
         .checked_mul(4)
         .and_then(|k| u16::try_from(k).ok())
         .ok_or_else(|| format!("{n} x4 containers do not fit the 16-bit K field"))?;
-    Ok(MxDesc { data: address_of(data, gen)?, scale: address_of(scale, gen)?, k, step_sign })
+    Ok(MxDesc {
+        data: address_of(data, gen)?,
+        scale: address_of(scale, gen)?,
+        k,
+        step_sign,
+    })
 }
 
 #[cfg(test)]
@@ -233,25 +301,47 @@ mod tests {
     use super::*;
 
     fn desc(addr: u32, step: &[i16], num: &[u16]) -> Desc {
-        Desc { addr: Addr4(addr), step: step.to_vec(), num: num.to_vec() }
+        Desc {
+            addr: Addr4(addr),
+            step: step.to_vec(),
+            num: num.to_vec(),
+        }
     }
 
     #[test]
     fn sbuf_and_psum_places() {
         let d = desc((5 << 18) | 0x40, &[1, 64, 1], &[32, 4, 1]);
         let ap = lift_desc(&d, Dtype::Bfloat16, 16, Gen::V3).unwrap();
-        assert_eq!((ap.mem, ap.start_partition, ap.offset, ap.partitions), (MemoryType::Sb, 5, 0x20, 16));
-        assert_eq!(ap.pattern, vec![Dim { step: 64, num: 4 }, Dim { step: 1, num: 32 }]);
+        assert_eq!(
+            (ap.mem, ap.start_partition, ap.offset, ap.partitions),
+            (MemoryType::Sb, 5, 0x20, 16)
+        );
+        assert_eq!(
+            ap.pattern,
+            vec![Dim { step: 64, num: 4 }, Dim { step: 1, num: 32 }]
+        );
         assert_eq!(ap.buffer, SBUF_BUFFER);
         assert_eq!(lower_desc(&ap, 3, Gen::V3).unwrap(), d);
         // PSUM: partition 3, bank 2 (2 KiB banks), byte 8.
-        let p = desc(0x200_0000 + (3 << 15) + 2 * 2048 + 8, &[1, 1, 1], &[128, 1, 1]);
+        let p = desc(
+            0x200_0000 + (3 << 15) + 2 * 2048 + 8,
+            &[1, 1, 1],
+            &[128, 1, 1],
+        );
         let ap = lift_desc(&p, Dtype::Float32, 64, Gen::V4).unwrap();
-        assert_eq!((ap.mem, ap.start_partition, ap.offset), (MemoryType::Psum, 3, (2 * 2048 + 8) / 4));
+        assert_eq!(
+            (ap.mem, ap.start_partition, ap.offset),
+            (MemoryType::Psum, 3, (2 * 2048 + 8) / 4)
+        );
         assert_eq!(lower_desc(&ap, 3, Gen::V4).unwrap(), p);
         // v5 partition stride is 1 MiB.
         let v5 = desc((2 << 20) | 4, &[1], &[4]);
-        assert_eq!(lift_desc(&v5, Dtype::Uint8, 1, Gen::V5).unwrap().start_partition, 2);
+        assert_eq!(
+            lift_desc(&v5, Dtype::Uint8, 1, Gen::V5)
+                .unwrap()
+                .start_partition,
+            2
+        );
     }
 
     #[test]
@@ -277,8 +367,12 @@ mod tests {
 
     #[test]
     fn unencodable_patterns() {
-        let mut ap = AccessPattern::contiguous(MemoryType::Sb, SBUF_BUFFER, Dtype::Float32, 0, 1, 4);
-        ap.pattern.push(Dim { step: 1, num: 70_000 });
+        let mut ap =
+            AccessPattern::contiguous(MemoryType::Sb, SBUF_BUFFER, Dtype::Float32, 0, 1, 4);
+        ap.pattern.push(Dim {
+            step: 1,
+            num: 70_000,
+        });
         assert!(lower_desc(&ap, 3, Gen::V3).unwrap_err().contains("count"));
         let mut ap = AccessPattern::contiguous(MemoryType::Dram, "x", Dtype::Float32, 0, 1, 4);
         assert!(lower_desc(&ap, 3, Gen::V3).is_err());
@@ -292,12 +386,29 @@ mod tests {
 
     #[test]
     fn mx_operands() {
-        let d = MxDesc { data: Addr4(4 << 18), scale: Addr4(96 << 18), k: 64, step_sign: 1 };
+        let d = MxDesc {
+            data: Addr4(4 << 18),
+            scale: Addr4(96 << 18),
+            k: 64,
+            step_sign: 1,
+        };
         let (data, scale) = lift_mx(&d, Dtype::Float8E4m3fnX4, 128, Gen::V4).unwrap();
         assert_eq!(data.pattern, vec![Dim { step: 1, num: 16 }]);
         assert_eq!((scale.partitions, scale.start_partition), (16, 96));
         assert_eq!(lower_mx(&data, &scale, Gen::V4).unwrap(), d);
-        assert!(lift_mx(&MxDesc { k: 6, ..d.clone() }, Dtype::Float8E4m3fnX4, 128, Gen::V4).is_err());
-        assert!(lift_mx(&MxDesc { step_sign: 2, ..d }, Dtype::Float8E4m3fnX4, 128, Gen::V4).is_err());
+        assert!(lift_mx(
+            &MxDesc { k: 6, ..d.clone() },
+            Dtype::Float8E4m3fnX4,
+            128,
+            Gen::V4
+        )
+        .is_err());
+        assert!(lift_mx(
+            &MxDesc { step_sign: 2, ..d },
+            Dtype::Float8E4m3fnX4,
+            128,
+            Gen::V4
+        )
+        .is_err());
     }
 }

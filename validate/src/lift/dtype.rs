@@ -106,8 +106,12 @@ mod tests {
     #[test]
     fn lut_matches_the_digest() {
         // Facts §6.2, tags pre-v4 and v4, in BIR ordinal order.
-        let pre: [u8; 20] = [3, 2, 5, 0xD, 0xE, 0xE, 3, 0xF, 0xE, 0xF, 5, 4, 6, 7, 9, 8, 0xA, 0xB, 1, 0xC];
-        let v4: [u8; 20] = [3, 2, 0x10, 0xD, 0xE, 0xE, 3, 0xF, 0xE, 0xF, 5, 4, 6, 7, 9, 8, 0xA, 0xB, 1, 0xC];
+        let pre: [u8; 20] = [
+            3, 2, 5, 0xD, 0xE, 0xE, 3, 0xF, 0xE, 0xF, 5, 4, 6, 7, 9, 8, 0xA, 0xB, 1, 0xC,
+        ];
+        let v4: [u8; 20] = [
+            3, 2, 0x10, 0xD, 0xE, 0xE, 3, 0xF, 0xE, 0xF, 5, 4, 6, 7, 9, 8, 0xA, 0xB, 1, 0xC,
+        ];
         for d in Dtype::ALL {
             assert_eq!(wire_tag(d, Gen::V2), pre[d as usize], "{d}");
             assert_eq!(wire_tag(d, Gen::V3), pre[d as usize], "{d}");
@@ -128,9 +132,15 @@ mod tests {
                 }
             }
         }
-        assert_eq!(bir_dtype(0x0E, Gen::V3, DtypeCtx::Plain), Some(Dtype::Float8E4m3fn));
+        assert_eq!(
+            bir_dtype(0x0E, Gen::V3, DtypeCtx::Plain),
+            Some(Dtype::Float8E4m3fn)
+        );
         assert!(!is_canonical(Dtype::Float8E4m3, Gen::V3, DtypeCtx::Plain));
-        assert_eq!(bir_dtype(0x05, Gen::V3, DtypeCtx::MxData), Some(Dtype::Float4E2m1fnX4));
+        assert_eq!(
+            bir_dtype(0x05, Gen::V3, DtypeCtx::MxData),
+            Some(Dtype::Float4E2m1fnX4)
+        );
         assert_eq!(bir_dtype(0x05, Gen::V4, DtypeCtx::MxData), None);
         assert_eq!(bir_dtype(0x10, Gen::V3, DtypeCtx::Plain), None);
         assert_eq!(bir_dtype(0x11, Gen::V5, DtypeCtx::Plain), None);

@@ -77,7 +77,12 @@ pub(crate) struct Leaf {
 }
 
 fn leaf(name: impl Into<Cow<'static, str>>, off: usize, width: usize, kind: LeafKind) -> Leaf {
-    Leaf { name: name.into(), off, width, kind }
+    Leaf {
+        name: name.into(),
+        off,
+        width,
+        kind,
+    }
 }
 
 /// The leaves of one field, in byte order.
@@ -86,8 +91,15 @@ pub(crate) fn leaves_of(m: &FieldMeta, out: &mut Vec<Leaf>) {
     let o = m.offset as usize;
     let n = m.name;
     match m.ty {
-        FieldType::U8 | FieldType::U16 | FieldType::U32 | FieldType::U64 | FieldType::F32 | FieldType::Enum(_)
-        | FieldType::Bits(_) | FieldType::Addr4 | FieldType::Addr8 => out.push(leaf(n, o, m.width() as usize, Unsigned)),
+        FieldType::U8
+        | FieldType::U16
+        | FieldType::U32
+        | FieldType::U64
+        | FieldType::F32
+        | FieldType::Enum(_)
+        | FieldType::Bits(_)
+        | FieldType::Addr4
+        | FieldType::Addr8 => out.push(leaf(n, o, m.width() as usize, Unsigned)),
         FieldType::DtypePair => {
             out.push(leaf(format!("{n}.lo"), o, 1, NibbleLo));
             out.push(leaf(format!("{n}.hi"), o, 1, NibbleHi));
@@ -100,20 +112,35 @@ pub(crate) fn leaves_of(m: &FieldMeta, out: &mut Vec<Leaf>) {
                 out.push(leaf(format!("{n}.step[{i}]"), o + 4 + 2 * i, 2, Signed));
             }
             for i in 0..d {
-                out.push(leaf(format!("{n}.num[{i}]"), o + 4 + 2 * d + 2 * i, 2, Unsigned));
+                out.push(leaf(
+                    format!("{n}.num[{i}]"),
+                    o + 4 + 2 * d + 2 * i,
+                    2,
+                    Unsigned,
+                ));
             }
         }
         FieldType::MxMemPattern1d => {
-            for (sub, off, w) in
-                [("data", 0, 4), ("scale", 4, 4), ("k", 8, 2), ("step_sign", 10, 1), ("scale_partition", 11, 1), ("reserved", 12, 4)]
-            {
+            for (sub, off, w) in [
+                ("data", 0, 4),
+                ("scale", 4, 4),
+                ("k", 8, 2),
+                ("step_sign", 10, 1),
+                ("scale_partition", 11, 1),
+                ("reserved", 12, 4),
+            ] {
                 out.push(leaf(format!("{n}.{sub}"), o + off, w, Unsigned));
             }
         }
         FieldType::MxIndirect16b => {
-            for (sub, off, w) in
-                [("indices", 0, 4), ("data", 4, 4), ("scale", 8, 4), ("k", 12, 2), ("byte_0e", 14, 1), ("scale_partition", 15, 1)]
-            {
+            for (sub, off, w) in [
+                ("indices", 0, 4),
+                ("data", 4, 4),
+                ("scale", 8, 4),
+                ("k", 12, 2),
+                ("byte_0e", 14, 1),
+                ("scale_partition", 15, 1),
+            ] {
                 out.push(leaf(format!("{n}.{sub}"), o + off, w, Unsigned));
             }
         }
@@ -150,7 +177,11 @@ pub(crate) fn leaves(meta: &LayoutMeta) -> Vec<Leaf> {
     let mut covered = [false; 64];
     for m in meta.fields {
         leaves_of(m, &mut out);
-        for c in covered.iter_mut().skip(m.offset as usize).take(m.width() as usize) {
+        for c in covered
+            .iter_mut()
+            .skip(m.offset as usize)
+            .take(m.width() as usize)
+        {
             *c = true;
         }
     }
@@ -228,9 +259,17 @@ fn int_bits(v: &Value, width: usize) -> Result<u64, String> {
         return Err(format!("{u} does not fit {width} byte(s)"));
     }
     if let Some(i) = v.as_i64() {
-        let min = if bits == 64 { i64::MIN } else { -(1i64 << (bits - 1)) };
+        let min = if bits == 64 {
+            i64::MIN
+        } else {
+            -(1i64 << (bits - 1))
+        };
         if i >= min {
-            return Ok(if bits == 64 { i as u64 } else { (i as u64) & ((1u64 << bits) - 1) });
+            return Ok(if bits == 64 {
+                i as u64
+            } else {
+                (i as u64) & ((1u64 << bits) - 1)
+            });
         }
         return Err(format!("{i} does not fit {width} byte(s)"));
     }
@@ -241,11 +280,17 @@ fn int_bits(v: &Value, width: usize) -> Result<u64, String> {
 pub(crate) fn put_leaf(b: &mut Bundle, l: &Leaf, v: &Value) -> Result<(), String> {
     match l.kind {
         LeafKind::Bytes => {
-            let s = v.as_str().ok_or_else(|| format!("expected a hex string, found {v}"))?;
+            let s = v
+                .as_str()
+                .ok_or_else(|| format!("expected a hex string, found {v}"))?;
             let bytes = unhex(s).ok_or_else(|| format!("`{s}` is not hex"))?;
             let width = if l.width == 0 { bytes.len() } else { l.width };
             if bytes.len() != width || l.off + width > 64 {
-                return Err(format!("{} byte(s) of hex do not fit {width} byte(s) at offset {}", bytes.len(), l.off));
+                return Err(format!(
+                    "{} byte(s) of hex do not fit {width} byte(s) at offset {}",
+                    bytes.len(),
+                    l.off
+                ));
             }
             b.0[l.off..l.off + width].copy_from_slice(&bytes);
             Ok(())
@@ -260,7 +305,11 @@ pub(crate) fn put_leaf(b: &mut Bundle, l: &Leaf, v: &Value) -> Result<(), String
                 return Err(format!("{x} does not fit a 4-bit nibble"));
             }
             let o = l.off;
-            b.0[o] = if l.kind == LeafKind::NibbleLo { (b.0[o] & 0xF0) | x } else { (b.0[o] & 0x0F) | x << 4 };
+            b.0[o] = if l.kind == LeafKind::NibbleLo {
+                (b.0[o] & 0xF0) | x
+            } else {
+                (b.0[o] & 0x0F) | x << 4
+            };
             Ok(())
         }
     }
@@ -278,7 +327,8 @@ pub(crate) fn param_value(m: &FieldMeta, b: &Bundle) -> Value {
             let bits = read_uint(b, o, 4) as u32;
             let f = f32::from_bits(bits);
             if f.is_finite() {
-                serde_json::Number::from_f64(f as f64).map_or_else(|| format!("{bits:#010x}").into(), Value::Number)
+                serde_json::Number::from_f64(f as f64)
+                    .map_or_else(|| format!("{bits:#010x}").into(), Value::Number)
             } else {
                 format!("{bits:#010x}").into()
             }
@@ -326,7 +376,9 @@ pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), 
                 Value::String(s) => s
                     .strip_prefix("0x")
                     .and_then(|h| u32::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| format!("`{s}` is neither a number nor 0x-prefixed float bits"))?,
+                    .ok_or_else(|| {
+                        format!("`{s}` is neither a number nor 0x-prefixed float bits")
+                    })?,
                 Value::Number(n) => {
                     let f = n.as_f64().ok_or_else(|| format!("{n} is not a number"))?;
                     let g = f as f32;
@@ -341,7 +393,9 @@ pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), 
             Ok(())
         }
         FieldType::Str(w) => {
-            let s = v.as_str().ok_or_else(|| format!("expected a string, found {v}"))?;
+            let s = v
+                .as_str()
+                .ok_or_else(|| format!("expected a string, found {v}"))?;
             let w = w as usize;
             if s.len() > w || s.as_bytes().contains(&0) {
                 return Err(format!("`{s}` does not fit {w} byte(s) without NULs"));
@@ -351,10 +405,19 @@ pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), 
             Ok(())
         }
         FieldType::EventsExt => {
-            let obj = v.as_object().ok_or_else(|| format!("expected an object, found {v}"))?;
+            let obj = v
+                .as_object()
+                .ok_or_else(|| format!("expected an object, found {v}"))?;
             for k in obj.keys() {
-                if !["wait_mode", "wait_idx", "update_mode", "update_idx", "sem_wait_value", "sem_update_value"]
-                    .contains(&k.as_str())
+                if ![
+                    "wait_mode",
+                    "wait_idx",
+                    "update_mode",
+                    "update_idx",
+                    "sem_wait_value",
+                    "sem_update_value",
+                ]
+                .contains(&k.as_str())
                 {
                     return Err(format!("unknown key `{k}`"));
                 }
@@ -437,7 +500,9 @@ pub(crate) fn put_events(b: &mut Bundle, v: &Value) -> Result<(), String> {
     if v.is_null() {
         return Ok(());
     }
-    let obj = v.as_object().ok_or_else(|| format!("expected an object or null, found {v}"))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| format!("expected an object or null, found {v}"))?;
     b.0[4..12].fill(0);
     for (k, x) in obj {
         match k.as_str() {
@@ -460,7 +525,9 @@ mod tests {
     fn leaves_cover_every_byte_once() {
         for op in [0x02u8, 0x41, 0x43, 0x0A, 0xA0, 0xC1, 0x69] {
             for gen in Gen::ALL {
-                let Ok(meta) = layout_of(&canonical(op), gen) else { continue };
+                let Ok(meta) = layout_of(&canonical(op), gen) else {
+                    continue;
+                };
                 let mut seen = [0u8; 64];
                 for l in leaves(meta) {
                     if l.kind == LeafKind::NibbleHi {
@@ -469,7 +536,12 @@ mod tests {
                     for s in seen.iter_mut().skip(l.off).take(l.width) {
                         *s += 1;
                     }
-                    assert_eq!(find_leaf(meta, &l.name).map(|x| x.off), Some(l.off), "{op:#x} {gen} {}", l.name);
+                    assert_eq!(
+                        find_leaf(meta, &l.name).map(|x| x.off),
+                        Some(l.off),
+                        "{op:#x} {gen} {}",
+                        l.name
+                    );
                 }
                 assert!(seen.iter().all(|&c| c == 1), "{op:#x} {gen}: {seen:?}");
             }
@@ -510,7 +582,10 @@ mod tests {
         put_events(&mut d, &e).unwrap();
         assert_eq!(d.0[4..12], b.0[4..12]);
         assert!(events_value(&canonical(0xA0)).is_none());
-        let f = layout_of(&canonical(0x21), Gen::V2).unwrap().field("scale_value").unwrap();
+        let f = layout_of(&canonical(0x21), Gen::V2)
+            .unwrap()
+            .field("scale_value")
+            .unwrap();
         let mut g = canonical(0x21);
         put_param(f, &mut g, &Value::from(0.5)).unwrap();
         assert_eq!(param_value(f, &g), Value::from(0.5));

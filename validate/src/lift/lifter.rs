@@ -17,13 +17,18 @@ use tpbsim_isa::{decode, Addr4, Bundle, Engine, Gen, LayoutMeta, BUNDLE_SIZE};
 use super::ap;
 use super::dtype::{bir_dtype, DtypeCtx};
 use super::fields::{self, layout_of, read_uint};
-use super::lower::{self, arity, bindings, build, plan, primary, read_desc, read_mx, Bind, Piece, Slot};
+use super::lower::{
+    self, arity, bindings, build, plan, primary, read_desc, read_mx, Bind, Piece, Slot,
+};
 use super::rules::{self, Dt, Role};
 use super::{
-    bir_engine, Origin, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_MNEMONIC, ATTR_OPCODE, ATTR_ORIGIN, ATTR_PAYLOADS,
-    ATTR_TSC_MODE, ATTR_UNLIFTED, ATTR_WIDE, ATTR_WIRE, FN_ATTR_ENGINE, FN_ATTR_FILE, LIFT_RULE,
+    bir_engine, Origin, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_MNEMONIC, ATTR_OPCODE,
+    ATTR_ORIGIN, ATTR_PAYLOADS, ATTR_TSC_MODE, ATTR_UNLIFTED, ATTR_WIDE, ATTR_WIRE, FN_ATTR_ENGINE,
+    FN_ATTR_FILE, LIFT_RULE,
 };
-use crate::bir::{AccessPattern, ArchLevel, Block, Dtype, EngineType, Function, InstClass, Instruction, Module};
+use crate::bir::{
+    AccessPattern, ArchLevel, Block, Dtype, EngineType, Function, InstClass, Instruction, Module,
+};
 use crate::diag::{Diagnostic, Layer, Location, Severity};
 
 /// One engine stream to lift.
@@ -77,7 +82,11 @@ pub fn lift_streams(inputs: &[StreamInput<'_>], gen: Gen, name: Option<String>) 
         origins.push(s.origins);
         diagnostics.extend(s.diagnostics);
     }
-    Lifted { module, origins, diagnostics }
+    Lifted {
+        module,
+        origins,
+        diagnostics,
+    }
 }
 
 /// A group of bundles recognised as one instruction, before checking.
@@ -90,7 +99,12 @@ struct Group {
 
 impl Group {
     fn new(class: InstClass, len: usize, nargs: usize) -> Self {
-        Group { class, len, nargs, attrs: Map::new() }
+        Group {
+            class,
+            len,
+            nargs,
+            attrs: Map::new(),
+        }
     }
     fn attr(mut self, k: &str, v: Value) -> Self {
         self.attrs.insert(k.to_string(), v);
@@ -107,7 +121,10 @@ struct Unlifted {
 }
 
 fn unlifted(kind: &'static str, detail: impl Into<String>) -> Unlifted {
-    Unlifted { kind, detail: detail.into() }
+    Unlifted {
+        kind,
+        detail: detail.into(),
+    }
 }
 
 fn op_at(bundles: &[Bundle], i: usize) -> Option<u8> {
@@ -141,7 +158,13 @@ fn recognise(bundles: &[Bundle], i: usize, gen: Gen) -> Result<Group, Unlifted> 
     if let Err(e) = decode(b, gen) {
         return Err(unlifted("unknown opcode", e.to_string()));
     }
-    let mm_class = |mm: &Bundle| if is_transpose_mm(mm, gen) { InstClass::Transpose } else { InstClass::Matmult };
+    let mm_class = |mm: &Bundle| {
+        if is_transpose_mm(mm, gen) {
+            InstClass::Transpose
+        } else {
+            InstClass::Matmult
+        }
+    };
     Ok(match op {
         0x01 if next == Some(0x02) => {
             if is_fp32_quad(bundles, i, gen) {
@@ -152,8 +175,18 @@ fn recognise(bundles: &[Bundle], i: usize, gen: Gen) -> Result<Group, Unlifted> 
         }
         0x02 => Group::new(mm_class(b), 1, 1),
         0x09 if next == Some(0x0A) => Group::new(InstClass::MatmultMx, 2, 4),
-        0x09 => return Err(unlifted("unpaired", "LDWEIGHTS_MX without the MATMUL_MX that always follows it")),
-        0x0A => return Err(unlifted("unpaired", "MATMUL_MX without the LDWEIGHTS_MX that always precedes it")),
+        0x09 => {
+            return Err(unlifted(
+                "unpaired",
+                "LDWEIGHTS_MX without the MATMUL_MX that always follows it",
+            ))
+        }
+        0x0A => {
+            return Err(unlifted(
+                "unpaired",
+                "MATMUL_MX without the LDWEIGHTS_MX that always precedes it",
+            ))
+        }
         0xE3 => Group::new(InstClass::QuantizeMx, 1, 1),
         0x21 => {
             let nargs = if has_bias(b, gen) { 2 } else { 1 };
@@ -164,34 +197,68 @@ fn recognise(bundles: &[Bundle], i: usize, gen: Gen) -> Result<Group, Unlifted> 
             }
         }
         0x9A if next == Some(0x9B) => Group::new(InstClass::TensorScalar, 2, 1),
-        0x46 | 0x47 if next == Some(0xEA) && select_dsts_agree(bundles, i, gen) => Group::new(InstClass::Select, 2, 3),
+        0x46 | 0x47 if next == Some(0xEA) && select_dsts_agree(bundles, i, gen) => {
+            Group::new(InstClass::Select, 2, 3)
+        }
         0x69 => match next {
             Some(0x6A) => Group::new(InstClass::StreamShuffle, 2, 1),
             Some(0x6B) => Group::new(InstClass::StreamTranspose, 2, 1),
-            _ => return Err(unlifted("unpaired", "LOAD_MASK_SELECT without the STREAM_SHUFFLE / STREAM_TRANSPOSE it feeds")),
+            _ => {
+                return Err(unlifted(
+                    "unpaired",
+                    "LOAD_MASK_SELECT without the STREAM_SHUFFLE / STREAM_TRANSPOSE it feeds",
+                ))
+            }
         },
         0x6D if next == Some(0x6E) => Group::new(InstClass::MaxIndex, 2, 0),
-        0x6D | 0x6E => return Err(unlifted("unpaired", "MATCH_VALUE_LOAD and FIND_INDEX8 come as a pair (MaxIndex)")),
+        0x6D | 0x6E => {
+            return Err(unlifted(
+                "unpaired",
+                "MATCH_VALUE_LOAD and FIND_INDEX8 come as a pair (MaxIndex)",
+            ))
+        }
         0x67 if next == Some(0x68) => Group::new(InstClass::Gather, 2, 0),
-        0x67 | 0x68 => return Err(unlifted("unpaired", "POOL_BUFFER_LOAD and GATHER come as a pair (Gather)")),
+        0x67 | 0x68 => {
+            return Err(unlifted(
+                "unpaired",
+                "POOL_BUFFER_LOAD and GATHER come as a pair (Gather)",
+            ))
+        }
         0x85 => {
-            let n = bundles[i + 1..].iter().take_while(|x| x.opcode() == 0x86).count();
+            let n = bundles[i + 1..]
+                .iter()
+                .take_while(|x| x.opcode() == 0x86)
+                .count();
             Group::new(InstClass::CustomOp, 1 + n, 0).attr(ATTR_PAYLOADS, n.into())
         }
-        0x86 => return Err(unlifted("unpaired", "CUSTOM_OP_PAYLOAD without its CUSTOM_OP_HEADER")),
+        0x86 => {
+            return Err(unlifted(
+                "unpaired",
+                "CUSTOM_OP_PAYLOAD without its CUSTOM_OP_HEADER",
+            ))
+        }
         0xF3 => Group::new(InstClass::TensorTensor, 1, 2).attr(ATTR_WIDE, true.into()),
         0xF4 => Group::new(InstClass::TensorScalar, 1, 1).attr(ATTR_WIDE, true.into()),
-        0xE6 => Group::new(InstClass::TensorScalarCache, 1, 1).attr(ATTR_TSC_MODE, "Cumulative".into()),
+        0xE6 => {
+            Group::new(InstClass::TensorScalarCache, 1, 1).attr(ATTR_TSC_MODE, "Cumulative".into())
+        }
         _ => match rules::single(op, b) {
             Some((class, form)) => Group::new(class, 1, form.args.len()),
-            None => return Err(unlifted("no lifting rule", format!("no lifting rule for {}", lower::mnemonic(op)))),
+            None => {
+                return Err(unlifted(
+                    "no lifting rule",
+                    format!("no lifting rule for {}", lower::mnemonic(op)),
+                ))
+            }
         },
     })
 }
 
 /// v3/v4 `transpose_mode` or the v4/v5 MATMUL_FLAGS `xpose` bit marks a PE transpose.
 fn is_transpose_mm(mm: &Bundle, gen: Gen) -> bool {
-    let Ok(meta) = layout_of(mm, gen) else { return false };
+    let Ok(meta) = layout_of(mm, gen) else {
+        return false;
+    };
     let get = |n: &str| meta.field(n).map(|m| mm.0[m.offset as usize]);
     get("transpose_mode").is_some_and(|v| v != 0) || get("flags").is_some_and(|v| v & 0x20 != 0)
 }
@@ -205,11 +272,18 @@ fn fp32_mode(b: &Bundle, gen: Gen) -> Option<u8> {
 /// pass then its High pass (fp32_mode 1 then 2); other inputs repeat their mode (a float32r
 /// input keeps High).
 fn is_fp32_quad(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
-    let Some(q) = bundles.get(i..i + 4) else { return false };
+    let Some(q) = bundles.get(i..i + 4) else {
+        return false;
+    };
     if q.iter().map(Bundle::opcode).collect::<Vec<_>>() != [0x01, 0x02, 0x01, 0x02] {
         return false;
     }
-    let fp32 = |b: &Bundle| layout_of(b, gen).ok().and_then(|m| m.field("in_dtype")).is_some_and(|m| b.0[m.offset as usize] == 0x0A);
+    let fp32 = |b: &Bundle| {
+        layout_of(b, gen)
+            .ok()
+            .and_then(|m| m.field("in_dtype"))
+            .is_some_and(|m| b.0[m.offset as usize] == 0x0A)
+    };
     let mut split = false;
     for (a, c) in [(0, 2), (1, 3)] {
         match (fp32(&q[a]), fp32_mode(&q[a], gen), fp32_mode(&q[c], gen)) {
@@ -232,8 +306,15 @@ fn mm_pieces(gen: Gen) -> Vec<Piece> {
 
 /// The copy's and the SELECT_REDUCE's destinations are the same pattern.
 fn select_dsts_agree(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
-    let read = |b: &Bundle, r: &Role| layout_of(b, gen).ok().and_then(|m| read_role(b, m, r, gen).ok());
-    match (read(&bundles[i], &rules::TR.outs[0]), read(&bundles[i + 1], &rules::SELRED.outs[0])) {
+    let read = |b: &Bundle, r: &Role| {
+        layout_of(b, gen)
+            .ok()
+            .and_then(|m| read_role(b, m, r, gen).ok())
+    };
+    match (
+        read(&bundles[i], &rules::TR.outs[0]),
+        read(&bundles[i + 1], &rules::SELRED.outs[0]),
+    ) {
         (Some(a), Some(b)) => a == b,
         _ => false,
     }
@@ -242,10 +323,18 @@ fn select_dsts_agree(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
 fn read_parts(b: &Bundle, meta: &'static LayoutMeta, field: &str, gen: Gen) -> Result<u64, String> {
     let m = fields::field(meta, field)?;
     let v = b.0[m.offset as usize] as u64;
-    Ok(if v == 0 && gen == Gen::V5 && field == "num_active_cols" { 256 } else { v })
+    Ok(if v == 0 && gen == Gen::V5 && field == "num_active_cols" {
+        256
+    } else {
+        v
+    })
 }
 
-fn read_tag(b: &Bundle, meta: &'static LayoutMeta, dt: Dt) -> Result<Option<(u8, &'static str)>, String> {
+fn read_tag(
+    b: &Bundle,
+    meta: &'static LayoutMeta,
+    dt: Dt,
+) -> Result<Option<(u8, &'static str)>, String> {
     Ok(match dt {
         Dt::Fixed(_) => None,
         Dt::Field(n) | Dt::PsumOut(n) => Some((b.0[fields::field(meta, n)?.offset as usize], n)),
@@ -254,7 +343,13 @@ fn read_tag(b: &Bundle, meta: &'static LayoutMeta, dt: Dt) -> Result<Option<(u8,
     })
 }
 
-fn read_dtype(b: &Bundle, meta: &'static LayoutMeta, dt: Dt, ctx: DtypeCtx, gen: Gen) -> Result<Dtype, String> {
+fn read_dtype(
+    b: &Bundle,
+    meta: &'static LayoutMeta,
+    dt: Dt,
+    ctx: DtypeCtx,
+    gen: Gen,
+) -> Result<Dtype, String> {
     match (dt, read_tag(b, meta, dt)?) {
         (Dt::Fixed(d), _) => Ok(d),
         (Dt::PsumOut(_), Some((0, _))) => Ok(Dtype::Float32),
@@ -264,7 +359,12 @@ fn read_dtype(b: &Bundle, meta: &'static LayoutMeta, dt: Dt, ctx: DtypeCtx, gen:
     }
 }
 
-fn read_role(b: &Bundle, meta: &'static LayoutMeta, r: &Role, gen: Gen) -> Result<AccessPattern, String> {
+fn read_role(
+    b: &Bundle,
+    meta: &'static LayoutMeta,
+    r: &Role,
+    gen: Gen,
+) -> Result<AccessPattern, String> {
     let m = fields::field(meta, r.field)?;
     let d = read_desc(b, m)?;
     let dtype = read_dtype(b, meta, r.dt, r.ctx, gen)?;
@@ -293,17 +393,26 @@ fn read_operands(bundles: &[Bundle], pieces: &[Piece], gen: Gen) -> Result<Opera
         for bind in &p.binds {
             match *bind {
                 Bind::Role(r, s) => set(s, read_role(b, meta, &r, gen)?),
-                Bind::Mx { field, dt, part, data, scale } => {
+                Bind::Mx {
+                    field,
+                    dt,
+                    part,
+                    data,
+                    scale,
+                } => {
                     let x = read_mx(b, fields::field(meta, field)?)?;
                     let dtype = read_dtype(b, meta, Dt::Field(dt), DtypeCtx::MxData, gen)?;
                     let parts = read_parts(b, meta, part, gen)?;
-                    let (d, sc) = ap::lift_mx(&x, dtype, parts, gen).map_err(|e| format!("{field}: {e}"))?;
+                    let (d, sc) =
+                        ap::lift_mx(&x, dtype, parts, gen).map_err(|e| format!("{field}: {e}"))?;
                     set(data, d);
                     set(scale, sc);
                 }
                 Bind::Bias(s) => {
-                    let addr = Addr4(read_uint(b, fields::field(meta, "bias")?.offset as usize, 4) as u32);
-                    let dtype = read_dtype(b, meta, Dt::Hi("in_bias_dtypes"), DtypeCtx::Plain, gen)?;
+                    let addr =
+                        Addr4(read_uint(b, fields::field(meta, "bias")?.offset as usize, 4) as u32);
+                    let dtype =
+                        read_dtype(b, meta, Dt::Hi("in_bias_dtypes"), DtypeCtx::Plain, gen)?;
                     let parts = read_parts(b, meta, "num_active_partitions", gen)?;
                     let pl = ap::place(addr, dtype, gen).map_err(|e| format!("bias: {e}"))?;
                     set(
@@ -331,7 +440,12 @@ fn read_operands(bundles: &[Bundle], pieces: &[Piece], gen: Gen) -> Result<Opera
 }
 
 /// Build, check and return the instruction of a recognised group.
-fn lift_group(bundles: &[Bundle], g: Group, engine: EngineType, gen: Gen) -> Result<Instruction, String> {
+fn lift_group(
+    bundles: &[Bundle],
+    g: Group,
+    engine: EngineType,
+    gen: Gen,
+) -> Result<Instruction, String> {
     let opcodes: Vec<u8> = bundles.iter().map(Bundle::opcode).collect();
     let pieces = bindings(g.class, &opcodes, g.nargs, gen)?;
     let (mut args, outs) = read_operands(bundles, &pieces, gen)?;
@@ -351,13 +465,16 @@ fn lift_group(bundles: &[Bundle], g: Group, engine: EngineType, gen: Gen) -> Res
             attrs.insert(ATTR_FP32_PASSES.into(), 1.into());
         }
     }
-    let mut inst = Instruction::new(g.class, engine).with_args(args).with_outs(outs);
+    let mut inst = Instruction::new(g.class, engine)
+        .with_args(args)
+        .with_outs(outs);
     inst.attrs = attrs;
     let k = primary(&pieces);
     let pmeta = layout_of(&bundles[k], gen)?;
     for p in pieces[k].form.params {
         if let Some(m) = pmeta.field(p) {
-            inst.attrs.insert(p.to_string(), fields::param_value(m, &bundles[k]));
+            inst.attrs
+                .insert(p.to_string(), fields::param_value(m, &bundles[k]));
         }
     }
     // The opcode the fan-in picks, or the one found, recorded.
@@ -369,7 +486,10 @@ fn lift_group(bundles: &[Bundle], g: Group, engine: EngineType, gen: Gen) -> Res
         };
         inst.attrs.insert(ATTR_OPCODE.into(), v);
         if plan(&inst, gen)? != opcodes {
-            return Err(format!("lowering does not reach {}", lower::mnemonics(&opcodes)));
+            return Err(format!(
+                "lowering does not reach {}",
+                lower::mnemonics(&opcodes)
+            ));
         }
     }
     // Keep only the parameters lowering does not derive.
@@ -389,7 +509,13 @@ fn lift_group(bundles: &[Bundle], g: Group, engine: EngineType, gen: Gen) -> Res
     let events: Vec<Value> = bundles
         .iter()
         .zip(&canon)
-        .map(|(a, (c, _))| if a.0[4..12] != c.0[4..12] { fields::events_value(a).unwrap_or(Value::Null) } else { Value::Null })
+        .map(|(a, (c, _))| {
+            if a.0[4..12] != c.0[4..12] {
+                fields::events_value(a).unwrap_or(Value::Null)
+            } else {
+                Value::Null
+            }
+        })
         .collect();
     if events.iter().any(|e| !e.is_null()) {
         inst.attrs.insert(ATTR_EVENTS.into(), Value::Array(events));
@@ -416,12 +542,17 @@ fn lift_group(bundles: &[Bundle], g: Group, engine: EngineType, gen: Gen) -> Res
             Value::Object(obj)
         })
         .collect();
-    if wire.iter().any(|w| w.as_object().is_some_and(|o| !o.is_empty())) {
+    if wire
+        .iter()
+        .any(|w| w.as_object().is_some_and(|o| !o.is_empty()))
+    {
         inst.attrs.insert(ATTR_WIRE.into(), Value::Array(wire));
     }
     let again = lower::lower_instruction(&inst, gen).map_err(|e| e.to_string())?;
     if again != bundles {
-        return Err("internal: lowering the lifted instruction does not reproduce the bundles".into());
+        return Err(
+            "internal: lowering the lifted instruction does not reproduce the bundles".into(),
+        );
     }
     Ok(inst)
 }
@@ -430,7 +561,8 @@ fn lift_group(bundles: &[Bundle], g: Group, engine: EngineType, gen: Gen) -> Res
 fn generic(b: &Bundle, engine: EngineType, reason: &str) -> Instruction {
     let mut inst = Instruction::new(InstClass::Generic, engine);
     inst.attrs.insert(ATTR_BUNDLE.into(), b.to_hex().into());
-    inst.attrs.insert(ATTR_MNEMONIC.into(), lower::mnemonic(b.opcode()).into());
+    inst.attrs
+        .insert(ATTR_MNEMONIC.into(), lower::mnemonic(b.opcode()).into());
     inst.attrs.insert(ATTR_UNLIFTED.into(), reason.into());
     inst
 }
@@ -440,7 +572,14 @@ fn generic(b: &Bundle, engine: EngineType, reason: &str) -> Instruction {
 struct Reports(BTreeMap<(u64, u8, &'static str), (String, u64)>);
 
 impl Reports {
-    fn note(&mut self, index: u64, op: u8, kind: &'static str, detail: String, first: &mut BTreeMap<(u8, &'static str), u64>) {
+    fn note(
+        &mut self,
+        index: u64,
+        op: u8,
+        kind: &'static str,
+        detail: String,
+        first: &mut BTreeMap<(u8, &'static str), u64>,
+    ) {
         let f = *first.entry((op, kind)).or_insert(index);
         let e = self.0.entry((f, op, kind)).or_insert((detail, 0));
         e.1 += 1;
@@ -463,16 +602,47 @@ pub fn lift_stream(input: &StreamInput<'_>, gen: Gen) -> LiftedStream {
             let (class, len) = (g.class, g.len);
             lift_group(&bundles[i..i + len], g, engine, gen)
                 .map(|inst| (inst, len, class))
-                .map_err(|e| unlifted("not liftable", format!("{} as {class}: {e}", lower::mnemonics(&opcodes_of(&bundles[i..i + len])))))
+                .map_err(|e| {
+                    unlifted(
+                        "not liftable",
+                        format!(
+                            "{} as {class}: {e}",
+                            lower::mnemonics(&opcodes_of(&bundles[i..i + len]))
+                        ),
+                    )
+                })
         });
         let (mut inst, len) = match result {
             Ok((inst, len, class)) => {
                 lifted += len as u64;
-                if rules::single(op, &bundles[i]).is_some_and(|(_, f)| f.format.is_empty()) && has_hidden_operands(class) {
-                    reports.note(i as u64, op, "operands not decoded", format!("{} lifted to {class} without operands (layout not published)", lower::mnemonic(op)), &mut first);
+                if rules::single(op, &bundles[i]).is_some_and(|(_, f)| f.format.is_empty())
+                    && has_hidden_operands(class)
+                {
+                    reports.note(
+                        i as u64,
+                        op,
+                        "operands not decoded",
+                        format!(
+                            "{} lifted to {class} without operands (layout not published)",
+                            lower::mnemonic(op)
+                        ),
+                        &mut first,
+                    );
                 }
-                if matches!(class, InstClass::MaxIndex | InstClass::Gather | InstClass::CustomOp) {
-                    reports.note(i as u64, op, "operands not decoded", format!("{} lifted to {class} without operands (layout not published)", lower::mnemonics(&opcodes_of(&bundles[i..i + len]))), &mut first);
+                if matches!(
+                    class,
+                    InstClass::MaxIndex | InstClass::Gather | InstClass::CustomOp
+                ) {
+                    reports.note(
+                        i as u64,
+                        op,
+                        "operands not decoded",
+                        format!(
+                            "{} lifted to {class} without operands (layout not published)",
+                            lower::mnemonics(&opcodes_of(&bundles[i..i + len]))
+                        ),
+                        &mut first,
+                    );
                 }
                 (inst, len)
             }
@@ -482,7 +652,13 @@ pub fn lift_stream(input: &StreamInput<'_>, gen: Gen) -> LiftedStream {
                 (generic(&bundles[i], engine, &u.detail), 1)
             }
         };
-        let origin = Origin { file: input.file.clone(), engine: input.engine, index: i as u64, bundles: len as u32, offset: (i * BUNDLE_SIZE) as u64 };
+        let origin = Origin {
+            file: input.file.clone(),
+            engine: input.engine,
+            index: i as u64,
+            bundles: len as u32,
+            offset: (i * BUNDLE_SIZE) as u64,
+        };
         inst.attrs.insert(ATTR_ORIGIN.into(), origin.to_json());
         insts.push(inst);
         origins.push(origin);
@@ -500,14 +676,16 @@ pub fn lift_stream(input: &StreamInput<'_>, gen: Gen) -> LiftedStream {
             format!("{count} instruction(s): {detail}; operand rules not applied")
         };
         diagnostics.push(
-            Diagnostic::error(Layer::L1, LIFT_RULE, None, message).with_severity(Severity::NotChecked).at(Location {
-                file: input.file.clone(),
-                engine: Some(input.engine),
-                index: Some(index),
-                offset: Some(index * BUNDLE_SIZE as u64),
-                function: Some(input.function.clone()),
-                ..Location::default()
-            }),
+            Diagnostic::error(Layer::L1, LIFT_RULE, None, message)
+                .with_severity(Severity::NotChecked)
+                .at(Location {
+                    file: input.file.clone(),
+                    engine: Some(input.engine),
+                    index: Some(index),
+                    offset: Some(index * BUNDLE_SIZE as u64),
+                    function: Some(input.function.clone()),
+                    ..Location::default()
+                }),
         );
     }
     let mut fattrs = Map::new();
@@ -518,9 +696,19 @@ pub fn lift_stream(input: &StreamInput<'_>, gen: Gen) -> LiftedStream {
     let function = Function {
         name: input.function.clone(),
         attrs: fattrs,
-        blocks: vec![Block { name: "bb0".into(), dynamic_cfg: false, instructions: insts }],
+        blocks: vec![Block {
+            name: "bb0".into(),
+            dynamic_cfg: false,
+            instructions: insts,
+        }],
     };
-    LiftedStream { function, origins, diagnostics, lifted_bundles: lifted, generic_bundles: kept }
+    LiftedStream {
+        function,
+        origins,
+        diagnostics,
+        lifted_bundles: lifted,
+        generic_bundles: kept,
+    }
 }
 
 fn opcodes_of(b: &[Bundle]) -> Vec<u8> {
@@ -540,17 +728,41 @@ impl Origin {
 /// origin, are left as they are.
 pub fn locate(module: &Module, d: &mut Diagnostic) {
     let l = &mut d.location;
-    let (Some(fname), Some(block), Some(label)) = (&l.function, &l.block, &l.instruction) else { return };
-    let Some(f) = module.function(fname) else { return };
-    let Some(idx) = label.split(':').next().and_then(|s| s.parse::<usize>().ok()) else { return };
-    let Some(b) = f.blocks.iter().find(|b| &b.name == block) else { return };
-    let Some(inst) = b.instructions.get(idx) else { return };
-    let Some(o) = inst.attrs.get(ATTR_ORIGIN).and_then(Value::as_object) else { return };
+    let (Some(fname), Some(block), Some(label)) = (&l.function, &l.block, &l.instruction) else {
+        return;
+    };
+    let Some(f) = module.function(fname) else {
+        return;
+    };
+    let Some(idx) = label
+        .split(':')
+        .next()
+        .and_then(|s| s.parse::<usize>().ok())
+    else {
+        return;
+    };
+    let Some(b) = f.blocks.iter().find(|b| &b.name == block) else {
+        return;
+    };
+    let Some(inst) = b.instructions.get(idx) else {
+        return;
+    };
+    let Some(o) = inst.attrs.get(ATTR_ORIGIN).and_then(Value::as_object) else {
+        return;
+    };
     if l.file.is_none() {
-        l.file = f.attrs.get(FN_ATTR_FILE).and_then(Value::as_str).map(str::to_string);
+        l.file = f
+            .attrs
+            .get(FN_ATTR_FILE)
+            .and_then(Value::as_str)
+            .map(str::to_string);
     }
     if l.engine.is_none() {
-        l.engine = f.attrs.get(FN_ATTR_ENGINE).and_then(Value::as_str).and_then(|s| s.parse::<Engine>().ok());
+        l.engine = f
+            .attrs
+            .get(FN_ATTR_ENGINE)
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<Engine>().ok());
     }
     if l.index.is_none() {
         l.index = o.get("index").and_then(Value::as_u64);

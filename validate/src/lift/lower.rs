@@ -16,7 +16,8 @@ use super::dtype::{bir_dtype, wire_tag, DtypeCtx};
 use super::fields::{self, canonical, layout_of, write_uint};
 use super::rules::{self, Dt, Form, Role};
 use super::{
-    LowerError, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_OPCODE, ATTR_PAYLOADS, ATTR_WIDE, ATTR_WIRE,
+    LowerError, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_OPCODE, ATTR_PAYLOADS, ATTR_WIDE,
+    ATTR_WIRE,
 };
 use crate::bir::{AccessPattern, ClassFields, Dtype, InstClass, Instruction};
 
@@ -35,7 +36,13 @@ pub(crate) enum Bind {
     /// A descriptor role.
     Role(Role, Slot),
     /// An MXMEM_PATTERN1D holding data and scales, its data dtype tag in `dt`.
-    Mx { field: &'static str, dt: &'static str, part: &'static str, data: Slot, scale: Slot },
+    Mx {
+        field: &'static str,
+        dt: &'static str,
+        part: &'static str,
+        data: Slot,
+        scale: Slot,
+    },
     /// The ACTIVATE bias pointer: one value per partition at the `bias` address, dtype in the
     /// high nibble of `in_bias_dtypes`, `bias_src_n` = POINTER.
     Bias(Slot),
@@ -50,7 +57,11 @@ pub(crate) struct Piece {
 }
 
 fn piece(opcode: u8, form: &'static Form, binds: Vec<Bind>) -> Piece {
-    Piece { opcode, form, binds }
+    Piece {
+        opcode,
+        form,
+        binds,
+    }
 }
 
 /// The form's own operands bound in order (`args[i]` / `outs[j]` + offsets).
@@ -59,51 +70,103 @@ fn form_binds(form: &'static Form, arg0: usize, out0: usize) -> Vec<Bind> {
         .iter()
         .enumerate()
         .map(|(i, r)| Bind::Role(*r, Slot::Arg(arg0 + i)))
-        .chain(form.outs.iter().enumerate().map(|(j, r)| Bind::Role(*r, Slot::Out(out0 + j))))
+        .chain(
+            form.outs
+                .iter()
+                .enumerate()
+                .map(|(j, r)| Bind::Role(*r, Slot::Out(out0 + j))),
+        )
         .collect()
 }
 
 /// The PE in_dtype role of a matmul operand.
 fn pe_role(field: &'static str, part: &'static str) -> Role {
-    Role { field, dt: Dt::Field("in_dtype"), part, ctx: DtypeCtx::Plain }
+    Role {
+        field,
+        dt: Dt::Field("in_dtype"),
+        part,
+        ctx: DtypeCtx::Plain,
+    }
 }
 
 /// The matmul PSUM destination role: `out_dtype` from v3, fixed float32 on v2 (the v2 layout
 /// has no output dtype byte; PSUM holds fp32 there).
 fn mm_dst(gen: Gen) -> Role {
-    let dt = if gen == Gen::V2 { Dt::Fixed(Dtype::Float32) } else { Dt::PsumOut("out_dtype") };
-    Role { field: "dst", dt, part: "num_active_cols", ctx: DtypeCtx::Plain }
+    let dt = if gen == Gen::V2 {
+        Dt::Fixed(Dtype::Float32)
+    } else {
+        Dt::PsumOut("out_dtype")
+    };
+    Role {
+        field: "dst",
+        dt,
+        part: "num_active_cols",
+        ctx: DtypeCtx::Plain,
+    }
 }
 
 /// The bundles a class with `nargs` inputs lowers to for `opcodes`, with their bindings.
 /// The lifter calls this with the opcodes it found; lowering with the ones [`plan`] chose.
-pub(crate) fn bindings(class: InstClass, opcodes: &[u8], nargs: usize, gen: Gen) -> Result<Vec<Piece>, String> {
+pub(crate) fn bindings(
+    class: InstClass,
+    opcodes: &[u8],
+    nargs: usize,
+    gen: Gen,
+) -> Result<Vec<Piece>, String> {
     use InstClass as C;
     use Slot::*;
     let bad = || format!("{class} does not lower to opcodes {}", mnemonics(opcodes));
     Ok(match (class, opcodes) {
-        (C::Matmult | C::Transpose, ops) if matches!(ops, [0x02] | [0x01, 0x02] | [0x01, 0x02, 0x01, 0x02]) => {
+        (C::Matmult | C::Transpose, ops)
+            if matches!(ops, [0x02] | [0x01, 0x02] | [0x01, 0x02, 0x01, 0x02]) =>
+        {
             let mm = vec![
                 Bind::Role(pe_role("src", "num_active_rows"), Arg(0)),
                 Bind::Role(mm_dst(gen), Out(0)),
             ];
             let ldw = vec![Bind::Role(pe_role("src", "num_active_rows"), Arg(1))];
             ops.iter()
-                .map(|&op| if op == 0x01 { piece(op, &rules::LDW, ldw.clone()) } else { piece(op, &MM_FORM, mm.clone()) })
+                .map(|&op| {
+                    if op == 0x01 {
+                        piece(op, &rules::LDW, ldw.clone())
+                    } else {
+                        piece(op, &MM_FORM, mm.clone())
+                    }
+                })
                 .collect()
         }
         (C::MatmultMx, [0x09, 0x0A]) => vec![
             piece(
                 0x09,
                 &LDWMX_FORM,
-                vec![Bind::Mx { field: "src", dt: "in_dtype", part: "num_active_rows", data: Arg(1), scale: Arg(3) }],
+                vec![Bind::Mx {
+                    field: "src",
+                    dt: "in_dtype",
+                    part: "num_active_rows",
+                    data: Arg(1),
+                    scale: Arg(3),
+                }],
             ),
             piece(
                 0x0A,
                 &MMX_FORM,
                 vec![
-                    Bind::Mx { field: "src", dt: "in_dtype", part: "num_active_rows", data: Arg(0), scale: Arg(2) },
-                    Bind::Role(Role { field: "dst", dt: Dt::Field("out_dtype"), part: "num_active_cols", ctx: DtypeCtx::Plain }, Out(0)),
+                    Bind::Mx {
+                        field: "src",
+                        dt: "in_dtype",
+                        part: "num_active_rows",
+                        data: Arg(0),
+                        scale: Arg(2),
+                    },
+                    Bind::Role(
+                        Role {
+                            field: "dst",
+                            dt: Dt::Field("out_dtype"),
+                            part: "num_active_cols",
+                            ctx: DtypeCtx::Plain,
+                        },
+                        Out(0),
+                    ),
                 ],
             ),
         ],
@@ -111,8 +174,22 @@ pub(crate) fn bindings(class: InstClass, opcodes: &[u8], nargs: usize, gen: Gen)
             0xE3,
             &QMX_FORM,
             vec![
-                Bind::Role(Role { field: "src", dt: Dt::Field("in_dtype"), part: "num_active_partitions", ctx: DtypeCtx::Plain }, Arg(0)),
-                Bind::Mx { field: "dst", dt: "out_dtype", part: "num_active_partitions", data: Out(0), scale: Out(1) },
+                Bind::Role(
+                    Role {
+                        field: "src",
+                        dt: Dt::Field("in_dtype"),
+                        part: "num_active_partitions",
+                        ctx: DtypeCtx::Plain,
+                    },
+                    Arg(0),
+                ),
+                Bind::Mx {
+                    field: "dst",
+                    dt: "out_dtype",
+                    part: "num_active_partitions",
+                    data: Out(0),
+                    scale: Out(1),
+                },
             ],
         )],
         (C::Activation, [0x21, 0x24]) => {
@@ -120,7 +197,10 @@ pub(crate) fn bindings(class: InstClass, opcodes: &[u8], nargs: usize, gen: Gen)
             if nargs == 2 {
                 b.push(Bind::Bias(Arg(1)));
             }
-            vec![piece(0x21, &rules::ACT, b), piece(0x24, &rules::RDACC, form_binds(&rules::RDACC, 0, 1))]
+            vec![
+                piece(0x21, &rules::ACT, b),
+                piece(0x24, &rules::RDACC, form_binds(&rules::RDACC, 0, 1)),
+            ]
         }
         (C::Activation, [0x21]) => {
             let mut b = form_binds(&rules::ACT, 0, 0);
@@ -134,20 +214,34 @@ pub(crate) fn bindings(class: InstClass, opcodes: &[u8], nargs: usize, gen: Gen)
             piece(0x9B, &rules::RDACC, form_binds(&rules::RDACC, 0, 1)),
         ],
         (C::Select, [c @ (0x46 | 0x47), 0xEA]) => vec![
-            piece(*c, &rules::TR, vec![Bind::Role(rules::TR.args[0], Arg(2)), Bind::Role(rules::TR.outs[0], Out(0))]),
+            piece(
+                *c,
+                &rules::TR,
+                vec![
+                    Bind::Role(rules::TR.args[0], Arg(2)),
+                    Bind::Role(rules::TR.outs[0], Out(0)),
+                ],
+            ),
             piece(0xEA, &rules::SELRED, form_binds(&rules::SELRED, 0, 0)),
         ],
         (C::StreamShuffle, [0x69, 0x6A]) | (C::StreamTranspose, [0x69, 0x6B]) => {
-            vec![piece(0x69, &rules::OPAQUE, vec![]), piece(opcodes[1], &rules::TR, form_binds(&rules::TR, 0, 0))]
+            vec![
+                piece(0x69, &rules::OPAQUE, vec![]),
+                piece(opcodes[1], &rules::TR, form_binds(&rules::TR, 0, 0)),
+            ]
         }
-        (C::MaxIndex, [0x6D, 0x6E]) | (C::Gather, [0x67, 0x68]) => {
-            opcodes.iter().map(|&op| piece(op, &rules::OPAQUE, vec![])).collect()
-        }
-        (C::CustomOp, [0x85, rest @ ..]) if rest.iter().all(|&o| o == 0x86) => {
-            opcodes.iter().map(|&op| piece(op, &rules::OPAQUE, vec![])).collect()
-        }
+        (C::MaxIndex, [0x6D, 0x6E]) | (C::Gather, [0x67, 0x68]) => opcodes
+            .iter()
+            .map(|&op| piece(op, &rules::OPAQUE, vec![]))
+            .collect(),
+        (C::CustomOp, [0x85, rest @ ..]) if rest.iter().all(|&o| o == 0x86) => opcodes
+            .iter()
+            .map(|&op| piece(op, &rules::OPAQUE, vec![]))
+            .collect(),
         (_, [op]) => {
-            let (_, form) = rules::forms_of(class).find(|(o, _)| o == op).ok_or_else(bad)?;
+            let (_, form) = rules::forms_of(class)
+                .find(|(o, _)| o == op)
+                .ok_or_else(bad)?;
             vec![piece(*op, form, form_binds(form, 0, 0))]
         }
         _ => return Err(bad()),
@@ -155,17 +249,40 @@ pub(crate) fn bindings(class: InstClass, opcodes: &[u8], nargs: usize, gen: Gen)
 }
 
 /// MATMUL: operands placed by [`bindings`].
-pub(crate) static MM_FORM: Form = Form { format: "Matmul", args: &[], outs: &[], params: rules::MM_PARAMS };
+pub(crate) static MM_FORM: Form = Form {
+    format: "Matmul",
+    args: &[],
+    outs: &[],
+    params: rules::MM_PARAMS,
+};
 /// LDWEIGHTS_MX.
-pub(crate) static LDWMX_FORM: Form = Form { format: "LdWeightsMx", args: &[], outs: &[], params: &[] };
+pub(crate) static LDWMX_FORM: Form = Form {
+    format: "LdWeightsMx",
+    args: &[],
+    outs: &[],
+    params: &[],
+};
 /// MATMUL_MX.
-pub(crate) static MMX_FORM: Form = Form { format: "MatmulMx", args: &[], outs: &[], params: rules::MMX_PARAMS };
+pub(crate) static MMX_FORM: Form = Form {
+    format: "MatmulMx",
+    args: &[],
+    outs: &[],
+    params: rules::MMX_PARAMS,
+};
 /// QUANTIZE_MX.
-pub(crate) static QMX_FORM: Form = Form { format: "QuantizeMx", args: &[], outs: &[], params: &[] };
+pub(crate) static QMX_FORM: Form = Form {
+    format: "QuantizeMx",
+    args: &[],
+    outs: &[],
+    params: &[],
+};
 
 /// Mnemonics of an opcode list, for messages.
 pub(crate) fn mnemonics(ops: &[u8]) -> String {
-    ops.iter().map(|&o| mnemonic(o)).collect::<Vec<_>>().join(" + ")
+    ops.iter()
+        .map(|&o| mnemonic(o))
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 /// The catalog mnemonic of an opcode, or its hex.
@@ -174,8 +291,12 @@ pub(crate) fn mnemonic(op: u8) -> String {
 }
 
 fn opcode_by_name(v: &Value) -> Result<u8, String> {
-    let s = v.as_str().ok_or_else(|| format!("attrs.{ATTR_OPCODE}: expected a mnemonic, found {v}"))?;
-    spec::opcode_by_mnemonic(s).map(|r| r.code).ok_or_else(|| format!("attrs.{ATTR_OPCODE}: unknown mnemonic `{s}`"))
+    let s = v
+        .as_str()
+        .ok_or_else(|| format!("attrs.{ATTR_OPCODE}: expected a mnemonic, found {v}"))?;
+    spec::opcode_by_mnemonic(s)
+        .map(|r| r.code)
+        .ok_or_else(|| format!("attrs.{ATTR_OPCODE}: unknown mnemonic `{s}`"))
 }
 
 fn is_two_pass(inst: &Instruction) -> bool {
@@ -187,13 +308,22 @@ fn is_two_pass(inst: &Instruction) -> bool {
 /// The opcode sequence an instruction lowers to: the fan-in, then the `opcode` attribute.
 pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
     use InstClass as C;
-    let wide = inst.attrs.get(ATTR_WIDE).and_then(Value::as_bool).unwrap_or(false);
+    let wide = inst
+        .attrs
+        .get(ATTR_WIDE)
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let mut ops: Vec<u8> = match inst.class {
         C::Matmult | C::Transpose => match inst.args.len() {
             1 => vec![0x02],
             2 if is_two_pass(inst) => vec![0x01, 0x02, 0x01, 0x02],
             2 => vec![0x01, 0x02],
-            n => return Err(format!("{} takes 1 (weights already loaded) or 2 inputs, found {n}", inst.class)),
+            n => {
+                return Err(format!(
+                    "{} takes 1 (weights already loaded) or 2 inputs, found {n}",
+                    inst.class
+                ))
+            }
         },
         C::MatmultMx => vec![0x09, 0x0A],
         C::QuantizeMx => vec![0xE3],
@@ -211,9 +341,13 @@ pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
         C::Gather => vec![0x67, 0x68],
         C::CustomOp => {
             let n = inst.attrs.get(ATTR_PAYLOADS).map_or(Ok(1), |v| {
-                v.as_u64().filter(|&n| n < 4096).ok_or_else(|| format!("attrs.{ATTR_PAYLOADS}: expected a count, found {v}"))
+                v.as_u64()
+                    .filter(|&n| n < 4096)
+                    .ok_or_else(|| format!("attrs.{ATTR_PAYLOADS}: expected a count, found {v}"))
             })?;
-            std::iter::once(0x85).chain(std::iter::repeat_n(0x86, n as usize)).collect()
+            std::iter::once(0x85)
+                .chain(std::iter::repeat_n(0x86, n as usize))
+                .collect()
         }
         _ => vec![rules::default_opcode(inst, gen)?],
     };
@@ -221,7 +355,11 @@ pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
         None | Some(Value::Null) => {}
         Some(Value::Array(list)) => {
             if list.len() != ops.len() {
-                return Err(format!("attrs.{ATTR_OPCODE}: {} mnemonics for {} bundles", list.len(), ops.len()));
+                return Err(format!(
+                    "attrs.{ATTR_OPCODE}: {} mnemonics for {} bundles",
+                    list.len(),
+                    ops.len()
+                ));
             }
             for (slot, v) in ops.iter_mut().zip(list) {
                 let op = opcode_by_name(v)?;
@@ -231,7 +369,11 @@ pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
                     matches!((fa, fb), (Ok(x), Ok(y)) if x == y)
                 };
                 if op != *slot && !same(op, *slot) {
-                    return Err(format!("attrs.{ATTR_OPCODE}: {} does not share the layout of {}", mnemonic(op), mnemonic(*slot)));
+                    return Err(format!(
+                        "attrs.{ATTR_OPCODE}: {} does not share the layout of {}",
+                        mnemonic(op),
+                        mnemonic(*slot)
+                    ));
                 }
                 *slot = op;
             }
@@ -239,10 +381,18 @@ pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
         Some(v) => {
             let op = opcode_by_name(v)?;
             if ops.len() != 1 {
-                return Err(format!("attrs.{ATTR_OPCODE}: {} lowers to {} bundles; give one mnemonic per bundle", inst.class, ops.len()));
+                return Err(format!(
+                    "attrs.{ATTR_OPCODE}: {} lowers to {} bundles; give one mnemonic per bundle",
+                    inst.class,
+                    ops.len()
+                ));
             }
             if !rules::forms_of(inst.class).any(|(o, _)| o == op) {
-                return Err(format!("attrs.{ATTR_OPCODE}: {} is not an opcode of {}", mnemonic(op), inst.class));
+                return Err(format!(
+                    "attrs.{ATTR_OPCODE}: {} is not an opcode of {}",
+                    mnemonic(op),
+                    inst.class
+                ));
             }
             ops[0] = op;
         }
@@ -283,10 +433,19 @@ pub(crate) fn arity(pieces: &[Piece]) -> (usize, usize) {
 struct Parts(Vec<(&'static str, u64)>);
 
 impl Parts {
-    fn put(&mut self, b: &mut Bundle, meta: &'static LayoutMeta, field: &'static str, n: u64, gen: Gen) -> Result<(), String> {
+    fn put(
+        &mut self,
+        b: &mut Bundle,
+        meta: &'static LayoutMeta,
+        field: &'static str,
+        n: u64,
+        gen: Gen,
+    ) -> Result<(), String> {
         if let Some((_, prev)) = self.0.iter().find(|(f, _)| *f == field) {
             if *prev != n {
-                return Err(format!("operands disagree on `{field}`: {prev} vs {n} partitions"));
+                return Err(format!(
+                    "operands disagree on `{field}`: {prev} vs {n} partitions"
+                ));
             }
             return Ok(());
         }
@@ -312,7 +471,15 @@ fn pe_tag(d: Dtype, gen: Gen) -> u8 {
     }
 }
 
-fn write_tag(b: &mut Bundle, meta: &'static LayoutMeta, dt: Dt, d: Dtype, ctx: DtypeCtx, pe: bool, gen: Gen) -> Result<(), String> {
+fn write_tag(
+    b: &mut Bundle,
+    meta: &'static LayoutMeta,
+    dt: Dt,
+    d: Dtype,
+    ctx: DtypeCtx,
+    pe: bool,
+    gen: Gen,
+) -> Result<(), String> {
     let tag = if pe { pe_tag(d, gen) } else { wire_tag(d, gen) };
     let check_ctx = || {
         if bir_dtype(tag, gen, ctx).is_none() {
@@ -324,7 +491,9 @@ fn write_tag(b: &mut Bundle, meta: &'static LayoutMeta, dt: Dt, d: Dtype, ctx: D
     match dt {
         Dt::Fixed(f) => {
             if d != f {
-                return Err(format!("this operand is {f} on {gen} (no dtype field), not {d}"));
+                return Err(format!(
+                    "this operand is {f} on {gen} (no dtype field), not {d}"
+                ));
             }
         }
         Dt::Field(name) | Dt::PsumOut(name) => {
@@ -334,10 +503,16 @@ fn write_tag(b: &mut Bundle, meta: &'static LayoutMeta, dt: Dt, d: Dtype, ctx: D
         Dt::Lo(name) | Dt::Hi(name) => {
             check_ctx()?;
             if tag > 0x0F {
-                return Err(format!("{d} (tag {tag:#04x}) does not fit a 4-bit dtype nibble"));
+                return Err(format!(
+                    "{d} (tag {tag:#04x}) does not fit a 4-bit dtype nibble"
+                ));
             }
             let o = fields::field(meta, name)?.offset as usize;
-            b.0[o] = if matches!(dt, Dt::Lo(_)) { (b.0[o] & 0xF0) | tag } else { (b.0[o] & 0x0F) | tag << 4 };
+            b.0[o] = if matches!(dt, Dt::Lo(_)) {
+                (b.0[o] & 0xF0) | tag
+            } else {
+                (b.0[o] & 0x0F) | tag << 4
+            };
         }
     }
     Ok(())
@@ -366,7 +541,11 @@ pub(crate) fn read_desc(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<Desc, S
     match m.read(b) {
         FieldValue::Pattern(p) => {
             let n = p.dims as usize;
-            Ok(Desc { addr: p.addr, step: p.step[..n].to_vec(), num: p.num[..n].to_vec() })
+            Ok(Desc {
+                addr: p.addr,
+                step: p.step[..n].to_vec(),
+                num: p.num[..n].to_vec(),
+            })
         }
         _ => Err(format!("field `{}` is not a descriptor", m.name)),
     }
@@ -375,50 +554,107 @@ pub(crate) fn read_desc(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<Desc, S
 /// Read an MX descriptor field.
 pub(crate) fn read_mx(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<MxDesc, String> {
     match m.read(b) {
-        FieldValue::MxMem(x) => Ok(MxDesc { data: x.data, scale: x.scale, k: x.k, step_sign: x.step_sign }),
+        FieldValue::MxMem(x) => Ok(MxDesc {
+            data: x.data,
+            scale: x.scale,
+            k: x.k,
+            step_sign: x.step_sign,
+        }),
         _ => Err(format!("field `{}` is not an MXMEM_PATTERN1D", m.name)),
     }
 }
 
 /// Write the operands of one piece into its canonical bundle.
-fn write_piece(b: &mut Bundle, meta: &'static LayoutMeta, p: &Piece, inst: &Instruction, gen: Gen) -> Result<(), String> {
+fn write_piece(
+    b: &mut Bundle,
+    meta: &'static LayoutMeta,
+    p: &Piece,
+    inst: &Instruction,
+    gen: Gen,
+) -> Result<(), String> {
     let mut parts = Parts(Vec::new());
     let pe = matches!(p.opcode, 0x01 | 0x02);
-    let get = |s: Slot| slot_ap(inst, s).ok_or_else(|| format!("{} has no {s:?} operand", inst.class));
+    let get =
+        |s: Slot| slot_ap(inst, s).ok_or_else(|| format!("{} has no {s:?} operand", inst.class));
     for bind in &p.binds {
         match *bind {
             Bind::Role(r, s) => {
                 let a = get(s)?;
                 let m = fields::field(meta, r.field)?;
-                let d = ap::lower_desc(a, dims_of(m)?, gen).map_err(|e| format!("{s:?} ({}): {e}", r.field))?;
+                let d = ap::lower_desc(a, dims_of(m)?, gen)
+                    .map_err(|e| format!("{s:?} ({}): {e}", r.field))?;
                 write_desc(b, m, &d);
                 let pe_in = pe && r.dt == Dt::Field("in_dtype");
-                write_tag(b, meta, r.dt, a.dtype, r.ctx, pe_in, gen).map_err(|e| format!("{s:?}: {e}"))?;
-                parts.put(b, meta, r.part, a.partitions, gen).map_err(|e| format!("{s:?}: {e}"))?;
+                write_tag(b, meta, r.dt, a.dtype, r.ctx, pe_in, gen)
+                    .map_err(|e| format!("{s:?}: {e}"))?;
+                parts
+                    .put(b, meta, r.part, a.partitions, gen)
+                    .map_err(|e| format!("{s:?}: {e}"))?;
             }
-            Bind::Mx { field, dt, part, data, scale } => {
+            Bind::Mx {
+                field,
+                dt,
+                part,
+                data,
+                scale,
+            } => {
                 let (da, sa) = (get(data)?, get(scale)?);
                 if sa.dtype != Dtype::Float8E8m0fnu && sa.dtype != Dtype::Uint8 {
-                    return Err(format!("{scale:?}: MX scales are E8M0 bytes, not {}", sa.dtype));
+                    return Err(format!(
+                        "{scale:?}: MX scales are E8M0 bytes, not {}",
+                        sa.dtype
+                    ));
                 }
-                let x = ap::lower_mx(da, sa, gen).map_err(|e| format!("{data:?} ({field}): {e}"))?;
+                let x =
+                    ap::lower_mx(da, sa, gen).map_err(|e| format!("{data:?} ({field}): {e}"))?;
                 let o = fields::field(meta, field)?.offset as usize;
                 x.data.write(&mut b.0, o);
                 x.scale.write(&mut b.0, o + 4);
                 x.k.write(&mut b.0, o + 8);
                 b.0[o + 10] = x.step_sign;
-                write_tag(b, meta, Dt::Field(dt), da.dtype, DtypeCtx::MxData, false, gen).map_err(|e| format!("{data:?}: {e}"))?;
-                parts.put(b, meta, part, da.partitions, gen).map_err(|e| format!("{data:?}: {e}"))?;
+                write_tag(
+                    b,
+                    meta,
+                    Dt::Field(dt),
+                    da.dtype,
+                    DtypeCtx::MxData,
+                    false,
+                    gen,
+                )
+                .map_err(|e| format!("{data:?}: {e}"))?;
+                parts
+                    .put(b, meta, part, da.partitions, gen)
+                    .map_err(|e| format!("{data:?}: {e}"))?;
             }
             Bind::Bias(s) => {
                 let a = get(s)?;
                 if a.num_elements_per_partition() != 1 {
-                    return Err(format!("{s:?}: the activation bias is one value per partition, not {}", a.num_elements_per_partition()));
+                    return Err(format!(
+                        "{s:?}: the activation bias is one value per partition, not {}",
+                        a.num_elements_per_partition()
+                    ));
                 }
-                let addr: Addr4 = ap::address_of(a, gen).map_err(|e| format!("{s:?} (bias): {e}"))?;
-                write_uint(b, fields::field(meta, "bias")?.offset as usize, 4, addr.0 as u64);
-                write_tag(b, meta, Dt::Hi("in_bias_dtypes"), a.dtype, DtypeCtx::Plain, false, gen).map_err(|e| format!("{s:?}: {e}"))?;
-                parts.put(b, meta, "num_active_partitions", a.partitions, gen).map_err(|e| format!("{s:?}: {e}"))?;
+                let addr: Addr4 =
+                    ap::address_of(a, gen).map_err(|e| format!("{s:?} (bias): {e}"))?;
+                write_uint(
+                    b,
+                    fields::field(meta, "bias")?.offset as usize,
+                    4,
+                    addr.0 as u64,
+                );
+                write_tag(
+                    b,
+                    meta,
+                    Dt::Hi("in_bias_dtypes"),
+                    a.dtype,
+                    DtypeCtx::Plain,
+                    false,
+                    gen,
+                )
+                .map_err(|e| format!("{s:?}: {e}"))?;
+                parts
+                    .put(b, meta, "num_active_partitions", a.partitions, gen)
+                    .map_err(|e| format!("{s:?}: {e}"))?;
             }
         }
     }
@@ -433,7 +669,12 @@ fn set_if(b: &mut Bundle, meta: &'static LayoutMeta, name: &str, v: u64) {
 }
 
 /// The derived fields tpbsim fills on top of the operands (class-specific canonical values).
-fn finish(inst: &Instruction, pieces: &[Piece], bundles: &mut [(Bundle, &'static LayoutMeta)], gen: Gen) -> Result<(), String> {
+fn finish(
+    inst: &Instruction,
+    pieces: &[Piece],
+    bundles: &mut [(Bundle, &'static LayoutMeta)],
+    gen: Gen,
+) -> Result<(), String> {
     use InstClass as C;
     let ap = |s: Slot| slot_ap(inst, s);
     match inst.class {
@@ -442,7 +683,11 @@ fn finish(inst: &Instruction, pieces: &[Piece], bundles: &mut [(Bundle, &'static
             let out = ap(Slot::Out(0)).ok_or("a matmul writes one PSUM output")?;
             for (k, (b, meta)) in bundles.iter_mut().enumerate() {
                 let pass = k / 2;
-                let operand = if pieces[k].opcode == 0x01 { ap(Slot::Arg(1)) } else { ap(Slot::Arg(0)) };
+                let operand = if pieces[k].opcode == 0x01 {
+                    ap(Slot::Arg(1))
+                } else {
+                    ap(Slot::Arg(0))
+                };
                 let operand = operand.ok_or("missing matmul input")?;
                 let mode = match operand.dtype {
                     Dtype::Float32r => 2,
@@ -450,18 +695,41 @@ fn finish(inst: &Instruction, pieces: &[Piece], bundles: &mut [(Bundle, &'static
                     _ => 0,
                 };
                 set_if(b, meta, "fp32_mode", mode);
-                set_if(b, meta, "row_grp", rules::group_code(operand.start_partition, operand.partitions) as u64);
-                set_if(b, meta, "col_grp", rules::group_code(out.start_partition, out.partitions) as u64);
+                set_if(
+                    b,
+                    meta,
+                    "row_grp",
+                    rules::group_code(operand.start_partition, operand.partitions) as u64,
+                );
+                set_if(
+                    b,
+                    meta,
+                    "col_grp",
+                    rules::group_code(out.start_partition, out.partitions) as u64,
+                );
                 if gen == Gen::V2 {
                     set_if(b, meta, "xbus_sel", 0x10);
                 }
                 if pieces[k].opcode == 0x01 {
-                    let cols = if out.partitions == 256 && gen == Gen::V5 { 0 } else { out.partitions };
-                    let cols = u8::try_from(cols).map_err(|_| format!("{} output partitions do not fit num_active_cols", out.partitions))?;
+                    let cols = if out.partitions == 256 && gen == Gen::V5 {
+                        0
+                    } else {
+                        out.partitions
+                    };
+                    let cols = u8::try_from(cols).map_err(|_| {
+                        format!(
+                            "{} output partitions do not fit num_active_cols",
+                            out.partitions
+                        )
+                    })?;
                     set_if(b, meta, "num_active_cols", cols as u64);
                 } else if inst.class == C::Transpose {
                     match gen {
-                        Gen::V2 => return Err("no transpose marker is known for the v2 matmul layout".into()),
+                        Gen::V2 => {
+                            return Err(
+                                "no transpose marker is known for the v2 matmul layout".into()
+                            )
+                        }
                         Gen::V3 | Gen::V4 => set_if(b, meta, "transpose_mode", 1),
                         Gen::V5 => set_if(b, meta, "flags", 0x20),
                     }
@@ -476,11 +744,18 @@ fn finish(inst: &Instruction, pieces: &[Piece], bundles: &mut [(Bundle, &'static
             }
             let out = ap(Slot::Out(0)).ok_or("MatmultMx writes one PSUM output")?;
             for (k, (b, meta)) in bundles.iter_mut().enumerate() {
-                let data = ap(if k == 0 { Slot::Arg(1) } else { Slot::Arg(0) }).ok_or("missing MX data")?;
-                set_if(b, meta, "row_grp", rules::group_code(data.start_partition, data.partitions) as u64);
+                let data = ap(if k == 0 { Slot::Arg(1) } else { Slot::Arg(0) })
+                    .ok_or("missing MX data")?;
+                set_if(
+                    b,
+                    meta,
+                    "row_grp",
+                    rules::group_code(data.start_partition, data.partitions) as u64,
+                );
                 set_if(b, meta, "col_grp", 0x0F);
                 if k == 0 {
-                    let cols = u8::try_from(out.partitions).map_err(|_| "output partitions do not fit num_active_cols".to_string())?;
+                    let cols = u8::try_from(out.partitions)
+                        .map_err(|_| "output partitions do not fit num_active_cols".to_string())?;
                     set_if(b, meta, "num_active_cols", cols as u64);
                 }
             }
@@ -515,7 +790,11 @@ fn finish(inst: &Instruction, pieces: &[Piece], bundles: &mut [(Bundle, &'static
 
 /// The canonical bundles of an instruction for a piece list: operands and derived fields, no
 /// parameters, events or wire overrides.
-pub(crate) fn build(inst: &Instruction, pieces: &[Piece], gen: Gen) -> Result<Vec<(Bundle, &'static LayoutMeta)>, String> {
+pub(crate) fn build(
+    inst: &Instruction,
+    pieces: &[Piece],
+    gen: Gen,
+) -> Result<Vec<(Bundle, &'static LayoutMeta)>, String> {
     let (na, no) = arity(pieces);
     if inst.args.len() != na || inst.outs.len() != no {
         return Err(format!(
@@ -549,27 +828,41 @@ pub(crate) fn primary(pieces: &[Piece]) -> usize {
 }
 
 /// Apply the parameter attributes of the primary piece.
-pub(crate) fn apply_params(attrs: &Map<String, Value>, b: &mut Bundle, meta: &'static LayoutMeta, form: &Form) -> Result<(), String> {
+pub(crate) fn apply_params(
+    attrs: &Map<String, Value>,
+    b: &mut Bundle,
+    meta: &'static LayoutMeta,
+    form: &Form,
+) -> Result<(), String> {
     for p in form.params {
         let Some(v) = attrs.get(*p) else { continue };
         if v.is_null() {
             continue;
         }
-        let m = meta.field(p).ok_or_else(|| format!("attrs.{p}: the {} layout has no such field", meta.rust_name))?;
+        let m = meta
+            .field(p)
+            .ok_or_else(|| format!("attrs.{p}: the {} layout has no such field", meta.rust_name))?;
         fields::put_param(m, b, v).map_err(|e| format!("attrs.{p}: {e}"))?;
     }
     Ok(())
 }
 
 /// Apply `events` and `wire` to the bundles.
-pub(crate) fn apply_overrides(attrs: &Map<String, Value>, bundles: &mut [(Bundle, &'static LayoutMeta)]) -> Result<(), String> {
+pub(crate) fn apply_overrides(
+    attrs: &Map<String, Value>,
+    bundles: &mut [(Bundle, &'static LayoutMeta)],
+) -> Result<(), String> {
     let n = bundles.len();
     let per_bundle = |key: &str| -> Result<Option<&Vec<Value>>, String> {
         match attrs.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Array(a)) if a.len() == n => Ok(Some(a)),
-            Some(Value::Array(a)) => Err(format!("attrs.{key}: {} entries for {n} bundles", a.len())),
-            Some(v) => Err(format!("attrs.{key}: expected an array (one entry per bundle), found {v}")),
+            Some(Value::Array(a)) => {
+                Err(format!("attrs.{key}: {} entries for {n} bundles", a.len()))
+            }
+            Some(v) => Err(format!(
+                "attrs.{key}: expected an array (one entry per bundle), found {v}"
+            )),
         }
     };
     if let Some(ev) = per_bundle(ATTR_EVENTS)? {
@@ -583,12 +876,19 @@ pub(crate) fn apply_overrides(attrs: &Map<String, Value>, bundles: &mut [(Bundle
                 if v.is_null() {
                     continue;
                 }
-                return Err(format!("attrs.{ATTR_WIRE}[{k}]: expected an object, found {v}"));
+                return Err(format!(
+                    "attrs.{ATTR_WIRE}[{k}]: expected an object, found {v}"
+                ));
             };
             for (name, x) in obj {
-                let leaf = fields::find_leaf(meta, name)
-                    .ok_or_else(|| format!("attrs.{ATTR_WIRE}[{k}]: the {} layout has no field `{name}`", meta.rust_name))?;
-                fields::put_leaf(b, &leaf, x).map_err(|e| format!("attrs.{ATTR_WIRE}[{k}].{name}: {e}"))?;
+                let leaf = fields::find_leaf(meta, name).ok_or_else(|| {
+                    format!(
+                        "attrs.{ATTR_WIRE}[{k}]: the {} layout has no field `{name}`",
+                        meta.rust_name
+                    )
+                })?;
+                fields::put_leaf(b, &leaf, x)
+                    .map_err(|e| format!("attrs.{ATTR_WIRE}[{k}].{name}: {e}"))?;
             }
         }
     }
@@ -596,7 +896,10 @@ pub(crate) fn apply_overrides(attrs: &Map<String, Value>, bundles: &mut [(Bundle
 }
 
 fn generic_bundles(inst: &Instruction) -> Result<Vec<Bundle>, String> {
-    let v = inst.attrs.get(ATTR_BUNDLE).ok_or_else(|| format!("a Generic instruction keeps its bundle in attrs.{ATTR_BUNDLE}"))?;
+    let v = inst
+        .attrs
+        .get(ATTR_BUNDLE)
+        .ok_or_else(|| format!("a Generic instruction keeps its bundle in attrs.{ATTR_BUNDLE}"))?;
     let one = |x: &Value| -> Result<Bundle, String> {
         x.as_str()
             .and_then(Bundle::from_hex)
@@ -610,7 +913,11 @@ fn generic_bundles(inst: &Instruction) -> Result<Vec<Bundle>, String> {
 
 /// Lower one instruction to its bundles for `gen`.
 pub fn lower_instruction(inst: &Instruction, gen: Gen) -> Result<Vec<Bundle>, LowerError> {
-    let err = |message: String| LowerError { class: inst.class, gen, message };
+    let err = |message: String| LowerError {
+        class: inst.class,
+        gen,
+        message,
+    };
     if inst.class == InstClass::Generic {
         let out = generic_bundles(inst).map_err(err)?;
         return Ok(out);

@@ -123,7 +123,11 @@ pub fn lower_function(f: &Function, gen: Gen) -> Result<Vec<Bundle>, LowerError>
     for b in &f.blocks {
         for inst in &b.instructions {
             if inst.class.is_region() {
-                return Err(LowerError { class: inst.class, gen, message: "structured regions do not lower to a flat stream".into() });
+                return Err(LowerError {
+                    class: inst.class,
+                    gen,
+                    message: "structured regions do not lower to a flat stream".into(),
+                });
             }
             out.extend(lower_instruction(inst, gen)?);
         }

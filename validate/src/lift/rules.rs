@@ -43,7 +43,12 @@ pub(crate) struct Role {
 }
 
 const fn role(field: &'static str, dt: Dt, part: &'static str) -> Role {
-    Role { field, dt, part, ctx: DtypeCtx::Plain }
+    Role {
+        field,
+        dt,
+        part,
+        ctx: DtypeCtx::Plain,
+    }
 }
 
 /// How one bundle carries an instruction.
@@ -65,22 +70,34 @@ const NAC: &str = "num_active_channels";
 /// TENSOR_TENSOR: `args = [src0, src1]`, `outs = [dst]`.
 pub(crate) static TT: Form = Form {
     format: "TensorTensor",
-    args: &[role("src0", Dt::Lo("in_dtypes"), NAP), role("src1", Dt::Hi("in_dtypes"), NAP)],
+    args: &[
+        role("src0", Dt::Lo("in_dtypes"), NAP),
+        role("src1", Dt::Hi("in_dtypes"), NAP),
+    ],
     outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
     params: &["op"],
 };
 /// COPY/CAST_PREDICATED on the TT layout: `args = [data (src1), predicate (src0)]`.
 pub(crate) static CP: Form = Form {
     format: "TensorTensor",
-    args: &[role("src1", Dt::Hi("in_dtypes"), NAP), role("src0", Dt::Lo("in_dtypes"), NAP)],
+    args: &[
+        role("src1", Dt::Hi("in_dtypes"), NAP),
+        role("src0", Dt::Lo("in_dtypes"), NAP),
+    ],
     outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
     params: &["op"],
 };
 /// TENSOR_TENSOR_INT_WIDE: `outs = [low, high]`.
 pub(crate) static TT_WIDE: Form = Form {
     format: "TensorTensorIntWide",
-    args: &[role("src0", Dt::Lo("in_dtypes"), NAP), role("src1", Dt::Hi("in_dtypes"), NAP)],
-    outs: &[role("dst0", Dt::Lo("out_dtypes"), NAP), role("dst1", Dt::Hi("out_dtypes"), NAP)],
+    args: &[
+        role("src0", Dt::Lo("in_dtypes"), NAP),
+        role("src1", Dt::Hi("in_dtypes"), NAP),
+    ],
+    outs: &[
+        role("dst0", Dt::Lo("out_dtypes"), NAP),
+        role("dst1", Dt::Hi("out_dtypes"), NAP),
+    ],
     params: &["op"],
 };
 /// The S3D3_TS family.
@@ -88,13 +105,25 @@ pub(crate) static TS: Form = Form {
     format: "TensorScalar",
     args: &[role("src", Dt::Field("in_dtype"), NAP)],
     outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
-    params: &["accumulator_cmd", "imm0_src", "op0", "op1", "reverse", "imm1_src", "imm0", "imm1"],
+    params: &[
+        "accumulator_cmd",
+        "imm0_src",
+        "op0",
+        "op1",
+        "reverse",
+        "imm1_src",
+        "imm0",
+        "imm1",
+    ],
 };
 /// TENSOR_SCALAR_INT_WIDE: `outs = [low, high]`.
 pub(crate) static TS_WIDE: Form = Form {
     format: "TensorScalarIntWide",
     args: &[role("src", Dt::Lo("in_imm_dtypes"), NAP)],
-    outs: &[role("dst0", Dt::Lo("out_dtypes"), NAP), role("dst1", Dt::Hi("out_dtypes"), NAP)],
+    outs: &[
+        role("dst0", Dt::Lo("out_dtypes"), NAP),
+        role("dst1", Dt::Hi("out_dtypes"), NAP),
+    ],
     params: &["op", "imm_src", "imm"],
 };
 /// The S4D4_TR family (reduce, copy, cast, reciprocal, cumulative, shuffle, transpose).
@@ -119,14 +148,27 @@ pub(crate) static MEMSET: Form = Form {
     params: &["count", "fill_value"],
 };
 /// IOTA.
-pub(crate) static IOTA: Form =
-    Form { format: "Iota", args: &[], outs: &[role("dst", Dt::Field("out_dtype"), NAC)], params: &["start_value"] };
+pub(crate) static IOTA: Form = Form {
+    format: "Iota",
+    args: &[],
+    outs: &[role("dst", Dt::Field("out_dtype"), NAC)],
+    params: &["start_value"],
+};
 /// ACTIVATE (the optional bias operand `args[1]` is handled by the Activation recipe).
 pub(crate) static ACT: Form = Form {
     format: "Activate",
     args: &[role("src", Dt::Lo("in_bias_dtypes"), NAP)],
     outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
-    params: &["imm_src", "scale_src", "accumulator_cmd", "bias_src_n", "activation_func", "scale_value", "bias", "imm"],
+    params: &[
+        "imm_src",
+        "scale_src",
+        "accumulator_cmd",
+        "bias_src_n",
+        "activation_func",
+        "scale_value",
+        "bias",
+        "imm",
+    ],
 };
 /// ACTIVATE2 (v4+; descriptor slots inferred by the spec).
 pub(crate) static ACT2: Form = Form {
@@ -154,7 +196,13 @@ pub(crate) static ACTQ: Form = Form {
     format: "ActivateQuantize",
     args: &[role("src", Dt::Lo("in_bias_dtypes"), NAP)],
     outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
-    params: &["quant_scale", "activation_func", "dequant_scale", "bias_addr", "quant_zero"],
+    params: &[
+        "quant_scale",
+        "activation_func",
+        "dequant_scale",
+        "bias_addr",
+        "quant_zero",
+    ],
 };
 /// ACTIVATION_READ_ACCUMULATOR / DVE_READ_ACCUMULATOR.
 pub(crate) static RDACC: Form = Form {
@@ -173,21 +221,44 @@ pub(crate) static DEQ: Form = Form {
 /// SCALAR_TENSOR_TENSOR_* / TENSOR_TENSOR_SCAN_ARITH.
 pub(crate) static STT: Form = Form {
     format: "ScalarTensorTensor",
-    args: &[role("src0", Dt::Lo("in_dtypes"), NAP), role("src1", Dt::Hi("in_dtypes"), NAP)],
+    args: &[
+        role("src0", Dt::Lo("in_dtypes"), NAP),
+        role("src1", Dt::Hi("in_dtypes"), NAP),
+    ],
     outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
-    params: &["op0", "op1", "reverse", "scalar_imm", "scalar_dtype", "accumulator_cmd"],
+    params: &[
+        "op0",
+        "op1",
+        "reverse",
+        "scalar_imm",
+        "scalar_dtype",
+        "accumulator_cmd",
+    ],
 };
 /// SELECT_REDUCE as the second bundle of Select: `args = [predicate (mask), on_true (src)]`.
 pub(crate) static SELRED: Form = Form {
     format: "SelectReduce",
-    args: &[role("mask", Dt::Lo("mask_src_dtypes"), NAP), role("src", Dt::Hi("mask_src_dtypes"), NAP)],
+    args: &[
+        role("mask", Dt::Lo("mask_src_dtypes"), NAP),
+        role("src", Dt::Hi("mask_src_dtypes"), NAP),
+    ],
     outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
-    params: &["bypass_op", "reduce_op", "use_false_fill", "fill_imm", "fill_dtype", "accumulator_cmd"],
+    params: &[
+        "bypass_op",
+        "reduce_op",
+        "use_false_fill",
+        "fill_imm",
+        "fill_dtype",
+        "accumulator_cmd",
+    ],
 };
 /// SELECT_REDUCE as a CopyPredicated form: `args = [data (src), predicate (mask)]`.
 pub(crate) static CP_SELRED: Form = Form {
     format: "SelectReduce",
-    args: &[role("src", Dt::Hi("mask_src_dtypes"), NAP), role("mask", Dt::Lo("mask_src_dtypes"), NAP)],
+    args: &[
+        role("src", Dt::Hi("mask_src_dtypes"), NAP),
+        role("mask", Dt::Lo("mask_src_dtypes"), NAP),
+    ],
     outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
     params: SELRED.params,
 };
@@ -252,11 +323,25 @@ macro_rules! control_form {
 control_form!(ES, "EventSemaphore", ["events_ext"]);
 control_form!(CTRL, "Control", []);
 control_form!(DRAIN, "Drain", ["count"]);
-control_form!(RANGE_CLEAR, "EventSemaphoreRangeClear", ["mode", "first", "last"]);
+control_form!(
+    RANGE_CLEAR,
+    "EventSemaphoreRangeClear",
+    ["mode", "first", "last"]
+);
 control_form!(
     BRANCH,
     "CompareBranch",
-    ["cmp_op", "dtype", "target_mode", "cmp_imm", "cmp_reg0", "cmp_reg1", "target_reg_lo", "target_reg_hi", "br_immediate"]
+    [
+        "cmp_op",
+        "dtype",
+        "target_mode",
+        "cmp_imm",
+        "cmp_reg0",
+        "cmp_reg1",
+        "target_reg_lo",
+        "target_reg_hi",
+        "br_immediate"
+    ]
 );
 control_form!(
     REG_ALU,
@@ -281,7 +366,12 @@ control_form!(ACT_TABLE_LOAD, "ActTableLoad", ["act_table_set"]);
 control_form!(CALL, "FunctionCall", ["name", "args_table_var_id"]);
 control_form!(PSEUDO, "PseudoInst", []);
 /// Any opcode whose operand layout is not decoded: the body is carried in `wire`.
-pub(crate) static OPAQUE: Form = Form { format: "", args: &[], outs: &[], params: &[] };
+pub(crate) static OPAQUE: Form = Form {
+    format: "",
+    args: &[],
+    outs: &[],
+    params: &[],
+};
 
 /// Single-bundle bindings: opcode → (class, form). The first row of a class is its default
 /// opcode where [`default_opcode`] has no rule.
@@ -398,9 +488,19 @@ pub(crate) static SINGLES: &[(u8, InstClass, &Form)] = &[
 /// bundle's compare op / sub-op).
 pub(crate) fn single(opcode: u8, b: &tpbsim_isa::Bundle) -> Option<(InstClass, &'static Form)> {
     match opcode {
-        0xA9 => Some((if b.0[12] == 0 { InstClass::UnconditionalBranch } else { InstClass::CompareAndBranch }, &BRANCH)),
+        0xA9 => Some((
+            if b.0[12] == 0 {
+                InstClass::UnconditionalBranch
+            } else {
+                InstClass::CompareAndBranch
+            },
+            &BRANCH,
+        )),
         0xDF if b.0[12] != 1 => None,
-        _ => SINGLES.iter().find(|(op, _, _)| *op == opcode).map(|&(_, c, f)| (c, f)),
+        _ => SINGLES
+            .iter()
+            .find(|(op, _, _)| *op == opcode)
+            .map(|&(_, c, f)| (c, f)),
     }
 }
 
@@ -412,14 +512,20 @@ pub(crate) fn forms_of(class: InstClass) -> impl Iterator<Item = (u8, &'static F
         InstClass::TensorScalar => &TS_EXTRA,
         _ => &[],
     };
-    SINGLES.iter().filter(move |(_, c, _)| *c == class).map(|&(op, _, f)| (op, f)).chain(extra.iter().copied())
+    SINGLES
+        .iter()
+        .filter(move |(_, c, _)| *c == class)
+        .map(|&(op, _, f)| (op, f))
+        .chain(extra.iter().copied())
 }
 
 /// An attribute value as an ALU op byte (by name or number); `None` when absent.
 pub(crate) fn alu_attr(inst: &Instruction, key: &str) -> Result<Option<u8>, String> {
     match inst.attrs.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => super::fields::parse_enum("ALU_OP", v).map(Some).map_err(|e| format!("attrs.{key}: {e}")),
+        Some(v) => super::fields::parse_enum("ALU_OP", v)
+            .map(Some)
+            .map_err(|e| format!("attrs.{key}: {e}")),
     }
 }
 
@@ -427,7 +533,9 @@ pub(crate) fn alu_attr(inst: &Instruction, key: &str) -> Result<Option<u8>, Stri
 pub(crate) fn enum_attr(inst: &Instruction, key: &str, e: &str) -> Result<Option<u8>, String> {
     match inst.attrs.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => super::fields::parse_enum(e, v).map(Some).map_err(|err| format!("attrs.{key}: {err}")),
+        Some(v) => super::fields::parse_enum(e, v)
+            .map(Some)
+            .map_err(|err| format!("attrs.{key}: {err}")),
     }
 }
 
@@ -439,7 +547,11 @@ pub(crate) fn is_bitvec(op: u8, gen: Gen) -> bool {
 
 /// `bitvec` when the ALU op in `attrs[key]` is a bit-vector op, else `arith`.
 fn by_op(inst: &Instruction, key: &str, gen: Gen, bitvec: u8, arith: u8) -> Result<u8, String> {
-    Ok(if is_bitvec(alu_attr(inst, key)?.unwrap_or(0), gen) { bitvec } else { arith })
+    Ok(if is_bitvec(alu_attr(inst, key)?.unwrap_or(0), gen) {
+        bitvec
+    } else {
+        arith
+    })
 }
 
 /// The seed-004 fan-in for a single-bundle class: the opcode for this instruction's dtypes,
@@ -448,7 +560,11 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
     use InstClass as C;
     let arg_dt = |i: usize| inst.args.get(i).map(|a| a.dtype);
     let out_dt = |i: usize| inst.outs.get(i).map(|a| a.dtype);
-    let wide = inst.attrs.get(super::ATTR_WIDE).and_then(Value::as_bool).unwrap_or(false);
+    let wide = inst
+        .attrs
+        .get(super::ATTR_WIDE)
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     Ok(match inst.class {
         C::TensorTensor => {
             let op = alu_attr(inst, "op")?.unwrap_or(0);
@@ -459,7 +575,7 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
                 && arg_dt(0) == Some(Dtype::Bfloat16)
                 && arg_dt(1) == Some(Dtype::Bfloat16)
                 && inst.args.iter().all(packed_pairs)
-                && matches!(op, 0x04 | 0x05 | 0x06)
+                && matches!(op, 0x04..=0x06)
             {
                 match op {
                     0x04 => 0x8A,
@@ -474,7 +590,11 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
         }
         C::TensorReduce => {
             let op = alu_attr(inst, "op")?.unwrap_or(0);
-            if gen == Gen::V2 && inst.engine == EngineType::Pool && arg_dt(0) == Some(Dtype::Bfloat16) && matches!(op, 0x04 | 0x08) {
+            if gen == Gen::V2
+                && inst.engine == EngineType::Pool
+                && arg_dt(0) == Some(Dtype::Bfloat16)
+                && matches!(op, 0x04 | 0x08)
+            {
                 if op == 0x04 {
                     0x8C
                 } else {
@@ -505,11 +625,18 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
         C::TensorScalarPtr => by_op(inst, "op0", gen, 0x54, 0x44)?,
         C::TensorCumulative => by_op(inst, "op", gen, 0x5E, 0x4E)?,
         C::ScalarTensorTensor => by_op(inst, "op0", gen, 0x9E, 0x9D)?,
-        C::TensorScalarCache => match inst.attrs.get(super::ATTR_TSC_MODE).and_then(Value::as_str) {
-            None | Some("Reduce") => 0x9A,
-            Some("Cumulative") | Some("TensorScan") => 0xE6,
-            Some(other) => return Err(format!("attrs.{}: unknown mode `{other}` (Reduce, Cumulative, TensorScan)", super::ATTR_TSC_MODE)),
-        },
+        C::TensorScalarCache => {
+            match inst.attrs.get(super::ATTR_TSC_MODE).and_then(Value::as_str) {
+                None | Some("Reduce") => 0x9A,
+                Some("Cumulative") | Some("TensorScan") => 0xE6,
+                Some(other) => {
+                    return Err(format!(
+                        "attrs.{}: unknown mode `{other}` (Reduce, Cumulative, TensorScan)",
+                        super::ATTR_TSC_MODE
+                    ))
+                }
+            }
+        }
         C::TensorCopy => {
             if arg_dt(0).is_some() && arg_dt(0) != out_dt(0) {
                 0x47
@@ -579,7 +706,10 @@ mod tests {
                 }
             }
             for (seen, p) in params_seen.iter().zip(form.params) {
-                assert!(*seen || form.format.is_empty(), "{op:#x} {class}: parameter `{p}` is in no layout");
+                assert!(
+                    *seen || form.format.is_empty(),
+                    "{op:#x} {class}: parameter `{p}` is in no layout"
+                );
             }
         }
     }

@@ -4,8 +4,8 @@
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 use tpbsim_isa::{
-    AluOp, Addr4, Bundle, Dtype as W, DtypePair, Engine, Gen, Header, LdWeightsMx, LdWeightsV3, MatmulMx, MatmulV3, Opcode,
-    Tensor, TensorReduceV2, TensorScalar, TensorTensor,
+    Addr4, AluOp, Bundle, Dtype as W, DtypePair, Engine, Gen, Header, LdWeightsMx, LdWeightsV3,
+    MatmulMx, MatmulV3, Opcode, Tensor, TensorReduceV2, TensorScalar, TensorTensor,
 };
 
 use super::ap::{PSUM_BUFFER, SBUF_BUFFER};
@@ -25,9 +25,21 @@ fn psum(p: u32, byte: u32) -> Addr4 {
 }
 
 fn lift(bundles: &[Bundle], engine: Engine, gen: Gen) -> LiftedStream {
-    let s = lift_stream(&StreamInput { function: "f".into(), file: Some("x.bin".into()), engine, bundles }, gen);
+    let s = lift_stream(
+        &StreamInput {
+            function: "f".into(),
+            file: Some("x.bin".into()),
+            engine,
+            bundles,
+        },
+        gen,
+    );
     // Every lift lowers back to its stream.
-    assert_eq!(lower_function(&s.function, gen).unwrap(), bundles, "lower(lift(stream)) != stream");
+    assert_eq!(
+        lower_function(&s.function, gen).unwrap(),
+        bundles,
+        "lower(lift(stream)) != stream"
+    );
     s
 }
 
@@ -35,29 +47,45 @@ fn insts(s: &LiftedStream) -> &[Instruction] {
     &s.function.blocks[0].instructions
 }
 
-fn ap(mem: MemoryType, dtype: Dtype, start: u64, parts: u64, pattern: &[(i64, u64)], offset: i64) -> AccessPattern {
+fn ap(
+    mem: MemoryType,
+    dtype: Dtype,
+    start: u64,
+    parts: u64,
+    pattern: &[(i64, u64)],
+    offset: i64,
+) -> AccessPattern {
     AccessPattern {
         mem,
-        buffer: if mem == MemoryType::Psum { PSUM_BUFFER.into() } else { SBUF_BUFFER.into() },
+        buffer: if mem == MemoryType::Psum {
+            PSUM_BUFFER.into()
+        } else {
+            SBUF_BUFFER.into()
+        },
         dtype,
         start_partition: start,
         partitions: parts,
-        pattern: pattern.iter().map(|&(step, num)| Dim { step, num }).collect(),
+        pattern: pattern
+            .iter()
+            .map(|&(step, num)| Dim { step, num })
+            .collect(),
         offset,
         indirect: false,
     }
 }
 
 fn tt_bundle(op: u8, alu: AluOp, dt: (W, W), out: W, parts: u8) -> Bundle {
-    let mut tt = TensorTensor::default();
-    tt.header = Header::new(Opcode(op));
-    tt.in_dtypes = DtypePair::new(dt.0, dt.1);
-    tt.out_dtype = out;
-    tt.op = alu;
-    tt.num_active_partitions = parts;
-    tt.src0 = Tensor::new(sb(0, 0), [1, 128, 1], [128, 4, 1]);
-    tt.src1 = Tensor::new(sb(0, 0x1000), [1, 128, 1], [128, 4, 1]);
-    tt.dst = Tensor::new(sb(64, 0), [1, 1, 1], [512, 1, 1]);
+    let tt = TensorTensor {
+        header: Header::new(Opcode(op)),
+        in_dtypes: DtypePair::new(dt.0, dt.1),
+        out_dtype: out,
+        op: alu,
+        num_active_partitions: parts,
+        src0: Tensor::new(sb(0, 0), [1, 128, 1], [128, 4, 1]),
+        src1: Tensor::new(sb(0, 0x1000), [1, 128, 1], [128, 4, 1]),
+        dst: Tensor::new(sb(64, 0), [1, 1, 1], [512, 1, 1]),
+        ..Default::default()
+    };
     tt.to_bundle()
 }
 
@@ -65,19 +93,51 @@ fn tt_bundle(op: u8, alu: AluOp, dt: (W, W), out: W, parts: u8) -> Bundle {
 fn bf16_tensor_tensor_lifts_to_its_generic_class() {
     let b = tt_bundle(0x8A, AluOp::ADD, (W::BF16, W::BF16), W::FP32, 64);
     let s = lift(&[b], Engine::Pool, Gen::V2);
-    let [i] = insts(&s) else { panic!("one instruction") };
-    assert_eq!((i.class, i.engine), (InstClass::TensorTensor, EngineType::Pool));
-    assert_eq!(i.args[0], ap(MemoryType::Sb, Dtype::Bfloat16, 0, 64, &[(128, 4), (1, 128)], 0));
+    let [i] = insts(&s) else {
+        panic!("one instruction")
+    };
+    assert_eq!(
+        (i.class, i.engine),
+        (InstClass::TensorTensor, EngineType::Pool)
+    );
+    assert_eq!(
+        i.args[0],
+        ap(
+            MemoryType::Sb,
+            Dtype::Bfloat16,
+            0,
+            64,
+            &[(128, 4), (1, 128)],
+            0
+        )
+    );
     assert_eq!(i.args[1].offset, 0x800);
-    assert_eq!(i.outs[0], ap(MemoryType::Sb, Dtype::Float32, 64, 64, &[(1, 512)], 0));
+    assert_eq!(
+        i.outs[0],
+        ap(MemoryType::Sb, Dtype::Float32, 64, 64, &[(1, 512)], 0)
+    );
     assert_eq!(i.attrs["op"], "ADD");
-    assert!(i.attrs.get(ATTR_OPCODE).is_none(), "the fan-in picks 0x8A itself: {:?}", i.attrs);
+    assert!(
+        i.attrs.get(ATTR_OPCODE).is_none(),
+        "the fan-in picks 0x8A itself: {:?}",
+        i.attrs
+    );
     assert_eq!(i.attrs[ATTR_ORIGIN]["index"], 0);
     assert!(s.diagnostics.is_empty());
     // MULT / SUB variants.
-    for (op, alu, name) in [(0x8B, AluOp::MULT, "MULT"), (0x8F, AluOp::SUBTRACT, "SUBTRACT")] {
-        let s = lift(&[tt_bundle(op, alu, (W::BF16, W::BF16), W::BF16, 32)], Engine::Pool, Gen::V2);
-        assert_eq!((insts(&s)[0].class, insts(&s)[0].attrs["op"].as_str()), (InstClass::TensorTensor, Some(name)));
+    for (op, alu, name) in [
+        (0x8B, AluOp::MULT, "MULT"),
+        (0x8F, AluOp::SUBTRACT, "SUBTRACT"),
+    ] {
+        let s = lift(
+            &[tt_bundle(op, alu, (W::BF16, W::BF16), W::BF16, 32)],
+            Engine::Pool,
+            Gen::V2,
+        );
+        assert_eq!(
+            (insts(&s)[0].class, insts(&s)[0].attrs["op"].as_str()),
+            (InstClass::TensorTensor, Some(name))
+        );
         assert!(insts(&s)[0].attrs.get(ATTR_OPCODE).is_none());
     }
     // The same bytes on the DVE stream keep their engine; the fan-in would pick 0x41 there, so
@@ -90,17 +150,38 @@ fn bf16_tensor_tensor_lifts_to_its_generic_class() {
     assert_eq!(insts(&s)[0].class, InstClass::Generic);
     assert_eq!(s.diagnostics.len(), 1);
     assert_eq!(s.diagnostics[0].severity, Severity::NotChecked);
-    assert!(s.diagnostics[0].message.contains("TENSOR_TENSOR_ADD_BF16"), "{}", s.diagnostics[0].message);
+    assert!(
+        s.diagnostics[0].message.contains("TENSOR_TENSOR_ADD_BF16"),
+        "{}",
+        s.diagnostics[0].message
+    );
 }
 
 #[test]
 fn tensor_tensor_and_engines_on_one_stream() {
     let arith = tt_bundle(0x41, AluOp::MULT, (W::FP32, W::BF16), W::FP32, 128);
-    let bitvec = tt_bundle(0x51, AluOp::BITWISE_AND, (W::INT32, W::INT32), W::INT32, 128);
+    let bitvec = tt_bundle(
+        0x51,
+        AluOp::BITWISE_AND,
+        (W::INT32, W::INT32),
+        W::INT32,
+        128,
+    );
     let s = lift(&[arith, bitvec], Engine::Pool, Gen::V3);
     let [a, b] = insts(&s) else { panic!() };
-    assert_eq!((a.class, a.engine, a.args[0].dtype, a.args[1].dtype), (InstClass::TensorTensor, EngineType::Pool, Dtype::Float32, Dtype::Bfloat16));
-    assert_eq!((b.class, b.attrs["op"].as_str()), (InstClass::TensorTensor, Some("BITWISE_AND")));
+    assert_eq!(
+        (a.class, a.engine, a.args[0].dtype, a.args[1].dtype),
+        (
+            InstClass::TensorTensor,
+            EngineType::Pool,
+            Dtype::Float32,
+            Dtype::Bfloat16
+        )
+    );
+    assert_eq!(
+        (b.class, b.attrs["op"].as_str()),
+        (InstClass::TensorTensor, Some("BITWISE_AND"))
+    );
     assert!(b.attrs.get(ATTR_OPCODE).is_none());
     assert_eq!(b.attrs[ATTR_ORIGIN]["offset"], 64);
 }
@@ -108,16 +189,18 @@ fn tensor_tensor_and_engines_on_one_stream() {
 #[test]
 fn tensor_scalar_family() {
     let ts = |op: u8, op0: AluOp, acc: u8| {
-        let mut t = TensorScalar::default();
-        t.header = Header::new(Opcode(op));
-        t.accumulator_cmd = tpbsim_isa::AccumCmd(acc);
-        t.src = Tensor::new(sb(0, 0), [1, 1, 1], [16, 1, 1]);
-        t.in_dtype = W::INT32;
-        t.out_dtype = W::INT32;
-        t.num_active_partitions = 8;
-        t.op0 = op0;
-        t.imm0 = 3;
-        t.dst = Tensor::new(sb(8, 0), [1, 1, 1], [16, 1, 1]);
+        let t = TensorScalar {
+            header: Header::new(Opcode(op)),
+            accumulator_cmd: tpbsim_isa::AccumCmd(acc),
+            src: Tensor::new(sb(0, 0), [1, 1, 1], [16, 1, 1]),
+            in_dtype: W::INT32,
+            out_dtype: W::INT32,
+            num_active_partitions: 8,
+            op0,
+            imm0: 3,
+            dst: Tensor::new(sb(8, 0), [1, 1, 1], [16, 1, 1]),
+            ..Default::default()
+        };
         t.to_bundle()
     };
     let mut rd = canonical(0x9B);
@@ -127,18 +210,38 @@ fn tensor_scalar_family() {
     rd.0[44..48].copy_from_slice(&((20u32 << 18) | 0x40).to_le_bytes());
     rd.0[48..50].copy_from_slice(&1u16.to_le_bytes());
     rd.0[50..52].copy_from_slice(&1u16.to_le_bytes());
-    let stream = [ts(0x53, AluOp::BITWISE_AND, 0), ts(0x9A, AluOp::ADD, 2), rd, ts(0x9A, AluOp::MAX, 3), ts(0xE6, AluOp::ADD, 2), ts(0x30, AluOp::BYPASS, 0)];
+    let stream = [
+        ts(0x53, AluOp::BITWISE_AND, 0),
+        ts(0x9A, AluOp::ADD, 2),
+        rd,
+        ts(0x9A, AluOp::MAX, 3),
+        ts(0xE6, AluOp::ADD, 2),
+        ts(0x30, AluOp::BYPASS, 0),
+    ];
     let s = lift(&stream, Engine::Dve, Gen::V3);
     let classes: Vec<InstClass> = insts(&s).iter().map(|i| i.class).collect();
     assert_eq!(
         classes,
-        [InstClass::TensorScalar, InstClass::TensorScalar, InstClass::TensorScalarCache, InstClass::TensorScalarCache, InstClass::Exponential]
+        [
+            InstClass::TensorScalar,
+            InstClass::TensorScalar,
+            InstClass::TensorScalarCache,
+            InstClass::TensorScalarCache,
+            InstClass::Exponential
+        ]
     );
     let i = insts(&s);
     assert_eq!(i[0].attrs["op0"], "BITWISE_AND");
     assert_eq!(i[0].attrs["imm0"], 3);
-    assert_eq!(i[1].outs.len(), 2, "0x9A + 0x9B is one TensorScalar with two outputs");
-    assert_eq!(i[1].outs[1], ap(MemoryType::Sb, Dtype::Float32, 20, 8, &[], 0x10));
+    assert_eq!(
+        i[1].outs.len(),
+        2,
+        "0x9A + 0x9B is one TensorScalar with two outputs"
+    );
+    assert_eq!(
+        i[1].outs[1],
+        ap(MemoryType::Sb, Dtype::Float32, 20, 8, &[], 0x10)
+    );
     assert_eq!(i[1].attrs[ATTR_ORIGIN]["bundles"], 2);
     assert!(i[2].attrs.get(ATTR_TSC_MODE).is_none());
     assert_eq!(i[3].attrs[ATTR_TSC_MODE], "Cumulative");
@@ -173,29 +276,65 @@ fn mm_v3(rows: u8, cols: u8, tag: W, mode: u8) -> Bundle {
 
 #[test]
 fn matmul_pairs_fuse() {
-    let s = lift(&[ldw_v3(128, 64, W::BF16, 0), mm_v3(128, 64, W::BF16, 0)], Engine::Pe, Gen::V3);
-    let [m] = insts(&s) else { panic!("{:?}", insts(&s)) };
+    let s = lift(
+        &[ldw_v3(128, 64, W::BF16, 0), mm_v3(128, 64, W::BF16, 0)],
+        Engine::Pe,
+        Gen::V3,
+    );
+    let [m] = insts(&s) else {
+        panic!("{:?}", insts(&s))
+    };
     assert_eq!((m.class, m.engine), (InstClass::Matmult, EngineType::Pe));
-    assert_eq!(m.args[0], ap(MemoryType::Sb, Dtype::Bfloat16, 0, 128, &[(1, 256)], 0x200));
-    assert_eq!(m.args[1], ap(MemoryType::Sb, Dtype::Bfloat16, 0, 128, &[(1, 64)], 0x100));
-    assert_eq!(m.outs[0], ap(MemoryType::Psum, Dtype::Float32, 0, 64, &[(1, 256)], 512));
+    assert_eq!(
+        m.args[0],
+        ap(MemoryType::Sb, Dtype::Bfloat16, 0, 128, &[(1, 256)], 0x200)
+    );
+    assert_eq!(
+        m.args[1],
+        ap(MemoryType::Sb, Dtype::Bfloat16, 0, 128, &[(1, 64)], 0x100)
+    );
+    assert_eq!(
+        m.outs[0],
+        ap(MemoryType::Psum, Dtype::Float32, 0, 64, &[(1, 256)], 512)
+    );
     assert_eq!(m.attrs["psum_accumulate_flags"], 3);
     assert!(m.attrs.get(ATTR_WIRE).is_none(), "{:?}", m.attrs);
     // fp32: LDWEIGHTS + MATMUL twice, Low then High → one float32 Matmult.
-    let quad = [ldw_v3(128, 64, W::FP32, 1), mm_v3(128, 64, W::FP32, 1), ldw_v3(128, 64, W::FP32, 2), mm_v3(128, 64, W::FP32, 2)];
+    let quad = [
+        ldw_v3(128, 64, W::FP32, 1),
+        mm_v3(128, 64, W::FP32, 1),
+        ldw_v3(128, 64, W::FP32, 2),
+        mm_v3(128, 64, W::FP32, 2),
+    ];
     let s = lift(&quad, Engine::Pe, Gen::V3);
-    let [m] = insts(&s) else { panic!("{:?}", insts(&s)) };
-    assert_eq!((m.class, m.args[0].dtype, m.args[1].dtype), (InstClass::Matmult, Dtype::Float32, Dtype::Float32));
+    let [m] = insts(&s) else {
+        panic!("{:?}", insts(&s))
+    };
+    assert_eq!(
+        (m.class, m.args[0].dtype, m.args[1].dtype),
+        (InstClass::Matmult, Dtype::Float32, Dtype::Float32)
+    );
     assert!(m.attrs.get(ATTR_FP32_PASSES).is_none());
     assert_eq!(m.attrs[ATTR_ORIGIN]["bundles"], 4);
     // The fp32r signature (FP32 tag + fp32_mode High) in one pass.
-    let s = lift(&[ldw_v3(128, 64, W::FP32, 2), mm_v3(128, 64, W::FP32, 2)], Engine::Pe, Gen::V3);
+    let s = lift(
+        &[ldw_v3(128, 64, W::FP32, 2), mm_v3(128, 64, W::FP32, 2)],
+        Engine::Pe,
+        Gen::V3,
+    );
     assert_eq!(insts(&s)[0].args[0].dtype, Dtype::Float32r);
     assert_eq!(insts(&s).len(), 1);
     // A lone MATMUL (weights already loaded) and a lone LDWEIGHTS.
-    let s = lift(&[mm_v3(64, 64, W::BF16, 0), ldw_v3(32, 32, W::BF16, 0)], Engine::Pe, Gen::V3);
+    let s = lift(
+        &[mm_v3(64, 64, W::BF16, 0), ldw_v3(32, 32, W::BF16, 0)],
+        Engine::Pe,
+        Gen::V3,
+    );
     let classes: Vec<_> = insts(&s).iter().map(|i| (i.class, i.args.len())).collect();
-    assert_eq!(classes, [(InstClass::Matmult, 1), (InstClass::LoadWeights, 1)]);
+    assert_eq!(
+        classes,
+        [(InstClass::Matmult, 1), (InstClass::LoadWeights, 1)]
+    );
     assert_eq!(insts(&s)[1].attrs["num_active_cols"], 32);
     // The transpose marker makes it a Transpose.
     let mut t = mm_v3(128, 128, W::BF16, 0);
@@ -208,14 +347,28 @@ fn matmul_pairs_fuse() {
 #[test]
 fn mx_pair_fuses_and_lone_halves_are_reported() {
     let mut lw = LdWeightsMx::from_bundle(&canonical(0x09));
-    lw.src = tpbsim_isa::MxMemPattern1d { data: sb(0, 0), scale: sb(96, 0), k: 128, step_sign: 1, scale_partition: 0, reserved: [0; 4] };
+    lw.src = tpbsim_isa::MxMemPattern1d {
+        data: sb(0, 0),
+        scale: sb(96, 0),
+        k: 128,
+        step_sign: 1,
+        scale_partition: 0,
+        reserved: [0; 4],
+    };
     lw.in_dtype = W::FP8_EXP4;
     lw.num_active_rows = 128;
     lw.num_active_cols = 128;
     lw.row_grp = 0x0F;
     lw.col_grp = 0x0F;
     let mut mm = MatmulMx::from_bundle(&canonical(0x0A));
-    mm.src = tpbsim_isa::MxMemPattern1d { data: sb(0, 0x800), scale: sb(112, 0), k: 256, step_sign: 1, scale_partition: 0, reserved: [0; 4] };
+    mm.src = tpbsim_isa::MxMemPattern1d {
+        data: sb(0, 0x800),
+        scale: sb(112, 0),
+        k: 256,
+        step_sign: 1,
+        scale_partition: 0,
+        reserved: [0; 4],
+    };
     mm.in_dtype = W::FP4_EXP2;
     mm.num_active_rows = 128;
     mm.num_active_cols = 128;
@@ -225,10 +378,20 @@ fn mx_pair_fuses_and_lone_halves_are_reported() {
     mm.dst = tpbsim_isa::MemPattern(Tensor::new(psum(0, 0), [1, 1, 1], [64, 1, 1]));
     let (lw, mm) = (lw.to_bundle(), mm.to_bundle());
     let s = lift(&[lw, mm], Engine::Pe, Gen::V4);
-    let [m] = insts(&s) else { panic!("{:?}", s.diagnostics) };
+    let [m] = insts(&s) else {
+        panic!("{:?}", s.diagnostics)
+    };
     assert_eq!(m.class, InstClass::MatmultMx);
     let dts: Vec<Dtype> = m.args.iter().map(|a| a.dtype).collect();
-    assert_eq!(dts, [Dtype::Float4E2m1fnX4, Dtype::Float8E4m3fnX4, Dtype::Float8E8m0fnu, Dtype::Float8E8m0fnu]);
+    assert_eq!(
+        dts,
+        [
+            Dtype::Float4E2m1fnX4,
+            Dtype::Float8E4m3fnX4,
+            Dtype::Float8E8m0fnu,
+            Dtype::Float8E8m0fnu
+        ]
+    );
     assert_eq!(m.args[0].pattern, vec![Dim { step: 1, num: 64 }]);
     assert_eq!((m.args[2].start_partition, m.args[2].partitions), (112, 16));
     assert_eq!(m.outs[0].dtype, Dtype::Bfloat16);
@@ -264,11 +427,22 @@ fn activation_with_accumulator_and_bias() {
     r.0[44..48].copy_from_slice(&(5u32 << 18).to_le_bytes());
     r.0[48..52].copy_from_slice(&[1, 0, 1, 0]);
     let s = lift(&[a, r], Engine::Act, Gen::V3);
-    let [i] = insts(&s) else { panic!("{:?}", s.diagnostics) };
-    assert_eq!((i.class, i.args.len(), i.outs.len()), (InstClass::Activation, 2, 2));
-    assert_eq!(i.args[1], ap(MemoryType::Sb, Dtype::Float32, 40, 32, &[], 8));
+    let [i] = insts(&s) else {
+        panic!("{:?}", s.diagnostics)
+    };
+    assert_eq!(
+        (i.class, i.args.len(), i.outs.len()),
+        (InstClass::Activation, 2, 2)
+    );
+    assert_eq!(
+        i.args[1],
+        ap(MemoryType::Sb, Dtype::Float32, 40, 32, &[], 8)
+    );
     assert_eq!(i.attrs["activation_func"], "EXP");
-    assert!(i.attrs.get("accumulator_cmd").is_none(), "3 is what a two-output activation derives");
+    assert!(
+        i.attrs.get("accumulator_cmd").is_none(),
+        "3 is what a two-output activation derives"
+    );
     assert_eq!(i.attrs[ATTR_EVENTS][0]["wait_mode"], "SEM_GE_IMM");
     assert!(i.attrs[ATTR_EVENTS][1].is_null());
     // An immediate bias (bias_src_n INSTRUCTION) keeps its dtype nibble in `wire`, apart from
@@ -281,12 +455,18 @@ fn activation_with_accumulator_and_bias() {
     assert_eq!(i.args.len(), 1);
     assert_eq!(i.attrs[ATTR_WIRE][0]["in_bias_dtypes.hi"], 0x0A);
     i.args[0].dtype = Dtype::Float16;
-    assert_eq!(lower_instruction(&i, Gen::V3).unwrap()[0].0[32], 0x07 | (0x0A << 4));
+    assert_eq!(
+        lower_instruction(&i, Gen::V3).unwrap()[0].0[32],
+        0x07 | (0x0A << 4)
+    );
     // Without an accumulate command the read stays its own instruction.
     a.0[14] = 0;
     let s = lift(&[a, r], Engine::Act, Gen::V3);
     let classes: Vec<_> = insts(&s).iter().map(|i| i.class).collect();
-    assert_eq!(classes, [InstClass::Activation, InstClass::ReadActivationAccumulator]);
+    assert_eq!(
+        classes,
+        [InstClass::Activation, InstClass::ReadActivationAccumulator]
+    );
     // ACTIVATE2 lifts to Activation too, its opcode recorded (lowering picks 0x21).
     let mut a2 = canonical(0x25);
     a2.0[12..16].copy_from_slice(&(2u32 << 18).to_le_bytes());
@@ -298,7 +478,10 @@ fn activation_with_accumulator_and_bias() {
     a2.0[48..52].copy_from_slice(&(3u32 << 18).to_le_bytes());
     a2.0[52..60].copy_from_slice(&[1, 0, 1, 0, 8, 0, 1, 0]);
     let s = lift(&[a2], Engine::Act, Gen::V4);
-    assert_eq!((insts(&s)[0].class, &insts(&s)[0].attrs[ATTR_OPCODE]), (InstClass::Activation, &Value::from("ACTIVATE2")));
+    assert_eq!(
+        (insts(&s)[0].class, &insts(&s)[0].attrs[ATTR_OPCODE]),
+        (InstClass::Activation, &Value::from("ACTIVATE2"))
+    );
 }
 
 #[test]
@@ -340,8 +523,15 @@ fn data_movement_sequences_fuse() {
     stream[0].0[20] = 0xAB; // mask bytes
     stream[11].0[33] = 0x0A; // cast bf16 → fp32
     let s = lift(&stream, Engine::Pool, Gen::V3);
-    let got: Vec<(InstClass, u64)> =
-        insts(&s).iter().map(|i| (i.class, i.attrs[ATTR_ORIGIN]["bundles"].as_u64().unwrap_or(0))).collect();
+    let got: Vec<(InstClass, u64)> = insts(&s)
+        .iter()
+        .map(|i| {
+            (
+                i.class,
+                i.attrs[ATTR_ORIGIN]["bundles"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
     assert_eq!(
         got,
         [
@@ -354,13 +544,30 @@ fn data_movement_sequences_fuse() {
         ]
     );
     let i = insts(&s);
-    assert_eq!(i[0].attrs[ATTR_WIRE][0]["body"].as_str().map(|h| &h[16..18]), Some("ab"));
+    assert_eq!(
+        i[0].attrs[ATTR_WIRE][0]["body"]
+            .as_str()
+            .map(|h| &h[16..18]),
+        Some("ab")
+    );
     assert_eq!(i[3].attrs[ATTR_PAYLOADS], 2);
-    assert_eq!(i[4].args[2].start_partition, 3, "on_false is the copy's source");
+    assert_eq!(
+        i[4].args[2].start_partition, 3,
+        "on_false is the copy's source"
+    );
     assert_eq!(i[4].args[0].dtype, Dtype::Int8);
-    assert_eq!((i[5].args[0].dtype, i[5].outs[0].dtype), (Dtype::Bfloat16, Dtype::Float32));
+    assert_eq!(
+        (i[5].args[0].dtype, i[5].outs[0].dtype),
+        (Dtype::Bfloat16, Dtype::Float32)
+    );
     // MaxIndex, Gather and CustomOp carry no decoded operands: reported as not checked.
-    assert_eq!(s.diagnostics.iter().filter(|d| d.message.contains("without operands")).count(), 3);
+    assert_eq!(
+        s.diagnostics
+            .iter()
+            .filter(|d| d.message.contains("without operands"))
+            .count(),
+        3
+    );
 }
 
 #[test]
@@ -374,16 +581,38 @@ fn unliftable_bundles_stay_generic_and_are_reported() {
     let s = lift(&stream, Engine::Dve, Gen::V3);
     assert!(insts(&s).iter().all(|i| i.class == InstClass::Generic));
     assert_eq!(insts(&s)[0].attrs[ATTR_BUNDLE], misaligned.to_hex());
-    assert!(insts(&s)[0].attrs[ATTR_UNLIFTED].as_str().is_some_and(|r| r.contains("not aligned")));
+    assert!(insts(&s)[0].attrs[ATTR_UNLIFTED]
+        .as_str()
+        .is_some_and(|r| r.contains("not aligned")));
     assert_eq!(s.generic_bundles, 5);
     // One report per opcode and reason, with the first location and a count.
-    let tt: Vec<_> = s.diagnostics.iter().filter(|d| d.message.contains("TENSOR_TENSOR_ARITH_OP")).collect();
+    let tt: Vec<_> = s
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("TENSOR_TENSOR_ARITH_OP"))
+        .collect();
     assert_eq!(tt.len(), 1);
-    assert!(tt[0].message.starts_with("3 bundle(s)"), "{}", tt[0].message);
-    assert_eq!((tt[0].location.index, tt[0].location.offset), (Some(0), Some(0)));
-    assert!(s.diagnostics.iter().any(|d| d.location.index == Some(2) && d.message.contains("0x00")));
-    assert!(s.diagnostics.iter().any(|d| d.message.contains("MATMUL_SPARSE") && d.message.contains("no lifting rule")));
-    assert!(s.diagnostics.iter().all(|d| d.severity == Severity::NotChecked && d.rule == LIFT_RULE));
+    assert!(
+        tt[0].message.starts_with("3 bundle(s)"),
+        "{}",
+        tt[0].message
+    );
+    assert_eq!(
+        (tt[0].location.index, tt[0].location.offset),
+        (Some(0), Some(0))
+    );
+    assert!(s
+        .diagnostics
+        .iter()
+        .any(|d| d.location.index == Some(2) && d.message.contains("0x00")));
+    assert!(s
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("MATMUL_SPARSE") && d.message.contains("no lifting rule")));
+    assert!(s
+        .diagnostics
+        .iter()
+        .all(|d| d.severity == Severity::NotChecked && d.rule == LIFT_RULE));
 }
 
 #[test]
@@ -391,12 +620,28 @@ fn l1_diagnostics_on_lifted_streams_carry_the_stream_location() {
     // A TensorTensor on the ACT stream breaks the engine gate.
     let b = tt_bundle(0x41, AluOp::ADD, (W::BF16, W::BF16), W::BF16, 64);
     let bundles = [canonical(0xA4), b];
-    let l = lift_streams(&[StreamInput { function: "act".into(), file: Some("Activation.bin".into()), engine: Engine::Act, bundles: &bundles }], Gen::V3, None);
-    let mut diags = crate::registry::Registry::l1().verify(crate::registry::PropertySet::default_l1(), &l.module, crate::diag::Mode::CollectAll);
+    let l = lift_streams(
+        &[StreamInput {
+            function: "act".into(),
+            file: Some("Activation.bin".into()),
+            engine: Engine::Act,
+            bundles: &bundles,
+        }],
+        Gen::V3,
+        None,
+    );
+    let mut diags = crate::registry::Registry::l1().verify(
+        crate::registry::PropertySet::default_l1(),
+        &l.module,
+        crate::diag::Mode::CollectAll,
+    );
     for d in &mut diags {
         locate(&l.module, d);
     }
-    let e = diags.iter().find(|d| d.is_error() && d.rule == "checkValidEngines").expect("engine error");
+    let e = diags
+        .iter()
+        .find(|d| d.is_error() && d.rule == "checkValidEngines")
+        .expect("engine error");
     assert_eq!(e.location.index, Some(1));
     assert_eq!(e.location.offset, Some(64));
     assert_eq!(e.location.file.as_deref(), Some("Activation.bin"));
@@ -408,22 +653,48 @@ fn l1_diagnostics_on_lifted_streams_carry_the_stream_location() {
 fn lowering_rejects_what_does_not_encode() {
     let gen = Gen::V3;
     let mut i = Instruction::new(InstClass::TensorTensor, EngineType::Dve)
-        .with_args(vec![ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0), ap(MemoryType::Sb, Dtype::Float32, 0, 16, &[(1, 4)], 0)])
+        .with_args(vec![
+            ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0),
+            ap(MemoryType::Sb, Dtype::Float32, 0, 16, &[(1, 4)], 0),
+        ])
         .with_outs(vec![ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0)]);
-    assert!(lower_instruction(&i, gen).unwrap_err().message.contains("disagree"));
+    assert!(lower_instruction(&i, gen)
+        .unwrap_err()
+        .message
+        .contains("disagree"));
     i.args[1].partitions = 8;
     assert!(lower_instruction(&i, gen).is_ok());
     i.args[1].mem = MemoryType::Dram;
     assert!(lower_instruction(&i, gen).is_err());
     i.args[1].mem = MemoryType::Sb;
     i.attrs.insert("op".into(), "NOT_AN_OP".into());
-    assert!(lower_instruction(&i, gen).unwrap_err().message.contains("attrs.op"));
+    assert!(lower_instruction(&i, gen)
+        .unwrap_err()
+        .message
+        .contains("attrs.op"));
     let mx = Instruction::new(InstClass::MatmultMx, EngineType::Pe);
     assert!(lower_instruction(&mx, gen).is_err());
     let t = Instruction::new(InstClass::Transpose, EngineType::Pe)
-        .with_args(vec![ap(MemoryType::Sb, Dtype::Bfloat16, 0, 8, &[(1, 4)], 0)])
-        .with_outs(vec![ap(MemoryType::Psum, Dtype::Float32, 0, 8, &[(1, 4)], 0)]);
-    assert!(lower_instruction(&t, Gen::V2).unwrap_err().message.contains("transpose"));
+        .with_args(vec![ap(
+            MemoryType::Sb,
+            Dtype::Bfloat16,
+            0,
+            8,
+            &[(1, 4)],
+            0,
+        )])
+        .with_outs(vec![ap(
+            MemoryType::Psum,
+            Dtype::Float32,
+            0,
+            8,
+            &[(1, 4)],
+            0,
+        )]);
+    assert!(lower_instruction(&t, Gen::V2)
+        .unwrap_err()
+        .message
+        .contains("transpose"));
     assert!(lower_instruction(&t, Gen::V3).is_ok());
 }
 
@@ -431,7 +702,10 @@ fn lowering_rejects_what_does_not_encode() {
 // Property tests
 
 fn cases() -> u32 {
-    std::env::var("TPBSIM_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+    std::env::var("TPBSIM_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
 }
 
 /// A small deterministic generator (proptest supplies the seed).
@@ -461,17 +735,35 @@ impl Rng {
 fn dtypes(gen: Gen, ctx: DtypeCtx, nibble: bool) -> Vec<Dtype> {
     Dtype::ALL
         .into_iter()
-        .filter(|&d| is_canonical(d, gen, ctx) && (!nibble || super::dtype::wire_tag(d, gen) <= 0x0F))
+        .filter(|&d| {
+            is_canonical(d, gen, ctx) && (!nibble || super::dtype::wire_tag(d, gen) <= 0x0F)
+        })
         .collect()
 }
 
 /// A canonical pattern: at most `dims` free dimensions, the outermost not a filler (1, 1).
-fn gen_ap(r: &mut Rng, mem: MemoryType, dts: &[Dtype], parts: u64, dims: usize, gen: Gen) -> AccessPattern {
+fn gen_ap(
+    r: &mut Rng,
+    mem: MemoryType,
+    dts: &[Dtype],
+    parts: u64,
+    dims: usize,
+    gen: Gen,
+) -> AccessPattern {
     let mem = if mem == ONCHIP { onchip(r) } else { mem };
     let dtype = r.pick(dts);
-    let parts = if parts == 0 { r.range(1, 128) as u64 } else { parts };
+    let parts = if parts == 0 {
+        r.range(1, 128) as u64
+    } else {
+        parts
+    };
     let n = r.below(dims as u64 + 1) as usize;
-    let mut pattern: Vec<Dim> = (0..n).map(|_| Dim { step: r.range(-40, 200), num: r.range(1, 300) as u64 }).collect();
+    let mut pattern: Vec<Dim> = (0..n)
+        .map(|_| Dim {
+            step: r.range(-40, 200),
+            num: r.range(1, 300) as u64,
+        })
+        .collect();
     if let Some(d) = pattern.first_mut() {
         if d.step == 1 && d.num == 1 {
             d.num = 2;
@@ -479,7 +771,11 @@ fn gen_ap(r: &mut Rng, mem: MemoryType, dts: &[Dtype], parts: u64, dims: usize, 
     }
     let size = dtype.bytes() as i64;
     let g = tpbsim_isa::geometry::Geometry::of(gen);
-    let window = if mem == MemoryType::Psum { g.psum_partition_stride } else { 0x10000 } as i64;
+    let window = if mem == MemoryType::Psum {
+        g.psum_partition_stride
+    } else {
+        0x10000
+    } as i64;
     let mut start = r.below(129 - parts.min(128));
     // v5: SBUF partitions 32..=35 share their addresses with the PSUM window (1 MiB partition
     // stride, PSUM at 0x2000000); such SBUF operands do not encode.
@@ -488,7 +784,11 @@ fn gen_ap(r: &mut Rng, mem: MemoryType, dts: &[Dtype], parts: u64, dims: usize, 
     }
     AccessPattern {
         mem,
-        buffer: if mem == MemoryType::Psum { PSUM_BUFFER.into() } else { SBUF_BUFFER.into() },
+        buffer: if mem == MemoryType::Psum {
+            PSUM_BUFFER.into()
+        } else {
+            SBUF_BUFFER.into()
+        },
         dtype,
         start_partition: start,
         partitions: parts,
@@ -519,9 +819,13 @@ fn onchip(r: &mut Rng) -> MemoryType {
 /// attributes lifting would record (only those differing from what lowering derives).
 fn gen_params(r: &mut Rng, inst: &mut Instruction, gen: Gen, skip: &[&str]) {
     let Ok(ops) = plan(inst, gen) else { return };
-    let Ok(pieces) = bindings(inst.class, &ops, inst.args.len(), gen) else { return };
+    let Ok(pieces) = bindings(inst.class, &ops, inst.args.len(), gen) else {
+        return;
+    };
     let k = primary(&pieces);
-    let Ok(built) = super::lower::build(inst, &pieces, gen) else { return };
+    let Ok(built) = super::lower::build(inst, &pieces, gen) else {
+        return;
+    };
     let (canon, meta) = built[k];
     let mut b = canon;
     for p in pieces[k].form.params {
@@ -546,7 +850,9 @@ fn gen_params(r: &mut Rng, inst: &mut Instruction, gen: Gen, skip: &[&str]) {
 }
 
 fn gen_events(r: &mut Rng, inst: &mut Instruction, gen: Gen) {
-    let Ok(n) = lower_instruction(inst, gen).map(|b| b.len()) else { return };
+    let Ok(n) = lower_instruction(inst, gen).map(|b| b.len()) else {
+        return;
+    };
     if !r.chance(40) {
         return;
     }
@@ -603,7 +909,11 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
             if class == C::Transpose && gen == Gen::V2 {
                 return None;
             }
-            let pe: Vec<Dtype> = plain.iter().copied().filter(|d| !matches!(d, Dtype::Float32r | Dtype::Float32) || r.chance(30)).collect();
+            let pe: Vec<Dtype> = plain
+                .iter()
+                .copied()
+                .filter(|d| !matches!(d, Dtype::Float32r | Dtype::Float32) || r.chance(30))
+                .collect();
             let mut i = Instruction::new(class, EngineType::Pe);
             let rows = r.range(1, 128) as u64;
             i.args.push(gen_ap(r, Sb, &pe, rows, 3, gen));
@@ -621,10 +931,21 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
                     i.attrs.insert(ATTR_FP32_PASSES.into(), 1.into());
                 }
             }
-            let out_dt = if gen == Gen::V2 { Dtype::Float32 } else { r.pick(&plain) };
+            let out_dt = if gen == Gen::V2 {
+                Dtype::Float32
+            } else {
+                r.pick(&plain)
+            };
             let cols = r.range(1, 128) as u64;
             i.outs.push(gen_ap(r, Psum, &[out_dt], cols, 3, gen));
-            skip.extend(["fp32_mode", "transpose_mode", "flags", "perf_mode", "tile_size", "tile_sel"]);
+            skip.extend([
+                "fp32_mode",
+                "transpose_mode",
+                "flags",
+                "perf_mode",
+                "tile_size",
+                "tile_sel",
+            ]);
             i
         }
         C::MatmultMx => {
@@ -636,13 +957,26 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
             let (ri, rw) = (r.range(1, 128) as u64, r.range(1, 128) as u64);
             let data = |r: &mut Rng, parts: u64| {
                 let mut a = gen_ap(r, Sb, &mx, parts, 1, gen);
-                a.pattern = vec![Dim { step: r.pick(&[1, -1]), num: r.range(1, 4000) as u64 }];
+                a.pattern = vec![Dim {
+                    step: r.pick(&[1, -1]),
+                    num: r.range(1, 4000) as u64,
+                }];
                 a
             };
             let (di, dw) = (data(r, ri), data(r, rw));
             let scale = |r: &mut Rng, d: &AccessPattern| {
-                let mut s = gen_ap(r, Sb, &[Dtype::Float8E8m0fnu], d.partitions.div_ceil(8), 1, gen);
-                s.pattern = vec![Dim { step: 1, num: d.pattern[0].num }];
+                let mut s = gen_ap(
+                    r,
+                    Sb,
+                    &[Dtype::Float8E8m0fnu],
+                    d.partitions.div_ceil(8),
+                    1,
+                    gen,
+                );
+                s.pattern = vec![Dim {
+                    step: 1,
+                    num: d.pattern[0].num,
+                }];
                 s
             };
             let (si, sw) = (scale(r, &di), scale(r, &dw));
@@ -657,9 +991,15 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
             let mut i = Instruction::new(class, EngineType::Dve);
             i.args.push(gen_ap(r, Sb, &plain, parts, 3, gen));
             let mut d = gen_ap(r, Sb, &dtypes(gen, DtypeCtx::MxData, false), parts, 1, gen);
-            d.pattern = vec![Dim { step: r.pick(&[1, -1]), num: r.range(1, 4000) as u64 }];
+            d.pattern = vec![Dim {
+                step: r.pick(&[1, -1]),
+                num: r.range(1, 4000) as u64,
+            }];
             let mut s = gen_ap(r, Sb, &[Dtype::Float8E8m0fnu], parts.div_ceil(8), 1, gen);
-            s.pattern = vec![Dim { step: 1, num: d.pattern[0].num }];
+            s.pattern = vec![Dim {
+                step: 1,
+                num: d.pattern[0].num,
+            }];
             i.outs = vec![d, s];
             i
         }
@@ -676,7 +1016,10 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
                 i.outs.push(gen_ap(r, ONCHIP, &plain, 0, 1, gen));
                 skip.push("accumulator_cmd");
                 if r.chance(50) {
-                    i.attrs.insert("accumulator_cmd".into(), r.pick(&["ZERO", "ACCUMULATE", "LOAD_ACCUMULATE"]).into());
+                    i.attrs.insert(
+                        "accumulator_cmd".into(),
+                        r.pick(&["ZERO", "ACCUMULATE", "LOAD_ACCUMULATE"]).into(),
+                    );
                 }
             }
             i
@@ -691,13 +1034,17 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
             if gen == Gen::V2 && r.chance(30) {
                 for a in &mut i.args {
                     retype(a, Dtype::Bfloat16);
-                    a.pattern.push(Dim { step: 1, num: 2 * r.range(1, 50) as u64 });
+                    a.pattern.push(Dim {
+                        step: 1,
+                        num: 2 * r.range(1, 50) as u64,
+                    });
                     a.pattern.truncate(3);
                     if a.pattern.len() == 3 {
                         a.pattern.remove(0);
                     }
                 }
-                i.attrs.insert("op".into(), r.pick(&["ADD", "MULT", "SUBTRACT"]).into());
+                i.attrs
+                    .insert("op".into(), r.pick(&["ADD", "MULT", "SUBTRACT"]).into());
                 skip.push("op");
             }
             if wide {
@@ -762,8 +1109,20 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
             i
         }
         C::CompareAndBranch => {
-            let mut i = Instruction::new(class, r.pick(&[EngineType::Pe, EngineType::Act, EngineType::Pool, EngineType::Dve, EngineType::Sp]));
-            i.attrs.insert("cmp_op".into(), r.pick(&["LT_IMM", "EQ_IMM", "GE_REG", "NE_REG"]).into());
+            let mut i = Instruction::new(
+                class,
+                r.pick(&[
+                    EngineType::Pe,
+                    EngineType::Act,
+                    EngineType::Pool,
+                    EngineType::Dve,
+                    EngineType::Sp,
+                ]),
+            );
+            i.attrs.insert(
+                "cmp_op".into(),
+                r.pick(&["LT_IMM", "EQ_IMM", "GE_REG", "NE_REG"]).into(),
+            );
             skip.push("cmp_op");
             i
         }
@@ -771,9 +1130,16 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
             skip.push("cmp_op");
             Instruction::new(class, r.pick(&[EngineType::Pe, EngineType::Sp]))
         }
-        C::EventSemaphore | C::Halt | C::NoOp | C::DmaTrigger => {
-            Instruction::new(class, r.pick(&[EngineType::Pe, EngineType::Act, EngineType::Pool, EngineType::Dve, EngineType::Sp]))
-        }
+        C::EventSemaphore | C::Halt | C::NoOp | C::DmaTrigger => Instruction::new(
+            class,
+            r.pick(&[
+                EngineType::Pe,
+                EngineType::Act,
+                EngineType::Pool,
+                EngineType::Dve,
+                EngineType::Sp,
+            ]),
+        ),
         _ => return None,
     };
     gen_params(r, &mut inst, gen, &skip);
@@ -844,7 +1210,6 @@ proptest! {
     }
 }
 
-
 /// docs/lift.md lists every single-bundle binding in its opcode → class table.
 #[test]
 fn docs_table_covers_every_single_binding() {
@@ -856,6 +1221,9 @@ fn docs_table_covers_every_single_binding() {
     for &(op, class, _) in super::rules::SINGLES {
         let hex = format!("0x{op:02X}");
         let row = table.lines().find(|l| l.contains(&hex));
-        assert!(row.is_some_and(|r| r.contains(class.name())), "{hex} → {class} missing from the docs table");
+        assert!(
+            row.is_some_and(|r| r.contains(class.name())),
+            "{hex} → {class} missing from the docs table"
+        );
     }
 }

@@ -42,7 +42,9 @@ pub(super) fn verify(
     props: PropertySet,
 ) -> Result<Outcome, CliError> {
     let gen = match arch {
-        Some(level) => Some(level.gen().ok_or_else(|| CliError::Usage(format!("{level}: tpbsim decodes streams of v2..v5 only")))?),
+        Some(level) => Some(level.gen().ok_or_else(|| {
+            CliError::Usage(format!("{level}: tpbsim decodes streams of v2..v5 only"))
+        })?),
         None => None,
     };
     let loaded = lift_cmd::load(path, gen, engine)?;
@@ -89,14 +91,18 @@ pub(super) fn verify(
             push(k + 1, d);
             continue;
         }
-        let spec = StreamSpec { file: Some(s.file.clone()), gen, engine: s.stream.engine() };
+        let spec = StreamSpec {
+            file: Some(s.file.clone()),
+            gen,
+            engine: s.stream.engine(),
+        };
         let report = l2::validate_stream(s.stream.bundles(), &spec, mode);
         l2_invalid += report.invalid;
         for d in report.diagnostics {
             push(k + 1, d);
         }
     }
-    tagged.sort_by(|a, b| a.0.cmp(&b.0));
+    tagged.sort_by_key(|t| t.0);
     let mut diags: Vec<Diagnostic> = tagged.into_iter().map(|(_, d)| d).collect();
     if mode == Mode::FailFast {
         if let Some(first) = diags.iter().position(Diagnostic::is_error) {
@@ -119,8 +125,14 @@ pub(super) fn verify(
             .filter(|i| i.class == InstClass::Generic)
             .count();
         let bundles: usize = loaded.streams.iter().map(|s| s.stream.len()).sum();
-        let l1_errors = diags.iter().filter(|d| d.is_error() && d.layer == Layer::L1).count();
-        let l2_errors = diags.iter().filter(|d| d.is_error() && d.layer == Layer::L2).count();
+        let l1_errors = diags
+            .iter()
+            .filter(|d| d.is_error() && d.layer == Layer::L1)
+            .count();
+        let l2_errors = diags
+            .iter()
+            .filter(|d| d.is_error() && d.layer == Layer::L2)
+            .count();
         println!(
             "{}: {} for {gen}: {bundles} bundle(s) in {} stream(s), lifted into {insts} instruction(s) ({generic} Generic); L2: {l2_errors} error(s) in {l2_invalid} bundle(s), L1: {l1_errors} error(s)",
             path.display(),
@@ -128,10 +140,17 @@ pub(super) fn verify(
             loaded.streams.len()
         );
         for d in &diags {
-            let bundle = match (d.layer, &d.location.file, d.location.index, &d.location.field) {
-                (Layer::L2, Some(f), Some(i), Some(_)) => {
-                    loaded.streams.iter().find(|s| &s.file == f).and_then(|s| s.stream.get(i as usize))
-                }
+            let bundle = match (
+                d.layer,
+                &d.location.file,
+                d.location.index,
+                &d.location.field,
+            ) {
+                (Layer::L2, Some(f), Some(i), Some(_)) => loaded
+                    .streams
+                    .iter()
+                    .find(|s| &s.file == f)
+                    .and_then(|s| s.stream.get(i as usize)),
                 _ => None,
             };
             match bundle {
@@ -141,5 +160,9 @@ pub(super) fn verify(
         }
         println!("{}", Summary::of(&diags));
     }
-    Ok(if invalid { Outcome::Invalid } else { Outcome::Ok })
+    Ok(if invalid {
+        Outcome::Invalid
+    } else {
+        Outcome::Ok
+    })
 }

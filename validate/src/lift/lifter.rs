@@ -450,11 +450,18 @@ fn lift_group(
     let pieces = bindings(g.class, &opcodes, g.nargs, gen)?;
     let (mut args, outs) = read_operands(bundles, &pieces, gen)?;
     let mut attrs = g.attrs;
-    if matches!(g.class, InstClass::Matmult | InstClass::Transpose) {
+    if matches!(
+        g.class,
+        InstClass::Matmult | InstClass::Transpose | InstClass::LoadWeights
+    ) {
         // PE FP32 inputs: the High mode of a single pass is float32r (the 0x020A signature);
         // a single pass over float32 is recorded so lowering does not split it in two.
         for (k, p) in pieces.iter().enumerate().take(2) {
-            let slot = if p.opcode == 0x01 { 1 } else { 0 };
+            let slot = if p.opcode == 0x01 && g.class != InstClass::LoadWeights {
+                1
+            } else {
+                0
+            };
             let meta = layout_of(&bundles[k], gen)?;
             let tag = bundles[k].0[fields::field(meta, "in_dtype")?.offset as usize];
             if tag == 0x0A && fp32_mode(&bundles[k], gen) == Some(2) {

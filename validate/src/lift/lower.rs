@@ -736,6 +736,13 @@ fn finish(
                 }
             }
         }
+        C::LoadWeights => {
+            // A float32r weight load is the FP32 tag with fp32_mode High, as in a matmul.
+            if ap(Slot::Arg(0)).is_some_and(|a| a.dtype == Dtype::Float32r) {
+                let (b, meta) = &mut bundles[0];
+                set_if(b, meta, "fp32_mode", 2);
+            }
+        }
         C::MatmultMx => {
             if let ClassFields::MatmultMx(f) = &inst.fields {
                 if f.replication_shift != 0 || f.tiles.is_some() {
@@ -911,6 +918,35 @@ fn generic_bundles(inst: &Instruction) -> Result<Vec<Bundle>, String> {
     }
 }
 
+/// An `fp32_mode` parameter may not override the mode the operands fix: High on a float32r
+/// input, Low / High on the two passes of a float32 matmul.
+fn fp32_mode_is_free(inst: &Instruction, pieces: &[Piece], k: usize) -> Result<(), String> {
+    let Some(v) = inst.attrs.get("fp32_mode").filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let operand = match (inst.class, pieces[k].opcode) {
+        (InstClass::LoadWeights, _) | (_, 0x02) => inst.args.first(),
+        (_, 0x01) => inst.args.get(1),
+        _ => return Ok(()),
+    };
+    if pieces.len() == 4 {
+        return Err(format!(
+            "attrs.fp32_mode: {v} conflicts with the two-pass float32 form (Low then High)"
+        ));
+    }
+    if operand.is_some_and(|a| a.dtype == Dtype::Float32r) {
+        return Err(format!(
+            "attrs.fp32_mode: {v} conflicts with the float32r input (fp32_mode High)"
+        ));
+    }
+    if operand.is_some_and(|a| a.dtype == Dtype::Float32)
+        && super::fields::parse_enum("PE_FP32MODE", v) == Ok(2)
+    {
+        return Err("attrs.fp32_mode: High on a float32 input in one pass is the dtype float32r; write that instead".into());
+    }
+    Ok(())
+}
+
 /// Lower one instruction to its bundles for `gen`.
 pub fn lower_instruction(inst: &Instruction, gen: Gen) -> Result<Vec<Bundle>, LowerError> {
     let err = |message: String| LowerError {
@@ -926,6 +962,7 @@ pub fn lower_instruction(inst: &Instruction, gen: Gen) -> Result<Vec<Bundle>, Lo
     let pieces = bindings(inst.class, &ops, inst.args.len(), gen).map_err(err)?;
     let mut bundles = build(inst, &pieces, gen).map_err(err)?;
     let k = primary(&pieces);
+    fp32_mode_is_free(inst, &pieces, k).map_err(err)?;
     let (b, meta) = &mut bundles[k];
     apply_params(&inst.attrs, b, meta, pieces[k].form).map_err(err)?;
     apply_overrides(&inst.attrs, &mut bundles).map_err(err)?;

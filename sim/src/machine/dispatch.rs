@@ -8,6 +8,7 @@ use super::core::Machine;
 use super::dma::{DmaDesc, DmaMem, DmaSide};
 use super::exec::{ActArgs, MatmulArgs, ReduceArgs, ScalarSrc, TsArgs, TtArgs, Unary};
 use super::fault::{Fault, Site};
+use super::ops::{mx_packed, Act2Args};
 use super::pattern::{Dim, TensorPattern};
 use super::sched::Flow;
 use super::sync::SyncState;
@@ -402,6 +403,16 @@ impl Machine<'_> {
                     }
                     0x46 | 0x47 => self.exec_unary(site, Unary::Copy, input, out, &src, &dst)?,
                     0x48 => self.exec_unary(site, Unary::Reciprocal, input, out, &src, &dst)?,
+                    0x83 | 0x84 if e == Engine::Pool => self.exec_transpose_reduce(
+                        site,
+                        x.op().0,
+                        x.negated() != 0,
+                        x.op_dim().0,
+                        input,
+                        out,
+                        &src,
+                        &dst,
+                    )?,
                     _ => return Err(self.not_simulated(site, inst)),
                 }
                 Ok(Flow::Next)
@@ -454,6 +465,149 @@ impl Machine<'_> {
                     dst: self.pattern(site, "dst", &dst, x.num_active_cols(), out)?,
                 };
                 self.exec_matmul(site, &a)?;
+                Ok(Flow::Next)
+            }
+            Inst::Activate2(x) if e == Engine::Act => {
+                let input = self.format(site, "in", x.in_dtype)?;
+                let out = self.format(site, "out", x.out_dtype)?;
+                let n = x.num_active_partitions;
+                if x.relu_param_src.0 != 0 {
+                    return Err(Fault::NotSimulated {
+                        site,
+                        name: format!("Activate2 relu_param source {}", x.relu_param_src.0),
+                        engine: e,
+                    });
+                }
+                let imm_format = match x.imm_dtype.0 {
+                    0 => Format::Float32,
+                    _ => self.format(site, "imm", x.imm_dtype)?,
+                };
+                let a = Act2Args {
+                    func: x.activation_func.0,
+                    op0: x.op0.0,
+                    op1: x.op1.0,
+                    s0: self.scalar(site, x.imm0_src.0, x.imm0, imm_format)?,
+                    s1: ScalarSrc::Imm(x.imm1),
+                    reverse: x.reverse,
+                    alpha: x.relu_param,
+                    reduce_cmd: x.reduce_cmd.0,
+                    reduce_op: x.reduce_op.0,
+                    input,
+                    out,
+                    src: self.pattern(site, "src", &x.src, n, input)?,
+                    dst: self.pattern(site, "dst", &x.dst, n, out)?,
+                };
+                self.exec_activate2(site, &a)?;
+                Ok(Flow::Next)
+            }
+            Inst::Iota(x) if matches!(e, Engine::Pool | Engine::Dve) => {
+                if x.src_band.iter().any(|&b| b != 0) {
+                    return Err(Fault::NotSimulated {
+                        site,
+                        name: "Iota with a non-zero manual source band (+0x10..+0x1E, layout not published)".into(),
+                        engine: e,
+                    });
+                }
+                let out = self.format(site, "out", x.out_dtype)?;
+                let dst = self.pattern(site, "dst", &x.dst, x.num_active_channels, out)?;
+                self.exec_iota(site, x.start_value, out, &dst)?;
+                Ok(Flow::Next)
+            }
+            Inst::TensorTensor(x)
+                if matches!(site.opcode, 0x72 | 0x99)
+                    && matches!(e, Engine::Pool | Engine::Dve) =>
+            {
+                if x.op.0 != AluOp::BYPASS.wire() {
+                    return Err(Fault::exec(
+                        site,
+                        format!(
+                            "predicated copy with ALU op 0x{:02x} (only BYPASS moves data)",
+                            x.op.0
+                        ),
+                    ));
+                }
+                let (pf, df) = (
+                    self.format(site, "predicate", x.in_dtypes.lo())?,
+                    self.format(site, "data", x.in_dtypes.hi())?,
+                );
+                let out = self.format(site, "out", x.out_dtype)?;
+                let n = x.num_active_partitions;
+                let (pred, data, dst) = (
+                    self.pattern(site, "predicate", &x.src0, n, pf)?,
+                    self.pattern(site, "data", &x.src1, n, df)?,
+                    self.pattern(site, "dst", &x.dst, n, out)?,
+                );
+                self.exec_predicated(site, site.opcode == 0x99, pf, df, out, &pred, &data, &dst)?;
+                Ok(Flow::Next)
+            }
+            Inst::CopyPredScalar(x) if matches!(e, Engine::Pool | Engine::Dve) => {
+                let mf = self.format(site, "mask", x.mask_dtype)?;
+                let sf = self.format(site, "src", x.src_dtype)?;
+                let out = self.format(site, "out", x.out_dtype)?;
+                let n = x.num_active_partitions;
+                let (mask, dst) = (
+                    self.pattern(site, "mask", &x.mask, n, mf)?,
+                    self.pattern(site, "dst", &x.dst, n, out)?,
+                );
+                let fill = match x.use_false_fill {
+                    0 => false,
+                    1 => true,
+                    v => return Err(Fault::exec(site, format!("use_false_fill is {v} (0 or 1)"))),
+                };
+                self.exec_copy_pred_scalar(site, x.scalar, fill, mf, sf, out, &mask, &dst)?;
+                Ok(Flow::Next)
+            }
+            Inst::QuantizeMx(x) if e == Engine::Dve => {
+                let input = self.format(site, "in", x.in_dtype)?;
+                let df = mx_packed(self.format(site, "out", x.out_dtype)?);
+                let n = x.num_active_partitions;
+                let src = self.pattern(site, "src", &x.src.0, n, input)?;
+                let lanes = df.lanes() as u64;
+                let free = src.elems_per_partition();
+                if free % lanes != 0 {
+                    return Err(Fault::exec(
+                        site,
+                        format!("{free} source elements per partition are not whole ×{lanes} containers"),
+                    ));
+                }
+                let dst = self.mx_patterns(site, "dst", &x.dst, n, (free / lanes) as u32, df)?;
+                self.exec_quantize_mx(site, input, df, &src, &dst)?;
+                Ok(Flow::Next)
+            }
+            Inst::LdWeightsMx(x) if e == Engine::Pe => {
+                let f = mx_packed(self.format(site, "in", x.in_dtype)?);
+                let src = self.mx_patterns(
+                    site,
+                    "src",
+                    &x.src,
+                    x.num_active_rows,
+                    u32::from(x.num_active_cols),
+                    f,
+                )?;
+                self.exec_load_weights_mx(site, f, &src.data, &src.scale)?;
+                Ok(Flow::Next)
+            }
+            Inst::MatmulMx(x) if e == Engine::Pe => {
+                let input = mx_packed(self.format(site, "in", x.in_dtype)?);
+                let out = match x.out_dtype.0 {
+                    0 => Format::Float32,
+                    _ => self.format(site, "out", x.out_dtype)?,
+                };
+                let flags = PsumFlags::from_wire(x.psum_accumulate_flags.into_bits())
+                    .map_err(|err| Fault::exec(site, err.to_string()))?;
+                let dst = self.pattern(site, "dst", &x.dst.0, x.num_active_cols, out)?;
+                let f = dst.elems_per_partition() as u32;
+                let src = self.mx_patterns(site, "src", &x.src, x.num_active_rows, f, input)?;
+                let a = MatmulArgs {
+                    input,
+                    fp32_mode: 0,
+                    flags,
+                    zero_region: x.psum_zero_region.0,
+                    out,
+                    src: src.data,
+                    dst,
+                };
+                self.exec_matmul_mx(site, &a, &src.scale)?;
                 Ok(Flow::Next)
             }
             _ => Err(self.not_simulated(site, inst)),

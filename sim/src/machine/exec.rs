@@ -194,11 +194,11 @@ pub struct MatmulArgs {
     pub dst: TensorPattern,
 }
 
-fn is_int(f: Format) -> bool {
+pub(super) fn is_int(f: Format) -> bool {
     f.kind() != Kind::Float
 }
 
-fn signedness(formats: &[Format]) -> Signedness {
+pub(super) fn signedness(formats: &[Format]) -> Signedness {
     if formats.iter().all(|f| f.kind() == Kind::Unsigned) {
         Signedness::Unsigned
     } else {
@@ -207,7 +207,7 @@ fn signedness(formats: &[Format]) -> Signedness {
 }
 
 /// The element shape of a pattern as the numerics models see it.
-fn tile(site: Site, p: &TensorPattern) -> Result<TileShape, Fault> {
+pub(super) fn tile(site: Site, p: &TensorPattern) -> Result<TileShape, Fault> {
     let free: Vec<usize> = if p.ndims == 0 {
         vec![1]
     } else {
@@ -216,7 +216,7 @@ fn tile(site: Site, p: &TensorPattern) -> Result<TileShape, Fault> {
     TileShape::new(p.partitions as usize, &free).map_err(|e| Fault::exec(site, e.to_string()))
 }
 
-fn same_count(
+pub(super) fn same_count(
     site: Site,
     a: (&str, &TensorPattern),
     b: (&str, &TensorPattern),
@@ -238,7 +238,7 @@ fn same_count(
     Ok(())
 }
 
-fn widen(bytes: &[u8], f: Format) -> Vec<u32> {
+pub(super) fn widen(bytes: &[u8], f: Format) -> Vec<u32> {
     let n = f.container_bytes();
     bytes
         .chunks_exact(n)
@@ -252,7 +252,7 @@ fn widen(bytes: &[u8], f: Format) -> Vec<u32> {
         .collect()
 }
 
-fn narrow(vals: &[u32], f: Format) -> Vec<u8> {
+pub(super) fn narrow(vals: &[u32], f: Format) -> Vec<u8> {
     let n = f.container_bytes();
     let mut out = Vec::with_capacity(vals.len() * n);
     for v in vals {
@@ -285,7 +285,7 @@ impl Machine<'_> {
         Ok(r)
     }
 
-    fn load_f32(&self, site: Site, r: &Resolved, f: Format) -> Result<Vec<f32>, Fault> {
+    pub(super) fn load_f32(&self, site: Site, r: &Resolved, f: Format) -> Result<Vec<f32>, Fault> {
         let bytes = self.chip.gather(r);
         let n = bytes.len() / f.container_bytes() * f.lanes();
         let mut out = vec![0f32; n];
@@ -293,7 +293,7 @@ impl Machine<'_> {
         Ok(out)
     }
 
-    fn store_f32(
+    pub(super) fn store_f32(
         &mut self,
         site: Site,
         r: &Resolved,
@@ -308,7 +308,7 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn check_int(site: Site, f: Format) -> Result<(), Fault> {
+    pub(super) fn check_int(site: Site, f: Format) -> Result<(), Fault> {
         if f.container_bytes() > 4 {
             return Err(Fault::exec(
                 site,
@@ -322,7 +322,7 @@ impl Machine<'_> {
     }
 
     /// One scalar per active partition (or an immediate), in fp32.
-    fn scalar_f32(
+    pub(super) fn scalar_f32(
         &self,
         site: Site,
         name: &str,
@@ -367,7 +367,7 @@ impl Machine<'_> {
         }
     }
 
-    fn ctx(&self, e: Engine) -> AluContext {
+    pub(super) fn ctx(&self, e: Engine) -> AluContext {
         AluContext::new(self.gen, e)
     }
 
@@ -411,7 +411,7 @@ impl Machine<'_> {
     }
 
     /// True when `e` runs these operand formats on its integer datapath.
-    fn int_datapath(&self, e: Engine, formats: &[Format]) -> bool {
+    pub(super) fn int_datapath(&self, e: Engine, formats: &[Format]) -> bool {
         let all_int = formats.iter().all(|&f| is_int(f));
         all_int && (e == Engine::Pool || e == Engine::Dve && self.gen >= Gen::V5)
     }
@@ -799,7 +799,7 @@ impl Machine<'_> {
         self.write_psum(site, a, n, f, &sum)
     }
 
-    fn write_psum(
+    pub(super) fn write_psum(
         &mut self,
         site: Site,
         a: &MatmulArgs,
@@ -865,13 +865,13 @@ impl Machine<'_> {
 }
 
 /// A scalar operand's values: one immediate or a column of one value per partition.
-enum ScalarVals<V> {
+pub(super) enum ScalarVals<V> {
     Imm(V),
     Column(Vec<V>),
 }
 
 impl<V: Copy> ScalarVals<V> {
-    fn as_scalar(&self) -> Scalar<'_, V> {
+    pub(super) fn as_scalar(&self) -> Scalar<'_, V> {
         match self {
             ScalarVals::Imm(v) => Scalar::Imm(*v),
             ScalarVals::Column(v) => Scalar::PerPartition(v),

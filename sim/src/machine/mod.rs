@@ -15,6 +15,7 @@ pub mod geometry;
 pub mod kernel;
 pub mod load;
 pub mod memory;
+pub mod ops;
 pub mod pack;
 pub mod pattern;
 pub mod sched;

@@ -1,0 +1,640 @@
+//! Machine-level runs of the predication, iota, transpose and MX operations: each a tiny stream
+//! assembled with the typed isa formats, validated by L2, executed, and its memory checked
+//! against an independent computation or the numerics library.
+
+use tpbsim_isa::{
+    Addr4, AluOp, Bundle, CopyPredScalar, Dtype, DtypePair, Engine, Gen, Header, Iota, LdWeightsMx,
+    MatmulMx, MemPattern, MxMemPattern1d, Opcode, PsumAccumulateFlags, QuantizeMx, Tensor,
+    TensorReduce, TensorReduceV2, TensorSubdim, TensorTensor, ZeroRegion,
+};
+use tpbsim_sim::machine::{Geometry, Kernel, Machine, RunOptions, TensorPattern};
+use tpbsim_sim::numerics::mx::{self, MxConfig, MxShape};
+use tpbsim_sim::numerics::pe::{self, MxOperand};
+use tpbsim_sim::numerics::Format;
+
+fn tag(f: Format, gen: Gen) -> Dtype {
+    Dtype(f.wire_tag(gen).expect("wire tag"))
+}
+
+fn sb(gen: Gen, p: u32, off: u32) -> u32 {
+    Geometry::of(gen).sbuf_address(p, off)
+}
+
+/// `num` (innermost first) dense elements per partition.
+fn tensor<const N: usize>(addr: u32, num: [u16; N]) -> Tensor<N> {
+    let mut step = [0i16; N];
+    let mut s = 1i32;
+    for (st, &n) in step.iter_mut().zip(&num) {
+        *st = s as i16;
+        s *= n as i32;
+    }
+    Tensor::new(Addr4::imm(addr), step, num)
+}
+
+/// Run `stream` on `engine` (validated by L2) after `init` prepared the machine.
+fn run<'k>(
+    k: &'k Kernel,
+    gen: Gen,
+    init: impl FnOnce(&mut Machine<'k>),
+) -> Result<Machine<'k>, tpbsim_sim::machine::Fault> {
+    let mut m = Machine::new(k, gen).expect("machine");
+    m.validate_with_l2();
+    init(&mut m);
+    m.run(&RunOptions::default(), &mut |_| {})?;
+    Ok(m)
+}
+
+fn kernel(gen: Gen, engine: Engine, stream: Vec<Bundle>) -> Kernel {
+    let mut k = Kernel {
+        gen: Some(gen),
+        ..Default::default()
+    };
+    k.streams[engine as usize] = stream;
+    k
+}
+
+fn put(m: &mut Machine<'_>, addr: u32, partitions: u32, bytes_per_partition: &[Vec<u8>]) {
+    assert_eq!(bytes_per_partition.len(), partitions as usize);
+    for (i, row) in bytes_per_partition.iter().enumerate() {
+        let p = TensorPattern::dense(addr, 1, 1, row.len() as u32);
+        let p = TensorPattern {
+            addr: p.addr + i as u32 * m.chip.geom.sbuf_partition_stride(),
+            ..p
+        };
+        let r = m.chip.resolve(&p).expect("in bounds");
+        m.chip.scatter(&r, row);
+    }
+}
+
+/// `flat` split into rows of `row` bytes, one per partition from `addr`.
+fn put_flat(m: &mut Machine<'_>, addr: u32, flat: &[u8], row: usize) {
+    let rows: Vec<Vec<u8>> = flat.chunks_exact(row).map(<[u8]>::to_vec).collect();
+    put(m, addr, rows.len() as u32, &rows);
+}
+
+fn get(m: &Machine<'_>, addr: u32, partitions: u32, bytes: u32) -> Vec<u8> {
+    let r = m
+        .chip
+        .resolve(&TensorPattern::dense(addr, partitions, 1, bytes))
+        .expect("in bounds");
+    m.chip.gather(&r)
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn i32s(b: &[u8]) -> Vec<i32> {
+    b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+#[test]
+fn iota_int32_on_pool_and_fp32_on_dve() {
+    const G: Gen = Gen::V3;
+    let iota = |out: Format, start: i32, addr: u32| {
+        Iota {
+            out_dtype: tag(out, G),
+            num_active_channels: 3,
+            start_value: start as u32,
+            dst: tensor(addr, [2, 3, 1, 1]),
+            ..Default::default()
+        }
+        .to_bundle()
+    };
+    let k = kernel(
+        G,
+        Engine::Pool,
+        vec![iota(Format::Int32, i32::MAX - 8, sb(G, 1, 0))],
+    );
+    let m = run(&k, G, |_| {}).unwrap();
+    let got = i32s(&get(&m, sb(G, 1, 0), 3, 24));
+    let want: Vec<i32> = (0..18).map(|i| (i32::MAX - 8).wrapping_add(i)).collect();
+    assert_eq!(got, want, "row-major index from the start value, wrapping");
+
+    let k = kernel(
+        G,
+        Engine::Dve,
+        vec![iota(Format::Float32, -4, sb(G, 0, 64))],
+    );
+    let m = run(&k, G, |_| {}).unwrap();
+    let got = f32s(&get(&m, sb(G, 0, 64), 3, 24));
+    let want: Vec<f32> = (-4..14).map(|i| i as f32).collect();
+    assert_eq!(got, want);
+
+    // The manual source band's layout is not published: a non-zero band is refused.
+    let mut b = Iota {
+        out_dtype: tag(Format::Int32, G),
+        num_active_channels: 1,
+        dst: tensor(sb(G, 0, 0), [4, 1, 1, 1]),
+        ..Default::default()
+    };
+    b.src_band[3] = 1;
+    let k = kernel(G, Engine::Pool, vec![b.to_bundle()]);
+    let f = run(&k, G, |_| {}).err().expect("fault");
+    assert_eq!(f.kind(), "not-simulated", "{f}");
+}
+
+fn predicated(op: u8, pred: Format, data: Format, out: Format, g: Gen) -> Bundle {
+    TensorTensor {
+        header: Header::new(Opcode(op)),
+        in_dtypes: DtypePair::new(tag(pred, g), tag(data, g)),
+        out_dtype: tag(out, g),
+        op: AluOp(0),
+        num_active_partitions: 2,
+        src0: tensor(sb(g, 0, 0), [4, 1, 1]),
+        src1: tensor(sb(g, 0, 64), [4, 1, 1]),
+        dst: tensor(sb(g, 0, 128), [4, 1, 1]),
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+/// Lane `(p, i)` of a `[2, 4]` tile: `new` where the mask is non-zero, else `old`.
+fn merged<T>(
+    mask: &[[i8; 4]; 2],
+    new: impl Fn(usize, usize) -> T,
+    old: impl Fn(usize, usize) -> T,
+) -> Vec<T> {
+    (0..8)
+        .map(|k| {
+            let (p, i) = (k / 4, k % 4);
+            if mask[p][i] != 0 {
+                new(p, i)
+            } else {
+                old(p, i)
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn copy_and_cast_predicated_keep_unselected_lanes() {
+    const G: Gen = Gen::V3;
+    let mask: [[i8; 4]; 2] = [[1, 0, -1, 0], [0, 0, 5, 1]];
+    let data: [[f32; 4]; 2] = [[1.5, 2.5, -3.25, 4.0], [1e-3, 6.0, 7.0, -8.5e10]];
+    let init = |m: &mut Machine<'_>, old: Vec<Vec<u8>>| {
+        put(
+            m,
+            sb(G, 0, 0),
+            2,
+            &mask.map(|r| le(&r, |x: i8| x.to_le_bytes())),
+        );
+        put(m, sb(G, 0, 64), 2, &data.map(|r| le(&r, f32::to_le_bytes)));
+        put(m, sb(G, 0, 128), 2, &old);
+    };
+    // 0x72: bit-exact copy of the selected fp32 lanes.
+    let old = [[9.0f32; 4], [-9.0; 4]];
+    let k = kernel(
+        G,
+        Engine::Dve,
+        vec![predicated(
+            0x72,
+            Format::Int8,
+            Format::Float32,
+            Format::Float32,
+            G,
+        )],
+    );
+    let m = run(&k, G, |m| {
+        init(m, old.map(|r| le(&r, f32::to_le_bytes)).to_vec())
+    })
+    .unwrap();
+    let got = f32s(&get(&m, sb(G, 0, 128), 2, 16));
+    let want = merged(&mask, |p, i| data[p][i], |p, i| old[p][i]);
+    assert_eq!(got, want);
+
+    // 0x99: selected lanes converted to bf16 (RNE), the others keep their old bf16 bits.
+    let rne = |x: f32| {
+        let b = x.to_bits();
+        ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
+    };
+    let old = [[0x1234u16; 4], [0xBEEF; 4]];
+    let k = kernel(
+        G,
+        Engine::Pool,
+        vec![predicated(
+            0x99,
+            Format::Int8,
+            Format::Float32,
+            Format::Bfloat16,
+            G,
+        )],
+    );
+    let m = run(&k, G, |m| {
+        init(m, old.map(|r| le(&r, u16::to_le_bytes)).to_vec())
+    })
+    .unwrap();
+    let got: Vec<u16> = get(&m, sb(G, 0, 128), 2, 8)
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    let want = merged(&mask, |p, i| rne(data[p][i]), |p, i| old[p][i]);
+    assert_eq!(got, want);
+
+    // CopyPredicated needs data and dst in one format.
+    let k = kernel(
+        G,
+        Engine::Dve,
+        vec![predicated(
+            0x72,
+            Format::Int8,
+            Format::Float32,
+            Format::Bfloat16,
+            G,
+        )],
+    );
+    let mut m = Machine::new(&k, G).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert!(f.to_string().contains("CopyPredicated moves bits"), "{f}");
+}
+
+#[test]
+fn copy_pred_scalar_selects_or_keeps() {
+    const G: Gen = Gen::V3;
+    let mask: [[u8; 3]; 2] = [[1, 0, 2], [0, 7, 0]];
+    let b = |fill: u8, scalar: u8, src: Format, out: Format| {
+        CopyPredScalar {
+            dst: tensor(sb(G, 0, 64), [3, 1, 1]),
+            mask_dtype: tag(Format::Uint8, G),
+            use_false_fill: fill,
+            num_active_partitions: 2,
+            src_dtype: tag(src, G),
+            out_dtype: tag(out, G),
+            scalar,
+            mask: tensor(sb(G, 0, 0), [3, 1, 1]),
+            ..Default::default()
+        }
+        .to_bundle()
+    };
+    let init = |m: &mut Machine<'_>| {
+        put(m, sb(G, 0, 0), 2, &mask.map(|r| r.to_vec()));
+        put(
+            m,
+            sb(G, 0, 64),
+            2,
+            &[
+                le(&[-1i32; 3], i32::to_le_bytes),
+                le(&[-2i32; 3], i32::to_le_bytes),
+            ],
+        );
+    };
+    // int8 scalar 0xF9 (-7) into int32; unselected lanes keep their value.
+    let k = kernel(
+        G,
+        Engine::Pool,
+        vec![b(0, 0xF9, Format::Int8, Format::Int32)],
+    );
+    let m = run(&k, G, init).unwrap();
+    assert_eq!(
+        i32s(&get(&m, sb(G, 0, 64), 2, 12)),
+        vec![-7, -1, -7, -2, -7, -2]
+    );
+    // With the false fill, unselected lanes become zero (a select).
+    let k = kernel(
+        G,
+        Engine::Dve,
+        vec![b(1, 0xF9, Format::Int8, Format::Int32)],
+    );
+    let m = run(&k, G, init).unwrap();
+    assert_eq!(
+        i32s(&get(&m, sb(G, 0, 64), 2, 12)),
+        vec![-7, 0, -7, 0, -7, 0]
+    );
+    // uint8 3 into fp32 through the cast engine.
+    let k = kernel(
+        G,
+        Engine::Dve,
+        vec![b(1, 3, Format::Uint8, Format::Float32)],
+    );
+    let m = run(&k, G, init).unwrap();
+    assert_eq!(
+        f32s(&get(&m, sb(G, 0, 64), 2, 12)),
+        vec![3.0, 0.0, 3.0, 0.0, 3.0, 0.0]
+    );
+}
+
+fn transpose_bundle(
+    g: Gen,
+    op: u8,
+    op_dim: u8,
+    src: Tensor<4>,
+    dst: Tensor<4>,
+    parts: u8,
+) -> Bundle {
+    let f = tag(Format::Float32, g);
+    TensorReduce::V2(TensorReduceV2 {
+        header: Header::new(Opcode(0x83)),
+        src,
+        in_dtype: f,
+        out_dtype: f,
+        num_active_channels: parts,
+        op: AluOp(op),
+        op_dim: TensorSubdim(op_dim),
+        dst,
+        ..Default::default()
+    })
+    .to_bundle()
+}
+
+/// Run one TransposeTensorReduce on POOL over `rows` (one per partition) and read `out_parts`
+/// partitions of `out_elems` fp32 at the destination.
+fn run_transpose(
+    op: u8,
+    op_dim: u8,
+    src_num: [u16; 4],
+    rows: &[Vec<f32>],
+    out_parts: u32,
+    out_elems: u16,
+) -> Vec<f32> {
+    const G: Gen = Gen::V3;
+    let dst = sb(G, 0, 1024);
+    let b = transpose_bundle(
+        G,
+        op,
+        op_dim,
+        tensor(sb(G, 0, 0), src_num),
+        tensor(dst, [out_elems, 1, 1, 1]),
+        rows.len() as u8,
+    );
+    let k = kernel(G, Engine::Pool, vec![b]);
+    let bytes: Vec<Vec<u8>> = rows.iter().map(|r| le(r, f32::to_le_bytes)).collect();
+    let m = run(&k, G, |m| put(m, sb(G, 0, 0), rows.len() as u32, &bytes)).unwrap();
+    f32s(&get(&m, dst, out_parts, 4 * out_elems as u32))
+}
+
+#[test]
+fn transpose_tensor_reduce_on_pool() {
+    // [3 partitions × 5] → [5 × 3], bit for bit.
+    let x: Vec<Vec<f32>> = (0..3)
+        .map(|p| (0..5).map(|i| (p * 10 + i) as f32 - 0.5).collect())
+        .collect();
+    let want: Vec<f32> = (0..5).flat_map(|c| x.iter().map(move |r| r[c])).collect();
+    assert_eq!(run_transpose(0, 0, [5, 1, 1, 1], &x, 5, 3), want);
+
+    // [4 partitions × (3 × 2)] summed over X (3) → [4 × 2] → dst [2 × 4].
+    let y: Vec<Vec<f32>> = (0..4)
+        .map(|p| (0..6).map(|i| (p * 6 + i) as f32 * 0.25).collect())
+        .collect();
+    let want: Vec<f32> = (0..2)
+        .flat_map(|c| {
+            y.iter()
+                .map(move |r| r[3 * c..3 * c + 3].iter().sum::<f32>())
+        })
+        .collect();
+    assert_eq!(run_transpose(0x04, 1, [3, 2, 1, 1], &y, 2, 4), want);
+}
+
+/// Deterministic test values spanning several binades.
+fn values(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|i| {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let m = ((s >> 8) as f32 / (1u32 << 24) as f32) * 2.0 - 1.0;
+            m * (1u32 << (i % 7)) as f32
+        })
+        .collect()
+}
+
+fn bf16_bytes(v: &[f32]) -> Vec<u8> {
+    le(v, |x: f32| {
+        let b = x.to_bits();
+        (((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16).to_le_bytes()
+    })
+}
+
+const G4: Gen = Gen::V4;
+
+fn mx_src(data: u32, scale_partition: u32, scale_off: u32, partitions: u16) -> MxMemPattern1d {
+    MxMemPattern1d {
+        data: Addr4::imm(data),
+        scale: Addr4::imm(sb(G4, scale_partition, scale_off)),
+        k: 4 * partitions,
+        step_sign: 1,
+        scale_partition: scale_partition as u8,
+        reserved: [0; 4],
+    }
+}
+
+#[test]
+fn quantize_mx_on_dve_matches_the_mx_model() {
+    // [32 partitions × 16] bf16 → e4m3 ×4: 32 × 4 containers, scales in rows 0..3 (4 bytes each).
+    const P: usize = 32;
+    const F: usize = 16;
+    let x = values(P * F, 7);
+    let src = bf16_bytes(&x);
+    let q = QuantizeMx {
+        src: MemPattern(tensor(sb(G4, 0, 0), [F as u16, 1, 1])),
+        num_active_partitions: P as u8,
+        in_dtype: tag(Format::Bfloat16, G4),
+        out_dtype: tag(Format::Float8E4m3fnX4, G4),
+        dst: mx_src(sb(G4, 0, 256), 4, 512, P as u16),
+        ..Default::default()
+    };
+    let k = kernel(G4, Engine::Dve, vec![q.to_bundle()]);
+    let m = run(&k, G4, |m| put_flat(m, sb(G4, 0, 0), &src, 2 * F)).unwrap();
+    let shape = MxShape {
+        partitions: P,
+        free: F,
+    };
+    let mut data = vec![0u8; P * F];
+    let mut scales = vec![0u8; shape.scale_buffer_bytes()];
+    mx::quantize(
+        &src,
+        Format::Bfloat16,
+        shape,
+        Format::Float8E4m3fnX4,
+        &mut data,
+        &mut scales,
+        &MxConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(get(&m, sb(G4, 0, 256), P as u32, F as u32), data);
+    assert_eq!(get(&m, sb(G4, 4, 512), 4, (F / 4) as u32), scales);
+    assert!(scales.iter().all(|&s| s > 1), "the blocks are not all tiny");
+}
+
+#[test]
+fn mx_matmul_pair_on_pe_accumulates_in_psum() {
+    // Stationary [K = 4·32, N = 8], moving [K, F = 16], both e5m2 ×4 with their own scales.
+    const P: usize = 32;
+    const N: usize = 8;
+    const F: usize = 16;
+    let (w, x) = (values(P * 4 * N, 3), values(P * 4 * F, 5));
+    let quant = |v: &[f32], lanes: usize| {
+        let shape = MxShape {
+            partitions: P,
+            free: 4 * lanes,
+        };
+        let mut data = vec![0u8; P * 4 * lanes];
+        let mut scales = vec![0u8; shape.scale_buffer_bytes()];
+        mx::quantize(
+            &le(v, f32::to_le_bytes),
+            Format::Float32,
+            shape,
+            Format::Float8E5m2X4,
+            &mut data,
+            &mut scales,
+            &MxConfig::default(),
+        )
+        .unwrap();
+        (data, scales)
+    };
+    let ((wd, ws), (xd, xs)) = (quant(&w, N), quant(&x, F));
+    let f8 = tag(Format::Float8E5m2X4, G4);
+    let flags = |b: u8| PsumAccumulateFlags::from_bits(b);
+    let mm = |fl: u8| {
+        MatmulMx {
+            src: mx_src(sb(G4, 0, 1024), 0, 4096, P as u16),
+            in_dtype: f8,
+            num_active_rows: P as u8,
+            num_active_cols: N as u8,
+            out_dtype: tag(Format::Float32, G4),
+            psum_accumulate_flags: flags(fl),
+            row_grp: 0x0F,
+            col_grp: 0x0F,
+            psum_zero_region: ZeroRegion(0),
+            dst: MemPattern(tensor(
+                Geometry::of(G4).psum_address(0, 0),
+                [F as u16, 1, 1],
+            )),
+            ..Default::default()
+        }
+        .to_bundle()
+    };
+    let ld = LdWeightsMx {
+        src: mx_src(sb(G4, 0, 0), 8, 2048, P as u16),
+        in_dtype: f8,
+        num_active_rows: P as u8,
+        num_active_cols: N as u8,
+        row_grp: 0x0F,
+        col_grp: 0x0F,
+        ..Default::default()
+    }
+    .to_bundle();
+    // START then ACCUMULATE|STOP: the product twice.
+    let k = kernel(G4, Engine::Pe, vec![ld, mm(0x01), mm(0x06)]);
+    let m = run(&k, G4, |m| {
+        put_flat(m, sb(G4, 0, 0), &wd, 4 * N);
+        put_flat(m, sb(G4, 8, 2048), &ws, N);
+        put_flat(m, sb(G4, 0, 1024), &xd, 4 * F);
+        put_flat(m, sb(G4, 0, 4096), &xs, F);
+    })
+    .unwrap();
+    fn op<'a>(data: &'a [u8], scales: &'a [u8], lanes: usize) -> MxOperand<'a> {
+        MxOperand {
+            format: Format::Float8E5m2X4,
+            partitions: P,
+            lanes,
+            data,
+            scales,
+        }
+    }
+    let mut want = vec![0f32; N * F];
+    pe::mx_matmul(&op(&wd, &ws, N), &op(&xd, &xs, F), &mut want).unwrap();
+    let want: Vec<f32> = want.iter().map(|v| v + v).collect();
+    let r = m
+        .chip
+        .resolve(&TensorPattern::dense(
+            Geometry::of(G4).psum_address(0, 0),
+            N as u32,
+            4,
+            F as u32,
+        ))
+        .unwrap();
+    assert_eq!(f32s(&m.chip.gather(&r)), want);
+    // Independent check of the dequantized product against an f64 sum (the values are
+    // coarsely quantized, so only closeness to the unquantized product is expected).
+    let exact: f64 = (0..4 * P)
+        .map(|kk| w[kk * N] as f64 * x[kk * F] as f64)
+        .sum();
+    assert!(
+        (want[0] as f64 / 2.0 - exact).abs() <= 0.25 * exact.abs().max(4.0),
+        "{} vs {exact}",
+        want[0]
+    );
+}
+
+#[test]
+fn mx_k_field_must_match_the_partitions() {
+    let mut src = mx_src(sb(G4, 0, 0), 0, 2048, 32);
+    src.k = 64;
+    let ld = LdWeightsMx {
+        src,
+        in_dtype: tag(Format::Float8E4m3fnX4, G4),
+        num_active_rows: 32,
+        num_active_cols: 4,
+        row_grp: 0x0F,
+        col_grp: 0x0F,
+        ..Default::default()
+    }
+    .to_bundle();
+    let k = kernel(G4, Engine::Pe, vec![ld]);
+    let mut m = Machine::new(&k, G4).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert!(
+        f.to_string().contains("K = 64 elements, but 32 partitions"),
+        "{f}"
+    );
+}
+
+#[test]
+fn activate2_scalar_pair_then_function_with_reduction() {
+    use tpbsim_isa::{ActFunc, Activate2, ImmSrc, ReduceCmd};
+    let x: [[f32; 4]; 2] = [[0.0, 0.5, -1.0, 2.0], [1.25, -0.75, 3.0, 0.125]];
+    let b = |op1: u8, reduce_op: u8, reverse: u8| {
+        Activate2 {
+            src: tensor(sb(G4, 0, 0), [4, 1]),
+            relu_param_src: ImmSrc(0),
+            imm0_src: ImmSrc(0),
+            reduce_cmd: ReduceCmd(3),
+            imm_dtype: tag(Format::Float32, G4),
+            op0: AluOp(0x06),
+            op1: AluOp(op1),
+            reduce_op: AluOp(reduce_op),
+            in_dtype: tag(Format::Float32, G4),
+            out_dtype: tag(Format::Float32, G4),
+            num_active_partitions: 2,
+            activation_func: ActFunc(7),
+            imm0: 2.0f32.to_bits(),
+            imm1: (-1.0f32).to_bits(),
+            dst: tensor(sb(G4, 0, 64), [4, 1]),
+            reverse,
+            ..Default::default()
+        }
+        .to_bundle()
+    };
+    let init = |m: &mut Machine<'_>| put(m, sb(G4, 0, 0), 2, &x.map(|r| le(&r, f32::to_le_bytes)));
+    let k = kernel(G4, Engine::Act, vec![b(0x04, 0x04, 0)]);
+    let m = run(&k, G4, init).unwrap();
+    let want: Vec<f32> = x.iter().flatten().map(|&v| (v * 2.0 - 1.0).exp()).collect();
+    assert_eq!(f32s(&get(&m, sb(G4, 0, 64), 2, 16)), want);
+    for p in 0..2 {
+        let s = want[4 * p..4 * p + 4].iter().fold(0.0f32, |a, &v| v + a);
+        assert_eq!(m.engines.act_acc.get(p), Some(s));
+    }
+    // MAX reduction; op1 SUBTRACT reversed: imm1 − t = −1 − 2x.
+    let k = kernel(G4, Engine::Act, vec![b(0x05, 0x08, 2)]);
+    let m = run(&k, G4, init).unwrap();
+    let want: Vec<f32> = x
+        .iter()
+        .flatten()
+        .map(|&v| (-1.0 - v * 2.0).exp())
+        .collect();
+    assert_eq!(f32s(&get(&m, sb(G4, 0, 64), 2, 16)), want);
+    for p in 0..2 {
+        let mx = want[4 * p..4 * p + 4]
+            .iter()
+            .cloned()
+            .fold(f32::NEG_INFINITY, f32::max);
+        assert_eq!(m.engines.act_acc.get(p), Some(mx));
+    }
+}

@@ -27,6 +27,7 @@ pub mod engine;
 pub mod neff;
 pub mod stream;
 pub mod formats;
+pub mod fuzzgen;
 pub mod geometry;
 pub mod inst;
 pub mod spec;

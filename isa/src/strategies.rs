@@ -5,6 +5,7 @@
 
 use crate::formats::LAYOUT_META;
 use crate::inst::LayoutMeta;
+use crate::fuzzgen::{self, layout_opcodes, Entropy, Generated, Mutation, MutationKind};
 use crate::spec;
 use crate::{decode, Bundle, Gen, Inst};
 use proptest::prelude::*;
@@ -57,17 +58,6 @@ pub fn layouts() -> impl Iterator<Item = (&'static LayoutMeta, Gen)> {
     LAYOUT_META.iter().flat_map(|l| Gen::ALL.into_iter().filter(move |g| l.gens[g.index()]).map(move |g| (l, g)))
 }
 
-/// Opcodes that decode to `layout` in `gen`, with the sub-opcode selector if any.
-fn layout_opcodes(layout: &'static LayoutMeta, gen: Gen) -> Vec<(u8, Option<(u8, u8)>)> {
-    let f = match layout.format {
-        Some(f) => f,
-        None => return Vec::new(),
-    };
-    match f.sub {
-        Some(s) => vec![(s.opcode, Some((s.offset, s.value)))],
-        None => spec::opcodes().iter().filter(|r| r.format == f.name && r.is_present(gen)).map(|r| (r.code, None)).collect(),
-    }
-}
 
 /// Valid instructions of one typed layout in `gen`: every field arbitrary; reserved bytes zero
 /// in about half of the cases and arbitrary otherwise (non-canonical bundles). `None` when no
@@ -99,6 +89,48 @@ pub fn arb_layout_inst(layout: &'static LayoutMeta, gen: Gen) -> Option<BoxedStr
 /// Any decodable instruction of `gen`.
 pub fn arb_inst(gen: Gen) -> impl Strategy<Value = Inst> {
     arb_bundle(gen).prop_filter_map("decodes", move |b| decode(&b, gen).ok())
+}
+
+impl Entropy for proptest::test_runner::TestRng {
+    fn next_u64(&mut self) -> u64 {
+        proptest::prelude::Rng::next_u64(self)
+    }
+}
+
+/// Valid bundles of one typed layout in `gen`, with the engine stream that holds them
+/// ([`fuzzgen::valid_bundle`]: spec-derived fields plus the L2 recipe of the opcode's format
+/// gate). `None` when the layout has no generated opcode in `gen`. Shrinking is by case, not by
+/// field (the bundle is built from the runner's RNG).
+pub fn arb_valid_bundle(layout: &'static LayoutMeta, gen: Gen) -> Option<BoxedStrategy<Generated>> {
+    if fuzzgen::generated_opcodes(layout, gen).is_empty() {
+        return None;
+    }
+    Some(
+        Just(())
+            .prop_perturb(move |_, mut rng| fuzzgen::valid_bundle(&mut rng, layout, gen).expect("layout has generated opcodes"))
+            .boxed(),
+    )
+}
+
+/// Valid bundles of any generated layout of `gen`.
+pub fn arb_any_valid_bundle(gen: Gen) -> BoxedStrategy<Generated> {
+    Just(()).prop_perturb(move |_, mut rng| fuzzgen::any_valid_bundle(&mut rng, gen).expect("generated layouts exist")).boxed()
+}
+
+/// Mutations of valid bundles of `layout` in `gen`: of `kind` when given (cases where the kind
+/// does not apply are rejected by the strategy's filter), of any applicable kind otherwise.
+/// Each comes with the L2 rule it must break ([`Mutation::rule`]).
+pub fn arb_mutation(layout: &'static LayoutMeta, gen: Gen, kind: Option<MutationKind>) -> Option<BoxedStrategy<Mutation>> {
+    let valid = arb_valid_bundle(layout, gen)?;
+    Some(
+        valid
+            .prop_perturb(move |g, mut rng| match kind {
+                Some(k) => fuzzgen::mutate_kind(&mut rng, gen, g, k),
+                None => Some(fuzzgen::mutate(&mut rng, gen, g)),
+            })
+            .prop_filter_map("mutation kind does not apply", |m| m)
+            .boxed(),
+    )
 }
 
 /// Any generation.

@@ -1,0 +1,154 @@
+//! The generators of `tpbsim_isa::fuzzgen` against the L2 validator: every bundle of a valid
+//! strategy passes L2, every mutation that breaks a documented rule is rejected by that rule,
+//! and the formats left out of the valid strategies are exactly the listed ones.
+//!
+//! Case counts: `TPBSIM_PROPTEST_CASES` (default 256) spread over the layouts.
+
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use tpbsim_isa::fuzzgen::{self, recipes, MutationKind};
+use tpbsim_isa::strategies::{arb_mutation, arb_valid_bundle, config};
+use tpbsim_isa::{spec, Gen};
+use tpbsim_validate::l2::{self, check_collect, Outcome};
+
+fn errors(gen: Gen, engine: tpbsim_isa::Engine, b: &tpbsim_isa::Bundle) -> Vec<&'static str> {
+    check_collect(gen, engine, b)
+        .iter()
+        .filter(|f| f.outcome == Outcome::Fail)
+        .map(|f| f.rule.name)
+        .collect()
+}
+
+fn per_layout(div: u32) -> u32 {
+    (config().cases / div).max(8)
+}
+
+#[test]
+fn every_valid_bundle_passes_l2() {
+    let mut layouts = 0;
+    for (layout, gen) in fuzzgen::layouts().filter(|(_, g)| l2::GENS.contains(g)) {
+        let Some(s) = arb_valid_bundle(layout, gen) else {
+            continue;
+        };
+        layouts += 1;
+        // Formats with an L2 recipe get more cases: only they exercise the format gates.
+        let gated = fuzzgen::generated_opcodes(layout, gen)
+            .iter()
+            .any(|(op, _)| recipes::recipe_for(gen, *op).is_some());
+        let cases = if gated { per_layout(2) } else { per_layout(32) };
+        TestRunner::new(Config { cases, ..config() })
+            .run(&s, |g| {
+                let e = errors(gen, g.engine, &g.bundle);
+                if !e.is_empty() {
+                    return Err(TestCaseError::fail(format!(
+                        "{gen} {} on {:?}: {e:?}",
+                        g.bundle.to_hex(),
+                        g.engine
+                    )));
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{} on {gen}: {e}", layout.rust_name));
+    }
+    assert!(layouts > 90, "only {layouts} layout/generation pairs");
+}
+
+#[test]
+fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
+    let mut seen = std::collections::BTreeSet::new();
+    for (layout, gen) in fuzzgen::layouts().filter(|(_, g)| l2::GENS.contains(g)) {
+        let gated = fuzzgen::generated_opcodes(layout, gen)
+            .iter()
+            .any(|(op, _)| recipes::recipe_for(gen, *op).is_some());
+        let kinds: &[MutationKind] = if gated {
+            &MutationKind::ALL
+        } else {
+            &[
+                MutationKind::InstWordLen,
+                MutationKind::OpcodeAbsent,
+                MutationKind::EnumOutOfRange,
+                MutationKind::WrongEngine,
+            ]
+        };
+        for &kind in kinds.iter().filter(|k| **k != MutationKind::BitFlip) {
+            let Some(s) = arb_mutation(layout, gen, Some(kind)) else {
+                continue;
+            };
+            let cases = if gated { per_layout(16) } else { 2 };
+            let mut runner = TestRunner::new(Config {
+                cases,
+                max_global_rejects: 100_000,
+                ..config()
+            });
+            let r = runner.run(&s, |m| {
+                let rule = m.rule.expect("rule-breaking kinds name their rule");
+                let e = errors(gen, m.engine, &m.bundle);
+                if !e.contains(&rule) {
+                    return Err(TestCaseError::fail(format!(
+                        "{gen} {:?} {} on {:?}: expected {rule}, got {e:?}",
+                        m.kind,
+                        m.bundle.to_hex(),
+                        m.engine
+                    )));
+                }
+                Ok(())
+            });
+            match r {
+                Ok(()) => {
+                    seen.insert((kind.name(), gated));
+                }
+                // A kind that never applies to this layout (no reserved bytes, every engine
+                // executes the opcode) is rejected by the strategy's filter every time.
+                Err(proptest::test_runner::TestError::Abort(_)) => {}
+                Err(e) => panic!("{} on {gen}, {}: {e}", layout.rust_name, kind.name()),
+            }
+        }
+    }
+    for kind in MutationKind::ALL
+        .iter()
+        .filter(|k| **k != MutationKind::BitFlip)
+    {
+        assert!(
+            seen.contains(&(kind.name(), true)),
+            "{} never applied to a gated format",
+            kind.name()
+        );
+    }
+}
+
+#[test]
+fn excluded_opcodes_are_exactly_the_gated_ones_without_a_recipe() {
+    for gen in l2::GENS {
+        for op in 0..=255u8 {
+            let present = spec::opcode(op).is_some_and(|r| r.is_present(gen));
+            let gated = present && l2::formats::format_of(gen, op).is_some();
+            let recipe = fuzzgen::recipe_for(gen, op).is_some();
+            let excluded = recipes::is_excluded(gen, op);
+            if gated {
+                assert!(
+                    recipe ^ excluded,
+                    "{gen} {op:#04x}: gated, recipe {recipe}, excluded {excluded}"
+                );
+            } else {
+                assert!(!recipe, "{gen} {op:#04x}: recipe without an L2 gate");
+            }
+            if let Some(e) = fuzzgen::EXCLUDED.iter().find(|e| e.0 == op) {
+                if gated {
+                    assert_eq!(
+                        l2::formats::format_of(gen, op).map(|f| f.gate_name()),
+                        Some(e.1),
+                        "{op:#04x}"
+                    );
+                }
+            }
+        }
+    }
+    // Excluded opcodes are never generated on an L2 generation.
+    let mut rng = fuzzgen::SplitMix64(3);
+    for gen in l2::GENS {
+        for _ in 0..2000 {
+            if let Some(g) = fuzzgen::any_valid_bundle(&mut rng, gen) {
+                assert!(!recipes::is_excluded(gen, g.bundle.0[0]));
+            }
+        }
+    }
+}

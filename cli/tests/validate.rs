@@ -81,7 +81,29 @@ fn exit_codes_and_json() {
     assert_eq!(out.lines().count(), 1);
     // Text output marks the field.
     let (_, text, _) = sim(&["validate", &bad, "--arch", "v4"]);
-    assert!(text.contains("^^") && text.contains("#934"), "{text}");
+    assert!(text.contains("#934"), "{text}");
+    // The marker sits under the offending field's piece of the disassembled bundle.
+    let lines: Vec<&str> = text.lines().collect();
+    let k = lines
+        .iter()
+        .position(|l| l.contains("s3_lw_dual_fp8_restrictions"))
+        .expect("dual-FP8 diagnostic");
+    let (dis, marks) = (lines[k + 1], lines[k + 2]);
+    assert!(dis.trim_start().starts_with("LDWEIGHTS"), "{text}");
+    let col = marks.find('^').expect("marker");
+    let end = col + marks[col..].find(|c| c != '^').unwrap_or(marks.len() - col);
+    let piece = &dis[col..end];
+    assert!(
+        piece.contains('=') && !piece.contains(' '),
+        "{piece:?} in\n{text}"
+    );
+    let field = marks[end..].trim();
+    let name = field.split(' ').next().unwrap_or("");
+    assert!(
+        piece.starts_with(name.split('.').next().unwrap_or(name)),
+        "{piece:?} vs {field:?}"
+    );
+    assert!(field.contains("(bytes "), "{field}");
 }
 
 #[test]

@@ -86,7 +86,11 @@ proptest! {
         let _ = l2::debug_invalid_neuron_engine_instruction(&b, raw_engine as u32 % 6, raw_engine);
         for f in &c {
             let d = l2::to_diagnostic(gen, &b, f, &l2::BundleLoc::default());
-            let _ = l2::render(&d, &b);
+            let r = l2::render(&d, &b, gen);
+            // A failure naming a field is marked under the disassembled bundle.
+            if d.location.field.is_some() {
+                prop_assert!(r.lines().nth(2).is_some_and(|l| l.contains('^')), "{}", r);
+            }
             prop_assert!(f.field.start as usize + f.field.len as usize <= 64);
         }
     }

@@ -3,7 +3,7 @@
 //! Each `.bin` stream is checked for the chosen generation; the engine comes from `--engine`
 //! or from the stream's file name (`PE.bin`, `Activation.bin`, `Pool.bin`, `DVE.bin`,
 //! `SP.bin`). A `.neff` is checked stream by stream (every engine stream of every subgraph,
-//! labelled `file.neff:member`). Diagnostics are printed in stream order (text with a marked hex dump, or JSON
+//! labelled `file.neff:member`). Diagnostics are printed in stream order (text with the bundle disassembled and the field marked, or JSON
 //! Lines with `--json`). Exit 0 when every bundle is valid, 1 when any is invalid, 2 on usage
 //! or I/O errors.
 
@@ -110,7 +110,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             } else {
                 let idx = d.location.index.unwrap_or(0) as usize;
                 match bundles.get(idx) {
-                    Some(b) => write!(out, "{}", l2::render(d, b)),
+                    Some(b) => write!(out, "{}", l2::render(d, b, a.arch)),
                     None => writeln!(out, "{d}"),
                 }
             };

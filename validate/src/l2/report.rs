@@ -1,9 +1,10 @@
 //! Failures → the shared [`Diagnostic`] model (Layer::L2) and the text renderer: the bundle
-//! as a hex dump with a `^^` marker under the offending field's bytes.
+//! disassembled with a `^^^` marker under the offending field.
 
 use std::fmt::Write as _;
+use std::ops::Range;
 
-use tpbsim_isa::{Bundle, Engine, Gen};
+use tpbsim_isa::{text, Bundle, Engine, Gen};
 
 use super::catalog;
 use super::formats;
@@ -103,35 +104,83 @@ pub fn to_diagnostic(gen: Gen, b: &Bundle, f: &Failure, loc: &BundleLoc) -> Diag
     }
 }
 
-/// Render a diagnostic with the bundle as a hex dump (four rows of 16 bytes) and `^^`
-/// markers under the bytes of the offending field.
-pub fn render(d: &Diagnostic, b: &Bundle) -> String {
-    let mut s = format!("{d}\n");
-    let (start, end) = match &d.location.field {
-        Some(f) => (f.start as usize, f.start as usize + f.len as usize),
-        None => (usize::MAX, usize::MAX),
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The disassembly of a bundle as text pieces, each with the bundle bytes it shows: the
+/// mnemonic (the opcode byte), then `name=value` for every non-zero field, every field
+/// overlapping `keep` (so the offending field is shown even when zero) and every non-zero
+/// reserved run. A bundle that does not decode for `gen` is `.bundle` and its bytes in hex, one
+/// piece per byte.
+fn disasm_pieces(b: &Bundle, gen: Gen, keep: &Range<usize>) -> Vec<(String, Range<usize>)> {
+    let overlaps = |r: &Range<usize>| r.start < keep.end && keep.start < r.end;
+    let Ok(inst) = tpbsim_isa::decode(b, gen) else {
+        let mut out = vec![(".bundle".to_string(), 0..0)];
+        out.extend((0..64).map(|i| (hex(&b.0[i..i + 1]), i..i + 1)));
+        return out;
     };
-    for row in 0..4 {
-        let base = row * 16;
-        let _ = write!(s, "    +{base:02x}:");
-        let mut marks = String::new();
-        let mut any = false;
-        for i in 0..16 {
-            let off = base + i;
-            let sep = if i % 4 == 0 { "  " } else { " " };
-            let _ = write!(s, "{sep}{:02x}", b.0[off]);
-            marks.push_str(&" ".repeat(sep.len()));
-            if off >= start && off < end {
-                marks.push_str("^^");
-                any = true;
-            } else {
-                marks.push_str("  ");
-            }
+    let meta = inst.meta();
+    let mut out = vec![(inst.mnemonic().to_string(), 0..1)];
+    for m in meta.fields {
+        let r = m.range();
+        let shown = match m.name {
+            "opcode" => false,
+            "inst_word_len" => b.0[1] != tpbsim_isa::INST_WORD_LEN,
+            _ => b.0[r.clone()].iter().any(|&x| x != 0),
+        };
+        if (shown || overlaps(&r)) && m.name != "opcode" {
+            out.push((format!("{}={}", m.name, text::value_text(m, &m.read(b))), r));
         }
-        s.push('\n');
-        if any {
-            let _ = writeln!(s, "        {}", marks.trim_end());
+    }
+    for r in meta.nonzero_reserved(b) {
+        out.push((format!("reserved@{}={}", r.start, hex(&b.0[r.clone()])), r));
+    }
+    // A field no piece shows (zero reserved bytes, a byte outside the layout's fields): its
+    // raw bytes.
+    if !keep.is_empty() && keep.end <= 64 && !out.iter().any(|(_, r)| overlaps(r)) {
+        out.push((
+            format!("@{}={}", keep.start, hex(&b.0[keep.clone()])),
+            keep.clone(),
+        ));
+    }
+    out
+}
+
+/// Render a diagnostic: its line (location, rule, code, field byte range, value found versus
+/// allowed), then the bundle disassembled for `gen` (`isa::text` syntax) with a `^^^` marker
+/// under every piece holding the offending field's bytes, followed by the field's name and
+/// byte range.
+pub fn render(d: &Diagnostic, b: &Bundle, gen: Gen) -> String {
+    let mut s = format!("{d}\n");
+    let field = d.location.field.as_ref();
+    let keep = match field {
+        Some(f) => f.start as usize..f.start as usize + (f.len as usize).max(1),
+        None => 0..0,
+    };
+    let pieces = disasm_pieces(b, gen, &keep);
+    let mut line = String::from("    ");
+    let mut marks = String::from("    ");
+    for (k, (text, bytes)) in pieces.iter().enumerate() {
+        if k > 0 {
+            line.push(' ');
+            marks.push(' ');
         }
+        let n = text.chars().count();
+        line.push_str(text);
+        let hit = field.is_some() && bytes.start < keep.end && keep.start < bytes.end;
+        marks.push_str(&if hit { "^".repeat(n) } else { " ".repeat(n) });
+    }
+    let _ = writeln!(s, "{}", line.trim_end());
+    if let Some(f) = field {
+        let _ = writeln!(
+            s,
+            "{} {} (bytes {}..{})",
+            marks.trim_end(),
+            f.name,
+            keep.start,
+            keep.end
+        );
     }
     s
 }
@@ -178,16 +227,86 @@ mod tests {
             "{}",
             d.message
         );
-        let r = render(&d, &b);
+        let r = render(&d, &b, Gen::V4);
         let lines: Vec<&str> = r.lines().collect();
-        // Row +20 holds byte 39 at column 7; the marker line follows it.
-        let row = lines
-            .iter()
-            .position(|l| l.trim_start().starts_with("+20:"))
+        assert_eq!(lines.len(), 3, "{r}");
+        assert!(lines[1].trim_start().starts_with("LDWEIGHTS "), "{r}");
+        let col = lines[2].find('^').unwrap();
+        let n = lines[2][col..].find(' ').unwrap();
+        assert_eq!(&lines[1][col..col + n], "num_active_cols=144", "{r}");
+        assert_eq!(lines[2].matches('^').count(), n, "{r}");
+        assert!(lines[2].ends_with("num_active_cols (bytes 39..40)"), "{r}");
+    }
+
+    /// The token above each marker run of a rendered diagnostic, and the marker line's tail.
+    fn marked(r: &str) -> (Vec<String>, String) {
+        let lines: Vec<&str> = r.lines().collect();
+        let (text, marks) = (lines[1], lines[2]);
+        let mut tokens = Vec::new();
+        let mut i = 0;
+        let m = marks.as_bytes();
+        while i < m.len() && i < text.len() {
+            if m[i] == b'^' {
+                let j = (i..m.len()).find(|&j| m[j] != b'^').unwrap_or(m.len());
+                tokens.push(text[i..j].to_string());
+                i = j;
+            } else {
+                i += 1;
+            }
+        }
+        let tail = marks.trim_start_matches([' ', '^']).to_string();
+        (tokens, tail)
+    }
+
+    #[test]
+    fn render_marks_the_field_in_the_disassembly() {
+        let gen = Gen::V3;
+        // A zero field named by the failure is shown (and marked) even though the
+        // disassembly omits zero fields.
+        let mut tt = tpbsim_isa::TensorTensor {
+            header: tpbsim_isa::Header::new(tpbsim_isa::Opcode(0x41)),
+            in_dtypes: tpbsim_isa::DtypePair::new(tpbsim_isa::Dtype::FP32, tpbsim_isa::Dtype::FP32),
+            out_dtype: tpbsim_isa::Dtype::FP32,
+            num_active_partitions: 1,
+            src0: tpbsim_isa::Tensor::new(tpbsim_isa::Addr4::imm(0), [1, 1, 1], [4, 1, 1]),
+            src1: tpbsim_isa::Tensor::new(tpbsim_isa::Addr4::imm(0x40), [1, 1, 1], [4, 1, 1]),
+            dst: tpbsim_isa::Tensor::new(tpbsim_isa::Addr4::imm(0x80), [1, 1, 1], [4, 1, 1]),
+            ..Default::default()
+        }
+        .to_bundle();
+        assert!(check_collect(gen, Engine::Dve, &tt).is_empty());
+        let loc = BundleLoc::default();
+        let d = |b: &Bundle| {
+            let f = check_collect(gen, Engine::Dve, b);
+            assert!(!f.is_empty());
+            to_diagnostic(gen, b, &f[0], &loc)
+        };
+        // inst_word_len (hidden when 0x10) is shown when it is the offending field.
+        tt.0[1] = 0x11;
+        let (tokens, tail) = marked(&render(&d(&tt), &tt, gen));
+        assert_eq!(tokens, ["inst_word_len=17"]);
+        assert_eq!(tail, "inst_word_len (bytes 1..2)");
+        tt.0[1] = 0x10;
+        // A count of zero in a source pattern: the pattern is marked.
+        let src0 = tpbsim_isa::decode(&tt, gen)
+            .unwrap()
+            .meta()
+            .field("src0")
             .unwrap();
-        let mark = lines[row + 1];
-        let col = mark.find("^^").unwrap();
-        assert_eq!(&lines[row][col..col + 2], "90", "{r}");
-        assert_eq!(mark.matches("^^").count(), 1);
+        let mut z = tt;
+        // TENSOR3D: ADDR4, three i16 steps, three u16 counts; the innermost count to 0.
+        z.set_u16(src0.offset as usize + 10, 0);
+        let diag = d(&z);
+        let r = render(&diag, &z, gen);
+        let (tokens, tail) = marked(&r);
+        assert_eq!(tokens.len(), 1, "{r}");
+        assert!(tokens[0].starts_with("src0=["), "{r}");
+        assert!(tail.starts_with("src0."), "{r}");
+        // An unknown opcode: the raw form, the opcode byte marked.
+        let mut u = tt;
+        u.0[0] = 0xFE;
+        let (tokens, tail) = marked(&render(&d(&u), &u, gen));
+        assert_eq!(tokens, ["fe"]);
+        assert_eq!(tail, "opcode (bytes 0..1)");
     }
 }

@@ -154,7 +154,7 @@ pub(super) fn verify(
                 _ => None,
             };
             match bundle {
-                Some(b) => print!("{}", l2::render(d, b)),
+                Some(b) => print!("{}", l2::render(d, b, gen)),
                 None => println!("{d}"),
             }
         }

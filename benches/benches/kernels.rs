@@ -12,7 +12,14 @@ use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::{Machine, RunOptions};
 
-const KERNELS: [&str; 5] = ["vadd", "iadd_pool", "softmax", "rmsnorm", "matmul_bf16"];
+const KERNELS: [&str; 6] = [
+    "vadd",
+    "iadd_pool",
+    "softmax",
+    "rmsnorm",
+    "matmul_bf16",
+    "mx_matmul",
+];
 
 fn path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testdata/kernels/{name}.neff"))

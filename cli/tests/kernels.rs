@@ -18,7 +18,20 @@ fn kernels() -> Vec<PathBuf> {
 #[test]
 fn every_kernel_matches_its_reference() {
     let ks = kernels();
-    assert!(ks.len() >= 5, "expected the testdata kernels, found {ks:?}");
+    assert!(ks.len() >= 6, "expected the testdata kernels, found {ks:?}");
+    for name in [
+        "vadd",
+        "iadd_pool",
+        "softmax",
+        "rmsnorm",
+        "matmul_bf16",
+        "mx_matmul",
+    ] {
+        assert!(
+            ks.iter().any(|k| k.file_stem().is_some_and(|s| s == name)),
+            "{name}.neff is missing from {ks:?}"
+        );
+    }
     let mut engines_used = [0u64; 5];
     for k in ks {
         let out = tempfile::tempdir().unwrap();

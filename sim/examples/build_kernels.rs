@@ -17,9 +17,10 @@ use std::path::PathBuf;
 use tpbsim_isa::neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_isa::{
     AccumCmd, ActFunc, Activate, Addr4, AluOp, Bundle, DmaTrigger, Dtype, DtypePair, Engine,
-    Events, F32Bits, Gen, Header, ImmSrc, ImmSrcN, LdWeights, LdWeightsV3, Matmul, MatmulV3,
-    Opcode, PsumAccumulateFlags, ReadAccumulator, Tensor, TensorReduce, TensorReduceV2,
-    TensorScalar, TensorSubdim, TensorTensor, TsReverse, UpdateMode, WaitMode, ZeroRegion,
+    Events, F32Bits, Gen, Header, ImmSrc, ImmSrcN, LdWeights, LdWeightsMx, LdWeightsV3, Matmul,
+    MatmulMx, MatmulV3, MemPattern, MxMemPattern1d, Opcode, PsumAccumulateFlags, QuantizeMx,
+    ReadAccumulator, Tensor, TensorReduce, TensorReduceV2, TensorScalar, TensorSubdim,
+    TensorTensor, TsReverse, UpdateMode, WaitMode, ZeroRegion,
 };
 use tpbsim_sim::machine::pack::Package;
 use tpbsim_sim::machine::Geometry;
@@ -696,13 +697,326 @@ fn matmul_bf16() -> Package {
     p
 }
 
+const GEN4: Gen = Gen::V4;
+
+fn sbuf4(partition: u32, offset: u32) -> u32 {
+    Geometry::of(GEN4).sbuf_address(partition, offset)
+}
+
+fn tag4(f: Format) -> Dtype {
+    Dtype(f.wire_tag(GEN4).expect("format has a wire tag"))
+}
+
+/// An MXMEM_PATTERN1D over 128 partitions (K = 512) with its scale buffer from partition 0.
+fn mx128(data: u32, scale: u32) -> MxMemPattern1d {
+    MxMemPattern1d {
+        data: Addr4::imm(data),
+        scale: Addr4::imm(scale),
+        k: 512,
+        step_sign: 1,
+        scale_partition: 0,
+        reserved: [0; 4],
+    }
+}
+
+/// A DMA entry from a DRAM variable into SBUF at byte offset `sbuf_offset` (partition-folded),
+/// sizes and steps in elements, outermost first; it increments semaphore 1 on completion.
+fn dma4(
+    var: &str,
+    sizes: Vec<u64>,
+    dram_steps: Vec<u64>,
+    sbuf_offset: u64,
+    sbuf_steps: Vec<u64>,
+) -> DmaEntry {
+    let mut e = DmaEntry::copy(
+        VarRef::Name(var.into()),
+        VarRef::Name("state_buffer".into()),
+        sizes,
+    );
+    e.from_steps = Some(dram_steps);
+    e.to_offset = sbuf_offset;
+    e.to_steps = Some(sbuf_steps);
+    e.sem = Some(1);
+    e
+}
+
+/// out[N, F] = relu(wᵀ · x + b) with MX FP8 operands on v4: w[K, N] ships pre-quantized
+/// (float8_e4m3fn data and one E8M0 scale per 32 consecutive k of a column), x[K, F] ships as
+/// bf16 and is quantized on DVE (QuantizeMx); PE runs LdWeightsMx + MatmulMx over two 512-row
+/// K chunks accumulating in PSUM; ACT adds the bias column while copying PSUM to SBUF; POOL
+/// applies the ReLU; SP moves everything with semaphore handshakes between all five queues.
+///
+/// On-chip layout of chunk `c` (K rows `512c + 4p + j`, partition `p`, lane `j`): x at byte
+/// `1024c` (bf16, element `4f + j`), its quantized containers at `4096 + 512c` and scales at
+/// `8192 + 256c`; w's containers at `12288 + 256c` (container `n`) and scales at `16384 + 128c`;
+/// scale row `b` (partitions `8b..8b+8`) sits in partition `(b & 3) + 32·(b >> 2)`.
+fn mx_matmul() -> Package {
+    use tpbsim_sim::numerics::mx::{self, MxConfig, MxShape};
+    const K: usize = 1024;
+    const N: usize = 64;
+    const F: usize = 128;
+    const CHUNKS: usize = K / 512;
+    let mut r = Rng(6);
+    let mut p = Package::new("mx_matmul", GEN4);
+    p.onchip();
+    p.queue("in", None);
+    p.queue("out", None);
+
+    // Pre-quantize w chunk by chunk in its on-chip layout, then store it in natural order.
+    let w = r.normals(K * N, 1.0);
+    let (mut wq, mut ws) = (vec![0u8; K * N], vec![0u8; K / 32 * N]);
+    for c in 0..CHUNKS {
+        let mut tile = Vec::with_capacity(128 * 4 * N * 4);
+        for pp in 0..128 {
+            for n in 0..N {
+                for j in 0..4 {
+                    tile.extend_from_slice(&w[(512 * c + 4 * pp + j) * N + n].to_le_bytes());
+                }
+            }
+        }
+        let shape = MxShape {
+            partitions: 128,
+            free: 4 * N,
+        };
+        let mut data = vec![0u8; 128 * 4 * N];
+        let mut scales = vec![0u8; shape.scale_buffer_bytes()];
+        mx::quantize(
+            &tile,
+            Format::Float32,
+            shape,
+            Format::Float8E4m3fnX4,
+            &mut data,
+            &mut scales,
+            &MxConfig::default(),
+        )
+        .expect("quantize w");
+        for pp in 0..128 {
+            for n in 0..N {
+                for j in 0..4 {
+                    wq[(512 * c + 4 * pp + j) * N + n] = data[pp * 4 * N + 4 * n + j];
+                }
+            }
+        }
+        for b in 0..16 {
+            let slot = mx::scale_slot(b);
+            ws[(16 * c + b) * N..][..N].copy_from_slice(&scales[slot * N..][..N]);
+        }
+    }
+    let x = bf16(&r.normals(K * F, 1.0));
+    let bias = r.normals(N, 0.5);
+    p.var(
+        "x",
+        VarKind::Input,
+        Format::Bfloat16,
+        &[K as u64, F as u64],
+        Some(&x),
+    )
+    .unwrap();
+    p.var(
+        "w_q",
+        VarKind::Input,
+        Format::Float8E4m3fn,
+        &[K as u64, N as u64],
+        Some(&wq),
+    )
+    .unwrap();
+    p.var(
+        "w_scale",
+        VarKind::Input,
+        Format::Float8E8m0fnu,
+        &[(K / 32) as u64, N as u64],
+        Some(&ws),
+    )
+    .unwrap();
+    p.var(
+        "b",
+        VarKind::Input,
+        Format::Float32,
+        &[N as u64],
+        Some(&bytes_f32(&bias)),
+    )
+    .unwrap();
+    p.var(
+        "out",
+        VarKind::Output,
+        Format::Float32,
+        &[N as u64, F as u64],
+        None,
+    )
+    .unwrap();
+
+    let stride = |eb: u64| Geometry::of(GEN4).sbuf_partition_stride() as u64 / eb;
+    let (k, n, f, ch) = (K as u64, N as u64, F as u64, CHUNKS as u64);
+    // x[512c + 4p + j, f] → partition p, bf16 element 512c + 4f + j.
+    let x_in = dma4(
+        "x",
+        vec![ch, 128, f, 4],
+        vec![512 * f, 4 * f, 1, f],
+        0,
+        vec![512, stride(2), 4, 1],
+    );
+    // w_q[512c + 4p + j, n] → partition p, byte 12288 + 256c + 4n + j.
+    let w_in = dma4(
+        "w_q",
+        vec![ch, 128, n, 4],
+        vec![512 * n, 4 * n, 1, n],
+        12288,
+        vec![256, stride(1), 4, 1],
+    );
+    // w_scale[16c + 4h + l, n] → partition l + 32h, byte 16384 + 128c + n.
+    let s_in = dma4(
+        "w_scale",
+        vec![ch, 4, 4, n],
+        vec![16 * n, 4 * n, n, 1],
+        16384,
+        vec![128, 32 * stride(1), stride(1), 1],
+    );
+    // b[n] → partition n, one fp32 at 20480.
+    let b_in = dma4("b", vec![n, 1], vec![1, 1], 20480, vec![stride(4), 1]);
+    assert_eq!(k, 512 * ch);
+    p.block(Engine::Sp, "in", 0, vec![x_in, w_in, s_in, b_in]);
+    let mut out = DmaEntry::copy(
+        VarRef::Name("state_buffer".into()),
+        VarRef::Name("out".into()),
+        vec![n, f],
+    );
+    out.from_offset = 28672;
+    out.from_steps = Some(vec![stride(4), 1]);
+    p.block(Engine::Sp, "out", 0, vec![out]);
+
+    // DVE: quantize both x chunks once every input has landed (sem 1 = 4), then signal PE.
+    p.streams[Engine::Dve as usize] = (0..CHUNKS as u32)
+        .map(|c| {
+            QuantizeMx {
+                header: Header::new(Opcode(0xE3)),
+                events: if c == 0 {
+                    events(Some((1, 4)), None)
+                } else {
+                    events(None, Some(3))
+                },
+                src: MemPattern(Tensor::new(
+                    Addr4::imm(sbuf4(0, 1024 * c)),
+                    [1, 1, 1],
+                    [4 * F as u16, 1, 1],
+                )),
+                num_active_partitions: 128,
+                in_dtype: tag4(Format::Bfloat16),
+                out_dtype: tag4(Format::Float8E4m3fn),
+                dst: mx128(sbuf4(0, 4096 + 512 * c), sbuf4(0, 8192 + 256 * c)),
+                ..Default::default()
+            }
+            .to_bundle()
+        })
+        .collect();
+    // PE: per chunk LdWeightsMx + MatmulMx (START, then ACCUMULATE|STOP) into PSUM [N, F].
+    let psum = Geometry::of(GEN4).psum_address(0, 0);
+    let mut pe = Vec::new();
+    for c in 0..CHUNKS as u32 {
+        pe.push(
+            LdWeightsMx {
+                events: if c == 0 {
+                    events(Some((1, 4)), None)
+                } else {
+                    Events::default()
+                },
+                src: mx128(sbuf4(0, 12288 + 256 * c), sbuf4(0, 16384 + 128 * c)),
+                in_dtype: tag4(Format::Float8E4m3fn),
+                num_active_rows: 128,
+                num_active_cols: N as u8,
+                row_grp: 0x0F,
+                col_grp: 0x0F,
+                ..Default::default()
+            }
+            .to_bundle(),
+        );
+        let last = c as usize == CHUNKS - 1;
+        pe.push(
+            MatmulMx {
+                events: match (c, last) {
+                    (0, _) => events(Some((3, 1)), None),
+                    (_, true) => events(None, Some(4)),
+                    _ => Events::default(),
+                },
+                src: mx128(sbuf4(0, 4096 + 512 * c), sbuf4(0, 8192 + 256 * c)),
+                in_dtype: tag4(Format::Float8E4m3fn),
+                num_active_rows: 128,
+                num_active_cols: N as u8,
+                out_dtype: tag4(Format::Float32),
+                psum_accumulate_flags: PsumAccumulateFlags::from_bits(if c == 0 {
+                    0x01
+                } else if last {
+                    0x06
+                } else {
+                    0x04
+                }),
+                row_grp: 0x0F,
+                col_grp: 0x0F,
+                psum_zero_region: ZeroRegion(0),
+                dst: MemPattern(row(Addr4::imm(psum), F as u16)),
+                ..Default::default()
+            }
+            .to_bundle(),
+        );
+    }
+    p.streams[Engine::Pe as usize] = pe;
+    // ACT: PSUM + bias column → SBUF fp32.
+    let f32t = tag4(Format::Float32);
+    p.streams[Engine::Act as usize] = vec![Activate {
+        events: events(Some((4, 1)), Some(5)),
+        imm_src: ImmSrc(0),
+        scale_src: ImmSrc(0),
+        accumulator_cmd: AccumCmd(0),
+        bias_src_n: ImmSrcN(0),
+        src: row(Addr4::imm(psum), F as u16),
+        in_bias_dtypes: DtypePair::new(f32t, f32t),
+        out_dtype: f32t,
+        num_active_partitions: N as u8,
+        activation_func: ActFunc(1), // identity
+        scale_value: F32Bits::from_f32(1.0),
+        bias: Addr4::imm(sbuf4(0, 20480)).0,
+        imm: 0,
+        dst: row(Addr4::imm(sbuf4(0, 24576)), F as u16),
+        ..Default::default()
+    }
+    .to_bundle()];
+    // POOL: ReLU = max(y, 0).
+    p.streams[Engine::Pool as usize] = vec![TensorScalar {
+        header: Header::new(Opcode(0x43)),
+        events: events(Some((5, 1)), Some(2)),
+        accumulator_cmd: AccumCmd(0),
+        src: row(Addr4::imm(sbuf4(0, 24576)), F as u16),
+        in_dtype: f32t,
+        out_dtype: f32t,
+        num_active_partitions: N as u8,
+        imm0_src: ImmSrc(0),
+        op0: AluOp(0x08),
+        op1: AluOp(0),
+        reverse: TsReverse::from_bits(0),
+        imm1_src: ImmSrc(0),
+        imm0: 0f32.to_bits(),
+        imm1: 0,
+        dst: row(Addr4::imm(sbuf4(0, 28672)), F as u16),
+        ..Default::default()
+    }
+    .to_bundle()];
+    finish_sp(&mut p);
+    p
+}
+
 fn main() {
     let out = std::env::args()
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("testdata/kernels"));
     std::fs::create_dir_all(&out).expect("create the output directory");
-    for p in [vadd(), iadd_pool(), softmax(), rmsnorm(), matmul_bf16()] {
+    for p in [
+        vadd(),
+        iadd_pool(),
+        softmax(),
+        rmsnorm(),
+        matmul_bf16(),
+        mx_matmul(),
+    ] {
         let path = out.join(format!("{}.neff", p.name));
         p.to_neff()
             .and_then(|n| n.write_to(&path).map_err(Into::into))

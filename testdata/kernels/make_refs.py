@@ -103,19 +103,43 @@ def matmul_bf16(a):
     return {"out": (w.T.astype(np.float64) @ x.astype(np.float64)).astype(np.float32)}
 
 
-def mx_dequant(data, scale, block_rows=8, block_cols=4):
-    """FP8 values [P, F] and E8M0 scales [P/8, F/4] → fp32 (value × 2^(e − 127))."""
-    v = data.astype(np.float32)
-    e = scale.view(np.uint8).astype(np.int32)
+E4M3_MAX = np.float32(448.0)
+E4M3_EMAX = 8  # largest normal exponent of float8_e4m3fn
+MX_BLOCK = 32  # consecutive contraction rows sharing one E8M0 scale
+
+
+def mx_quantize_k(x):
+    """OCP MX quantization of x[K, F] (fp32) along K: per block of 32 rows of a column, the E8M0
+    scale byte is max(1, maxExp − EMAX) from the largest biased fp32 exponent field of the block;
+    every element is multiplied by 2^(127 − scale) and narrowed to float8_e4m3fn with RNE and
+    saturation (clip to ±448 before the cast)."""
+    k, f = x.shape
+    xb = np.ascontiguousarray(x, dtype=np.float32).reshape(k // MX_BLOCK, MX_BLOCK, f)
+    exp = ((xb.view(np.uint32) >> 23) & 0xFF).astype(np.int32).max(axis=1)
+    scale = np.where(exp > E4M3_EMAX, exp - E4M3_EMAX, 1)
+    mul = np.ldexp(np.float32(1), (127 - scale).astype(np.int32)).astype(np.float32)
+    y = (xb * mul[:, None, :]).astype(np.float32)
+    q = np.clip(y, -E4M3_MAX, E4M3_MAX).astype(E4M3)
+    return q.reshape(k, f), scale.astype(np.uint8)
+
+
+def mx_dequant_k(q, scale):
+    """float8 data q[K, F] and E8M0 scales [K/32, F] → fp32: value × 2^(scale − 127)."""
+    e = np.asarray(scale).view(np.uint8).astype(np.int32)
     s = np.ldexp(np.float32(1), e - 127).astype(np.float32)
-    s = np.repeat(np.repeat(s, block_rows, axis=0), block_cols, axis=1)
-    return v * s
+    return q.astype(np.float32) * np.repeat(s, MX_BLOCK, axis=0)
 
 
-def matmul_mx(a):
-    w = mx_dequant(a["w"], a["w_scale"])
-    x = mx_dequant(a["x"], a["x_scale"])
-    return {"out": (w.T.astype(np.float64) @ x.astype(np.float64)).astype(np.float32)}
+def mx_matmul(a):
+    # out[N, F] = relu(w[K, N]^T @ x[K, F] + b), w pre-quantized (MX e4m3fn, E8M0 per 32 rows),
+    # x quantized the same way here, products summed in float64 then rounded to fp32 (the
+    # machine sums in fp32 in its own order: the tolerance covers that).
+    xq, xs = mx_quantize_k(a["x"].astype(np.float32))
+    xd = mx_dequant_k(xq, xs)
+    wd = mx_dequant_k(a["w_q"], a["w_scale"])
+    acc = (wd.T.astype(np.float64) @ xd.astype(np.float64)).astype(np.float32)
+    y = (acc + a["b"].astype(np.float32)[:, None]).astype(np.float32)
+    return {"out": np.maximum(y, np.float32(0))}
 
 
 KERNELS = {
@@ -124,7 +148,7 @@ KERNELS = {
     "softmax": (softmax, {"default": {"rtol": 1e-5, "atol": 1e-7}}),
     "rmsnorm": (rmsnorm, {"default": {"rtol": 1e-5, "atol": 1e-6}}),
     "matmul_bf16": (matmul_bf16, {"default": {"rtol": 1e-5, "atol": 1e-4}}),
-    "matmul_mx": (matmul_mx, {"default": {"rtol": 1e-5, "atol": 1e-4}}),
+    "mx_matmul": (mx_matmul, {"default": {"rtol": 1e-5, "atol": 1e-4}}),
 }
 
 

@@ -36,6 +36,9 @@ enum Command {
     Validate(cmd::validate::Args),
     /// Cast bit patterns (hex, one per line on stdin) or one value between number formats.
     Convert(cmd::convert::Args),
+    /// Fuzz a generation's formats through decode, L2, lift and L1 and report where the
+    /// layers disagree.
+    Fuzz(cmd::fuzz::Args),
 }
 
 fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
@@ -50,6 +53,7 @@ fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
         Command::Run(a) => cmd::run::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Convert(a) => cmd::convert::run(a),
+        Command::Fuzz(a) => cmd::fuzz::run(a),
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod bir;
 pub mod diag;
+pub mod fuzz;
 pub mod l1;
 pub mod lift;
 pub mod registry;

@@ -3,6 +3,7 @@
 pub mod asm;
 pub mod decode;
 pub mod disasm;
+pub mod fuzz;
 pub mod convert;
 pub mod info;
 pub mod lift;

@@ -6,31 +6,13 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use tpbsim_isa::{Bundle, Engine, Gen};
 use tpbsim_validate::diag::Mode;
-use tpbsim_validate::l2::{check_silent, validate_stream, StreamSpec};
+use tpbsim_validate::l2::{validate_stream, StreamSpec};
 
 const GEN: Gen = Gen::V3;
 const ENGINE: Engine = Engine::Dve;
 
-/// The valid v3 fixtures that pass the DVE stream's checks completely (no error, nothing
-/// left unchecked).
 fn mix() -> Vec<Bundle> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../testdata/l2/fixtures.txt"
-    ))
-    .expect("fixtures");
-    let v: Vec<Bundle> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f[0] == "v3" && f[2] == "valid").then(|| Bundle::from_hex(f[5]).expect("hex"))
-        })
-        .filter(|b| {
-            let s = check_silent(GEN, ENGINE, b);
-            !s.failed && !s.unchecked
-        })
-        .collect();
+    let v = tpbsim_benches::l2_valid_mix(GEN, ENGINE);
     assert!(v.len() >= 4, "mix too small: {}", v.len());
     v
 }

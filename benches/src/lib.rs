@@ -13,3 +13,26 @@ pub fn pseudo_random_bytes(len: usize, seed: u64) -> Vec<u8> {
     out.truncate(len);
     out
 }
+
+/// The valid fixtures of `testdata/l2/fixtures.txt` for `gen` that pass `engine`'s L2 checks
+/// completely (no error, nothing left unchecked): the mix of the L2 benchmarks.
+pub fn l2_valid_mix(gen: tpbsim_isa::Gen, engine: tpbsim_isa::Engine) -> Vec<tpbsim_isa::Bundle> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/l2/fixtures.txt"
+    ))
+    .expect("fixtures");
+    let gen_name = gen.to_string();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 6 && f[0] == gen_name && f[2] == "valid")
+                .then(|| tpbsim_isa::Bundle::from_hex(f[5]).expect("hex"))
+        })
+        .filter(|b| {
+            let s = tpbsim_validate::l2::check_silent(gen, engine, b);
+            !s.failed && !s.unchecked
+        })
+        .collect()
+}

@@ -156,7 +156,11 @@ rule!(PSUM_WRITE_DTYPE, "tensor_start_addr_valid.psum_write_dtype", Format,
 /// `tensor_start_addr_valid` for the ADDR4 word in `f` with the operand's wire `tag`.
 /// Register words bypass placement. Returns true when it held.
 pub fn tensor_start_addr_valid<S: Sink>(ck: &mut Ck<S>, f: Field, tag: u8, p: Placement) -> bool {
-    let word = ck.get(f) as u32;
+    let word = if f.len == 4 {
+        ck.u32_at(f.start as usize)
+    } else {
+        ck.get(f) as u32
+    };
     if is_register(word) {
         let ok = word & 0x00FF_FF00 == 0 && (word & 0xFF) < NUM_ADDR_REGISTERS;
         ck.check(
@@ -301,7 +305,7 @@ rule!(TENSOR4D_INDIRECT, "tensor4d_valid.indirect", Format,
 /// `tensor{1,2,3,4}d_valid` for an `n`-dim descriptor at `op` with wire `tag` and placement.
 /// Returns the element count (product of the counts; 0 when any count is zero).
 pub fn tensor_valid<S: Sink>(ck: &mut Ck<S>, op: Operand, n: u8, tag: u8, p: Placement) -> u64 {
-    let word = ck.get(op.addr()) as u32;
+    let word = ck.u32_at(op.off as usize);
     if is_indirect(word) && !is_register(word) {
         if n == 4 {
             ck.not_checked(
@@ -343,11 +347,11 @@ pub fn tensor_valid<S: Sink>(ck: &mut Ck<S>, op: Operand, n: u8, tag: u8, p: Pla
         );
     }
     let mut count = 1u64;
+    let counts = op.off as usize + 4 + 2 * n as usize;
     for i in 0..n {
-        let f = op.num(n, i);
-        let v = ck.get(f);
+        let v = ck.u16_at(counts + 2 * i as usize) as u64;
         if v == 0 {
-            ck.fail(&TENSOR_VALID_NUM, f, 0, Allowed::Min(1));
+            ck.fail(&TENSOR_VALID_NUM, op.num(n, i), 0, Allowed::Min(1));
         }
         count *= v;
     }
@@ -362,7 +366,7 @@ rule!(START_ADDR_ACTIVE_CHANNELS, "start_addr_active_channels", Format,
 /// in 128. Register addresses are not checked.
 pub fn start_addr_active_channels<S: Sink>(ck: &mut Ck<S>, op: Operand, num: Field) {
     let n = ck.get(num) as u32;
-    let word = ck.get(op.addr()) as u32;
+    let word = ck.u32_at(op.off as usize);
     if n == 0 || n > 128 {
         ck.fail(
             &START_ADDR_ACTIVE_CHANNELS,
@@ -392,8 +396,8 @@ rule!(TT_VALID_PARTITIONS, "tt_valid_partitions", Format,
 
 /// `tt_valid_partitions` over two operands' start words.
 pub fn tt_valid_partitions<S: Sink>(ck: &mut Ck<S>, a: Operand, b: Operand) {
-    let x = ck.get(a.addr()) as u32;
-    let y = ck.get(b.addr()) as u32;
+    let x = ck.u32_at(a.off as usize);
+    let y = ck.u32_at(b.off as usize);
     if is_register(x) || is_register(y) {
         return;
     }

@@ -94,6 +94,10 @@ pub fn events_block<S: Sink>(
 ) {
     let w = ck.get(wait) as u8;
     let u = ck.get(update) as u8;
+    if w == 0 && u == 0 {
+        // NONE / NONE: both members, no register value, no value word read.
+        return;
+    }
     ck.check(
         enums::WAIT_MODE.has(w),
         &VALID_EVENT_WAIT_MODE,
@@ -126,7 +130,10 @@ pub fn events_block<S: Sink>(
             Allowed::Max(NUM_ADDR_REGISTERS as u64 - 1),
         );
     }
-    if wait_val == update_val && enums::WAIT_USES_VALUE.has(w) && enums::UPDATE_USES_VALUE.has(u) {
+    if (wait_val.start, wait_val.len) == (update_val.start, update_val.len)
+        && enums::WAIT_USES_VALUE.has(w)
+        && enums::UPDATE_USES_VALUE.has(u)
+    {
         ck.not_checked(
             &IS_UPDATE_SEMAPHORE,
             wait_val,

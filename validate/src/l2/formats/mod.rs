@@ -160,21 +160,34 @@ pub fn pool_no_psum<S: Sink>(ck: &mut Ck<S>, ops: &[super::addr::Operand]) {
     }
 }
 
-/// Reserved-byte masks (one bit per bundle byte) of the spec layout of every opcode, per
-/// generation, built once from `tpbsim_isa::decode` + `LayoutMeta::reserved`.
-fn reserved_masks() -> &'static [[u64; 256]; 4] {
-    static MASKS: std::sync::OnceLock<[[u64; 256]; 4]> = std::sync::OnceLock::new();
+/// Reserved-byte masks of the spec layout of every opcode, per generation, built once from
+/// `tpbsim_isa::decode` + `LayoutMeta::reserved`: one bit per bundle byte, and the same mask
+/// as bytes (0xFF per reserved byte) in eight little-endian words for the fast test.
+struct ReservedMask {
+    bits: u64,
+    bytes: [u64; 8],
+}
+
+fn reserved_masks() -> &'static [[ReservedMask; 256]; 4] {
+    static MASKS: std::sync::OnceLock<Box<[[ReservedMask; 256]; 4]>> = std::sync::OnceLock::new();
     MASKS.get_or_init(|| {
-        let mut t = [[0u64; 256]; 4];
+        let mut t: Box<[[ReservedMask; 256]; 4]> = Box::new(std::array::from_fn(|_| {
+            std::array::from_fn(|_| ReservedMask {
+                bits: 0,
+                bytes: [0; 8],
+            })
+        }));
         for gen in Gen::ALL {
             for op in 0..=255u8 {
                 let mut b = tpbsim_isa::Bundle::ZERO;
                 b.0[0] = op;
                 b.0[1] = 0x10;
                 if let Ok(inst) = tpbsim_isa::decode(&b, gen) {
+                    let m = &mut t[gen.index()][op as usize];
                     for &(s, e) in inst.meta().reserved {
                         for i in s..e {
-                            t[gen.index()][op as usize] |= 1u64 << i;
+                            m.bits |= 1u64 << i;
+                            m.bytes[i as usize / 8] |= 0xFF << (8 * (i % 8));
                         }
                     }
                 }
@@ -186,9 +199,20 @@ fn reserved_masks() -> &'static [[u64; 256]; 4] {
 
 /// The reserved-bytes stage: every reserved byte of the layout the ISA spec gives for this
 /// opcode and generation (`LayoutMeta::reserved`, reserved bytes inside descriptors included)
-/// is zero. The fast test is one mask per opcode; runs are named only on failure.
+/// is zero. The fast test ANDs the bundle's eight words with the opcode's byte mask; runs are
+/// located and named only on failure.
 pub fn spec_reserved<S: Sink>(ck: &mut Ck<S>) {
-    let mask = reserved_masks()[ck.gen.index()][ck.u8(0) as usize];
+    let m = &reserved_masks()[ck.gen.index()][ck.u8(0) as usize];
+    let mut any = 0u64;
+    for (w, mask) in ck.b.0.chunks_exact(8).zip(m.bytes) {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(w);
+        any |= u64::from_le_bytes(x) & mask;
+    }
+    if any == 0 {
+        return;
+    }
+    let mask = m.bits;
     let mut nz = 0u64;
     for (i, &x) in ck.b.0.iter().enumerate() {
         nz |= ((x != 0) as u64) << i;

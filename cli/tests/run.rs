@@ -271,3 +271,234 @@ fn l2_rejects_before_execution_unless_disabled() {
     let (code, out, err) = c.run(&["--no-validate"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// An empty, pre-created output directory: a failing run must leave it empty (no outputs, no
+/// temporary files).
+fn empty_out(c: &Case) -> PathBuf {
+    let d = c.out_dir();
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run_file(neff: &Path, out: &Path, extra: &[&str]) -> (i32, String) {
+    let r = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .arg("run")
+        .arg(neff)
+        .arg("--out-dir")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        r.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&r.stderr).into_owned(),
+    )
+}
+
+/// One ustar entry: a 512-byte header (type flag, link name, checksum) and the padded data.
+fn tar_entry(name: &str, kind: u8, link: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = [0u8; 512];
+    h[..name.len()].copy_from_slice(name.as_bytes());
+    h[100..107].copy_from_slice(b"0000644");
+    h[108..115].copy_from_slice(b"0000000");
+    h[116..123].copy_from_slice(b"0000000");
+    h[124..135].copy_from_slice(format!("{:011o}", data.len()).as_bytes());
+    h[136..147].copy_from_slice(b"00000000000");
+    h[156] = kind;
+    h[157..157 + link.len()].copy_from_slice(link.as_bytes());
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|&b| b as u32).sum();
+    h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+    let mut v = h.to_vec();
+    v.extend_from_slice(data);
+    v.resize(v.len().div_ceil(512) * 512, 0);
+    v
+}
+
+fn tar(entries: &[Vec<u8>]) -> Vec<u8> {
+    let mut v: Vec<u8> = entries.concat();
+    v.extend_from_slice(&[0u8; 1024]);
+    v
+}
+
+#[test]
+fn hostile_archives_exit_2_and_write_nothing() {
+    let c = Case::new(&copy_kernel());
+    let out = empty_out(&c);
+    let good = std::fs::read(&c.neff).unwrap();
+    let json = br#"{"target_arch": "cayman"}"#;
+    let cases: Vec<(&str, Vec<u8>, Vec<&str>, &str)> = vec![
+        (
+            "escape",
+            tar(&[tar_entry("../evil.json", b'0', "", json)]),
+            vec![],
+            "unsafe member path `../evil.json`",
+        ),
+        (
+            "symlink",
+            tar(&[tar_entry("neff.json", b'2', "/etc/passwd", b"")]),
+            vec![],
+            "member `neff.json` is a symbolic link",
+        ),
+        (
+            "duplicate",
+            tar(&[
+                tar_entry("neff.json", b'0', "", json),
+                tar_entry("./neff.json", b'0', "", json),
+            ]),
+            vec![],
+            "duplicate member `neff.json`",
+        ),
+        (
+            "member-limit",
+            tar(&[tar_entry("sg00/big.bin", b'0', "", &vec![0u8; 3 << 20])]),
+            vec!["--max-member-mib", "2"],
+            "member `sg00/big.bin` is 3145728 bytes, above the per-member limit of 2097152",
+        ),
+        (
+            "truncated-header",
+            good[..700].to_vec(),
+            vec![],
+            "truncated NEFF header: 700 bytes, the header alone is 1024",
+        ),
+        (
+            "hash",
+            {
+                let mut b = good.clone();
+                b[172] ^= 0xFF;
+                b
+            },
+            vec![],
+            "MD5 mismatch",
+        ),
+        (
+            "truncated-archive",
+            {
+                // Half of the payload, data_size patched to match, digest check off.
+                let keep = (good.len() - 1024) / 2;
+                let mut b = good[..1024 + keep].to_vec();
+                b[16..24].copy_from_slice(&(keep as u64).to_le_bytes());
+                b
+            },
+            vec!["--no-verify-hash"],
+            "truncated archive",
+        ),
+    ];
+    for (what, bytes, extra, want) in cases {
+        let f = c.dir.path().join(format!("{what}.neff"));
+        std::fs::write(&f, bytes).unwrap();
+        let (code, err) = run_file(&f, &out, &extra);
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(err.contains(want), "{what}: {err}");
+        assert!(no_outputs(&out), "{what}: output left behind");
+    }
+    // A gzip bomb: 64 MiB of zeros in a few KiB, refused by the total limit while inflating.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    std::io::Write::write_all(
+        &mut gz,
+        &tar(&[tar_entry("sg00/zeros.bin", b'0', "", &vec![0u8; 64 << 20])]),
+    )
+    .unwrap();
+    let bomb = gz.finish().unwrap();
+    assert!(bomb.len() < 1 << 20);
+    let f = c.dir.path().join("bomb.neff");
+    std::fs::write(&f, bomb).unwrap();
+    let (code, err) = run_file(&f, &out, &["--max-total-mib", "8"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("uncompressed archive exceeds the limit of 8388608 bytes"),
+        "{err}"
+    );
+    assert!(no_outputs(&out));
+    // The digest override reads the tampered-hash NEFF and runs it.
+    let mut b = good.clone();
+    b[172] ^= 0xFF;
+    let f = c.dir.path().join("hash-ok.neff");
+    std::fs::write(&f, b).unwrap();
+    assert_eq!(run_file(&f, &out, &["--no-verify-hash"]).0, 0);
+    assert!(out.join("y.npy").is_file());
+}
+
+#[test]
+fn out_of_bounds_compute_operand_exits_3() {
+    use tpbsim_isa::{Addr4, AluOp, Dtype, DtypePair, Tensor, TensorTensor};
+    let mut p = copy_kernel();
+    let f32t = Dtype(0x0A);
+    // DVE add whose second source runs 16 bytes past the active 224 KiB of each partition.
+    let t = |off: u32| Tensor::new(Addr4::imm(off), [1, 1, 1], [8, 1, 1]);
+    p.streams[Engine::Dve as usize] = vec![TensorTensor {
+        in_dtypes: DtypePair::new(f32t, f32t),
+        out_dtype: f32t,
+        op: AluOp(0x04),
+        num_active_partitions: 2,
+        src0: t(0),
+        src1: t(224 * 1024 - 16),
+        dst: t(64),
+        ..Default::default()
+    }
+    .to_bundle()];
+    let c = Case::new(&p);
+    let out = empty_out(&c);
+    let (code, _, err) = c.run(&[]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("out-of-bounds fault: dve bundle #0 (opcode 0x41, byte offset 0x0)"),
+        "{err}"
+    );
+    assert!(err.contains("operand `src1` out of bounds"), "{err}");
+    assert!(
+        err.contains("bytes 229360..229392 of each partition are outside the active 0..229376"),
+        "{err}"
+    );
+    assert!(no_outputs(&out));
+}
+
+#[test]
+fn bad_reference_or_failed_write_leaves_no_output() {
+    let c = Case::new(&copy_kernel());
+    let out = empty_out(&c);
+    // A reference of the wrong shape is a usage error found before any output is written.
+    c.refs("y", &X, &[8], None);
+    let (code, _, err) = c.run(&[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("shape"), "{err}");
+    assert!(
+        no_outputs(&out),
+        "outputs written despite the bad reference"
+    );
+    // An output path that cannot be replaced (a directory): exit 2, no temporary file left.
+    c.refs("y", &X, &[2, 4], None);
+    std::fs::create_dir_all(out.join("y.npy")).unwrap();
+    let (code, _, err) = c.run(&[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("y.npy"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        vec!["y.npy".to_string()],
+        "only the blocking directory remains"
+    );
+}
+
+#[test]
+fn corrupt_input_npy_exits_2() {
+    let c = Case::new(&copy_kernel());
+    let out = empty_out(&c);
+    let bad = c.dir.path().join("trunc.npy");
+    let npy = tpbsim_isa::neff::npy::encode_npy(
+        tpbsim_isa::neff::Dtype::Float32,
+        &[2, 4],
+        &f32_bytes(&X),
+    )
+    .unwrap();
+    std::fs::write(&bad, &npy[..npy.len() - 5]).unwrap();
+    let (code, _, err) = c.run(&["--input", &format!("x={}", bad.display())]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("trunc.npy"), "{err}");
+    assert!(no_outputs(&out));
+}

@@ -26,7 +26,7 @@ enum Action {
 
 /// Options shared by the commands that read a NEFF.
 #[derive(clap::Args)]
-struct ReadArgs {
+pub struct ReadArgs {
     /// Read even if the payload digest does not match the header.
     #[arg(long)]
     no_verify_hash: bool,
@@ -39,7 +39,8 @@ struct ReadArgs {
 }
 
 impl ReadArgs {
-    fn options(&self) -> ReadOptions {
+    /// The reader options these flags select.
+    pub fn options(&self) -> ReadOptions {
         ReadOptions {
             verify_hash: !self.no_verify_hash,
             limits: Limits {

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use tpbsim_isa::neff::{self, Neff, ReadOptions};
+use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_sim::machine::compare::{compare, Comparison, Tolerance};
 use tpbsim_sim::machine::load::{self, dtype_of};
@@ -55,6 +55,9 @@ pub struct Args {
     /// Skip the L2 validation of each bundle before it executes.
     #[arg(long)]
     pub no_validate: bool,
+    /// NEFF reader options (digest check, archive size limits).
+    #[command(flatten)]
+    pub read: super::neff::ReadArgs,
 }
 
 fn usage(m: impl Into<String>) -> CliError {
@@ -220,7 +223,7 @@ fn print_summary(stats: &RunStats) {
 
 /// Run `sim run`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    let n = Neff::read(&a.kernel, &ReadOptions::default())
+    let n = Neff::read(&a.kernel, &a.read.options())
         .map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
     let kernel =
         load::kernel_from_neff(&n).map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
@@ -285,14 +288,14 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         Err(f) => return Err(fault(&a, gen, &f)),
     };
 
-    // Outputs.
+    // Outputs: every output is encoded and every reference checked first, so that a bad
+    // reference or output leaves the directory untouched; then each file is written through a
+    // temporary file and renamed, and a failed write removes the outputs this run already wrote.
     let out_dir = a
         .out_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.out", stem(&a.kernel))));
-    std::fs::create_dir_all(&out_dir)
-        .map_err(|e| CliError::Io(format!("{}: {e}", out_dir.display())))?;
-    let mut written = Vec::new();
+    let mut pending: Vec<(String, PathBuf, Vec<u8>)> = Vec::new();
     let mut comparisons: Vec<Comparison> = Vec::new();
     for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
         let data = m.var(&v.name).unwrap_or_default();
@@ -302,9 +305,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         let bytes = neff::npy::encode_npy(dtype, &shape, data)
             .map_err(|e| CliError::Io(format!("output `{}`: {e}", v.name)))?;
         let path = out_dir.join(format!("{}.npy", v.name));
-        neff::write_atomic(&path, &bytes)
-            .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
-        written.push((v.name.clone(), path));
+        pending.push((v.name.clone(), path, bytes));
         if let Some(rp) = refs.files.get(&v.name) {
             let r = read_npy(rp)?;
             let rdata = checked_reference(v, &r, rp)?;
@@ -321,6 +322,18 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             .map_err(|e| usage(format!("{}: {e}", rp.display())))?;
             comparisons.push(c);
         }
+    }
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| CliError::Io(format!("{}: {e}", out_dir.display())))?;
+    let mut written = Vec::new();
+    for (name, path, bytes) in pending {
+        if let Err(e) = neff::write_atomic(&path, &bytes) {
+            for (_, p) in &written {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(CliError::Io(format!("{}: {e}", path.display())));
+        }
+        written.push((name, path));
     }
     let ok = comparisons.iter().all(Comparison::passed);
     if a.json {

@@ -32,6 +32,9 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Run a kernel NEFF on the machine model, write its outputs and compare them with references.
     Run(cmd::run::Args),
+    /// Check a kernel for synchronisation bugs: cross-engine races, uninitialised reads, PSUM
+    /// accumulation onto unzeroed banks, deadlocks (with the wait-for graph).
+    Check(cmd::check::Args),
     /// Check engine streams with the L2 wire validator (silicon legality per generation).
     Validate(cmd::validate::Args),
     /// Cast bit patterns (hex, one per line on stdin) or one value between number formats.
@@ -51,6 +54,7 @@ fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
         Command::Lift(a) => cmd::lift::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Check(a) => cmd::check::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::Fuzz(a) => cmd::fuzz::run(a),

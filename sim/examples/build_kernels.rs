@@ -1003,6 +1003,147 @@ fn mx_matmul() -> Package {
     p
 }
 
+// ---- Kernels with planted synchronisation bugs (`sim check` finds each; no references). ----
+
+/// DVE fp32 add of 512-element rows at SBUF offsets: dst = src0 + src1.
+fn dve_add(ev: Events, src0: u32, src1: u32, dst: u32) -> Bundle {
+    let f32t = tag(Format::Float32);
+    TensorTensor {
+        events: ev,
+        in_dtypes: DtypePair::new(f32t, f32t),
+        out_dtype: f32t,
+        op: AluOp(0x04),
+        num_active_partitions: P as u8,
+        src0: row(sbuf(src0), 512),
+        src1: row(sbuf(src1), 512),
+        dst: row(sbuf(dst), 512),
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+/// vadd whose DVE bundle waits for the first input transfer only (semaphore 1 >= 1 instead of
+/// >= 2): the second transfer (y → SBUF 4096) races with DVE's read of `src1`.
+fn race_dma_wait() -> Package {
+    let mut p = vadd();
+    p.name = "race_dma_wait".into();
+    p.streams[Engine::Dve as usize] = vec![dve_add(events(Some((1, 1)), Some(2)), 0, 4096, 8192)];
+    p
+}
+
+/// ACT copies x to SBUF 8192 and signals semaphore 3, but DVE reads that copy after waiting for
+/// the input DMA only: ACT's write of `dst` races with DVE's read of `src0`.
+fn race_engines() -> Package {
+    const F: u16 = 512;
+    let mut r = Rng(6);
+    let mut p = base("race_engines");
+    let x = r.normals(P as usize * F as usize, 1.0);
+    p.var(
+        "x",
+        VarKind::Input,
+        Format::Float32,
+        &[P as u64, F as u64],
+        Some(&bytes_f32(&x)),
+    )
+    .unwrap();
+    p.var(
+        "out",
+        VarKind::Output,
+        Format::Float32,
+        &[P as u64, F as u64],
+        None,
+    )
+    .unwrap();
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![rows("x", 0, F as u64, Format::Float32, true, Some(1))],
+    );
+    p.block(
+        Engine::Sp,
+        "out",
+        0,
+        vec![rows("out", 12288, F as u64, Format::Float32, false, None)],
+    );
+    p.streams[Engine::Act as usize] = vec![activate(
+        events(Some((1, 1)), Some(3)),
+        1, // identity
+        1.0,
+        ImmBias::Imm(0.0),
+        0,
+        row(sbuf(0), F),
+        row(sbuf(8192), F),
+    )];
+    p.streams[Engine::Dve as usize] = vec![dve_add(events(Some((1, 1)), Some(2)), 8192, 0, 12288)];
+    finish_sp(&mut p);
+    p
+}
+
+/// ACT waits for semaphore 5, which only DVE increments, after waiting for semaphore 6, which
+/// only ACT increments: a wait-for cycle. SP's output trigger waits behind it.
+fn deadlock_cycle() -> Package {
+    let mut p = vadd();
+    p.name = "deadlock_cycle".into();
+    p.streams[Engine::Act as usize] = vec![activate(
+        events(Some((5, 1)), Some(6)),
+        1,
+        1.0,
+        ImmBias::Imm(0.0),
+        0,
+        row(sbuf(0), 512),
+        row(sbuf(16384), 512),
+    )];
+    p.streams[Engine::Dve as usize] = vec![
+        dve_add(events(Some((6, 1)), Some(5)), 0, 4096, 8192),
+        dve_add(events(None, Some(2)), 8192, 16384, 8192),
+    ];
+    p
+}
+
+/// vadd whose DVE bundle waits for three input transfers (semaphore 1 >= 3) where the input
+/// block has two: nothing left in the program can raise semaphore 1 (a missing producer).
+fn deadlock_missing() -> Package {
+    let mut p = vadd();
+    p.name = "deadlock_missing".into();
+    p.streams[Engine::Dve as usize] = vec![dve_add(events(Some((1, 3)), Some(2)), 0, 4096, 8192)];
+    p
+}
+
+/// vadd whose input block loads x only: DVE's `src1` (SBUF 4096, y's slot) was never written.
+fn uninit_read() -> Package {
+    let mut p = vadd();
+    p.name = "uninit_read".into();
+    p.sidecars[Engine::Sp as usize]
+        .dma
+        .retain(|b| b.queue.as_deref() != Some("in"));
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![rows("x", 0, 512, Format::Float32, true, Some(1))],
+    );
+    p.streams[Engine::Dve as usize] = vec![dve_add(events(Some((1, 1)), Some(2)), 0, 4096, 8192)];
+    p
+}
+
+/// matmul_bf16 whose first matmul continues an accumulation group (flags MULTI_MID) instead of
+/// starting one: it adds into PSUM bytes nothing zeroed.
+fn uninit_psum_accumulate() -> Package {
+    let mut p = matmul_bf16();
+    p.name = "uninit_psum_accumulate".into();
+    let pe = &mut p.streams[Engine::Pe as usize];
+    // Bundle 1 is the first Matmul; PSUM_ACCUMULATE_FLAGS START (1) → MULTI_MID (0).
+    let b = &mut pe[1];
+    if let Ok(tpbsim_isa::Inst::Matmul(Matmul::V3(mut m))) = tpbsim_isa::decode(b, GEN) {
+        m.psum_accumulate_flags = PsumAccumulateFlags::from_bits(0);
+        *b = Matmul::V3(m).to_bundle();
+    } else {
+        panic!("uninit_psum_accumulate: bundle 1 of PE is not a v3 Matmul");
+    }
+    p
+}
+
 fn main() {
     let out = std::env::args()
         .nth(1)
@@ -1016,6 +1157,12 @@ fn main() {
         rmsnorm(),
         matmul_bf16(),
         mx_matmul(),
+        race_dma_wait(),
+        race_engines(),
+        deadlock_cycle(),
+        deadlock_missing(),
+        uninit_read(),
+        uninit_psum_accumulate(),
     ] {
         let path = out.join(format!("{}.neff", p.name));
         p.to_neff()

@@ -126,7 +126,13 @@ fn branch_loop_hits_the_step_budget() {
     let k = kernel([vec![], vec![], vec![], vec![], vec![br]]);
     let mut m = Machine::new(&k, Gen::V3).unwrap();
     let f = m
-        .run(&RunOptions { max_steps: 5000 }, &mut |_| {})
+        .run(
+            &RunOptions {
+                max_steps: 5000,
+                ..Default::default()
+            },
+            &mut |_| {},
+        )
         .unwrap_err();
     assert!(matches!(f, Fault::StepBudget { budget: 5000, .. }), "{f}");
     assert!(f.to_string().contains("sp #0"));

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod asm;
+pub mod check;
 pub mod decode;
 pub mod disasm;
 pub mod fuzz;

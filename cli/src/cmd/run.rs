@@ -10,6 +10,8 @@ use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_sim::machine::compare::{compare, Comparison, Tolerance};
 use tpbsim_sim::machine::load::{self, dtype_of};
+use tpbsim_sim::machine::race::Finding;
+use tpbsim_sim::machine::sched::Order;
 use tpbsim_sim::machine::{
     Fault, Kernel, Machine, RunOptions, RunStats, VarKind, VarSpec, DEFAULT_MAX_STEPS,
 };
@@ -58,6 +60,131 @@ pub struct Args {
     /// NEFF reader options (digest check, archive size limits).
     #[command(flatten)]
     pub read: super::neff::ReadArgs,
+    /// Check for cross-engine races, uninitialised reads and PSUM accumulation onto unzeroed
+    /// banks (happens-before over semaphores, events and DMA completions; docs/races.md).
+    #[arg(long)]
+    pub check_races: bool,
+    /// Run under N legal interleavings (the first round-robin, the others seeded) and report
+    /// every output that differs between them.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub schedules: u32,
+    /// Seed of the first seeded interleaving (schedule i uses SEED + i - 1).
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// One simulated run: outputs by name, counters and the race findings.
+struct RunResult {
+    outputs: BTreeMap<String, Vec<u8>>,
+    stats: RunStats,
+    findings: Vec<Finding>,
+}
+
+/// The order of schedule `i` of `a`.
+fn order_of(a: &Args, i: u32) -> Order {
+    if i == 0 {
+        Order::RoundRobin
+    } else {
+        Order::Seeded(a.seed.wrapping_add(i as u64 - 1))
+    }
+}
+
+fn describe_order(o: Order) -> String {
+    match o {
+        Order::RoundRobin => "round-robin".to_string(),
+        Order::Seeded(s) => format!("seed {s}"),
+    }
+}
+
+fn simulate(
+    a: &Args,
+    kernel: &Kernel,
+    gen: Gen,
+    given: &BTreeMap<String, Vec<u8>>,
+    order: Order,
+    show_progress: bool,
+) -> Result<RunResult, Fault> {
+    // Set-up was checked by the caller; a failure here is still reported, never a panic.
+    let setup = |e: tpbsim_sim::machine::core::SetupError| Fault::Exec {
+        site: tpbsim_sim::machine::Site {
+            engine: Engine::Sp,
+            index: 0,
+            opcode: 0,
+        },
+        message: e.to_string(),
+    };
+    let mut m = Machine::new(kernel, gen).map_err(setup)?;
+    for (name, data) in given {
+        m.set_var(name, data).map_err(setup)?;
+    }
+    if !a.no_validate {
+        m.validate_with_l2();
+    }
+    if a.check_races {
+        m.enable_race_check();
+    }
+    let bar = if show_progress { progress_bar() } else { None };
+    let result = m.run(
+        &RunOptions {
+            max_steps: a.max_steps,
+            order,
+        },
+        &mut |steps| {
+            if let Some(b) = &bar {
+                b.set_position(steps);
+            }
+        },
+    );
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let stats = result?;
+    let outputs = kernel
+        .vars
+        .iter()
+        .filter(|v| v.kind == VarKind::Output)
+        .map(|v| (v.name.clone(), m.var(&v.name).unwrap_or_default().to_vec()))
+        .collect();
+    Ok(RunResult {
+        outputs,
+        stats,
+        findings: m.race_findings(),
+    })
+}
+
+/// A difference between the outputs of two schedules.
+#[derive(serde::Serialize)]
+struct ScheduleDiff {
+    output: String,
+    schedule: u32,
+    order: String,
+    first_byte: usize,
+    bytes_differing: usize,
+}
+
+fn diff_outputs(
+    base: &RunResult,
+    other: &RunResult,
+    schedule: u32,
+    order: Order,
+) -> Vec<ScheduleDiff> {
+    let mut v = Vec::new();
+    for (name, x) in &base.outputs {
+        let Some(y) = other.outputs.get(name) else {
+            continue;
+        };
+        let n = x.iter().zip(y).filter(|(p, q)| p != q).count();
+        if n > 0 {
+            v.push(ScheduleDiff {
+                output: name.clone(),
+                schedule,
+                order: describe_order(order),
+                first_byte: x.iter().zip(y).position(|(p, q)| p != q).unwrap_or(0),
+                bytes_differing: n,
+            });
+        }
+    }
+    v
 }
 
 fn usage(m: impl Into<String>) -> CliError {
@@ -223,6 +350,12 @@ fn print_summary(stats: &RunStats) {
 
 /// Run `sim run`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
+    execute(a, true)
+}
+
+/// Run a kernel; write the outputs (`write_outputs`, or when `--out-dir` is given).
+pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
+    let write_outputs = write_outputs || a.out_dir.is_some();
     let n = Neff::read(&a.kernel, &a.read.options())
         .map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
     let kernel =
@@ -261,32 +394,37 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         }
     }
 
-    let mut m = Machine::new(&kernel, gen).map_err(|e| usage(e.to_string()))?;
-    for (name, data) in &given {
-        m.set_var(name, data).map_err(|e| usage(e.to_string()))?;
+    // Set-up errors are usage errors: check them once before any schedule runs.
+    {
+        let mut m = Machine::new(&kernel, gen).map_err(|e| usage(e.to_string()))?;
+        for (name, data) in &given {
+            m.set_var(name, data).map_err(|e| usage(e.to_string()))?;
+        }
     }
-
-    if !a.no_validate {
-        m.validate_with_l2();
-    }
-    let bar = progress_bar();
-    let result = m.run(
-        &RunOptions {
-            max_steps: a.max_steps,
-        },
-        &mut |steps| {
-            if let Some(b) = &bar {
-                b.set_position(steps);
-            }
-        },
-    );
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    let stats = match result {
-        Ok(s) => s,
+    let base = match simulate(&a, &kernel, gen, &given, Order::RoundRobin, true) {
+        Ok(r) => r,
         Err(f) => return Err(fault(&a, gen, &f)),
     };
+    let stats = base.stats;
+    let mut diffs: Vec<ScheduleDiff> = Vec::new();
+    let mut finding_changes: Vec<(u32, String)> = Vec::new();
+    for i in 1..a.schedules {
+        let order = order_of(&a, i);
+        let r = match simulate(&a, &kernel, gen, &given, order, false) {
+            Ok(r) => r,
+            Err(f) => {
+                return Err(fault(
+                    &a,
+                    gen,
+                    &annotate(f, &format!("schedule {i} ({})", describe_order(order))),
+                ))
+            }
+        };
+        diffs.extend(diff_outputs(&base, &r, i, order));
+        if r.findings != base.findings {
+            finding_changes.push((i, describe_order(order)));
+        }
+    }
 
     // Outputs: every output is encoded and every reference checked first, so that a bad
     // reference or output leaves the directory untouched; then each file is written through a
@@ -298,7 +436,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     let mut pending: Vec<(String, PathBuf, Vec<u8>)> = Vec::new();
     let mut comparisons: Vec<Comparison> = Vec::new();
     for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
-        let data = m.var(&v.name).unwrap_or_default();
+        let data = base.outputs.get(&v.name).map_or(&[][..], |d| d.as_slice());
         let dtype = dtype_of(v.format)
             .ok_or_else(|| usage(format!("output `{}` has no npy dtype", v.name)))?;
         let shape: Vec<u64> = v.shape.iter().map(|&d| d as u64).collect();
@@ -323,8 +461,12 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             comparisons.push(c);
         }
     }
-    std::fs::create_dir_all(&out_dir)
-        .map_err(|e| CliError::Io(format!("{}: {e}", out_dir.display())))?;
+    if write_outputs {
+        std::fs::create_dir_all(&out_dir)
+            .map_err(|e| CliError::Io(format!("{}: {e}", out_dir.display())))?;
+    } else {
+        pending.clear();
+    }
     let mut written = Vec::new();
     for (name, path, bytes) in pending {
         if let Err(e) = neff::write_atomic(&path, &bytes) {
@@ -335,16 +477,29 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         }
         written.push((name, path));
     }
-    let ok = comparisons.iter().all(Comparison::passed);
+    let matched = comparisons.iter().all(Comparison::passed);
+    let clean = base.findings.is_empty() && diffs.is_empty() && finding_changes.is_empty();
+    let ok = matched && clean;
     if a.json {
-        let obj = json!({
+        let mut obj = json!({
             "kernel": a.kernel.display().to_string(),
             "arch": gen.short(),
-            "status": if ok { "ok" } else { "mismatch" },
+            "status": if !matched { "mismatch" } else if !clean { "findings" } else { "ok" },
             "summary": summary_json(&stats),
             "outputs": written.iter().map(|(n, p)| json!({"name": n, "path": p.display().to_string()})).collect::<Vec<_>>(),
             "comparisons": comparisons,
         });
+        if a.check_races {
+            obj["findings"] = json!(base.findings);
+        }
+        if a.schedules > 1 {
+            obj["schedules"] = json!({
+                "count": a.schedules,
+                "seed": a.seed,
+                "output_differences": diffs,
+                "findings_differ": finding_changes.iter().map(|(i, o)| json!({"schedule": i, "order": o})).collect::<Vec<_>>(),
+            });
+        }
         println!("{obj}");
     } else {
         for c in &comparisons {
@@ -354,8 +509,55 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             println!("wrote {n} -> {}", p.display());
         }
         print_summary(&stats);
+        print_findings(&a, &base.findings, &diffs, &finding_changes);
     }
     Ok(if ok { Outcome::Ok } else { Outcome::Invalid })
+}
+
+fn print_findings(
+    a: &Args,
+    findings: &[Finding],
+    diffs: &[ScheduleDiff],
+    changes: &[(u32, String)],
+) {
+    if a.check_races {
+        for f in findings {
+            println!("{f}");
+        }
+        println!(
+            "race check: {} finding{}",
+            findings.len(),
+            if findings.len() == 1 { "" } else { "s" }
+        );
+    }
+    if a.schedules > 1 {
+        for d in diffs {
+            println!(
+                "schedule {} ({}): output `{}` differs from the round-robin run in {} bytes, first at byte {}",
+                d.schedule, d.order, d.output, d.bytes_differing, d.first_byte
+            );
+        }
+        for (i, o) in changes {
+            println!("schedule {i} ({o}): the race findings differ from the round-robin run");
+        }
+        println!(
+            "schedules: {} interleavings, {} output difference{}",
+            a.schedules,
+            diffs.len(),
+            if diffs.len() == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// `f` with `what` prepended to its message (for faults of later schedules).
+fn annotate(f: Fault, what: &str) -> Fault {
+    match f {
+        Fault::Exec { site, message } => Fault::Exec {
+            site,
+            message: format!("{what}: {message}"),
+        },
+        other => other,
+    }
 }
 
 fn checked_reference<'r>(
@@ -384,6 +586,10 @@ fn fault(a: &Args, gen: Gen, f: &Fault) -> CliError {
             "status": "fault",
             "fault": { "kind": f.kind(), "message": f.to_string() },
         });
+        let mut obj = obj;
+        if let Fault::Deadlock(r) = f {
+            obj["fault"]["deadlock"] = json!(r);
+        }
         println!("{obj}");
     }
     CliError::Fault(format!("{}: {} fault: {f}", a.kernel.display(), f.kind()))

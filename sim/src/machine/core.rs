@@ -11,8 +11,10 @@ use super::fault::{Fault, Site};
 use super::geometry::Geometry;
 use super::kernel::Kernel;
 use super::memory::{Dram, DramVar, OnChip};
-use super::sched::{self, Flow, Program, SchedStats};
+use super::race::{AccessKind, Agent, Checker, Finding, Mem};
+use super::sched::{self, Flow, Order, Program, SchedStats};
 use super::sync::{Events, SyncState};
+use super::waitfor::{PendingUpdate, SyncRef};
 
 /// Default step budget of a run.
 pub const DEFAULT_MAX_STEPS: u64 = 100_000_000;
@@ -25,12 +27,15 @@ pub type BundleValidator = dyn Fn(&Bundle, Gen, Engine) -> Result<(), String> + 
 pub struct RunOptions {
     /// Step budget.
     pub max_steps: u64,
+    /// Issue order of the scheduler.
+    pub order: Order,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             max_steps: DEFAULT_MAX_STEPS,
+            order: Order::RoundRobin,
         }
     }
 }
@@ -94,6 +99,28 @@ pub struct Machine<'k> {
     dma_bytes: u64,
     dma_transfers: u64,
     buf: Vec<u8>,
+    race: Option<Box<Checker>>,
+    /// The agent DMA accesses are attributed to.
+    dma_agent: Agent,
+}
+
+/// The NUL-terminated queue name of a DMA trigger.
+pub(crate) fn queue_name(raw: &[u8]) -> String {
+    let end = raw.iter().position(|&c| c == 0).unwrap_or(raw.len());
+    String::from_utf8_lossy(&raw[..end]).into_owned()
+}
+
+/// Agent ids: the five engines, then each sidecar DMA queue in engine and queue order, then one
+/// direct-DMA agent per engine.
+fn agent_labels(kernel: &Kernel) -> Vec<String> {
+    let mut v: Vec<String> = Engine::ALL.iter().map(|e| e.short().to_string()).collect();
+    for e in Engine::ALL {
+        for q in &kernel.queues[e as usize] {
+            v.push(format!("{}:{}", e.short(), q.name));
+        }
+    }
+    v.extend(Engine::ALL.iter().map(|e| format!("{}:direct", e.short())));
+    v
 }
 
 impl<'k> Machine<'k> {
@@ -134,7 +161,121 @@ impl<'k> Machine<'k> {
             dma_bytes: 0,
             dma_transfers: 0,
             buf: Vec::new(),
+            race: None,
+            dma_agent: 0,
         })
+    }
+
+    /// Check the run for races, uninitialised reads and PSUM accumulation onto unzeroed
+    /// banks (see [`super::race`]). Call before [`Machine::run`].
+    pub fn enable_race_check(&mut self) {
+        let names = self
+            .dram
+            .iter()
+            .map(|(id, v)| (id, v.name.clone()))
+            .collect();
+        self.race = Some(Box::new(Checker::new(
+            self.chip.geom,
+            agent_labels(self.kernel),
+            names,
+        )));
+        self.chip.log = Some(Default::default());
+    }
+
+    /// The race checker's findings (empty when the check is off).
+    pub fn race_findings(&self) -> Vec<Finding> {
+        self.race.as_ref().map_or_else(Vec::new, |c| c.findings())
+    }
+
+    /// Agent id of DMA queue `queue` of `e`'s sidecar.
+    fn queue_agent(&self, e: Engine, queue: &str) -> Agent {
+        let mut id = 5usize;
+        for x in Engine::ALL {
+            for q in &self.kernel.queues[x as usize] {
+                if x == e && q.name == queue {
+                    return id as Agent;
+                }
+                id += 1;
+            }
+        }
+        id as Agent
+    }
+
+    /// Agent id of `e`'s direct DMA.
+    fn direct_agent(&self, e: Engine) -> Agent {
+        let queues: usize = self.kernel.queues.iter().map(Vec::len).sum();
+        (5 + queues + e as usize) as Agent
+    }
+
+    /// Attribute the logged on-chip accesses to the current bundle.
+    fn flush_chip_log(&mut self) {
+        if let (Some(c), Some(log)) = (self.race.as_mut(), self.chip.log.as_ref()) {
+            c.flush(&mut log.borrow_mut());
+        }
+    }
+
+    /// Record the accesses of a finished transfer.
+    fn record_dma(&mut self, operand: &str, d: &DmaDesc) {
+        let Some(c) = self.race.as_mut() else {
+            return;
+        };
+        let agent = self.dma_agent;
+        let geom = self.chip.geom;
+        for (side, kind, name) in [
+            (&d.from, AccessKind::Read, "from"),
+            (&d.to, AccessKind::Write, "to"),
+        ] {
+            let op = format!("{operand}.{name}");
+            let _ = side.for_each_run(|at, len| {
+                let Ok(at) = u32::try_from(at) else {
+                    return Ok(());
+                };
+                let mem = match side.mem {
+                    dma::DmaMem::Dram(v) => {
+                        c.dma_access(agent, &op, Mem::Dram(v), at, at + len as u32, kind);
+                        return Ok(());
+                    }
+                    dma::DmaMem::OnChip => geom.locate(at),
+                };
+                c.dma_access(
+                    agent,
+                    &op,
+                    Mem::Chip(mem.space, mem.partition),
+                    mem.offset,
+                    mem.offset + len as u32,
+                    kind,
+                );
+                Ok(())
+            });
+        }
+    }
+
+    /// DMA_DIRECT2D: the engine's direct DMA performs `d`, then adds `inc` to semaphore `sem`.
+    pub(crate) fn dma_direct(
+        &mut self,
+        site: Site,
+        d: &DmaDesc,
+        sem: u8,
+        inc: u32,
+        sync: &mut SyncState,
+    ) -> Result<(), Fault> {
+        let agent = self.direct_agent(site.engine);
+        if let Some(c) = self.race.as_mut() {
+            c.handoff(site.engine as Agent, agent);
+        }
+        self.dma_agent = agent;
+        self.dma(site, "dma", d)?;
+        if inc != 0 {
+            let s = &mut sync.sems[sem as usize];
+            let before = *s;
+            *s = s.wrapping_add(inc);
+            let after = *s;
+            if let Some(c) = self.race.as_mut() {
+                let at = format!("{} bundle #{}", site.engine, site.index);
+                c.sem_release(agent, sem, before, after, false, 0.0, &at);
+            }
+        }
+        Ok(())
     }
 
     /// Validate every bundle with `v` the first time it executes.
@@ -179,7 +320,7 @@ impl<'k> Machine<'k> {
     ) -> Result<RunStats, Fault> {
         let start = Instant::now();
         let mut sync = std::mem::take(&mut self.sync);
-        let r = sched::run(self, &mut sync, opts.max_steps, progress);
+        let r = sched::run_ordered(self, &mut sync, opts.max_steps, opts.order, progress);
         self.sync = sync;
         let sched = r?;
         Ok(RunStats {
@@ -214,6 +355,9 @@ impl<'k> Machine<'k> {
             )?;
         self.dma_bytes += n;
         self.dma_transfers += 1;
+        if self.race.is_some() {
+            self.record_dma(operand, d);
+        }
         Ok(())
     }
 
@@ -274,6 +418,11 @@ impl<'k> Machine<'k> {
                     ),
                 )
             })?;
+        let agent = self.queue_agent(e, queue);
+        if let Some(c) = self.race.as_mut() {
+            c.handoff(e as Agent, agent);
+        }
+        self.dma_agent = agent;
         for (i, entry) in blk.entries.iter().enumerate() {
             let operand = format!("{queue}[{block}].desc[{i}]");
             let d = entry
@@ -281,15 +430,34 @@ impl<'k> Machine<'k> {
                 .as_ref()
                 .map_err(|why| Fault::exec(site, format!("{operand}: {why}")))?;
             self.dma(site, &operand, d)?;
-            if let Some(u) = &entry.sem {
-                u.apply(sync, &self.regs[e as usize]);
-            }
-            if let Some(ev) = entry.event {
-                sync.set_event(ev, true);
+            let regs = &self.regs[e as usize];
+            match self.race.as_mut() {
+                None => {
+                    if let Some(u) = &entry.sem {
+                        u.apply(sync, regs);
+                    }
+                    if let Some(ev) = entry.event {
+                        sync.set_event(ev, true);
+                    }
+                }
+                Some(c) => {
+                    if let Some(u) = &entry.sem {
+                        c.update(agent, u, sync, regs, 0.0, &operand);
+                    }
+                    if let Some(ev) = entry.event {
+                        sync.set_event(ev, true);
+                        c.event_release(agent, ev, true, 0.0, &operand);
+                    }
+                }
             }
         }
         if let Some(s) = q.semaphore {
-            sync.sems[s as usize] = sync.sems[s as usize].wrapping_add(1);
+            let before = sync.sems[s as usize];
+            sync.sems[s as usize] = before.wrapping_add(1);
+            if let Some(c) = self.race.as_mut() {
+                let at = format!("{queue}[{block}]");
+                c.sem_release(agent, s, before, before.wrapping_add(1), false, 0.0, &at);
+            }
         }
         Ok(())
     }
@@ -318,7 +486,101 @@ impl Program for Machine<'_> {
 
     fn execute(&mut self, e: Engine, pc: usize, sync: &mut SyncState) -> Result<Flow, Fault> {
         let inst = self.decoded(e, pc)?;
-        self.dispatch(self.site(e, pc), &inst, sync)
+        let site = self.site(e, pc);
+        if let Some(c) = self.race.as_mut() {
+            c.begin(e as Agent, site, inst.mnemonic());
+        }
+        let r = self.dispatch(site, &inst, sync);
+        self.flush_chip_log();
+        r
+    }
+
+    fn pending_updates(&mut self, e: Engine, from: usize) -> Vec<PendingUpdate> {
+        let stream = &self.kernel.streams[e as usize];
+        // A stream that can branch may run any of its bundles again.
+        let from = if stream.iter().any(|b| b.opcode() == 0xA9) {
+            0
+        } else {
+            from
+        };
+        let mut v = Vec::new();
+        for (pc, b) in stream.iter().enumerate().skip(from) {
+            if let Ok(ev) = Events::from_bundle(&b.0, b.opcode() == 0xA0) {
+                v.extend(ev.pending_updates(pc));
+            }
+            match decode(b, self.gen) {
+                Ok(Inst::DmaTrigger(x)) => {
+                    let name = queue_name(&x.queue_name);
+                    let Some(q) = self.kernel.queues[e as usize]
+                        .iter()
+                        .find(|q| q.name == name)
+                    else {
+                        continue;
+                    };
+                    let Some(blk) = q.blocks.iter().find(|k| k.id == x.block_id as u64) else {
+                        continue;
+                    };
+                    for (i, entry) in blk.entries.iter().enumerate() {
+                        let at = format!("DMA {name}[{}].desc[{i}]", x.block_id);
+                        if let Some(u) = &entry.sem {
+                            v.push(PendingUpdate {
+                                target: SyncRef::of_update(u.idx, u.op),
+                                index: pc,
+                                via: format!("{at}: {}", u.describe()),
+                            });
+                        }
+                        if let Some(ev) = entry.event {
+                            v.push(PendingUpdate {
+                                target: SyncRef::Event {
+                                    index: ev,
+                                    set: true,
+                                },
+                                index: pc,
+                                via: format!("{at}: event {ev} set at completion"),
+                            });
+                        }
+                    }
+                    if let Some(sem) = q.semaphore {
+                        v.push(PendingUpdate {
+                            target: SyncRef::Semaphore { index: sem },
+                            index: pc,
+                            via: format!(
+                                "DMA {name}[{}] completion: semaphore {sem} += 1",
+                                x.block_id
+                            ),
+                        });
+                    }
+                }
+                Ok(Inst::DmaDirect2d(x)) if x.sem_increment != 0 => v.push(PendingUpdate {
+                    target: SyncRef::Semaphore { index: x.semaphore },
+                    index: pc,
+                    via: format!(
+                        "direct DMA completion: semaphore {} += {}",
+                        x.semaphore, x.sem_increment
+                    ),
+                }),
+                _ => {}
+            }
+        }
+        v
+    }
+
+    fn issue(&mut self, e: Engine, ev: &Events, sync: &mut SyncState) {
+        let regs = &self.regs[e as usize];
+        match self.race.as_mut() {
+            Some(c) => {
+                c.issue(e as Agent, ev, sync, regs, 0.0);
+            }
+            None => ev.issue(sync, regs),
+        }
+    }
+
+    fn complete(&mut self, e: Engine, ev: &Events, sync: &mut SyncState) {
+        let regs = &self.regs[e as usize];
+        match self.race.as_mut() {
+            Some(c) => c.complete(e as Agent, ev, sync, regs, 0.0),
+            None => ev.complete(sync, regs),
+        }
     }
 }
 

@@ -267,20 +267,11 @@ impl Machine<'_> {
                         x.out_dtype,
                     )?,
                 };
-                self.dma(site, "dma", &d)?;
-                if x.sem_increment != 0 {
-                    let s = &mut sync.sems[x.semaphore as usize];
-                    *s = s.wrapping_add(x.sem_increment as u32);
-                }
+                self.dma_direct(site, &d, x.semaphore, x.sem_increment as u32, sync)?;
                 Ok(Flow::Next)
             }
             Inst::DmaTrigger(x) => {
-                let end = x
-                    .queue_name
-                    .iter()
-                    .position(|&c| c == 0)
-                    .unwrap_or(x.queue_name.len());
-                let name = String::from_utf8_lossy(&x.queue_name[..end]).into_owned();
+                let name = super::core::queue_name(&x.queue_name);
                 self.trigger(site, e, &name, x.block_id, sync)?;
                 Ok(Flow::Next)
             }

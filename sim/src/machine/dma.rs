@@ -47,7 +47,7 @@ impl DmaSide {
     }
 
     /// Visit maximal contiguous byte runs as (start address, length) in element order.
-    fn for_each_run(
+    pub(crate) fn for_each_run(
         &self,
         mut f: impl FnMut(i128, usize) -> Result<(), AccessError>,
     ) -> Result<(), AccessError> {

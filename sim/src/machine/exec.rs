@@ -273,6 +273,7 @@ impl Machine<'_> {
             .chip
             .resolve(p)
             .map_err(|e| Fault::oob(site, name, e))?;
+        self.chip.note_operand(name, &r);
         if site.engine == Engine::Pool && r.space == Space::Psum {
             return Err(Fault::exec(
                 site,
@@ -824,6 +825,7 @@ impl Machine<'_> {
                 format!("matmul destination 0x{:08x} is not in PSUM", a.dst.addr),
             ));
         }
+        self.chip.note_accumulate(&rd, a.flags);
         if a.flags.start {
             let region = ZeroRegion::from_wire(a.zero_region)
                 .map_err(|e| Fault::exec(site, e.to_string()))?;
@@ -833,6 +835,13 @@ impl Machine<'_> {
             for p in rd.first_partition..rd.first_partition + rd.partitions {
                 self.chip.partition_mut(Space::Psum, p)[span.clone()].fill(0);
             }
+            self.chip.note_zero(
+                Space::Psum,
+                rd.first_partition,
+                rd.partitions,
+                span.start as u32,
+                span.end as u32,
+            );
         }
         let err = |e: pe::PeError| Fault::exec(site, e.to_string());
         match a.out {

@@ -5,6 +5,7 @@ use std::fmt;
 use tpbsim_isa::Engine;
 
 use super::pattern::AccessError;
+use super::waitfor::{CycleEdge, Producer, SyncRef};
 
 /// Where in the program something happened: engine, bundle index, opcode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -37,6 +38,10 @@ pub struct BlockedEngine {
     pub site: Site,
     /// What it waits for, with the current value.
     pub waiting_for: String,
+    /// The semaphore or event it waits on.
+    pub on: Option<SyncRef>,
+    /// The unfinished engines' bundles that could update it (empty: a missing producer).
+    pub producers: Vec<Producer>,
 }
 
 /// Every unfinished engine is blocked.
@@ -46,6 +51,9 @@ pub struct DeadlockReport {
     pub blocked: Vec<BlockedEngine>,
     /// Bundles executed before the deadlock.
     pub steps: u64,
+    /// A circular wait among the blocked engines, when there is one: each engine waits on a
+    /// semaphore or event that only the next engine (the first again after the last) updates.
+    pub cycle: Option<Vec<CycleEdge>>,
 }
 
 impl fmt::Display for DeadlockReport {
@@ -57,6 +65,32 @@ impl fmt::Display for DeadlockReport {
         )?;
         for b in &self.blocked {
             write!(f, "\n  {} waits for {}", b.site, b.waiting_for)?;
+            if b.on.is_some() {
+                if b.producers.is_empty() {
+                    write!(f, "; no producer left")?;
+                } else {
+                    let p: Vec<String> = b.producers.iter().map(|p| p.to_string()).collect();
+                    write!(f, "; could be updated by {}", p.join(", "))?;
+                }
+            }
+        }
+        if let Some(c) = &self.cycle {
+            write!(f, "\nwait-for cycle: ")?;
+            for e in c {
+                write!(f, "{} → {} → ", e.engine, e.on)?;
+            }
+            if let Some(first) = c.first() {
+                write!(f, "{}", first.engine)?;
+            }
+        }
+        for b in &self.blocked {
+            if let (Some(on), true) = (b.on, b.producers.is_empty()) {
+                write!(
+                    f,
+                    "\nmissing producer: {} bundle #{} waits on {on}, which no unfinished engine or DMA queue updates",
+                    b.site.engine, b.site.index
+                )?;
+            }
         }
         Ok(())
     }

@@ -2,6 +2,8 @@
 
 use super::geometry::{Geometry, Space, PARTITIONS, PSUM_BYTES_PER_PARTITION};
 use super::pattern::{AccessError, Resolved, TensorPattern};
+use super::race::{ChipAccess, OnChipLog};
+use crate::numerics::pe::PsumFlags;
 
 /// SBUF and PSUM contents, partition-major, zero at start.
 ///
@@ -13,6 +15,8 @@ pub struct OnChip {
     pub geom: Geometry,
     sbuf: memmap2::MmapMut,
     psum: memmap2::MmapMut,
+    /// While a race check runs: the accesses of the current bundle, in order.
+    pub(crate) log: Option<OnChipLog>,
 }
 
 impl std::fmt::Debug for OnChip {
@@ -34,7 +38,40 @@ impl OnChip {
             psum: memmap2::MmapMut::map_anon(
                 PARTITIONS as usize * PSUM_BYTES_PER_PARTITION as usize,
             )?,
+            log: None,
         })
+    }
+
+    #[inline]
+    fn note(&self, a: impl FnOnce() -> ChipAccess) {
+        if let Some(l) = &self.log {
+            l.borrow_mut().push(a());
+        }
+    }
+
+    /// Record (while a race check runs) that operand `name` resolved to `r`.
+    #[inline]
+    pub fn note_operand(&self, name: &str, r: &Resolved) {
+        self.note(|| ChipAccess::Operand(name.to_string(), r.clone()));
+    }
+
+    /// Record (while a race check runs) that bytes `lo..hi` of `count` partitions from `first`
+    /// of `space` were cleared.
+    #[inline]
+    pub fn note_zero(&self, space: Space, first: u32, count: u32, lo: u32, hi: u32) {
+        self.note(|| ChipAccess::Zero {
+            space,
+            first,
+            count,
+            lo,
+            hi,
+        });
+    }
+
+    /// Record (while a race check runs) that a matmul writes `r` under `flags`.
+    #[inline]
+    pub fn note_accumulate(&self, r: &Resolved, flags: PsumFlags) {
+        self.note(|| ChipAccess::Accumulate(r.clone(), flags));
     }
 
     /// Bounds-check a pattern.
@@ -73,6 +110,7 @@ impl OnChip {
     /// Copy the bytes of a resolved pattern into `out` (appended), partition-major, elements
     /// in pattern order.
     pub fn gather_into(&self, r: &Resolved, out: &mut Vec<u8>) {
+        self.note(|| ChipAccess::Read(r.clone()));
         out.reserve(r.total_bytes() as usize);
         for p in r.first_partition..r.first_partition + r.partitions {
             let part = self.partition(r.space, p);
@@ -91,6 +129,7 @@ impl OnChip {
     /// pattern. Later elements win where the pattern overlaps itself.
     pub fn scatter(&mut self, r: &Resolved, data: &[u8]) {
         debug_assert_eq!(data.len() as u64, r.total_bytes());
+        self.note(|| ChipAccess::Write(r.clone()));
         let mut at = 0usize;
         for p in r.first_partition..r.first_partition + r.partitions {
             let part = self.partition_mut(r.space, p);

@@ -18,8 +18,10 @@ pub mod memory;
 pub mod ops;
 pub mod pack;
 pub mod pattern;
+pub mod race;
 pub mod sched;
 pub mod sync;
+pub mod waitfor;
 
 pub use self::core::{Machine, RunOptions, RunStats, DEFAULT_MAX_STEPS};
 pub use fault::{Fault, Site};

@@ -12,6 +12,7 @@ use tpbsim_isa::Engine;
 
 use super::fault::{BlockedEngine, DeadlockReport, Fault, Site};
 use super::sync::{Events, SyncState};
+use super::waitfor::{find_cycle, CycleEdge, PendingUpdate, Producer, SyncRef};
 
 /// Where an engine goes after a bundle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +37,37 @@ pub trait Program {
     fn regs(&self, e: Engine) -> &[u32];
     /// Execute the effects of bundle `pc` of `e`.
     fn execute(&mut self, e: Engine, pc: usize, sync: &mut SyncState) -> Result<Flow, Fault>;
+    /// Issue-time synchronisation of `e`'s current bundle (its waits hold): wait side effects
+    /// and `_READ` updates.
+    fn issue(&mut self, e: Engine, ev: &Events, sync: &mut SyncState) {
+        ev.issue(sync, self.regs(e));
+    }
+    /// Completion-time synchronisation of `e`'s current bundle: `_COMPLETE` updates.
+    fn complete(&mut self, e: Engine, ev: &Events, sync: &mut SyncState) {
+        ev.complete(sync, self.regs(e));
+    }
+    /// The semaphore and event updates that bundles `from..` of `e`'s stream can still make
+    /// (for the wait-for graph of a deadlock report). The default reads the events blocks.
+    fn pending_updates(&mut self, e: Engine, from: usize) -> Vec<PendingUpdate> {
+        let mut v = Vec::new();
+        for pc in from..self.stream_len(e) {
+            if let Ok(ev) = self.events(e, pc) {
+                v.extend(ev.pending_updates(pc));
+            }
+        }
+        v
+    }
+}
+
+/// The order in which ready engines issue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// Rounds over the engines in wire-id order, one bundle per ready engine per round.
+    #[default]
+    RoundRobin,
+    /// At every step, one ready engine chosen by a pseudo-random generator with this seed
+    /// issues a burst of 1 to 4 bundles (while it stays ready).
+    Seeded(u64),
 }
 
 /// Counters of a finished run.
@@ -56,6 +88,14 @@ struct Queue {
     pending: Option<Events>,
 }
 
+impl Queue {
+    const START: Queue = Queue {
+        pc: 0,
+        done: false,
+        pending: None,
+    };
+}
+
 /// How often (in steps) the progress callback is called.
 pub const PROGRESS_INTERVAL: u64 = 1 << 14;
 
@@ -67,11 +107,22 @@ pub fn run<P: Program>(
     max_steps: u64,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SchedStats, Fault> {
-    let mut q = [Queue {
-        pc: 0,
-        done: false,
-        pending: None,
-    }; 5];
+    run_ordered(p, sync, max_steps, Order::RoundRobin, progress)
+}
+
+/// [`run`] with the issue order `order`. Every order is a legal interleaving: an engine issues
+/// only when its waits hold, and a deadlock is reported only when no unfinished engine can.
+pub fn run_ordered<P: Program>(
+    p: &mut P,
+    sync: &mut SyncState,
+    max_steps: u64,
+    order: Order,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SchedStats, Fault> {
+    if let Order::Seeded(seed) = order {
+        return run_seeded(p, sync, max_steps, seed, progress);
+    }
+    let mut q = [Queue::START; 5];
     let mut stats = SchedStats::default();
     for e in Engine::ALL {
         q[e as usize].done = p.stream_len(e) == 0;
@@ -103,21 +154,8 @@ pub fn run<P: Program>(
             if stats.steps >= max_steps {
                 return Err(budget_fault(p, &q, max_steps));
             }
-            ev.issue(sync, p.regs(e));
-            let flow = p.execute(e, qe.pc, sync)?;
-            ev.complete(sync, p.regs(e));
-            qe.pending = None;
-            match flow {
-                Flow::Next => qe.pc += 1,
-                Flow::Jump(t) => qe.pc = t,
-                Flow::Finish => qe.done = true,
-            }
+            step(p, e, qe, ev, sync, &mut stats, progress)?;
             issued = true;
-            stats.steps += 1;
-            stats.per_engine[e as usize] += 1;
-            if stats.steps % PROGRESS_INTERVAL == 0 {
-                progress(stats.steps);
-            }
         }
         stats.rounds += 1;
         if !unfinished {
@@ -125,6 +163,111 @@ pub fn run<P: Program>(
         }
         if !issued {
             return Err(Fault::Deadlock(deadlock_report(p, &q, sync, stats.steps)));
+        }
+    }
+}
+
+/// Issue `e`'s current bundle (its waits hold) and move its program counter.
+fn step<P: Program>(
+    p: &mut P,
+    e: Engine,
+    qe: &mut Queue,
+    ev: Events,
+    sync: &mut SyncState,
+    stats: &mut SchedStats,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), Fault> {
+    p.issue(e, &ev, sync);
+    let flow = p.execute(e, qe.pc, sync)?;
+    p.complete(e, &ev, sync);
+    qe.pending = None;
+    match flow {
+        Flow::Next => qe.pc += 1,
+        Flow::Jump(t) => qe.pc = t,
+        Flow::Finish => qe.done = true,
+    }
+    stats.steps += 1;
+    stats.per_engine[e as usize] += 1;
+    if stats.steps.is_multiple_of(PROGRESS_INTERVAL) {
+        progress(stats.steps);
+    }
+    Ok(())
+}
+
+/// Whether `e` can issue now; loads its pending events. Marks engines past their stream done.
+fn ready<P: Program>(
+    p: &mut P,
+    e: Engine,
+    qe: &mut Queue,
+    sync: &SyncState,
+) -> Result<Option<Events>, Fault> {
+    if qe.done {
+        return Ok(None);
+    }
+    if qe.pc >= p.stream_len(e) {
+        qe.done = true;
+        return Ok(None);
+    }
+    let ev = match qe.pending {
+        Some(ev) => ev,
+        None => {
+            let ev = p.events(e, qe.pc)?;
+            qe.pending = Some(ev);
+            ev
+        }
+    };
+    Ok(ev.blocking(sync, p.regs(e)).is_none().then_some(ev))
+}
+
+fn run_seeded<P: Program>(
+    p: &mut P,
+    sync: &mut SyncState,
+    max_steps: u64,
+    seed: u64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SchedStats, Fault> {
+    let mut q = [Queue::START; 5];
+    let mut stats = SchedStats::default();
+    // splitmix64 of the seed, then xorshift64*.
+    let mut state = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    state = (state ^ (state >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    state = (state ^ (state >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    state ^= state >> 31;
+    if state == 0 {
+        state = 1;
+    }
+    let mut rand = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    loop {
+        let mut ready_set: Vec<(Engine, Events)> = Vec::with_capacity(5);
+        for e in Engine::ALL {
+            if let Some(ev) = ready(p, e, &mut q[e as usize], sync)? {
+                ready_set.push((e, ev));
+            }
+        }
+        stats.rounds += 1;
+        if ready_set.is_empty() {
+            if q.iter().all(|x| x.done) {
+                return Ok(stats);
+            }
+            return Err(Fault::Deadlock(deadlock_report(p, &q, sync, stats.steps)));
+        }
+        let r = rand();
+        let (e, mut ev) = ready_set[(r % ready_set.len() as u64) as usize];
+        let burst = 1 + (r >> 32) % 4;
+        for _ in 0..burst {
+            if stats.steps >= max_steps {
+                return Err(budget_fault(p, &q, max_steps));
+            }
+            step(p, e, &mut q[e as usize], ev, sync, &mut stats, progress)?;
+            match ready(p, e, &mut q[e as usize], sync)? {
+                Some(next) => ev = next,
+                None => break,
+            }
         }
     }
 }
@@ -138,29 +281,67 @@ fn site<P: Program>(p: &P, e: Engine, pc: usize) -> Site {
 }
 
 fn deadlock_report<P: Program>(
-    p: &P,
+    p: &mut P,
     q: &[Queue; 5],
     sync: &SyncState,
     steps: u64,
 ) -> DeadlockReport {
+    // What each unfinished engine can still update.
+    let mut pending: [Vec<PendingUpdate>; 5] = Default::default();
+    for e in Engine::ALL {
+        if !q[e as usize].done {
+            pending[e as usize] = p.pending_updates(e, q[e as usize].pc);
+        }
+    }
     let mut blocked = Vec::new();
+    let mut edges: [Vec<Engine>; 5] = Default::default();
+    let mut on: [Option<SyncRef>; 5] = [None; 5];
     for e in Engine::ALL {
         let qe = &q[e as usize];
         if qe.done {
             continue;
         }
-        let waiting_for = qe
+        let wait = qe
             .pending
             .as_ref()
-            .and_then(|ev| ev.blocking(sync, p.regs(e)))
+            .and_then(|ev| ev.blocking(sync, p.regs(e)));
+        let waiting_for = wait
             .map(|w| w.describe(sync, p.regs(e)))
             .unwrap_or_else(|| "nothing (not blocked)".to_string());
+        let target = wait.map(SyncRef::of_wait);
+        let mut producers = Vec::new();
+        if let Some(t) = target {
+            for f in Engine::ALL {
+                for u in pending[f as usize].iter().filter(|u| u.target == t) {
+                    producers.push(Producer {
+                        engine: f,
+                        index: u.index,
+                        via: u.via.clone(),
+                    });
+                    if !edges[e as usize].contains(&f) {
+                        edges[e as usize].push(f);
+                    }
+                }
+            }
+        }
+        on[e as usize] = target;
         blocked.push(BlockedEngine {
             site: site(p, e, qe.pc),
             waiting_for,
+            on: target,
+            producers,
         });
     }
-    DeadlockReport { blocked, steps }
+    let cycle = find_cycle(&edges).map(|c| {
+        c.into_iter()
+            .filter_map(|e| on[e as usize].map(|t| CycleEdge { engine: e, on: t }))
+            .collect()
+    });
+    DeadlockReport {
+        blocked,
+        steps,
+        cycle,
+    }
 }
 
 fn budget_fault<P: Program>(p: &P, q: &[Queue; 5], budget: u64) -> Fault {
@@ -305,6 +486,37 @@ mod tests {
             "{text}"
         );
         assert_eq!(f.kind(), "deadlock");
+    }
+
+    #[test]
+    fn seeded_orders_respect_waits_and_vary() {
+        let mk = || {
+            let n = |k| vec![(Events::default(), Flow::Next); k];
+            script([
+                vec![(wait_ge(0, 1), Flow::Next)],
+                n(3),
+                n(3),
+                n(3),
+                vec![(Events::default(), Flow::Next), (inc(0), Flow::Next)],
+            ])
+        };
+        let mut logs = Vec::new();
+        for seed in 0..8 {
+            let mut s = mk();
+            let mut sync = SyncState::default();
+            let st = run_ordered(&mut s, &mut sync, 100, Order::Seeded(seed), &mut |_| {}).unwrap();
+            assert_eq!(st.steps, 12);
+            let pe = s.log.iter().position(|x| *x == (Engine::Pe, 0)).unwrap();
+            let sp1 = s.log.iter().position(|x| *x == (Engine::Sp, 1)).unwrap();
+            assert!(
+                sp1 < pe,
+                "seed {seed}: PE issued before its semaphore was set"
+            );
+            logs.push(s.log);
+        }
+        logs.sort();
+        logs.dedup();
+        assert!(logs.len() > 1, "every seed gave the same interleaving");
     }
 
     #[test]

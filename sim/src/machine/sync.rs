@@ -290,6 +290,24 @@ impl Update {
         Ok(Some(Update { idx, op, when }))
     }
 
+    /// The update as a phrase (`semaphore 5 += 1 at completion`).
+    pub fn describe(&self) -> String {
+        let i = self.idx;
+        let what = match self.op {
+            UpdateOp::EventSet => format!("event {i} set"),
+            UpdateOp::EventClear => format!("event {i} clear"),
+            UpdateOp::SemInc => format!("semaphore {i} += 1"),
+            UpdateOp::SemDec => format!("semaphore {i} -= 1"),
+            UpdateOp::SemAdd(v) => format!("semaphore {i} += {v}"),
+            UpdateOp::SemSub(v) => format!("semaphore {i} -= {v}"),
+            UpdateOp::SemWrite(v) => format!("semaphore {i} = {v}"),
+        };
+        match self.when {
+            When::Read => format!("{what} at issue"),
+            When::Complete => format!("{what} at completion"),
+        }
+    }
+
     /// Apply the update.
     pub fn apply(&self, s: &mut SyncState, regs: &[u32]) {
         let i = self.idx as usize;
@@ -369,6 +387,38 @@ impl Events {
     /// Apply the `_COMPLETE` updates.
     pub fn complete(&self, s: &mut SyncState, regs: &[u32]) {
         self.apply(When::Complete, s, regs);
+    }
+
+    /// The updates of this bundle (index `pc`) and the flips of its waits, for the wait-for
+    /// graph.
+    pub fn pending_updates(&self, pc: usize) -> Vec<crate::machine::waitfor::PendingUpdate> {
+        use crate::machine::waitfor::{PendingUpdate, SyncRef};
+        let mut v = Vec::new();
+        for w in self.waits.iter().flatten() {
+            if let Wait::Event {
+                idx,
+                until,
+                flip: true,
+            } = *w
+            {
+                v.push(PendingUpdate {
+                    target: SyncRef::Event {
+                        index: idx,
+                        set: !until,
+                    },
+                    index: pc,
+                    via: format!("event {idx} flipped by its wait"),
+                });
+            }
+        }
+        for u in self.updates.iter().flatten() {
+            v.push(PendingUpdate {
+                target: SyncRef::of_update(u.idx, u.op),
+                index: pc,
+                via: u.describe(),
+            });
+        }
+        v
     }
 
     fn apply(&self, when: When, s: &mut SyncState, regs: &[u32]) {

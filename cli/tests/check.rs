@@ -1,0 +1,150 @@
+//! `sim check` and `sim run --check-races / --schedules` on the testdata kernels: exit codes,
+//! the reports in text and JSON, and no output files unless asked.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn kernel(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testdata/kernels/{name}.neff"))
+}
+
+fn sim(args: &[&str], dir: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn check_passes_clean_kernels_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["vadd", "softmax", "matmul_bf16"] {
+        let k = kernel(name);
+        let o = sim(
+            &["check", k.to_str().unwrap(), "--schedules", "3"],
+            dir.path(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
+        let t = text(&o);
+        assert!(t.contains("race check: 0 findings"), "{t}");
+        assert!(
+            t.contains("schedules: 3 interleavings, 0 output differences"),
+            "{t}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "check wrote files"
+    );
+}
+
+#[test]
+fn check_reports_a_race_in_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = kernel("race_dma_wait");
+    let o = sim(&["check", k.to_str().unwrap()], dir.path());
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("race: read of dve bundle #0 TENSOR_TENSOR_ARITH_OP operand `src1`"),
+        "{t}"
+    );
+    assert!(
+        t.contains("and write of DMA queue sp:in `in[0].desc[1].to` (triggered by sp bundle #0 PSEUDO_DMATRIGGER)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("on SBUF partitions 0..128, bytes 0x1000..0x1800 of each (address 0x00001000)"),
+        "{t}"
+    );
+    let o = sim(&["check", k.to_str().unwrap(), "--json"], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "findings");
+    let f = v["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0]["kind"], "race");
+    assert_eq!(f[0]["a"]["origin"]["operand"], "src1");
+    assert_eq!(f[0]["b"]["origin"]["agent"], "sp:in");
+    assert_eq!(f[0]["extent"]["bytes"], serde_json::json!([4096, 6144]));
+}
+
+#[test]
+fn run_without_the_check_reports_nothing_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = kernel("race_dma_wait");
+    let o = sim(&["run", k.to_str().unwrap(), "--out-dir", "o"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("race"));
+    let o = sim(
+        &[
+            "run",
+            k.to_str().unwrap(),
+            "--out-dir",
+            "o",
+            "--check-races",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+#[test]
+fn schedules_expose_an_order_dependent_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = kernel("race_engines");
+    let o = sim(
+        &[
+            "run",
+            k.to_str().unwrap(),
+            "--out-dir",
+            "o",
+            "--schedules",
+            "8",
+            "--seed",
+            "1",
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let d = v["schedules"]["output_differences"].as_array().unwrap();
+    assert!(!d.is_empty(), "{v}");
+    assert_eq!(d[0]["output"], "out");
+    assert!(v["schedules"]["findings_differ"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn deadlocks_exit_3_with_the_wait_for_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = kernel("deadlock_cycle");
+    let o = sim(&["check", k.to_str().unwrap(), "--json"], dir.path());
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["fault"]["kind"], "deadlock");
+    let cycle = v["fault"]["deadlock"]["cycle"].as_array().unwrap();
+    assert_eq!(cycle.len(), 2);
+    assert!(text(&o).contains("wait-for cycle: act → semaphore 5 → dve → semaphore 6 → act"));
+    let k = kernel("deadlock_missing");
+    let o = sim(&["check", k.to_str().unwrap()], dir.path());
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        text(&o).contains("missing producer: dve bundle #0 waits on semaphore 1"),
+        "{}",
+        text(&o)
+    );
+}

@@ -1,0 +1,251 @@
+//! The synchronisation checks on the testdata kernels: each planted bug is reported exactly
+//! (engine, bundle, mnemonic, operand, address range, missing synchronisation), the clean
+//! kernels report nothing, and the reports are the same under different legal interleavings.
+
+use std::path::PathBuf;
+
+use tpbsim_isa::neff::{Neff, ReadOptions};
+use tpbsim_isa::{Engine, Gen};
+use tpbsim_sim::machine::load::kernel_from_neff;
+use tpbsim_sim::machine::race::{AccessKind, Finding, FindingKind, Memory};
+use tpbsim_sim::machine::sched::Order;
+use tpbsim_sim::machine::waitfor::SyncRef;
+use tpbsim_sim::machine::{Fault, Kernel, Machine, RunOptions};
+
+fn kernel(name: &str) -> Kernel {
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testdata/kernels/{name}.neff"));
+    let n = Neff::read(&p, &ReadOptions::default()).unwrap();
+    kernel_from_neff(&n).unwrap()
+}
+
+fn check(k: &Kernel, order: Order) -> Result<Vec<Finding>, Fault> {
+    let mut m = Machine::new(k, k.gen.unwrap_or(Gen::V3)).unwrap();
+    m.validate_with_l2();
+    m.enable_race_check();
+    m.run(
+        &RunOptions {
+            order,
+            ..Default::default()
+        },
+        &mut |_| {},
+    )?;
+    Ok(m.race_findings())
+}
+
+/// Findings under round-robin, asserted equal under eight seeded interleavings.
+fn findings(name: &str) -> Vec<Finding> {
+    let k = kernel(name);
+    let base = check(&k, Order::RoundRobin).unwrap();
+    for seed in 0..8 {
+        let f = check(&k, Order::Seeded(seed)).unwrap();
+        assert_eq!(f, base, "{name}: seed {seed} changes the findings");
+    }
+    base
+}
+
+const CLEAN: [&str; 5] = ["vadd", "iadd_pool", "softmax", "rmsnorm", "matmul_bf16"];
+
+#[test]
+fn clean_kernels_report_nothing_under_any_schedule() {
+    for name in CLEAN {
+        let f = findings(name);
+        assert!(f.is_empty(), "{name}: {f:#?}");
+    }
+}
+
+#[test]
+fn the_checker_is_off_unless_asked() {
+    let k = kernel("race_dma_wait");
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    m.run(&RunOptions::default(), &mut |_| {}).unwrap();
+    assert!(m.race_findings().is_empty());
+}
+
+fn race(
+    f: &Finding,
+) -> (
+    &tpbsim_sim::machine::race::RaceSide,
+    &tpbsim_sim::machine::race::RaceSide,
+    &str,
+) {
+    match &f.kind {
+        FindingKind::Race { a, b, missing } => (a, b, missing.as_str()),
+        other => panic!("not a race: {other:?}"),
+    }
+}
+
+#[test]
+fn race_with_an_input_dma_is_reported_precisely() {
+    let f = findings("race_dma_wait");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let (a, b, missing) = race(&f[0]);
+    assert_eq!(a.origin.engine, Engine::Dve);
+    assert_eq!(a.origin.index, 0);
+    assert_eq!(a.origin.agent, "dve");
+    assert_eq!(a.origin.mnemonic, "TENSOR_TENSOR_ARITH_OP");
+    assert_eq!(a.origin.operand, "src1");
+    assert_eq!(a.kind, AccessKind::Read);
+    assert_eq!(b.origin.engine, Engine::Sp);
+    assert_eq!(b.origin.index, 0);
+    assert_eq!(b.origin.agent, "sp:in");
+    assert_eq!(b.origin.mnemonic, "PSEUDO_DMATRIGGER");
+    assert_eq!(b.origin.operand, "in[0].desc[1].to");
+    assert_eq!(b.kind, AccessKind::Write);
+    assert_eq!(f[0].extent.memory, Memory::Sbuf);
+    assert_eq!(f[0].extent.partitions, Some((0, 128)));
+    assert_eq!(f[0].extent.bytes, (0x1000, 0x1800));
+    assert_eq!(f[0].extent.address, Some(0x1000));
+    assert_eq!(f[0].extent.count, 128 * 2048);
+    assert_eq!(
+        b.next_release.as_deref(),
+        Some("semaphore 1 += 1 (in[0].desc[1])")
+    );
+    assert!(
+        missing.contains("DMA queue sp:in (in[0].desc[1].to) next updates semaphore 1 += 1 (in[0].desc[1]), which dve bundle #0 does not wait for"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn race_between_engines_is_reported_precisely() {
+    let f = findings("race_engines");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let (a, b, missing) = race(&f[0]);
+    assert_eq!(
+        (
+            a.origin.engine,
+            a.origin.index,
+            a.origin.mnemonic.as_str(),
+            a.origin.operand.as_str(),
+            a.kind
+        ),
+        (Engine::Act, 0, "ACTIVATE", "dst", AccessKind::Write)
+    );
+    assert_eq!(
+        (
+            b.origin.engine,
+            b.origin.index,
+            b.origin.mnemonic.as_str(),
+            b.origin.operand.as_str(),
+            b.kind
+        ),
+        (
+            Engine::Dve,
+            0,
+            "TENSOR_TENSOR_ARITH_OP",
+            "src0",
+            AccessKind::Read
+        )
+    );
+    assert_eq!(f[0].extent.partitions, Some((0, 128)));
+    assert_eq!(f[0].extent.bytes, (0x2000, 0x2800));
+    assert!(
+        missing.contains("act bundle #0 next updates semaphore 3 += 1 (act bundle #0), which dve bundle #0 does not wait for"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn uninitialised_read_is_reported_precisely() {
+    let f = findings("uninit_read");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let FindingKind::UninitRead { at } = &f[0].kind else {
+        panic!("{f:#?}")
+    };
+    assert_eq!(
+        (
+            at.engine,
+            at.index,
+            at.mnemonic.as_str(),
+            at.operand.as_str()
+        ),
+        (Engine::Dve, 0, "TENSOR_TENSOR_ARITH_OP", "src1")
+    );
+    assert_eq!(f[0].extent.memory, Memory::Sbuf);
+    assert_eq!(f[0].extent.partitions, Some((0, 128)));
+    assert_eq!(f[0].extent.bytes, (0x1000, 0x1800));
+}
+
+#[test]
+fn psum_accumulation_onto_an_unzeroed_bank_is_reported() {
+    let f = findings("uninit_psum_accumulate");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let FindingKind::PsumUnzeroed { at, last } = &f[0].kind else {
+        panic!("{f:#?}")
+    };
+    assert_eq!(
+        (
+            at.engine,
+            at.index,
+            at.mnemonic.as_str(),
+            at.operand.as_str()
+        ),
+        (Engine::Pe, 1, "MATMUL", "dst")
+    );
+    assert_eq!(*last, None);
+    assert_eq!(f[0].extent.memory, Memory::Psum);
+    assert_eq!(f[0].extent.partitions, Some((0, 128)));
+    assert_eq!(f[0].extent.bytes, (0, 512));
+    assert_eq!(f[0].extent.address, Some(0x0200_0000));
+}
+
+fn deadlock(name: &str, order: Order) -> tpbsim_sim::machine::fault::DeadlockReport {
+    match check(&kernel(name), order) {
+        Err(Fault::Deadlock(r)) => r,
+        other => panic!("{name}: expected a deadlock, got {other:?}"),
+    }
+}
+
+#[test]
+fn deadlock_cycle_is_named() {
+    for order in [Order::RoundRobin, Order::Seeded(3)] {
+        let r = deadlock("deadlock_cycle", order);
+        let c = r.cycle.as_ref().expect("a cycle");
+        let c: Vec<(Engine, SyncRef)> = c.iter().map(|e| (e.engine, e.on)).collect();
+        assert_eq!(
+            c,
+            vec![
+                (Engine::Act, SyncRef::Semaphore { index: 5 }),
+                (Engine::Dve, SyncRef::Semaphore { index: 6 }),
+            ]
+        );
+        let sp = r
+            .blocked
+            .iter()
+            .find(|b| b.site.engine == Engine::Sp)
+            .unwrap();
+        assert_eq!(sp.on, Some(SyncRef::Semaphore { index: 2 }));
+        assert_eq!(sp.producers.len(), 1);
+        assert_eq!(
+            (sp.producers[0].engine, sp.producers[0].index),
+            (Engine::Dve, 1)
+        );
+        let text = Fault::Deadlock(r).to_string();
+        assert!(
+            text.contains("wait-for cycle: act → semaphore 5 → dve → semaphore 6 → act"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn deadlock_missing_producer_is_named() {
+    let r = deadlock("deadlock_missing", Order::RoundRobin);
+    assert_eq!(r.cycle, None);
+    let dve = r
+        .blocked
+        .iter()
+        .find(|b| b.site.engine == Engine::Dve)
+        .unwrap();
+    assert_eq!(dve.on, Some(SyncRef::Semaphore { index: 1 }));
+    assert!(dve.producers.is_empty());
+    assert!(dve
+        .waiting_for
+        .contains("semaphore 1 >= 3 (current value 2)"));
+    let text = Fault::Deadlock(r).to_string();
+    assert!(
+        text.contains("missing producer: dve bundle #0 waits on semaphore 1, which no unfinished engine or DMA queue updates"),
+        "{text}"
+    );
+}

@@ -44,7 +44,14 @@ fn findings(name: &str) -> Vec<Finding> {
     base
 }
 
-const CLEAN: [&str; 5] = ["vadd", "iadd_pool", "softmax", "rmsnorm", "matmul_bf16"];
+const CLEAN: [&str; 6] = [
+    "vadd",
+    "iadd_pool",
+    "softmax",
+    "rmsnorm",
+    "matmul_bf16",
+    "mx_matmul",
+];
 
 #[test]
 fn clean_kernels_report_nothing_under_any_schedule() {

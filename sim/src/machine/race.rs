@@ -788,9 +788,14 @@ impl Checker {
                 ChipAccess::Operand(name, r) => self.operands.push((name, r)),
                 ChipAccess::Read(r) => {
                     let name = self.operand_name(&r);
-                    let skip_uninit = self.accumulate.as_ref().is_some_and(|(x, _)| *x == r);
+                    // A read of a destination is the model's read-modify-write of the bytes an
+                    // operation leaves unchanged (MX scale slots, predicated lanes, PSUM
+                    // accumulation — checked by the PSUM group rule), not a use of their value.
+                    let skip_uninit = name.starts_with("dst")
+                        || self.accumulate.as_ref().is_some_and(|(x, _)| *x == r);
                     let o = self.origin(agent, &name);
-                    self.chip_access(agent, o, &r, AccessKind::Read, !skip_uninit, None);
+                    let slots = mx_scale(&name);
+                    self.chip_access(agent, o, &r, AccessKind::Read, !skip_uninit, None, slots);
                 }
                 ChipAccess::Write(r) => {
                     let name = self.operand_name(&r);
@@ -800,7 +805,8 @@ impl Checker {
                         .as_ref()
                         .filter(|(x, _)| *x == r)
                         .map(|(_, f)| *f);
-                    self.chip_access(agent, o, &r, AccessKind::Write, false, flags);
+                    let slots = mx_scale(&name);
+                    self.chip_access(agent, o, &r, AccessKind::Write, false, flags, slots);
                 }
                 ChipAccess::Zero {
                     space,
@@ -851,6 +857,7 @@ impl Checker {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn chip_access(
         &mut self,
         agent: Agent,
@@ -859,9 +866,13 @@ impl Checker {
         kind: AccessKind,
         check_uninit: bool,
         matmul: Option<PsumFlags>,
+        mx_slots: bool,
     ) {
         let me = self.acc(agent, origin);
         for p in r.first_partition..r.first_partition + r.partitions {
+            if mx_slots && (p - r.first_partition) % 32 >= 4 {
+                continue;
+            }
             r.for_each_run_in_partition(|o, l| {
                 self.range(
                     Mem::Chip(r.space, p),
@@ -1188,6 +1199,14 @@ impl Checker {
         });
         out
     }
+}
+
+/// Whether operand `name` is an MX scale buffer (`src.scale`, `dst.scale`). Its pattern is the
+/// rectangle from the scale partition to the last scale slot, of which only the slot partitions
+/// hold scales: scale row `i` at partition `+ (i & 3) + 32·(i >> 2)` (docs/machine.md,
+/// MXMEM_PATTERN1D). Only those partitions are recorded.
+fn mx_scale(name: &str) -> bool {
+    name.ends_with(".scale")
 }
 
 fn order_key(f: &Finding) -> (u8, Vec<(Origin, Option<AccessKind>)>, Memory) {

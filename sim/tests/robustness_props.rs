@@ -71,7 +71,7 @@ proptest! {
         if let Ok(mut m) = Machine::new(&k, gen) {
             let _ = m.set_var("x", &[0x3Fu8; 128]);
             // Ok or a fault, never a panic; the step budget bounds runaway loops.
-            let _ = m.run(&RunOptions { max_steps: 20_000 }, &mut |_| {});
+            let _ = m.run(&RunOptions { max_steps: 20_000, ..Default::default() }, &mut |_| {});
         }
     }
 }

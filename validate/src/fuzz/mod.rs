@@ -9,6 +9,8 @@
 //!
 //! A run is a pure function of its [`Config`]: same seed, same cases, same report.
 
+pub mod targets;
+
 use std::collections::BTreeMap;
 
 use tpbsim_isa::fuzzgen::{self, Entropy, Generated, MutationKind, SplitMix64};

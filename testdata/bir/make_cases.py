@@ -174,6 +174,13 @@ def build():
         arch="inferentia",
         functions=[{"name": "main", "blocks": [{"name": "bb0", "instructions": [{"op": "Generic", "engine": "SP"}]}]}]),
          [("checkArchLevel", 366)])
+    case("enum_arch_abs_max_on_sunda", su,
+         lambda d: main_block(d).append({"op": "TensorTensor", "engine": "DVE",
+                                         "args": [sb("ea", "bfloat16", 128, 8), sb("eb", "bfloat16", 128, 8)],
+                                         "outs": [sb("ec", "bfloat16", 128, 8)],
+                                         "attrs": {"op": "ABS_MAX"}}),
+         # ALU_OP ABS_MAX (0x20) exists from core_v4 on.
+         [("checkArchLevelForEnum", None)])
     case("memtype_310", v4, lambda d: inst(d, "add_in_place")["args"][1].update(mem="DRAM"),
          [("checkMemType", 310)])
     case("partition_over_128", v4, lambda d: inst(d, "act")["outs"][0].update(start_partition=100),

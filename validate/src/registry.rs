@@ -57,6 +57,14 @@ properties! {
     CustomOp = "custom-op": "CustomOp only on legacy levels (checkCustomOp, 178).";
     GpsimdSb2Sb = "gpsimd-sb2sb": "GPSIMDSB2SB gate and compatibility C1-C8 (InstGPSIMDSB2SB::verify).";
     WriteInPlace = "write-in-place": "In-place writes are alias-safe (checkWriteInPlaceValidity).";
+    ArchLevelForEnum = "arch-level-for-enum": "Enum-valued parameters exist on the module's level (checkArchLevelForEnum).";
+    InstructionCommon = "instruction-common": "The common Instruction checks (visitInstruction; not public, reported as not checked).";
+    TensorIndirectIo = "tensor-indirect-io": "Indirect operands (checkTensorIndirectIO; not public, reported as not checked).";
+    LoopVerifiers = "loop-verifiers": "Loop / DynamicForLoop / DoWhile verifiers (not public, reported as not checked).";
+    Select = "select": "Select shape / mode gate (checkSelect; not public, reported as not checked).";
+    Iota = "iota": "Iota shape / mode gate (checkIota; not public, reported as not checked).";
+    MemsetMode = "memset-mode": "Memset mode gate (checkMemsetMode; not public, reported as not checked).";
+    NkiAddressRotation = "nki-kernel-address-rotation-scope": "NKIKernel address-rotation scope (checkNKIKernelAddressRotationScope; not public, reported as not checked).";
 }
 
 impl fmt::Display for Property {

@@ -37,10 +37,12 @@ macro_rules! rule_meta {
 
 pub mod collective;
 pub mod drift;
+pub mod enum_arch;
 pub mod helpers;
 pub mod kernel;
 pub mod module_scope;
 pub mod mx;
+pub mod name_only;
 pub mod sb2sb;
 pub mod table;
 pub mod write_in_place;
@@ -58,11 +60,18 @@ pub fn rules() -> Vec<Box<dyn Rule>> {
         Box::new(module_scope::Fp8TypeConsistency),
         Box::new(module_scope::InstCount),
         Box::new(module_scope::SbIo),
+        Box::new(name_only::InstructionCommon),
+        Box::new(name_only::TensorIndirectIo),
         Box::new(helpers::MemType),
         Box::new(helpers::ArchLevelRule),
         Box::new(helpers::ValidEngines),
         Box::new(helpers::PartitionAccess),
         Box::new(helpers::DataType),
+        Box::new(enum_arch::ArchLevelForEnum),
+        Box::new(name_only::SelectCheck),
+        Box::new(name_only::IotaCheck),
+        Box::new(name_only::MemsetMode),
+        Box::new(name_only::LoopVerifiers),
         Box::new(mx::Inputs),
         Box::new(mx::InstructionRule),
         Box::new(collective::CollectiveIo),
@@ -71,6 +80,7 @@ pub fn rules() -> Vec<Box<dyn Rule>> {
         Box::new(kernel::BirKernel),
         Box::new(kernel::NkiKernelFunction),
         Box::new(kernel::NkiKernelBufferShapes),
+        Box::new(name_only::NkiAddressRotation),
         Box::new(kernel::CustomOp),
         Box::new(sb2sb::GpsimdSb2Sb),
         Box::new(write_in_place::WriteInPlace),

@@ -87,7 +87,7 @@ impl Rule for Fp8TypeConsistency {
     }
 }
 
-fn module_not_checked(rule: &'static str, message: &str) -> Diagnostic {
+pub(crate) fn module_not_checked(rule: &'static str, message: &str) -> Diagnostic {
     Diagnostic::error(Layer::L1, rule, None, message).with_severity(Severity::NotChecked).at(Location::default())
 }
 

@@ -94,13 +94,16 @@ fn exit_codes_and_json() {
     let end = col + marks[col..].find(|c| c != '^').unwrap_or(marks.len() - col);
     let piece = &dis[col..end];
     assert!(
-        piece.contains('=') && !piece.contains(' '),
+        !piece.is_empty() && !piece.contains(' '),
         "{piece:?} in\n{text}"
     );
     let field = marks[end..].trim();
+    // The marked piece is the field's `name=value`, or its part inside an access pattern.
     let name = field.split(' ').next().unwrap_or("");
+    let operand = name.split('.').next().unwrap_or(name);
+    let piece_start = dis[..col].rfind(' ').map_or(0, |k| k + 1);
     assert!(
-        piece.starts_with(name.split('.').next().unwrap_or(name)),
+        dis[piece_start..].starts_with(operand) || dis[..col].contains(&format!("{operand}=[")),
         "{piece:?} vs {field:?}"
     );
     assert!(field.contains("(bytes "), "{field}");

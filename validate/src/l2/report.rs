@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::ops::Range;
 
+use tpbsim_isa::spec::FieldType;
 use tpbsim_isa::{text, Bundle, Engine, Gen};
 
 use super::catalog;
@@ -108,20 +109,65 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// One piece of a disassembly line: its text, the bundle bytes it shows and, for an access
+/// pattern, the text span and bytes of each part (the address, every step, every count).
+struct Piece {
+    text: String,
+    bytes: Range<usize>,
+    parts: Vec<(Range<usize>, Range<usize>)>,
+}
+
+impl Piece {
+    fn new(text: String, bytes: Range<usize>) -> Piece {
+        Piece {
+            text,
+            bytes,
+            parts: Vec::new(),
+        }
+    }
+}
+
+/// The parts of an `n`-dim pattern piece `name=[ADDR step=s0,s1 num=n0,n1]` whose descriptor
+/// starts at byte `off`: ADDR is bytes `off..off+4`, step `i` `off+4+2i`, count `i`
+/// `off+4+2n+2i`.
+fn pattern_parts(text: &str, off: usize, n: usize) -> Vec<(Range<usize>, Range<usize>)> {
+    let mut out = Vec::new();
+    let Some(open) = text.find('[') else {
+        return out;
+    };
+    let addr_end = text[open..].find(' ').map_or(text.len(), |k| open + k);
+    out.push((open + 1..addr_end, off..off + 4));
+    for (key, base) in [(" step=", off + 4), (" num=", off + 4 + 2 * n)] {
+        let Some(k) = text.find(key) else { continue };
+        let mut at = k + key.len();
+        for (i, item) in text[at..]
+            .split([' ', ']'])
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .enumerate()
+        {
+            out.push((at..at + item.len(), base + 2 * i..base + 2 * i + 2));
+            at += item.len() + 1;
+        }
+    }
+    out
+}
+
 /// The disassembly of a bundle as text pieces, each with the bundle bytes it shows: the
 /// mnemonic (the opcode byte), then `name=value` for every non-zero field, every field
 /// overlapping `keep` (so the offending field is shown even when zero) and every non-zero
 /// reserved run. A bundle that does not decode for `gen` is `.bundle` and its bytes in hex, one
 /// piece per byte.
-fn disasm_pieces(b: &Bundle, gen: Gen, keep: &Range<usize>) -> Vec<(String, Range<usize>)> {
+fn disasm_pieces(b: &Bundle, gen: Gen, keep: &Range<usize>) -> Vec<Piece> {
     let overlaps = |r: &Range<usize>| r.start < keep.end && keep.start < r.end;
     let Ok(inst) = tpbsim_isa::decode(b, gen) else {
-        let mut out = vec![(".bundle".to_string(), 0..0)];
-        out.extend((0..64).map(|i| (hex(&b.0[i..i + 1]), i..i + 1)));
+        let mut out = vec![Piece::new(".bundle".to_string(), 0..0)];
+        out.extend((0..64).map(|i| Piece::new(hex(&b.0[i..i + 1]), i..i + 1)));
         return out;
     };
     let meta = inst.meta();
-    let mut out = vec![(inst.mnemonic().to_string(), 0..1)];
+    let mut out = vec![Piece::new(inst.mnemonic().to_string(), 0..1)];
     for m in meta.fields {
         let r = m.range();
         let shown = match m.name {
@@ -130,16 +176,23 @@ fn disasm_pieces(b: &Bundle, gen: Gen, keep: &Range<usize>) -> Vec<(String, Rang
             _ => b.0[r.clone()].iter().any(|&x| x != 0),
         };
         if (shown || overlaps(&r)) && m.name != "opcode" {
-            out.push((format!("{}={}", m.name, text::value_text(m, &m.read(b))), r));
+            let mut p = Piece::new(format!("{}={}", m.name, text::value_text(m, &m.read(b))), r);
+            if let FieldType::Tensor(n) | FieldType::MemPattern(n) = m.ty {
+                p.parts = pattern_parts(&p.text, m.offset as usize, n as usize);
+            }
+            out.push(p);
         }
     }
     for r in meta.nonzero_reserved(b) {
-        out.push((format!("reserved@{}={}", r.start, hex(&b.0[r.clone()])), r));
+        out.push(Piece::new(
+            format!("reserved@{}={}", r.start, hex(&b.0[r.clone()])),
+            r,
+        ));
     }
     // A field no piece shows (zero reserved bytes, a byte outside the layout's fields): its
     // raw bytes.
-    if !keep.is_empty() && keep.end <= 64 && !out.iter().any(|(_, r)| overlaps(r)) {
-        out.push((
+    if !keep.is_empty() && keep.end <= 64 && !out.iter().any(|p| overlaps(&p.bytes)) {
+        out.push(Piece::new(
             format!("@{}={}", keep.start, hex(&b.0[keep.clone()])),
             keep.clone(),
         ));
@@ -149,8 +202,9 @@ fn disasm_pieces(b: &Bundle, gen: Gen, keep: &Range<usize>) -> Vec<(String, Rang
 
 /// Render a diagnostic: its line (location, rule, code, field byte range, value found versus
 /// allowed), then the bundle disassembled for `gen` (`isa::text` syntax) with a `^^^` marker
-/// under every piece holding the offending field's bytes, followed by the field's name and
-/// byte range.
+/// under every piece holding the offending field's bytes — under just the address, step or
+/// count inside an access pattern when the field is one of them — followed by the field's
+/// name and byte range.
 pub fn render(d: &Diagnostic, b: &Bundle, gen: Gen) -> String {
     let mut s = format!("{d}\n");
     let field = d.location.field.as_ref();
@@ -158,18 +212,37 @@ pub fn render(d: &Diagnostic, b: &Bundle, gen: Gen) -> String {
         Some(f) => f.start as usize..f.start as usize + (f.len as usize).max(1),
         None => 0..0,
     };
+    let overlaps = |r: &Range<usize>| field.is_some() && r.start < keep.end && keep.start < r.end;
     let pieces = disasm_pieces(b, gen, &keep);
     let mut line = String::from("    ");
     let mut marks = String::from("    ");
-    for (k, (text, bytes)) in pieces.iter().enumerate() {
+    for (k, p) in pieces.iter().enumerate() {
         if k > 0 {
             line.push(' ');
             marks.push(' ');
         }
-        let n = text.chars().count();
-        line.push_str(text);
-        let hit = field.is_some() && bytes.start < keep.end && keep.start < bytes.end;
-        marks.push_str(&if hit { "^".repeat(n) } else { " ".repeat(n) });
+        let n = p.text.chars().count();
+        line.push_str(&p.text);
+        let mut m = vec![' '; n];
+        if overlaps(&p.bytes) {
+            // The parts inside the field, when the field lies within them; else the piece.
+            let inside: Vec<&Range<usize>> = p
+                .parts
+                .iter()
+                .filter(|(_, bytes)| overlaps(bytes))
+                .map(|(chars, _)| chars)
+                .collect();
+            if !inside.is_empty() && keep.start >= p.bytes.start && keep.end <= p.bytes.end {
+                for r in inside {
+                    for c in m.iter_mut().take(r.end.min(n)).skip(r.start) {
+                        *c = '^';
+                    }
+                }
+            } else {
+                m.iter_mut().for_each(|c| *c = '^');
+            }
+        }
+        marks.extend(m);
     }
     let _ = writeln!(s, "{}", line.trim_end());
     if let Some(f) = field {
@@ -299,9 +372,22 @@ mod tests {
         let diag = d(&z);
         let r = render(&diag, &z, gen);
         let (tokens, tail) = marked(&r);
-        assert_eq!(tokens.len(), 1, "{r}");
-        assert!(tokens[0].starts_with("src0=["), "{r}");
-        assert!(tail.starts_with("src0."), "{r}");
+        // Just the count inside the pattern is marked.
+        assert_eq!(tokens, ["0"], "{r}");
+        assert!(tail.starts_with("src0.num_elem[0] (bytes "), "{r}");
+        let line = r.lines().nth(1).unwrap();
+        let col = r.lines().nth(2).unwrap().find('^').unwrap();
+        assert!(
+            line[..col].ends_with("num=") && line[..col].contains("src0=["),
+            "{r}"
+        );
+        // A start address inside a pattern: just the address.
+        let mut a = tt;
+        a.set_u32(src0.offset as usize, 0x1F00_0000);
+        let r = render(&d(&a), &a, gen);
+        let (tokens, tail) = marked(&r);
+        assert_eq!(tokens, ["0x1f000000"], "{r}");
+        assert!(tail.starts_with("src0.start_addr"), "{r}");
         // An unknown opcode: the raw form, the opcode byte marked.
         let mut u = tt;
         u.0[0] = 0xFE;

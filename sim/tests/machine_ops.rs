@@ -638,3 +638,25 @@ fn activate2_scalar_pair_then_function_with_reduction() {
         assert_eq!(m.engines.act_acc.get(p), Some(mx));
     }
 }
+
+#[test]
+fn copy_pred_scalar_with_a_64_bit_source_is_a_fault_not_a_panic() {
+    const G: Gen = Gen::V3;
+    let b = CopyPredScalar {
+        dst: tensor(sb(G, 0, 64), [3, 1, 1]),
+        mask_dtype: tag(Format::Uint8, G),
+        use_false_fill: 0,
+        num_active_partitions: 1,
+        src_dtype: tag(Format::Int64, G),
+        out_dtype: tag(Format::Int32, G),
+        scalar: 5,
+        mask: tensor(sb(G, 0, 0), [3, 1, 1]),
+        ..Default::default()
+    }
+    .to_bundle();
+    let k = kernel(G, Engine::Pool, vec![b]);
+    let mut m = Machine::new(&k, G).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert_eq!(f.kind(), "execution", "{f}");
+    assert!(f.to_string().contains("int64"), "{f}");
+}

@@ -280,6 +280,7 @@ impl Machine<'_> {
         let value = if src_format == out {
             u64::from(scalar)
         } else if is_int(src_format) && is_int(out) {
+            Self::check_int(site, src_format)?;
             let w = widen(
                 &[scalar, 0, 0, 0][..src_format.container_bytes()],
                 src_format,

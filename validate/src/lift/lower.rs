@@ -736,12 +736,10 @@ fn finish(
                 }
             }
         }
-        C::LoadWeights => {
-            // A float32r weight load is the FP32 tag with fp32_mode High, as in a matmul.
-            if ap(Slot::Arg(0)).is_some_and(|a| a.dtype == Dtype::Float32r) {
-                let (b, meta) = &mut bundles[0];
-                set_if(b, meta, "fp32_mode", 2);
-            }
+        // A float32r weight load is the FP32 tag with fp32_mode High, as in a matmul.
+        C::LoadWeights if ap(Slot::Arg(0)).is_some_and(|a| a.dtype == Dtype::Float32r) => {
+            let (b, meta) = &mut bundles[0];
+            set_if(b, meta, "fp32_mode", 2);
         }
         C::MatmultMx => {
             if let ClassFields::MatmultMx(f) = &inst.fields {

@@ -265,25 +265,38 @@ pub fn compare(
         tolerance: tol,
     };
     let word = |b: &[u8]| b.iter().rev().fold(0u64, |acc, &x| acc << 8 | x as u64);
-    for (i, (g, w)) in got
-        .chunks_exact(size)
-        .zip(want.chunks_exact(size))
+    // Identical blocks (the common case of a matching output) are counted with one memcmp.
+    const BLOCK: usize = 1024;
+    for (bi, (gblk, wblk)) in got
+        .chunks(size * BLOCK)
+        .zip(want.chunks(size * BLOCK))
         .enumerate()
     {
-        if g == w {
-            c.ulp_histogram[0] += lanes as u64;
+        if gblk == wblk {
+            c.ulp_histogram[0] += (gblk.len() / size * lanes) as u64;
             continue;
         }
-        let (gw, ww) = (word(g), word(w));
-        for lane in 0..lanes {
-            let shift = lane as u32 * lane_bits;
-            let (gb, wb) = (gw >> shift & lane_mask, ww >> shift & lane_mask);
-            if gb == wb {
-                c.ulp_histogram[0] += 1;
+        for (j, (g, w)) in gblk
+            .chunks_exact(size)
+            .zip(wblk.chunks_exact(size))
+            .enumerate()
+        {
+            let (gw, ww) = (word(g), word(w));
+            if gw == ww {
+                c.ulp_histogram[0] += lanes as u64;
                 continue;
             }
-            let flat = i * lanes + lane;
-            c.add_pair(dtype, gb, wb, flat, shape, lanes);
+            let i = bi * BLOCK + j;
+            for lane in 0..lanes {
+                let shift = lane as u32 * lane_bits;
+                let (gb, wb) = (gw >> shift & lane_mask, ww >> shift & lane_mask);
+                if gb == wb {
+                    c.ulp_histogram[0] += 1;
+                    continue;
+                }
+                let flat = i * lanes + lane;
+                c.add_pair(dtype, gb, wb, flat, shape, lanes);
+            }
         }
     }
     Ok(c)
@@ -418,6 +431,29 @@ mod tests {
         assert!(compare("y", Format::Float32, &[4], &b, &[4], &a, tol)
             .unwrap()
             .passed());
+    }
+
+    #[test]
+    fn mismatch_past_the_first_block_is_located() {
+        let v: Vec<f32> = (0..3000).map(|i| i as f32 * 0.5).collect();
+        let mut w = v.clone();
+        w[2500] = f32::from_bits(w[2500].to_bits() + 2);
+        let c = compare(
+            "y",
+            Format::Float32,
+            &[30, 100],
+            &f32s(&v),
+            &[30, 100],
+            &f32s(&w),
+            Tolerance::default(),
+        )
+        .unwrap();
+        assert_eq!(c.elements, 3000);
+        assert_eq!(c.mismatches, 1);
+        assert_eq!(c.ulp_histogram[0], 2999);
+        let m = c.first_mismatch.unwrap();
+        assert_eq!((m.flat, m.index), (2500, vec![25, 0]));
+        assert_eq!(c.max_ulp, 2);
     }
 
     #[test]

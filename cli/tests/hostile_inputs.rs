@@ -295,6 +295,9 @@ fn every_malformed_class_gets_a_named_error() {
             &["run", &f],
         ] {
             check(&mut rows, class, cmd, &[2], needle);
+            // Every reader error names the file.
+            let (_, _, err) = sim(cmd);
+            assert!(err.contains("k.neff"), "{cmd:?}: {err}");
         }
     }
     let kernel = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/kernels/vadd.neff");

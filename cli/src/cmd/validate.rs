@@ -72,8 +72,8 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
         if ext.as_deref() == Some("neff") {
-            let neff =
-                Neff::read(f, &ReadOptions::default()).map_err(|e| CliError::Io(e.to_string()))?;
+            let neff = Neff::read(f, &ReadOptions::default())
+                .map_err(|e| CliError::Io(format!("{}: {e}", f.display())))?;
             let sgs = neff
                 .subgraphs()
                 .map_err(|e| CliError::Io(format!("{}: {e}", f.display())))?;

@@ -35,6 +35,9 @@ enum Command {
     /// Check a kernel for synchronisation bugs: cross-engine races, uninitialised reads, PSUM
     /// accumulation onto unzeroed banks, deadlocks (with the wait-for graph).
     Check(cmd::check::Args),
+    /// Profile a kernel on the timeline cost model: per-engine busy/idle/wait time and the
+    /// critical path.
+    Profile(cmd::profile::Args),
     /// Check engine streams with the L2 wire validator (silicon legality per generation).
     Validate(cmd::validate::Args),
     /// Cast bit patterns (hex, one per line on stdin) or one value between number formats.
@@ -55,6 +58,7 @@ fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Check(a) => cmd::check::run(a),
+        Command::Profile(a) => cmd::profile::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::Fuzz(a) => cmd::fuzz::run(a),

@@ -148,3 +148,78 @@ fn deadlocks_exit_3_with_the_wait_for_graph() {
         text(&o)
     );
 }
+
+#[test]
+fn trace_is_chrome_json_with_one_named_track_per_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = kernel("matmul_bf16");
+    let o = sim(
+        &[
+            "run",
+            k.to_str().unwrap(),
+            "--out-dir",
+            "o",
+            "--trace",
+            "t.json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("t.json")).unwrap()).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let names: Vec<(u64, String)> = ev
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| {
+            (
+                e["tid"].as_u64().unwrap(),
+                e["args"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (i, e) in ["pe", "act", "pool", "dve", "sp"].iter().enumerate() {
+        assert!(
+            names.contains(&(i as u64, format!("{e} engine"))),
+            "{names:?}"
+        );
+    }
+    assert!(names.iter().any(|(_, n)| n == "DMA sp:in"), "{names:?}");
+    // Every bundle is one slice: 8 PE + 1 ACT + 2 SP, and one per DMA descriptor (3).
+    let slices: Vec<&serde_json::Value> = ev.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(slices.len(), 8 + 1 + 2 + 3);
+    assert!(slices.iter().all(|s| s["dur"].as_f64().unwrap() > 0.0));
+    let pe: Vec<&&serde_json::Value> = slices.iter().filter(|s| s["tid"] == 0).collect();
+    assert_eq!(pe[1]["name"], "MATMUL");
+    assert!(pe[1]["args"]["operands"]
+        .as_str()
+        .unwrap()
+        .contains("src: SBUF"));
+    // Semaphore waits are flows, each start matched by a finish.
+    let s = ev.iter().filter(|e| e["ph"] == "s").count();
+    let f = ev.iter().filter(|e| e["ph"] == "f").count();
+    assert!(s >= 2 && s == f, "{s} {f}");
+}
+
+#[test]
+fn profile_prints_busy_wait_idle_and_the_critical_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = kernel("softmax");
+    let o = sim(&["profile", k.to_str().unwrap(), "--json"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = &v["profile"];
+    let makespan = p["makespan_ns"].as_f64().unwrap();
+    assert!(makespan > 0.0);
+    for t in p["tracks"].as_array().unwrap() {
+        let sum = t["busy_ns"].as_f64().unwrap()
+            + t["wait_ns"].as_f64().unwrap()
+            + t["idle_ns"].as_f64().unwrap();
+        assert!((sum - makespan).abs() < 1e-6 * makespan.max(1.0), "{t}");
+    }
+    let path = p["critical_path"].as_array().unwrap();
+    assert_eq!(path.first().unwrap()["track"], "sp");
+    assert_eq!(path[1]["track"], "sp:in");
+    assert_eq!(path.last().unwrap()["track"], "sp:out");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod info;
 pub mod lift;
 pub mod neff;
+pub mod profile;
 pub mod verify;
 pub mod run;
 pub mod validate;

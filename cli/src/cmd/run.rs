@@ -12,6 +12,7 @@ use tpbsim_sim::machine::compare::{compare, Comparison, Tolerance};
 use tpbsim_sim::machine::load::{self, dtype_of};
 use tpbsim_sim::machine::race::Finding;
 use tpbsim_sim::machine::sched::Order;
+use tpbsim_sim::machine::timeline::{Profile, Timeline};
 use tpbsim_sim::machine::{
     Fault, Kernel, Machine, RunOptions, RunStats, VarKind, VarSpec, DEFAULT_MAX_STEPS,
 };
@@ -71,6 +72,13 @@ pub struct Args {
     /// Seed of the first seeded interleaving (schedule i uses SEED + i - 1).
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
+    /// Write a Chrome/Perfetto trace-event JSON of the round-robin run (one track per engine and
+    /// DMA queue; cost model in docs/trace.md).
+    #[arg(long, value_name = "OUT.json")]
+    pub trace: Option<PathBuf>,
+    /// Print the timeline profile (set by `sim profile`).
+    #[arg(skip)]
+    pub profile: bool,
 }
 
 /// One simulated run: outputs by name, counters and the race findings.
@@ -78,6 +86,7 @@ struct RunResult {
     outputs: BTreeMap<String, Vec<u8>>,
     stats: RunStats,
     findings: Vec<Finding>,
+    timeline: Option<Timeline>,
 }
 
 /// The order of schedule `i` of `a`.
@@ -123,6 +132,10 @@ fn simulate(
     if a.check_races {
         m.enable_race_check();
     }
+    let timed = order == Order::RoundRobin && (a.trace.is_some() || a.profile);
+    if timed {
+        m.enable_timeline();
+    }
     let bar = if show_progress { progress_bar() } else { None };
     let result = m.run(
         &RunOptions {
@@ -149,6 +162,7 @@ fn simulate(
         outputs,
         stats,
         findings: m.race_findings(),
+        timeline: m.timeline().cloned(),
     })
 }
 
@@ -477,6 +491,17 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         }
         written.push((name, path));
     }
+    if let (Some(path), Some(t)) = (&a.trace, &base.timeline) {
+        let text = serde_json::to_vec(&t.to_chrome())
+            .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+        neff::write_atomic(path, &text)
+            .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+    }
+    let profile = base
+        .timeline
+        .as_ref()
+        .filter(|_| a.profile)
+        .map(Timeline::profile);
     let matched = comparisons.iter().all(Comparison::passed);
     let clean = base.findings.is_empty() && diffs.is_empty() && finding_changes.is_empty();
     let ok = matched && clean;
@@ -491,6 +516,9 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         });
         if a.check_races {
             obj["findings"] = json!(base.findings);
+        }
+        if let Some(p) = &profile {
+            obj["profile"] = json!(p);
         }
         if a.schedules > 1 {
             obj["schedules"] = json!({
@@ -509,9 +537,46 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             println!("wrote {n} -> {}", p.display());
         }
         print_summary(&stats);
+        if let Some(p) = &profile {
+            print_profile(p);
+        }
+        if let Some(path) = &a.trace {
+            println!("trace -> {}", path.display());
+        }
         print_findings(&a, &base.findings, &diffs, &finding_changes);
     }
     Ok(if ok { Outcome::Ok } else { Outcome::Invalid })
+}
+
+fn print_profile(p: &Profile) {
+    println!(
+        "timeline: {:.3} µs (cost model: docs/trace.md)",
+        p.makespan_ns / 1e3
+    );
+    println!(
+        "  {:<12} {:>7} {:>12} {:>12} {:>12}",
+        "track", "slices", "busy µs", "wait µs", "idle µs"
+    );
+    for t in &p.tracks {
+        println!(
+            "  {:<12} {:>7} {:>12.3} {:>12.3} {:>12.3}",
+            t.track,
+            t.slices,
+            t.busy_ns / 1e3,
+            t.wait_ns / 1e3,
+            t.idle_ns / 1e3
+        );
+    }
+    println!("critical path ({} slices):", p.critical_path.len());
+    for c in &p.critical_path {
+        println!(
+            "  {:>10.3} µs +{:>9.3} µs  {:<12} {}",
+            c.start_ns / 1e3,
+            c.dur_ns / 1e3,
+            c.track,
+            c.name
+        );
+    }
 }
 
 fn print_findings(

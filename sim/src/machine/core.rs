@@ -182,9 +182,43 @@ impl<'k> Machine<'k> {
         self.chip.log = Some(Default::default());
     }
 
+    /// Build a timeline of the run (cost model in `docs/trace.md`). Call before
+    /// [`Machine::run`]; with [`Machine::enable_race_check`] both run together.
+    pub fn enable_timeline(&mut self) {
+        if self.race.is_none() {
+            self.enable_race_check();
+            if let Some(c) = self.race.as_mut() {
+                c.set_track_memory(false);
+            }
+        }
+        if let Some(c) = self.race.as_mut() {
+            c.timeline = Some(super::timeline::Timeline::new(agent_labels(self.kernel)));
+        }
+    }
+
+    /// The timeline, when [`Machine::enable_timeline`] was called.
+    pub fn timeline(&self) -> Option<&super::timeline::Timeline> {
+        self.race.as_ref().and_then(|c| c.timeline.as_ref())
+    }
+
     /// The race checker's findings (empty when the check is off).
     pub fn race_findings(&self) -> Vec<Finding> {
-        self.race.as_ref().map_or_else(Vec::new, |c| c.findings())
+        self.race
+            .as_ref()
+            .filter(|c| c.tracks_memory())
+            .map_or_else(Vec::new, |c| c.findings())
+    }
+
+    /// Time a DMA of `bytes` by queue `q`, triggered by engine `e`; returns its end (0 without
+    /// a timeline).
+    fn time_dma(&mut self, q: Agent, e: Engine, name: String, bytes: u64) -> f64 {
+        match self.race.as_mut().and_then(|c| c.timeline.as_mut()) {
+            Some(t) => {
+                let nb = t.cur_start[e as usize];
+                t.dma(q, e as Agent, name, bytes, nb)
+            }
+            None => 0.0,
+        }
     }
 
     /// Agent id of DMA queue `queue` of `e`'s sidecar.
@@ -264,7 +298,9 @@ impl<'k> Machine<'k> {
             c.handoff(site.engine as Agent, agent);
         }
         self.dma_agent = agent;
+        let before = self.dma_bytes;
         self.dma(site, "dma", d)?;
+        let end = self.time_dma(agent, site.engine, "direct".into(), self.dma_bytes - before);
         if inc != 0 {
             let s = &mut sync.sems[sem as usize];
             let before = *s;
@@ -272,7 +308,7 @@ impl<'k> Machine<'k> {
             let after = *s;
             if let Some(c) = self.race.as_mut() {
                 let at = format!("{} bundle #{}", site.engine, site.index);
-                c.sem_release(agent, sem, before, after, false, 0.0, &at);
+                c.sem_release(agent, sem, before, after, false, end, &at);
             }
         }
         Ok(())
@@ -429,7 +465,9 @@ impl<'k> Machine<'k> {
                 .desc
                 .as_ref()
                 .map_err(|why| Fault::exec(site, format!("{operand}: {why}")))?;
+            let before = self.dma_bytes;
             self.dma(site, &operand, d)?;
+            let end = self.time_dma(agent, e, operand.clone(), self.dma_bytes - before);
             let regs = &self.regs[e as usize];
             match self.race.as_mut() {
                 None => {
@@ -442,11 +480,11 @@ impl<'k> Machine<'k> {
                 }
                 Some(c) => {
                     if let Some(u) = &entry.sem {
-                        c.update(agent, u, sync, regs, 0.0, &operand);
+                        c.update(agent, u, sync, regs, end, &operand);
                     }
                     if let Some(ev) = entry.event {
                         sync.set_event(ev, true);
-                        c.event_release(agent, ev, true, 0.0, &operand);
+                        c.event_release(agent, ev, true, end, &operand);
                     }
                 }
             }
@@ -456,7 +494,8 @@ impl<'k> Machine<'k> {
             sync.sems[s as usize] = before.wrapping_add(1);
             if let Some(c) = self.race.as_mut() {
                 let at = format!("{queue}[{block}]");
-                c.sem_release(agent, s, before, before.wrapping_add(1), false, 0.0, &at);
+                let end = c.timeline.as_ref().map_or(0.0, |t| t.now[agent as usize]);
+                c.sem_release(agent, s, before, before.wrapping_add(1), false, end, &at);
             }
         }
         Ok(())
@@ -492,6 +531,9 @@ impl Program for Machine<'_> {
         }
         let r = self.dispatch(site, &inst, sync);
         self.flush_chip_log();
+        if let Some(c) = self.race.as_mut() {
+            c.finish_bundle(e, site.opcode, inst.mnemonic());
+        }
         r
     }
 
@@ -569,7 +611,11 @@ impl Program for Machine<'_> {
         let regs = &self.regs[e as usize];
         match self.race.as_mut() {
             Some(c) => {
-                c.issue(e as Agent, ev, sync, regs, 0.0);
+                let free = c.timeline.as_ref().map_or(0.0, |t| t.now[e as usize]);
+                let ready = c.issue(e as Agent, ev, sync, regs, free);
+                if let Some(t) = c.timeline.as_mut() {
+                    t.start(e, ready);
+                }
             }
             None => ev.issue(sync, regs),
         }
@@ -578,7 +624,10 @@ impl Program for Machine<'_> {
     fn complete(&mut self, e: Engine, ev: &Events, sync: &mut SyncState) {
         let regs = &self.regs[e as usize];
         match self.race.as_mut() {
-            Some(c) => c.complete(e as Agent, ev, sync, regs, 0.0),
+            Some(c) => {
+                let end = c.timeline.as_ref().map_or(0.0, |t| t.now[e as usize]);
+                c.complete(e as Agent, ev, sync, regs, end)
+            }
             None => ev.complete(sync, regs),
         }
     }

@@ -274,6 +274,7 @@ impl Machine<'_> {
             .resolve(p)
             .map_err(|e| Fault::oob(site, name, e))?;
         self.chip.note_operand(name, &r);
+        self.chip.note_shape(p);
         if site.engine == Engine::Pool && r.space == Space::Psum {
             return Err(Fault::exec(
                 site,

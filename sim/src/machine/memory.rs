@@ -55,6 +55,16 @@ impl OnChip {
         self.note(|| ChipAccess::Operand(name.to_string(), r.clone()));
     }
 
+    /// Record (while a race check or timeline runs) an operand's shape for the cost model:
+    /// elements per partition and bytes per element.
+    #[inline]
+    pub fn note_shape(&self, p: &TensorPattern) {
+        self.note(|| ChipAccess::Shape {
+            elems: p.elems_per_partition(),
+            elem_bytes: p.elem_bytes,
+        });
+    }
+
     /// Record (while a race check runs) that bytes `lo..hi` of `count` partitions from `first`
     /// of `space` were cleared.
     #[inline]

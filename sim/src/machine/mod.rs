@@ -21,6 +21,7 @@ pub mod pattern;
 pub mod race;
 pub mod sched;
 pub mod sync;
+pub mod timeline;
 pub mod waitfor;
 
 pub use self::core::{Machine, RunOptions, RunStats, DEFAULT_MAX_STEPS};

@@ -51,6 +51,18 @@ use crate::numerics::pe::PsumFlags;
 /// Index of an agent (engine, DMA queue).
 pub type Agent = u16;
 
+/// The wait a flow ends in, as text.
+pub(crate) struct SyncRefText;
+
+impl SyncRefText {
+    pub(crate) fn of(w: &Wait) -> String {
+        match *w {
+            Wait::Sem { idx, .. } => format!("semaphore {idx}"),
+            Wait::Event { idx, .. } => format!("event {idx}"),
+        }
+    }
+}
+
 /// A vector clock over all agents.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VClock(Vec<u32>);
@@ -95,6 +107,13 @@ pub enum ChipAccess {
     },
     /// A matmul writes its product into the PSUM bytes of the pattern under `flags`.
     Accumulate(Resolved, PsumFlags),
+    /// The shape of the operand just named (for the timeline's cost model).
+    Shape {
+        /// Elements per partition.
+        elems: u64,
+        /// Bytes per element.
+        elem_bytes: u32,
+    },
 }
 
 /// The access log the on-chip memories keep while a race check runs.
@@ -394,6 +413,7 @@ struct SemEntry {
     value: u32,
     cum: VClock,
     time: f64,
+    agent: Agent,
 }
 
 #[derive(Clone, Debug)]
@@ -401,6 +421,7 @@ struct SemHist {
     base_value: u32,
     base: VClock,
     base_time: f64,
+    base_agent: Option<Agent>,
     entries: Vec<SemEntry>,
 }
 
@@ -409,6 +430,7 @@ struct EvHist {
     state: bool,
     clock: VClock,
     time: f64,
+    agent: Option<Agent>,
 }
 
 /// History entries kept per semaphore before the oldest half is folded into the base.
@@ -446,6 +468,12 @@ pub struct Checker {
     cur_mnemonic: &'static str,
     operands: Vec<(String, Resolved)>,
     accumulate: Option<(Resolved, PsumFlags)>,
+    /// Record memory accesses (off when only the timeline is wanted).
+    track_memory: bool,
+    /// The timeline, when one is being built.
+    pub(crate) timeline: Option<super::timeline::Timeline>,
+    /// Operand shapes of the current bundle: (elements per partition, bytes per element).
+    pub(crate) shapes: Vec<(u64, u32)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -478,6 +506,7 @@ impl Checker {
                     base_value: 0,
                     base: VClock::zero(n),
                     base_time: 0.0,
+                    base_agent: None,
                     entries: Vec::new(),
                 })
                 .collect(),
@@ -486,6 +515,7 @@ impl Checker {
                     state: false,
                     clock: VClock::zero(n),
                     time: 0.0,
+                    agent: None,
                 })
                 .collect(),
             sbuf: vec![IMap::default(); super::geometry::PARTITIONS as usize],
@@ -498,7 +528,20 @@ impl Checker {
             cur_mnemonic: "",
             operands: Vec::new(),
             accumulate: None,
+            track_memory: true,
+            timeline: None,
+            shapes: Vec::new(),
         }
+    }
+
+    /// Record memory accesses (race, uninitialised-read and PSUM checks) or not.
+    pub fn set_track_memory(&mut self, on: bool) {
+        self.track_memory = on;
+    }
+
+    /// Whether memory accesses are recorded.
+    pub fn tracks_memory(&self) -> bool {
+        self.track_memory
     }
 
     /// Label of an agent.
@@ -513,6 +556,7 @@ impl Checker {
         self.cur_mnemonic = mnemonic;
         self.operands.clear();
         self.accumulate = None;
+        self.shapes.clear();
     }
 
     /// The queue agent `q` starts a transfer triggered by agent `by`: it acquires `by`'s clock.
@@ -633,6 +677,7 @@ impl Checker {
                 value: after,
                 cum,
                 time,
+                agent,
             });
             if h.entries.len() > SEM_HISTORY {
                 let fold = SEM_HISTORY / 2;
@@ -640,6 +685,7 @@ impl Checker {
                 h.base_value = e.value;
                 h.base = e.cum.clone();
                 h.base_time = e.time;
+                h.base_agent = Some(e.agent);
                 h.entries.drain(..fold);
             }
         }
@@ -662,11 +708,15 @@ impl Checker {
         let h = &mut self.events[idx as usize];
         if h.state == state {
             h.clock.join(&clock);
-            h.time = h.time.max(time);
+            if time >= h.time {
+                h.time = time;
+                h.agent = Some(agent);
+            }
         } else {
             h.state = state;
             h.clock = clock;
             h.time = time;
+            h.agent = Some(agent);
         }
         self.release_desc(agent, || {
             format!(
@@ -677,15 +727,22 @@ impl Checker {
         self.tick(agent);
     }
 
-    /// The clock and time a satisfied wait acquires.
-    fn wait_source(&self, w: &Wait, sync: &SyncState, regs: &[u32]) -> (VClock, f64) {
+    /// The clock a satisfied wait acquires, and the time and agent of the update that made it
+    /// true.
+    fn wait_source(
+        &self,
+        w: &Wait,
+        sync: &SyncState,
+        regs: &[u32],
+    ) -> (VClock, f64, Option<Agent>) {
+        let none = || (VClock::zero(self.labels.len()), 0.0, None);
         match *w {
             Wait::Sem { idx, .. } => {
                 let h = &self.sems[idx as usize];
                 let cur = sync.sems[idx as usize];
                 let last = h.entries.last().map_or(h.base_value, |e| e.value);
                 if last != cur {
-                    return (VClock::zero(self.labels.len()), 0.0);
+                    return none();
                 }
                 let holds = |v: u32| {
                     let mut s = SyncState::default();
@@ -697,21 +754,19 @@ impl Checker {
                 while k > 0 && holds(h.entries[k - 1].value) {
                     k -= 1;
                 }
-                if k == h.entries.len() {
-                    // Holds only if the base holds: nothing after it contributed.
-                    return (h.base.clone(), h.base_time);
+                if k == h.entries.len() || (k == 0 && holds(h.base_value)) {
+                    // Holds since the base: nothing after it contributed.
+                    return (h.base.clone(), h.base_time, h.base_agent);
                 }
-                if k == 0 && holds(h.base_value) {
-                    return (h.base.clone(), h.base_time);
-                }
-                (h.entries[k].cum.clone(), h.entries[k].time)
+                let e = &h.entries[k];
+                (e.cum.clone(), e.time, Some(e.agent))
             }
             Wait::Event { idx, until, .. } => {
                 let h = &self.events[idx as usize];
                 if h.state == until && sync.event(idx) == until {
-                    (h.clock.clone(), h.time)
+                    (h.clock.clone(), h.time, h.agent)
                 } else {
-                    (VClock::zero(self.labels.len()), 0.0)
+                    none()
                 }
             }
         }
@@ -720,8 +775,13 @@ impl Checker {
     /// `agent` passes wait `w` (it holds): acquire the clock that satisfied it; returns the
     /// time the condition became true.
     pub fn acquire(&mut self, agent: Agent, w: &Wait, sync: &SyncState, regs: &[u32]) -> f64 {
-        let (c, t) = self.wait_source(w, sync, regs);
+        let (c, t, from) = self.wait_source(w, sync, regs);
         self.clocks[agent as usize].join(&c);
+        if let (Some(tl), Some(from)) = (self.timeline.as_mut(), from) {
+            if from != agent {
+                tl.pending_flows.push((from, t, SyncRefText::of(w)));
+            }
+        }
         t
     }
 
@@ -780,11 +840,47 @@ impl Checker {
 
     // ---- memory ----
 
+    /// The bundle of engine `e` finished: place it on the timeline (when one is built).
+    pub fn finish_bundle(&mut self, e: Engine, opcode: u8, mnemonic: &str) {
+        let Some(t) = self.timeline.as_mut() else {
+            return;
+        };
+        let cycles = super::timeline::bundle_cycles(e, opcode, &self.shapes);
+        let args: Vec<String> = self
+            .operands
+            .iter()
+            .zip(&self.shapes)
+            .map(|((n, r), (elems, eb))| {
+                format!(
+                    "{n}: {} partitions {}..{} +0x{:x}, {elems} × {eb} B",
+                    r.space,
+                    r.first_partition,
+                    r.first_partition + r.partitions,
+                    r.base
+                )
+            })
+            .collect();
+        t.finish(e, mnemonic, args.join("; "), cycles);
+    }
+
     /// Attribute the logged on-chip accesses to the current bundle.
     pub fn flush(&mut self, log: &mut Vec<ChipAccess>) {
         let agent = self.cur_agent;
+        if !self.track_memory {
+            for a in log.drain(..) {
+                match a {
+                    ChipAccess::Shape { elems, elem_bytes } => {
+                        self.shapes.push((elems, elem_bytes))
+                    }
+                    ChipAccess::Operand(name, r) => self.operands.push((name, r)),
+                    _ => {}
+                }
+            }
+            return;
+        }
         for a in log.drain(..) {
             match a {
+                ChipAccess::Shape { elems, elem_bytes } => self.shapes.push((elems, elem_bytes)),
                 ChipAccess::Operand(name, r) => self.operands.push((name, r)),
                 ChipAccess::Read(r) => {
                     let name = self.operand_name(&r);
@@ -897,6 +993,9 @@ impl Checker {
         hi: u32,
         kind: AccessKind,
     ) {
+        if !self.track_memory {
+            return;
+        }
         let o = self.origin(agent, operand);
         let me = self.acc(agent, o);
         let check = matches!(mem, Mem::Chip(..));

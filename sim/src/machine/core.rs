@@ -250,7 +250,7 @@ impl<'k> Machine<'k> {
 
     /// Record the accesses of a finished transfer.
     fn record_dma(&mut self, operand: &str, d: &DmaDesc) {
-        let Some(c) = self.race.as_mut() else {
+        let Some(c) = self.race.as_mut().filter(|c| c.tracks_memory()) else {
             return;
         };
         let agent = self.dma_agent;
@@ -260,27 +260,40 @@ impl<'k> Machine<'k> {
             (&d.to, AccessKind::Write, "to"),
         ] {
             let op = format!("{operand}.{name}");
+            // The runs of one side, sorted and merged: one shadow update per contiguous range
+            // (a transposing transfer moves one element per run).
+            let mut runs: Vec<(u8, u32, u32, u32)> = Vec::new();
             let _ = side.for_each_run(|at, len| {
                 let Ok(at) = u32::try_from(at) else {
                     return Ok(());
                 };
-                let mem = match side.mem {
-                    dma::DmaMem::Dram(v) => {
-                        c.dma_access(agent, &op, Mem::Dram(v), at, at + len as u32, kind);
-                        return Ok(());
+                let len = len as u32;
+                runs.push(match side.mem {
+                    dma::DmaMem::Dram(v) => (0, v, at, at.saturating_add(len)),
+                    dma::DmaMem::OnChip => {
+                        let l = geom.locate(at);
+                        let space = if l.space == super::geometry::Space::Sbuf { 1 } else { 2 };
+                        (space, l.partition, l.offset, l.offset.saturating_add(len))
                     }
-                    dma::DmaMem::OnChip => geom.locate(at),
-                };
-                c.dma_access(
-                    agent,
-                    &op,
-                    Mem::Chip(mem.space, mem.partition),
-                    mem.offset,
-                    mem.offset + len as u32,
-                    kind,
-                );
+                });
                 Ok(())
             });
+            runs.sort_unstable();
+            let mut merged: Vec<(u8, u32, u32, u32)> = Vec::with_capacity(runs.len().min(1024));
+            for r in runs {
+                match merged.last_mut() {
+                    Some(m) if m.0 == r.0 && m.1 == r.1 && r.2 <= m.3 => m.3 = m.3.max(r.3),
+                    _ => merged.push(r),
+                }
+            }
+            for (space, id, lo, hi) in merged {
+                let mem = match space {
+                    0 => Mem::Dram(id),
+                    1 => Mem::Chip(super::geometry::Space::Sbuf, id),
+                    _ => Mem::Chip(super::geometry::Space::Psum, id),
+                };
+                c.dma_access(agent, &op, mem, lo, hi, kind);
+            }
         }
     }
 

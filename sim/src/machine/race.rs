@@ -474,6 +474,8 @@ pub struct Checker {
     pub(crate) timeline: Option<super::timeline::Timeline>,
     /// Operand shapes of the current bundle: (elements per partition, bytes per element).
     pub(crate) shapes: Vec<(u64, u32)>,
+    /// The origin of the last DMA access (agent, operand, id).
+    last_dma_origin: Option<(Agent, String, u32)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -531,6 +533,7 @@ impl Checker {
             track_memory: true,
             timeline: None,
             shapes: Vec::new(),
+            last_dma_origin: None,
         }
     }
 
@@ -557,6 +560,7 @@ impl Checker {
         self.operands.clear();
         self.accumulate = None;
         self.shapes.clear();
+        self.last_dma_origin = None;
     }
 
     /// The queue agent `q` starts a transfer triggered by agent `by`: it acquires `by`'s clock.
@@ -996,7 +1000,15 @@ impl Checker {
         if !self.track_memory {
             return;
         }
-        let o = self.origin(agent, operand);
+        // A transfer reports one run at a time: look its origin up once.
+        let o = match &self.last_dma_origin {
+            Some((a, name, id)) if *a == agent && name == operand => *id,
+            _ => {
+                let id = self.origin(agent, operand);
+                self.last_dma_origin = Some((agent, operand.to_string(), id));
+                id
+            }
+        };
         let me = self.acc(agent, o);
         let check = matches!(mem, Mem::Chip(..));
         self.range(

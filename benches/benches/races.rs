@@ -1,0 +1,65 @@
+//! Race-check overhead: each clean `testdata/kernels/*.neff` run plainly and with the
+//! happens-before race detector (`sim run --check-races`), in the same process, so the ratio
+//! checked / plain is measured against a baseline of the same run. Also the timeline (`--trace`)
+//! alone. Reported in `docs/perf.md` "Race check".
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use tpbsim_isa::neff::{Neff, ReadOptions};
+use tpbsim_sim::machine::load::kernel_from_neff;
+use tpbsim_sim::machine::{Machine, RunOptions};
+
+const KERNELS: [&str; 6] = [
+    "vadd",
+    "iadd_pool",
+    "softmax",
+    "rmsnorm",
+    "matmul_bf16",
+    "mx_matmul",
+];
+
+fn path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testdata/kernels/{name}.neff"))
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Plain,
+    Races,
+    Timeline,
+}
+
+fn races(c: &mut Criterion) {
+    let mut g = c.benchmark_group("race_check");
+    g.sample_size(20);
+    for name in KERNELS {
+        let n = Neff::read(path(name), &ReadOptions::default()).expect("read the kernel");
+        let k = kernel_from_neff(&n).expect("load the kernel");
+        let gen = k.gen.expect("target generation");
+        for (mode, label) in [
+            (Mode::Plain, "plain"),
+            (Mode::Races, "check_races"),
+            (Mode::Timeline, "timeline"),
+        ] {
+            g.bench_function(format!("{name}/{label}"), |b| {
+                b.iter(|| {
+                    let mut m = Machine::new(&k, gen).expect("machine");
+                    m.validate_with_l2();
+                    match mode {
+                        Mode::Plain => {}
+                        Mode::Races => m.enable_race_check(),
+                        Mode::Timeline => m.enable_timeline(),
+                    }
+                    let st = m.run(&RunOptions::default(), &mut |_| {}).expect("run");
+                    black_box((st.sched.steps, m.race_findings().len()))
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, races);
+criterion_main!(benches);

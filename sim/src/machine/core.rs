@@ -262,28 +262,51 @@ impl<'k> Machine<'k> {
             let op = format!("{operand}.{name}");
             // The runs of one side, sorted and merged: one shadow update per contiguous range
             // (a transposing transfer moves one element per run).
-            let mut runs: Vec<(u8, u32, u32, u32)> = Vec::new();
+            // Packed key: space (2 bits) | partition or variable id (30 bits) | byte offset;
+            // runs contiguous with the previous one are merged on the fly, and the side is
+            // sorted only when its runs are out of order.
+            let mut runs: Vec<(u64, u32)> = Vec::new();
             let _ = side.for_each_run(|at, len| {
                 let Ok(at) = u32::try_from(at) else {
                     return Ok(());
                 };
-                let len = len as u32;
-                runs.push(match side.mem {
-                    dma::DmaMem::Dram(v) => (0, v, at, at.saturating_add(len)),
+                let (space, id, lo) = match side.mem {
+                    dma::DmaMem::Dram(v) => (0u64, v, at),
                     dma::DmaMem::OnChip => {
                         let l = geom.locate(at);
-                        let space = if l.space == super::geometry::Space::Sbuf { 1 } else { 2 };
-                        (space, l.partition, l.offset, l.offset.saturating_add(len))
+                        let space = if l.space == super::geometry::Space::Sbuf {
+                            1
+                        } else {
+                            2
+                        };
+                        (space, l.partition, l.offset)
                     }
-                });
+                };
+                let key = space << 62 | (u64::from(id) & 0x3FFF_FFFF) << 32 | u64::from(lo);
+                match runs.last_mut() {
+                    Some(r)
+                        if r.0 + u64::from(r.1) == key && lo.checked_add(len as u32).is_some() =>
+                    {
+                        r.1 += len as u32
+                    }
+                    _ => runs.push((key, len as u32)),
+                }
                 Ok(())
             });
-            runs.sort_unstable();
+            if runs.windows(2).any(|w| w[0].0 > w[1].0) {
+                runs.sort_unstable_by_key(|r| r.0);
+            }
             let mut merged: Vec<(u8, u32, u32, u32)> = Vec::with_capacity(runs.len().min(1024));
-            for r in runs {
+            for (key, len) in runs {
+                let (space, id, lo) = (
+                    (key >> 62) as u8,
+                    (key >> 32) as u32 & 0x3FFF_FFFF,
+                    key as u32,
+                );
+                let hi = lo.saturating_add(len);
                 match merged.last_mut() {
-                    Some(m) if m.0 == r.0 && m.1 == r.1 && r.2 <= m.3 => m.3 = m.3.max(r.3),
-                    _ => merged.push(r),
+                    Some(m) if m.0 == space && m.1 == id && lo <= m.3 => m.3 = m.3.max(hi),
+                    _ => merged.push((space, id, lo, hi)),
                 }
             }
             for (space, id, lo, hi) in merged {

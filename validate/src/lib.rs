@@ -8,6 +8,8 @@ pub mod fuzz;
 pub mod l1;
 pub mod lift;
 pub mod registry;
+#[cfg(feature = "proptest")]
+pub mod strategies;
 pub mod l2;
 
 pub use diag::{Diagnostic, Layer, Location, Mode, Severity};

@@ -87,10 +87,6 @@ pub const EXCLUDED: &[(u8, &str, &str)] = &[
     (0x09, "is_valid_smx1_lw", "LdWeightsMx: MXMEM_PATTERN1D scale/data placement not expressed"),
     (0x0A, "is_valid_smx1d3_mm", "MatmulMx: MXMEM_PATTERN1D scale/data placement not expressed"),
     (0xE3, "is_valid_s3dmx1_quant", "QuantizeMx: source partition counts and MX destination not expressed"),
-    (0x41, "is_valid_s3s3d3_tt", "TensorTensor: ALU-op classes, integer signedness bands and quadrant pairing not expressed"),
-    (0x51, "is_valid_s3s3d3_tt", "TensorTensor bitvec: ALU-op classes and integer output not expressed"),
-    (0x72, "is_valid_s3s3d3_tt", "predicated copy: predicate dtypes not expressed"),
-    (0x99, "is_valid_s3s3d3_tt", "predicated form: predicate dtypes not expressed"),
     (0x43, "is_valid_s3d3_ts", "TensorScalar: ALU-op classes and accumulator rules not expressed"),
     (0x53, "is_valid_s3d3_ts", "TensorScalar bitvec: integer dtype pairing not expressed"),
     (0x93, "is_valid_s3d3_ts", "TensorScalar cache op: ALU-op classes not expressed"),
@@ -172,6 +168,40 @@ pub const RECIPES: &[Recipe] = &[
         ],
         dtypes: &[],
     },
+    Recipe {
+        gate: "is_valid_s3s3d3_tt",
+        format: "TensorTensor",
+        opcodes: &[0x41],
+        gens: L2_GENS,
+        fill: fill_tensor_tensor,
+        enums: &[EnumRule { field: "op", off: 14, rule: "is_valid_s3s3d3_tt.alu_op", member: tt_arith_op, spec_enum: "" }],
+        dtypes: TT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_s3s3d3_tt",
+        format: "TensorTensor",
+        opcodes: &[0x51],
+        gens: L2_GENS,
+        fill: fill_tensor_tensor,
+        enums: &[EnumRule { field: "op", off: 14, rule: "is_valid_s3s3d3_tt.alu_op", member: tt_bitvec_op, spec_enum: "" }],
+        dtypes: TT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_s3s3d3_tt",
+        format: "TensorTensor",
+        opcodes: &[0x72, 0x99],
+        gens: L2_GENS,
+        fill: fill_tensor_tensor,
+        enums: &[EnumRule { field: "op", off: 14, rule: "is_valid_s3s3d3_tt.alu_op", member: bypass_op, spec_enum: "" }],
+        dtypes: TT_DTYPES,
+    },
+];
+
+/// TensorTensor dtype fields (src0/src1 nibbles, output byte).
+const TT_DTYPES: &[DtypeField] = &[
+    DtypeField { field: "in_dtypes", off: 12, nibble: Some(false) },
+    DtypeField { field: "in_dtypes", off: 12, nibble: Some(true) },
+    DtypeField { field: "out_dtype", off: 13, nibble: None },
 ];
 
 /// The header events every known opcode's cascade checks (any generated bundle).
@@ -242,12 +272,18 @@ fn update_mode(gen: Gen, v: u8) -> bool {
 
 // ---- dtype sets ----
 
+const UINT64: u8 = 0x01;
+const INT8: u8 = 0x02;
 const UINT8: u8 = 0x03;
+const INT16: u8 = 0x04;
+const UINT16: u8 = 0x05;
 const BF16: u8 = 0x06;
 const FP16: u8 = 0x07;
+const INT32: u8 = 0x08;
 const UINT32: u8 = 0x09;
 const FP32: u8 = 0x0A;
 const FP32R: u8 = 0x0B;
+const INT64: u8 = 0x0C;
 const FP8_EXP3: u8 = 0x0D;
 const FP8_EXP4: u8 = 0x0E;
 const FP8_EXP5: u8 = 0x0F;
@@ -424,6 +460,170 @@ fn fill_activate(c: &mut Ctx<'_>) {
     let (s1, s2) = (random_steps(&mut c.rng, 3), random_steps(&mut c.rng, 3));
     write_pattern(c.b, 16, 3, src, &s1, &nums);
     write_pattern(c.b, 48, 3, dst, &s2, &dnums);
+}
+
+// ---- ALU ops (isa-facts §6.3; the validator's sets in docs/l2.md) ----
+
+/// ALU ops only the Pool engine executes: POW, CRC32, RSQRT.
+const ALU_POOL_ONLY: &[u8] = &[0x1A, 0x1C, 0x1D];
+/// MOD.
+const MOD: u8 = 0x1B;
+/// POW.
+const POW: u8 = 0x1A;
+
+/// General arith ops: 17 on v2/v3, plus ABS_MAX, ABS_MIN, RE_LU, SQUARE (0x20..=0x23) on v4.
+fn general_arith(gen: Gen) -> Vec<u8> {
+    let mut v = vec![0x00, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0D, 0x0E, 0x0F, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19];
+    if gen == Gen::V4 {
+        v.extend(0x20..=0x23);
+    }
+    v
+}
+
+/// Integer-band ops (`valid int aluop`): ADD/MULT/SUB_INT and MOD on v2; 0xC4..=0xDD without
+/// ABS_VALUE_INT (0xCE), plus MOD, on v3/v4.
+fn valid_int_aluop(gen: Gen) -> Vec<u8> {
+    match gen {
+        Gen::V2 => vec![0xC4, 0xC5, 0xC6, MOD],
+        _ => (0xC4..=0xDD).filter(|&o| o != 0xCE).chain([MOD]).collect(),
+    }
+}
+
+/// General bitvec ops (TensorTensor 0x51, TensorScalar 0x53).
+const GENERAL_BITVEC: &[u8] = &[0x00, 0x01, 0x02, 0x03, 0x10, 0x11, 0x0A, 0x0B, 0x0C];
+/// Integer-band ops whose integer operands must all be signed.
+const SIGNED_ONLY: &[u8] = &[0xCB, 0xCC, 0xCD, 0xCF, 0xD0, 0xD1, 0xD2, 0xD3, 0xD4];
+/// Integer-band ops whose integer operands must all be unsigned.
+const UNSIGNED_ONLY: &[u8] = &[0xD5, 0xD6, 0xD7, 0xD8, 0xD9, 0xDA, 0xDB, 0xDC, 0xDD];
+
+/// Integer-band op (bits 7:6 set).
+fn is_int_band(op: u8) -> bool {
+    op & 0xC0 == 0xC0
+}
+
+/// ALU ops a TensorTensor opcode accepts on `gen` (`is_valid_s3s3d3_tt.alu_op`).
+fn tt_ops(gen: Gen, opcode: u8) -> Vec<u8> {
+    match opcode {
+        0x41 => {
+            let mut v = general_arith(gen);
+            v.push(POW);
+            v.extend(valid_int_aluop(gen));
+            v
+        }
+        0x51 => GENERAL_BITVEC.to_vec(),
+        _ => vec![0x00],
+    }
+}
+
+fn tt_arith_op(gen: Gen, v: u8) -> bool {
+    tt_ops(gen, 0x41).contains(&v)
+}
+fn tt_bitvec_op(gen: Gen, v: u8) -> bool {
+    tt_ops(gen, 0x51).contains(&v)
+}
+fn bypass_op(_: Gen, v: u8) -> bool {
+    v == 0
+}
+
+/// 8/16/32-bit integer dtypes.
+const INTS: &[u8] = &[INT8, UINT8, INT16, UINT16, INT32, UINT32];
+
+fn is_int(d: u8) -> bool {
+    INTS.contains(&d) || d == UINT64 || d == INT64
+}
+fn is_signed_int(d: u8) -> bool {
+    matches!(d, INT8 | INT16 | INT32 | INT64)
+}
+
+/// Dtypes `is_valid_dtype` accepts with the 64-bit path open (`is_valid_dtype_64`).
+fn with_64(gen: Gen, fp32r: bool) -> Vec<u8> {
+    let mut v = compute_dtypes(gen, fp32r);
+    v.extend(enum_members("DTYPE", gen).into_iter().filter(|&d| d == UINT64 || d == INT64));
+    v
+}
+
+/// Keep the dtypes an integer-band op with operand signedness `signed` accepts: floats, and
+/// integers of that signedness (the signedness rule binds only when every operand is an
+/// integer, so this satisfies it by construction).
+fn of_signedness(v: Vec<u8>, signed: Option<bool>) -> Vec<u8> {
+    match signed {
+        None => v,
+        Some(s) => v.into_iter().filter(|&d| !is_int(d) || is_signed_int(d) == s).collect(),
+    }
+}
+
+/// Element counts of an `n`-dim pattern with the same product as `nums` (3 dims): a random
+/// rotation of the counts.
+fn rotated(c: &mut Ctx<'_>, nums: [u16; 4]) -> [u16; 4] {
+    let r = c.rng.below(3) as usize;
+    [nums[r % 3], nums[(r + 1) % 3], nums[(r + 2) % 3], 1]
+}
+
+/// Write a 3D tensor at `off` in `region`, start partition in `parts`, with counts `nums`.
+fn tensor3(c: &mut Ctx<'_>, off: usize, region: Region, dt: u8, parts: std::ops::Range<u32>, nums: [u16; 4]) {
+    let addr = address(&mut c.rng, c.gen, region, dtype_bytes(dt).unwrap_or(4), parts);
+    let steps = random_steps(&mut c.rng, 3);
+    write_pattern(c.b, off, 3, addr, &steps, &nums);
+}
+
+/// Sources of a two-source op with `n` active partitions (`tt_valid_partitions` and
+/// `start_addr_active_channels`): at most one source in PSUM (none on Pool), two SBUF sources
+/// in one 32-partition quadrant, every start partition at most `128 - n`.
+fn two_sources(c: &mut Ctx<'_>, offs: [usize; 2], dts: [u8; 2], n: u32, nums: [[u16; 4]; 2]) {
+    let top = 129 - n;
+    let psum = if c.engine != Engine::Pool && c.rng.chance(1, 2) { Some(c.rng.below(2) as usize) } else { None };
+    let p0 = c.rng.below(top as u64) as u32;
+    let q = p0 / 32 * 32;
+    for i in 0..2 {
+        let (region, parts) = match psum {
+            Some(j) if j == i => (Region::Psum, 0..top),
+            Some(_) => (Region::Sbuf, 0..top),
+            None => (Region::Sbuf, q..(q + 32).min(top)),
+        };
+        tensor3(c, offs[i], region, dts[i], parts, nums[i]);
+    }
+}
+
+fn fill_tensor_tensor(c: &mut Ctx<'_>) {
+    let (gen, opc) = (c.gen, c.b.0[0]);
+    let pool = c.engine == Engine::Pool;
+    let ops: Vec<u8> = tt_ops(gen, opc).into_iter().filter(|o| pool || !ALU_POOL_ONLY.contains(o)).collect();
+    let op = c.rng.pick(&ops);
+    c.b.0[14] = op;
+    let band = is_int_band(op);
+    let signed = band.then(|| {
+        if SIGNED_ONLY.contains(&op) {
+            true
+        } else if UNSIGNED_ONLY.contains(&op) {
+            false
+        } else {
+            c.rng.chance(1, 2)
+        }
+    });
+    let src = of_signedness(if band { with_64(gen, false) } else { compute_dtypes(gen, false) }, signed);
+    let outs = of_signedness(if band { with_64(gen, opc == 0x41) } else { compute_dtypes(gen, opc == 0x41) }, signed);
+    let (d0, d1, out) = match opc {
+        0x51 => {
+            let out: Vec<u8> = outs.into_iter().filter(|&d| is_int(d)).collect();
+            (c.rng.pick(&src), c.rng.pick(&src), c.rng.pick(&out))
+        }
+        0x72 => {
+            let d1 = c.rng.pick(&src);
+            (c.rng.pick(INTS), d1, d1)
+        }
+        0x99 => (c.rng.pick(INTS), c.rng.pick(&src), c.rng.pick(&outs)),
+        _ => (c.rng.pick(&src), c.rng.pick(&src), c.rng.pick(&outs)),
+    };
+    c.b.0[12] = d0 | d1 << 4;
+    c.b.0[13] = out;
+    let n = c.rng.range(1, 128) as u32;
+    c.b.0[15] = n as u8;
+    // Same element count everywhere: every operand's counts are a rotation of one triple.
+    let nums = random_nums(&mut c.rng, 3);
+    let (n0, n1, nd) = (rotated(c, nums), rotated(c, nums), rotated(c, nums));
+    two_sources(c, [16, 32], [d0, d1], n, [n0, n1]);
+    let dst_psum = !pool && dtype_bytes(out) == Some(4) && c.rng.chance(1, 3);
+    tensor3(c, 48, if dst_psum { Region::Psum } else { Region::Sbuf }, out, 0..129 - n, nd);
 }
 
 #[cfg(test)]

@@ -33,6 +33,8 @@ pub mod inst;
 pub mod spec;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategies;
+#[cfg(any(test, feature = "proptest"))]
+pub mod neff_strategies;
 pub mod text;
 pub mod wire;
 

@@ -87,23 +87,6 @@ pub const EXCLUDED: &[(u8, &str, &str)] = &[
     (0x09, "is_valid_smx1_lw", "LdWeightsMx: MXMEM_PATTERN1D scale/data placement not expressed"),
     (0x0A, "is_valid_smx1d3_mm", "MatmulMx: MXMEM_PATTERN1D scale/data placement not expressed"),
     (0xE3, "is_valid_s3dmx1_quant", "QuantizeMx: source partition counts and MX destination not expressed"),
-    (0x43, "is_valid_s3d3_ts", "TensorScalar: ALU-op classes and accumulator rules not expressed"),
-    (0x53, "is_valid_s3d3_ts", "TensorScalar bitvec: integer dtype pairing not expressed"),
-    (0x93, "is_valid_s3d3_ts", "TensorScalar cache op: ALU-op classes not expressed"),
-    (0x9A, "is_valid_s3d3_ts", "TensorScalar cache op: ALU-op classes not expressed"),
-    (0xE6, "is_valid_s3d3_ts", "TensorScalar cache op: ALU-op classes not expressed"),
-    (0x30, "is_valid_s3d3_ts", "Exponential: the op/reverse zero rule not expressed"),
-    (0x42, "is_valid_s4d4_tr", "tensor reduce: reduce-op classes per opcode not expressed"),
-    (0x52, "is_valid_s4d4_tr", "tensor reduce: reduce-op classes per opcode not expressed"),
-    (0x83, "is_valid_s4d4_tr", "tensor reduce: reduce-op classes per opcode not expressed"),
-    (0x84, "is_valid_s4d4_tr", "tensor reduce: reduce-op classes per opcode not expressed"),
-    (0x4E, "is_valid_s4d4_tr", "tensor reduce: reduce-op classes per opcode not expressed"),
-    (0x5E, "is_valid_s4d4_tr", "tensor reduce: reduce-op classes per opcode not expressed"),
-    (0x46, "is_valid_s4d4_tr", "copy/cast: reduce-op classes per opcode not expressed"),
-    (0x47, "is_valid_s4d4_tr", "copy/cast: reduce-op classes per opcode not expressed"),
-    (0x48, "is_valid_s4d4_tr", "copy/cast: reduce-op classes per opcode not expressed"),
-    (0x6A, "is_valid_s4d4_tr", "copy/cast: reduce-op classes per opcode not expressed"),
-    (0x6B, "is_valid_s4d4_tr", "copy/cast: reduce-op classes per opcode not expressed"),
     (0xBC, "is_valid_s2d2_rs", "RangeSelect: comparison/bound-source rules not expressed"),
 ];
 
@@ -195,6 +178,55 @@ pub const RECIPES: &[Recipe] = &[
         enums: &[EnumRule { field: "op", off: 14, rule: "is_valid_s3s3d3_tt.alu_op", member: bypass_op, spec_enum: "" }],
         dtypes: TT_DTYPES,
     },
+    ts_recipe(&[0x43], &ts_enums(zero, ts_arith_op, "tensor_scalar_valid_ops", upto3, "tensor_scalar_valid_ops")),
+    ts_recipe(&[0x53], &ts_enums(zero, bitvec_op, "tensor_scalar_valid_ops", upto3, "tensor_scalar_valid_ops")),
+    ts_recipe(&[0x93, 0x9A, 0xE6], &ts_enums(upto4, ts_arith_op, "tensor_scalar_valid_ops", upto3, "tensor_scalar_valid_ops")),
+    ts_recipe(&[0x30], &ts_enums(upto4, zero, "is_valid_s3d3_ts.exponential", zero, "is_valid_s3d3_ts.exponential")),
+    tr_recipe(&[0x42, 0x83, 0x4E, 0x46, 0x47, 0x48, 0x6A, 0x6B], &tr_enums(tr_alu_op)),
+    tr_recipe(&[0x52, 0x84, 0x5E], &tr_enums(bitvec_op)),
+];
+
+/// A TensorScalar recipe for `opcodes` with its checked enum-like fields.
+const fn ts_recipe(opcodes: &'static [u8], enums: &'static [EnumRule]) -> Recipe {
+    Recipe { gate: "is_valid_s3d3_ts", format: "TensorScalar", opcodes, gens: L2_GENS, fill: fill_tensor_scalar, enums, dtypes: IN_OUT_DTYPES }
+}
+
+/// TensorScalar enum-like fields: accumulator (membership `acc`), both immediate sources,
+/// op0/op1 (membership `op`, rule `op_rule`) and `reverse` (membership `rev`, rule `rev_rule`).
+const fn ts_enums(acc: fn(Gen, u8) -> bool, op: fn(Gen, u8) -> bool, op_rule: &'static str, rev: fn(Gen, u8) -> bool, rev_rule: &'static str) -> [EnumRule; 6] {
+    [
+        e("accumulator_cmd", 12, "is_valid_s3d3_ts.accumulator_cmd", acc),
+        e("imm0_src", 35, "is_valid_enum(IMM_SRC)", upto2),
+        e("op0", 36, op_rule, op),
+        e("op1", 37, op_rule, op),
+        e("reverse", 38, rev_rule, rev),
+        e("imm1_src", 39, "is_valid_enum(IMM_SRC)", upto2),
+    ]
+}
+
+/// An enum-like field without a spec enum to avoid.
+const fn e(field: &'static str, off: u8, rule: &'static str, member: fn(Gen, u8) -> bool) -> EnumRule {
+    EnumRule { field, off, rule, member, spec_enum: "" }
+}
+
+/// A TensorReduce-family recipe for `opcodes`.
+const fn tr_recipe(opcodes: &'static [u8], enums: &'static [EnumRule]) -> Recipe {
+    Recipe { gate: "is_valid_s4d4_tr", format: "TensorReduce", opcodes, gens: L2_GENS, fill: fill_tensor_reduce, enums, dtypes: IN_OUT_DTYPES }
+}
+
+/// TensorReduce-family enum-like fields; `op` is the opcode class's ALU-op membership.
+const fn tr_enums(op: fn(Gen, u8) -> bool) -> [EnumRule; 3] {
+    [
+        e("negated", 35, "is_valid_s4d4_tr.negated", upto1),
+        e("op", 36, "tensor_reduce_valid_op", op),
+        e("op_dim", 37, "is_valid_enum(TENSOR_SUBDIM)", upto4),
+    ]
+}
+
+/// `in_dtype` (+32) and `out_dtype` (+33) of the TensorScalar and TensorReduce families.
+const IN_OUT_DTYPES: &[DtypeField] = &[
+    DtypeField { field: "in_dtype", off: 32, nibble: None },
+    DtypeField { field: "out_dtype", off: 33, nibble: None },
 ];
 
 /// TensorTensor dtype fields (src0/src1 nibbles, output byte).
@@ -215,10 +247,17 @@ pub fn recipe_for(gen: Gen, opcode: u8) -> Option<&'static Recipe> {
     RECIPES.iter().find(|r| r.gens.contains(&gen) && r.opcodes.contains(&opcode))
 }
 
-/// Engines whose stream may hold `opcode` on `gen`: the spec's engine classes, with the
-/// published v4 ACT mask (`0x1000000000FE7F41` over opcodes 88..=151) deciding ACT there.
+/// Opcodes whose engine the public sources disagree on, with the engine the spec row does not
+/// name (spec conflicts D28 and the CONV_LUT_LOAD dispatch chain): the L2 engine gate accepts
+/// either engine, so the generator does too.
+const ENGINE_UNIONS: &[(u8, Engine)] = &[(0x30, Engine::Act), (0xE4, Engine::Pe)];
+
+/// Engines whose stream may hold `opcode` on `gen`: the spec's engine classes plus
+/// [`ENGINE_UNIONS`], with the published v4 ACT mask (`0x1000000000FE7F41` over opcodes
+/// 88..=151) deciding ACT there.
 pub fn engines(gen: Gen, opcode: u8) -> Vec<Engine> {
-    let spec_engines = engines_for(opcode);
+    let mut spec_engines = engines_for(opcode);
+    spec_engines.extend(ENGINE_UNIONS.iter().filter(|u| u.0 == opcode).map(|u| u.1));
     let masked = gen == Gen::V4 && (88..=151).contains(&opcode);
     Engine::ALL
         .into_iter()
@@ -624,6 +663,117 @@ fn fill_tensor_tensor(c: &mut Ctx<'_>) {
     two_sources(c, [16, 32], [d0, d1], n, [n0, n1]);
     let dst_psum = !pool && dtype_bytes(out) == Some(4) && c.rng.chance(1, 3);
     tensor3(c, 48, if dst_psum { Region::Psum } else { Region::Sbuf }, out, 0..129 - n, nd);
+}
+
+/// Arith ops (TensorScalar `tensor_scalar_valid_ops`): general arith, DIVIDE 0x07, POW, MOD,
+/// RSQRT and the integer ADD/MULT/SUB (plus 0xC7, 0xC8 on v3/v4).
+fn arith(gen: Gen) -> Vec<u8> {
+    let mut v = general_arith(gen);
+    v.extend([0x07, POW, MOD, 0x1D]);
+    v.extend(match gen {
+        Gen::V2 => &[0xC4, 0xC5, 0xC6][..],
+        _ => &[0xC4, 0xC5, 0xC6, 0xC7, 0xC8][..],
+    });
+    v
+}
+
+/// `NEURON_ISA_TPB_ALU_OP` members as the validator's enum check reads them: 0x00..=0x1D and
+/// 0xC4..=0xC6, plus 0xC7..=0xE1 on v3/v4, plus 0x20..=0x23 on v4.
+fn alu_ops(gen: Gen) -> Vec<u8> {
+    let mut v: Vec<u8> = (0x00..=0x1D).chain(0xC4..=0xC6).collect();
+    if gen != Gen::V2 {
+        v.extend(0xC7..=0xE1);
+    }
+    if gen == Gen::V4 {
+        v.extend(0x20..=0x23);
+    }
+    v
+}
+
+/// ALU ops the engine executes from `set` (Pool-only ops dropped on other engines).
+fn engine_ops(c: &Ctx<'_>, set: Vec<u8>) -> Vec<u8> {
+    let pool = c.engine == Engine::Pool;
+    set.into_iter().filter(|o| pool || !ALU_POOL_ONLY.contains(o)).collect()
+}
+
+fn ts_arith_op(gen: Gen, v: u8) -> bool {
+    arith(gen).contains(&v)
+}
+fn bitvec_op(_: Gen, v: u8) -> bool {
+    GENERAL_BITVEC.contains(&v)
+}
+fn zero(_: Gen, v: u8) -> bool {
+    v == 0
+}
+fn upto2(_: Gen, v: u8) -> bool {
+    v <= 2
+}
+fn upto3(_: Gen, v: u8) -> bool {
+    v <= 3
+}
+fn upto4(_: Gen, v: u8) -> bool {
+    v <= 4
+}
+fn upto1(_: Gen, v: u8) -> bool {
+    v <= 1
+}
+fn tr_alu_op(gen: Gen, v: u8) -> bool {
+    alu_ops(gen).contains(&v)
+}
+
+/// A source and a destination pattern of `dims` dimensions with `n` active partitions: start
+/// partitions at most `128 - n`, PSUM only off Pool, a PSUM destination only with a 4-byte
+/// output dtype, addresses aligned to their dtypes.
+fn src_dst(c: &mut Ctx<'_>, dims: usize, offs: [usize; 2], dts: [u8; 2], n: u32) {
+    let pool = c.engine == Engine::Pool;
+    let src_psum = !pool && c.rng.chance(1, 3);
+    let dst_psum = !pool && dtype_bytes(dts[1]) == Some(4) && c.rng.chance(1, 3);
+    for (i, psum) in [src_psum, dst_psum].into_iter().enumerate() {
+        let region = if psum { Region::Psum } else { Region::Sbuf };
+        let addr = address(&mut c.rng, c.gen, region, dtype_bytes(dts[i]).unwrap_or(4), 0..129 - n);
+        let (steps, nums) = (random_steps(&mut c.rng, dims), random_nums(&mut c.rng, dims));
+        write_pattern(c.b, offs[i], dims, addr, &steps, &nums);
+    }
+}
+
+fn fill_tensor_scalar(c: &mut Ctx<'_>) {
+    let (gen, opc) = (c.gen, c.b.0[0]);
+    c.b.0[12] = if matches!(opc, 0x43 | 0x53) { 0 } else { c.rng.range(0, 4) as u8 };
+    c.b.0[35] = c.rng.range(0, 2) as u8;
+    c.b.0[39] = c.rng.range(0, 2) as u8;
+    if opc == 0x30 {
+        c.b.0[36..39].fill(0);
+    } else {
+        let ops = engine_ops(c, if opc == 0x53 { GENERAL_BITVEC.to_vec() } else { arith(gen) });
+        c.b.0[36] = c.rng.pick(&ops);
+        c.b.0[37] = c.rng.pick(&ops);
+        c.b.0[38] = c.rng.range(0, 3) as u8;
+    }
+    let (i, o) = if opc == 0x53 {
+        let d = c.rng.pick(INTS);
+        (d, d)
+    } else {
+        (c.rng.pick(&compute_dtypes(gen, false)), c.rng.pick(&compute_dtypes(gen, true)))
+    };
+    c.b.0[32] = i;
+    c.b.0[33] = o;
+    let n = c.rng.range(1, 128) as u32;
+    c.b.0[34] = n as u8;
+    src_dst(c, 3, [16, 48], [i, o], n);
+}
+
+fn fill_tensor_reduce(c: &mut Ctx<'_>) {
+    let (gen, opc) = (c.gen, c.b.0[0]);
+    c.b.0[35] = c.rng.range(0, 1) as u8;
+    let ops = engine_ops(c, if matches!(opc, 0x52 | 0x84 | 0x5E) { GENERAL_BITVEC.to_vec() } else { alu_ops(gen) });
+    c.b.0[36] = c.rng.pick(&ops);
+    c.b.0[37] = c.rng.range(0, 4) as u8;
+    let (i, o) = (c.rng.pick(&with_64(gen, false)), c.rng.pick(&with_64(gen, true)));
+    c.b.0[32] = i;
+    c.b.0[33] = o;
+    let n = c.rng.range(1, 128) as u32;
+    c.b.0[34] = n as u8;
+    src_dst(c, 4, [12, 44], [i, o], n);
 }
 
 #[cfg(test)]

@@ -87,7 +87,6 @@ pub const EXCLUDED: &[(u8, &str, &str)] = &[
     (0x09, "is_valid_smx1_lw", "LdWeightsMx: MXMEM_PATTERN1D scale/data placement not expressed"),
     (0x0A, "is_valid_smx1d3_mm", "MatmulMx: MXMEM_PATTERN1D scale/data placement not expressed"),
     (0xE3, "is_valid_s3dmx1_quant", "QuantizeMx: source partition counts and MX destination not expressed"),
-    (0xBC, "is_valid_s2d2_rs", "RangeSelect: comparison/bound-source rules not expressed"),
 ];
 
 /// Whether `opcode` is excluded from generation on `gen` (see [`EXCLUDED`]).
@@ -184,6 +183,25 @@ pub const RECIPES: &[Recipe] = &[
     ts_recipe(&[0x30], &ts_enums(upto4, zero, "is_valid_s3d3_ts.exponential", zero, "is_valid_s3d3_ts.exponential")),
     tr_recipe(&[0x42, 0x83, 0x4E, 0x46, 0x47, 0x48, 0x6A, 0x6B], &tr_enums(tr_alu_op)),
     tr_recipe(&[0x52, 0x84, 0x5E], &tr_enums(bitvec_op)),
+    Recipe {
+        gate: "is_valid_s2d2_rs",
+        format: "RangeSelect",
+        opcodes: &[0xBC],
+        gens: &[Gen::V3, Gen::V4],
+        fill: fill_range_select,
+        enums: &[
+            e("reduce_cmd", 14, "is_valid_s2d2_rs", upto3),
+            e("reduce_op", 15, "is_valid_s2d2_rs", is_max),
+            e("comp_op0", 36, "is_valid_s2d2_rs", comparison),
+            e("comp_op1", 37, "is_valid_s2d2_rs", comparison),
+            e("bound0_src", 38, "is_valid_s2d2_rs", upto2),
+            e("bound1_src", 39, "is_valid_s2d2_rs", upto2),
+        ],
+        dtypes: &[
+            DtypeField { field: "in_out_dtypes", off: 13, nibble: Some(false) },
+            DtypeField { field: "in_out_dtypes", off: 13, nibble: Some(true) },
+        ],
+    },
 ];
 
 /// A TensorScalar recipe for `opcodes` with its checked enum-like fields.
@@ -774,6 +792,35 @@ fn fill_tensor_reduce(c: &mut Ctx<'_>) {
     let n = c.rng.range(1, 128) as u32;
     c.b.0[34] = n as u8;
     src_dst(c, 4, [12, 44], [i, o], n);
+}
+
+fn is_max(_: Gen, v: u8) -> bool {
+    v == 0x08
+}
+fn comparison(_: Gen, v: u8) -> bool {
+    (0x12..=0x16).contains(&v)
+}
+
+fn fill_range_select(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    c.b.0[14] = c.rng.range(0, 3) as u8;
+    c.b.0[15] = 0x08;
+    for off in [36, 37] {
+        c.b.0[off] = c.rng.range(0x12, 0x16) as u8;
+    }
+    for off in [38, 39] {
+        c.b.0[off] = c.rng.range(0, 2) as u8;
+    }
+    // A finite base with |base| <= 2^24: a signed integer below 2^24 scaled by 2^-k.
+    let whole = c.rng.below(1 << 25) as i64 - (1 << 24);
+    let base = whole as f32 / (1u32 << c.rng.below(24)) as f32;
+    c.b.set_u32(16, base.to_bits());
+    c.b.set_u32(20, 0xFF7F_FFFF);
+    let (i, o) = (c.rng.pick(&compute_dtypes(gen, false)), c.rng.pick(&compute_dtypes(gen, true)));
+    c.b.0[13] = i | o << 4;
+    let n = c.rng.range(1, 128) as u32;
+    c.b.0[12] = n as u8;
+    src_dst(c, 2, [24, 48], [i, o], n);
 }
 
 #[cfg(test)]

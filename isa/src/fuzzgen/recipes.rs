@@ -86,7 +86,6 @@ pub const EXCLUDED: &[(u8, &str, &str)] = &[
     (0x07, "is_valid_s4d3_mm", "MatmulSparse: the 4D sparse source pattern and its density groups have no recipe yet"),
     (0x09, "is_valid_smx1_lw", "LdWeightsMx: MXMEM_PATTERN1D scale/data placement not expressed"),
     (0x0A, "is_valid_smx1d3_mm", "MatmulMx: MXMEM_PATTERN1D scale/data placement not expressed"),
-    (0xE3, "is_valid_s3dmx1_quant", "QuantizeMx: source partition counts and MX destination not expressed"),
 ];
 
 /// Whether `opcode` is excluded from generation on `gen` (see [`EXCLUDED`]).
@@ -183,6 +182,15 @@ pub const RECIPES: &[Recipe] = &[
     ts_recipe(&[0x30], &ts_enums(upto4, zero, "is_valid_s3d3_ts.exponential", zero, "is_valid_s3d3_ts.exponential")),
     tr_recipe(&[0x42, 0x83, 0x4E, 0x46, 0x47, 0x48, 0x6A, 0x6B], &tr_enums(tr_alu_op)),
     tr_recipe(&[0x52, 0x84, 0x5E], &tr_enums(bitvec_op)),
+    Recipe {
+        gate: "is_valid_s3dmx1_quant",
+        format: "QuantizeMx",
+        opcodes: &[0xE3],
+        gens: &[Gen::V4],
+        fill: fill_quantize_mx,
+        enums: &[],
+        dtypes: &[DtypeField { field: "in_dtype", off: 34, nibble: None }, DtypeField { field: "out_dtype", off: 35, nibble: None }],
+    },
     Recipe {
         gate: "is_valid_s2d2_rs",
         format: "RangeSelect",
@@ -821,6 +829,37 @@ fn fill_range_select(c: &mut Ctx<'_>) {
     let n = c.rng.range(1, 128) as u32;
     c.b.0[12] = n as u8;
     src_dst(c, 2, [24, 48], [i, o], n);
+}
+
+/// FP4_EXP2 (v4 MX data).
+const FP4_EXP2: u8 = 0x10;
+
+/// An MXMEM_PATTERN1D (direct arm) at `off` for MX dtype `dt` (`mxmem1d_valid`): data word
+/// aligned as UINT32 (UINT16 for FP4_EXP2) in SBUF, or in PSUM for a 4-byte data word off
+/// Pool; scale word in SBUF; K non-zero; step sign 0x01 or 0xFF; scale partition 0, 4, 8 or 12.
+fn mx_dst(c: &mut Ctx<'_>, off: usize, dt: u8) {
+    let data_bytes = if dt == FP4_EXP2 { 2 } else { 4 };
+    let psum = data_bytes == 4 && c.engine != Engine::Pool && c.rng.chance(1, 3);
+    let data = address(&mut c.rng, c.gen, if psum { Region::Psum } else { Region::Sbuf }, data_bytes, 0..128);
+    let scale = address(&mut c.rng, c.gen, Region::Sbuf, 1, 0..128);
+    c.b.set_u32(off, data);
+    c.b.set_u32(off + 4, scale);
+    c.b.set_u16(off + 8, c.rng.range(1, 0xFFFF) as u16);
+    c.b.0[off + 10] = c.rng.pick(&[0x01, 0xFF]);
+    c.b.0[off + 11] = c.rng.pick(&[0, 4, 8, 12]);
+}
+
+fn fill_quantize_mx(c: &mut Ctx<'_>) {
+    let i = c.rng.pick(&[BF16, FP16]);
+    let o = c.rng.pick(&[FP8_EXP4, FP8_EXP5, FP4_EXP2]);
+    c.b.0[34] = i;
+    c.b.0[35] = o;
+    let n = c.rng.pick(&[32u32, 64, 96, 128]);
+    c.b.0[33] = n as u8;
+    let region = if c.engine != Engine::Pool && c.rng.chance(1, 3) { Region::Psum } else { Region::Sbuf };
+    let nums = random_nums(&mut c.rng, 3);
+    tensor3(c, 16, region, i, 0..129 - n, nums);
+    mx_dst(c, 48, o);
 }
 
 #[cfg(test)]

@@ -84,7 +84,6 @@ const L2_GENS: &[Gen] = &[Gen::V2, Gen::V3, Gen::V4];
 /// from the spec alone).
 pub const EXCLUDED: &[(u8, &str, &str)] = &[
     (0x07, "is_valid_s4d3_mm", "MatmulSparse: the 4D sparse source pattern and its density groups have no recipe yet"),
-    (0x09, "is_valid_smx1_lw", "LdWeightsMx: MXMEM_PATTERN1D scale/data placement not expressed"),
     (0x0A, "is_valid_smx1d3_mm", "MatmulMx: MXMEM_PATTERN1D scale/data placement not expressed"),
 ];
 
@@ -182,6 +181,15 @@ pub const RECIPES: &[Recipe] = &[
     ts_recipe(&[0x30], &ts_enums(upto4, zero, "is_valid_s3d3_ts.exponential", zero, "is_valid_s3d3_ts.exponential")),
     tr_recipe(&[0x42, 0x83, 0x4E, 0x46, 0x47, 0x48, 0x6A, 0x6B], &tr_enums(tr_alu_op)),
     tr_recipe(&[0x52, 0x84, 0x5E], &tr_enums(bitvec_op)),
+    Recipe {
+        gate: "is_valid_smx1_lw",
+        format: "LdWeightsMx",
+        opcodes: &[0x09],
+        gens: &[Gen::V4],
+        fill: fill_ld_weights_mx,
+        enums: &[],
+        dtypes: &[DtypeField { field: "in_dtype", off: 32, nibble: None }],
+    },
     Recipe {
         gate: "is_valid_s3dmx1_quant",
         format: "QuantizeMx",
@@ -835,18 +843,24 @@ fn fill_range_select(c: &mut Ctx<'_>) {
 const FP4_EXP2: u8 = 0x10;
 
 /// An MXMEM_PATTERN1D (direct arm) at `off` for MX dtype `dt` (`mxmem1d_valid`): data word
-/// aligned as UINT32 (UINT16 for FP4_EXP2) in SBUF, or in PSUM for a 4-byte data word off
-/// Pool; scale word in SBUF; K non-zero; step sign 0x01 or 0xFF; scale partition 0, 4, 8 or 12.
-fn mx_dst(c: &mut Ctx<'_>, off: usize, dt: u8) {
+/// aligned as UINT32 (UINT16 for FP4_EXP2) in `data` with its start partition in `parts`;
+/// scale word in SBUF; K non-zero; step sign 0x01 or 0xFF; scale partition 0, 4, 8 or 12.
+fn mx_pattern(c: &mut Ctx<'_>, off: usize, dt: u8, data: Region, parts: std::ops::Range<u32>) {
     let data_bytes = if dt == FP4_EXP2 { 2 } else { 4 };
-    let psum = data_bytes == 4 && c.engine != Engine::Pool && c.rng.chance(1, 3);
-    let data = address(&mut c.rng, c.gen, if psum { Region::Psum } else { Region::Sbuf }, data_bytes, 0..128);
+    let data = address(&mut c.rng, c.gen, data, data_bytes, parts);
     let scale = address(&mut c.rng, c.gen, Region::Sbuf, 1, 0..128);
     c.b.set_u32(off, data);
     c.b.set_u32(off + 4, scale);
     c.b.set_u16(off + 8, c.rng.range(1, 0xFFFF) as u16);
     c.b.0[off + 10] = c.rng.pick(&[0x01, 0xFF]);
     c.b.0[off + 11] = c.rng.pick(&[0, 4, 8, 12]);
+}
+
+fn fill_ld_weights_mx(c: &mut Ctx<'_>) {
+    let dt = c.rng.pick(&[FP8_EXP3, FP8_EXP4, FP8_EXP5, FP4_EXP2]);
+    c.b.0[32] = dt;
+    let (row, _) = pe_groups(c, None);
+    mx_pattern(c, 16, dt, Region::Sbuf, group_range(row));
 }
 
 fn fill_quantize_mx(c: &mut Ctx<'_>) {
@@ -859,7 +873,9 @@ fn fill_quantize_mx(c: &mut Ctx<'_>) {
     let region = if c.engine != Engine::Pool && c.rng.chance(1, 3) { Region::Psum } else { Region::Sbuf };
     let nums = random_nums(&mut c.rng, 3);
     tensor3(c, 16, region, i, 0..129 - n, nums);
-    mx_dst(c, 48, o);
+    // The data word is written: PSUM only as a 4-byte word, and not from Pool.
+    let psum = o != FP4_EXP2 && c.engine != Engine::Pool && c.rng.chance(1, 3);
+    mx_pattern(c, 48, o, if psum { Region::Psum } else { Region::Sbuf }, 0..128);
 }
 
 #[cfg(test)]

@@ -84,7 +84,6 @@ const L2_GENS: &[Gen] = &[Gen::V2, Gen::V3, Gen::V4];
 /// from the spec alone).
 pub const EXCLUDED: &[(u8, &str, &str)] = &[
     (0x07, "is_valid_s4d3_mm", "MatmulSparse: the 4D sparse source pattern and its density groups have no recipe yet"),
-    (0x0A, "is_valid_smx1d3_mm", "MatmulMx: MXMEM_PATTERN1D scale/data placement not expressed"),
 ];
 
 /// Whether `opcode` is excluded from generation on `gen` (see [`EXCLUDED`]).
@@ -181,6 +180,18 @@ pub const RECIPES: &[Recipe] = &[
     ts_recipe(&[0x30], &ts_enums(upto4, zero, "is_valid_s3d3_ts.exponential", zero, "is_valid_s3d3_ts.exponential")),
     tr_recipe(&[0x42, 0x83, 0x4E, 0x46, 0x47, 0x48, 0x6A, 0x6B], &tr_enums(tr_alu_op)),
     tr_recipe(&[0x52, 0x84, 0x5E], &tr_enums(bitvec_op)),
+    Recipe {
+        gate: "is_valid_smx1d3_mm",
+        format: "MatmulMx",
+        opcodes: &[0x0A],
+        gens: &[Gen::V4],
+        fill: fill_matmul_mx,
+        enums: &[
+            EnumRule { field: "psum_accumulate_flags", off: 43, rule: "mm_psum_flags", member: psum_flags, spec_enum: "" },
+            EnumRule { field: "psum_zero_region", off: 47, rule: "is_valid_enum(MATMUL_ZERO_REGION)", member: zero_region, spec_enum: "" },
+        ],
+        dtypes: &[DtypeField { field: "in_dtype", off: 32, nibble: None }],
+    },
     Recipe {
         gate: "is_valid_smx1_lw",
         format: "LdWeightsMx",
@@ -876,6 +887,24 @@ fn fill_quantize_mx(c: &mut Ctx<'_>) {
     // The data word is written: PSUM only as a 4-byte word, and not from Pool.
     let psum = o != FP4_EXP2 && c.engine != Engine::Pool && c.rng.chance(1, 3);
     mx_pattern(c, 48, o, if psum { Region::Psum } else { Region::Sbuf }, 0..128);
+}
+
+fn fill_matmul_mx(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    let dt = c.rng.pick(&[FP8_EXP3, FP8_EXP4, FP8_EXP5, FP4_EXP2]);
+    c.b.0[32] = dt;
+    let flags: Vec<u8> = (0..=255u8).filter(|&v| psum_flags(gen, v)).collect();
+    c.b.0[43] = c.rng.pick(&flags);
+    c.b.0[47] = c.rng.pick(&enum_members("ZERO_REGION", gen));
+    let out = c.rng.pick(&[0, FP32, BF16]);
+    c.b.0[40] = out;
+    let (row, col) = pe_groups(c, None);
+    mx_pattern(c, 16, dt, Region::Sbuf, group_range(row));
+    // PSUM destination in the column group's partitions, aligned to the output dtype.
+    let tag = if out == 0 { FP32 } else { out };
+    let addr = address(&mut c.rng, gen, Region::Psum, dtype_bytes(tag).unwrap_or(4), group_range(col));
+    let (steps, nums) = (random_steps(&mut c.rng, 3), random_nums(&mut c.rng, 3));
+    write_pattern(c.b, 48, 3, addr, &steps, &nums);
 }
 
 #[cfg(test)]

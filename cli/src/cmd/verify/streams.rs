@@ -89,6 +89,22 @@ pub(super) fn verify(
             .with_severity(Severity::NotChecked)
             .at(Location { file: Some(s.file.clone()), engine: Some(s.stream.engine()), index: Some(0), offset: Some(0), ..Location::default() });
             push(k + 1, d);
+            // Without a wire validator the opcode set of the generation is still known from
+            // the spec: a bundle that does not decode on it is an error, not a pass.
+            for (i, b) in s.stream.bundles().iter().enumerate() {
+                if let Err(e) = tpbsim_isa::decode(b, gen) {
+                    l2_invalid += 1;
+                    let d =
+                        Diagnostic::error(Layer::L2, "decode", None, e.to_string()).at(Location {
+                            file: Some(s.file.clone()),
+                            engine: Some(s.stream.engine()),
+                            index: Some(i as u64),
+                            offset: Some(64 * i as u64),
+                            ..Location::default()
+                        });
+                    push(k + 1, d);
+                }
+            }
             continue;
         }
         let spec = StreamSpec {

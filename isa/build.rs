@@ -1,7 +1,11 @@
 //! Generates the typed instruction formats, field enums, bitfields, decode and encode from the
 //! declarative spec in `spec/` (the same files the library includes for runtime metadata).
 
-#![allow(clippy::needless_range_loop, clippy::type_complexity, clippy::too_many_arguments)]
+#![allow(
+    clippy::needless_range_loop,
+    clippy::type_complexity,
+    clippy::too_many_arguments
+)]
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -22,7 +26,14 @@ use spec::*;
 const GEN_NAMES: [&str; 4] = ["V2", "V3", "V4", "V5"];
 
 fn main() {
-    for f in ["model.rs", "opcodes.rs", "enums.rs", "formats.rs", "conflicts.rs", "geometry.rs"] {
+    for f in [
+        "model.rs",
+        "opcodes.rs",
+        "enums.rs",
+        "formats.rs",
+        "conflicts.rs",
+        "geometry.rs",
+    ] {
         println!("cargo:rerun-if-changed=spec/{f}");
     }
     println!("cargo:rerun-if-changed=build.rs");
@@ -52,15 +63,24 @@ fn check_presence(s: &str, what: &str) {
 }
 
 fn enum_index(name: &str) -> usize {
-    ENUMS.iter().position(|e| e.name == name).unwrap_or_else(|| fail(format!("unknown enum {name}")))
+    ENUMS
+        .iter()
+        .position(|e| e.name == name)
+        .unwrap_or_else(|| fail(format!("unknown enum {name}")))
 }
 
 fn bitfield_index(name: &str) -> usize {
-    BITFIELDS.iter().position(|e| e.name == name).unwrap_or_else(|| fail(format!("unknown bitfield {name}")))
+    BITFIELDS
+        .iter()
+        .position(|e| e.name == name)
+        .unwrap_or_else(|| fail(format!("unknown bitfield {name}")))
 }
 
 fn format_index(name: &str) -> usize {
-    FORMATS.iter().position(|e| e.name == name).unwrap_or_else(|| fail(format!("unknown format {name}")))
+    FORMATS
+        .iter()
+        .position(|e| e.name == name)
+        .unwrap_or_else(|| fail(format!("unknown format {name}")))
 }
 
 fn check_spec() {
@@ -82,7 +102,10 @@ fn check_spec() {
         if !r.format.is_empty() {
             let f = &FORMATS[format_index(r.format)];
             if f.sub.is_some() {
-                fail(format!("opcode 0x{:02X} binds sub-selected format {}", r.code, f.name));
+                fail(format!(
+                    "opcode 0x{:02X} binds sub-selected format {}",
+                    r.code, f.name
+                ));
             }
         }
     }
@@ -150,11 +173,17 @@ fn check_spec() {
                 }
                 let end = off as usize + fr.ty.width() as usize;
                 if off < 12 || end > 64 {
-                    fail(format!("field {}.{} out of the body in {}", f.name, fr.name, GEN_NAMES[gi]));
+                    fail(format!(
+                        "field {}.{} out of the body in {}",
+                        f.name, fr.name, GEN_NAMES[gi]
+                    ));
                 }
                 for c in &mut cover[off as usize..end] {
                     if *c {
-                        fail(format!("field {}.{} overlaps in {}", f.name, fr.name, GEN_NAMES[gi]));
+                        fail(format!(
+                            "field {}.{} overlaps in {}",
+                            f.name, fr.name, GEN_NAMES[gi]
+                        ));
                     }
                     *c = true;
                 }
@@ -168,7 +197,13 @@ fn check_spec() {
 fn upper_ident(name: &str) -> String {
     let mut s: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     if s.starts_with(|c: char| c.is_ascii_digit()) {
         s.insert(0, '_');
@@ -228,7 +263,12 @@ fn internal_reserved(t: &FieldType) -> Option<(u8, u8)> {
 fn gen_enums(out: &mut String) {
     for (i, e) in ENUMS.iter().enumerate() {
         let r = e.rust;
-        writeln!(out, "/// `{}` ({}). Unknown values are kept; [`{r}::name`] returns `None` for them.", e.name, e.prov).unwrap();
+        writeln!(
+            out,
+            "/// `{}` ({}). Unknown values are kept; [`{r}::name`] returns `None` for them.",
+            e.name, e.prov
+        )
+        .unwrap();
         if !e.note.is_empty() {
             writeln!(out, "///\n/// {}", e.note).unwrap();
         }
@@ -236,7 +276,13 @@ fn gen_enums(out: &mut String) {
         writeln!(out, "impl {r} {{").unwrap();
         for v in e.values {
             writeln!(out, "    /// `{}` = {:#04x}.", v.name, v.value).unwrap();
-            writeln!(out, "    pub const {}: {r} = {r}({:#04x});", upper_ident(v.name), v.value).unwrap();
+            writeln!(
+                out,
+                "    pub const {}: {r} = {r}({:#04x});",
+                upper_ident(v.name),
+                v.value
+            )
+            .unwrap();
         }
         writeln!(out, "    /// The spec row of this enumeration.\n    pub fn def() -> &'static crate::spec::EnumDef {{ &crate::spec::ENUMS[{i}] }}").unwrap();
         writeln!(out, "    /// Name of the value, or `None` when the spec does not name it.\n    pub const fn name(self) -> Option<&'static str> {{\n        match self.0 {{").unwrap();
@@ -246,7 +292,12 @@ fn gen_enums(out: &mut String) {
         writeln!(out, "            _ => None,\n        }}\n    }}").unwrap();
         writeln!(out, "    /// Whether the value is a member of the enumeration in `gen`.\n    pub fn is_member(self, gen: Gen) -> bool {{\n        match self.0 {{").unwrap();
         for v in e.values {
-            writeln!(out, "            {:#04x} => crate::spec::presence_at({:?}, gen.index()).is_present(),", v.value, v.gens).unwrap();
+            writeln!(
+                out,
+                "            {:#04x} => crate::spec::presence_at({:?}, gen.index()).is_present(),",
+                v.value, v.gens
+            )
+            .unwrap();
         }
         writeln!(out, "            _ => false,\n        }}\n    }}").unwrap();
         writeln!(out, "}}").unwrap();
@@ -260,8 +311,16 @@ fn gen_enums(out: &mut String) {
             "impl core::fmt::Display for {r} {{\n    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {{\n        match self.name() {{ Some(n) => f.write_str(n), None => write!(f, \"{{:#04x}}\", self.0) }}\n    }}\n}}"
         )
         .unwrap();
-        writeln!(out, "impl From<u8> for {r} {{ fn from(v: u8) -> Self {{ {r}(v) }} }}").unwrap();
-        writeln!(out, "impl From<{r}> for u8 {{ fn from(v: {r}) -> u8 {{ v.0 }} }}").unwrap();
+        writeln!(
+            out,
+            "impl From<u8> for {r} {{ fn from(v: u8) -> Self {{ {r}(v) }} }}"
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "impl From<{r}> for u8 {{ fn from(v: {r}) -> u8 {{ v.0 }} }}"
+        )
+        .unwrap();
         writeln!(
             out,
             "impl Wire for {r} {{\n    #[inline(always)] fn read(b: &[u8; 64], off: usize) -> Self {{ {r}(b[off]) }}\n    #[inline(always)] fn write(&self, b: &mut [u8; 64], off: usize) {{ b[off] = self.0; }}\n}}\n"
@@ -273,9 +332,18 @@ fn gen_enums(out: &mut String) {
 fn gen_bitfields(out: &mut String) {
     for (i, b) in BITFIELDS.iter().enumerate() {
         let r = b.rust;
-        writeln!(out, "/// `{}` ({}), least significant bit first. {}", b.name, b.prov, b.note).unwrap();
+        writeln!(
+            out,
+            "/// `{}` ({}), least significant bit first. {}",
+            b.name, b.prov, b.note
+        )
+        .unwrap();
         writeln!(out, "///\n/// Bits no sub-field covers are reserved and are kept by `from_bits` / `into_bits`.").unwrap();
-        writeln!(out, "#[bitfield_struct::bitfield(u8)]\n#[derive(PartialEq, Eq, Hash)]\npub struct {r} {{").unwrap();
+        writeln!(
+            out,
+            "#[bitfield_struct::bitfield(u8)]\n#[derive(PartialEq, Eq, Hash)]\npub struct {r} {{"
+        )
+        .unwrap();
         let mut pos = 0u8;
         let mut pad = 0;
         let mut used = 0u8;
@@ -328,19 +396,33 @@ fn gen_opcode(out: &mut String) {
     writeln!(out, "impl Opcode {{").unwrap();
     for r in OPCODES {
         writeln!(out, "    /// `{}` ({:#04x}).", mnemonic(r), r.code).unwrap();
-        writeln!(out, "    pub const {}: Opcode = Opcode({:#04x});", upper_ident(&mnemonic(r)), r.code).unwrap();
+        writeln!(
+            out,
+            "    pub const {}: Opcode = Opcode({:#04x});",
+            upper_ident(&mnemonic(r)),
+            r.code
+        )
+        .unwrap();
     }
     writeln!(out, "    /// Mnemonic, if the catalog names the byte.\n    pub fn mnemonic(self) -> Option<&'static str> {{ MNEMONICS[self.0 as usize] }}").unwrap();
     writeln!(out, "    /// The catalog row of the byte.\n    pub fn row(self) -> Option<&'static crate::spec::OpcodeRow> {{ crate::spec::opcode(self.0) }}").unwrap();
     writeln!(out, "}}").unwrap();
     writeln!(out, "impl core::fmt::Debug for Opcode {{\n    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {{\n        match self.mnemonic() {{ Some(n) => write!(f, \"Opcode::{{n}}\"), None => write!(f, \"Opcode({{:#04x}})\", self.0) }}\n    }}\n}}").unwrap();
     writeln!(out, "impl core::fmt::Display for Opcode {{\n    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {{\n        match self.mnemonic() {{ Some(n) => f.write_str(n), None => write!(f, \"{{:#04x}}\", self.0) }}\n    }}\n}}").unwrap();
-    writeln!(out, "impl From<u8> for Opcode {{ fn from(v: u8) -> Self {{ Opcode(v) }} }}").unwrap();
+    writeln!(
+        out,
+        "impl From<u8> for Opcode {{ fn from(v: u8) -> Self {{ Opcode(v) }} }}"
+    )
+    .unwrap();
     let mut idx = vec![u16::MAX; 256];
     for (i, r) in OPCODES.iter().enumerate() {
         idx[r.code as usize] = i as u16;
     }
-    writeln!(out, "/// Index of each opcode byte's row in `spec::OPCODES` (u16::MAX = none).").unwrap();
+    writeln!(
+        out,
+        "/// Index of each opcode byte's row in `spec::OPCODES` (u16::MAX = none)."
+    )
+    .unwrap();
     writeln!(out, "pub(crate) static OPCODE_ROW: [u16; 256] = {idx:?};").unwrap();
     let mn: Vec<String> = (0..256)
         .map(|c| match OPCODES.iter().find(|r| r.code as usize == c) {
@@ -374,11 +456,18 @@ fn compute_layouts() -> Vec<Layout> {
             if !presence_at(f.gens, gi).is_present() {
                 continue;
             }
-            let mut fields: Vec<(usize, u8)> =
-                f.fields.iter().enumerate().filter(|(_, r)| r.at[gi] != NA).map(|(i, r)| (i, r.at[gi])).collect();
+            let mut fields: Vec<(usize, u8)> = f
+                .fields
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.at[gi] != NA)
+                .map(|(i, r)| (i, r.at[gi]))
+                .collect();
             fields.sort_by_key(|&(_, o)| o);
             let key = |v: &Vec<(usize, u8)>| -> Vec<(String, u8, String)> {
-                v.iter().map(|&(i, o)| (f.fields[i].name.to_string(), o, rust_type(&f.fields[i].ty))).collect()
+                v.iter()
+                    .map(|&(i, o)| (f.fields[i].name.to_string(), o, rust_type(&f.fields[i].ty)))
+                    .collect()
             };
             match groups.iter_mut().find(|(g, _)| key(g) == key(&fields)) {
                 Some((_, gens)) => gens[gi] = true,
@@ -392,14 +481,20 @@ fn compute_layouts() -> Vec<Layout> {
         let single = groups.len() == 1;
         for (fields, gens) in groups {
             let first = gens.iter().position(|&g| g).unwrap_or(0);
-            let variant = if single { String::new() } else { GEN_NAMES[first].to_string() };
+            let variant = if single {
+                String::new()
+            } else {
+                GEN_NAMES[first].to_string()
+            };
             let rust = format!("{}{}", f.name, variant);
             let mut cover = [false; 64];
             cover[..12].iter_mut().for_each(|c| *c = true);
             let mut internal = Vec::new();
             for &(i, o) in &fields {
                 let w = f.fields[i].ty.width() as usize;
-                cover[o as usize..o as usize + w].iter_mut().for_each(|c| *c = true);
+                cover[o as usize..o as usize + w]
+                    .iter_mut()
+                    .for_each(|c| *c = true);
                 if let Some((a, b)) = internal_reserved(&f.fields[i].ty) {
                     internal.push((o + a, o + b));
                 }
@@ -414,7 +509,15 @@ fn compute_layouts() -> Vec<Layout> {
             }
             ranges.extend(internal);
             ranges.sort();
-            all.push(Layout { fmt: fi, rust, variant, gens, fields, reserved, reserved_ranges: ranges });
+            all.push(Layout {
+                fmt: fi,
+                rust,
+                variant,
+                gens,
+                fields,
+                reserved,
+                reserved_ranges: ranges,
+            });
         }
     }
     all
@@ -425,25 +528,56 @@ fn bound_opcodes(fmt: usize) -> Vec<u8> {
     if let Some(s) = f.sub {
         return vec![s.opcode];
     }
-    OPCODES.iter().filter(|r| r.format == f.name).map(|r| r.code).collect()
+    OPCODES
+        .iter()
+        .filter(|r| r.format == f.name)
+        .map(|r| r.code)
+        .collect()
 }
 
 fn gen_layouts(out: &mut String, layouts: &[Layout]) {
     for (li, l) in layouts.iter().enumerate() {
         let f = &FORMATS[l.fmt];
-        let gens: Vec<&str> = (0..4).filter(|&g| l.gens[g]).map(|g| GEN_NAMES[g]).collect();
+        let gens: Vec<&str> = (0..4)
+            .filter(|&g| l.gens[g])
+            .map(|g| GEN_NAMES[g])
+            .collect();
         let ops = bound_opcodes(l.fmt);
         let k = l.reserved.len();
-        writeln!(out, "/// `{}` layout of {} ({}).", f.name, gens.join(", "), if f.header_struct.is_empty() { "compiler view" } else { f.header_struct }).unwrap();
+        writeln!(
+            out,
+            "/// `{}` layout of {} ({}).",
+            f.name,
+            gens.join(", "),
+            if f.header_struct.is_empty() {
+                "compiler view"
+            } else {
+                f.header_struct
+            }
+        )
+        .unwrap();
         writeln!(out, "///\n/// Source: {}.", f.prov).unwrap();
         if !f.note.is_empty() {
             writeln!(out, "/// {}", f.note).unwrap();
         }
-        writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub struct {} {{", l.rust).unwrap();
+        writeln!(
+            out,
+            "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub struct {} {{",
+            l.rust
+        )
+        .unwrap();
         writeln!(out, "    /// Header (bytes 0..4).\n    pub header: Header,\n    /// Events (bytes 4..12).\n    pub events: Events,").unwrap();
         for &(i, o) in &l.fields {
             let r = &f.fields[i];
-            writeln!(out, "    /// `{}` at +{o} ({}){}{}.", r.name, r.prov, if r.note.is_empty() { "" } else { ": " }, r.note).unwrap();
+            writeln!(
+                out,
+                "    /// `{}` at +{o} ({}){}{}.",
+                r.name,
+                r.prov,
+                if r.note.is_empty() { "" } else { ": " },
+                r.note
+            )
+            .unwrap();
             writeln!(out, "    pub {}: {},", r.name, rust_type(&r.ty)).unwrap();
         }
         writeln!(out, "    /// Reserved bytes (offsets in `RESERVED_OFFSETS`), kept so non-canonical bundles round-trip.\n    pub reserved: [u8; {k}],\n}}").unwrap();
@@ -455,10 +589,21 @@ fn gen_layouts(out: &mut String, layouts: &[Layout]) {
         writeln!(out, "    /// Read every field from `b` (no opcode check).\n    #[inline]\n    pub fn from_bundle(b: &Bundle) -> Self {{\n        let b = &b.0;\n        {} {{\n            header: Header::read(b, 0),\n            events: Events::read(b, 4),", l.rust).unwrap();
         for &(i, o) in &l.fields {
             let r = &f.fields[i];
-            writeln!(out, "            {}: <{} as Wire>::read(b, {o}),", r.name, rust_type(&r.ty)).unwrap();
+            writeln!(
+                out,
+                "            {}: <{} as Wire>::read(b, {o}),",
+                r.name,
+                rust_type(&r.ty)
+            )
+            .unwrap();
         }
         let res: Vec<String> = l.reserved.iter().map(|o| format!("b[{o}]")).collect();
-        writeln!(out, "            reserved: [{}],\n        }}\n    }}", res.join(", ")).unwrap();
+        writeln!(
+            out,
+            "            reserved: [{}],\n        }}\n    }}",
+            res.join(", ")
+        )
+        .unwrap();
         writeln!(out, "    /// Encode to a bundle.\n    #[inline]\n    pub fn to_bundle(&self) -> Bundle {{\n        let mut b = [0u8; 64];\n        self.header.write(&mut b, 0);\n        self.events.write(&mut b, 4);").unwrap();
         for &(i, o) in &l.fields {
             writeln!(out, "        self.{}.write(&mut b, {o});", f.fields[i].name).unwrap();
@@ -482,17 +627,45 @@ fn gen_layouts(out: &mut String, layouts: &[Layout]) {
             continue;
         }
         writeln!(out, "/// `{}` ({}): one variant per generation layout; variants are named by the first generation they apply to.", f.name, f.header_struct).unwrap();
-        writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub enum {} {{", f.name).unwrap();
+        writeln!(
+            out,
+            "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub enum {} {{",
+            f.name
+        )
+        .unwrap();
         for l in &ls {
-            let gens: Vec<&str> = (0..4).filter(|&g| l.gens[g]).map(|g| GEN_NAMES[g]).collect();
-            writeln!(out, "    /// Layout of {}.\n    {}({}),", gens.join(", "), l.variant, l.rust).unwrap();
+            let gens: Vec<&str> = (0..4)
+                .filter(|&g| l.gens[g])
+                .map(|g| GEN_NAMES[g])
+                .collect();
+            writeln!(
+                out,
+                "    /// Layout of {}.\n    {}({}),",
+                gens.join(", "),
+                l.variant,
+                l.rust
+            )
+            .unwrap();
         }
         writeln!(out, "}}\nimpl {} {{", f.name).unwrap();
         let arms = |body: &str| -> String {
-            ls.iter().map(|l| format!("Self::{}(x) => {body},", l.variant)).collect::<Vec<_>>().join(" ")
+            ls.iter()
+                .map(|l| format!("Self::{}(x) => {body},", l.variant))
+                .collect::<Vec<_>>()
+                .join(" ")
         };
-        writeln!(out, "    /// Header.\n    pub fn header(&self) -> Header {{ match self {{ {} }} }}", arms("x.header")).unwrap();
-        writeln!(out, "    /// Events.\n    pub fn events(&self) -> Events {{ match self {{ {} }} }}", arms("x.events")).unwrap();
+        writeln!(
+            out,
+            "    /// Header.\n    pub fn header(&self) -> Header {{ match self {{ {} }} }}",
+            arms("x.header")
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "    /// Events.\n    pub fn events(&self) -> Events {{ match self {{ {} }} }}",
+            arms("x.events")
+        )
+        .unwrap();
         writeln!(out, "    /// Encode to a bundle.\n    pub fn to_bundle(&self) -> Bundle {{ match self {{ {} }} }}", arms("x.to_bundle()")).unwrap();
         writeln!(out, "    /// Field metadata of the layout.\n    pub fn meta(&self) -> &'static LayoutMeta {{ match self {{ {} }} }}", ls.iter().map(|l| format!("Self::{}(_) => {}::meta(),", l.variant, l.rust)).collect::<Vec<_>>().join(" ")).unwrap();
         // Common accessors.
@@ -516,7 +689,13 @@ fn gen_layouts(out: &mut String, layouts: &[Layout]) {
                 let a: Vec<String> = ls
                     .iter()
                     .zip(&types)
-                    .map(|(l, t)| if t.is_some() { format!("Self::{}(x) => Some(x.{name}),", l.variant) } else { format!("Self::{}(_) => None,", l.variant) })
+                    .map(|(l, t)| {
+                        if t.is_some() {
+                            format!("Self::{}(x) => Some(x.{name}),", l.variant)
+                        } else {
+                            format!("Self::{}(_) => None,", l.variant)
+                        }
+                    })
                     .collect();
                 writeln!(out, "    /// `{name}` (absent in some layouts).\n    pub fn {name}(&self) -> Option<{ty}> {{ match self {{ {} }} }}", a.join(" ")).unwrap();
             }
@@ -536,12 +715,26 @@ fn gen_layouts(out: &mut String, layouts: &[Layout]) {
             let r = &f.fields[i];
             writeln!(out, "            FieldMeta {{ name: {:?}, offset: {o}, ty: {}, prov: {:?}, note: {:?} }},", r.name, field_type_expr(&r.ty), r.prov, r.note).unwrap();
         }
-        writeln!(out, "        ],\n        reserved: &{:?},\n    }},", l.reserved_ranges).unwrap();
+        writeln!(
+            out,
+            "        ],\n        reserved: &{:?},\n    }},",
+            l.reserved_ranges
+        )
+        .unwrap();
     }
     writeln!(out, "];\n").unwrap();
     writeln!(out, "/// Metadata of the raw form: header, events and the 52 body bytes.\npub static RAW_META: LayoutMeta = LayoutMeta {{\n    rust_name: \"RawInst\",\n    format: None,\n    gens: [true; 4],\n    fields: &[").unwrap();
     for r in HEADER_FIELDS.iter().chain(EVENTS_FIELDS.iter()) {
-        writeln!(out, "        FieldMeta {{ name: {:?}, offset: {}, ty: {}, prov: {:?}, note: {:?} }},", r.name, r.at[0], field_type_expr(&r.ty), r.prov, r.note).unwrap();
+        writeln!(
+            out,
+            "        FieldMeta {{ name: {:?}, offset: {}, ty: {}, prov: {:?}, note: {:?} }},",
+            r.name,
+            r.at[0],
+            field_type_expr(&r.ty),
+            r.prov,
+            r.note
+        )
+        .unwrap();
     }
     writeln!(out, "        FieldMeta {{ name: \"body\", offset: 12, ty: FieldType::Opaque(52), prov: \"project-defined\", note: \"body of an opcode without a typed format\" }},\n    ],\n    reserved: &[],\n}};\n").unwrap();
 }
@@ -550,13 +743,35 @@ fn gen_layouts(out: &mut String, layouts: &[Layout]) {
 
 fn gen_inst(out: &mut String, layouts: &[Layout]) {
     // Formats in spec order (sub-selected ones included) that have at least one layout.
-    let fmts: Vec<usize> = (0..FORMATS.len()).filter(|&fi| layouts.iter().any(|l| l.fmt == fi)).collect();
+    let fmts: Vec<usize> = (0..FORMATS.len())
+        .filter(|&fi| layouts.iter().any(|l| l.fmt == fi))
+        .collect();
     let multi = |fi: usize| layouts.iter().filter(|l| l.fmt == fi).count() > 1;
-    writeln!(out, "/// A decoded instruction: a typed format for the generation's layout, or the raw form.").unwrap();
-    writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum Inst {{").unwrap();
+    writeln!(
+        out,
+        "/// A decoded instruction: a typed format for the generation's layout, or the raw form."
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum Inst {{"
+    )
+    .unwrap();
     for &fi in &fmts {
         let f = &FORMATS[fi];
-        writeln!(out, "    /// {} ({}).\n    {}({}),", f.name, if f.header_struct.is_empty() { "compiler view" } else { f.header_struct }, f.name, f.name).unwrap();
+        writeln!(
+            out,
+            "    /// {} ({}).\n    {}({}),",
+            f.name,
+            if f.header_struct.is_empty() {
+                "compiler view"
+            } else {
+                f.header_struct
+            },
+            f.name,
+            f.name
+        )
+        .unwrap();
     }
     writeln!(out, "    /// A known opcode without a typed format: header, events and body bytes.\n    Raw(RawInst),\n}}\n").unwrap();
 
@@ -565,7 +780,10 @@ fn gen_inst(out: &mut String, layouts: &[Layout]) {
         let l = &layouts[li];
         let f = &FORMATS[l.fmt];
         if multi(l.fmt) {
-            format!("Inst::{}({}::{}({}::from_bundle(b)))", f.name, f.name, l.variant, l.rust)
+            format!(
+                "Inst::{}({}::{}({}::from_bundle(b)))",
+                f.name, f.name, l.variant, l.rust
+            )
         } else {
             format!("Inst::{}({}::from_bundle(b))", f.name, l.rust)
         }
@@ -591,7 +809,11 @@ fn gen_inst(out: &mut String, layouts: &[Layout]) {
     if layouts.len() + 2 > 255 {
         fail("too many layouts for a u8 dispatch table".into());
     }
-    writeln!(out, "/// Decode dispatch per generation and opcode byte: 0 absent, 1 raw, 2 + layout id.").unwrap();
+    writeln!(
+        out,
+        "/// Decode dispatch per generation and opcode byte: 0 absent, 1 raw, 2 + layout id."
+    )
+    .unwrap();
     writeln!(out, "pub(crate) static DISPATCH: [[u8; 256]; 4] = [").unwrap();
     for t in &table {
         let v: Vec<String> = t.iter().map(|x| x.to_string()).collect();
@@ -609,19 +831,39 @@ fn gen_inst(out: &mut String, layouts: &[Layout]) {
         let name = format!("dec_{li}");
         names.push(name.clone());
         // Sub-selected alternatives bound to the same opcode.
-        let ops = if FORMATS[l.fmt].sub.is_some() { Vec::new() } else { bound_opcodes(l.fmt) };
+        let ops = if FORMATS[l.fmt].sub.is_some() {
+            Vec::new()
+        } else {
+            bound_opcodes(l.fmt)
+        };
         let mut alts = String::new();
         for (lj, lo) in layouts.iter().enumerate() {
             if let Some(s) = FORMATS[lo.fmt].sub {
                 if ops.contains(&s.opcode) {
-                    let gens: Vec<String> = (0..4).filter(|&g| lo.gens[g]).map(|g| g.to_string()).collect();
-                    write!(alts, "if b.0[{}] == {:#04x} && matches!(gi, {}) {{ Ok({}) }} else ", s.offset, s.value, gens.join(" | "), ctor(lj)).unwrap();
+                    let gens: Vec<String> = (0..4)
+                        .filter(|&g| lo.gens[g])
+                        .map(|g| g.to_string())
+                        .collect();
+                    write!(
+                        alts,
+                        "if b.0[{}] == {:#04x} && matches!(gi, {}) {{ Ok({}) }} else ",
+                        s.offset,
+                        s.value,
+                        gens.join(" | "),
+                        ctor(lj)
+                    )
+                    .unwrap();
                 }
             }
         }
         let gi = if alts.is_empty() { "_gi" } else { "gi" };
         if alts.is_empty() {
-            writeln!(out, "fn {name}(b: &Bundle, {gi}: usize) -> Result<Inst, DecodeError> {{ Ok({}) }}", ctor(li)).unwrap();
+            writeln!(
+                out,
+                "fn {name}(b: &Bundle, {gi}: usize) -> Result<Inst, DecodeError> {{ Ok({}) }}",
+                ctor(li)
+            )
+            .unwrap();
         } else {
             writeln!(out, "fn {name}(b: &Bundle, {gi}: usize) -> Result<Inst, DecodeError> {{ {alts}{{ Ok({}) }} }}", ctor(li)).unwrap();
         }
@@ -632,13 +874,26 @@ fn gen_inst(out: &mut String, layouts: &[Layout]) {
     // Conversions from every layout struct (and format enum) into Inst.
     for l in layouts {
         let f = &FORMATS[l.fmt];
-        let wrap = if multi(l.fmt) { format!("Inst::{}({}::{}(x))", f.name, f.name, l.variant) } else { format!("Inst::{}(x)", f.name) };
-        writeln!(out, "impl From<{}> for Inst {{ fn from(x: {}) -> Inst {{ {wrap} }} }}", l.rust, l.rust).unwrap();
+        let wrap = if multi(l.fmt) {
+            format!("Inst::{}({}::{}(x))", f.name, f.name, l.variant)
+        } else {
+            format!("Inst::{}(x)", f.name)
+        };
+        writeln!(
+            out,
+            "impl From<{}> for Inst {{ fn from(x: {}) -> Inst {{ {wrap} }} }}",
+            l.rust, l.rust
+        )
+        .unwrap();
     }
     for &fi in &fmts {
         if multi(fi) {
             let n = FORMATS[fi].name;
-            writeln!(out, "impl From<{n}> for Inst {{ fn from(x: {n}) -> Inst {{ Inst::{n}(x) }} }}").unwrap();
+            writeln!(
+                out,
+                "impl From<{n}> for Inst {{ fn from(x: {n}) -> Inst {{ Inst::{n}(x) }} }}"
+            )
+            .unwrap();
         }
     }
 
@@ -646,7 +901,11 @@ fn gen_inst(out: &mut String, layouts: &[Layout]) {
     writeln!(out, "impl Inst {{").unwrap();
     let arm = |fi: usize, what: &str| -> String {
         let f = &FORMATS[fi];
-        let single = layouts.iter().find(|l| l.fmt == fi).map(|l| l.rust.clone()).unwrap_or_default();
+        let single = layouts
+            .iter()
+            .find(|l| l.fmt == fi)
+            .map(|l| l.rust.clone())
+            .unwrap_or_default();
         let body = match (what, multi(fi)) {
             ("header", true) => "x.header()".to_string(),
             ("header", false) => "x.header".to_string(),
@@ -656,10 +915,19 @@ fn gen_inst(out: &mut String, layouts: &[Layout]) {
             ("meta", true) => "x.meta()".to_string(),
             _ => format!("{single}::meta()"),
         };
-        let bind = if what == "meta" && !multi(fi) { "_" } else { "x" };
+        let bind = if what == "meta" && !multi(fi) {
+            "_"
+        } else {
+            "x"
+        };
         format!("Inst::{}({bind}) => {body},", f.name)
     };
-    let join = |what: &str| -> String { fmts.iter().map(|&fi| arm(fi, what)).collect::<Vec<_>>().join(" ") };
+    let join = |what: &str| -> String {
+        fmts.iter()
+            .map(|&fi| arm(fi, what))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     writeln!(out, "    /// Header (bytes 0..4).\n    pub fn header(&self) -> Header {{ match self {{ {} Inst::Raw(r) => r.header() }} }}", join("header")).unwrap();
     writeln!(out, "    /// Events (bytes 4..12).\n    pub fn events(&self) -> Events {{ match self {{ {} Inst::Raw(r) => r.events() }} }}", join("events")).unwrap();
     writeln!(out, "    /// Encode to the exact bundle (the inverse of decode, reserved bytes included).\n    pub fn encode(&self) -> Bundle {{ match self {{ {} Inst::Raw(r) => r.0 }} }}", join("encode")).unwrap();

@@ -12,10 +12,16 @@ use tpbsim_validate::registry::{PropertySet, Registry};
 const COPIES: usize = 6000;
 
 fn module() -> Module {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/bir/clean_core_v4.bir.json"))
-        .expect("fixture");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/bir/clean_core_v4.bir.json"
+    ))
+    .expect("fixture");
     let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
-    let insts = v["functions"][0]["blocks"][0]["instructions"].as_array().expect("instructions").clone();
+    let insts = v["functions"][0]["blocks"][0]["instructions"]
+        .as_array()
+        .expect("instructions")
+        .clone();
     let mut big = Vec::with_capacity(insts.len() * COPIES);
     for _ in 0..COPIES {
         big.extend(insts.iter().cloned());
@@ -30,7 +36,10 @@ fn l1(c: &mut Criterion) {
     let text = to_json_string(&m);
     let registry = Registry::l1();
     // The fixture is clean: the run measures the no-error path.
-    assert!(!registry.verify(PropertySet::all(), &m, Mode::CollectAll).iter().any(|d| d.is_error()));
+    assert!(!registry
+        .verify(PropertySet::all(), &m, Mode::CollectAll)
+        .iter()
+        .any(|d| d.is_error()));
 
     let mut g = c.benchmark_group("l1");
     g.throughput(Throughput::Elements(n));
@@ -43,13 +52,27 @@ fn l1(c: &mut Criterion) {
         })
     });
     g.bench_function("verify_all_rules", |b| {
-        b.iter(|| black_box(registry.verify(PropertySet::all(), black_box(&m), Mode::CollectAll).len()))
+        b.iter(|| {
+            black_box(
+                registry
+                    .verify(PropertySet::all(), black_box(&m), Mode::CollectAll)
+                    .len(),
+            )
+        })
     });
     g.bench_function("baseline_json_value_parse", |b| {
-        b.iter(|| black_box(serde_json::from_str::<serde_json::Value>(black_box(&text)).map(|v| v.is_object())))
+        b.iter(|| {
+            black_box(
+                serde_json::from_str::<serde_json::Value>(black_box(&text)).map(|v| v.is_object()),
+            )
+        })
     });
     g.bench_function("bir_json_import", |b| {
-        b.iter(|| black_box(tpbsim_validate::bir::from_json_str(black_box(&text)).map(|m| m.functions.len())))
+        b.iter(|| {
+            black_box(
+                tpbsim_validate::bir::from_json_str(black_box(&text)).map(|m| m.functions.len()),
+            )
+        })
     });
     g.finish();
 }

@@ -20,7 +20,9 @@ fn source(format: Format) -> Vec<u8> {
     });
     match format {
         Format::Float32 => floats.flat_map(u32::to_le_bytes).collect(),
-        Format::Bfloat16 => floats.flat_map(|b| ((b >> 16) as u16).to_le_bytes()).collect(),
+        Format::Bfloat16 => floats
+            .flat_map(|b| ((b >> 16) as u16).to_le_bytes())
+            .collect(),
         Format::Float8E4m3fn => (0..N).map(|i| i as u8).collect(),
         _ => unreachable!("not benchmarked"),
     }
@@ -35,9 +37,14 @@ fn bench_pair(c: &mut Criterion, from: Format, to: Format) {
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(50);
     g.bench_function("cast_slice", |b| {
-        b.iter(|| cast_slice(black_box(&src), from, black_box(&mut dst), to, &policy).expect("whole elements"))
+        b.iter(|| {
+            cast_slice(black_box(&src), from, black_box(&mut dst), to, &policy)
+                .expect("whole elements")
+        })
     });
-    g.bench_function("memcpy_source", |b| b.iter(|| black_box(&mut copy).copy_from_slice(black_box(&src))));
+    g.bench_function("memcpy_source", |b| {
+        b.iter(|| black_box(&mut copy).copy_from_slice(black_box(&src)))
+    });
     g.finish();
 }
 

@@ -7,7 +7,12 @@ use clap::{Parser, Subcommand};
 use exit::CliError;
 
 #[derive(Parser)]
-#[command(name = "sim", version, about = "Bit-accurate NeuronCore engine stream toolkit", propagate_version = true)]
+#[command(
+    name = "sim",
+    version,
+    about = "Bit-accurate NeuronCore engine stream toolkit",
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -69,7 +74,11 @@ fn main() -> std::process::ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
             let _ = e.print();
             return std::process::ExitCode::from(code);
         }

@@ -7,7 +7,9 @@ use std::str::FromStr;
 ///
 /// Names follow the shipped ISA headers (SUNDA, CAYMAN, MARIANA, MAVERICK); the compiler's
 /// ArchLevel numbers are 20, 30, 40 and 50.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Gen {
     /// NC-v2, Trn1/Inf2 (ArchLevel 20).
@@ -93,7 +95,9 @@ impl FromStr for Gen {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let l = s.trim().to_ascii_lowercase();
         Ok(match l.as_str() {
-            "v2" | "2" | "20" | "sunda" | "trn1" | "inf2" | "trainium" | "corev2" | "core_v2" => Gen::V2,
+            "v2" | "2" | "20" | "sunda" | "trn1" | "inf2" | "trainium" | "corev2" | "core_v2" => {
+                Gen::V2
+            }
             "v3" | "3" | "30" | "cayman" | "gen3" | "trn2" | "corev3" | "core_v3" => Gen::V3,
             "v4" | "4" | "40" | "mariana" | "trn3" | "corev4" | "core_v4" => Gen::V4,
             "v5" | "5" | "50" | "maverick" | "trn4" | "corev5" | "core_v5" => Gen::V5,

@@ -67,7 +67,12 @@ impl Bundle {
     /// Little-endian u32 at `off`.
     #[inline]
     pub fn u32_at(&self, off: usize) -> u32 {
-        u32::from_le_bytes([self.0[off], self.0[off + 1], self.0[off + 2], self.0[off + 3]])
+        u32::from_le_bytes([
+            self.0[off],
+            self.0[off + 1],
+            self.0[off + 2],
+            self.0[off + 3],
+        ])
     }
 
     /// Little-endian i32 at `off`.

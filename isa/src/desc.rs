@@ -133,7 +133,11 @@ pub struct Tensor<const N: usize> {
 
 impl<const N: usize> Default for Tensor<N> {
     fn default() -> Self {
-        Tensor { addr: Addr4(0), step: [0; N], num: [0; N] }
+        Tensor {
+            addr: Addr4(0),
+            step: [0; N],
+            num: [0; N],
+        }
     }
 }
 
@@ -370,7 +374,10 @@ mod tests {
         let mut b = [0u8; 64];
         let t = Tensor::<3>::new(Addr4(0x0102_0304), [1, -2, 3], [4, 5, 6]);
         t.write(&mut b, 16);
-        assert_eq!(&b[16..32], &[4, 3, 2, 1, 1, 0, 0xFE, 0xFF, 3, 0, 4, 0, 5, 0, 6, 0]);
+        assert_eq!(
+            &b[16..32],
+            &[4, 3, 2, 1, 1, 0, 0xFE, 0xFF, 3, 0, 4, 0, 5, 0, 6, 0]
+        );
         assert_eq!(Tensor::<3>::read(&b, 16), t);
         assert_eq!(t.elements(), 120);
     }

@@ -130,20 +130,56 @@ pub fn isa_markdown() -> String {
     let gens = ["v2", "v3", "v4", "v5"];
 
     // Geometry.
-    o.push_str("\n## Generations and geometry\n\n| Generation | Codename | ArchLevel |\n|---|---|---|\n");
+    o.push_str(
+        "\n## Generations and geometry\n\n| Generation | Codename | ArchLevel |\n|---|---|---|\n",
+    );
     for g in Gen::ALL {
-        let _ = writeln!(o, "| {} | {} | {} |", g.short(), g.codename(), g.arch_level());
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} |",
+            g.short(),
+            g.codename(),
+            g.arch_level()
+        );
     }
     o.push_str("\n| Constant | v2 | v3 | v4 | v5 | Unit | Source | Note |\n|---|---|---|---|---|---|---|---|\n");
     for r in spec::geometry_rows() {
-        let v: Vec<String> = r.v.iter().map(|x| if *x >= 0x10000 { format!("{x:#x}") } else { x.to_string() }).collect();
-        let _ = writeln!(o, "| `{}` | {} | {} | {} | {} | {} | {} | {} |", r.name, v[0], v[1], v[2], v[3], r.unit, r.prov, esc(r.note));
+        let v: Vec<String> =
+            r.v.iter()
+                .map(|x| {
+                    if *x >= 0x10000 {
+                        format!("{x:#x}")
+                    } else {
+                        x.to_string()
+                    }
+                })
+                .collect();
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            r.name,
+            v[0],
+            v[1],
+            v[2],
+            v[3],
+            r.unit,
+            r.prov,
+            esc(r.note)
+        );
     }
 
     // Header and events.
     o.push_str("\n## Header and events (bytes 0..12, every format)\n\n| Offset | Field | Type | Source | Note |\n|---|---|---|---|---|\n");
     for r in spec::HEADER_FIELDS.iter().chain(spec::EVENTS_FIELDS.iter()) {
-        let _ = writeln!(o, "| +{} | `{}` | {} | {} | {} |", r.at[0], r.name, ty_label(&r.ty), r.prov, esc(r.note));
+        let _ = writeln!(
+            o,
+            "| +{} | `{}` | {} | {} | {} |",
+            r.at[0],
+            r.name,
+            ty_label(&r.ty),
+            r.prov,
+            esc(r.note)
+        );
     }
     o.push('\n');
     o.push_str(DESCRIPTORS);
@@ -160,7 +196,11 @@ pub fn isa_markdown() -> String {
             r.mnemonic(),
             r.kind,
             r.engines.label(),
-            if r.header_struct.is_empty() { "-" } else { r.header_struct },
+            if r.header_struct.is_empty() {
+                "-"
+            } else {
+                r.header_struct
+            },
             if r.format.is_empty() { "raw" } else { r.format },
             p[0],
             p[1],
@@ -174,11 +214,30 @@ pub fn isa_markdown() -> String {
     // Formats.
     o.push_str("\n## Formats\n\nOffsets are bytes from the bundle start; `-` = absent in that generation. Every format starts with the header and events above.\n");
     for f in spec::formats() {
-        let _ = write!(o, "\n### {}\n\nHeader struct: {}. Generations: {}. Source: {}.", f.name, if f.header_struct.is_empty() { "none (compiler view)" } else { f.header_struct }, f.gens, f.prov);
+        let _ = write!(
+            o,
+            "\n### {}\n\nHeader struct: {}. Generations: {}. Source: {}.",
+            f.name,
+            if f.header_struct.is_empty() {
+                "none (compiler view)"
+            } else {
+                f.header_struct
+            },
+            f.gens,
+            f.prov
+        );
         if let Some(s) = f.sub {
-            let _ = write!(o, " Selected for opcode {:#04x} when byte +{} is {}.", s.opcode, s.offset, s.value);
+            let _ = write!(
+                o,
+                " Selected for opcode {:#04x} when byte +{} is {}.",
+                s.opcode, s.offset, s.value
+            );
         }
-        let ops: Vec<String> = spec::opcodes().iter().filter(|r| r.format == f.name).map(|r| format!("{:#04x} {}", r.code, r.mnemonic())).collect();
+        let ops: Vec<String> = spec::opcodes()
+            .iter()
+            .filter(|r| r.format == f.name)
+            .map(|r| format!("{:#04x} {}", r.code, r.mnemonic()))
+            .collect();
         if !ops.is_empty() {
             let _ = write!(o, " Opcodes: {}.", ops.join(", "));
         }
@@ -187,14 +246,46 @@ pub fn isa_markdown() -> String {
         }
         o.push_str("\n\n| Field | Type | Width | v2 | v3 | v4 | v5 | Source | Note |\n|---|---|---|---|---|---|---|---|---|\n");
         for r in f.fields {
-            let at: Vec<String> = r.at.iter().map(|&a| if a == NA { "-".into() } else { format!("+{a}") }).collect();
-            let _ = writeln!(o, "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |", r.name, ty_label(&r.ty), r.ty.width(), at[0], at[1], at[2], at[3], r.prov, esc(r.note));
+            let at: Vec<String> =
+                r.at.iter()
+                    .map(|&a| if a == NA { "-".into() } else { format!("+{a}") })
+                    .collect();
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.name,
+                ty_label(&r.ty),
+                r.ty.width(),
+                at[0],
+                at[1],
+                at[2],
+                at[3],
+                r.prov,
+                esc(r.note)
+            );
         }
         o.push_str("\nLayouts (reserved byte ranges `[start, end)`):\n\n");
-        for l in LAYOUT_META.iter().filter(|l| l.format.is_some_and(|lf| lf.name == f.name)) {
+        for l in LAYOUT_META
+            .iter()
+            .filter(|l| l.format.is_some_and(|lf| lf.name == f.name))
+        {
             let g: Vec<&str> = (0..4).filter(|&i| l.gens[i]).map(|i| gens[i]).collect();
-            let res: Vec<String> = l.reserved.iter().map(|(s, e)| format!("{s}..{e}")).collect();
-            let _ = writeln!(o, "- `{}` ({}): reserved {}", l.rust_name, g.join(", "), if res.is_empty() { "none".into() } else { res.join(", ") });
+            let res: Vec<String> = l
+                .reserved
+                .iter()
+                .map(|(s, e)| format!("{s}..{e}"))
+                .collect();
+            let _ = writeln!(
+                o,
+                "- `{}` ({}): reserved {}",
+                l.rust_name,
+                g.join(", "),
+                if res.is_empty() {
+                    "none".into()
+                } else {
+                    res.join(", ")
+                }
+            );
         }
     }
 
@@ -204,8 +295,24 @@ pub fn isa_markdown() -> String {
         let _ = writeln!(o, "\n### {} (`{}`)\n\nSource: {}. {}\n\n| Value | Name | v2 | v3 | v4 | v5 | Bits | Source | Note |\n|---|---|---|---|---|---|---|---|---|", e.name, e.rust, e.prov, esc(e.note));
         for v in e.values {
             let p: Vec<char> = (0..4).map(|i| presence_at(v.gens, i).symbol()).collect();
-            let bits = if v.bits == 0 { "-".to_string() } else { v.bits.to_string() };
-            let _ = writeln!(o, "| {:#04x} | `{}` | {} | {} | {} | {} | {} | {} | {} |", v.value, v.name, p[0], p[1], p[2], p[3], bits, e.prov_of(v), esc(v.note));
+            let bits = if v.bits == 0 {
+                "-".to_string()
+            } else {
+                v.bits.to_string()
+            };
+            let _ = writeln!(
+                o,
+                "| {:#04x} | `{}` | {} | {} | {} | {} | {} | {} | {} |",
+                v.value,
+                v.name,
+                p[0],
+                p[1],
+                p[2],
+                p[3],
+                bits,
+                e.prov_of(v),
+                esc(v.note)
+            );
         }
     }
 
@@ -217,7 +324,10 @@ pub fn isa_markdown() -> String {
             .members
             .iter()
             .map(|m| {
-                let name = spec::enum_def(s.of).and_then(|e| e.value(m.value)).map(|v| v.name.to_string()).unwrap_or_else(|| format!("{:#04x}", m.value));
+                let name = spec::enum_def(s.of)
+                    .and_then(|e| e.value(m.value))
+                    .map(|v| v.name.to_string())
+                    .unwrap_or_else(|| format!("{:#04x}", m.value));
                 if m.gens == "YYYY" {
                     name
                 } else {
@@ -225,7 +335,19 @@ pub fn isa_markdown() -> String {
                 }
             })
             .collect();
-        let _ = writeln!(o, "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |", s.name, s.of, counts[0], counts[1], counts[2], counts[3], members.join(", "), s.prov, esc(s.note));
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+            s.name,
+            s.of,
+            counts[0],
+            counts[1],
+            counts[2],
+            counts[3],
+            members.join(", "),
+            s.prov,
+            esc(s.note)
+        );
     }
 
     // Bitfields.
@@ -235,7 +357,11 @@ pub fn isa_markdown() -> String {
             .bits
             .iter()
             .map(|d| {
-                let range = if d.width == 1 { format!("bit {}", d.lsb) } else { format!("bits {}..{}", d.lsb, d.lsb + d.width - 1) };
+                let range = if d.width == 1 {
+                    format!("bit {}", d.lsb)
+                } else {
+                    format!("bits {}..{}", d.lsb, d.lsb + d.width - 1)
+                };
                 if d.note.is_empty() {
                     format!("`{}` {range}", d.name)
                 } else {
@@ -243,13 +369,29 @@ pub fn isa_markdown() -> String {
                 }
             })
             .collect();
-        let _ = writeln!(o, "| `{}` (`{}`) | {} | {} | {} |", b.name, b.rust, esc(&subs.join("; ")), b.prov, esc(b.note));
+        let _ = writeln!(
+            o,
+            "| `{}` (`{}`) | {} | {} | {} |",
+            b.name,
+            b.rust,
+            esc(&subs.join("; ")),
+            b.prov,
+            esc(b.note)
+        );
     }
 
     // Conflicts.
     o.push_str("\n## Conflicts between sources and the choice made\n\n`D<n>` = row n of the digest's discrepancy table; `P<n>` = found while writing the spec. The choice names the spec row that carries it.\n\n| Id | Topic | Reading A | Reading B | Choice |\n|---|---|---|---|---|\n");
     for c in spec::conflicts() {
-        let _ = writeln!(o, "| {} | {} | {} | {} | {} |", c.id, esc(c.topic), esc(c.claim_a), esc(c.claim_b), esc(c.choice));
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} |",
+            c.id,
+            esc(c.topic),
+            esc(c.claim_a),
+            esc(c.claim_b),
+            esc(c.choice)
+        );
     }
 
     // Project-defined facts.
@@ -257,18 +399,44 @@ pub fn isa_markdown() -> String {
     o.push_str("- Opcode rows of the pseudo band (0xC1..0xDF): engine class NX (any engine's stream may carry them until the runtime rewrites them).\n");
     for f in spec::formats() {
         if f.note.contains("project-defined") {
-            let _ = writeln!(o, "- Format `{}`: {}.", f.name, esc(f.note.trim_end_matches('.')));
+            let _ = writeln!(
+                o,
+                "- Format `{}`: {}.",
+                f.name,
+                esc(f.note.trim_end_matches('.'))
+            );
         }
         for r in f.fields {
             if r.prov == "project-defined" || r.note.contains("project-defined") {
-                let _ = writeln!(o, "- `{}.{}`: {}.", f.name, r.name, if r.note.is_empty() { "placement" } else { r.note });
+                let _ = writeln!(
+                    o,
+                    "- `{}.{}`: {}.",
+                    f.name,
+                    r.name,
+                    if r.note.is_empty() {
+                        "placement"
+                    } else {
+                        r.note
+                    }
+                );
             }
         }
     }
     for e in spec::enums() {
         for v in e.values {
             if v.prov == "project-defined" {
-                let _ = writeln!(o, "- `{}::{}` = {:#04x}: {}.", e.name, v.name, v.value, if v.note.is_empty() { "numbering" } else { v.note });
+                let _ = writeln!(
+                    o,
+                    "- `{}::{}` = {:#04x}: {}.",
+                    e.name,
+                    v.name,
+                    v.value,
+                    if v.note.is_empty() {
+                        "numbering"
+                    } else {
+                        v.note
+                    }
+                );
             }
         }
         if e.note.contains("project-defined") {

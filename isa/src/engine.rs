@@ -6,7 +6,9 @@ use std::str::FromStr;
 
 /// The engine that executes a stream. The engine is not encoded in a bundle: it is implied
 /// by the stream file that holds the bundle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[repr(u8)]
 pub enum Engine {
     /// Tensor engine (matmul array), wire id 0.
@@ -23,7 +25,13 @@ pub enum Engine {
 
 impl Engine {
     /// Every engine in wire order.
-    pub const ALL: [Engine; 5] = [Engine::Pe, Engine::Act, Engine::Pool, Engine::Dve, Engine::Sp];
+    pub const ALL: [Engine; 5] = [
+        Engine::Pe,
+        Engine::Act,
+        Engine::Pool,
+        Engine::Dve,
+        Engine::Sp,
+    ];
 
     /// Wire id (`NEURON_ENGINE`).
     #[inline]
@@ -114,12 +122,21 @@ mod tests {
     #[test]
     fn file_names() {
         for e in Engine::ALL {
-            assert_eq!(Engine::from_file_name(Path::new(e.stream_file_name())), Some(e));
+            assert_eq!(
+                Engine::from_file_name(Path::new(e.stream_file_name())),
+                Some(e)
+            );
             assert_eq!(Engine::from_wire_id(e.wire_id()), Some(e));
             assert_eq!(e.short().parse::<Engine>().unwrap(), e);
         }
-        assert_eq!(Engine::from_file_name(Path::new("/x/activation.BIN")), Some(Engine::Act));
-        assert_eq!(Engine::from_file_name(Path::new("dve_instr")), Some(Engine::Dve));
+        assert_eq!(
+            Engine::from_file_name(Path::new("/x/activation.BIN")),
+            Some(Engine::Act)
+        );
+        assert_eq!(
+            Engine::from_file_name(Path::new("dve_instr")),
+            Some(Engine::Dve)
+        );
         assert_eq!(Engine::from_file_name(Path::new("kernel.bin")), None);
     }
 }

@@ -113,7 +113,12 @@ const fn build(gen: Gen) -> Geometry {
     }
 }
 
-static ALL: [Geometry; 4] = [build(Gen::V2), build(Gen::V3), build(Gen::V4), build(Gen::V5)];
+static ALL: [Geometry; 4] = [
+    build(Gen::V2),
+    build(Gen::V3),
+    build(Gen::V4),
+    build(Gen::V5),
+];
 
 impl Geometry {
     /// Geometry of `gen`.
@@ -129,13 +134,19 @@ impl Geometry {
 
     /// `(partition, offset)` of an SBUF address.
     pub const fn sbuf_split(&self, addr: u32) -> (u32, u32) {
-        (addr / self.sbuf_partition_stride, addr % self.sbuf_partition_stride)
+        (
+            addr / self.sbuf_partition_stride,
+            addr % self.sbuf_partition_stride,
+        )
     }
 
     /// `(partition, offset)` of a PSUM address (offset within the partition's 32 KiB window).
     pub const fn psum_split(&self, addr: u32) -> (u32, u32) {
         let rel = addr.wrapping_sub(self.psum_base);
-        (rel / self.psum_partition_stride, rel % self.psum_partition_stride)
+        (
+            rel / self.psum_partition_stride,
+            rel % self.psum_partition_stride,
+        )
     }
 
     /// SBUF address of `(partition, offset)`.
@@ -145,7 +156,10 @@ impl Geometry {
 
     /// PSUM address of `(partition, bank, offset)`.
     pub const fn psum_addr(&self, partition: u32, bank: u32, offset: u32) -> u32 {
-        self.psum_base + partition * self.psum_partition_stride + bank * self.psum_bank_bytes + offset
+        self.psum_base
+            + partition * self.psum_partition_stride
+            + bank * self.psum_bank_bytes
+            + offset
     }
 
     /// Quadrant of a partition.
@@ -175,7 +189,10 @@ mod tests {
         assert_eq!((g5.pe_cols, g5.pe_row_groups, g5.dma_engines), (256, 2, 8));
         for g in Gen::ALL {
             let geo = Geometry::of(g);
-            assert_eq!(geo.psum_banks * geo.psum_bank_bytes, geo.psum_partition_bytes);
+            assert_eq!(
+                geo.psum_banks * geo.psum_bank_bytes,
+                geo.psum_partition_bytes
+            );
         }
     }
 

@@ -25,7 +25,11 @@ impl std::fmt::Display for DecodeError {
         match *self {
             DecodeError::UnknownOpcode { opcode, gen } => match spec::opcode(opcode) {
                 Some(row) => {
-                    let present: Vec<&str> = Gen::ALL.iter().filter(|g| row.is_present(**g)).map(|g| g.short()).collect();
+                    let present: Vec<&str> = Gen::ALL
+                        .iter()
+                        .filter(|g| row.is_present(**g))
+                        .map(|g| g.short())
+                        .collect();
                     if present.is_empty() {
                         write!(f, "opcode {opcode:#04x} ({}) is not an opcode of the shipped ISA on {gen} ({})", row.mnemonic(), gen.codename())
                     } else {
@@ -38,7 +42,11 @@ impl std::fmt::Display for DecodeError {
                         )
                     }
                 }
-                None => write!(f, "opcode {opcode:#04x} is not defined on {gen} ({})", gen.codename()),
+                None => write!(
+                    f,
+                    "opcode {opcode:#04x} is not defined on {gen} ({})",
+                    gen.codename()
+                ),
             },
         }
     }
@@ -117,7 +125,9 @@ impl LayoutMeta {
     }
     /// Whether any reserved byte of `b` is non-zero.
     pub fn has_nonzero_reserved(&self, b: &Bundle) -> bool {
-        self.reserved.iter().any(|&(s, e)| b.0[s as usize..e as usize].iter().any(|&x| x != 0))
+        self.reserved
+            .iter()
+            .any(|&(s, e)| b.0[s as usize..e as usize].iter().any(|&x| x != 0))
     }
 }
 
@@ -172,13 +182,24 @@ impl FieldMeta {
             FieldType::I16 => FieldValue::Signed(i16::read(w, o) as i64),
             FieldType::I32 => FieldValue::Signed(i32::read(w, o) as i64),
             FieldType::F32 => FieldValue::F32(F32Bits::read(w, o)),
-            FieldType::Enum(e) => FieldValue::Enum { raw: w[o], def: spec::enum_def(e).expect("spec enum") },
+            FieldType::Enum(e) => FieldValue::Enum {
+                raw: w[o],
+                def: spec::enum_def(e).expect("spec enum"),
+            },
             FieldType::DtypePair => FieldValue::DtypePair(DtypePair(w[o])),
-            FieldType::Bits(bf) => FieldValue::Bits { raw: w[o], def: spec::bitfield(bf).expect("spec bitfield") },
+            FieldType::Bits(bf) => FieldValue::Bits {
+                raw: w[o],
+                def: spec::bitfield(bf).expect("spec bitfield"),
+            },
             FieldType::Addr4 => FieldValue::Addr4(Addr4::read(w, o)),
             FieldType::Tensor(n) | FieldType::MemPattern(n) => {
                 let n = n as usize;
-                let mut p = PatternValue { dims: n as u8, addr: Addr4::read(w, o), step: [0; 4], num: [0; 4] };
+                let mut p = PatternValue {
+                    dims: n as u8,
+                    addr: Addr4::read(w, o),
+                    step: [0; 4],
+                    num: [0; 4],
+                };
                 for i in 0..n {
                     p.step[i] = i16::read(w, o + 4 + 2 * i);
                     p.num[i] = u16::read(w, o + 4 + 2 * n + 2 * i);
@@ -333,7 +354,9 @@ impl From<FieldValue<'_>> for OwnedFieldValue {
             FieldValue::MxIndirect(x) => OwnedFieldValue::Value(FieldValue::MxIndirect(x)),
             FieldValue::Addr8(x) => OwnedFieldValue::Value(FieldValue::Addr8(x)),
             FieldValue::EventsExt(x) => OwnedFieldValue::Value(FieldValue::EventsExt(x)),
-            FieldValue::Array { vals, len } => OwnedFieldValue::Value(FieldValue::Array { vals, len }),
+            FieldValue::Array { vals, len } => {
+                OwnedFieldValue::Value(FieldValue::Array { vals, len })
+            }
         }
     }
 }

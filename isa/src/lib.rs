@@ -24,17 +24,17 @@ pub mod bundle;
 pub mod desc;
 pub mod docs;
 pub mod engine;
-pub mod neff;
-pub mod stream;
 pub mod formats;
 pub mod fuzzgen;
 pub mod geometry;
 pub mod inst;
+pub mod neff;
+#[cfg(any(test, feature = "proptest"))]
+pub mod neff_strategies;
 pub mod spec;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategies;
-#[cfg(any(test, feature = "proptest"))]
-pub mod neff_strategies;
+pub mod stream;
 pub mod text;
 pub mod wire;
 
@@ -42,8 +42,10 @@ pub use arch::Gen;
 pub use bundle::{Bundle, BUNDLE_SIZE};
 pub use desc::{Addr4, Addr4Kind, Addr8, MemPattern, MxIndirect16b, MxMemPattern1d, Tensor};
 pub use engine::Engine;
-pub use stream::{EngineStream, StreamError};
 pub use formats::*;
 pub use geometry::Geometry;
-pub use inst::{decode, DecodeError, FieldMeta, FieldValue, LayoutMeta, OwnedFieldValue, PatternValue, RawInst};
+pub use inst::{
+    decode, DecodeError, FieldMeta, FieldValue, LayoutMeta, OwnedFieldValue, PatternValue, RawInst,
+};
+pub use stream::{EngineStream, StreamError};
 pub use wire::{DtypePair, Events, EventsExt, F32Bits, Header, Wire, INST_WORD_LEN};

@@ -38,8 +38,12 @@ struct StreamSpec {
 
 fn arb_stream(engine: Engine) -> impl Strategy<Value = StreamSpec> {
     (1usize..=6, any::<bool>(), any::<bool>()).prop_flat_map(move |(n, named, sidecar)| {
-        prop::collection::vec(any::<u8>(), n * BUNDLE_SIZE)
-            .prop_map(move |bytes| StreamSpec { engine, bytes, named, sidecar })
+        prop::collection::vec(any::<u8>(), n * BUNDLE_SIZE).prop_map(move |bytes| StreamSpec {
+            engine,
+            bytes,
+            named,
+            sidecar,
+        })
     })
 }
 
@@ -66,7 +70,13 @@ pub fn arb_neff() -> impl Strategy<Value = Neff> {
         })
 }
 
-fn build(name: &str, streams: &[StreamSpec], files: &[(usize, [u64; 2], Vec<u8>)], io: (usize, [u64; 2]), gzip: bool) -> Neff {
+fn build(
+    name: &str,
+    streams: &[StreamSpec],
+    files: &[(usize, [u64; 2], Vec<u8>)],
+    io: (usize, [u64; 2]),
+    gzip: bool,
+) -> Neff {
     let mut n = match Neff::new(name) {
         Ok(n) => n,
         // The name pattern only produces legal names.
@@ -86,8 +96,10 @@ fn build(name: &str, streams: &[StreamSpec], files: &[(usize, [u64; 2], Vec<u8>)
     for (i, (d, fshape, data)) in files.iter().enumerate() {
         let (fdt, fname) = DTYPES[*d];
         let file = format!("const{i}.npy");
-        vars.push(json!({"var_id": 2 + i, "name": format!("c{i}"), "type": "file", "dtype": fname,
-                         "shape": fshape, "size": data.len(), "file_name": file}));
+        vars.push(
+            json!({"var_id": 2 + i, "name": format!("c{i}"), "type": "file", "dtype": fname,
+                         "shape": fshape, "size": data.len(), "file_name": file}),
+        );
         match npy::encode_npy(fdt, fshape, data) {
             Ok(image) => m.insert(format!("{SUBGRAPH}/{file}"), image),
             Err(e) => unreachable!("generated .npy rejected: {e}"),
@@ -97,7 +109,10 @@ fn build(name: &str, streams: &[StreamSpec], files: &[(usize, [u64; 2], Vec<u8>)
     for s in streams {
         let tok = engine_token(s.engine);
         let member = if s.named {
-            definition.insert(tok.to_string(), json!({"_instr": s.engine.stream_file_name()}));
+            definition.insert(
+                tok.to_string(),
+                json!({"_instr": s.engine.stream_file_name()}),
+            );
             format!("{SUBGRAPH}/{}", s.engine.stream_file_name())
         } else {
             format!("{SUBGRAPH}/{tok}_instr")
@@ -118,7 +133,10 @@ fn build(name: &str, streams: &[StreamSpec], files: &[(usize, [u64; 2], Vec<u8>)
         "dma_queue": [{"name": "in", "id": 0, "owner": "in", "semaphore": 1}],
     });
     m.insert(format!("{SUBGRAPH}/def.json"), to_vec(&def));
-    m.insert("neff.json".into(), to_vec(&json!({"revision": "0.5", "target_arch": "cayman", "graphs": {}})));
+    m.insert(
+        "neff.json".into(),
+        to_vec(&json!({"revision": "0.5", "target_arch": "cayman", "graphs": {}})),
+    );
     n
 }
 

@@ -124,7 +124,11 @@ impl OpcodeRow {
 impl EngineClass {
     /// `PE/DVE`-style text of the set.
     pub fn label(self) -> String {
-        let v: Vec<&str> = Self::NAMES.iter().filter(|(_, c)| self.contains(*c)).map(|(n, _)| *n).collect();
+        let v: Vec<&str> = Self::NAMES
+            .iter()
+            .filter(|(_, c)| self.contains(*c))
+            .map(|(n, _)| *n)
+            .collect();
         if v.is_empty() {
             "-".to_string()
         } else {
@@ -141,19 +145,26 @@ impl SetDef {
 
     /// Members in `gen`.
     pub fn members_in(&self, gen: Gen) -> impl Iterator<Item = u8> + '_ {
-        self.members.iter().filter(move |m| presence_at(m.gens, gen.index()).is_present()).map(|m| m.value)
+        self.members
+            .iter()
+            .filter(move |m| presence_at(m.gens, gen.index()).is_present())
+            .map(|m| m.value)
     }
 }
 
 impl EnumDef {
     /// Values that are members in `gen`.
     pub fn values_in(&self, gen: Gen) -> impl Iterator<Item = &'static EnumVal> + '_ {
-        self.values.iter().filter(move |v| presence_at(v.gens, gen.index()).is_present())
+        self.values
+            .iter()
+            .filter(move |v| presence_at(v.gens, gen.index()).is_present())
     }
 
     /// Value by name (case-insensitive).
     pub fn by_name(&self, name: &str) -> Option<&'static EnumVal> {
-        self.values.iter().find(|v| v.name.eq_ignore_ascii_case(name))
+        self.values
+            .iter()
+            .find(|v| v.name.eq_ignore_ascii_case(name))
     }
 
     /// Provenance of a value row (its own, or the enum's).
@@ -197,16 +208,25 @@ mod tests {
         assert_eq!(n("bitvec", Gen::V3), 10);
         assert_eq!(n("general_bitvec", Gen::V3), 9);
         assert_eq!([n("arith", Gen::V3), n("arith", Gen::V4)], [26, 30]);
-        assert_eq!([n("general_arith", Gen::V3), n("general_arith", Gen::V4)], [17, 21]);
+        assert_eq!(
+            [n("general_arith", Gen::V3), n("general_arith", Gen::V4)],
+            [17, 21]
+        );
         assert_eq!(n("valid_int_aluop", Gen::V3), 26);
-        assert_eq!([n("dve_int_subset", Gen::V4), n("dve_int_subset", Gen::V5)], [0, 15]);
+        assert_eq!(
+            [n("dve_int_subset", Gen::V4), n("dve_int_subset", Gen::V5)],
+            [0, 15]
+        );
         // general arith = arith minus DIVIDE, POW, MOD, RSQRT and the int-aluop members.
         for g in Gen::ALL {
             let ga: Vec<u8> = set("general_arith").unwrap().members_in(g).collect();
             let expect: Vec<u8> = set("arith")
                 .unwrap()
                 .members_in(g)
-                .filter(|v| ![0x07, 0x1A, 0x1B, 0x1D].contains(v) && !set("valid_int_aluop").unwrap().contains_in(*v, g))
+                .filter(|v| {
+                    ![0x07, 0x1A, 0x1B, 0x1D].contains(v)
+                        && !set("valid_int_aluop").unwrap().contains_in(*v, g)
+                })
                 .collect();
             let (mut a, mut b) = (ga.clone(), expect);
             a.sort();
@@ -214,7 +234,11 @@ mod tests {
             assert_eq!(a, b, "{g}");
         }
         let ps = set("psum_accumulate_legal").unwrap();
-        assert!(!ps.contains_in(5, Gen::V2) && !ps.contains_in(7, Gen::V2) && ps.contains_in(6, Gen::V2));
+        assert!(
+            !ps.contains_in(5, Gen::V2)
+                && !ps.contains_in(7, Gen::V2)
+                && ps.contains_in(6, Gen::V2)
+        );
     }
 
     #[test]
@@ -236,7 +260,15 @@ mod tests {
         for f in FORMATS {
             assert!(!f.prov.is_empty());
             for fr in f.fields {
-                assert!(fr.prov.starts_with("C ") || fr.prov.starts_with("G ") || fr.prov.starts_with("R ") || fr.prov == "project-defined", "{}.{}", f.name, fr.name);
+                assert!(
+                    fr.prov.starts_with("C ")
+                        || fr.prov.starts_with("G ")
+                        || fr.prov.starts_with("R ")
+                        || fr.prov == "project-defined",
+                    "{}.{}",
+                    f.name,
+                    fr.name
+                );
             }
         }
         for g in GEOMETRY {
@@ -253,6 +285,9 @@ mod tests {
         let tt = opcode(0x41).unwrap();
         assert!(tt.runs_on(Engine::Pool) && tt.runs_on(Engine::Dve) && !tt.runs_on(Engine::Pe));
         assert_eq!(tt.engines.label(), "POOL/DVE");
-        assert_eq!(opcode_by_mnemonic("pseudo_dma_direct2d").unwrap().code, 0xD4);
+        assert_eq!(
+            opcode_by_mnemonic("pseudo_dma_direct2d").unwrap().code,
+            0xD4
+        );
     }
 }

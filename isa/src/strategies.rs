@@ -4,8 +4,8 @@
 //! Case counts default to 256; set `TPBSIM_PROPTEST_CASES` to raise them.
 
 use crate::formats::LAYOUT_META;
-use crate::inst::LayoutMeta;
 use crate::fuzzgen::{self, layout_opcodes, Entropy, Generated, Mutation, MutationKind};
+use crate::inst::LayoutMeta;
 use crate::spec;
 use crate::{decode, Bundle, Gen, Inst};
 use proptest::prelude::*;
@@ -13,23 +13,38 @@ use proptest::test_runner::Config;
 
 /// proptest configuration: `TPBSIM_PROPTEST_CASES` cases (default 256).
 pub fn config() -> Config {
-    let cases = std::env::var("TPBSIM_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256);
-    Config { cases, failure_persistence: None, ..Config::default() }
+    let cases = std::env::var("TPBSIM_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    }
 }
 
 /// Any 64 bytes.
 pub fn arb_bytes() -> impl Strategy<Value = Bundle> {
-    (prop::array::uniform32(any::<u8>()), prop::array::uniform32(any::<u8>())).prop_map(|(a, b)| {
-        let mut out = [0u8; 64];
-        out[..32].copy_from_slice(&a);
-        out[32..].copy_from_slice(&b);
-        Bundle(out)
-    })
+    (
+        prop::array::uniform32(any::<u8>()),
+        prop::array::uniform32(any::<u8>()),
+    )
+        .prop_map(|(a, b)| {
+            let mut out = [0u8; 64];
+            out[..32].copy_from_slice(&a);
+            out[32..].copy_from_slice(&b);
+            Bundle(out)
+        })
 }
 
 /// Opcode bytes present in `gen`.
 pub fn present_opcodes(gen: Gen) -> Vec<u8> {
-    spec::opcodes().iter().filter(|r| r.is_present(gen)).map(|r| r.code).collect()
+    spec::opcodes()
+        .iter()
+        .filter(|r| r.is_present(gen))
+        .map(|r| r.code)
+        .collect()
 }
 
 /// Any 64 bytes whose opcode is present in `gen` (so decode succeeds).
@@ -55,9 +70,13 @@ pub fn arb_canonical_bundle(gen: Gen) -> impl Strategy<Value = Bundle> {
 
 /// Layouts (with the generations they apply to) of every typed format.
 pub fn layouts() -> impl Iterator<Item = (&'static LayoutMeta, Gen)> {
-    LAYOUT_META.iter().flat_map(|l| Gen::ALL.into_iter().filter(move |g| l.gens[g.index()]).map(move |g| (l, g)))
+    LAYOUT_META.iter().flat_map(|l| {
+        Gen::ALL
+            .into_iter()
+            .filter(move |g| l.gens[g.index()])
+            .map(move |g| (l, g))
+    })
 }
-
 
 /// Valid instructions of one typed layout in `gen`: every field arbitrary; reserved bytes zero
 /// in about half of the cases and arbitrary otherwise (non-canonical bundles). `None` when no
@@ -68,20 +87,23 @@ pub fn arb_layout_inst(layout: &'static LayoutMeta, gen: Gen) -> Option<BoxedStr
         return None;
     }
     let s = (prop::sample::select(ops), arb_bytes(), any::<bool>())
-        .prop_filter_map("selector leads elsewhere", move |((op, sub), mut b, canonical)| {
-            b.0[0] = op;
-            if let Some((off, v)) = sub {
-                b.0[off as usize] = v;
-            }
-            if canonical {
-                b.0[1] = crate::INST_WORD_LEN;
-                for &(s, e) in layout.reserved {
-                    b.0[s as usize..e as usize].fill(0);
+        .prop_filter_map(
+            "selector leads elsewhere",
+            move |((op, sub), mut b, canonical)| {
+                b.0[0] = op;
+                if let Some((off, v)) = sub {
+                    b.0[off as usize] = v;
                 }
-            }
-            let i = decode(&b, gen).ok()?;
-            (i.meta().rust_name == layout.rust_name).then_some(i)
-        })
+                if canonical {
+                    b.0[1] = crate::INST_WORD_LEN;
+                    for &(s, e) in layout.reserved {
+                        b.0[s as usize..e as usize].fill(0);
+                    }
+                }
+                let i = decode(&b, gen).ok()?;
+                (i.meta().rust_name == layout.rust_name).then_some(i)
+            },
+        )
         .boxed();
     Some(s)
 }
@@ -107,20 +129,30 @@ pub fn arb_valid_bundle(layout: &'static LayoutMeta, gen: Gen) -> Option<BoxedSt
     }
     Some(
         Just(())
-            .prop_perturb(move |_, mut rng| fuzzgen::valid_bundle(&mut rng, layout, gen).expect("layout has generated opcodes"))
+            .prop_perturb(move |_, mut rng| {
+                fuzzgen::valid_bundle(&mut rng, layout, gen).expect("layout has generated opcodes")
+            })
             .boxed(),
     )
 }
 
 /// Valid bundles of any generated layout of `gen`.
 pub fn arb_any_valid_bundle(gen: Gen) -> BoxedStrategy<Generated> {
-    Just(()).prop_perturb(move |_, mut rng| fuzzgen::any_valid_bundle(&mut rng, gen).expect("generated layouts exist")).boxed()
+    Just(())
+        .prop_perturb(move |_, mut rng| {
+            fuzzgen::any_valid_bundle(&mut rng, gen).expect("generated layouts exist")
+        })
+        .boxed()
 }
 
 /// Mutations of valid bundles of `layout` in `gen`: of `kind` when given (cases where the kind
 /// does not apply are rejected by the strategy's filter), of any applicable kind otherwise.
 /// Each comes with the L2 rule it must break ([`Mutation::rule`]).
-pub fn arb_mutation(layout: &'static LayoutMeta, gen: Gen, kind: Option<MutationKind>) -> Option<BoxedStrategy<Mutation>> {
+pub fn arb_mutation(
+    layout: &'static LayoutMeta,
+    gen: Gen,
+    kind: Option<MutationKind>,
+) -> Option<BoxedStrategy<Mutation>> {
     let valid = arb_valid_bundle(layout, gen)?;
     Some(
         valid
@@ -149,9 +181,14 @@ mod tests {
         let per = (config().cases / 8).max(32);
         let mut n = 0;
         for (layout, gen) in layouts() {
-            let Some(strategy) = arb_layout_inst(layout, gen) else { continue };
+            let Some(strategy) = arb_layout_inst(layout, gen) else {
+                continue;
+            };
             n += 1;
-            let mut runner = TestRunner::new(Config { cases: per, ..config() });
+            let mut runner = TestRunner::new(Config {
+                cases: per,
+                ..config()
+            });
             runner
                 .run(&strategy, |inst| {
                     let b = inst.encode();
@@ -169,13 +206,19 @@ mod tests {
     fn text_round_trip_for_every_layout_and_generation() {
         let per = (config().cases / 16).max(16);
         for (layout, gen) in layouts() {
-            let Some(strategy) = arb_layout_inst(layout, gen) else { continue };
-            let mut runner = TestRunner::new(Config { cases: per, ..config() });
+            let Some(strategy) = arb_layout_inst(layout, gen) else {
+                continue;
+            };
+            let mut runner = TestRunner::new(Config {
+                cases: per,
+                ..config()
+            });
             runner
                 .run(&strategy, |inst| {
                     let b = inst.encode();
                     let t = disasm_bundle(&b, gen);
-                    let back = parse_line(&t, gen).map_err(|e| TestCaseError::fail(format!("{t}: {e}")))?;
+                    let back = parse_line(&t, gen)
+                        .map_err(|e| TestCaseError::fail(format!("{t}: {e}")))?;
                     prop_assert_eq!(back, Some(b), "{}", t);
                     Ok(())
                 })

@@ -86,7 +86,9 @@ impl fmt::Debug for EngineStream {
 fn resolve_engine(explicit: Option<Engine>, name: &str) -> Result<Engine, StreamError> {
     explicit
         .or_else(|| Engine::from_file_name(Path::new(name)))
-        .ok_or_else(|| StreamError::UnknownEngine { source_name: name.to_string() })
+        .ok_or_else(|| StreamError::UnknownEngine {
+            source_name: name.to_string(),
+        })
 }
 
 /// Check that `len` is a whole number of bundles.
@@ -117,20 +119,33 @@ impl EngineStream {
     /// file name (`PE.bin`, `Activation.bin`, `Pool.bin`, `DVE.bin`, `SP.bin`, any case).
     ///
     /// The file must not be modified while the stream is alive (the map would observe it).
-    pub fn open(path: impl AsRef<Path>, engine: Option<Engine>) -> Result<EngineStream, StreamError> {
+    pub fn open(
+        path: impl AsRef<Path>,
+        engine: Option<Engine>,
+    ) -> Result<EngineStream, StreamError> {
         let path = path.as_ref();
         let source_name = path.display().to_string();
         let engine = resolve_engine(engine, &source_name)?;
-        let io = |source| StreamError::Io { path: path.to_path_buf(), source };
+        let io = |source| StreamError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         if meta.is_dir() {
-            return Err(io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory")));
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "is a directory",
+            )));
         }
         check_len(&source_name, meta.len())?;
         if meta.len() == 0 {
             // A zero-length map is an error on most systems; an empty stream is valid.
-            return Ok(EngineStream { engine, source_name, storage: Storage::Owned(Vec::new()) });
+            return Ok(EngineStream {
+                engine,
+                source_name,
+                storage: Storage::Owned(Vec::new()),
+            });
         }
         // SAFETY: the map is read-only and private to this process; the documented contract is
         // that the file is not modified while the stream exists.
@@ -142,21 +157,41 @@ impl EngineStream {
         } else {
             Storage::Owned(copy_bundles(&map))
         };
-        Ok(EngineStream { engine, source_name, storage })
+        Ok(EngineStream {
+            engine,
+            source_name,
+            storage,
+        })
     }
 
     /// Build a stream from an in-memory buffer (copied into aligned storage). `name` is the
     /// file or member name used in errors and, when `engine` is `None`, to infer the engine.
-    pub fn from_bytes(name: impl Into<String>, bytes: &[u8], engine: Option<Engine>) -> Result<EngineStream, StreamError> {
+    pub fn from_bytes(
+        name: impl Into<String>,
+        bytes: &[u8],
+        engine: Option<Engine>,
+    ) -> Result<EngineStream, StreamError> {
         let source_name = name.into();
         let engine = resolve_engine(engine, &source_name)?;
         check_len(&source_name, bytes.len() as u64)?;
-        Ok(EngineStream { engine, source_name, storage: Storage::Owned(copy_bundles(bytes)) })
+        Ok(EngineStream {
+            engine,
+            source_name,
+            storage: Storage::Owned(copy_bundles(bytes)),
+        })
     }
 
     /// Build a stream from bundles already in memory.
-    pub fn from_bundles(name: impl Into<String>, engine: Engine, bundles: Vec<Bundle>) -> EngineStream {
-        EngineStream { engine, source_name: name.into(), storage: Storage::Owned(bundles) }
+    pub fn from_bundles(
+        name: impl Into<String>,
+        engine: Engine,
+        bundles: Vec<Bundle>,
+    ) -> EngineStream {
+        EngineStream {
+            engine,
+            source_name: name.into(),
+            storage: Storage::Owned(bundles),
+        }
     }
 
     /// The engine that executes this stream.
@@ -217,7 +252,9 @@ impl EngineStream {
 
     /// Iterate `(index, byte offset, &Bundle)` in program order.
     pub fn iter(&self) -> StreamIter<'_> {
-        StreamIter { inner: self.bundles().iter().enumerate() }
+        StreamIter {
+            inner: self.bundles().iter().enumerate(),
+        }
     }
 }
 
@@ -242,7 +279,9 @@ impl<'a> Iterator for StreamIter<'a> {
     type Item = StreamItem<'a>;
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next().map(|(i, b)| (i, (i * BUNDLE_SIZE) as u64, b))
+        self.inner
+            .next()
+            .map(|(i, b)| (i, (i * BUNDLE_SIZE) as u64, b))
     }
     #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -252,7 +291,9 @@ impl<'a> Iterator for StreamIter<'a> {
 
 impl DoubleEndedIterator for StreamIter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.inner.next_back().map(|(i, b)| (i, (i * BUNDLE_SIZE) as u64, b))
+        self.inner
+            .next_back()
+            .map(|(i, b)| (i, (i * BUNDLE_SIZE) as u64, b))
     }
 }
 
@@ -263,7 +304,9 @@ mod tests {
     use super::*;
 
     fn pattern(n: usize) -> Vec<u8> {
-        (0..n * BUNDLE_SIZE).map(|i| (i * 7 + i / 64) as u8).collect()
+        (0..n * BUNDLE_SIZE)
+            .map(|i| (i * 7 + i / 64) as u8)
+            .collect()
     }
 
     #[test]
@@ -279,7 +322,10 @@ mod tests {
         assert_eq!(s.byte_len(), 192);
         assert_eq!(s.as_bytes(), &bytes[..]);
         let items: Vec<_> = s.iter().map(|(i, off, b)| (i, off, b.0[0])).collect();
-        assert_eq!(items, vec![(0, 0, bytes[0]), (1, 64, bytes[64]), (2, 128, bytes[128])]);
+        assert_eq!(
+            items,
+            vec![(0, 0, bytes[0]), (1, 64, bytes[64]), (2, 128, bytes[128])]
+        );
         assert_eq!(s.get(1).unwrap().0[..], bytes[64..128]);
         assert!(s.get(3).is_none());
         let back: Vec<usize> = s.iter().rev().map(|(i, _, _)| i).collect();
@@ -291,10 +337,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("PE.bin");
         std::fs::write(&p, pattern(1)).unwrap();
-        assert_eq!(EngineStream::open(&p, Some(Engine::Dve)).unwrap().engine(), Engine::Dve);
+        assert_eq!(
+            EngineStream::open(&p, Some(Engine::Dve)).unwrap().engine(),
+            Engine::Dve
+        );
         let q = dir.path().join("kernel.dat");
         std::fs::write(&q, pattern(1)).unwrap();
-        assert_eq!(EngineStream::open(&q, Some(Engine::Sp)).unwrap().engine(), Engine::Sp);
+        assert_eq!(
+            EngineStream::open(&q, Some(Engine::Sp)).unwrap().engine(),
+            Engine::Sp
+        );
     }
 
     #[test]
@@ -306,7 +358,9 @@ mod tests {
         assert!(matches!(e, StreamError::UnknownEngine { .. }), "{e}");
         assert!(e.to_string().contains("kernel.bin"), "{e}");
         let e = EngineStream::from_bytes("blob", &pattern(1), None).unwrap_err();
-        assert!(matches!(e, StreamError::UnknownEngine { ref source_name } if source_name == "blob"));
+        assert!(
+            matches!(e, StreamError::UnknownEngine { ref source_name } if source_name == "blob")
+        );
     }
 
     #[test]
@@ -327,16 +381,32 @@ mod tests {
         std::fs::write(&p, vec![0u8; 64 * 2 + 5]).unwrap();
         let e = EngineStream::open(&p, None).unwrap_err();
         match &e {
-            StreamError::NotBundleAligned { len, bundles, trailing, source_name } => {
+            StreamError::NotBundleAligned {
+                len,
+                bundles,
+                trailing,
+                source_name,
+            } => {
                 assert_eq!((*len, *bundles, *trailing), (133, 2, 5));
                 assert!(source_name.ends_with("Pool.bin"));
             }
             other => panic!("unexpected {other:?}"),
         }
         let msg = e.to_string();
-        assert!(msg.contains("Pool.bin") && msg.contains("133 bytes") && msg.contains("5 trailing"), "{msg}");
+        assert!(
+            msg.contains("Pool.bin") && msg.contains("133 bytes") && msg.contains("5 trailing"),
+            "{msg}"
+        );
         let e = EngineStream::from_bytes("sg00/DVE.bin", &[1, 2, 3], None).unwrap_err();
-        assert!(matches!(e, StreamError::NotBundleAligned { len: 3, bundles: 0, trailing: 3, .. }));
+        assert!(matches!(
+            e,
+            StreamError::NotBundleAligned {
+                len: 3,
+                bundles: 0,
+                trailing: 3,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -363,6 +433,9 @@ mod tests {
         assert!(!s.is_mapped());
         assert_eq!(s.as_bytes(), &bytes[..]);
         let s = EngineStream::from_bundles("x", Engine::Pool, vec![Bundle::ZERO; 4]);
-        assert_eq!((s.len(), s.engine(), s.source_name()), (4, Engine::Pool, "x"));
+        assert_eq!(
+            (s.len(), s.engine(), s.source_name()),
+            (4, Engine::Pool, "x")
+        );
     }
 }

@@ -41,7 +41,10 @@ pub struct ParseError {
 }
 
 fn perr(column: usize, message: impl Into<String>) -> ParseError {
-    ParseError { column, message: message.into() }
+    ParseError {
+        column,
+        message: message.into(),
+    }
 }
 
 // ------------------------------------------------------------------ formatting values
@@ -84,7 +87,10 @@ fn f32_text(v: F32Bits) -> String {
 }
 
 fn join_nums<T: std::fmt::Display>(v: &[T]) -> String {
-    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn str_text(s: &[u8]) -> String {
@@ -205,10 +211,18 @@ pub fn disasm_bundle(b: &Bundle, gen: Gen) -> String {
 /// A full disassembly line: `INDEX 0xOFFSET:  TEXT`, plus an engine-legality comment when
 /// `engine` is given and the catalog's engine classes do not include it.
 pub fn disasm_line(index: usize, b: &Bundle, gen: Gen, engine: Option<Engine>) -> String {
-    let mut s = format!("{index:>6}  {:#08x}:  {}", index * 64, disasm_bundle(b, gen));
+    let mut s = format!(
+        "{index:>6}  {:#08x}:  {}",
+        index * 64,
+        disasm_bundle(b, gen)
+    );
     if let (Some(e), Some(row)) = (engine, spec::opcode(b.0[0])) {
         if row.is_present(gen) && !row.runs_on(e) {
-            let _ = write!(s, " ; engine classes {} do not include {e}", row.engines.label());
+            let _ = write!(
+                s,
+                " ; engine classes {} do not include {e}",
+                row.engines.label()
+            );
         }
     }
     s
@@ -266,7 +280,10 @@ fn tokenize(line: &str) -> Result<Vec<Tok<'_>>, ParseError> {
             }
             c if c.is_whitespace() && depth == 0 => {
                 if let Some(s) = start.take() {
-                    toks.push(Tok { text: &line[s..i], col: col_of(s) });
+                    toks.push(Tok {
+                        text: &line[s..i],
+                        col: col_of(s),
+                    });
                 }
             }
             _ => {
@@ -283,7 +300,10 @@ fn tokenize(line: &str) -> Result<Vec<Tok<'_>>, ParseError> {
     if let Some(s) = start {
         let t = line[s..end_all].trim_end();
         if !t.is_empty() {
-            toks.push(Tok { text: t, col: col_of(s) });
+            toks.push(Tok {
+                text: t,
+                col: col_of(s),
+            });
         }
     }
     Ok(toks)
@@ -326,14 +346,18 @@ fn parse_enum(s: &str, def: &EnumDef) -> Result<u8, String> {
     if let Some(v) = def.by_name(s) {
         return Ok(v.value);
     }
-    parse_uint(s, 0xFF).map(|v| v as u8).map_err(|_| format!("`{s}` is not a {} value", def.name))
+    parse_uint(s, 0xFF)
+        .map(|v| v as u8)
+        .map_err(|_| format!("`{s}` is not a {} value", def.name))
 }
 
 fn parse_f32(s: &str) -> Result<u32, String> {
     if s.starts_with("0x") || s.starts_with("0X") {
         return parse_uint(s, u32::MAX as u64).map(|v| v as u32);
     }
-    s.parse::<f32>().map(f32::to_bits).map_err(|_| format!("`{s}` is not a float"))
+    s.parse::<f32>()
+        .map(f32::to_bits)
+        .map_err(|_| format!("`{s}` is not a float"))
 }
 
 fn parse_list(s: &str, n: usize, min: i64, max: i64) -> Result<Vec<i64>, String> {
@@ -378,7 +402,10 @@ fn no_rest(pairs: &[(&str, &str)]) -> Result<(), String> {
 }
 
 fn parse_str(s: &str, n: usize) -> Result<Vec<u8>, String> {
-    let inner = s.strip_prefix('"').and_then(|r| r.strip_suffix('"')).ok_or_else(|| format!("expected a quoted string, got `{s}`"))?;
+    let inner = s
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .ok_or_else(|| format!("expected a quoted string, got `{s}`"))?;
     let mut out = Vec::new();
     let mut it = inner.chars();
     while let Some(c) = it.next() {
@@ -389,7 +416,12 @@ fn parse_str(s: &str, n: usize) -> Result<Vec<u8>, String> {
                     out.push(u8::from_str_radix(&h, 16).map_err(|_| format!("bad escape \\x{h}"))?);
                 }
                 Some(c @ ('"' | '\\')) => out.push(c as u8),
-                other => return Err(format!("bad escape \\{}", other.map(String::from).unwrap_or_default())),
+                other => {
+                    return Err(format!(
+                        "bad escape \\{}",
+                        other.map(String::from).unwrap_or_default()
+                    ))
+                }
             }
         } else if c.is_ascii() {
             out.push(c as u8);
@@ -408,7 +440,9 @@ fn parse_hex(s: &str, n: usize) -> Result<Vec<u8>, String> {
     if !s.len().is_multiple_of(2) || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
         return Err(format!("`{s}` is not an even number of hex digits"));
     }
-    let mut out: Vec<u8> = (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0)).collect();
+    let mut out: Vec<u8> = (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
+        .collect();
     if out.len() > n {
         return Err(format!("{} bytes do not fit in {n}", out.len()));
     }
@@ -449,7 +483,9 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
         FieldType::F32 => parse_f32(s)?.write(w, o),
         FieldType::Enum(e) => w[o] = parse_enum(s, spec::enum_def(e).ok_or("unknown enum")?)?,
         FieldType::DtypePair => {
-            let (lo, hi) = s.split_once('|').ok_or_else(|| format!("expected LO|HI, got `{s}`"))?;
+            let (lo, hi) = s
+                .split_once('|')
+                .ok_or_else(|| format!("expected LO|HI, got `{s}`"))?;
             let dt = spec::enum_def("DTYPE").ok_or("DTYPE")?;
             let (lo, hi) = (parse_enum(lo, dt)?, parse_enum(hi, dt)?);
             if lo > 0xF || hi > 0xF {
@@ -463,8 +499,18 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
             let n = n as usize;
             let (head, mut pairs) = parse_group(s, '[', ']')?;
             let addr = parse_uint(head.ok_or("missing address")?, u32::MAX as u64)? as u32;
-            let step = parse_list(take(&mut pairs, "step").ok_or("missing step=")?, n, i16::MIN as i64, i16::MAX as i64)?;
-            let num = parse_list(take(&mut pairs, "num").ok_or("missing num=")?, n, 0, u16::MAX as i64)?;
+            let step = parse_list(
+                take(&mut pairs, "step").ok_or("missing step=")?,
+                n,
+                i16::MIN as i64,
+                i16::MAX as i64,
+            )?;
+            let num = parse_list(
+                take(&mut pairs, "num").ok_or("missing num=")?,
+                n,
+                0,
+                u16::MAX as i64,
+            )?;
             no_rest(&pairs)?;
             addr.write(w, o);
             for i in 0..n {
@@ -477,7 +523,9 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
             if let Some(h) = head {
                 return Err(format!("unexpected `{h}`"));
             }
-            let mut g = |k: &str, max: u64| -> Result<u64, String> { parse_uint(take(&mut pairs, k).ok_or(format!("missing {k}="))?, max) };
+            let mut g = |k: &str, max: u64| -> Result<u64, String> {
+                parse_uint(take(&mut pairs, k).ok_or(format!("missing {k}="))?, max)
+            };
             let x = MxMemPattern1d {
                 data: Addr4(g("data", u32::MAX as u64)? as u32),
                 scale: Addr4(g("scale", u32::MAX as u64)? as u32),
@@ -494,7 +542,9 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
             if let Some(h) = head {
                 return Err(format!("unexpected `{h}`"));
             }
-            let mut g = |k: &str, max: u64| -> Result<u64, String> { parse_uint(take(&mut pairs, k).ok_or(format!("missing {k}="))?, max) };
+            let mut g = |k: &str, max: u64| -> Result<u64, String> {
+                parse_uint(take(&mut pairs, k).ok_or(format!("missing {k}="))?, max)
+            };
             let x = MxIndirect16b {
                 indices: Addr4(g("indices", u32::MAX as u64)? as u32),
                 data: Addr4(g("data", u32::MAX as u64)? as u32),
@@ -527,12 +577,18 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
             e.write(w, o);
         }
         FieldType::I32Array(n) => {
-            for (i, v) in parse_list(s, n as usize, i32::MIN as i64, i32::MAX as i64)?.into_iter().enumerate() {
+            for (i, v) in parse_list(s, n as usize, i32::MIN as i64, i32::MAX as i64)?
+                .into_iter()
+                .enumerate()
+            {
                 (v as i32).write(w, o + 4 * i);
             }
         }
         FieldType::U16Array(n) => {
-            for (i, v) in parse_list(s, n as usize, 0, u16::MAX as i64)?.into_iter().enumerate() {
+            for (i, v) in parse_list(s, n as usize, 0, u16::MAX as i64)?
+                .into_iter()
+                .enumerate()
+            {
                 (v as u16).write(w, o + 2 * i);
             }
         }
@@ -547,25 +603,41 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
     let toks = tokenize(line)?;
     let mut it = toks.iter().peekable();
     // Optional `INDEX 0xOFFSET:` prefix.
-    if toks.len() >= 2 && toks[0].text.bytes().all(|c| c.is_ascii_digit()) && toks[1].text.ends_with(':') {
+    if toks.len() >= 2
+        && toks[0].text.bytes().all(|c| c.is_ascii_digit())
+        && toks[1].text.ends_with(':')
+    {
         it.next();
         it.next();
     }
-    let Some(first) = it.next() else { return Ok(None) };
+    let Some(first) = it.next() else {
+        return Ok(None);
+    };
     if first.text == ".bundle" {
-        let h = it.next().ok_or_else(|| perr(first.col, ".bundle needs 128 hex digits"))?;
+        let h = it
+            .next()
+            .ok_or_else(|| perr(first.col, ".bundle needs 128 hex digits"))?;
         if let Some(extra) = it.next() {
             return Err(perr(extra.col, "unexpected text after .bundle"));
         }
-        return Bundle::from_hex(h.text).map(Some).ok_or_else(|| perr(h.col, "expected 128 hex digits"));
+        return Bundle::from_hex(h.text)
+            .map(Some)
+            .ok_or_else(|| perr(h.col, "expected 128 hex digits"));
     }
-    let row = spec::opcode_by_mnemonic(first.text).ok_or_else(|| perr(first.col, format!("unknown mnemonic `{}`", first.text)))?;
+    let row = spec::opcode_by_mnemonic(first.text)
+        .ok_or_else(|| perr(first.col, format!("unknown mnemonic `{}`", first.text)))?;
     if !row.is_present(gen) {
-        return Err(perr(first.col, format!("{} ({:#04x}) is absent on {gen}", row.mnemonic(), row.code)));
+        return Err(perr(
+            first.col,
+            format!("{} ({:#04x}) is absent on {gen}", row.mnemonic(), row.code),
+        ));
     }
     let mut fields: Vec<(&str, &str, usize)> = Vec::new();
     for t in it {
-        let (k, v) = t.text.split_once('=').ok_or_else(|| perr(t.col, format!("expected name=value, got `{}`", t.text)))?;
+        let (k, v) = t
+            .text
+            .split_once('=')
+            .ok_or_else(|| perr(t.col, format!("expected name=value, got `{}`", t.text)))?;
         fields.push((k, v, t.col));
     }
     let mut base = Bundle::ZERO;
@@ -573,13 +645,18 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
     base.0[1] = INST_WORD_LEN;
     // Pass 1 with the layout the bare opcode selects, pass 2 with the layout the written
     // fields select (sub-opcode formats).
-    let layout_of = |b: &Bundle| -> &'static LayoutMeta { decode(b, gen).map(|i| i.meta()).unwrap_or(&crate::formats::RAW_META) };
+    let layout_of = |b: &Bundle| -> &'static LayoutMeta {
+        decode(b, gen)
+            .map(|i| i.meta())
+            .unwrap_or(&crate::formats::RAW_META)
+    };
     let mut b = base;
     let meta1 = layout_of(&b);
     for &(k, v, col) in &fields {
         if let Some(m) = meta1.field(k) {
             if m.name != "opcode" {
-                write_field(m, v, &mut b).map_err(|e| perr(col + k.len() + 1, format!("{k}: {e}")))?;
+                write_field(m, v, &mut b)
+                    .map_err(|e| perr(col + k.len() + 1, format!("{k}: {e}")))?;
             }
         }
     }
@@ -589,7 +666,9 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
     let mut seen: Vec<&str> = Vec::new();
     for &(k, v, col) in &fields {
         if let Some(off) = k.strip_prefix("reserved@") {
-            let off: usize = off.parse().map_err(|_| perr(col, format!("bad reserved offset `{off}`")))?;
+            let off: usize = off
+                .parse()
+                .map_err(|_| perr(col, format!("bad reserved offset `{off}`")))?;
             let bytes = parse_hex(v, v.len() / 2).map_err(|e| perr(col + k.len() + 1, e))?;
             reserved.push((off, bytes, col));
             continue;
@@ -601,14 +680,26 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
         let m = meta
             .field(k)
             .filter(|m| m.name != "opcode")
-            .ok_or_else(|| perr(col, format!("{} has no field `{k}` on {gen}", meta.rust_name)))?;
+            .ok_or_else(|| {
+                perr(
+                    col,
+                    format!("{} has no field `{k}` on {gen}", meta.rust_name),
+                )
+            })?;
         write_field(m, v, &mut b).map_err(|e| perr(col + k.len() + 1, format!("{k}: {e}")))?;
     }
     for (off, bytes, col) in reserved {
         for (i, &x) in bytes.iter().enumerate() {
             let at = off + i;
-            if !meta.reserved.iter().any(|&(s, e)| (s as usize..e as usize).contains(&at)) {
-                return Err(perr(col, format!("byte {at} is not reserved in {}", meta.rust_name)));
+            if !meta
+                .reserved
+                .iter()
+                .any(|&(s, e)| (s as usize..e as usize).contains(&at))
+            {
+                return Err(perr(
+                    col,
+                    format!("byte {at} is not reserved in {}", meta.rust_name),
+                ));
             }
             b.0[at] = x;
         }
@@ -631,14 +722,22 @@ pub fn parse_text(text: &str, gen: Gen) -> Result<Vec<Bundle>, (usize, ParseErro
 
 fn enum_json(map: &mut Map<String, Value>, key: &str, raw: u8, def: &EnumDef) {
     map.insert(key.to_string(), json!(raw));
-    map.insert(format!("{key}_name"), def.value(raw).map_or(Value::Null, |v| json!(v.name)));
+    map.insert(
+        format!("{key}_name"),
+        def.value(raw).map_or(Value::Null, |v| json!(v.name)),
+    );
 }
 
 fn addr4_json(a: Addr4, gen: Gen) -> Value {
     let mut m = Map::new();
     m.insert("raw".into(), json!(a.0));
     m.insert("address".into(), json!(a.address()));
-    enum_json(&mut m, "marker", a.marker().0, spec::enum_def("ADDR4_MARKER").expect("ADDR4_MARKER"));
+    enum_json(
+        &mut m,
+        "marker",
+        a.marker().0,
+        spec::enum_def("ADDR4_MARKER").expect("ADDR4_MARKER"),
+    );
     if let Some(r) = a.register_id() {
         m.insert("register".into(), json!(r));
     } else {
@@ -702,15 +801,35 @@ fn value_json(v: &FieldValue<'_>, gen: Gen) -> Value {
             m.insert("raw".into(), json!(a.0));
             m.insert("value".into(), json!(a.value()));
             m.insert("marker_byte".into(), json!(a.marker_byte()));
-            enum_json(&mut m, "header_marker", a.header_marker().0, spec::enum_def("ADDR8_MARKER").expect("ADDR8_MARKER"));
-            enum_json(&mut m, "pseudo_marker", a.pseudo_marker().0, spec::enum_def("ADDR8_PSEUDO_MARKER").expect("ADDR8_PSEUDO_MARKER"));
+            enum_json(
+                &mut m,
+                "header_marker",
+                a.header_marker().0,
+                spec::enum_def("ADDR8_MARKER").expect("ADDR8_MARKER"),
+            );
+            enum_json(
+                &mut m,
+                "pseudo_marker",
+                a.pseudo_marker().0,
+                spec::enum_def("ADDR8_PSEUDO_MARKER").expect("ADDR8_PSEUDO_MARKER"),
+            );
             Value::Object(m)
         }
         FieldValue::EventsExt(e) => {
             let mut m = Map::new();
-            enum_json(&mut m, "wait_mode", e.wait_mode.0, spec::enum_def("WAIT_MODE").expect("WAIT_MODE"));
+            enum_json(
+                &mut m,
+                "wait_mode",
+                e.wait_mode.0,
+                spec::enum_def("WAIT_MODE").expect("WAIT_MODE"),
+            );
             m.insert("wait_idx".into(), json!(e.wait_idx));
-            enum_json(&mut m, "update_mode", e.update_mode.0, spec::enum_def("UPDATE_MODE").expect("UPDATE_MODE"));
+            enum_json(
+                &mut m,
+                "update_mode",
+                e.update_mode.0,
+                spec::enum_def("UPDATE_MODE").expect("UPDATE_MODE"),
+            );
             m.insert("update_idx".into(), json!(e.update_idx));
             m.insert("sem_wait_value".into(), json!(e.sem_wait_value));
             m.insert("sem_update_value".into(), json!(e.sem_update_value));
@@ -735,7 +854,10 @@ pub fn bundle_json(index: usize, b: &Bundle, gen: Gen) -> Value {
     let inst = match decode(b, gen) {
         Ok(i) => i,
         Err(e) => {
-            top.insert("mnemonic".into(), Opcode(b.0[0]).mnemonic().map_or(Value::Null, |m| json!(m)));
+            top.insert(
+                "mnemonic".into(),
+                Opcode(b.0[0]).mnemonic().map_or(Value::Null, |m| json!(m)),
+            );
             top.insert("error".into(), json!(e.to_string()));
             top.insert("hex".into(), json!(b.to_hex()));
             return Value::Object(top);
@@ -793,7 +915,10 @@ mod tests {
         assert_eq!(parse_line(&t, Gen::V3).unwrap(), Some(b));
         let line = disasm_line(3, &b, Gen::V2, Some(Engine::Act));
         assert!(line.starts_with("     3  0x0000c0:  MATMUL "), "{line}");
-        assert!(line.ends_with("; engine classes PE do not include act"), "{line}");
+        assert!(
+            line.ends_with("; engine classes PE do not include act"),
+            "{line}"
+        );
         assert_eq!(parse_line(&line, Gen::V2).unwrap(), Some(b));
     }
 

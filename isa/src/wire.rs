@@ -154,14 +154,24 @@ pub struct Header {
 impl Header {
     /// Canonical header of `opcode`: `{opcode, 0x10, 0, 0}`.
     pub const fn new(opcode: Opcode) -> Header {
-        Header { opcode, inst_word_len: INST_WORD_LEN, debug_cmd: DebugCmd(0), debug_hint: 0 }
+        Header {
+            opcode,
+            inst_word_len: INST_WORD_LEN,
+            debug_cmd: DebugCmd(0),
+            debug_hint: 0,
+        }
     }
 }
 
 impl Wire for Header {
     #[inline(always)]
     fn read(b: &[u8; 64], off: usize) -> Self {
-        Header { opcode: Opcode(b[off]), inst_word_len: b[off + 1], debug_cmd: DebugCmd(b[off + 2]), debug_hint: b[off + 3] }
+        Header {
+            opcode: Opcode(b[off]),
+            inst_word_len: b[off + 1],
+            debug_cmd: DebugCmd(b[off + 2]),
+            debug_hint: b[off + 3],
+        }
     }
     #[inline(always)]
     fn write(&self, b: &mut [u8; 64], off: usize) {
@@ -210,18 +220,36 @@ impl Wire for Events {
     #[inline(always)]
     fn read(b: &[u8; 64], off: usize) -> Self {
         let (wait_mode, wait_idx, update_mode, update_idx) = read_modes(b, off);
-        Events { wait_mode, wait_idx, update_mode, update_idx, semaphore_value: u32::read(b, off + 4) }
+        Events {
+            wait_mode,
+            wait_idx,
+            update_mode,
+            update_idx,
+            semaphore_value: u32::read(b, off + 4),
+        }
     }
     #[inline(always)]
     fn write(&self, b: &mut [u8; 64], off: usize) {
-        write_modes(b, off, self.wait_mode, self.wait_idx, self.update_mode, self.update_idx);
+        write_modes(
+            b,
+            off,
+            self.wait_mode,
+            self.wait_idx,
+            self.update_mode,
+            self.update_idx,
+        );
         self.semaphore_value.write(b, off + 4);
     }
 }
 
 #[inline(always)]
 fn read_modes(b: &[u8; 64], off: usize) -> (WaitMode, u8, UpdateMode, u8) {
-    (WaitMode(b[off]), b[off + 1], UpdateMode(b[off + 2]), b[off + 3])
+    (
+        WaitMode(b[off]),
+        b[off + 1],
+        UpdateMode(b[off + 2]),
+        b[off + 3],
+    )
 }
 
 #[inline(always)]
@@ -261,7 +289,14 @@ impl Wire for EventsExt {
     }
     #[inline(always)]
     fn write(&self, b: &mut [u8; 64], off: usize) {
-        write_modes(b, off, self.wait_mode, self.wait_idx, self.update_mode, self.update_idx);
+        write_modes(
+            b,
+            off,
+            self.wait_mode,
+            self.wait_idx,
+            self.update_mode,
+            self.update_idx,
+        );
         self.sem_wait_value.write(b, off + 4);
         self.sem_update_value.write(b, off + 8);
     }

@@ -13,7 +13,13 @@ fn isa_md_matches_the_spec() {
     }
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     if have != want {
-        let line = have.lines().zip(want.lines()).position(|(a, b)| a != b).map_or(have.lines().count().min(want.lines().count()) + 1, |i| i + 1);
+        let line = have
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .map_or(have.lines().count().min(want.lines().count()) + 1, |i| {
+                i + 1
+            });
         panic!("docs/isa.md is out of date with the spec (first difference at line {line}); run `TPBSIM_BLESS=1 cargo test -p tpbsim-isa --test docs`");
     }
 }

@@ -11,7 +11,10 @@ use tpbsim_isa::neff::{Neff, ReadOptions, HEADER_LEN};
 use tpbsim_isa::neff_strategies::{arb_neff, SUBGRAPH};
 
 fn cases() -> u32 {
-    let total: u32 = std::env::var("TPBSIM_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
+    let total: u32 = std::env::var("TPBSIM_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256);
     (total / 4).max(1)
 }
 

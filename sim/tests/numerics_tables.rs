@@ -19,17 +19,23 @@ fn load(name: &str) -> Vec<u8> {
     let path = data_dir().join(name);
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut out = Vec::new();
-    flate2::read::GzDecoder::new(file).read_to_end(&mut out).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    flate2::read::GzDecoder::new(file)
+        .read_to_end(&mut out)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     out
 }
 
 fn u32s(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 fn codes(b: &[u8], bits: u32) -> Vec<u64> {
     if bits == 16 {
-        b.chunks_exact(2).map(|c| u64::from(u16::from_le_bytes([c[0], c[1]]))).collect()
+        b.chunks_exact(2)
+            .map(|c| u64::from(u16::from_le_bytes([c[0], c[1]])))
+            .collect()
     } else {
         b.iter().map(|&c| u64::from(c)).collect()
     }
@@ -64,7 +70,9 @@ fn narrow_table(name: &str, bits: u32, arrays: usize) -> (Vec<u32>, Vec<Vec<u64>
     let cb = n * if bits == 16 { 2 } else { 1 };
     let rest = &b[4 + 4 * n..];
     assert_eq!(rest.len(), arrays * cb, "{name}");
-    let arrs = (0..arrays).map(|k| codes(&rest[k * cb..(k + 1) * cb], bits)).collect();
+    let arrs = (0..arrays)
+        .map(|k| codes(&rest[k * cb..(k + 1) * cb], bits))
+        .collect();
     (inputs, arrs)
 }
 
@@ -77,14 +85,25 @@ const FLOATS: [(Format, u32); 7] = [
     (Format::Float8E5m2, 8),
     (Format::Float4E2m1fn, 4),
 ];
-const INTS: [(Format, u32); 4] = [(Format::Uint8, 8), (Format::Int8, 8), (Format::Uint16, 16), (Format::Int16, 16)];
+const INTS: [(Format, u32); 4] = [
+    (Format::Uint8, 8),
+    (Format::Int8, 8),
+    (Format::Uint16, 16),
+    (Format::Int16, 16),
+];
 
 const SAT: CastPolicy = CastPolicy::DEVICE;
-const NOSAT: CastPolicy =
-    CastPolicy { saturate_fp8: false, fp8_nan_selector: false, float_to_int: FloatToInt::DeviceTruncate };
+const NOSAT: CastPolicy = CastPolicy {
+    saturate_fp8: false,
+    fp8_nan_selector: false,
+    float_to_int: FloatToInt::DeviceTruncate,
+};
 
 fn is_fp8(f: Format) -> bool {
-    matches!(f, Format::Float8E3m4 | Format::Float8E4m3 | Format::Float8E4m3fn | Format::Float8E5m2)
+    matches!(
+        f,
+        Format::Float8E3m4 | Format::Float8E4m3 | Format::Float8E4m3fn | Format::Float8E5m2
+    )
 }
 
 /// The code our policy gives a NaN input with sign `neg` (selector off).
@@ -148,7 +167,10 @@ fn decode_every_code_of_every_narrow_format() {
         assert_eq!(table.len(), 1 << bits, "{f}");
         for (code, &want) in table.iter().enumerate() {
             let got = to_f32(f, code as u64).to_bits();
-            assert_eq!(got, want, "{f} code {code:#x}: {got:#010x} vs ml_dtypes {want:#010x}");
+            assert_eq!(
+                got, want,
+                "{f} code {code:#x}: {got:#010x} vs ml_dtypes {want:#010x}"
+            );
         }
         // The slice path decodes the same.
         let bytes: Vec<u8> = if bits == 16 {
@@ -158,7 +180,10 @@ fn decode_every_code_of_every_narrow_format() {
         };
         let mut out = vec![0f32; table.len()];
         to_f32_slice(&bytes, f, &mut out).unwrap();
-        assert!(out.iter().zip(&table).all(|(a, &b)| a.to_bits() == b), "{f} slice decode");
+        assert!(
+            out.iter().zip(&table).all(|(a, &b)| a.to_bits() == b),
+            "{f} slice decode"
+        );
     }
 }
 
@@ -185,10 +210,16 @@ fn every_code_round_trips_through_its_exact_value() {
             for policy in [SAT, NOSAT, CastPolicy::REFERENCE] {
                 let got = from_f32(f, x, &policy);
                 let want = expected(f, x, ml, &policy);
-                assert_eq!(got, want, "{f} code {code:#x} ({x:e}) policy {policy:?}: ml_dtypes {ml:#x}");
+                assert_eq!(
+                    got, want,
+                    "{f} code {code:#x} ({x:e}) policy {policy:?}: ml_dtypes {ml:#x}"
+                );
             }
             if x.is_nan() {
-                assert!(decodes_nan(f, ml), "{f}: ml_dtypes keeps NaN {code:#x} a NaN");
+                assert!(
+                    decodes_nan(f, ml),
+                    "{f}: ml_dtypes keeps NaN {code:#x} a NaN"
+                );
             }
         }
         // Saturation is the only reason a finite code does not come back.
@@ -211,10 +242,20 @@ fn narrowing_boundary_and_random_inputs() {
         assert!(inputs.len() > 1000, "{f}: {} inputs", inputs.len());
         let xs: Vec<f32> = inputs.iter().map(|&b| f32::from_bits(b)).collect();
         for policy in [SAT, NOSAT] {
-            let want: Vec<u64> = xs.iter().zip(ml).map(|(&x, &m)| expected(f, x, m, &policy)).collect();
+            let want: Vec<u64> = xs
+                .iter()
+                .zip(ml)
+                .map(|(&x, &m)| expected(f, x, m, &policy))
+                .collect();
             for ((&x, &w), &m) in xs.iter().zip(&want).zip(ml) {
                 let got = from_f32(f, x, &policy);
-                assert_eq!(got, w, "{f} input {:#010x} ({x:e}) sat={}: ml_dtypes {m:#x}", x.to_bits(), policy.saturate_fp8);
+                assert_eq!(
+                    got,
+                    w,
+                    "{f} input {:#010x} ({x:e}) sat={}: ml_dtypes {m:#x}",
+                    x.to_bits(),
+                    policy.saturate_fp8
+                );
             }
             // The slice path agrees.
             let mut dst = vec![0u8; xs.len() * f.container_bytes()];
@@ -231,8 +272,16 @@ fn narrowing_to_integers_device_and_reference() {
         let (rne, trunc) = (&arrs[0], &arrs[1]);
         for (i, &b) in inputs.iter().enumerate() {
             let x = f32::from_bits(b);
-            assert_eq!(from_f32(f, x, &CastPolicy::REFERENCE), rne[i], "{f} RNE {b:#010x} ({x:e})");
-            assert_eq!(from_f32(f, x, &CastPolicy::DEVICE), trunc[i], "{f} trunc {b:#010x} ({x:e})");
+            assert_eq!(
+                from_f32(f, x, &CastPolicy::REFERENCE),
+                rne[i],
+                "{f} RNE {b:#010x} ({x:e})"
+            );
+            assert_eq!(
+                from_f32(f, x, &CastPolicy::DEVICE),
+                trunc[i],
+                "{f} trunc {b:#010x} ({x:e})"
+            );
         }
         // Through the slice API from fp32 bytes.
         let src: Vec<u8> = inputs.iter().flat_map(|b| b.to_le_bytes()).collect();
@@ -277,24 +326,53 @@ fn mx_quantize_and_dequantize_match_the_numpy_reference() {
     for (k, c) in cases.cases.iter().enumerate() {
         let data_format: Format = c.data_format.parse().unwrap();
         let src_format: Format = c.source_format.parse().unwrap();
-        let shape = mx::MxShape { partitions: c.partitions, free: c.free };
-        let config = mx::MxConfig { alt_emax: c.alt_emax, ..Default::default() };
+        let shape = mx::MxShape {
+            partitions: c.partitions,
+            free: c.free,
+        };
+        let config = mx::MxConfig {
+            alt_emax: c.alt_emax,
+            ..Default::default()
+        };
         let mut data = vec![0u8; part(c.data).len()];
         let mut scale = vec![0u8; part(c.scale).len()];
         assert_eq!(scale.len(), c.scale_rows * shape.scale_row_bytes());
-        mx::quantize(part(c.source), src_format, shape, data_format, &mut data, &mut scale, &config).unwrap();
-        let what = format!("case {k}: {} from {} {}×{} alt={}", c.data_format, c.source_format, c.partitions, c.free, c.alt_emax);
+        mx::quantize(
+            part(c.source),
+            src_format,
+            shape,
+            data_format,
+            &mut data,
+            &mut scale,
+            &config,
+        )
+        .unwrap();
+        let what = format!(
+            "case {k}: {} from {} {}×{} alt={}",
+            c.data_format, c.source_format, c.partitions, c.free, c.alt_emax
+        );
         assert_eq!(scale, part(c.scale), "{what}: scales");
         assert_eq!(data, part(c.data), "{what}: data");
         nan_blocks += scale.iter().filter(|&&s| s > 200).count();
         zero_blocks += scale.iter().filter(|&&s| s == 1).count();
 
         let mut out = vec![0f32; shape.elements()];
-        mx::dequantize(&data, data_format, part(c.dequant_scale), shape, &mut out, &config).unwrap();
+        mx::dequantize(
+            &data,
+            data_format,
+            part(c.dequant_scale),
+            shape,
+            &mut out,
+            &config,
+        )
+        .unwrap();
         let want = u32s(part(c.dequant));
         for (i, (g, &w)) in out.iter().zip(&want).enumerate() {
             assert_eq!(g.to_bits(), w, "{what}: dequant element {i}");
         }
     }
-    assert!(nan_blocks > 0 && zero_blocks > 0, "the cases cover NaN/Inf and zero blocks");
+    assert!(
+        nan_blocks > 0 && zero_blocks > 0,
+        "the cases cover NaN/Inf and zero blocks"
+    );
 }

@@ -97,7 +97,12 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// An error diagnostic.
-    pub fn error(layer: Layer, rule: impl Into<Cow<'static, str>>, code: Option<u32>, message: impl Into<String>) -> Self {
+    pub fn error(
+        layer: Layer,
+        rule: impl Into<Cow<'static, str>>,
+        code: Option<u32>,
+        message: impl Into<String>,
+    ) -> Self {
         Diagnostic {
             severity: Severity::Error,
             layer,
@@ -122,7 +127,11 @@ impl Diagnostic {
 
     /// Set the field.
     pub fn field(mut self, name: impl Into<Cow<'static, str>>, start: u8, len: u8) -> Self {
-        self.location.field = Some(FieldLoc { name: name.into(), start, len });
+        self.location.field = Some(FieldLoc {
+            name: name.into(),
+            start,
+            len,
+        });
         self
     }
 
@@ -136,25 +145,62 @@ impl Diagnostic {
     pub fn to_json(&self) -> serde_json::Value {
         let l = &self.location;
         let mut m = serde_json::Map::new();
-        m.insert("file".into(), l.file.clone().map_or(serde_json::Value::Null, Into::into));
-        m.insert("engine".into(), l.engine.map_or(serde_json::Value::Null, |e| e.short().into()));
-        m.insert("index".into(), l.index.map_or(serde_json::Value::Null, Into::into));
-        m.insert("offset".into(), l.offset.map_or(serde_json::Value::Null, Into::into));
-        m.insert("layer".into(), match self.layer { Layer::L1 => "L1", Layer::L2 => "L2" }.into());
+        m.insert(
+            "file".into(),
+            l.file.clone().map_or(serde_json::Value::Null, Into::into),
+        );
+        m.insert(
+            "engine".into(),
+            l.engine
+                .map_or(serde_json::Value::Null, |e| e.short().into()),
+        );
+        m.insert(
+            "index".into(),
+            l.index.map_or(serde_json::Value::Null, Into::into),
+        );
+        m.insert(
+            "offset".into(),
+            l.offset.map_or(serde_json::Value::Null, Into::into),
+        );
+        m.insert(
+            "layer".into(),
+            match self.layer {
+                Layer::L1 => "L1",
+                Layer::L2 => "L2",
+            }
+            .into(),
+        );
         m.insert("rule".into(), self.rule.as_ref().into());
-        m.insert("code".into(), self.code.map_or(serde_json::Value::Null, Into::into));
+        m.insert(
+            "code".into(),
+            self.code.map_or(serde_json::Value::Null, Into::into),
+        );
         m.insert("severity".into(), self.severity.as_str().into());
         m.insert(
             "field".into(),
-            l.field.as_ref().map_or(serde_json::Value::Null, |f| {
-                serde_json::json!({ "name": f.name, "start": f.start, "len": f.len })
-            }),
+            l.field.as_ref().map_or(
+                serde_json::Value::Null,
+                |f| serde_json::json!({ "name": f.name, "start": f.start, "len": f.len }),
+            ),
         );
         m.insert("message".into(), self.message.clone().into());
         if l.function.is_some() || l.block.is_some() || l.instruction.is_some() {
-            m.insert("function".into(), l.function.clone().map_or(serde_json::Value::Null, Into::into));
-            m.insert("block".into(), l.block.clone().map_or(serde_json::Value::Null, Into::into));
-            m.insert("instruction".into(), l.instruction.clone().map_or(serde_json::Value::Null, Into::into));
+            m.insert(
+                "function".into(),
+                l.function
+                    .clone()
+                    .map_or(serde_json::Value::Null, Into::into),
+            );
+            m.insert(
+                "block".into(),
+                l.block.clone().map_or(serde_json::Value::Null, Into::into),
+            );
+            m.insert(
+                "instruction".into(),
+                l.instruction
+                    .clone()
+                    .map_or(serde_json::Value::Null, Into::into),
+            );
         }
         serde_json::Value::Object(m)
     }
@@ -187,13 +233,25 @@ impl fmt::Display for Diagnostic {
                 write!(f, "/{i}")?;
             }
         }
-        write!(f, ": {} [{:?} {}", self.severity.as_str(), self.layer, self.rule)?;
+        write!(
+            f,
+            ": {} [{:?} {}",
+            self.severity.as_str(),
+            self.layer,
+            self.rule
+        )?;
         if let Some(c) = self.code {
             write!(f, " #{c}")?;
         }
         f.write_str("]")?;
         if let Some(fl) = &l.field {
-            write!(f, " field {} (bytes {}..{})", fl.name, fl.start, fl.start as u16 + fl.len as u16)?;
+            write!(
+                f,
+                " field {} (bytes {}..{})",
+                fl.name,
+                fl.start,
+                fl.start as u16 + fl.len as u16
+            )?;
         }
         write!(f, ": {}", self.message)
     }
@@ -216,16 +274,28 @@ mod tests {
     #[test]
     fn json_keys() {
         let d = Diagnostic::error(Layer::L2, "is_valid_s3_lw", Some(934), "cols 0x90 > 0x80")
-            .at(Location { file: Some("PE.bin".into()), engine: Some(Engine::Pe), index: Some(3), offset: Some(192), ..Default::default() })
+            .at(Location {
+                file: Some("PE.bin".into()),
+                engine: Some(Engine::Pe),
+                index: Some(3),
+                offset: Some(192),
+                ..Default::default()
+            })
             .field("num_active_cols", 39, 1);
         let v = d.to_json();
-        for k in ["file", "engine", "index", "offset", "layer", "rule", "code", "severity", "field", "message"] {
+        for k in [
+            "file", "engine", "index", "offset", "layer", "rule", "code", "severity", "field",
+            "message",
+        ] {
             assert!(v.get(k).is_some(), "missing {k}");
         }
         assert_eq!(v["code"], 934);
         assert_eq!(v["engine"], "pe");
         assert!(v.get("function").is_none());
         let s = d.to_string();
-        assert!(s.contains("is_valid_s3_lw") && s.contains("#934") && s.contains("bytes 39..40"), "{s}");
+        assert!(
+            s.contains("is_valid_s3_lw") && s.contains("#934") && s.contains("bytes 39..40"),
+            "{s}"
+        );
     }
 }

@@ -6,10 +6,10 @@ pub mod bir;
 pub mod diag;
 pub mod fuzz;
 pub mod l1;
+pub mod l2;
 pub mod lift;
 pub mod registry;
 #[cfg(feature = "proptest")]
 pub mod strategies;
-pub mod l2;
 
 pub use diag::{Diagnostic, Layer, Location, Mode, Severity};

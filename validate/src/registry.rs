@@ -112,14 +112,26 @@ impl PropertySet {
 
     /// The five shared helpers.
     pub fn shared_helpers() -> Self {
-        [Property::MemType, Property::ArchLevel, Property::ValidEngines, Property::PartitionAccess, Property::DataType]
-            .into_iter()
-            .collect()
+        [
+            Property::MemType,
+            Property::ArchLevel,
+            Property::ValidEngines,
+            Property::PartitionAccess,
+            Property::DataType,
+        ]
+        .into_iter()
+        .collect()
     }
 
     /// The module-scope pre-checks.
     pub fn module_scope() -> Self {
-        [Property::Fp8TypeConsistency, Property::InstCount, Property::SbIo].into_iter().collect()
+        [
+            Property::Fp8TypeConsistency,
+            Property::InstCount,
+            Property::SbIo,
+        ]
+        .into_iter()
+        .collect()
     }
 
     /// Builder: add a property.
@@ -164,7 +176,10 @@ impl PropertySet {
 
     /// Members in registration order.
     pub fn iter(self) -> impl Iterator<Item = Property> {
-        Property::ALL.iter().copied().filter(move |p| self.contains(*p))
+        Property::ALL
+            .iter()
+            .copied()
+            .filter(move |p| self.contains(*p))
     }
 
     /// Parse a comma-separated list of property names, rule names (`checkValidEngines`) or
@@ -179,7 +194,11 @@ impl PropertySet {
                 "module" => PropertySet::module_scope(),
                 _ => match item.parse::<Property>() {
                     Ok(p) => PropertySet::empty().with(p),
-                    Err(e) => match registry.rules.iter().find(|r| r.name().eq_ignore_ascii_case(item)) {
+                    Err(e) => match registry
+                        .rules
+                        .iter()
+                        .find(|r| r.name().eq_ignore_ascii_case(item))
+                    {
                         Some(r) => PropertySet::empty().with(r.property()),
                         None => return Err(e),
                     },
@@ -198,7 +217,9 @@ impl FromIterator<Property> for PropertySet {
 
 impl fmt::Debug for PropertySet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.iter().map(Property::name)).finish()
+        f.debug_set()
+            .entries(self.iter().map(Property::name))
+            .finish()
     }
 }
 
@@ -288,7 +309,11 @@ impl Registry {
 
     /// Register a rule; it replaces any rule already registered for its property.
     pub fn register(&mut self, rule: Box<dyn Rule>) {
-        match self.rules.iter().position(|r| r.property() == rule.property()) {
+        match self
+            .rules
+            .iter()
+            .position(|r| r.property() == rule.property())
+        {
             Some(i) => self.rules[i] = rule,
             None => self.rules.push(rule),
         }
@@ -314,16 +339,22 @@ impl Registry {
     /// checked by every rule in registration order. In [`Mode::FailFast`] the list ends at the
     /// first error.
     pub fn verify(&self, props: PropertySet, module: &Module, mode: Mode) -> Vec<Diagnostic> {
-        let selected: Vec<(usize, &dyn Rule)> =
-            self.rules().enumerate().filter(|(_, r)| props.contains(r.property())).collect();
+        let selected: Vec<(usize, &dyn Rule)> = self
+            .rules()
+            .enumerate()
+            .filter(|(_, r)| props.contains(r.property()))
+            .collect();
         let mut tagged: Vec<(usize, Diagnostic)> = Vec::new();
         let mut buf = Vec::new();
         for &(order, rule) in selected.iter().filter(|(_, r)| r.scope() == Scope::Module) {
             rule.verify(module, &mut buf);
             tagged.extend(buf.drain(..).map(|d| (order, d)));
         }
-        let per_inst: Vec<(usize, &dyn Rule)> =
-            selected.iter().copied().filter(|(_, r)| r.scope() == Scope::Instruction).collect();
+        let per_inst: Vec<(usize, &dyn Rule)> = selected
+            .iter()
+            .copied()
+            .filter(|(_, r)| r.scope() == Scope::Instruction)
+            .collect();
         if !per_inst.is_empty() {
             module.walk(&mut |r| {
                 for &(order, rule) in &per_inst {
@@ -336,7 +367,9 @@ impl Registry {
         }
         // Instruction-scope findings are already in walk order; module-scope findings located
         // at an instruction need placing among them.
-        if tagged.iter().any(|(order, d)| d.location.function.is_some() && self.rules[*order].scope() == Scope::Module) {
+        if tagged.iter().any(|(order, d)| {
+            d.location.function.is_some() && self.rules[*order].scope() == Scope::Module
+        }) {
             let positions = Positions::of(module);
             tagged.sort_by_cached_key(|(order, d)| (positions.key(d), *order));
         } else {
@@ -352,10 +385,18 @@ impl Registry {
     }
 
     /// Run and fail when any error was found.
-    pub fn verify_or_error(&self, props: PropertySet, module: &Module, mode: Mode) -> Result<Vec<Diagnostic>, VerificationError> {
+    pub fn verify_or_error(
+        &self,
+        props: PropertySet,
+        module: &Module,
+        mode: Mode,
+    ) -> Result<Vec<Diagnostic>, VerificationError> {
         let diagnostics = self.verify(props, module, mode);
         if diagnostics.iter().any(Diagnostic::is_error) {
-            Err(VerificationError { stage: None, diagnostics })
+            Err(VerificationError {
+                stage: None,
+                diagnostics,
+            })
         } else {
             Ok(diagnostics)
         }
@@ -372,12 +413,19 @@ struct Positions {
 
 impl Positions {
     fn of(m: &Module) -> Self {
-        let functions = m.functions.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
+        let functions = m
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.clone(), i))
+            .collect();
         let mut blocks: HashMap<(usize, String), Vec<usize>> = HashMap::new();
         let mut cur: Option<(usize, String)> = None;
         let mut cur_vec: Vec<usize> = Vec::new();
         m.walk(&mut |r| {
-            let same = cur.as_ref().is_some_and(|(f, b)| *f == r.func_index && b == r.block_path);
+            let same = cur
+                .as_ref()
+                .is_some_and(|(f, b)| *f == r.func_index && b == r.block_path);
             if !same {
                 if let Some(k) = cur.take() {
                     blocks.insert(k, std::mem::take(&mut cur_vec));
@@ -400,13 +448,22 @@ impl Positions {
     /// Module-scope findings first, then by function, then by instruction position.
     fn key(&self, d: &Diagnostic) -> (usize, usize, usize) {
         let l = &d.location;
-        let Some(f) = &l.function else { return (0, 0, 0) };
-        let Some(&fi) = self.functions.get(f) else { return (1, usize::MAX, usize::MAX) };
+        let Some(f) = &l.function else {
+            return (0, 0, 0);
+        };
+        let Some(&fi) = self.functions.get(f) else {
+            return (1, usize::MAX, usize::MAX);
+        };
         let pos = match (&l.block, &l.instruction) {
             (Some(b), Some(i)) => {
                 let index = i.split(':').next().and_then(|n| n.parse::<usize>().ok());
                 index
-                    .and_then(|n| self.blocks.get(&(fi, b.clone())).and_then(|v| v.get(n)).copied())
+                    .and_then(|n| {
+                        self.blocks
+                            .get(&(fi, b.clone()))
+                            .and_then(|v| v.get(n))
+                            .copied()
+                    })
                     .map_or(usize::MAX, |p| p.saturating_add(1))
             }
             _ => 0,
@@ -436,7 +493,11 @@ pub struct Instrument<'r> {
 impl<'r> Instrument<'r> {
     /// An instrument over `registry` that checks nothing yet.
     pub fn new(registry: &'r Registry, mode: Mode) -> Self {
-        Instrument { registry, stages: Vec::new(), mode }
+        Instrument {
+            registry,
+            stages: Vec::new(),
+            mode,
+        }
     }
 
     /// Builder: verify `props` at `stage` (adds to what the stage already checks).
@@ -450,7 +511,10 @@ impl<'r> Instrument<'r> {
 
     /// The properties checked at `stage`.
     pub fn properties(&self, stage: &str) -> PropertySet {
-        self.stages.iter().find(|(s, _)| s == stage).map_or(PropertySet::empty(), |(_, p)| *p)
+        self.stages
+            .iter()
+            .find(|(s, _)| s == stage)
+            .map_or(PropertySet::empty(), |(_, p)| *p)
     }
 
     /// Verify `module` at `stage`: the diagnostics, or an error carrying them when any is an
@@ -462,7 +526,10 @@ impl<'r> Instrument<'r> {
         }
         self.registry
             .verify_or_error(props, module, self.mode)
-            .map_err(|e| VerificationError { stage: Some(stage.to_string()), ..e })
+            .map_err(|e| VerificationError {
+                stage: Some(stage.to_string()),
+                ..e
+            })
     }
 }
 
@@ -497,7 +564,11 @@ impl Summary {
 
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} error(s), {} warning(s), {} not checked, {} note(s)", self.errors, self.warnings, self.not_checked, self.notes)
+        write!(
+            f,
+            "{} error(s), {} warning(s), {} not checked, {} note(s)",
+            self.errors, self.warnings, self.not_checked, self.notes
+        )
     }
 }
 
@@ -513,7 +584,8 @@ fn finding_line(d: &Diagnostic) -> String {
 /// The text report: findings grouped by function, block and instruction, then a summary line.
 pub fn report_text(diags: &[Diagnostic]) -> String {
     let mut out = String::new();
-    let (mut cur_f, mut cur_b, mut cur_i): (Option<&str>, Option<&str>, Option<&str>) = (None, None, None);
+    let (mut cur_f, mut cur_b, mut cur_i): (Option<&str>, Option<&str>, Option<&str>) =
+        (None, None, None);
     let mut module_header = false;
     for d in diags {
         let l = &d.location;
@@ -599,10 +671,15 @@ mod tests {
         fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
             m.walk(&mut |r| {
                 if r.inst.class == self.1 {
-                    out.push(Diagnostic::error(Layer::L1, "flag", Some(1), format!("{}", self.0)).at(r.location()));
+                    out.push(
+                        Diagnostic::error(Layer::L1, "flag", Some(1), format!("{}", self.0))
+                            .at(r.location()),
+                    );
                 }
             });
-            out.push(Diagnostic::error(Layer::L1, "flag", None, "module").with_severity(Severity::Note));
+            out.push(
+                Diagnostic::error(Layer::L1, "flag", None, "module").with_severity(Severity::Note),
+            );
         }
     }
 
@@ -637,8 +714,10 @@ mod tests {
     fn walk_order_then_rule_order() {
         let r = registry();
         let d = r.verify(PropertySet::all(), &module(), Mode::CollectAll);
-        let seq: Vec<(Option<&str>, &str)> =
-            d.iter().map(|d| (d.location.instruction.as_deref(), d.message.as_str())).collect();
+        let seq: Vec<(Option<&str>, &str)> = d
+            .iter()
+            .map(|d| (d.location.instruction.as_deref(), d.message.as_str()))
+            .collect();
         assert_eq!(
             seq,
             vec![
@@ -660,8 +739,12 @@ mod tests {
         let d = r.verify(PropertySet::all(), &module(), Mode::FailFast);
         assert_eq!(d.last().map(|d| d.message.as_str()), Some("arch-level"));
         assert_eq!(d.iter().filter(|d| d.is_error()).count(), 1);
-        assert!(r.verify_or_error(PropertySet::empty(), &module(), Mode::CollectAll).is_ok());
-        let e = r.verify_or_error(PropertySet::all(), &module(), Mode::CollectAll).unwrap_err();
+        assert!(r
+            .verify_or_error(PropertySet::empty(), &module(), Mode::CollectAll)
+            .is_ok());
+        let e = r
+            .verify_or_error(PropertySet::all(), &module(), Mode::CollectAll)
+            .unwrap_err();
         assert_eq!(e.error_count(), 3);
     }
 
@@ -670,7 +753,11 @@ mod tests {
         let mut r = registry();
         r.register(Box::new(Flag(Property::MemType, InstClass::Activation)));
         assert_eq!(r.rules().count(), 2);
-        let d = r.verify(PropertySet::empty().with(Property::MemType), &module(), Mode::CollectAll);
+        let d = r.verify(
+            PropertySet::empty().with(Property::MemType),
+            &module(),
+            Mode::CollectAll,
+        );
         assert_eq!(d.iter().filter(|d| d.is_error()).count(), 2);
     }
 
@@ -678,8 +765,14 @@ mod tests {
     fn instrument_runs_per_stage() {
         let r = registry();
         let ins = Instrument::new(&r, Mode::CollectAll)
-            .at(stage::AFTER_LIFT, PropertySet::empty().with(Property::MemType))
-            .at(stage::AFTER_LIFT, PropertySet::empty().with(Property::ArchLevel));
+            .at(
+                stage::AFTER_LIFT,
+                PropertySet::empty().with(Property::MemType),
+            )
+            .at(
+                stage::AFTER_LIFT,
+                PropertySet::empty().with(Property::ArchLevel),
+            );
         assert!(ins.run(stage::BEFORE_SIM, &module()).unwrap().is_empty());
         let e = ins.run(stage::AFTER_LIFT, &module()).unwrap_err();
         assert_eq!(e.stage.as_deref(), Some("after-lift"));
@@ -691,10 +784,17 @@ mod tests {
     fn property_parsing() {
         let r = Registry::l1();
         let s = PropertySet::parse_list("valid-engines, checkArchLevel,module", &r).unwrap();
-        assert!(s.contains(Property::ValidEngines) && s.contains(Property::ArchLevel) && s.contains(Property::SbIo));
+        assert!(
+            s.contains(Property::ValidEngines)
+                && s.contains(Property::ArchLevel)
+                && s.contains(Property::SbIo)
+        );
         assert!(!s.contains(Property::MemType));
         assert!(PropertySet::parse_list("nope", &r).is_err());
-        assert_eq!(PropertySet::parse_list("all", &r).unwrap(), PropertySet::all());
+        assert_eq!(
+            PropertySet::parse_list("all", &r).unwrap(),
+            PropertySet::all()
+        );
         for p in Property::ALL {
             assert_eq!(p.name().parse::<Property>().unwrap(), *p);
             assert!(r.has(*p), "no rule for {p}");
@@ -711,10 +811,27 @@ mod tests {
         let text = report_text(&d);
         assert!(text.starts_with("module\n"), "{text}");
         assert!(text.contains("function main\n  block bb0\n    0:Activation on act\n      error [L1 flag #1]: arch-level\n"), "{text}");
-        assert!(text.ends_with("3 error(s), 0 warning(s), 0 not checked, 2 note(s)\n"), "{text}");
+        assert!(
+            text.ends_with("3 error(s), 0 warning(s), 0 not checked, 2 note(s)\n"),
+            "{text}"
+        );
         let jl = report_jsonl(&d);
         let first: serde_json::Value = serde_json::from_str(jl.lines().nth(2).unwrap()).unwrap();
-        for k in ["file", "engine", "index", "offset", "layer", "rule", "code", "severity", "field", "message", "function", "block", "instruction"] {
+        for k in [
+            "file",
+            "engine",
+            "index",
+            "offset",
+            "layer",
+            "rule",
+            "code",
+            "severity",
+            "field",
+            "message",
+            "function",
+            "block",
+            "instruction",
+        ] {
             assert!(first.get(k).is_some(), "missing {k}");
         }
         assert_eq!(first["instruction"], "0:Activation");

@@ -14,8 +14,9 @@
 use proptest::prelude::*;
 
 use crate::bir::{
-    AccessPattern, ArchLevel, Block, ClassFields, CollectiveFields, Dtype, EngineSet, EngineType, Function,
-    InstClass, Instruction, MatmultMxFields, MemoryType, Module, NkiKernelFields, NUM_PARTITIONS,
+    AccessPattern, ArchLevel, Block, ClassFields, CollectiveFields, Dtype, EngineSet, EngineType,
+    Function, InstClass, Instruction, MatmultMxFields, MemoryType, Module, NkiKernelFields,
+    NUM_PARTITIONS,
 };
 use crate::l1::table::driver;
 
@@ -31,7 +32,11 @@ pub struct BrokenModule {
 }
 
 /// Classes of the element-wise unit (Pool/DVE compute).
-const ELEMENTWISE: [InstClass; 3] = [InstClass::TensorTensor, InstClass::TensorScalar, InstClass::TensorCopy];
+const ELEMENTWISE: [InstClass; 3] = [
+    InstClass::TensorTensor,
+    InstClass::TensorScalar,
+    InstClass::TensorCopy,
+];
 /// Dtypes of the element-wise and activation units.
 const FLOATS: [Dtype; 3] = [Dtype::Bfloat16, Dtype::Float32, Dtype::Float16];
 
@@ -43,7 +48,11 @@ fn admits(class: InstClass, arch: ArchLevel) -> bool {
 /// The legal engines of `class` at `arch` among `wanted`.
 fn engines(class: InstClass, arch: ArchLevel, wanted: &[EngineType]) -> Vec<EngineType> {
     let legal: EngineSet = driver(class).engines.at(arch);
-    wanted.iter().copied().filter(|e| legal.contains(*e)).collect()
+    wanted
+        .iter()
+        .copied()
+        .filter(|e| legal.contains(*e))
+        .collect()
 }
 
 fn sb(buf: String, dtype: Dtype, partitions: u64, elems: u64) -> AccessPattern {
@@ -64,19 +73,37 @@ struct Unit {
 
 impl Unit {
     fn one(i: Instruction) -> Unit {
-        Unit { insts: vec![i], functions: Vec::new() }
+        Unit {
+            insts: vec![i],
+            functions: Vec::new(),
+        }
     }
 }
 
 /// Unit kinds; each is instantiated with a unit index that makes its buffer names unique.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
-    Elementwise { class: usize, engine: EngineType, dtype: usize, partitions: u64, elems: u64 },
-    Activation { partitions: u64, elems: u64 },
-    Matmult { n: u64 },
+    Elementwise {
+        class: usize,
+        engine: EngineType,
+        dtype: usize,
+        partitions: u64,
+        elems: u64,
+    },
+    Activation {
+        partitions: u64,
+        elems: u64,
+    },
+    Matmult {
+        n: u64,
+    },
     MatmultMx,
-    Gather { elems: u64 },
-    Scatter { elems: u64 },
+    Gather {
+        elems: u64,
+    },
+    Scatter {
+        elems: u64,
+    },
     NkiKernel,
     CustomOp,
 }
@@ -84,12 +111,28 @@ enum Kind {
 fn build(kind: Kind, k: usize) -> Unit {
     let b = |s: &str| format!("u{k}_{s}");
     match kind {
-        Kind::Elementwise { class, engine, dtype, partitions, elems } => {
+        Kind::Elementwise {
+            class,
+            engine,
+            dtype,
+            partitions,
+            elems,
+        } => {
             let class = ELEMENTWISE[class];
             let dt = FLOATS[dtype];
-            let n_args = if class == InstClass::TensorTensor { 2 } else { 1 };
-            let args = (0..n_args).map(|a| sb(b(&format!("in{a}")), dt, partitions, elems)).collect();
-            Unit::one(Instruction::new(class, engine).with_args(args).with_outs(vec![sb(b("out"), dt, partitions, elems)]))
+            let n_args = if class == InstClass::TensorTensor {
+                2
+            } else {
+                1
+            };
+            let args = (0..n_args)
+                .map(|a| sb(b(&format!("in{a}")), dt, partitions, elems))
+                .collect();
+            Unit::one(
+                Instruction::new(class, engine)
+                    .with_args(args)
+                    .with_outs(vec![sb(b("out"), dt, partitions, elems)]),
+            )
         }
         Kind::Activation { partitions, elems } => Unit::one(
             Instruction::new(InstClass::Activation, EngineType::Act)
@@ -98,18 +141,30 @@ fn build(kind: Kind, k: usize) -> Unit {
         ),
         Kind::Matmult { n } => Unit::one(
             Instruction::new(InstClass::Matmult, EngineType::Pe)
-                .with_args(vec![sb(b("w"), Dtype::Bfloat16, 128, 128), sb(b("i"), Dtype::Bfloat16, 128, n)])
+                .with_args(vec![
+                    sb(b("w"), Dtype::Bfloat16, 128, 128),
+                    sb(b("i"), Dtype::Bfloat16, 128, n),
+                ])
                 .with_outs(vec![psum(b("acc"), Dtype::Float32, 128, n)]),
         ),
         Kind::MatmultMx => Unit::one(mx(k)),
         Kind::Gather { elems } => Unit::one(collective(InstClass::AllGather, k, elems, elems * 4)),
-        Kind::Scatter { elems } => Unit::one(collective(InstClass::ReduceScatter, k, elems * 4, elems)),
+        Kind::Scatter { elems } => {
+            Unit::one(collective(InstClass::ReduceScatter, k, elems * 4, elems))
+        }
         Kind::NkiKernel => nki(k),
         Kind::CustomOp => Unit::one(
             Instruction::new(InstClass::CustomOp, EngineType::Pool)
                 .with_args(vec![
                     sb(b("in"), Dtype::Float32, 128, 64),
-                    AccessPattern::contiguous(MemoryType::Input, &b("model_in"), Dtype::Float32, 0, 1, 64),
+                    AccessPattern::contiguous(
+                        MemoryType::Input,
+                        &b("model_in"),
+                        Dtype::Float32,
+                        0,
+                        1,
+                        64,
+                    ),
                 ])
                 .with_outs(vec![sb(b("out"), Dtype::Float32, 128, 64)]),
         ),
@@ -127,14 +182,22 @@ fn mx(k: usize) -> Instruction {
             sb(b("weights_scales"), Dtype::Uint8, 16, 32),
         ])
         .with_outs(vec![psum(b("out"), Dtype::Float32, 32, 32)]);
-    i.fields = ClassFields::MatmultMx(MatmultMxFields { replication_shift: 0, tiles: None });
+    i.fields = ClassFields::MatmultMx(MatmultMxFields {
+        replication_shift: 0,
+        tiles: None,
+    });
     i
 }
 
 fn collective(class: InstClass, k: usize, in_elems: u64, out_elems: u64) -> Instruction {
     let mut i = Instruction::new(class, EngineType::Pool)
         .with_args(vec![sb(format!("u{k}_in"), Dtype::Float32, 128, in_elems)])
-        .with_outs(vec![sb(format!("u{k}_out"), Dtype::Float32, 128, out_elems)]);
+        .with_outs(vec![sb(
+            format!("u{k}_out"),
+            Dtype::Float32,
+            128,
+            out_elems,
+        )]);
     i.fields = ClassFields::Collective(CollectiveFields {
         kind: class.coarse_collective_kind(),
         replica_groups_shape: Some(vec![2, 4]),
@@ -149,7 +212,10 @@ fn nki(k: usize) -> Unit {
     let out_sb = sb(format!("u{k}_k_sb"), Dtype::Bfloat16, 128, 512);
     let mut i = Instruction::new(InstClass::NkiKernel, EngineType::Unassigned)
         .with_args(vec![sb(format!("u{k}_in"), Dtype::Bfloat16, 128, 512)])
-        .with_outs(vec![out_sb.clone(), psum(format!("u{k}_k_ps"), Dtype::Float32, 128, 512)]);
+        .with_outs(vec![
+            out_sb.clone(),
+            psum(format!("u{k}_k_ps"), Dtype::Float32, 128, 512),
+        ]);
     i.fields = ClassFields::NkiKernel(NkiKernelFields {
         func: Some(func.clone()),
         sb_num_partitions: 128,
@@ -171,7 +237,10 @@ fn nki(k: usize) -> Unit {
             ],
         }],
     };
-    Unit { insts: vec![i], functions: vec![body] }
+    Unit {
+        insts: vec![i],
+        functions: vec![body],
+    }
 }
 
 /// Unit kinds legal at `arch`.
@@ -190,18 +259,28 @@ fn arb_kind(arch: ArchLevel) -> BoxedStrategy<Kind> {
         .collect();
     if !ew.is_empty() {
         options.push(
-            (prop::sample::select(ew), any::<prop::sample::Index>(), 0..FLOATS.len(), 1u64..=128, 1u64..=512)
-                .prop_map(|((class, engs), e, dtype, partitions, elems)| Kind::Elementwise {
-                    class,
-                    engine: engs[e.index(engs.len())],
-                    dtype,
-                    partitions,
-                    elems,
-                })
+            (
+                prop::sample::select(ew),
+                any::<prop::sample::Index>(),
+                0..FLOATS.len(),
+                1u64..=128,
+                1u64..=512,
+            )
+                .prop_map(
+                    |((class, engs), e, dtype, partitions, elems)| Kind::Elementwise {
+                        class,
+                        engine: engs[e.index(engs.len())],
+                        dtype,
+                        partitions,
+                        elems,
+                    },
+                )
                 .boxed(),
         );
     }
-    if admits(InstClass::Activation, arch) && !engines(InstClass::Activation, arch, &[EngineType::Act]).is_empty() {
+    if admits(InstClass::Activation, arch)
+        && !engines(InstClass::Activation, arch, &[EngineType::Act]).is_empty()
+    {
         options.push(
             (1u64..=psum_parts, 1u64..=psum_f32)
                 .prop_map(|(partitions, elems)| Kind::Activation { partitions, elems })
@@ -214,16 +293,27 @@ fn arb_kind(arch: ArchLevel) -> BoxedStrategy<Kind> {
     {
         options.push((1u64..=psum_f32).prop_map(|n| Kind::Matmult { n }).boxed());
     }
-    if admits(InstClass::MatmultMx, arch) && !engines(InstClass::MatmultMx, arch, &[EngineType::Pe]).is_empty() {
+    if admits(InstClass::MatmultMx, arch)
+        && !engines(InstClass::MatmultMx, arch, &[EngineType::Pe]).is_empty()
+    {
         options.push(Just(Kind::MatmultMx).boxed());
     }
     // Collective compute needs Gen3 or later (fixture collective_371_on_sunda).
     if arch >= ArchLevel::Gen3 {
-        for (class, scatter) in [(InstClass::AllGather, false), (InstClass::ReduceScatter, true)] {
+        for (class, scatter) in [
+            (InstClass::AllGather, false),
+            (InstClass::ReduceScatter, true),
+        ] {
             if admits(class, arch) && !engines(class, arch, &[EngineType::Pool]).is_empty() {
                 options.push(
                     (1u64..=64)
-                        .prop_map(move |elems| if scatter { Kind::Scatter { elems } } else { Kind::Gather { elems } })
+                        .prop_map(move |elems| {
+                            if scatter {
+                                Kind::Scatter { elems }
+                            } else {
+                                Kind::Gather { elems }
+                            }
+                        })
                         .boxed(),
                 );
             }
@@ -237,7 +327,9 @@ fn arb_kind(arch: ArchLevel) -> BoxedStrategy<Kind> {
         options.push(Just(Kind::CustomOp).boxed());
     }
     if options.is_empty() {
-        return Just(Kind::MatmultMx).prop_filter("no unit is legal at this level", |_| false).boxed();
+        return Just(Kind::MatmultMx)
+            .prop_filter("no unit is legal at this level", |_| false)
+            .boxed();
     }
     prop::strategy::Union::new(options).boxed()
 }
@@ -254,9 +346,21 @@ fn assemble(arch: ArchLevel, units: Vec<Unit>, ret: bool) -> Module {
     }
     functions.insert(
         0,
-        Function { name: "main".into(), attrs: Default::default(), blocks: vec![Block { name: "bb0".into(), dynamic_cfg: false, instructions: insts }] },
+        Function {
+            name: "main".into(),
+            attrs: Default::default(),
+            blocks: vec![Block {
+                name: "bb0".into(),
+                dynamic_cfg: false,
+                instructions: insts,
+            }],
+        },
     );
-    Module { name: Some("generated".into()), arch, functions }
+    Module {
+        name: Some("generated".into()),
+        arch,
+        functions,
+    }
 }
 
 fn arb_kinds(arch: ArchLevel) -> BoxedStrategy<Vec<Kind>> {
@@ -278,7 +382,11 @@ fn has_units(arch: ArchLevel) -> bool {
 /// driver table is legal, the module has an empty main block).
 pub fn arb_valid_module(arch: ArchLevel) -> impl Strategy<Value = Module> {
     (arb_kinds(arch), any::<bool>()).prop_map(move |(kinds, ret)| {
-        let units = kinds.into_iter().enumerate().map(|(k, kind)| build(kind, k)).collect();
+        let units = kinds
+            .into_iter()
+            .enumerate()
+            .map(|(k, kind)| build(kind, k))
+            .collect();
         assemble(arch, units, ret)
     })
 }
@@ -289,7 +397,9 @@ type Breakage = (&'static str, u32, fn(usize) -> Unit);
 /// The one-rule breakages known at `arch`.
 fn breakages(arch: ArchLevel) -> Vec<Breakage> {
     let mut v: Vec<Breakage> = Vec::new();
-    if admits(InstClass::TensorTensor, arch) && !engines(InstClass::TensorTensor, arch, &[EngineType::Dve]).is_empty() {
+    if admits(InstClass::TensorTensor, arch)
+        && !engines(InstClass::TensorTensor, arch, &[EngineType::Dve]).is_empty()
+    {
         // engines_400: TensorTensor on PE.
         v.push(("checkValidEngines", 400, |k| {
             let mut u = build(tt(), k);
@@ -306,7 +416,10 @@ fn breakages(arch: ArchLevel) -> Vec<Breakage> {
     if arch >= ArchLevel::CoreV4 {
         v.push(("checkMatmultMxInstruction", 204, |k| {
             let mut i = mx(k);
-            i.fields = ClassFields::MatmultMx(MatmultMxFields { replication_shift: 1, tiles: None });
+            i.fields = ClassFields::MatmultMx(MatmultMxFields {
+                replication_shift: 1,
+                tiles: None,
+            });
             Unit::one(i)
         }));
         v.push(("checkMatmultMxInputs", 235, |k| {
@@ -319,10 +432,18 @@ fn breakages(arch: ArchLevel) -> Vec<Breakage> {
             i.outs[0].partitions = 31;
             Unit::one(i)
         }));
-        v.push(("checkNKIKernelBufferShapes", 1680, |k| nki_with(k, |f| f.sb_num_partitions = 0)));
-        v.push(("checkNKIKernelBufferShapes", 1681, |k| nki_with(k, |f| f.psum_bank_count = 9)));
-        v.push(("checkNKIKernelBufferShapes", 1682, |k| nki_with(k, |f| f.psum_num_partitions = 129)));
-        v.push(("checkNKIKernelBufferShapes", 1683, |k| nki_with(k, |f| f.num_psum_buffers = 2)));
+        v.push(("checkNKIKernelBufferShapes", 1680, |k| {
+            nki_with(k, |f| f.sb_num_partitions = 0)
+        }));
+        v.push(("checkNKIKernelBufferShapes", 1681, |k| {
+            nki_with(k, |f| f.psum_bank_count = 9)
+        }));
+        v.push(("checkNKIKernelBufferShapes", 1682, |k| {
+            nki_with(k, |f| f.psum_num_partitions = 129)
+        }));
+        v.push(("checkNKIKernelBufferShapes", 1683, |k| {
+            nki_with(k, |f| f.num_psum_buffers = 2)
+        }));
     }
     if arch == ArchLevel::Gen3 {
         v.push(("checkArchLevel", 366, |k| Unit::one(mx(k))));
@@ -332,14 +453,23 @@ fn breakages(arch: ArchLevel) -> Vec<Breakage> {
     }
     if arch == ArchLevel::Sunda {
         v.push(("checkArchLevel", 367, |_| {
-            Unit::one(Instruction::new(InstClass::TongaReduceMacroSymbolic, EngineType::Pool))
+            Unit::one(Instruction::new(
+                InstClass::TongaReduceMacroSymbolic,
+                EngineType::Pool,
+            ))
         }));
     }
     v
 }
 
 fn tt() -> Kind {
-    Kind::Elementwise { class: 0, engine: EngineType::Dve, dtype: 0, partitions: 128, elems: 512 }
+    Kind::Elementwise {
+        class: 0,
+        engine: EngineType::Dve,
+        dtype: 0,
+        partitions: 128,
+        elems: 512,
+    }
 }
 
 fn nki_with(k: usize, f: fn(&mut NkiKernelFields)) -> Unit {
@@ -357,13 +487,26 @@ fn nki_with(k: usize, f: fn(&mut NkiKernelFields)) -> Unit {
 pub fn arb_broken_module(arch: ArchLevel) -> impl Strategy<Value = BrokenModule> {
     let table = breakages(arch);
     let n = table.len();
-    (arb_kinds(arch), any::<bool>(), any::<prop::sample::Index>(), any::<prop::sample::Index>())
+    (
+        arb_kinds(arch),
+        any::<bool>(),
+        any::<prop::sample::Index>(),
+        any::<prop::sample::Index>(),
+    )
         .prop_filter("no breakage is known at this level", move |_| n > 0)
         .prop_map(move |(kinds, ret, which, pos)| {
             let (rule, code, make) = table[which.index(table.len())];
-            let mut units: Vec<Unit> = kinds.iter().enumerate().map(|(k, kind)| build(*kind, k)).collect();
+            let mut units: Vec<Unit> = kinds
+                .iter()
+                .enumerate()
+                .map(|(k, kind)| build(*kind, k))
+                .collect();
             let at = pos.index(units.len() + 1);
             units.insert(at, make(kinds.len()));
-            BrokenModule { module: assemble(arch, units, ret), rule, code }
+            BrokenModule {
+                module: assemble(arch, units, ret),
+                rule,
+                code,
+            }
         })
 }

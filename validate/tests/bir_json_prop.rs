@@ -5,7 +5,10 @@ use serde_json::{json, Value};
 use tpbsim_validate::bir::{from_json_str, from_json_value, to_json_value};
 
 fn cases() -> u32 {
-    std::env::var("TPBSIM_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256)
+    std::env::var("TPBSIM_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256)
 }
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -68,12 +71,68 @@ fn mutated_valid() -> impl Strategy<Value = Value> {
     let paths: Vec<Vec<Value>> = vec![
         vec![json!("arch")],
         vec![json!("functions"), json!(0), json!("name")],
-        vec![json!("functions"), json!(0), json!("blocks"), json!(0), json!("instructions"), json!(0), json!("engine")],
-        vec![json!("functions"), json!(0), json!("blocks"), json!(0), json!("instructions"), json!(0), json!("args"), json!(0), json!("dtype")],
-        vec![json!("functions"), json!(0), json!("blocks"), json!(0), json!("instructions"), json!(0), json!("args"), json!(0), json!("pattern")],
-        vec![json!("functions"), json!(0), json!("blocks"), json!(0), json!("instructions"), json!(0), json!("tiles")],
-        vec![json!("functions"), json!(0), json!("blocks"), json!(0), json!("instructions"), json!(1), json!("blocks")],
-        vec![json!("functions"), json!(0), json!("blocks"), json!(0), json!("instructions"), json!(1), json!("blocks"), json!(0), json!("instructions"), json!(0), json!("replica_groups_shape")],
+        vec![
+            json!("functions"),
+            json!(0),
+            json!("blocks"),
+            json!(0),
+            json!("instructions"),
+            json!(0),
+            json!("engine"),
+        ],
+        vec![
+            json!("functions"),
+            json!(0),
+            json!("blocks"),
+            json!(0),
+            json!("instructions"),
+            json!(0),
+            json!("args"),
+            json!(0),
+            json!("dtype"),
+        ],
+        vec![
+            json!("functions"),
+            json!(0),
+            json!("blocks"),
+            json!(0),
+            json!("instructions"),
+            json!(0),
+            json!("args"),
+            json!(0),
+            json!("pattern"),
+        ],
+        vec![
+            json!("functions"),
+            json!(0),
+            json!("blocks"),
+            json!(0),
+            json!("instructions"),
+            json!(0),
+            json!("tiles"),
+        ],
+        vec![
+            json!("functions"),
+            json!(0),
+            json!("blocks"),
+            json!(0),
+            json!("instructions"),
+            json!(1),
+            json!("blocks"),
+        ],
+        vec![
+            json!("functions"),
+            json!(0),
+            json!("blocks"),
+            json!(0),
+            json!("instructions"),
+            json!(1),
+            json!("blocks"),
+            json!(0),
+            json!("instructions"),
+            json!(0),
+            json!("replica_groups_shape"),
+        ],
     ];
     (0..paths.len(), arb_json()).prop_map(move |(i, leaf)| {
         let mut v = base.clone();

@@ -12,7 +12,10 @@ use tpbsim_validate::registry::{PropertySet, Registry};
 use tpbsim_validate::strategies::{arb_broken_module, arb_valid_module, BrokenModule};
 
 fn cases() -> u32 {
-    let total: u32 = std::env::var("TPBSIM_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
+    let total: u32 = std::env::var("TPBSIM_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256);
     (total / 4).max(1)
 }
 
@@ -40,8 +43,13 @@ fn any_level_valid() -> impl Strategy<Value = Module> {
 
 /// Levels where breakages are known (the strategy rejects every case elsewhere).
 fn any_level_broken() -> impl Strategy<Value = BrokenModule> {
-    prop::sample::select(vec![ArchLevel::Sunda, ArchLevel::Gen3, ArchLevel::CoreV4, ArchLevel::CoreV5])
-        .prop_flat_map(arb_broken_module)
+    prop::sample::select(vec![
+        ArchLevel::Sunda,
+        ArchLevel::Gen3,
+        ArchLevel::CoreV4,
+        ArchLevel::CoreV5,
+    ])
+    .prop_flat_map(arb_broken_module)
 }
 
 proptest! {
@@ -81,12 +89,20 @@ fn strategies_produce_values_at_their_levels() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
-    for arch in [ArchLevel::Sunda, ArchLevel::Gen3, ArchLevel::CoreV4, ArchLevel::CoreV5] {
+    for arch in [
+        ArchLevel::Sunda,
+        ArchLevel::Gen3,
+        ArchLevel::CoreV4,
+        ArchLevel::CoreV5,
+    ] {
         let tree = arb_broken_module(arch).new_tree(&mut runner);
         assert!(tree.is_ok(), "{arch:?}: no broken module");
         let mut nonempty = false;
         for _ in 0..32 {
-            let m = arb_valid_module(arch).new_tree(&mut runner).expect("valid module").current();
+            let m = arb_valid_module(arch)
+                .new_tree(&mut runner)
+                .expect("valid module")
+                .current();
             nonempty |= m.functions[0].blocks[0].instructions.len() > 1;
         }
         assert!(nonempty, "{arch:?}: only empty modules");

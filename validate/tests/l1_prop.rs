@@ -3,14 +3,18 @@
 
 use proptest::prelude::*;
 use tpbsim_validate::bir::{
-    AccessPattern, ArchLevel, Block, ClassFields, CollectiveFields, CollectiveKind, Dim, Dtype, EngineType, FieldsKind,
-    Function, InstClass, Instruction, MatmultMxFields, MemoryType, Module, MxTiles, NkiKernelFields, Sb2SbFields,
+    AccessPattern, ArchLevel, Block, ClassFields, CollectiveFields, CollectiveKind, Dim, Dtype,
+    EngineType, FieldsKind, Function, InstClass, Instruction, MatmultMxFields, MemoryType, Module,
+    MxTiles, NkiKernelFields, Sb2SbFields,
 };
 use tpbsim_validate::diag::Mode;
 use tpbsim_validate::registry::{PropertySet, Registry};
 
 fn cases() -> u32 {
-    std::env::var("TPBSIM_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256)
+    std::env::var("TPBSIM_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256)
 }
 
 fn num() -> impl Strategy<Value = u64> {
@@ -32,16 +36,23 @@ fn ap() -> impl Strategy<Value = AccessPattern> {
         prop_oneof![-5i64..5, Just(i64::MAX), Just(i64::MIN)],
         any::<bool>(),
     )
-        .prop_map(|(mem, buf, dtype, start_partition, partitions, dims, offset, indirect)| AccessPattern {
-            mem,
-            buffer: buf.to_string(),
-            dtype,
-            start_partition,
-            partitions,
-            pattern: dims.into_iter().map(|(step, num)| Dim { step, num }).collect(),
-            offset,
-            indirect,
-        })
+        .prop_map(
+            |(mem, buf, dtype, start_partition, partitions, dims, offset, indirect)| {
+                AccessPattern {
+                    mem,
+                    buffer: buf.to_string(),
+                    dtype,
+                    start_partition,
+                    partitions,
+                    pattern: dims
+                        .into_iter()
+                        .map(|(step, num)| Dim { step, num })
+                        .collect(),
+                    offset,
+                    indirect,
+                }
+            },
+        )
 }
 
 fn small_i64() -> impl Strategy<Value = i64> {
@@ -60,7 +71,9 @@ fn inst() -> impl Strategy<Value = Instruction> {
         any::<(bool, bool, bool)>(),
     )
         .prop_map(|(class, engine, args, outs, ints, shape, kind, flags)| {
-            let mut i = Instruction::new(class, engine).with_args(args).with_outs(outs);
+            let mut i = Instruction::new(class, engine)
+                .with_args(args)
+                .with_outs(outs);
             i.fields = match FieldsKind::of(class) {
                 FieldsKind::MatmultMx => ClassFields::MatmultMx(MatmultMxFields {
                     replication_shift: ints[0],
@@ -87,7 +100,9 @@ fn inst() -> impl Strategy<Value = Instruction> {
                     sb_scratchpad: flags.0,
                     is_local: flags.1,
                 }),
-                FieldsKind::Sb2Sb => ClassFields::Sb2Sb(Sb2SbFields { ctx: flags.2.then_some(ints[6].unsigned_abs()) }),
+                FieldsKind::Sb2Sb => ClassFields::Sb2Sb(Sb2SbFields {
+                    ctx: flags.2.then_some(ints[6].unsigned_abs()),
+                }),
                 FieldsKind::Region => ClassFields::Region(vec![Block {
                     name: "body".into(),
                     dynamic_cfg: flags.0,
@@ -100,17 +115,24 @@ fn inst() -> impl Strategy<Value = Instruction> {
 }
 
 fn module() -> impl Strategy<Value = Module> {
-    (prop::sample::select(ArchLevel::ALL.to_vec()), prop::collection::vec(inst(), 0..8), any::<bool>()).prop_map(
-        |(arch, instructions, dynamic_cfg)| Module {
+    (
+        prop::sample::select(ArchLevel::ALL.to_vec()),
+        prop::collection::vec(inst(), 0..8),
+        any::<bool>(),
+    )
+        .prop_map(|(arch, instructions, dynamic_cfg)| Module {
             name: None,
             arch,
             functions: vec![Function {
                 name: "f".into(),
                 attrs: Default::default(),
-                blocks: vec![Block { name: "b".into(), dynamic_cfg, instructions }],
+                blocks: vec![Block {
+                    name: "b".into(),
+                    dynamic_cfg,
+                    instructions,
+                }],
             }],
-        },
-    )
+        })
 }
 
 proptest! {

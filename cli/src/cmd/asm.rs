@@ -22,14 +22,27 @@ pub struct Args {
 
 /// Run `sim asm`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    let text = std::fs::read_to_string(&a.file).map_err(|e| CliError::Io(format!("{}: {e}", a.file.display())))?;
-    let bundles = parse_text(&text, a.arch)
-        .map_err(|(line, e)| CliError::Usage(format!("{}:{line}:{}: {}", a.file.display(), e.column, e.message)))?;
+    let text = std::fs::read_to_string(&a.file)
+        .map_err(|e| CliError::Io(format!("{}: {e}", a.file.display())))?;
+    let bundles = parse_text(&text, a.arch).map_err(|(line, e)| {
+        CliError::Usage(format!(
+            "{}:{line}:{}: {}",
+            a.file.display(),
+            e.column,
+            e.message
+        ))
+    })?;
     let mut bytes = Vec::with_capacity(bundles.len() * 64);
     for b in &bundles {
         bytes.extend_from_slice(&b.0);
     }
-    tpbsim_isa::neff::write_atomic(&a.output, &bytes).map_err(|e| CliError::Io(format!("{}: {e}", a.output.display())))?;
-    eprintln!("sim: wrote {} bundles ({} bytes) to {}", bundles.len(), bytes.len(), a.output.display());
+    tpbsim_isa::neff::write_atomic(&a.output, &bytes)
+        .map_err(|e| CliError::Io(format!("{}: {e}", a.output.display())))?;
+    eprintln!(
+        "sim: wrote {} bundles ({} bytes) to {}",
+        bundles.len(),
+        bytes.len(),
+        a.output.display()
+    );
     Ok(Outcome::Ok)
 }

@@ -86,7 +86,12 @@ fn hex(code: u64, format: Format) -> String {
 }
 
 /// Cast every hex code of `input` (one per line); the output text, or an error naming the line.
-pub fn convert_lines(input: &str, from: Format, to: Format, policy: &CastPolicy) -> Result<String, CliError> {
+pub fn convert_lines(
+    input: &str,
+    from: Format,
+    to: Format,
+    policy: &CastPolicy,
+) -> Result<String, CliError> {
     let bits = from.element_bits();
     let mut out = String::new();
     for (i, line) in input.lines().enumerate() {
@@ -94,9 +99,16 @@ pub fn convert_lines(input: &str, from: Format, to: Format, policy: &CastPolicy)
         if t.is_empty() {
             continue;
         }
-        let digits = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
-        let code = u64::from_str_radix(digits, 16)
-            .map_err(|_| CliError::Usage(format!("standard input line {}: `{t}` is not a hex code", i + 1)))?;
+        let digits = t
+            .strip_prefix("0x")
+            .or_else(|| t.strip_prefix("0X"))
+            .unwrap_or(t);
+        let code = u64::from_str_radix(digits, 16).map_err(|_| {
+            CliError::Usage(format!(
+                "standard input line {}: `{t}` is not a hex code",
+                i + 1
+            ))
+        })?;
         if bits < 64 && code >> bits != 0 {
             return Err(CliError::Usage(format!(
                 "standard input line {}: {t} does not fit a {bits}-bit {from} code",
@@ -110,7 +122,12 @@ pub fn convert_lines(input: &str, from: Format, to: Format, policy: &CastPolicy)
 }
 
 /// Round the decimal `value` into `from`, cast it to `to`; `"<code> <decoded value>\n"`.
-pub fn convert_value(value: &str, from: Format, to: Format, policy: &CastPolicy) -> Result<String, CliError> {
+pub fn convert_value(
+    value: &str,
+    from: Format,
+    to: Format,
+    policy: &CastPolicy,
+) -> Result<String, CliError> {
     let x: f32 = value
         .trim()
         .parse()
@@ -127,14 +144,36 @@ mod tests {
 
     #[test]
     fn lines_tolerate_prefix_case_and_blank_lines() {
-        let out = convert_lines("0x3f800000\n\n  40490fdb \n0X7F800000\n", Format::Float32, Format::Bfloat16, &P).unwrap();
+        let out = convert_lines(
+            "0x3f800000\n\n  40490fdb \n0X7F800000\n",
+            Format::Float32,
+            Format::Bfloat16,
+            &P,
+        )
+        .unwrap();
         assert_eq!(out, "0x3f80\n0x4049\n0x7f80\n");
-        let out = convert_lines("3f800000\n43e00000\n", Format::Float32, Format::Float8E4m3fn, &P).unwrap();
+        let out = convert_lines(
+            "3f800000\n43e00000\n",
+            Format::Float32,
+            Format::Float8E4m3fn,
+            &P,
+        )
+        .unwrap();
         assert_eq!(out, "0x38\n0x7e\n");
-        let nosat = CastPolicy { saturate_fp8: false, ..P };
-        let out = convert_lines("0x44000000\n", Format::Float32, Format::Float8E4m3fn, &nosat).unwrap();
+        let nosat = CastPolicy {
+            saturate_fp8: false,
+            ..P
+        };
+        let out = convert_lines(
+            "0x44000000\n",
+            Format::Float32,
+            Format::Float8E4m3fn,
+            &nosat,
+        )
+        .unwrap();
         assert_eq!(out, "0x7f\n", "512 overflows to NaN without saturation");
-        let out = convert_lines("0x7\n0xf\n", Format::Float4E2m1fnX4, Format::Bfloat16, &P).unwrap();
+        let out =
+            convert_lines("0x7\n0xf\n", Format::Float4E2m1fnX4, Format::Bfloat16, &P).unwrap();
         assert_eq!(out, "0x40c0\n0xc0c0\n", "packed forms are taken per lane");
     }
 
@@ -144,19 +183,37 @@ mod tests {
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("line 3"), "{e}");
         let e = convert_lines("0x100\n", Format::Float8E5m2, Format::Float32, &P).unwrap_err();
-        assert!(e.to_string().contains("line 1") && e.to_string().contains("8-bit"), "{e}");
+        assert!(
+            e.to_string().contains("line 1") && e.to_string().contains("8-bit"),
+            "{e}"
+        );
         let e = convert_lines("0x\n", Format::Float8E5m2, Format::Float32, &P).unwrap_err();
         assert!(e.to_string().contains("line 1"), "{e}");
     }
 
     #[test]
     fn values() {
-        assert_eq!(convert_value("1.7", Format::Float32, Format::Float8E4m3fn, &P).unwrap(), "0x3e 1.75\n");
-        assert_eq!(convert_value("-1e9", Format::Float32, Format::Float8E5m2, &P).unwrap(), "0xfb -57344\n");
-        assert_eq!(convert_value("2.9", Format::Float32, Format::Int8, &P).unwrap(), "0x02 2\n");
+        assert_eq!(
+            convert_value("1.7", Format::Float32, Format::Float8E4m3fn, &P).unwrap(),
+            "0x3e 1.75\n"
+        );
+        assert_eq!(
+            convert_value("-1e9", Format::Float32, Format::Float8E5m2, &P).unwrap(),
+            "0xfb -57344\n"
+        );
+        assert_eq!(
+            convert_value("2.9", Format::Float32, Format::Int8, &P).unwrap(),
+            "0x02 2\n"
+        );
         let rne = CastPolicy::REFERENCE;
-        assert_eq!(convert_value("2.9", Format::Float32, Format::Int8, &rne).unwrap(), "0x03 3\n");
-        assert_eq!(convert_value("nan", Format::Float32, Format::Bfloat16, &P).unwrap(), "0x7fc0 NaN\n");
+        assert_eq!(
+            convert_value("2.9", Format::Float32, Format::Int8, &rne).unwrap(),
+            "0x03 3\n"
+        );
+        assert_eq!(
+            convert_value("nan", Format::Float32, Format::Bfloat16, &P).unwrap(),
+            "0x7fc0 NaN\n"
+        );
         assert!(convert_value("one", Format::Float32, Format::Bfloat16, &P).is_err());
     }
 }

@@ -33,7 +33,10 @@ pub struct Args {
 }
 
 /// Open a stream; the engine is `engine`, else the file name's, else unknown (`None`).
-pub(crate) fn open_stream(path: &Path, engine: Option<Engine>) -> Result<(EngineStream, Option<Engine>), CliError> {
+pub(crate) fn open_stream(
+    path: &Path,
+    engine: Option<Engine>,
+) -> Result<(EngineStream, Option<Engine>), CliError> {
     match EngineStream::open(path, engine) {
         Ok(s) => {
             let e = s.engine();
@@ -41,7 +44,8 @@ pub(crate) fn open_stream(path: &Path, engine: Option<Engine>) -> Result<(Engine
         }
         Err(StreamError::UnknownEngine { .. }) => {
             // The engine only annotates the output: read the bundles without one.
-            let s = EngineStream::open(path, Some(Engine::Sp)).map_err(|e| CliError::Io(e.to_string()))?;
+            let s = EngineStream::open(path, Some(Engine::Sp))
+                .map_err(|e| CliError::Io(e.to_string()))?;
             Ok((s, None))
         }
         Err(e) => Err(CliError::Io(e.to_string())),
@@ -50,7 +54,13 @@ pub(crate) fn open_stream(path: &Path, engine: Option<Engine>) -> Result<(Engine
 
 /// Count of bundles that do not decode, reported on stderr.
 pub(crate) fn report_undecodable(path: &Path, gen: Gen, stream: &EngineStream) -> Outcome {
-    let bad: Vec<usize> = stream.bundles().iter().enumerate().filter(|(_, b)| decode(b, gen).is_err()).map(|(i, _)| i).collect();
+    let bad: Vec<usize> = stream
+        .bundles()
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| decode(b, gen).is_err())
+        .map(|(i, _)| i)
+        .collect();
     match bad.first() {
         None => Outcome::Ok,
         Some(&first) => {

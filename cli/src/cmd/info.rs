@@ -11,11 +11,21 @@ pub struct Args {}
 pub fn run(_a: Args) -> Result<Outcome, CliError> {
     println!("generations:");
     for g in Gen::ALL {
-        println!("  {:<3} {:<9} arch level {}", g.short(), g.codename(), g.arch_level());
+        println!(
+            "  {:<3} {:<9} arch level {}",
+            g.short(),
+            g.codename(),
+            g.arch_level()
+        );
     }
     println!("engines:");
     for e in Engine::ALL {
-        println!("  {:<4} wire id {} stream {}", e.short(), e.wire_id(), e.stream_file_name());
+        println!(
+            "  {:<4} wire id {} stream {}",
+            e.short(),
+            e.wire_id(),
+            e.stream_file_name()
+        );
     }
     Ok(Outcome::Ok)
 }

@@ -129,7 +129,11 @@ fn layout_name(l: Layout) -> &'static str {
 
 fn header_json(n: &Neff) -> Value {
     let h = &n.header;
-    let tpb_used = h.tpb_per_node.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    let tpb_used = h
+        .tpb_per_node
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |i| i + 1);
     json!({
         "pkg_version": h.pkg_version,
         "header_size": h.header_size,
@@ -166,7 +170,9 @@ fn subgraph_json(sg: &Subgraph) -> Value {
         .def
         .dma_queue
         .iter()
-        .map(|q| json!({"name": q.name, "id": q.id, "owner": q.owner, "semaphores": q.semaphores()}))
+        .map(
+            |q| json!({"name": q.name, "id": q.id, "owner": q.owner, "semaphores": q.semaphores()}),
+        )
         .collect();
     let streams: Vec<Value> = sg
         .streams
@@ -181,8 +187,12 @@ fn subgraph_json(sg: &Subgraph) -> Value {
             })
         })
         .collect();
-    let orphan_sidecars: Vec<&str> =
-        sg.sidecars.iter().filter(|(e, _)| !sg.streams.contains_key(e)).map(|(_, c)| c.member.as_str()).collect();
+    let orphan_sidecars: Vec<&str> = sg
+        .sidecars
+        .iter()
+        .filter(|(e, _)| !sg.streams.contains_key(e))
+        .map(|(_, c)| c.member.as_str())
+        .collect();
     json!({
         "dir": sg.dir, "def_json": sg.def_member, "variables": vars, "queues": queues, "streams": streams,
         "def_dma_blocks": sg.def.dma.len(), "sidecars_without_stream": orphan_sidecars,
@@ -205,8 +215,11 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
             None
         }
     };
-    let subgraphs: Vec<(String, Result<Subgraph, NeffError>)> =
-        n.subgraph_dirs().into_iter().map(|d| (d.clone(), n.subgraph(&d))).collect();
+    let subgraphs: Vec<(String, Result<Subgraph, NeffError>)> = n
+        .subgraph_dirs()
+        .into_iter()
+        .map(|d| (d.clone(), n.subgraph(&d)))
+        .collect();
     for (_, r) in &subgraphs {
         if let Err(e) = r {
             note(e);
@@ -235,7 +248,12 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
     }
 }
 
-fn print_text(file: &Path, n: &Neff, target: Option<&str>, subgraphs: &[(String, Result<Subgraph, NeffError>)]) {
+fn print_text(
+    file: &Path,
+    n: &Neff,
+    target: Option<&str>,
+    subgraphs: &[(String, Result<Subgraph, NeffError>)],
+) {
     println!("{}: {}", file.display(), layout_name(n.layout));
     if n.layout == Layout::Headered {
         let h = &n.header;
@@ -243,14 +261,25 @@ fn print_text(file: &Path, n: &Neff, target: Option<&str>, subgraphs: &[(String,
         println!("  pkg_version          {}", h.pkg_version);
         println!("  header_size          {}", h.header_size);
         println!("  data_size            {}", h.data_size);
-        println!("  neff_version         {}.{}", h.neff_version_major, h.neff_version_minor);
+        println!(
+            "  neff_version         {}.{}",
+            h.neff_version_major, h.neff_version_minor
+        );
         println!("  build_version        {:?}", h.build_version_str());
         println!("  num_tpb              {}", h.num_tpb);
-        println!("  hash                 {} ({})", hex(h.digest()), h.digest_algorithm().unwrap_or("?"));
+        println!(
+            "  hash                 {} ({})",
+            hex(h.digest()),
+            h.digest_algorithm().unwrap_or("?")
+        );
         println!("  uuid                 {}", h.uuid_str());
         println!("  name                 {:?}", h.name_str());
         println!("  requested_tpb_count  {}", h.requested_tpb_count);
-        let used = h.tpb_per_node.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        let used = h
+            .tpb_per_node
+            .iter()
+            .rposition(|&b| b != 0)
+            .map_or(0, |i| i + 1);
         println!("  tpb_per_node         {:?}", &h.tpb_per_node[..used]);
         println!("  feature_bits         {:#x}", h.feature_bits);
         println!("  lnc_size             {}", h.lnc_size);
@@ -278,7 +307,12 @@ fn print_text(file: &Path, n: &Neff, target: Option<&str>, subgraphs: &[(String,
         println!("subgraph {shown}:");
         println!("  variables: {}", sg.def.var.len());
         for v in &sg.def.var {
-            let mut line = format!("    {:>4}  {:<24} {:<12}", v.var_id, v.name, v.kind.as_str());
+            let mut line = format!(
+                "    {:>4}  {:<24} {:<12}",
+                v.var_id,
+                v.name,
+                v.kind.as_str()
+            );
             if let Some(s) = v.size {
                 line.push_str(&format!(" size {s}"));
             }
@@ -296,17 +330,34 @@ fn print_text(file: &Path, n: &Neff, target: Option<&str>, subgraphs: &[(String,
         println!("  dma queues: {}", sg.def.dma_queue.len());
         for q in &sg.def.dma_queue {
             let id = q.id.map_or(String::new(), |i| format!(" id {i}"));
-            let owner = q.owner.as_deref().map_or(String::new(), |o| format!(" owner {o}"));
+            let owner = q
+                .owner
+                .as_deref()
+                .map_or(String::new(), |o| format!(" owner {o}"));
             println!("    {}{id}{owner} semaphores {:?}", q.name, q.semaphores());
         }
         println!("  streams: {}", sg.streams.len());
         for (e, s) in &sg.streams {
             let side = sg.sidecars.get(e).map_or("no sidecar".to_string(), |c| {
-                format!("{} ({} blocks, {} entries)", c.member, c.sidecar.dma.len(), c.sidecar.entry_count())
+                format!(
+                    "{} ({} blocks, {} entries)",
+                    c.member,
+                    c.sidecar.dma.len(),
+                    c.sidecar.entry_count()
+                )
             });
-            println!("    {:<4} {:>8} bundles  {}  dma: {side}", e.short(), s.stream.len(), s.member);
+            println!(
+                "    {:<4} {:>8} bundles  {}  dma: {side}",
+                e.short(),
+                s.stream.len(),
+                s.member
+            );
         }
-        for (e, c) in sg.sidecars.iter().filter(|(e, _)| !sg.streams.contains_key(e)) {
+        for (e, c) in sg
+            .sidecars
+            .iter()
+            .filter(|(e, _)| !sg.streams.contains_key(e))
+        {
             println!("    {:<4} sidecar {} without a stream", e.short(), c.member);
         }
     }
@@ -314,26 +365,41 @@ fn print_text(file: &Path, n: &Neff, target: Option<&str>, subgraphs: &[(String,
 
 fn unpack(a: UnpackArgs) -> Result<Outcome, CliError> {
     let n = read_neff(&a.file, &a.read)?;
-    n.unpack(&a.output, a.force).map_err(|e| located(&a.file, e))?;
-    println!("{} members extracted to {}", n.members.len(), a.output.display());
+    n.unpack(&a.output, a.force)
+        .map_err(|e| located(&a.file, e))?;
+    println!(
+        "{} members extracted to {}",
+        n.members.len(),
+        a.output.display()
+    );
     Ok(Outcome::Ok)
 }
 
 fn pack(a: PackArgs) -> Result<Outcome, CliError> {
     if !a.dir.is_dir() {
-        return Err(CliError::Usage(format!("{}: not a directory", a.dir.display())));
+        return Err(CliError::Usage(format!(
+            "{}: not a directory",
+            a.dir.display()
+        )));
     }
     if !a.force && a.output.exists() {
-        return Err(CliError::Io(format!("{}: exists (use --force to overwrite)", a.output.display())));
+        return Err(CliError::Io(format!(
+            "{}: exists (use --force to overwrite)",
+            a.output.display()
+        )));
     }
     let name = match a.name {
         Some(n) => n,
         None => {
             let canon = a.dir.canonicalize().unwrap_or_else(|_| a.dir.clone());
-            canon.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+            canon
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
         }
     };
-    let mut n = Neff::from_dir(&a.dir, &name, &Limits::default()).map_err(|e| located(&a.dir, e))?;
+    let mut n =
+        Neff::from_dir(&a.dir, &name, &Limits::default()).map_err(|e| located(&a.dir, e))?;
     n.header.pkg_version = a.pkg_version;
     if !a.no_validate {
         for d in n.subgraph_dirs() {
@@ -342,6 +408,11 @@ fn pack(a: PackArgs) -> Result<Outcome, CliError> {
         n.neff_json().map_err(|e| located(&a.dir, e))?;
     }
     n.write_to(&a.output).map_err(|e| located(&a.output, e))?;
-    println!("{}: {} members, pkg_version {}", a.output.display(), n.members.len(), a.pkg_version);
+    println!(
+        "{}: {} members, pkg_version {}",
+        a.output.display(),
+        n.members.len(),
+        a.pkg_version
+    );
     Ok(Outcome::Ok)
 }

@@ -64,7 +64,11 @@ enum InputKind {
 }
 
 fn input_kind(path: &Path) -> Result<InputKind, CliError> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_ascii_lowercase();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
     if name.ends_with(".json") {
         Ok(InputKind::BirJson)
     } else if name.ends_with(".bin") {
@@ -81,22 +85,29 @@ fn input_kind(path: &Path) -> Result<InputKind, CliError> {
 
 fn parse_arch(s: &str) -> Result<ArchLevel, CliError> {
     ArchLevel::parse(s).ok_or_else(|| {
-        CliError::Usage(format!("unknown arch `{s}` (expected inferentia|sunda|gen3|core_v4|core_v5, v2..v5 or 10..50)"))
+        CliError::Usage(format!(
+            "unknown arch `{s}` (expected inferentia|sunda|gen3|core_v4|core_v5, v2..v5 or 10..50)"
+        ))
     })
 }
 
 fn load(path: &Path) -> Result<Module, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
     bir::from_json_str(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
 }
 
 fn selection(a: &Args, registry: &Registry) -> Result<PropertySet, CliError> {
     let mut props = match &a.rules {
-        Some(list) => PropertySet::parse_list(list, registry).map_err(|e| CliError::Usage(e.to_string()))?,
+        Some(list) => {
+            PropertySet::parse_list(list, registry).map_err(|e| CliError::Usage(e.to_string()))?
+        }
         None => PropertySet::default_l1(),
     };
     if let Some(list) = &a.skip_rules {
-        props = props.difference(PropertySet::parse_list(list, registry).map_err(|e| CliError::Usage(e.to_string()))?);
+        props = props.difference(
+            PropertySet::parse_list(list, registry).map_err(|e| CliError::Usage(e.to_string()))?,
+        );
     }
     Ok(props)
 }
@@ -106,11 +117,27 @@ fn list_rules(registry: &Registry) {
         let codes = if r.codes().is_empty() {
             "-".to_string()
         } else {
-            r.codes().iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            r.codes()
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
         };
-        println!("{:<28} {:<32} {:<22} {}", r.property().name(), r.name(), codes, r.summary());
+        println!(
+            "{:<28} {:<32} {:<22} {}",
+            r.property().name(),
+            r.name(),
+            codes,
+            r.summary()
+        );
         if !r.project_defined().is_empty() {
-            println!("{:<28} {:<32} {:<22} project-defined: {}", "", "", "", r.project_defined());
+            println!(
+                "{:<28} {:<32} {:<22} project-defined: {}",
+                "",
+                "",
+                "",
+                r.project_defined()
+            );
         }
     }
 }
@@ -129,7 +156,11 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         return Ok(Outcome::Ok);
     };
     let props = selection(&a, &registry)?;
-    let mode = if a.fail_fast { Mode::FailFast } else { Mode::CollectAll };
+    let mode = if a.fail_fast {
+        Mode::FailFast
+    } else {
+        Mode::CollectAll
+    };
     if input_kind(path)? != InputKind::BirJson {
         return streams::verify(path, arch, a.engine, a.json, mode, &registry, props);
     }
@@ -139,7 +170,10 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     let mut module = load(path)?;
     if let Some(arch) = arch {
         if arch != module.arch && !a.json {
-            eprintln!("sim: note: verifying for {arch}; the module says {}", module.arch);
+            eprintln!(
+                "sim: note: verifying for {arch}; the module says {}",
+                module.arch
+            );
         }
         module.arch = arch;
     }
@@ -153,10 +187,23 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     if a.json {
         print!("{}", report_jsonl(&diags));
     } else {
-        println!("{file}: {} for {}, {} instruction(s)", if diags.iter().any(Diagnostic::is_error) { "INVALID" } else { "valid" }, module.arch, module.instruction_count());
+        println!(
+            "{file}: {} for {}, {} instruction(s)",
+            if diags.iter().any(Diagnostic::is_error) {
+                "INVALID"
+            } else {
+                "valid"
+            },
+            module.arch,
+            module.instruction_count()
+        );
         print!("{}", report_text(&diags));
     }
-    Ok(if diags.iter().any(Diagnostic::is_error) { Outcome::Invalid } else { Outcome::Ok })
+    Ok(if diags.iter().any(Diagnostic::is_error) {
+        Outcome::Invalid
+    } else {
+        Outcome::Ok
+    })
 }
 
 #[cfg(test)]
@@ -165,9 +212,18 @@ mod tests {
 
     #[test]
     fn input_kinds() {
-        assert_eq!(input_kind(Path::new("k.bir.json")).ok(), Some(InputKind::BirJson));
-        assert_eq!(input_kind(Path::new("PE.bin")).ok(), Some(InputKind::EngineStream));
-        assert_eq!(input_kind(Path::new("a/model.NEFF")).ok(), Some(InputKind::Neff));
+        assert_eq!(
+            input_kind(Path::new("k.bir.json")).ok(),
+            Some(InputKind::BirJson)
+        );
+        assert_eq!(
+            input_kind(Path::new("PE.bin")).ok(),
+            Some(InputKind::EngineStream)
+        );
+        assert_eq!(
+            input_kind(Path::new("a/model.NEFF")).ok(),
+            Some(InputKind::Neff)
+        );
         assert!(input_kind(Path::new("x.txt")).is_err());
     }
 }

@@ -91,34 +91,53 @@ pub fn layouts() -> impl Iterator<Item = (&'static LayoutMeta, Gen)> {
     LAYOUT_META
         .iter()
         .filter(|l| l.format.is_some())
-        .flat_map(|l| Gen::ALL.into_iter().filter(move |g| l.gens[g.index()]).map(move |g| (l, g)))
+        .flat_map(|l| {
+            Gen::ALL
+                .into_iter()
+                .filter(move |g| l.gens[g.index()])
+                .map(move |g| (l, g))
+        })
 }
 
 /// The layout of spec format `name` in `gen`.
 pub fn layout_of(name: &str, gen: Gen) -> Option<&'static LayoutMeta> {
-    LAYOUT_META.iter().find(|l| l.gens[gen.index()] && l.format.is_some_and(|f| f.name == name))
+    LAYOUT_META
+        .iter()
+        .find(|l| l.gens[gen.index()] && l.format.is_some_and(|f| f.name == name))
 }
 
 /// Opcodes that decode to `layout` in `gen`, with the sub-opcode selector (offset, value) if
 /// the format is selected by a body byte.
 pub fn layout_opcodes(layout: &'static LayoutMeta, gen: Gen) -> Vec<(u8, Option<(u8, u8)>)> {
-    let Some(f) = layout.format else { return Vec::new() };
+    let Some(f) = layout.format else {
+        return Vec::new();
+    };
     match f.sub {
         Some(s) => vec![(s.opcode, Some((s.offset, s.value)))],
-        None => spec::opcodes().iter().filter(|r| r.format == f.name && r.is_present(gen)).map(|r| (r.code, None)).collect(),
+        None => spec::opcodes()
+            .iter()
+            .filter(|r| r.format == f.name && r.is_present(gen))
+            .map(|r| (r.code, None))
+            .collect(),
     }
 }
 
 /// Opcodes of `layout` in `gen` that [`valid_bundle`] generates: those without an L2 format
 /// gate, and those whose gate has a recipe (everything but [`EXCLUDED`]).
 pub fn generated_opcodes(layout: &'static LayoutMeta, gen: Gen) -> Vec<(u8, Option<(u8, u8)>)> {
-    layout_opcodes(layout, gen).into_iter().filter(|(op, _)| !recipes::is_excluded(gen, *op)).collect()
+    layout_opcodes(layout, gen)
+        .into_iter()
+        .filter(|(op, _)| !recipes::is_excluded(gen, *op))
+        .collect()
 }
 
 /// Engines whose stream may hold `opcode` (the spec's engine classes).
 pub fn engines_for(opcode: u8) -> Vec<Engine> {
     match spec::opcode(opcode) {
-        Some(row) => Engine::ALL.into_iter().filter(|e| row.runs_on(*e)).collect(),
+        Some(row) => Engine::ALL
+            .into_iter()
+            .filter(|e| row.runs_on(*e))
+            .collect(),
         None => Vec::new(),
     }
 }
@@ -134,7 +153,11 @@ pub fn dtype_bytes(tag: u8) -> Option<u32> {
 /// (`project-defined` provenance): generators stay on the header-listed values.
 pub fn enum_members(name: &str, gen: Gen) -> Vec<u8> {
     match spec::enum_def(name) {
-        Some(e) => e.values_in(gen).filter(|v| v.prov != "project-defined").map(|v| v.value).collect(),
+        Some(e) => e
+            .values_in(gen)
+            .filter(|v| v.prov != "project-defined")
+            .map(|v| v.value)
+            .collect(),
         None => Vec::new(),
     }
 }
@@ -155,7 +178,13 @@ pub enum Region {
 
 /// An immediate address in `region` of `gen`, aligned to `align` bytes, whose start partition
 /// lies in `parts` (clamped to the region's partitions).
-pub fn address(rng: &mut impl Entropy, gen: Gen, region: Region, align: u32, parts: std::ops::Range<u32>) -> u32 {
+pub fn address(
+    rng: &mut impl Entropy,
+    gen: Gen,
+    region: Region,
+    align: u32,
+    parts: std::ops::Range<u32>,
+) -> u32 {
     let g = Geometry::of(gen);
     let align = align.max(1);
     let lo = parts.start.min(g.sbuf_partitions - 1);
@@ -218,7 +247,14 @@ pub fn finite_f32(rng: &mut impl Entropy) -> u32 {
 }
 
 /// Fill one field of a typed layout with a spec-derived value (see the module docs).
-fn fill_field(rng: &mut impl Entropy, gen: Gen, b: &mut Bundle, name: &str, off: usize, ty: FieldType) {
+fn fill_field(
+    rng: &mut impl Entropy,
+    gen: Gen,
+    b: &mut Bundle,
+    name: &str,
+    off: usize,
+    ty: FieldType,
+) {
     let _ = name;
     match ty {
         FieldType::U8 => b.0[off] = rng.next_u64() as u8,
@@ -231,7 +267,10 @@ fn fill_field(rng: &mut impl Entropy, gen: Gen, b: &mut Bundle, name: &str, off:
             b.0[off] = if m.is_empty() { 0 } else { rng.pick(&m) };
         }
         FieldType::DtypePair => {
-            let m: Vec<u8> = enum_members("DTYPE", gen).into_iter().filter(|&d| d != 0 && d <= 0xF).collect();
+            let m: Vec<u8> = enum_members("DTYPE", gen)
+                .into_iter()
+                .filter(|&d| d != 0 && d <= 0xF)
+                .collect();
             b.0[off] = rng.pick(&m) | rng.pick(&m) << 4;
         }
         FieldType::Bits(bf) => b.0[off] = bitfield_value(rng, gen, bf),
@@ -269,12 +308,18 @@ fn fill_field(rng: &mut impl Entropy, gen: Gen, b: &mut Bundle, name: &str, off:
 /// A bitfield byte: each sub-field drawn from the enum its note names (`PE_SEED_MODE`) or
 /// arbitrary within its width; bits no sub-field covers stay clear.
 pub fn bitfield_value(rng: &mut impl Entropy, gen: Gen, name: &str) -> u8 {
-    let Some(def) = spec::bitfield(name) else { return 0 };
+    let Some(def) = spec::bitfield(name) else {
+        return 0;
+    };
     let mut v = 0u8;
     for bit in def.bits {
         let mask = ((1u16 << bit.width) - 1) as u8;
         let m = enum_members(bit.note, gen);
-        let x = if m.is_empty() { rng.next_u64() as u8 & mask } else { rng.pick(&m) & mask };
+        let x = if m.is_empty() {
+            rng.next_u64() as u8 & mask
+        } else {
+            rng.pick(&m) & mask
+        };
         v |= x << bit.lsb;
     }
     v
@@ -286,7 +331,13 @@ fn events(rng: &mut impl Entropy, gen: Gen) -> (u8, u8, u32, u32) {
     let w = rng.pick(&enum_members("WAIT_MODE", gen));
     let u = rng.pick(&enum_members("UPDATE_MODE", gen));
     let regs = Geometry::of(gen).address_registers as u64;
-    let mut val = || if rng.chance(1, 2) { rng.below(regs) as u32 } else { rng.next_u64() as u32 };
+    let mut val = || {
+        if rng.chance(1, 2) {
+            rng.below(regs) as u32
+        } else {
+            rng.next_u64() as u32
+        }
+    };
     let (mut wv, mut uv) = (val(), val());
     if w & 0x80 != 0 {
         wv = rng.below(regs) as u32;
@@ -299,7 +350,12 @@ fn events(rng: &mut impl Entropy, gen: Gen) -> (u8, u8, u32, u32) {
 
 /// A bundle of `layout` in `gen` with every field spec-derived and every reserved byte zero,
 /// before any L2 recipe; the opcode is drawn from `opcodes`.
-fn base_bundle(rng: &mut impl Entropy, layout: &'static LayoutMeta, gen: Gen, opcodes: &[(u8, Option<(u8, u8)>)]) -> Bundle {
+fn base_bundle(
+    rng: &mut impl Entropy,
+    layout: &'static LayoutMeta,
+    gen: Gen,
+    opcodes: &[(u8, Option<(u8, u8)>)],
+) -> Bundle {
     let (op, sub) = rng.pick(opcodes);
     let mut b = Bundle::ZERO;
     for f in layout.fields.iter().filter(|f| f.offset >= 12) {
@@ -313,7 +369,14 @@ fn base_bundle(rng: &mut impl Entropy, layout: &'static LayoutMeta, gen: Gen, op
     b.0[6] = u;
     b.0[7] = rng.next_u64() as u8;
     // One shared value word: a register id when either mode is a register form.
-    b.set_u32(8, if u & 0x80 != 0 { rng.below(Geometry::of(gen).address_registers as u64) as u32 } else { wv });
+    b.set_u32(
+        8,
+        if u & 0x80 != 0 {
+            rng.below(Geometry::of(gen).address_registers as u64) as u32
+        } else {
+            wv
+        },
+    );
     if let Some((off, v)) = sub {
         b.0[off as usize] = v;
     }
@@ -325,7 +388,11 @@ fn base_bundle(rng: &mut impl Entropy, layout: &'static LayoutMeta, gen: Gen, op
 
 /// A valid bundle of `layout` in `gen` (see the module docs), with an engine that executes its
 /// opcode. `None` when the layout has no generated opcode in `gen`.
-pub fn valid_bundle<R: Entropy>(rng: &mut R, layout: &'static LayoutMeta, gen: Gen) -> Option<Generated> {
+pub fn valid_bundle<R: Entropy>(
+    rng: &mut R,
+    layout: &'static LayoutMeta,
+    gen: Gen,
+) -> Option<Generated> {
     let ops = generated_opcodes(layout, gen);
     if ops.is_empty() {
         return None;
@@ -343,7 +410,12 @@ pub fn valid_bundle<R: Entropy>(rng: &mut R, layout: &'static LayoutMeta, gen: G
         }
         let engine = rng.pick(&engines);
         if let Some(r) = recipe_for(gen, b.0[0]) {
-            (r.fill)(&mut recipes::Ctx { rng: recipes::DynEntropy(rng), gen, engine, b: &mut b });
+            (r.fill)(&mut recipes::Ctx {
+                rng: recipes::DynEntropy(rng),
+                gen,
+                engine,
+                b: &mut b,
+            });
         }
         return Some(Generated { bundle: b, engine });
     }
@@ -352,7 +424,10 @@ pub fn valid_bundle<R: Entropy>(rng: &mut R, layout: &'static LayoutMeta, gen: G
 
 /// A valid bundle of any generated layout of `gen`.
 pub fn any_valid_bundle<R: Entropy>(rng: &mut R, gen: Gen) -> Option<Generated> {
-    let ls: Vec<&'static LayoutMeta> = layouts().filter(|(l, g)| *g == gen && !generated_opcodes(l, gen).is_empty()).map(|(l, _)| l).collect();
+    let ls: Vec<&'static LayoutMeta> = layouts()
+        .filter(|(l, g)| *g == gen && !generated_opcodes(l, gen).is_empty())
+        .map(|(l, _)| l)
+        .collect();
     if ls.is_empty() {
         return None;
     }
@@ -371,10 +446,17 @@ mod tests {
         let mut n = 0;
         for (layout, gen) in layouts() {
             for _ in 0..8 {
-                let Some(g) = valid_bundle(&mut rng, layout, gen) else { continue };
+                let Some(g) = valid_bundle(&mut rng, layout, gen) else {
+                    continue;
+                };
                 n += 1;
                 let i = decode(&g.bundle, gen).expect("generated opcode decodes");
-                assert_eq!(i.meta().rust_name, layout.rust_name, "{}", g.bundle.to_hex());
+                assert_eq!(
+                    i.meta().rust_name,
+                    layout.rust_name,
+                    "{}",
+                    g.bundle.to_hex()
+                );
                 assert!(!layout.has_nonzero_reserved(&g.bundle));
                 assert_eq!(g.bundle.0[1], INST_WORD_LEN);
                 assert!(recipes::engines(gen, g.bundle.0[0]).contains(&g.engine));

@@ -103,28 +103,55 @@ fn bit_flip<R: Entropy>(rng: &mut R, g: Generated) -> Mutation {
     let mut b = g.bundle;
     let bit = rng.below(512) as usize;
     b.0[bit / 8] ^= 1 << (bit % 8);
-    Mutation { bundle: b, engine: g.engine, kind: MutationKind::BitFlip, field: "any", rule: None }
+    Mutation {
+        bundle: b,
+        engine: g.engine,
+        kind: MutationKind::BitFlip,
+        field: "any",
+        rule: None,
+    }
 }
 
 /// Apply mutation `kind` to `g`, or `None` when it does not apply to this bundle (no L2 on
 /// `gen`, no reserved byte, no recipe for the opcode, ...).
-pub fn mutate_kind<R: Entropy>(rng: &mut R, gen: Gen, g: Generated, kind: MutationKind) -> Option<Mutation> {
+pub fn mutate_kind<R: Entropy>(
+    rng: &mut R,
+    gen: Gen,
+    g: Generated,
+    kind: MutationKind,
+) -> Option<Mutation> {
     let l2 = matches!(gen, Gen::V2 | Gen::V3 | Gen::V4);
     let op = g.bundle.0[0];
     let recipe = recipes::recipe_for(gen, op);
     let meta = decode(&g.bundle, gen).ok()?.meta();
     let mut b = g.bundle;
-    let mk = |b: Bundle, field: &'static str, rule: &'static str| Some(Mutation { bundle: b, engine: g.engine, kind, field, rule: Some(rule) });
+    let mk = |b: Bundle, field: &'static str, rule: &'static str| {
+        Some(Mutation {
+            bundle: b,
+            engine: g.engine,
+            kind,
+            field,
+            rule: Some(rule),
+        })
+    };
     match kind {
         MutationKind::BitFlip => Some(bit_flip(rng, g)),
         MutationKind::ReservedBitFlip | MutationKind::ReservedByte => {
             recipe?;
-            let bytes: Vec<usize> = meta.reserved.iter().flat_map(|&(s, e)| s as usize..e as usize).collect();
+            let bytes: Vec<usize> = meta
+                .reserved
+                .iter()
+                .flat_map(|&(s, e)| s as usize..e as usize)
+                .collect();
             if bytes.is_empty() {
                 return None;
             }
             let i = rng.pick(&bytes);
-            b.0[i] = if kind == MutationKind::ReservedBitFlip { 1 << rng.below(8) } else { rng.range(1, 255) as u8 };
+            b.0[i] = if kind == MutationKind::ReservedBitFlip {
+                1 << rng.below(8)
+            } else {
+                rng.range(1, 255) as u8
+            };
             mk(b, "reserved", "reserved_zero")
         }
         MutationKind::InstWordLen => {
@@ -154,9 +181,15 @@ pub fn mutate_kind<R: Entropy>(rng: &mut R, gen: Gen, g: Generated, kind: Mutati
                 return None;
             }
             let outside = |r: &EnumRule| -> Vec<u8> {
-                (0..=255u8).filter(|&v| !(r.member)(gen, v) && !(!r.spec_enum.is_empty() && enum_knows(r.spec_enum, v))).collect()
+                (0..=255u8)
+                    .filter(|&v| {
+                        !(r.member)(gen, v)
+                            && !(!r.spec_enum.is_empty() && enum_knows(r.spec_enum, v))
+                    })
+                    .collect()
             };
-            let mut rules: Vec<(&EnumRule, Vec<u8>)> = EVENT_ENUMS.iter().map(|r| (r, outside(r))).collect();
+            let mut rules: Vec<(&EnumRule, Vec<u8>)> =
+                EVENT_ENUMS.iter().map(|r| (r, outside(r))).collect();
             if let Some(r) = recipe {
                 rules.extend(r.enums.iter().map(|r| (r, outside(r))));
             }
@@ -174,7 +207,9 @@ pub fn mutate_kind<R: Entropy>(rng: &mut R, gen: Gen, g: Generated, kind: Mutati
                 .fields
                 .iter()
                 .filter_map(|f| match f.ty {
-                    FieldType::Tensor(n) | FieldType::MemPattern(n) => Some((f.name, f.offset as usize, n as usize)),
+                    FieldType::Tensor(n) | FieldType::MemPattern(n) => {
+                        Some((f.name, f.offset as usize, n as usize))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -199,13 +234,26 @@ pub fn mutate_kind<R: Entropy>(rng: &mut R, gen: Gen, g: Generated, kind: Mutati
                 return None;
             }
             let ok = recipes::engines(gen, op);
-            let wrong: Vec<Engine> = Engine::ALL.into_iter().filter(|e| !ok.contains(e)).collect();
+            let wrong: Vec<Engine> = Engine::ALL
+                .into_iter()
+                .filter(|e| !ok.contains(e))
+                .collect();
             if wrong.is_empty() {
                 return None;
             }
             let e = rng.pick(&wrong);
-            let rule = if gen == Gen::V2 { "instruction_engine_check" } else { "neuron_isa_check_opcode_on_engine" };
-            Some(Mutation { bundle: b, engine: e, kind, field: "opcode", rule: Some(rule) })
+            let rule = if gen == Gen::V2 {
+                "instruction_engine_check"
+            } else {
+                "neuron_isa_check_opcode_on_engine"
+            };
+            Some(Mutation {
+                bundle: b,
+                engine: e,
+                kind,
+                field: "opcode",
+                rule: Some(rule),
+            })
         }
         MutationKind::InvalidDtype => {
             let r = recipe?;

@@ -36,11 +36,15 @@ impl<R: Read> Read for Budget<R> {
                 0 => Ok(0),
                 _ => {
                     self.tripped.set(true);
-                    Err(io::Error::other("decompressed archive exceeds the size limit"))
+                    Err(io::Error::other(
+                        "decompressed archive exceeds the size limit",
+                    ))
                 }
             };
         }
-        let want = buf.len().min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        let want = buf
+            .len()
+            .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..want])?;
         self.remaining -= n as u64;
         Ok(n)
@@ -68,7 +72,11 @@ pub(crate) fn normalize_member_path(raw: &[u8]) -> Result<String, String> {
         match comp {
             "" | "." => {}
             ".." => return Err("path escapes the archive root (`..`)".into()),
-            c if c.len() >= 2 && c.as_bytes()[1] == b':' && c.as_bytes()[0].is_ascii_alphabetic() && parts.is_empty() => {
+            c if c.len() >= 2
+                && c.as_bytes()[1] == b':'
+                && c.as_bytes()[0].is_ascii_alphabetic()
+                && parts.is_empty() =>
+            {
                 return Err("drive-qualified path".into())
             }
             c => parts.push(c),
@@ -83,9 +91,15 @@ pub(crate) fn normalize_member_path(raw: &[u8]) -> Result<String, String> {
 /// Classify an I/O error from the decompressor or the tar reader.
 fn archive_error(e: io::Error, tripped: &Cell<bool>, limits: &Limits, context: &str) -> NeffError {
     if tripped.get() {
-        return NeffError::ArchiveTooLarge { limit: limits.max_total_bytes };
+        return NeffError::ArchiveTooLarge {
+            limit: limits.max_total_bytes,
+        };
     }
-    let detail = if context.is_empty() { e.to_string() } else { format!("{context}: {e}") };
+    let detail = if context.is_empty() {
+        e.to_string()
+    } else {
+        format!("{context}: {e}")
+    };
     let msg = e.to_string();
     if e.kind() == io::ErrorKind::UnexpectedEof
         || msg.contains("failed to read entire block")
@@ -99,25 +113,43 @@ fn archive_error(e: io::Error, tripped: &Cell<bool>, limits: &Limits, context: &
 }
 
 /// Read every regular-file member of a tar (gzip or plain) payload, enforcing `limits`.
-pub(crate) fn read_members(payload: &[u8], limits: &Limits) -> Result<BTreeMap<String, Vec<u8>>, NeffError> {
+pub(crate) fn read_members(
+    payload: &[u8],
+    limits: &Limits,
+) -> Result<BTreeMap<String, Vec<u8>>, NeffError> {
     let tripped = Rc::new(Cell::new(false));
     // Room for tar headers, padding and extension records on top of the member bytes.
-    let overhead = (limits.max_members as u64).saturating_add(2).saturating_mul(4 * 512).saturating_add(1 << 20);
+    let overhead = (limits.max_members as u64)
+        .saturating_add(2)
+        .saturating_mul(4 * 512)
+        .saturating_add(1 << 20);
     let budget = limits.max_total_bytes.saturating_add(overhead);
-    let inner: Box<dyn Read + '_> =
-        if is_gzip(payload) { Box::new(flate2::read::GzDecoder::new(payload)) } else { Box::new(payload) };
-    let reader = Budget { inner, remaining: budget, tripped: Rc::clone(&tripped) };
+    let inner: Box<dyn Read + '_> = if is_gzip(payload) {
+        Box::new(flate2::read::GzDecoder::new(payload))
+    } else {
+        Box::new(payload)
+    };
+    let reader = Budget {
+        inner,
+        remaining: budget,
+        tripped: Rc::clone(&tripped),
+    };
     let mut archive = tar::Archive::new(reader);
     let mut members = BTreeMap::new();
     let mut total: u64 = 0;
     let mut count: usize = 0;
     {
-        let entries = archive.entries().map_err(|e| archive_error(e, &tripped, limits, ""))?;
+        let entries = archive
+            .entries()
+            .map_err(|e| archive_error(e, &tripped, limits, ""))?;
         for entry in entries {
-            let mut entry = entry.map_err(|e| archive_error(e, &tripped, limits, "reading a member header"))?;
+            let mut entry =
+                entry.map_err(|e| archive_error(e, &tripped, limits, "reading a member header"))?;
             count += 1;
             if count > limits.max_members {
-                return Err(NeffError::TooManyMembers { limit: limits.max_members });
+                return Err(NeffError::TooManyMembers {
+                    limit: limits.max_members,
+                });
             }
             let raw_path = entry.path_bytes().into_owned();
             let shown = String::from_utf8_lossy(&raw_path).into_owned();
@@ -126,29 +158,73 @@ pub(crate) fn read_members(payload: &[u8], limits: &Limits) -> Result<BTreeMap<S
             let is_file = match kind {
                 T::Regular | T::Continuous => true,
                 T::Directory | T::XGlobalHeader => false,
-                T::Symlink => return Err(NeffError::UnsupportedEntry { member: shown, kind: "symbolic link" }),
-                T::Link => return Err(NeffError::UnsupportedEntry { member: shown, kind: "hard link" }),
-                T::Char => return Err(NeffError::UnsupportedEntry { member: shown, kind: "character device" }),
-                T::Block => return Err(NeffError::UnsupportedEntry { member: shown, kind: "block device" }),
-                T::Fifo => return Err(NeffError::UnsupportedEntry { member: shown, kind: "FIFO" }),
-                T::GNUSparse => return Err(NeffError::UnsupportedEntry { member: shown, kind: "sparse file" }),
-                _ => return Err(NeffError::UnsupportedEntry { member: shown, kind: "unknown entry type" }),
+                T::Symlink => {
+                    return Err(NeffError::UnsupportedEntry {
+                        member: shown,
+                        kind: "symbolic link",
+                    })
+                }
+                T::Link => {
+                    return Err(NeffError::UnsupportedEntry {
+                        member: shown,
+                        kind: "hard link",
+                    })
+                }
+                T::Char => {
+                    return Err(NeffError::UnsupportedEntry {
+                        member: shown,
+                        kind: "character device",
+                    })
+                }
+                T::Block => {
+                    return Err(NeffError::UnsupportedEntry {
+                        member: shown,
+                        kind: "block device",
+                    })
+                }
+                T::Fifo => {
+                    return Err(NeffError::UnsupportedEntry {
+                        member: shown,
+                        kind: "FIFO",
+                    })
+                }
+                T::GNUSparse => {
+                    return Err(NeffError::UnsupportedEntry {
+                        member: shown,
+                        kind: "sparse file",
+                    })
+                }
+                _ => {
+                    return Err(NeffError::UnsupportedEntry {
+                        member: shown,
+                        kind: "unknown entry type",
+                    })
+                }
             };
             if kind == T::XGlobalHeader {
                 continue;
             }
-            let name = normalize_member_path(&raw_path)
-                .map_err(|reason| NeffError::UnsafePath { member: shown.clone(), reason })?;
+            let name =
+                normalize_member_path(&raw_path).map_err(|reason| NeffError::UnsafePath {
+                    member: shown.clone(),
+                    reason,
+                })?;
             if !is_file {
                 continue;
             }
             let size = entry.size();
             if size > limits.max_member_bytes {
-                return Err(NeffError::MemberTooLarge { member: name, size, limit: limits.max_member_bytes });
+                return Err(NeffError::MemberTooLarge {
+                    member: name,
+                    size,
+                    limit: limits.max_member_bytes,
+                });
             }
             total = total.saturating_add(size);
             if total > limits.max_total_bytes {
-                return Err(NeffError::ArchiveTooLarge { limit: limits.max_total_bytes });
+                return Err(NeffError::ArchiveTooLarge {
+                    limit: limits.max_total_bytes,
+                });
             }
             if members.contains_key(&name) {
                 return Err(NeffError::DuplicateMember { member: name });
@@ -167,7 +243,8 @@ pub(crate) fn read_members(payload: &[u8], limits: &Limits) -> Result<BTreeMap<S
     }
     // Drain the rest so the gzip trailer (CRC-32 and length) is checked.
     let mut rest = archive.into_inner();
-    io::copy(&mut rest, &mut io::sink()).map_err(|e| archive_error(e, &tripped, limits, "after the last member"))?;
+    io::copy(&mut rest, &mut io::sink())
+        .map_err(|e| archive_error(e, &tripped, limits, "after the last member"))?;
     Ok(members)
 }
 
@@ -190,7 +267,14 @@ pub(crate) fn write_tar<W: Write>(out: W, members: &BTreeMap<String, Vec<u8>>) -
         h.set_groupname("nobody")?;
         if h.set_path(name).is_err() {
             builder.append_pax_extensions([("path", name.as_bytes())])?;
-            let short: String = name.chars().rev().take(90).collect::<Vec<_>>().into_iter().rev().collect();
+            let short: String = name
+                .chars()
+                .rev()
+                .take(90)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
             let short = short.trim_start_matches('/');
             h.set_path(short).or_else(|_| h.set_path("pax-long-name"))?;
         }
@@ -202,7 +286,9 @@ pub(crate) fn write_tar<W: Write>(out: W, members: &BTreeMap<String, Vec<u8>>) -
 
 /// gzip (level 1, zero mtime) a tar of `members`.
 pub(crate) fn write_gzip_tar(members: &BTreeMap<String, Vec<u8>>) -> io::Result<Vec<u8>> {
-    let enc = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::new(1));
+    let enc = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::new(1));
     write_tar(enc, members)?.finish()
 }
 
@@ -217,11 +303,28 @@ mod tests {
 
     #[test]
     fn normalization() {
-        assert_eq!(normalize_member_path(b"./sg00/def.json").unwrap(), "sg00/def.json");
+        assert_eq!(
+            normalize_member_path(b"./sg00/def.json").unwrap(),
+            "sg00/def.json"
+        );
         assert_eq!(normalize_member_path(b"a//b/./c").unwrap(), "a/b/c");
         assert_eq!(normalize_member_path(b"dir/").unwrap(), "dir");
-        for bad in [&b"../x"[..], b"a/../../b", b"/etc/passwd", b"", b".", b"./", b"a\\b", b"C:evil", b"\xff\xfe"] {
-            assert!(normalize_member_path(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        for bad in [
+            &b"../x"[..],
+            b"a/../../b",
+            b"/etc/passwd",
+            b"",
+            b".",
+            b"./",
+            b"a\\b",
+            b"C:evil",
+            b"\xff\xfe",
+        ] {
+            assert!(
+                normalize_member_path(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
         // `..` inside a name is fine; only a whole component escapes.
         assert_eq!(normalize_member_path(b"a/..b").unwrap(), "a/..b");

@@ -141,7 +141,11 @@ pub fn c_string(field: &[u8]) -> String {
 fn set_c_string(field: &mut [u8], what: &str, text: &str) -> Result<(), String> {
     let bytes = text.as_bytes();
     if bytes.len() >= field.len() {
-        return Err(format!("{what} is {} bytes; at most {} fit", bytes.len(), field.len() - 1));
+        return Err(format!(
+            "{what} is {} bytes; at most {} fit",
+            bytes.len(),
+            field.len() - 1
+        ));
     }
     if bytes.contains(&0) {
         return Err(format!("{what} contains a NUL byte"));
@@ -194,7 +198,8 @@ impl Header {
         b[HASH..HASH + 32].copy_from_slice(&self.hash);
         b[UUID..UUID + 16].copy_from_slice(&self.uuid);
         b[NAME..NAME + 256].copy_from_slice(&self.name);
-        b[REQUESTED_TPB_COUNT..REQUESTED_TPB_COUNT + 4].copy_from_slice(&self.requested_tpb_count.to_le_bytes());
+        b[REQUESTED_TPB_COUNT..REQUESTED_TPB_COUNT + 4]
+            .copy_from_slice(&self.requested_tpb_count.to_le_bytes());
         b[TPB_PER_NODE..TPB_PER_NODE + 64].copy_from_slice(&self.tpb_per_node);
         b[FEATURE_BITS..FEATURE_BITS + 8].copy_from_slice(&self.feature_bits.to_le_bytes());
         b[LNC_SIZE..LNC_SIZE + 4].copy_from_slice(&self.lnc_size.to_le_bytes());
@@ -225,7 +230,14 @@ impl Header {
     /// The UUID in its canonical 8-4-4-4-12 form.
     pub fn uuid_str(&self) -> String {
         let h = hex(&self.uuid);
-        format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+        format!(
+            "{}-{}-{}-{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..32]
+        )
     }
 
     /// The part of `hash` the package version uses: 16 bytes of MD5 (pkg 2), 32 bytes of
@@ -270,7 +282,10 @@ impl Header {
     pub fn runtime_compat_issues(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.neff_version_major > 2 {
-            out.push(format!("neff_version_major {} > 2 (runtime accepts 0..=2)", self.neff_version_major));
+            out.push(format!(
+                "neff_version_major {} > 2 (runtime accepts 0..=2)",
+                self.neff_version_major
+            ));
         }
         if self.neff_version_major == 2 && self.feature_bits & FEATURE_REJECT_MASK != 0 {
             out.push(format!(
@@ -361,7 +376,10 @@ mod tests {
         assert!(h.hash[16..].iter().all(|&b| b == 0));
         h.pkg_version = PKG_TAR_SHA256;
         h.seal(b"abc");
-        assert_eq!(hex(h.digest()), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            hex(h.digest()),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         h.pkg_version = 9;
         assert!(h.compute_digest(b"abc").is_none());
         assert!(h.digest_algorithm().is_none());
@@ -381,7 +399,10 @@ mod tests {
     #[test]
     fn uuid_layout() {
         let u = uuid_from_md5(&[0xFF; 16]);
-        let h = Header { uuid: u, ..Header::default() };
+        let h = Header {
+            uuid: u,
+            ..Header::default()
+        };
         let s = h.uuid_str();
         assert_eq!(s.len(), 36);
         assert_eq!(&s[14..15], "3");

@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 pub use header::{Header, HEADER_LEN, PKG_GZIP_MD5, PKG_TAR_SHA256};
 pub use npy::{NpyArray, NpyElem, NpyError};
 pub use schema::{
-    engine_token, DefJson, DmaBlock, DmaEntry, DmaOp, DmaQueue, Dtype, EngineFiles, NeffJson, SemOp, Sidecar,
-    VarKind, VarRef, Variable,
+    engine_token, DefJson, DmaBlock, DmaEntry, DmaOp, DmaQueue, Dtype, EngineFiles, NeffJson,
+    SemOp, Sidecar, VarKind, VarRef, Variable,
 };
 
 use crate::engine::Engine;
@@ -201,7 +201,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_total_bytes: 1 << 30, max_member_bytes: 512 << 20, max_members: 100_000 }
+        Limits {
+            max_total_bytes: 1 << 30,
+            max_member_bytes: 512 << 20,
+            max_members: 100_000,
+        }
     }
 }
 
@@ -216,7 +220,10 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { verify_hash: true, limits: Limits::default() }
+        ReadOptions {
+            verify_hash: true,
+            limits: Limits::default(),
+        }
     }
 }
 
@@ -258,7 +265,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new().prefix(".tpbsim-").suffix(".tmp").tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tpbsim-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
@@ -269,18 +279,31 @@ impl Neff {
     /// An empty NEFF (pkg_version 2) with a model name.
     pub fn new(name: &str) -> Result<Neff, NeffError> {
         let mut header = Header::default();
-        header.set_name(name).map_err(|reason| NeffError::Pack { what: "the name".into(), reason })?;
-        Ok(Neff { header, layout: Layout::Headered, members: BTreeMap::new() })
+        header.set_name(name).map_err(|reason| NeffError::Pack {
+            what: "the name".into(),
+            reason,
+        })?;
+        Ok(Neff {
+            header,
+            layout: Layout::Headered,
+            members: BTreeMap::new(),
+        })
     }
 
     /// Read a NEFF file.
     pub fn read(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<Neff, NeffError> {
         let path = path.as_ref();
-        let io = |source| NeffError::Io { path: path.to_path_buf(), source };
+        let io = |source| NeffError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         if meta.is_dir() {
-            return Err(io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory")));
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "is a directory",
+            )));
         }
         if meta.len() == 0 {
             return Neff::from_bytes(&[], opts);
@@ -301,16 +324,31 @@ impl Neff {
             v == PKG_TAR_SHA256 || v == PKG_GZIP_MD5
         });
         if !headered && (archive::is_gzip(bytes) || archive::is_tar(bytes)) {
-            let layout = if archive::is_gzip(bytes) { Layout::BareGzip } else { Layout::BareTar };
+            let layout = if archive::is_gzip(bytes) {
+                Layout::BareGzip
+            } else {
+                Layout::BareTar
+            };
             let members = archive::read_members(bytes, &opts.limits)?;
             let header = Header {
-                pkg_version: if layout == Layout::BareGzip { PKG_GZIP_MD5 } else { PKG_TAR_SHA256 },
+                pkg_version: if layout == Layout::BareGzip {
+                    PKG_GZIP_MD5
+                } else {
+                    PKG_TAR_SHA256
+                },
                 data_size: file_len,
                 ..Header::default()
             };
-            return Ok(Neff { header, layout, members });
+            return Ok(Neff {
+                header,
+                layout,
+                members,
+            });
         }
-        let Some(head) = bytes.get(..HEADER_LEN).and_then(|h| <&[u8; HEADER_LEN]>::try_from(h).ok()) else {
+        let Some(head) = bytes
+            .get(..HEADER_LEN)
+            .and_then(|h| <&[u8; HEADER_LEN]>::try_from(h).ok())
+        else {
             return Err(NeffError::TruncatedHeader { len: file_len });
         };
         let header = Header::parse(head);
@@ -318,11 +356,17 @@ impl Neff {
             return Err(NeffError::UnsupportedPackageVersion(header.pkg_version));
         }
         if header.header_size >= file_len {
-            return Err(NeffError::HeaderSize { header_size: header.header_size, file_len });
+            return Err(NeffError::HeaderSize {
+                header_size: header.header_size,
+                file_len,
+            });
         }
         let available = file_len - HEADER_LEN as u64;
         if header.data_size != available || header.data_size == 0 {
-            return Err(NeffError::DataSize { data_size: header.data_size, available });
+            return Err(NeffError::DataSize {
+                data_size: header.data_size,
+                available,
+            });
         }
         let payload = &bytes[HEADER_LEN..];
         if opts.verify_hash {
@@ -336,7 +380,11 @@ impl Neff {
             }
         }
         let members = archive::read_members(payload, &opts.limits)?;
-        Ok(Neff { header, layout: Layout::Headered, members })
+        Ok(Neff {
+            header,
+            layout: Layout::Headered,
+            members,
+        })
     }
 
     /// Build a NEFF from the regular files under `dir` (member names are the relative
@@ -347,44 +395,78 @@ impl Neff {
         let mut total = 0u64;
         let mut stack = vec![root.to_path_buf()];
         while let Some(d) = stack.pop() {
-            let io = |source| NeffError::Io { path: d.clone(), source };
-            let mut entries: Vec<_> = std::fs::read_dir(&d).map_err(io)?.collect::<Result<_, _>>().map_err(io)?;
+            let io = |source| NeffError::Io {
+                path: d.clone(),
+                source,
+            };
+            let mut entries: Vec<_> = std::fs::read_dir(&d)
+                .map_err(io)?
+                .collect::<Result<_, _>>()
+                .map_err(io)?;
             entries.sort_by_key(|e| e.file_name());
             for entry in entries {
                 let path = entry.path();
-                let ft = entry.file_type().map_err(|source| NeffError::Io { path: path.clone(), source })?;
+                let ft = entry.file_type().map_err(|source| NeffError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
                 let rel = path.strip_prefix(root).unwrap_or(&path);
                 let shown = rel.display().to_string();
                 if ft.is_symlink() {
-                    return Err(NeffError::Pack { what: shown, reason: "symbolic links are not packed".into() });
+                    return Err(NeffError::Pack {
+                        what: shown,
+                        reason: "symbolic links are not packed".into(),
+                    });
                 }
                 if ft.is_dir() {
                     stack.push(path);
                     continue;
                 }
                 if !ft.is_file() {
-                    return Err(NeffError::Pack { what: shown, reason: "not a regular file".into() });
+                    return Err(NeffError::Pack {
+                        what: shown,
+                        reason: "not a regular file".into(),
+                    });
                 }
                 let rel_str = rel
                     .components()
                     .map(|c| c.as_os_str().to_str())
                     .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| NeffError::Pack { what: shown.clone(), reason: "name is not UTF-8".into() })?
+                    .ok_or_else(|| NeffError::Pack {
+                        what: shown.clone(),
+                        reason: "name is not UTF-8".into(),
+                    })?
                     .join("/");
-                let member = archive::normalize_member_path(rel_str.as_bytes())
-                    .map_err(|reason| NeffError::Pack { what: shown.clone(), reason })?;
-                let data = std::fs::read(&path).map_err(|source| NeffError::Io { path: path.clone(), source })?;
+                let member =
+                    archive::normalize_member_path(rel_str.as_bytes()).map_err(|reason| {
+                        NeffError::Pack {
+                            what: shown.clone(),
+                            reason,
+                        }
+                    })?;
+                let data = std::fs::read(&path).map_err(|source| NeffError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
                 let size = data.len() as u64;
                 if size > limits.max_member_bytes {
-                    return Err(NeffError::MemberTooLarge { member, size, limit: limits.max_member_bytes });
+                    return Err(NeffError::MemberTooLarge {
+                        member,
+                        size,
+                        limit: limits.max_member_bytes,
+                    });
                 }
                 total += size;
                 if total > limits.max_total_bytes {
-                    return Err(NeffError::ArchiveTooLarge { limit: limits.max_total_bytes });
+                    return Err(NeffError::ArchiveTooLarge {
+                        limit: limits.max_total_bytes,
+                    });
                 }
                 neff.members.insert(member, data);
                 if neff.members.len() > limits.max_members {
-                    return Err(NeffError::TooManyMembers { limit: limits.max_members });
+                    return Err(NeffError::TooManyMembers {
+                        limit: limits.max_members,
+                    });
                 }
             }
         }
@@ -401,7 +483,10 @@ impl Neff {
             PKG_TAR_SHA256 => archive::write_plain_tar(&self.members),
             v => return Err(NeffError::UnsupportedPackageVersion(v)),
         }
-        .map_err(|e| NeffError::Pack { what: "the archive".into(), reason: e.to_string() })?;
+        .map_err(|e| NeffError::Pack {
+            what: "the archive".into(),
+            reason: e.to_string(),
+        })?;
         header.header_size = HEADER_LEN as u64;
         header.seal(&payload);
         if header.uuid == [0; 16] {
@@ -411,7 +496,10 @@ impl Neff {
         if header.build_version == [0; 128] {
             header
                 .set_build_version(concat!("tpbsim ", env!("CARGO_PKG_VERSION")))
-                .map_err(|reason| NeffError::Pack { what: "the build tag".into(), reason })?;
+                .map_err(|reason| NeffError::Pack {
+                    what: "the build tag".into(),
+                    reason,
+                })?;
         }
         let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
         out.extend_from_slice(&header.to_bytes());
@@ -423,7 +511,10 @@ impl Neff {
     pub fn write_to(&self, path: impl AsRef<Path>) -> Result<(), NeffError> {
         let path = path.as_ref();
         let bytes = self.to_bytes()?;
-        write_atomic(path, &bytes).map_err(|source| NeffError::Io { path: path.to_path_buf(), source })
+        write_atomic(path, &bytes).map_err(|source| NeffError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// A member's bytes.
@@ -433,7 +524,9 @@ impl Neff {
 
     /// `neff.json`, if present.
     pub fn neff_json(&self) -> Result<Option<NeffJson>, NeffError> {
-        self.member("neff.json").map(|b| schema::parse_json("neff.json", b)).transpose()
+        self.member("neff.json")
+            .map(|b| schema::parse_json("neff.json", b))
+            .transpose()
     }
 
     /// Directories holding a `def.json` (`""` for one at the root), sorted.
@@ -452,7 +545,10 @@ impl Neff {
 
     /// Every subgraph, parsed and validated.
     pub fn subgraphs(&self) -> Result<Vec<Subgraph>, NeffError> {
-        self.subgraph_dirs().iter().map(|d| self.subgraph(d)).collect()
+        self.subgraph_dirs()
+            .iter()
+            .map(|d| self.subgraph(d))
+            .collect()
     }
 
     /// One subgraph: its `def.json`, its engine streams and sidecars, checked against each
@@ -461,7 +557,10 @@ impl Neff {
         let def_member = join(dir, "def.json");
         let bytes = self
             .member(&def_member)
-            .ok_or_else(|| NeffError::MissingMember { member: def_member.clone(), wanted_by: "the caller".into() })?;
+            .ok_or_else(|| NeffError::MissingMember {
+                member: def_member.clone(),
+                wanted_by: "the caller".into(),
+            })?;
         let def: DefJson = schema::parse_json(&def_member, bytes)?;
         def.validate(&def_member)?;
         let mut streams = BTreeMap::new();
@@ -474,13 +573,22 @@ impl Neff {
             let tok = engine_token(engine);
             let title = engine.stream_file_name().trim_end_matches(".bin");
             let candidates = [join(dir, &format!("{title}.json")), join(dir, tok)];
-            if let Some(member) = candidates.into_iter().find(|m| self.members.contains_key(m)) {
+            if let Some(member) = candidates
+                .into_iter()
+                .find(|m| self.members.contains_key(m))
+            {
                 let sidecar: Sidecar = schema::parse_json(&member, &self.members[&member])?;
                 schema::validate_blocks(&member, "dma", &sidecar.dma, &def)?;
                 sidecars.insert(engine, SidecarMember { member, sidecar });
             }
         }
-        let sg = Subgraph { dir: dir.to_string(), def_member, def, streams, sidecars };
+        let sg = Subgraph {
+            dir: dir.to_string(),
+            def_member,
+            def,
+            streams,
+            sidecars,
+        };
         for (i, v) in sg.def.var.iter().enumerate() {
             if v.kind == VarKind::File {
                 self.check_file_var(&sg, i, v)?;
@@ -520,42 +628,64 @@ impl Neff {
             return Err(NeffError::Invalid {
                 member: def_member.to_string(),
                 path: format!("definition.{tok}"),
-                message: format!("`{}` and `{other}` are both {engine} streams with different contents", first.0),
+                message: format!(
+                    "`{}` and `{other}` are both {engine} streams with different contents",
+                    first.0
+                ),
             });
         }
         Ok(Some(first))
     }
 
     fn check_file_var(&self, sg: &Subgraph, i: usize, v: &Variable) -> Result<(), NeffError> {
-        let Some(name) = &v.file_name else { return Ok(()) };
+        let Some(name) = &v.file_name else {
+            return Ok(());
+        };
         let member = join(&sg.dir, name);
-        let data = self.member(&member).ok_or_else(|| NeffError::MissingMember {
-            member: member.clone(),
-            wanted_by: format!("{} var[{i}].file_name", sg.def_member),
-        })?;
+        let data = self
+            .member(&member)
+            .ok_or_else(|| NeffError::MissingMember {
+                member: member.clone(),
+                wanted_by: format!("{} var[{i}].file_name", sg.def_member),
+            })?;
         let invalid = |path: &str, message: String| NeffError::Invalid {
             member: sg.def_member.clone(),
             path: format!("var[{i}].{path}"),
             message,
         };
         if member.ends_with(".npy") {
-            let arr = npy::read_npy(data).map_err(|source| NeffError::Npy { member: member.clone(), source })?;
+            let arr = npy::read_npy(data).map_err(|source| NeffError::Npy {
+                member: member.clone(),
+                source,
+            })?;
             if let Some(dt) = v.dtype {
-                arr.resolve(dt).map_err(|source| NeffError::Npy { member: member.clone(), source })?;
+                arr.resolve(dt).map_err(|source| NeffError::Npy {
+                    member: member.clone(),
+                    source,
+                })?;
             }
             if let Some(shape) = &v.shape {
                 if shape != &arr.shape {
-                    return Err(invalid("shape", format!("{shape:?} but `{member}` has shape {:?}", arr.shape)));
+                    return Err(invalid(
+                        "shape",
+                        format!("{shape:?} but `{member}` has shape {:?}", arr.shape),
+                    ));
                 }
             }
             if let Some(size) = v.size {
                 if size != arr.data.len() as u64 {
-                    return Err(invalid("size", format!("{size} but `{member}` holds {} bytes", arr.data.len())));
+                    return Err(invalid(
+                        "size",
+                        format!("{size} but `{member}` holds {} bytes", arr.data.len()),
+                    ));
                 }
             }
         } else if let Some(size) = v.size {
             if size != data.len() as u64 {
-                return Err(invalid("size", format!("{size} but `{member}` holds {} bytes", data.len())));
+                return Err(invalid(
+                    "size",
+                    format!("{size} but `{member}` holds {} bytes", data.len()),
+                ));
             }
         }
         Ok(())
@@ -565,8 +695,14 @@ impl Neff {
     pub fn npy(&self, member: &str) -> Result<NpyArray, NeffError> {
         let data = self
             .member(member)
-            .ok_or_else(|| NeffError::MissingMember { member: member.to_string(), wanted_by: "the caller".into() })?;
-        npy::read_npy(data).map_err(|source| NeffError::Npy { member: member.to_string(), source })
+            .ok_or_else(|| NeffError::MissingMember {
+                member: member.to_string(),
+                wanted_by: "the caller".into(),
+            })?;
+        npy::read_npy(data).map_err(|source| NeffError::Npy {
+            member: member.to_string(),
+            source,
+        })
     }
 
     /// Extract every member under `dir`. Existing files are replaced only with `overwrite`;
@@ -604,7 +740,10 @@ impl Neff {
                     if cur == target && !overwrite {
                         return Err(NeffError::Io {
                             path: target.clone(),
-                            source: std::io::Error::new(std::io::ErrorKind::AlreadyExists, "exists (use --force to overwrite)"),
+                            source: std::io::Error::new(
+                                std::io::ErrorKind::AlreadyExists,
+                                "exists (use --force to overwrite)",
+                            ),
                         });
                     }
                 }
@@ -612,8 +751,12 @@ impl Neff {
         }
         for (name, data) in &self.members {
             // Names were normalised on read; re-check members added in memory.
-            let safe = archive::normalize_member_path(name.as_bytes())
-                .map_err(|reason| NeffError::UnsafePath { member: name.clone(), reason })?;
+            let safe = archive::normalize_member_path(name.as_bytes()).map_err(|reason| {
+                NeffError::UnsafePath {
+                    member: name.clone(),
+                    reason,
+                }
+            })?;
             let target = root.join(&safe);
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -677,7 +820,10 @@ impl Subgraph {
 /// Property-test case count: 256, or `TPBSIM_PROPTEST_CASES`.
 #[cfg(test)]
 pub(crate) fn proptest_cases() -> u32 {
-    std::env::var("TPBSIM_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+    std::env::var("TPBSIM_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
 }
 
 #[cfg(test)]

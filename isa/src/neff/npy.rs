@@ -114,13 +114,18 @@ impl NpyArray {
     /// the declared dtype must be one numpy cannot represent natively.
     pub fn resolve(&self, declared: Dtype) -> Result<Dtype, NpyError> {
         let ok = match self.elem {
-            NpyElem::Known(d) => d == declared || (d == Dtype::Float32 && declared == Dtype::Float32r),
+            NpyElem::Known(d) => {
+                d == declared || (d == Dtype::Float32 && declared == Dtype::Float32r)
+            }
             NpyElem::Void(n) => n == declared.size() && !declared.is_numpy_native(),
         };
         if ok {
             Ok(declared)
         } else {
-            Err(NpyError::DtypeMismatch { stored: self.descr.clone(), declared })
+            Err(NpyError::DtypeMismatch {
+                stored: self.descr.clone(),
+                declared,
+            })
         }
     }
 }
@@ -150,7 +155,10 @@ fn dict_span(bytes: &[u8]) -> Result<(usize, usize), NpyError> {
 /// Read an `.npy` image from memory.
 pub fn read_npy(bytes: &[u8]) -> Result<NpyArray, NpyError> {
     let (start, len) = dict_span(bytes)?;
-    let end = start.checked_add(len).filter(|&e| e <= bytes.len()).ok_or_else(|| NpyError::Header("truncated header".into()))?;
+    let end = start
+        .checked_add(len)
+        .filter(|&e| e <= bytes.len())
+        .ok_or_else(|| NpyError::Header("truncated header".into()))?;
     check_shape(&bytes[start..end])?;
     // ml_dtypes writes float8_e5m2 as `<f1`, which no npy reader accepts; read it as void
     // (same length, so the header stays valid) and remember what it was.
@@ -167,9 +175,14 @@ pub fn read_npy(bytes: &[u8]) -> Result<NpyArray, NpyError> {
 /// Refuse a shape whose dimensions (zeros aside) multiply past u64 before the header parser
 /// computes its products and strides.
 fn check_shape(dict: &[u8]) -> Result<(), NpyError> {
-    let Some(key) = find(dict, b"'shape'").or_else(|| find(dict, b"\"shape\"")) else { return Ok(()) };
+    let Some(key) = find(dict, b"'shape'").or_else(|| find(dict, b"\"shape\"")) else {
+        return Ok(());
+    };
     let rest = &dict[key..];
-    let (Some(open), Some(close)) = (rest.iter().position(|&c| c == b'('), rest.iter().position(|&c| c == b')')) else {
+    let (Some(open), Some(close)) = (
+        rest.iter().position(|&c| c == b'('),
+        rest.iter().position(|&c| c == b')'),
+    ) else {
         return Ok(());
     };
     if close < open {
@@ -178,9 +191,13 @@ fn check_shape(dict: &[u8]) -> Result<(), NpyError> {
     let text = String::from_utf8_lossy(&rest[open + 1..close]);
     let mut product = 1u64;
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let Ok(d) = part.trim_end_matches('L').parse::<u64>() else { return Ok(()) };
+        let Ok(d) = part.trim_end_matches('L').parse::<u64>() else {
+            return Ok(());
+        };
         if d != 0 {
-            product = product.checked_mul(d).ok_or_else(|| NpyError::Header(format!("shape ({text}) overflows")))?;
+            product = product
+                .checked_mul(d)
+                .ok_or_else(|| NpyError::Header(format!("shape ({text}) overflows")))?;
         }
     }
     Ok(())
@@ -196,7 +213,11 @@ fn parse(bytes: &[u8], e5m2: bool) -> Result<NpyArray, NpyError> {
     let npyz::DType::Plain(ts) = header.dtype() else {
         return Err(NpyError::UnsupportedDtype(header.dtype().descr()));
     };
-    let descr = if e5m2 { "<f1".to_string() } else { ts.to_string() };
+    let descr = if e5m2 {
+        "<f1".to_string()
+    } else {
+        ts.to_string()
+    };
     let size = usize::try_from(ts.size_field()).map_err(header_error)?;
     use npyz::TypeChar as C;
     let known = |d: Dtype| NpyElem::Known(d);
@@ -223,10 +244,16 @@ fn parse(bytes: &[u8], e5m2: bool) -> Result<NpyArray, NpyError> {
     let expected = count.and_then(|c| c.checked_mul(item as u64));
     let actual = reader.len() as u64;
     let Some(expected) = expected.filter(|&e| e <= actual) else {
-        return Err(NpyError::DataLength { shape, item, expected: expected.unwrap_or(u64::MAX), actual });
+        return Err(NpyError::DataLength {
+            shape,
+            item,
+            expected: expected.unwrap_or(u64::MAX),
+            actual,
+        });
     };
     let mut data = reader[..expected as usize].to_vec();
-    let big = ts.endianness() == npyz::Endianness::Big && matches!(elem, NpyElem::Known(_)) && item > 1;
+    let big =
+        ts.endianness() == npyz::Endianness::Big && matches!(elem, NpyElem::Known(_)) && item > 1;
     if big {
         for chunk in data.chunks_exact_mut(item) {
             chunk.reverse();
@@ -235,7 +262,12 @@ fn parse(bytes: &[u8], e5m2: bool) -> Result<NpyArray, NpyError> {
     if header.order() == npyz::Order::Fortran && shape.len() > 1 {
         data = fortran_to_c(&data, &shape, item);
     }
-    Ok(NpyArray { descr, elem, shape, data })
+    Ok(NpyArray {
+        descr,
+        elem,
+        shape,
+        data,
+    })
 }
 
 /// Rearrange Fortran-order element bytes into C order.
@@ -270,7 +302,10 @@ pub fn read_npy_file(path: impl AsRef<Path>) -> Result<NpyArray, NpyError> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|source| NpyError::Io { path: path.display().to_string(), source })?;
+        .map_err(|source| NpyError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
     read_npy(&bytes)
 }
 
@@ -304,7 +339,9 @@ pub fn encode_npy(dtype: Dtype, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, N
             dtype.size()
         )));
     }
-    let ts: npyz::TypeStr = descr_for(dtype).parse().map_err(|e| NpyError::Write(format!("{e}")))?;
+    let ts: npyz::TypeStr = descr_for(dtype)
+        .parse()
+        .map_err(|e| NpyError::Write(format!("{e}")))?;
     let mut out = Vec::with_capacity(128 + data.len());
     npyz::WriteOptions::new_header_only()
         .dtype(npyz::DType::Plain(ts))
@@ -317,16 +354,32 @@ pub fn encode_npy(dtype: Dtype, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, N
 }
 
 /// Write an `.npy` file atomically (temporary file in the same directory, then rename).
-pub fn write_npy_file(path: impl AsRef<Path>, dtype: Dtype, shape: &[u64], data: &[u8]) -> Result<(), NpyError> {
+pub fn write_npy_file(
+    path: impl AsRef<Path>,
+    dtype: Dtype,
+    shape: &[u64],
+    data: &[u8],
+) -> Result<(), NpyError> {
     let path = path.as_ref();
     let image = encode_npy(dtype, shape, data)?;
-    super::write_atomic(path, &image).map_err(|source| NpyError::Io { path: path.display().to_string(), source })
+    super::write_atomic(path, &image).map_err(|source| NpyError::Io {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// Write an `.npy` image to any writer.
-pub fn write_npy<W: Write>(mut w: W, dtype: Dtype, shape: &[u64], data: &[u8]) -> Result<(), NpyError> {
+pub fn write_npy<W: Write>(
+    mut w: W,
+    dtype: Dtype,
+    shape: &[u64],
+    data: &[u8],
+) -> Result<(), NpyError> {
     let image = encode_npy(dtype, shape, data)?;
-    w.write_all(&image).map_err(|source| NpyError::Io { path: "<writer>".into(), source })
+    w.write_all(&image).map_err(|source| NpyError::Io {
+        path: "<writer>".into(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -355,7 +408,10 @@ mod tests {
         let a = read_npy(&image).unwrap();
         assert_eq!(a.elem, NpyElem::Void(2));
         assert_eq!(a.descr, "<V2");
-        assert!(a.resolve(Dtype::Float16).is_err(), "a native dtype is never stored as void");
+        assert!(
+            a.resolve(Dtype::Float16).is_err(),
+            "a native dtype is never stored as void"
+        );
         assert!(a.resolve(Dtype::Float8E4m3fn).is_err(), "size differs");
         let f = read_npy(&encode_npy(Dtype::Float32, &[1], &[0; 4]).unwrap()).unwrap();
         assert_eq!(f.resolve(Dtype::Float32r).unwrap(), Dtype::Float32r);
@@ -380,7 +436,11 @@ mod tests {
         }
         let a = read_npy(&image).unwrap();
         assert_eq!(a.elem, NpyElem::Known(Dtype::Int16));
-        let vals: Vec<u16> = a.data.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+        let vals: Vec<u16> = a
+            .data
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
         assert_eq!(vals, vec![0, 1, 2, 3, 4, 5]);
     }
 
@@ -399,9 +459,15 @@ mod tests {
     fn errors() {
         assert!(matches!(read_npy(b"nope"), Err(NpyError::Header(_))));
         let image = encode_npy(Dtype::Int32, &[4], &[0; 16]).unwrap();
-        assert!(matches!(read_npy(&image[..image.len() - 1]), Err(NpyError::DataLength { .. })));
+        assert!(matches!(
+            read_npy(&image[..image.len() - 1]),
+            Err(NpyError::DataLength { .. })
+        ));
         assert!(matches!(read_npy(&image[..20]), Err(NpyError::Header(_))));
-        assert!(matches!(encode_npy(Dtype::Int32, &[4], &[0; 15]), Err(NpyError::Write(_))));
+        assert!(matches!(
+            encode_npy(Dtype::Int32, &[4], &[0; 15]),
+            Err(NpyError::Write(_))
+        ));
         let mut c = encode_npy(Dtype::Int64, &[1], &[0; 8]).unwrap();
         let pos = find(&c, b"'<i8'").unwrap();
         c[pos..pos + 5].copy_from_slice(b"'<c8'");
@@ -419,20 +485,37 @@ mod tests {
         assert!(map.len() >= 10);
         for (name, e) in map {
             let a = read_npy_file(dir.join(name)).unwrap_or_else(|err| panic!("{name}: {err}"));
-            let shape: Vec<u64> = e["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
+            let shape: Vec<u64> = e["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .collect();
             assert_eq!(a.shape, shape, "{name}");
             assert_eq!(a.descr, e["descr"].as_str().unwrap(), "{name}");
             let hex: String = a.data.iter().map(|b| format!("{b:02x}")).collect();
             assert_eq!(hex, e["hex"].as_str().unwrap(), "{name}");
         }
         let resolve = |f: &str, d: Dtype| read_npy_file(dir.join(f)).unwrap().resolve(d).unwrap();
-        assert_eq!(resolve("bf16_ml_dtypes.npy", Dtype::Bfloat16), Dtype::Bfloat16);
-        assert_eq!(resolve("e4m3fn_ml_dtypes.npy", Dtype::Float8E4m3fn), Dtype::Float8E4m3fn);
-        assert_eq!(resolve("e5m2_ml_dtypes.npy", Dtype::Float8E5m2), Dtype::Float8E5m2);
+        assert_eq!(
+            resolve("bf16_ml_dtypes.npy", Dtype::Bfloat16),
+            Dtype::Bfloat16
+        );
+        assert_eq!(
+            resolve("e4m3fn_ml_dtypes.npy", Dtype::Float8E4m3fn),
+            Dtype::Float8E4m3fn
+        );
+        assert_eq!(
+            resolve("e5m2_ml_dtypes.npy", Dtype::Float8E5m2),
+            Dtype::Float8E5m2
+        );
         assert_eq!(resolve("i2_big_fortran.npy", Dtype::Int16), Dtype::Int16);
         assert_eq!(resolve("bool.npy", Dtype::Bool), Dtype::Bool);
         // The bfloat16 bytes are numpy's: 1.0 = 0x3F80 little-endian.
-        assert_eq!(&read_npy_file(dir.join("bf16_ml_dtypes.npy")).unwrap().data[..2], &[0x80, 0x3F]);
+        assert_eq!(
+            &read_npy_file(dir.join("bf16_ml_dtypes.npy")).unwrap().data[..2],
+            &[0x80, 0x3F]
+        );
     }
 
     fn image_with(descr: &str, fortran: bool, shape: &str, data: usize) -> Vec<u8> {
@@ -465,7 +548,13 @@ mod tests {
 
     #[test]
     fn hostile_shapes() {
-        let shapes = ["(18446744073709551615, 2)", "(4294967296, 4294967296, 16)", "(4294967296, 4294967296, 0)", "(-1,)", "(1.5,)"];
+        let shapes = [
+            "(18446744073709551615, 2)",
+            "(4294967296, 4294967296, 16)",
+            "(4294967296, 4294967296, 0)",
+            "(-1,)",
+            "(1.5,)",
+        ];
         for shape in shapes {
             let dict = format!("{{'descr': '<f4', 'fortran_order': True, 'shape': {shape}, }}");
             let mut image = b"\x93NUMPY\x01\x00".to_vec();
@@ -486,6 +575,9 @@ mod tests {
         assert_eq!(a.data, vec![1, 2, 3, 4, 5, 6, 7, 8]);
         let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(entries.len(), 1, "no temporary file left behind");
-        assert!(matches!(read_npy_file(dir.path().join("missing.npy")), Err(NpyError::Io { .. })));
+        assert!(matches!(
+            read_npy_file(dir.path().join("missing.npy")),
+            Err(NpyError::Io { .. })
+        ));
     }
 }

@@ -138,7 +138,11 @@ impl Dtype {
             | Dtype::Float8E4m3fn
             | Dtype::Float8E5m2
             | Dtype::Float8E8m0fnu => 1,
-            Dtype::Uint16 | Dtype::Int16 | Dtype::Float16 | Dtype::Bfloat16 | Dtype::Float4E2m1fnX4 => 2,
+            Dtype::Uint16
+            | Dtype::Int16
+            | Dtype::Float16
+            | Dtype::Bfloat16
+            | Dtype::Float4E2m1fnX4 => 2,
             Dtype::Uint32
             | Dtype::Int32
             | Dtype::Float32
@@ -275,7 +279,14 @@ open_enum! {
 impl VarKind {
     /// Kinds whose `size` the runtime requires.
     pub fn requires_size(&self) -> bool {
-        matches!(self, VarKind::Input | VarKind::Output | VarKind::TmpBuf | VarKind::Virtual | VarKind::Pointer)
+        matches!(
+            self,
+            VarKind::Input
+                | VarKind::Output
+                | VarKind::TmpBuf
+                | VarKind::Virtual
+                | VarKind::Pointer
+        )
     }
 }
 
@@ -323,7 +334,9 @@ impl Variable {
 
     /// Number of elements of `shape` (checked), if a shape is given.
     pub fn elements(&self) -> Option<u64> {
-        self.shape.as_ref().and_then(|s| s.iter().try_fold(1u64, |a, &d| a.checked_mul(d)))
+        self.shape
+            .as_ref()
+            .and_then(|s| s.iter().try_fold(1u64, |a, &d| a.checked_mul(d)))
     }
 
     /// The byte size: `size` if given, else shape × dtype size when both are known.
@@ -386,7 +399,12 @@ impl DmaQueue {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EngineFiles {
     /// The instruction stream's file name (`PE.bin`, ...).
-    #[serde(rename = "_instr", alias = "instr", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_instr",
+        alias = "instr",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub instr: Option<String>,
     /// Keys tpbsim does not interpret (`_dbg`, `_asm_dbg`, ...), kept verbatim.
     #[serde(flatten)]
@@ -397,7 +415,11 @@ pub struct EngineFiles {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DefJson {
     /// Per-engine files keyed by the lower-case token (`pe`, `act`, `pool`, `dve`, `sp`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "definition_map")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "definition_map"
+    )]
     pub definition: BTreeMap<String, EngineFiles>,
     /// Variables.
     #[serde(default)]
@@ -414,7 +436,9 @@ pub struct DefJson {
 }
 
 /// `definition` is an object of engine entries; a string (a module name) carries none.
-fn definition_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, EngineFiles>, D::Error> {
+fn definition_map<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, EngineFiles>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Def {
@@ -428,7 +452,8 @@ fn definition_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, En
             for (k, v) in m {
                 // Entries that are not objects (a module name, a version) carry no files.
                 if v.is_object() {
-                    let files = EngineFiles::deserialize(v).map_err(|e| serde::de::Error::custom(format!("{k}: {e}")))?;
+                    let files = EngineFiles::deserialize(v)
+                        .map_err(|e| serde::de::Error::custom(format!("{k}: {e}")))?;
                     out.insert(k, files);
                 }
             }
@@ -596,7 +621,10 @@ impl DmaEntry {
 
     /// Every source, `from` then `from_arr`.
     pub fn sources(&self) -> Vec<&VarRef> {
-        self.from.iter().chain(self.from_arr.iter().flatten()).collect()
+        self.from
+            .iter()
+            .chain(self.from_arr.iter().flatten())
+            .collect()
     }
 }
 
@@ -669,18 +697,33 @@ pub struct NeffJson {
 }
 
 /// Parse a JSON member into `T`, naming the member and the JSON path on error.
-pub fn parse_json<T: serde::de::DeserializeOwned>(member: &str, bytes: &[u8]) -> Result<T, NeffError> {
+pub fn parse_json<T: serde::de::DeserializeOwned>(
+    member: &str,
+    bytes: &[u8],
+) -> Result<T, NeffError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
-        NeffError::Json { member: member.to_string(), path, message: e.into_inner().to_string() }
+        NeffError::Json {
+            member: member.to_string(),
+            path,
+            message: e.into_inner().to_string(),
+        }
     })?;
-    de.end().map_err(|e| NeffError::Json { member: member.to_string(), path: ".".into(), message: e.to_string() })?;
+    de.end().map_err(|e| NeffError::Json {
+        member: member.to_string(),
+        path: ".".into(),
+        message: e.to_string(),
+    })?;
     Ok(value)
 }
 
 fn invalid(member: &str, path: impl Into<String>, message: impl Into<String>) -> NeffError {
-    NeffError::Invalid { member: member.to_string(), path: path.into(), message: message.into() }
+    NeffError::Invalid {
+        member: member.to_string(),
+        path: path.into(),
+        message: message.into(),
+    }
 }
 
 impl DefJson {
@@ -704,7 +747,9 @@ impl DefJson {
 
     /// The stream file name `definition[token]._instr` gives for `engine`.
     pub fn instr_file(&self, engine: Engine) -> Option<&str> {
-        self.definition.get(engine_token(engine)).and_then(|f| f.instr.as_deref())
+        self.definition
+            .get(engine_token(engine))
+            .and_then(|f| f.instr.as_deref())
     }
 
     /// Check the keys tpbsim uses: unique var ids and names, sizes consistent with shape ×
@@ -716,20 +761,36 @@ impl DefJson {
         for (i, v) in self.var.iter().enumerate() {
             let at = |k: &str| format!("var[{i}].{k}");
             if !ids.insert(v.var_id) {
-                return Err(invalid(member, at("var_id"), format!("duplicate var_id {}", v.var_id)));
+                return Err(invalid(
+                    member,
+                    at("var_id"),
+                    format!("duplicate var_id {}", v.var_id),
+                ));
             }
             if v.name.is_empty() {
                 return Err(invalid(member, at("name"), "empty name"));
             }
             if !names.insert(v.name.as_str()) {
-                return Err(invalid(member, at("name"), format!("duplicate variable name `{}`", v.name)));
+                return Err(invalid(
+                    member,
+                    at("name"),
+                    format!("duplicate variable name `{}`", v.name),
+                ));
             }
             if v.kind.requires_size() && v.size.is_none() {
-                return Err(invalid(member, at("size"), format!("a `{}` variable needs a size", v.kind)));
+                return Err(invalid(
+                    member,
+                    at("size"),
+                    format!("a `{}` variable needs a size", v.kind),
+                ));
             }
             if let Some(shape) = &v.shape {
                 let Some(elements) = v.elements() else {
-                    return Err(invalid(member, at("shape"), format!("shape {shape:?} overflows")));
+                    return Err(invalid(
+                        member,
+                        at("shape"),
+                        format!("shape {shape:?} overflows"),
+                    ));
                 };
                 if let (Some(size), Some(dt)) = (v.size, v.dtype) {
                     let want = elements.checked_mul(dt.size() as u64);
@@ -737,16 +798,29 @@ impl DefJson {
                         return Err(invalid(
                             member,
                             at("size"),
-                            format!("size {size} != shape {shape:?} × {} bytes ({dt})", dt.size()),
+                            format!(
+                                "size {size} != shape {shape:?} × {} bytes ({dt})",
+                                dt.size()
+                            ),
                         ));
                     }
                 }
             }
             if v.kind == VarKind::File {
                 match &v.file_name {
-                    None => return Err(invalid(member, at("file_name"), "a `file` variable needs a file_name")),
+                    None => {
+                        return Err(invalid(
+                            member,
+                            at("file_name"),
+                            "a `file` variable needs a file_name",
+                        ))
+                    }
                     Some(f) if super::archive::normalize_member_path(f.as_bytes()).is_err() => {
-                        return Err(invalid(member, at("file_name"), format!("`{f}` is not a safe relative path")))
+                        return Err(invalid(
+                            member,
+                            at("file_name"),
+                            format!("`{f}` is not a safe relative path"),
+                        ))
                     }
                     Some(_) => {}
                 }
@@ -756,19 +830,30 @@ impl DefJson {
             return Err(invalid(
                 member,
                 "dma_queue",
-                format!("{} queues; at most {MAX_DMA_QUEUES} (11 × 16) are allowed", self.dma_queue.len()),
+                format!(
+                    "{} queues; at most {MAX_DMA_QUEUES} (11 × 16) are allowed",
+                    self.dma_queue.len()
+                ),
             ));
         }
         let mut qnames = BTreeSet::new();
         for (i, q) in self.dma_queue.iter().enumerate() {
             if !qnames.insert(q.name.as_str()) {
-                return Err(invalid(member, format!("dma_queue[{i}].name"), format!("duplicate queue `{}`", q.name)));
+                return Err(invalid(
+                    member,
+                    format!("dma_queue[{i}].name"),
+                    format!("duplicate queue `{}`", q.name),
+                ));
             }
         }
         for (e, files) in &self.definition {
             if let Some(f) = &files.instr {
                 if super::archive::normalize_member_path(f.as_bytes()).is_err() {
-                    return Err(invalid(member, format!("definition.{e}._instr"), format!("`{f}` is not a safe relative path")));
+                    return Err(invalid(
+                        member,
+                        format!("definition.{e}._instr"),
+                        format!("`{f}` is not a safe relative path"),
+                    ));
                 }
             }
         }
@@ -777,12 +862,21 @@ impl DefJson {
 }
 
 /// Check DMA blocks against the subgraph's `def.json`.
-pub fn validate_blocks(member: &str, root: &str, blocks: &[DmaBlock], def: &DefJson) -> Result<(), NeffError> {
+pub fn validate_blocks(
+    member: &str,
+    root: &str,
+    blocks: &[DmaBlock],
+    def: &DefJson,
+) -> Result<(), NeffError> {
     for (bi, block) in blocks.iter().enumerate() {
         let bpath = format!("{root}[{bi}]");
         if let Some(q) = &block.queue {
             if !def.dma_queue.is_empty() && def.queue(q).is_none() {
-                return Err(invalid(member, format!("{bpath}.queue"), format!("queue `{q}` is not declared in def.json dma_queue")));
+                return Err(invalid(
+                    member,
+                    format!("{bpath}.queue"),
+                    format!("queue `{q}` is not declared in def.json dma_queue"),
+                ));
             }
         }
         for (ei, entry) in block.desc.iter().enumerate() {
@@ -812,24 +906,59 @@ struct Side<'a> {
 
 impl<'a> Side<'a> {
     fn from(e: &'a DmaEntry) -> Side<'a> {
-        Side { name: "from", offset: e.from_offset, sizes: &e.from_sizes, steps: e.from_steps.as_ref(), dtype: e.from_dtype }
+        Side {
+            name: "from",
+            offset: e.from_offset,
+            sizes: &e.from_sizes,
+            steps: e.from_steps.as_ref(),
+            dtype: e.from_dtype,
+        }
     }
     fn to(e: &'a DmaEntry) -> Side<'a> {
-        Side { name: "to", offset: e.to_offset, sizes: &e.to_sizes, steps: e.to_steps.as_ref(), dtype: e.to_dtype }
+        Side {
+            name: "to",
+            offset: e.to_offset,
+            sizes: &e.to_sizes,
+            steps: e.to_steps.as_ref(),
+            dtype: e.to_dtype,
+        }
     }
 }
 
 /// Check one side against its variable; returns the element count it moves.
-fn validate_side(member: &str, path: &str, side: &Side<'_>, var: &Variable) -> Result<u64, NeffError> {
-    let Side { name: side, offset, sizes, steps, dtype } = *side;
+fn validate_side(
+    member: &str,
+    path: &str,
+    side: &Side<'_>,
+    var: &Variable,
+) -> Result<u64, NeffError> {
+    let Side {
+        name: side,
+        offset,
+        sizes,
+        steps,
+        dtype,
+    } = *side;
     if sizes.is_empty() {
-        return Err(invalid(member, format!("{path}.{side}_sizes"), "missing or empty"));
+        return Err(invalid(
+            member,
+            format!("{path}.{side}_sizes"),
+            "missing or empty",
+        ));
     }
     if sizes.len() > MAX_DMA_DIMS {
-        return Err(invalid(member, format!("{path}.{side}_sizes"), format!("{} dimensions; at most {MAX_DMA_DIMS}", sizes.len())));
+        return Err(invalid(
+            member,
+            format!("{path}.{side}_sizes"),
+            format!("{} dimensions; at most {MAX_DMA_DIMS}", sizes.len()),
+        ));
     }
     if let Some(i) = sizes.iter().position(|&n| n == 0) {
-        return Err(invalid(member, format!("{path}.{side}_sizes[{i}]"), "size 0"));
+        return Err(invalid(
+            member,
+            format!("{path}.{side}_sizes[{i}]"),
+            "size 0",
+        ));
     }
     let default_steps;
     let steps = match steps {
@@ -852,14 +981,21 @@ fn validate_side(member: &str, path: &str, side: &Side<'_>, var: &Variable) -> R
     let elements = sizes.iter().try_fold(1u64, |a, &n| a.checked_mul(n));
     let end = pattern_end(offset, sizes, steps, elem);
     let (Some(elements), Some(end)) = (elements, end) else {
-        return Err(invalid(member, format!("{path}.{side}_sizes"), "access pattern overflows"));
+        return Err(invalid(
+            member,
+            format!("{path}.{side}_sizes"),
+            "access pattern overflows",
+        ));
     };
     if let Some(size) = var.byte_size() {
         if end > size {
             return Err(invalid(
                 member,
                 format!("{path}.{side}"),
-                format!("access reaches byte {end} of `{}`, which has {size} bytes", var.name),
+                format!(
+                    "access reaches byte {end} of `{}`, which has {size} bytes",
+                    var.name
+                ),
             ));
         }
     }
@@ -869,36 +1005,74 @@ fn validate_side(member: &str, path: &str, side: &Side<'_>, var: &Variable) -> R
 fn validate_entry(member: &str, path: &str, e: &DmaEntry, def: &DefJson) -> Result<(), NeffError> {
     let sources = e.sources();
     if sources.is_empty() {
-        return Err(invalid(member, format!("{path}.from"), "no source (`from` or `from_arr`)"));
+        return Err(invalid(
+            member,
+            format!("{path}.from"),
+            "no source (`from` or `from_arr`)",
+        ));
     }
     let lookup = |r: &VarRef, key: &str| {
-        def.resolve(r).ok_or_else(|| invalid(member, format!("{path}.{key}"), format!("{r} is not a def.json variable")))
+        def.resolve(r).ok_or_else(|| {
+            invalid(
+                member,
+                format!("{path}.{key}"),
+                format!("{r} is not a def.json variable"),
+            )
+        })
     };
     let to = lookup(&e.to, "to")?;
     let dst = validate_side(member, path, &Side::to(e), to)?;
     for (i, r) in sources.iter().enumerate() {
-        let key = if e.from.is_some() && i == 0 { "from".to_string() } else { format!("from_arr[{}]", i - usize::from(e.from.is_some())) };
+        let key = if e.from.is_some() && i == 0 {
+            "from".to_string()
+        } else {
+            format!("from_arr[{}]", i - usize::from(e.from.is_some()))
+        };
         let var = lookup(r, &key)?;
         let src = validate_side(member, path, &Side::from(e), var)?;
         if src != dst {
-            return Err(invalid(member, path, format!("source moves {src} elements, destination {dst}")));
+            return Err(invalid(
+                member,
+                path,
+                format!("source moves {src} elements, destination {dst}"),
+            ));
         }
     }
     if let DmaOp::Other(op) = e.op() {
-        return Err(invalid(member, format!("{path}.op"), format!("unknown operation `{op}`")));
+        return Err(invalid(
+            member,
+            format!("{path}.op"),
+            format!("unknown operation `{op}`"),
+        ));
     }
     match (&e.sem, &e.sem_op, &e.sem_value) {
         (None, Some(_), _) | (None, _, Some(_)) => {
-            return Err(invalid(member, format!("{path}.sem"), "sem_op/sem_value without sem"));
+            return Err(invalid(
+                member,
+                format!("{path}.sem"),
+                "sem_op/sem_value without sem",
+            ));
         }
         (Some(_), Some(SemOp::Other(op)), _) => {
-            return Err(invalid(member, format!("{path}.sem_op"), format!("unknown semaphore update `{op}`")));
+            return Err(invalid(
+                member,
+                format!("{path}.sem_op"),
+                format!("unknown semaphore update `{op}`"),
+            ));
         }
         (Some(_), Some(SemOp::Add | SemOp::Write), None) => {
-            return Err(invalid(member, format!("{path}.sem_value"), "`add` and `write` need a sem_value"));
+            return Err(invalid(
+                member,
+                format!("{path}.sem_value"),
+                "`add` and `write` need a sem_value",
+            ));
         }
         (Some(_), None | Some(SemOp::Inc), Some(_)) => {
-            return Err(invalid(member, format!("{path}.sem_value"), "`inc` takes no sem_value"));
+            return Err(invalid(
+                member,
+                format!("{path}.sem_value"),
+                "`inc` takes no sem_value",
+            ));
         }
         _ => {}
     }
@@ -920,7 +1094,11 @@ mod tests {
         b.shape = Some(vec![4, 8]);
         let mut q = DmaQueue::new("data");
         q.semaphore = Some(3);
-        DefJson { var: vec![a, b], dma_queue: vec![q], ..Default::default() }
+        DefJson {
+            var: vec![a, b],
+            dma_queue: vec![q],
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -954,10 +1132,14 @@ mod tests {
         let text = r#"{"var": [{"var_id": 0, "name": "w", "type": "input", "size": "big"}]}"#;
         let e = parse_json::<DefJson>("sg00/def.json", text.as_bytes()).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("sg00/def.json") && msg.contains("var[0].size"), "{msg}");
+        assert!(
+            msg.contains("sg00/def.json") && msg.contains("var[0].size"),
+            "{msg}"
+        );
         let e = parse_json::<DefJson>("m", b"{").unwrap_err();
         assert!(matches!(e, NeffError::Json { .. }));
-        let e = parse_json::<DefJson>("m", br#"{"var": [{"name": "x", "type": "input"}]}"#).unwrap_err();
+        let e = parse_json::<DefJson>("m", br#"{"var": [{"name": "x", "type": "input"}]}"#)
+            .unwrap_err();
         assert!(e.to_string().contains("var_id"), "{e}");
     }
 
@@ -966,26 +1148,56 @@ mod tests {
         def().validate("d").unwrap();
         let mut d = def();
         d.var[1].var_id = 0;
-        assert!(d.validate("d").unwrap_err().to_string().contains("var[1].var_id"));
+        assert!(d
+            .validate("d")
+            .unwrap_err()
+            .to_string()
+            .contains("var[1].var_id"));
         let mut d = def();
         d.var[0].size = Some(63);
-        assert!(d.validate("d").unwrap_err().to_string().contains("var[0].size"));
+        assert!(d
+            .validate("d")
+            .unwrap_err()
+            .to_string()
+            .contains("var[0].size"));
         let mut d = def();
         d.var[0].size = None;
-        assert!(d.validate("d").unwrap_err().to_string().contains("needs a size"));
+        assert!(d
+            .validate("d")
+            .unwrap_err()
+            .to_string()
+            .contains("needs a size"));
         let mut d = def();
         d.var.push(Variable::new(5, "c", VarKind::File));
-        assert!(d.validate("d").unwrap_err().to_string().contains("file_name"));
+        assert!(d
+            .validate("d")
+            .unwrap_err()
+            .to_string()
+            .contains("file_name"));
         let mut d = def();
         d.var[0].name = "b".into();
-        assert!(d.validate("d").unwrap_err().to_string().contains("duplicate variable"));
+        assert!(d
+            .validate("d")
+            .unwrap_err()
+            .to_string()
+            .contains("duplicate variable"));
         let mut d = def();
         d.dma_queue.push(DmaQueue::new("data"));
-        assert!(d.validate("d").unwrap_err().to_string().contains("duplicate queue"));
+        assert!(d
+            .validate("d")
+            .unwrap_err()
+            .to_string()
+            .contains("duplicate queue"));
     }
 
     fn block(e: DmaEntry) -> Vec<DmaBlock> {
-        vec![DmaBlock { queue: Some("data".into()), instance_name: None, id: None, desc: vec![e], extra: Map::new() }]
+        vec![DmaBlock {
+            queue: Some("data".into()),
+            instance_name: None,
+            id: None,
+            desc: vec![e],
+            extra: Map::new(),
+        }]
     }
 
     #[test]
@@ -994,7 +1206,9 @@ mod tests {
         let ok = DmaEntry::copy(VarRef::Name("a".into()), VarRef::Id(1), vec![4, 8]);
         validate_blocks("PE.json", "dma", &block(ok.clone()), &d).unwrap();
         let check = |e: DmaEntry, needle: &str| {
-            let err = validate_blocks("PE.json", "dma", &block(e), &d).unwrap_err().to_string();
+            let err = validate_blocks("PE.json", "dma", &block(e), &d)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(needle), "{err} lacks {needle}");
         };
         let mut e = ok.clone();

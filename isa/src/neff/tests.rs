@@ -7,7 +7,9 @@ use serde_json::json;
 
 /// Bundles whose bytes encode their engine and index, so streams cannot be confused.
 fn bundles(engine: Engine, n: usize) -> Vec<u8> {
-    (0..n * BUNDLE_SIZE).map(|i| (engine.wire_id() as usize * 31 + i / BUNDLE_SIZE * 7 + i % 13) as u8).collect()
+    (0..n * BUNDLE_SIZE)
+        .map(|i| (engine.wire_id() as usize * 31 + i / BUNDLE_SIZE * 7 + i % 13) as u8)
+        .collect()
 }
 
 fn fixture_def() -> serde_json::Value {
@@ -54,14 +56,30 @@ fn fixture() -> Neff {
     n.header.neff_version_minor = 3;
     n.header.tpb_per_node[0] = 1;
     let m = &mut n.members;
-    m.insert("neff.json".into(), serde_json::to_vec(&json!({"revision": "0.5", "target_arch": "cayman", "graphs": {}})).unwrap());
-    m.insert("sg00/def.json".into(), serde_json::to_vec_pretty(&fixture_def()).unwrap());
+    m.insert(
+        "neff.json".into(),
+        serde_json::to_vec(&json!({"revision": "0.5", "target_arch": "cayman", "graphs": {}}))
+            .unwrap(),
+    );
+    m.insert(
+        "sg00/def.json".into(),
+        serde_json::to_vec_pretty(&fixture_def()).unwrap(),
+    );
     m.insert("sg00/PE.bin".into(), bundles(Engine::Pe, 2));
     m.insert("sg00/act_instr".into(), bundles(Engine::Act, 3));
-    m.insert("sg00/PE.json".into(), serde_json::to_vec(&fixture_pe_sidecar()).unwrap());
-    m.insert("sg00/act".into(), serde_json::to_vec(&fixture_act_sidecar()).unwrap());
+    m.insert(
+        "sg00/PE.json".into(),
+        serde_json::to_vec(&fixture_pe_sidecar()).unwrap(),
+    );
+    m.insert(
+        "sg00/act".into(),
+        serde_json::to_vec(&fixture_act_sidecar()).unwrap(),
+    );
     let w: Vec<u8> = (0..16u8).map(|i| i.wrapping_mul(17)).collect();
-    m.insert("sg00/w.npy".into(), npy::encode_npy(Dtype::Int8, &[2, 8], &w).unwrap());
+    m.insert(
+        "sg00/w.npy".into(),
+        npy::encode_npy(Dtype::Int8, &[2, 8], &w).unwrap(),
+    );
     n
 }
 
@@ -77,10 +95,20 @@ fn fixture_round_trips_field_by_field() {
     assert_eq!(h.pkg_version, PKG_GZIP_MD5);
     assert_eq!(h.header_size, 1024);
     assert_eq!(h.data_size, (bytes.len() - HEADER_LEN) as u64);
-    assert_eq!(&bytes[HEADER_LEN..HEADER_LEN + 2], &[0x1F, 0x8B], "gzip payload at 0x400");
-    assert_eq!(h.digest(), <md5::Md5 as md5::Digest>::digest(&bytes[HEADER_LEN..]).as_slice());
+    assert_eq!(
+        &bytes[HEADER_LEN..HEADER_LEN + 2],
+        &[0x1F, 0x8B],
+        "gzip payload at 0x400"
+    );
+    assert_eq!(
+        h.digest(),
+        <md5::Md5 as md5::Digest>::digest(&bytes[HEADER_LEN..]).as_slice()
+    );
     assert!(h.hash[16..].iter().all(|&b| b == 0));
-    assert_eq!(h.build_version_str(), concat!("tpbsim ", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        h.build_version_str(),
+        concat!("tpbsim ", env!("CARGO_PKG_VERSION"))
+    );
     assert_ne!(h.uuid, [0; 16]);
 
     let back = Neff::read(&path, &ReadOptions::default()).unwrap();
@@ -88,13 +116,27 @@ fn fixture_round_trips_field_by_field() {
     assert_eq!(back.members, original.members);
     assert_eq!(back.header.name_str(), "fixture-kernel");
     assert_eq!(
-        (back.header.requested_tpb_count, back.header.num_tpb, back.header.lnc_size, back.header.feature_bits),
+        (
+            back.header.requested_tpb_count,
+            back.header.num_tpb,
+            back.header.lnc_size,
+            back.header.feature_bits
+        ),
         (1, 1, 1, 0x400)
     );
-    assert_eq!((back.header.neff_version_major, back.header.neff_version_minor), (2, 3));
+    assert_eq!(
+        (
+            back.header.neff_version_major,
+            back.header.neff_version_minor
+        ),
+        (2, 3)
+    );
     assert_eq!(back.header.tpb_per_node[0], 1);
     assert_eq!(back.header.uuid, h.uuid);
-    assert_eq!(back.neff_json().unwrap().unwrap().target_arch.as_deref(), Some("cayman"));
+    assert_eq!(
+        back.neff_json().unwrap().unwrap().target_arch.as_deref(),
+        Some("cayman")
+    );
 
     assert_eq!(back.subgraph_dirs(), vec!["sg00".to_string()]);
     let sg = back.subgraph("sg00").unwrap();
@@ -102,11 +144,26 @@ fn fixture_round_trips_field_by_field() {
     // Variables.
     let v = &sg.def.var;
     assert_eq!(v.len(), 4);
-    assert_eq!((v[0].var_id, v[0].name.as_str(), &v[0].kind), (0, "in0", &VarKind::Input));
-    assert_eq!((v[0].size, v[0].dtype, v[0].shape.clone()), (Some(64), Some(Dtype::Bfloat16), Some(vec![4, 8])));
-    assert_eq!((v[1].kind.clone(), v[1].dtype), (VarKind::Output, Some(Dtype::Float32)));
-    assert_eq!((v[2].kind.clone(), v[2].file_name.as_deref()), (VarKind::File, Some("w.npy")));
-    assert_eq!((v[3].kind.clone(), v[3].byte_size()), (VarKind::TmpBuf, Some(4096)));
+    assert_eq!(
+        (v[0].var_id, v[0].name.as_str(), &v[0].kind),
+        (0, "in0", &VarKind::Input)
+    );
+    assert_eq!(
+        (v[0].size, v[0].dtype, v[0].shape.clone()),
+        (Some(64), Some(Dtype::Bfloat16), Some(vec![4, 8]))
+    );
+    assert_eq!(
+        (v[1].kind.clone(), v[1].dtype),
+        (VarKind::Output, Some(Dtype::Float32))
+    );
+    assert_eq!(
+        (v[2].kind.clone(), v[2].file_name.as_deref()),
+        (VarKind::File, Some("w.npy"))
+    );
+    assert_eq!(
+        (v[3].kind.clone(), v[3].byte_size()),
+        (VarKind::TmpBuf, Some(4096))
+    );
     assert_eq!(v[3].extra.get("pointer"), Some(&json!(12)));
     assert!(sg.def.extra.contains_key("replica_groups"));
     // Queues and semaphores.
@@ -123,7 +180,10 @@ fn fixture_round_trips_field_by_field() {
     assert_eq!(pe.as_bytes(), &bundles(Engine::Pe, 2)[..]);
     let act = sg.stream(Engine::Act).unwrap();
     assert_eq!((act.engine(), act.len()), (Engine::Act, 3));
-    assert_eq!(act.get(2).unwrap(), &Bundle::from_slice(&bundles(Engine::Act, 3)[128..192]).unwrap());
+    assert_eq!(
+        act.get(2).unwrap(),
+        &Bundle::from_slice(&bundles(Engine::Act, 3)[128..192]).unwrap()
+    );
     assert!(sg.stream(Engine::Pool).is_none());
     // Sidecars.
     assert_eq!(sg.sidecars[&Engine::Pe].member, "sg00/PE.json");
@@ -132,18 +192,43 @@ fn fixture_round_trips_field_by_field() {
     assert_eq!(pe_dma.entry_count(), 2);
     assert_eq!(pe_dma.dma[0].queue_name(), Some("in"));
     let e0 = &pe_dma.dma[0].desc[0];
-    assert_eq!((e0.id, e0.op(), e0.from.clone(), e0.to.clone()), (Some(0), DmaOp::Copy, Some(VarRef::Name("in0".into())), VarRef::Name("scratch".into())));
-    assert_eq!((e0.from_sizes.clone(), e0.to_sizes.clone(), e0.to_dtype, e0.sem), (vec![4, 8], vec![32], Some(Dtype::Bfloat16), Some(1)));
+    assert_eq!(
+        (e0.id, e0.op(), e0.from.clone(), e0.to.clone()),
+        (
+            Some(0),
+            DmaOp::Copy,
+            Some(VarRef::Name("in0".into())),
+            VarRef::Name("scratch".into())
+        )
+    );
+    assert_eq!(
+        (
+            e0.from_sizes.clone(),
+            e0.to_sizes.clone(),
+            e0.to_dtype,
+            e0.sem
+        ),
+        (vec![4, 8], vec![32], Some(Dtype::Bfloat16), Some(1))
+    );
     let e1 = &pe_dma.dma[0].desc[1];
-    assert_eq!((e1.op(), e1.from.clone(), e1.sem_op.clone(), e1.sem_value), (DmaOp::Cast, Some(VarRef::Id(0)), Some(SemOp::Add), Some(2)));
+    assert_eq!(
+        (e1.op(), e1.from.clone(), e1.sem_op.clone(), e1.sem_value),
+        (DmaOp::Cast, Some(VarRef::Id(0)), Some(SemOp::Add), Some(2))
+    );
     let act_dma = sg.sidecar(Engine::Act).unwrap();
     assert_eq!(act_dma.dma[0].queue_name(), Some("data"));
     let a0 = &act_dma.dma[0].desc[0];
-    assert_eq!((a0.op(), a0.sources().len(), a0.event), (DmaOp::Add, 2, Some(5)));
+    assert_eq!(
+        (a0.op(), a0.sources().len(), a0.event),
+        (DmaOp::Add, 2, Some(5))
+    );
     assert_eq!(a0.extra.get("note"), Some(&json!("kept")));
     // The constant.
     let w = back.npy("sg00/w.npy").unwrap();
-    assert_eq!((w.shape.clone(), w.resolve(Dtype::Int8).unwrap()), (vec![2, 8], Dtype::Int8));
+    assert_eq!(
+        (w.shape.clone(), w.resolve(Dtype::Int8).unwrap()),
+        (vec![2, 8], Dtype::Int8)
+    );
     assert_eq!(w.data[1], 17);
     // Re-writing the read NEFF gives the same bytes (deterministic writer).
     assert_eq!(back.to_bytes().unwrap(), bytes);
@@ -161,7 +246,10 @@ fn pkg1_and_bare_archives() {
     // A bare gzip tar and a bare plain tar.
     let gz = archive::write_gzip_tar(&n.members).unwrap();
     let back = Neff::from_bytes(&gz, &ReadOptions::default()).unwrap();
-    assert_eq!((back.layout, back.members.len()), (Layout::BareGzip, n.members.len()));
+    assert_eq!(
+        (back.layout, back.members.len()),
+        (Layout::BareGzip, n.members.len())
+    );
     let tar = archive::write_plain_tar(&n.members).unwrap();
     let back = Neff::from_bytes(&tar, &ReadOptions::default()).unwrap();
     assert_eq!(back.layout, Layout::BareTar);
@@ -172,11 +260,16 @@ fn pkg1_and_bare_archives() {
 fn name_holding_ustar_is_not_a_bare_tar() {
     let mut n = fixture();
     // Byte 257 of the file is byte 37 of the name field (0xDC = 220).
-    n.header.set_name(&format!("{}ustar00", "x".repeat(37))).unwrap();
+    n.header
+        .set_name(&format!("{}ustar00", "x".repeat(37)))
+        .unwrap();
     let bytes = n.to_bytes().unwrap();
     assert_eq!(&bytes[257..262], b"ustar");
     let back = read(&bytes).unwrap();
-    assert_eq!((back.layout, back.header.name_str()), (Layout::Headered, n.header.name_str()));
+    assert_eq!(
+        (back.layout, back.header.name_str()),
+        (Layout::Headered, n.header.name_str())
+    );
 }
 
 #[test]
@@ -187,7 +280,11 @@ fn unpack_refuses_file_directory_clashes() {
     let dest = tempfile::tempdir().unwrap();
     let e = n.unpack(dest.path(), false).unwrap_err();
     assert!(e.to_string().contains("both a file and a directory"), "{e}");
-    assert_eq!(std::fs::read_dir(dest.path()).unwrap().count(), 0, "nothing written");
+    assert_eq!(
+        std::fs::read_dir(dest.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }
 
 #[test]
@@ -225,17 +322,35 @@ fn testdata_kernel_packs_and_validates() {
     let names: Vec<&str> = n.members.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        ["neff.json", "sg00/PE.bin", "sg00/PE.json", "sg00/act", "sg00/act_instr", "sg00/def.json", "sg00/w.npy"]
+        [
+            "neff.json",
+            "sg00/PE.bin",
+            "sg00/PE.json",
+            "sg00/act",
+            "sg00/act_instr",
+            "sg00/def.json",
+            "sg00/w.npy"
+        ]
     );
     let back = Neff::from_bytes(&n.to_bytes().unwrap(), &ReadOptions::default()).unwrap();
     let sg = back.subgraph("sg00").unwrap();
     assert_eq!(sg.stream(Engine::Pe).unwrap().len(), 2);
     assert_eq!(sg.stream(Engine::Act).unwrap().len(), 3);
-    assert_eq!(sg.stream(Engine::Pe).unwrap().as_bytes(), &bundles(Engine::Pe, 2)[..]);
-    assert_eq!(sg.sidecar(Engine::Act).unwrap().dma[0].desc[0].to_offset, 64);
+    assert_eq!(
+        sg.stream(Engine::Pe).unwrap().as_bytes(),
+        &bundles(Engine::Pe, 2)[..]
+    );
+    assert_eq!(
+        sg.sidecar(Engine::Act).unwrap().dma[0].desc[0].to_offset,
+        64
+    );
     let w = back.npy("sg00/w.npy").unwrap();
     assert_eq!(w.descr, "|i1");
-    assert_eq!(w.data[..3], [156, 173, 190], "(17 i - 100) as int8, from numpy");
+    assert_eq!(
+        w.data[..3],
+        [156, 173, 190],
+        "(17 i - 100) as int8, from numpy"
+    );
 }
 
 #[cfg(unix)]
@@ -252,7 +367,11 @@ fn pack_refuses_symlinks_and_unpack_never_follows_them() {
     std::os::unix::fs::symlink(outside.path(), dest.path().join("sg00")).unwrap();
     let e = fixture().unpack(dest.path(), true).unwrap_err();
     assert!(matches!(e, NeffError::UnsafePath { .. }), "{e}");
-    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing written through the link");
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
 }
 
 // ---------- hostile archives ----------
@@ -266,7 +385,12 @@ struct Raw<'a> {
 }
 
 fn raw(name: &[u8], data: &'static [u8]) -> Raw<'static> {
-    Raw { name: Box::leak(name.to_vec().into_boxed_slice()), kind: tar::EntryType::Regular, data, link: b"" }
+    Raw {
+        name: Box::leak(name.to_vec().into_boxed_slice()),
+        kind: tar::EntryType::Regular,
+        data,
+        link: b"",
+    }
 }
 
 fn raw_tar(entries: &[Raw<'_>]) -> Vec<u8> {
@@ -310,7 +434,11 @@ fn read(bytes: &[u8]) -> Result<Neff, NeffError> {
 fn traversal_and_absolute_paths() {
     for name in [&b"../evil"[..], b"sg00/../../evil", b"/etc/evil", b"./../x"] {
         let e = read(&wrap(&gzip(&raw_tar(&[raw(name, b"x")])))).unwrap_err();
-        assert!(matches!(e, NeffError::UnsafePath { .. }), "{}: {e}", String::from_utf8_lossy(name));
+        assert!(
+            matches!(e, NeffError::UnsafePath { .. }),
+            "{}: {e}",
+            String::from_utf8_lossy(name)
+        );
     }
 }
 
@@ -324,9 +452,16 @@ fn links_and_devices() {
         (tar::EntryType::Fifo, "FIFO"),
     ];
     for (kind, label) in cases {
-        let t = raw_tar(&[Raw { name: b"sg00/PE.bin", kind, data: b"", link: b"/etc/passwd" }]);
+        let t = raw_tar(&[Raw {
+            name: b"sg00/PE.bin",
+            kind,
+            data: b"",
+            link: b"/etc/passwd",
+        }]);
         match read(&wrap(&gzip(&t))).unwrap_err() {
-            NeffError::UnsupportedEntry { member, kind } => assert_eq!((member.as_str(), kind), ("sg00/PE.bin", label)),
+            NeffError::UnsupportedEntry { member, kind } => {
+                assert_eq!((member.as_str(), kind), ("sg00/PE.bin", label))
+            }
             other => panic!("{label}: {other}"),
         }
     }
@@ -336,7 +471,10 @@ fn links_and_devices() {
 fn duplicates_after_normalisation() {
     let t = raw_tar(&[raw(b"sg00/def.json", b"{}"), raw(b"./sg00/def.json", b"{}")]);
     let e = read(&wrap(&gzip(&t))).unwrap_err();
-    assert!(matches!(e, NeffError::DuplicateMember { ref member } if member == "sg00/def.json"), "{e}");
+    assert!(
+        matches!(e, NeffError::DuplicateMember { ref member } if member == "sg00/def.json"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -344,23 +482,66 @@ fn decompression_bombs() {
     let zeros: &'static [u8] = Box::leak(vec![0u8; 2 << 20].into_boxed_slice());
     let bomb = wrap(&gzip(&raw_tar(&[raw(b"big", zeros)])));
     assert!(bomb.len() < 64 << 10, "compresses well: {}", bomb.len());
-    let small = ReadOptions { verify_hash: true, limits: Limits { max_total_bytes: 4 << 20, max_member_bytes: 1 << 20, max_members: 10 } };
+    let small = ReadOptions {
+        verify_hash: true,
+        limits: Limits {
+            max_total_bytes: 4 << 20,
+            max_member_bytes: 1 << 20,
+            max_members: 10,
+        },
+    };
     let e = Neff::from_bytes(&bomb, &small).unwrap_err();
-    assert!(matches!(e, NeffError::MemberTooLarge { size, .. } if size == 2 << 20), "{e}");
+    assert!(
+        matches!(e, NeffError::MemberTooLarge { size, .. } if size == 2 << 20),
+        "{e}"
+    );
 
     let chunk: &'static [u8] = &zeros[..700 << 10];
-    let many = wrap(&gzip(&raw_tar(&[raw(b"a", chunk), raw(b"b", chunk), raw(b"c", chunk)])));
-    let tight = ReadOptions { limits: Limits { max_total_bytes: 1 << 20, ..small.limits }, ..small };
-    assert!(matches!(Neff::from_bytes(&many, &tight).unwrap_err(), NeffError::ArchiveTooLarge { .. }));
+    let many = wrap(&gzip(&raw_tar(&[
+        raw(b"a", chunk),
+        raw(b"b", chunk),
+        raw(b"c", chunk),
+    ])));
+    let tight = ReadOptions {
+        limits: Limits {
+            max_total_bytes: 1 << 20,
+            ..small.limits
+        },
+        ..small
+    };
+    assert!(matches!(
+        Neff::from_bytes(&many, &tight).unwrap_err(),
+        NeffError::ArchiveTooLarge { .. }
+    ));
 
-    let entries: Vec<Raw> = (0..12).map(|i| raw(format!("m{i}").as_bytes(), b"x")).collect();
+    let entries: Vec<Raw> = (0..12)
+        .map(|i| raw(format!("m{i}").as_bytes(), b"x"))
+        .collect();
     let count = wrap(&gzip(&raw_tar(&entries)));
-    assert!(matches!(Neff::from_bytes(&count, &small).unwrap_err(), NeffError::TooManyMembers { limit: 10 }));
+    assert!(matches!(
+        Neff::from_bytes(&count, &small).unwrap_err(),
+        NeffError::TooManyMembers { limit: 10 }
+    ));
 
     // A GNU long-name record far bigger than the limits allow trips the stream budget.
     let long: &'static [u8] = zeros;
-    let t = raw_tar(&[Raw { name: b"././@LongLink", kind: tar::EntryType::GNULongName, data: long, link: b"" }, raw(b"x", b"y")]);
-    let tiny = ReadOptions { limits: Limits { max_total_bytes: 64 << 10, max_member_bytes: 64 << 10, max_members: 4 }, ..small };
+    let t = raw_tar(&[
+        Raw {
+            name: b"././@LongLink",
+            kind: tar::EntryType::GNULongName,
+            data: long,
+            link: b"",
+        },
+        raw(b"x", b"y"),
+    ]);
+    let tiny = ReadOptions {
+        limits: Limits {
+            max_total_bytes: 64 << 10,
+            max_member_bytes: 64 << 10,
+            max_members: 4,
+        },
+        ..small
+    };
     let e = Neff::from_bytes(&wrap(&gzip(&t)), &tiny).unwrap_err();
     assert!(matches!(e, NeffError::ArchiveTooLarge { .. }), "{e}");
 }
@@ -373,31 +554,68 @@ fn hash_mismatch_and_override() {
         NeffError::HashMismatch { algorithm, .. } => assert_eq!(algorithm, "MD5"),
         other => panic!("{other}"),
     }
-    let opts = ReadOptions { verify_hash: false, ..ReadOptions::default() };
-    assert_eq!(Neff::from_bytes(&bytes, &opts).unwrap().members, fixture().members);
+    let opts = ReadOptions {
+        verify_hash: false,
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        Neff::from_bytes(&bytes, &opts).unwrap().members,
+        fixture().members
+    );
     let mut n = fixture();
     n.header.pkg_version = PKG_TAR_SHA256;
     let mut bytes = n.to_bytes().unwrap();
     bytes[header::offset::HASH + 31] ^= 1;
-    assert!(matches!(read(&bytes).unwrap_err(), NeffError::HashMismatch { algorithm: "SHA-256", .. }));
+    assert!(matches!(
+        read(&bytes).unwrap_err(),
+        NeffError::HashMismatch {
+            algorithm: "SHA-256",
+            ..
+        }
+    ));
 }
 
 #[test]
 fn header_errors() {
-    assert!(matches!(read(&[0u8; 100]).unwrap_err(), NeffError::TruncatedHeader { len: 100 }));
-    assert!(matches!(read(&[]).unwrap_err(), NeffError::TruncatedHeader { len: 0 }));
+    assert!(matches!(
+        read(&[0u8; 100]).unwrap_err(),
+        NeffError::TruncatedHeader { len: 100 }
+    ));
+    assert!(matches!(
+        read(&[]).unwrap_err(),
+        NeffError::TruncatedHeader { len: 0 }
+    ));
     let good = fixture().to_bytes().unwrap();
-    assert!(matches!(read(&good[..HEADER_LEN - 1]).unwrap_err(), NeffError::TruncatedHeader { .. }));
+    assert!(matches!(
+        read(&good[..HEADER_LEN - 1]).unwrap_err(),
+        NeffError::TruncatedHeader { .. }
+    ));
     let mut b = good.clone();
     b[0] = 3;
-    assert!(matches!(read(&b).unwrap_err(), NeffError::UnsupportedPackageVersion(3)));
+    assert!(matches!(
+        read(&b).unwrap_err(),
+        NeffError::UnsupportedPackageVersion(3)
+    ));
     let mut b = good.clone();
-    b[header::offset::HEADER_SIZE..header::offset::HEADER_SIZE + 8].copy_from_slice(&(good.len() as u64).to_le_bytes());
-    assert!(matches!(read(&b).unwrap_err(), NeffError::HeaderSize { .. }));
+    b[header::offset::HEADER_SIZE..header::offset::HEADER_SIZE + 8]
+        .copy_from_slice(&(good.len() as u64).to_le_bytes());
+    assert!(matches!(
+        read(&b).unwrap_err(),
+        NeffError::HeaderSize { .. }
+    ));
     let mut b = good.clone();
     b.push(0);
-    assert!(matches!(read(&b).unwrap_err(), NeffError::DataSize { .. }), "trailing bytes");
-    assert!(matches!(read(&good[..good.len() - 10]).unwrap_err(), NeffError::DataSize { .. }), "cut file");
+    assert!(
+        matches!(read(&b).unwrap_err(), NeffError::DataSize { .. }),
+        "trailing bytes"
+    );
+    assert!(
+        matches!(
+            read(&good[..good.len() - 10]).unwrap_err(),
+            NeffError::DataSize { .. }
+        ),
+        "cut file"
+    );
 }
 
 #[test]
@@ -414,7 +632,10 @@ fn truncated_and_corrupt_archives() {
     let e = read(&gz[..gz.len() - 100]).unwrap_err();
     assert!(matches!(e, NeffError::TruncatedArchive { .. }), "{e}");
     // A plain tar whose member body is cut.
-    let mut h = Header { pkg_version: PKG_TAR_SHA256, ..Header::default() };
+    let mut h = Header {
+        pkg_version: PKG_TAR_SHA256,
+        ..Header::default()
+    };
     let cut = &tar[..700];
     h.seal(cut);
     let mut b = h.to_bytes().to_vec();
@@ -434,7 +655,13 @@ fn truncated_and_corrupt_archives() {
     assert!(matches!(e, NeffError::CorruptArchive { .. }), "{e}");
     // Not an archive at all behind a valid header.
     let e = read(&wrap(b"definitely not a tar archive")).unwrap_err();
-    assert!(matches!(e, NeffError::CorruptArchive { .. } | NeffError::TruncatedArchive { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            NeffError::CorruptArchive { .. } | NeffError::TruncatedArchive { .. }
+        ),
+        "{e}"
+    );
 }
 
 // ---------- subgraph cross-checks ----------
@@ -451,7 +678,10 @@ fn subgraph_errors() {
         m.remove("sg00/PE.bin");
     });
     let e = n.subgraph("sg00").unwrap_err();
-    assert!(matches!(e, NeffError::MissingMember { ref member, .. } if member == "sg00/PE.bin"), "{e}");
+    assert!(
+        matches!(e, NeffError::MissingMember { ref member, .. } if member == "sg00/PE.bin"),
+        "{e}"
+    );
     assert!(e.to_string().contains("definition.pe._instr"), "{e}");
 
     // The tar token alone satisfies def.json's file name.
@@ -459,51 +689,81 @@ fn subgraph_errors() {
         let pe = m.remove("sg00/PE.bin").unwrap();
         m.insert("sg00/pe_instr".into(), pe);
     });
-    assert_eq!(n.subgraph("sg00").unwrap().streams[&Engine::Pe].member, "sg00/pe_instr");
+    assert_eq!(
+        n.subgraph("sg00").unwrap().streams[&Engine::Pe].member,
+        "sg00/pe_instr"
+    );
 
     let n = with(|m| {
         m.insert("sg00/pe_instr".into(), bundles(Engine::Pe, 1));
     });
-    assert!(matches!(n.subgraph("sg00").unwrap_err(), NeffError::Invalid { .. }));
+    assert!(matches!(
+        n.subgraph("sg00").unwrap_err(),
+        NeffError::Invalid { .. }
+    ));
 
     let n = with(|m| {
         m.insert("sg00/DVE.bin".into(), vec![0; 65]);
     });
     let e = n.subgraph("sg00").unwrap_err();
-    assert!(matches!(e, NeffError::Stream(StreamError::NotBundleAligned { trailing: 1, .. })), "{e}");
+    assert!(
+        matches!(
+            e,
+            NeffError::Stream(StreamError::NotBundleAligned { trailing: 1, .. })
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("sg00/DVE.bin"), "{e}");
 
     let n = with(|m| {
-        m.insert("sg00/w.npy".into(), npy::encode_npy(Dtype::Int8, &[16], &[0; 16]).unwrap());
+        m.insert(
+            "sg00/w.npy".into(),
+            npy::encode_npy(Dtype::Int8, &[16], &[0; 16]).unwrap(),
+        );
     });
     let e = n.subgraph("sg00").unwrap_err();
     assert!(e.to_string().contains("var[2].shape"), "{e}");
 
     let n = with(|m| {
-        m.insert("sg00/w.npy".into(), npy::encode_npy(Dtype::Uint8, &[2, 8], &[0; 16]).unwrap());
+        m.insert(
+            "sg00/w.npy".into(),
+            npy::encode_npy(Dtype::Uint8, &[2, 8], &[0; 16]).unwrap(),
+        );
     });
-    assert!(matches!(n.subgraph("sg00").unwrap_err(), NeffError::Npy { .. }));
+    assert!(matches!(
+        n.subgraph("sg00").unwrap_err(),
+        NeffError::Npy { .. }
+    ));
 
     let n = with(|m| {
         m.remove("sg00/w.npy");
     });
-    assert!(matches!(n.subgraph("sg00").unwrap_err(), NeffError::MissingMember { .. }));
+    assert!(matches!(
+        n.subgraph("sg00").unwrap_err(),
+        NeffError::MissingMember { .. }
+    ));
 
     let n = with(|m| {
         m.insert("sg00/act".into(), br#"{"dma": [{"queue": "in", "desc": [{"from": "ghost", "to": "w", "from_sizes": [1], "to_sizes": [1]}]}]}"#.to_vec());
     });
     let e = n.subgraph("sg00").unwrap_err();
-    assert!(e.to_string().starts_with("sg00/act: at dma[0].desc[0].from"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("sg00/act: at dma[0].desc[0].from"),
+        "{e}"
+    );
 
     let n = with(|m| {
         m.insert("sg00/def.json".into(), b"{\"var\": 3}".to_vec());
     });
     let e = n.subgraph("sg00").unwrap_err();
-    assert!(matches!(e, NeffError::Json { ref path, .. } if path == "var"), "{e}");
+    assert!(
+        matches!(e, NeffError::Json { ref path, .. } if path == "var"),
+        "{e}"
+    );
 }
 
 // ---------- never panic ----------
-
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: proptest_cases(), ..ProptestConfig::default() })]

@@ -54,19 +54,29 @@ pub struct CastPolicy {
 
 impl CastPolicy {
     /// The device ALU path: FP8 saturation on (config word `0x0001`), float → int truncates.
-    pub const DEVICE: CastPolicy =
-        CastPolicy { saturate_fp8: true, fp8_nan_selector: false, float_to_int: FloatToInt::DeviceTruncate };
+    pub const DEVICE: CastPolicy = CastPolicy {
+        saturate_fp8: true,
+        fp8_nan_selector: false,
+        float_to_int: FloatToInt::DeviceTruncate,
+    };
 
     /// The compiler's reference cast engine: FP8 saturation on, float → int rounds to nearest
     /// even. Also the rounding used for cast-unit outputs (copy/cast on DVE/ACT, activation
     /// output), where no device source documents anything else.
-    pub const REFERENCE: CastPolicy =
-        CastPolicy { saturate_fp8: true, fp8_nan_selector: false, float_to_int: FloatToInt::ReferenceRne };
+    pub const REFERENCE: CastPolicy = CastPolicy {
+        saturate_fp8: true,
+        fp8_nan_selector: false,
+        float_to_int: FloatToInt::ReferenceRne,
+    };
 
     /// A policy from the 2-byte FP8 conversion config word (byte 0 = saturate, byte 1 = NaN/Inf
     /// selector; each set when non-zero).
     pub const fn from_fp8_config(word: u16, float_to_int: FloatToInt) -> CastPolicy {
-        CastPolicy { saturate_fp8: word & 0xFF != 0, fp8_nan_selector: word >> 8 != 0, float_to_int }
+        CastPolicy {
+            saturate_fp8: word & 0xFF != 0,
+            fp8_nan_selector: word >> 8 != 0,
+            float_to_int,
+        }
     }
 
     /// The 2-byte FP8 conversion config word of this policy.
@@ -263,7 +273,9 @@ fn mini_encode<F: Mini>(x: f32, saturate: bool, selector: bool) -> u32 {
     // Below the smallest normal: add a power of two whose ulp is the subnormal step, so the
     // fp32 adder performs the RNE; the low bits are the code (up to the smallest normal).
     let magic = f32::from_bits(((F::EMIN - F::M as i32 + 23 + 127) as u32) << 23);
-    let sub = (f32::from_bits(a) + magic).to_bits().wrapping_sub(magic.to_bits());
+    let sub = (f32::from_bits(a) + magic)
+        .to_bits()
+        .wrapping_sub(magic.to_bits());
     let min_normal = ((F::EMIN + 127) as u32) << 23;
     let mag = if a < min_normal { sub } else { normal };
     let saturate = saturate && F::FP8;
@@ -281,7 +293,11 @@ fn mini_encode<F: Mini>(x: f32, saturate: bool, selector: bool) -> u32 {
         Specials::Fn => (1 << F::MAG_BITS) - 1,
     };
     // Selects rather than branches, so that slice loops vectorise.
-    let code = if mag > F::MAX_FINITE { over_code } else { sign | mag };
+    let code = if mag > F::MAX_FINITE {
+        over_code
+    } else {
+        sign | mag
+    };
     if a > 0x7F80_0000 {
         nan_code
     } else {
@@ -406,7 +422,11 @@ pub fn to_f32(format: Format, code: u64) -> f32 {
 /// The code of `x` in `format` under `policy` (one lane's code for a ×4 form), in the low
 /// bits of the result.
 pub fn from_f32(format: Format, x: f32, policy: &CastPolicy) -> u64 {
-    let (sat, sel, mode) = (policy.saturate_fp8, policy.fp8_nan_selector, policy.float_to_int);
+    let (sat, sel, mode) = (
+        policy.saturate_fp8,
+        policy.fp8_nan_selector,
+        policy.float_to_int,
+    );
     match format.element() {
         Format::Uint8 | Format::Float8E8m0fnu => to_unsigned(x, mode, u8::MAX.into()),
         Format::Uint16 => to_unsigned(x, mode, u16::MAX.into()),
@@ -436,7 +456,11 @@ pub fn from_f32(format: Format, x: f32, policy: &CastPolicy) -> u64 {
 pub fn cast(src_format: Format, code: u64, dst_format: Format, policy: &CastPolicy) -> u64 {
     if src_format.element() == dst_format.element() {
         let bits = src_format.element_bits();
-        return if bits == 64 { code } else { code & ((1u64 << bits) - 1) };
+        return if bits == 64 {
+            code
+        } else {
+            code & ((1u64 << bits) - 1)
+        };
     }
     from_f32(dst_format, to_f32(src_format, code), policy)
 }
@@ -448,7 +472,11 @@ pub fn cast(src_format: Format, code: u64, dst_format: Format, policy: &CastPoli
 fn elements_in(bytes: usize, format: Format) -> Result<usize, CastError> {
     let container = format.container_bytes();
     if !bytes.is_multiple_of(container) {
-        return Err(CastError::SourceLength { len: bytes, format, container });
+        return Err(CastError::SourceLength {
+            len: bytes,
+            format,
+            container,
+        });
     }
     Ok(bytes / container * format.lanes())
 }
@@ -457,7 +485,11 @@ fn elements_in(bytes: usize, format: Format) -> Result<usize, CastError> {
 fn bytes_for(elements: usize, format: Format) -> Result<usize, CastError> {
     let lanes = format.lanes();
     if !elements.is_multiple_of(lanes) {
-        return Err(CastError::Lanes { elements, format, lanes });
+        return Err(CastError::Lanes {
+            elements,
+            format,
+            lanes,
+        });
     }
     Ok(elements / lanes * format.container_bytes())
 }
@@ -465,7 +497,12 @@ fn bytes_for(elements: usize, format: Format) -> Result<usize, CastError> {
 fn check_dst(got: usize, elements: usize, format: Format) -> Result<(), CastError> {
     let want = bytes_for(elements, format)?;
     if got != want {
-        return Err(CastError::DestinationLength { got, want, elements, format });
+        return Err(CastError::DestinationLength {
+            got,
+            want,
+            elements,
+            format,
+        });
     }
     Ok(())
 }
@@ -566,14 +603,22 @@ fn decode_into(src: &[u8], format: Format, out: &mut [f32]) {
 
 /// Encode whole elements; `dst` holds exactly `src.len()` elements.
 fn encode_into(src: &[f32], format: Format, dst: &mut [u8], policy: &CastPolicy) {
-    let (sat, sel, mode) = (policy.saturate_fp8, policy.fp8_nan_selector, policy.float_to_int);
+    let (sat, sel, mode) = (
+        policy.saturate_fp8,
+        policy.fp8_nan_selector,
+        policy.float_to_int,
+    );
     match format {
-        Format::Uint8 | Format::Float8E8m0fnu => encode_codes(src, dst, |x| to_unsigned(x, mode, 0xFF) as u8),
+        Format::Uint8 | Format::Float8E8m0fnu => {
+            encode_codes(src, dst, |x| to_unsigned(x, mode, 0xFF) as u8)
+        }
         Format::Int8 => encode_codes(src, dst, |x| to_signed(x, mode, -0x80, 0x7F) as u8),
         Format::Uint16 => encode_codes(src, dst, |x| to_unsigned(x, mode, 0xFFFF) as u16),
         Format::Int16 => encode_codes(src, dst, |x| to_signed(x, mode, -0x8000, 0x7FFF) as u16),
         Format::Uint32 => encode_codes(src, dst, |x| to_unsigned(x, mode, u32::MAX.into()) as u32),
-        Format::Int32 => encode_codes(src, dst, |x| to_signed(x, mode, i32::MIN.into(), i32::MAX.into()) as u32),
+        Format::Int32 => encode_codes(src, dst, |x| {
+            to_signed(x, mode, i32::MIN.into(), i32::MAX.into()) as u32
+        }),
         Format::Uint64 => encode_codes(src, dst, |x| to_unsigned(x, mode, u64::MAX)),
         Format::Int64 => encode_codes(src, dst, |x| to_signed(x, mode, i64::MIN, i64::MAX) as u64),
         Format::Float32 => encode_codes(src, dst, f32::to_bits),
@@ -585,7 +630,9 @@ fn encode_into(src: &[f32], format: Format, dst: &mut [u8], policy: &CastPolicy)
         Format::Float8E4m3fn | Format::Float8E4m3fnX4 => {
             encode_codes(src, dst, |x| mini_encode::<E4m3fn>(x, sat, sel) as u8)
         }
-        Format::Float8E5m2 | Format::Float8E5m2X4 => encode_codes(src, dst, |x| mini_encode::<E5m2>(x, sat, sel) as u8),
+        Format::Float8E5m2 | Format::Float8E5m2X4 => {
+            encode_codes(src, dst, |x| mini_encode::<E5m2>(x, sat, sel) as u8)
+        }
         Format::Float4E2m1fn => encode_codes(src, dst, |x| mini_encode::<E2m1>(x, sat, sel) as u8),
         Format::Float4E2m1fnX4 => {
             for (b, x) in dst.iter_mut().zip(src.chunks_exact(2)) {
@@ -622,7 +669,12 @@ pub fn to_f32_slice(src: &[u8], format: Format, out: &mut [f32]) -> Result<usize
 
 /// Encode fp32 values into `dst` (in `format`, packed forms in the lane order of
 /// [`to_f32_slice`]); returns the element count.
-pub fn from_f32_slice(src: &[f32], dst: &mut [u8], format: Format, policy: &CastPolicy) -> Result<usize, CastError> {
+pub fn from_f32_slice(
+    src: &[f32],
+    dst: &mut [u8],
+    format: Format,
+    policy: &CastPolicy,
+) -> Result<usize, CastError> {
     check_dst(dst.len(), src.len(), format)?;
     encode_into(src, format, dst, policy);
     Ok(src.len())
@@ -679,10 +731,16 @@ mod tests {
     use super::*;
 
     const SAT: CastPolicy = CastPolicy::DEVICE;
-    const NOSAT: CastPolicy =
-        CastPolicy { saturate_fp8: false, fp8_nan_selector: false, float_to_int: FloatToInt::DeviceTruncate };
-    const NOSAT_SEL: CastPolicy =
-        CastPolicy { saturate_fp8: false, fp8_nan_selector: true, float_to_int: FloatToInt::DeviceTruncate };
+    const NOSAT: CastPolicy = CastPolicy {
+        saturate_fp8: false,
+        fp8_nan_selector: false,
+        float_to_int: FloatToInt::DeviceTruncate,
+    };
+    const NOSAT_SEL: CastPolicy = CastPolicy {
+        saturate_fp8: false,
+        fp8_nan_selector: true,
+        float_to_int: FloatToInt::DeviceTruncate,
+    };
 
     fn enc(f: Format, x: f32, p: &CastPolicy) -> u64 {
         from_f32(f, x, p)
@@ -696,7 +754,10 @@ mod tests {
     fn config_word_round_trips() {
         assert_eq!(CastPolicy::DEVICE.fp8_config(), 0x0001);
         for w in [0x0000u16, 0x0001, 0x0100, 0x0101] {
-            assert_eq!(CastPolicy::from_fp8_config(w, FloatToInt::ReferenceRne).fp8_config(), w);
+            assert_eq!(
+                CastPolicy::from_fp8_config(w, FloatToInt::ReferenceRne).fp8_config(),
+                w
+            );
         }
         assert!(CastPolicy::from_fp8_config(0x0200, FloatToInt::ReferenceRne).fp8_nan_selector);
         assert_eq!(CastPolicy::default(), CastPolicy::DEVICE);
@@ -716,7 +777,11 @@ mod tests {
         assert_eq!(enc(f, 448.0, &NOSAT), 0x7E);
         assert_eq!(enc(f, 464.0, &NOSAT), 0x7E);
         assert_eq!(enc(f, nf(464f32.to_bits() + 1), &NOSAT), 0x7F);
-        assert_eq!(enc(f, -nf(464f32.to_bits() + 1), &NOSAT), 0x7F, "overflow NaN drops the sign");
+        assert_eq!(
+            enc(f, -nf(464f32.to_bits() + 1), &NOSAT),
+            0x7F,
+            "overflow NaN drops the sign"
+        );
         assert_eq!(enc(f, -500.0, &NOSAT_SEL), 0x80, "selector: signed zero");
         assert_eq!(enc(f, 500.0, &NOSAT_SEL), 0x00);
         assert_eq!(enc(f, nf(464f32.to_bits() + 1), &SAT), 0x7E);
@@ -730,7 +795,11 @@ mod tests {
         assert_eq!(enc(f, min_sub / 2.0, &SAT), 0x00);
         assert_eq!(enc(f, -min_sub / 2.0, &SAT), 0x80);
         assert_eq!(enc(f, nf((min_sub / 2.0).to_bits() + 1), &SAT), 0x01);
-        assert_eq!(enc(f, 1.5 * min_sub, &SAT), 0x02, "1.5 steps ties to even (2)");
+        assert_eq!(
+            enc(f, 1.5 * min_sub, &SAT),
+            0x02,
+            "1.5 steps ties to even (2)"
+        );
         assert_eq!(enc(f, 2.5 * min_sub, &SAT), 0x02);
         // Largest subnormal to smallest normal (2^-6 = 0x08).
         assert_eq!(enc(f, 7.5 * min_sub, &SAT), 0x08);
@@ -765,7 +834,11 @@ mod tests {
         assert_eq!(enc(f, min_sub, &SAT), 0x01);
         assert_eq!(enc(f, min_sub / 2.0, &SAT), 0x00);
         assert_eq!(enc(f, nf((min_sub / 2.0).to_bits() + 1), &SAT), 0x01);
-        assert_eq!(enc(f, 3.5 * min_sub, &SAT), 0x04, "largest subnormal + half step → min normal");
+        assert_eq!(
+            enc(f, 3.5 * min_sub, &SAT),
+            0x04,
+            "largest subnormal + half step → min normal"
+        );
     }
 
     #[test]
@@ -805,24 +878,54 @@ mod tests {
         assert_eq!(enc(Format::Bfloat16, f32::NAN, &SAT), 0x7FC0);
         assert_eq!(enc(Format::Bfloat16, -f32::NAN, &SAT), 0x7FC0);
         assert_eq!(enc(Format::Bfloat16, nf(0x7F80_0001), &SAT), 0x7FC0);
-        assert_eq!(enc(Format::Bfloat16, nf(0x3F80_8000), &SAT), 0x3F80, "tie to even");
-        assert_eq!(enc(Format::Bfloat16, nf(0x3F81_8000), &SAT), 0x3F82, "tie to even (up)");
+        assert_eq!(
+            enc(Format::Bfloat16, nf(0x3F80_8000), &SAT),
+            0x3F80,
+            "tie to even"
+        );
+        assert_eq!(
+            enc(Format::Bfloat16, nf(0x3F81_8000), &SAT),
+            0x3F82,
+            "tie to even (up)"
+        );
         assert_eq!(enc(Format::Bfloat16, nf(0x3F80_8001), &SAT), 0x3F81);
-        assert_eq!(enc(Format::Bfloat16, f32::MAX, &SAT), 0x7F80, "overflow → Inf, never saturates");
+        assert_eq!(
+            enc(Format::Bfloat16, f32::MAX, &SAT),
+            0x7F80,
+            "overflow → Inf, never saturates"
+        );
         assert_eq!(enc(Format::Float16, f32::NAN, &SAT), 0x7E00);
         assert_eq!(enc(Format::Float16, -f32::NAN, &SAT), 0xFE00);
         assert_eq!(enc(Format::Float16, 65504.0, &SAT), 0x7BFF);
-        assert_eq!(enc(Format::Float16, 65520.0, &SAT), 0x7C00, "tie above max → Inf");
-        assert_eq!(enc(Format::Float16, nf(65520f32.to_bits() - 1), &SAT), 0x7BFF);
+        assert_eq!(
+            enc(Format::Float16, 65520.0, &SAT),
+            0x7C00,
+            "tie above max → Inf"
+        );
+        assert_eq!(
+            enc(Format::Float16, nf(65520f32.to_bits() - 1), &SAT),
+            0x7BFF
+        );
         assert_eq!(enc(Format::Float16, 2f32.powi(-25), &SAT), 0x0000);
-        assert_eq!(enc(Format::Float16, nf(2f32.powi(-25).to_bits() + 1), &SAT), 0x0001);
+        assert_eq!(
+            enc(Format::Float16, nf(2f32.powi(-25).to_bits() + 1), &SAT),
+            0x0001
+        );
         assert_eq!(enc(Format::Float16, -1e-10, &SAT), 0x8000);
-        assert_eq!(enc(Format::Float32r, nf(0x3F80_0800), &SAT), 0x3F80_0000, "tie to even");
+        assert_eq!(
+            enc(Format::Float32r, nf(0x3F80_0800), &SAT),
+            0x3F80_0000,
+            "tie to even"
+        );
         assert_eq!(enc(Format::Float32r, nf(0x3F80_1800), &SAT), 0x3F80_2000);
         assert_eq!(enc(Format::Float32r, nf(0x3F80_0801), &SAT), 0x3F80_1000);
         assert_eq!(enc(Format::Float32r, f32::MAX, &SAT), 0x7F80_0000);
         assert_eq!(enc(Format::Float32r, nf(0xFF80_0001), &SAT), 0xFFC0_0000);
-        assert_eq!(to_f32(Format::Float32r, 0x3F80_1234), nf(0x3F80_1234), "read back as plain fp32");
+        assert_eq!(
+            to_f32(Format::Float32r, 0x3F80_1234),
+            nf(0x3F80_1234),
+            "read back as plain fp32"
+        );
     }
 
     /// The `half` crate agrees with our fp16/bf16 legs wherever its NaN handling is not involved
@@ -832,11 +935,19 @@ mod tests {
         for c in 0..=u16::MAX {
             let h = half::f16::from_bits(c);
             if !h.is_nan() {
-                assert_eq!(to_f32(Format::Float16, c.into()).to_bits(), h.to_f32().to_bits(), "f16 {c:#06x}");
+                assert_eq!(
+                    to_f32(Format::Float16, c.into()).to_bits(),
+                    h.to_f32().to_bits(),
+                    "f16 {c:#06x}"
+                );
             }
             let b = half::bf16::from_bits(c);
             if !b.is_nan() {
-                assert_eq!(to_f32(Format::Bfloat16, c.into()).to_bits(), b.to_f32().to_bits(), "bf16 {c:#06x}");
+                assert_eq!(
+                    to_f32(Format::Bfloat16, c.into()).to_bits(),
+                    b.to_f32().to_bits(),
+                    "bf16 {c:#06x}"
+                );
             }
         }
         let mut s = 0x2545_F491_4F6C_DD1Du64;
@@ -845,13 +956,25 @@ mod tests {
             s ^= s >> 7;
             s ^= s << 17;
             // Alternate uniform bit patterns with values near the fp16 range.
-            let bits = if i % 2 == 0 { s as u32 } else { (s as u32 & 0x83FF_FFFF) | (0x3000_0000 + ((s >> 40) as u32 & 0x0FFF_FFFF)) };
+            let bits = if i % 2 == 0 {
+                s as u32
+            } else {
+                (s as u32 & 0x83FF_FFFF) | (0x3000_0000 + ((s >> 40) as u32 & 0x0FFF_FFFF))
+            };
             let x = f32::from_bits(bits);
             if x.is_nan() {
                 continue;
             }
-            assert_eq!(from_f32(Format::Float16, x, &SAT), u64::from(half::f16::from_f32(x).to_bits()), "f16 {bits:#010x}");
-            assert_eq!(from_f32(Format::Bfloat16, x, &SAT), u64::from(half::bf16::from_f32(x).to_bits()), "bf16 {bits:#010x}");
+            assert_eq!(
+                from_f32(Format::Float16, x, &SAT),
+                u64::from(half::f16::from_f32(x).to_bits()),
+                "f16 {bits:#010x}"
+            );
+            assert_eq!(
+                from_f32(Format::Bfloat16, x, &SAT),
+                u64::from(half::bf16::from_f32(x).to_bits()),
+                "bf16 {bits:#010x}"
+            );
         }
     }
 
@@ -879,7 +1002,11 @@ mod tests {
         assert_eq!(enc(Format::Int64, f32::NEG_INFINITY, &t), i64::MIN as u64);
         assert_eq!(enc(Format::Uint64, 1e20, &t), u64::MAX);
         assert_eq!(enc(Format::Uint64, -f32::NAN, &t), 0);
-        assert_eq!(enc(Format::Float8E8m0fnu, 127.5, &r), 128, "e8m0 casts as uint8");
+        assert_eq!(
+            enc(Format::Float8E8m0fnu, 127.5, &r),
+            128,
+            "e8m0 casts as uint8"
+        );
         assert_eq!(to_f32(Format::Float8E8m0fnu, 200), 200.0);
     }
 
@@ -887,14 +1014,32 @@ mod tests {
     fn integers_lose_bits_through_the_fp32_hub() {
         let p = CastPolicy::REFERENCE;
         let big = (1u32 << 24) + 1; // not representable in fp32
-        assert_eq!(cast(Format::Int32, big.into(), Format::Int32, &p), big as u64, "alias: bit-exact");
+        assert_eq!(
+            cast(Format::Int32, big.into(), Format::Int32, &p),
+            big as u64,
+            "alias: bit-exact"
+        );
         assert_eq!(cast(Format::Int32, big.into(), Format::Uint32, &p), 1 << 24);
-        assert_eq!(cast(Format::Uint32, 0xFFFF_FFFF, Format::Int64, &p), 1 << 32, "rounds up through fp32");
+        assert_eq!(
+            cast(Format::Uint32, 0xFFFF_FFFF, Format::Int64, &p),
+            1 << 32,
+            "rounds up through fp32"
+        );
         // uint64 → fp32 is the correctly rounded unsigned conversion.
         assert_eq!(to_f32(Format::Uint64, u64::MAX), 18446744073709551616.0);
-        assert_eq!(to_f32(Format::Uint64, (1 << 63) + (1 << 39)), 9223372036854775808.0, "tie to even");
-        assert_eq!(to_f32(Format::Uint64, (1 << 63) + (1 << 39) + 1), 9223373136366403584.0);
-        assert_eq!(to_f32(Format::Int64, i64::MIN as u64), -9223372036854775808.0);
+        assert_eq!(
+            to_f32(Format::Uint64, (1 << 63) + (1 << 39)),
+            9223372036854775808.0,
+            "tie to even"
+        );
+        assert_eq!(
+            to_f32(Format::Uint64, (1 << 63) + (1 << 39) + 1),
+            9223373136366403584.0
+        );
+        assert_eq!(
+            to_f32(Format::Int64, i64::MIN as u64),
+            -9223372036854775808.0
+        );
     }
 
     #[test]
@@ -903,19 +1048,34 @@ mod tests {
         // Identical formats copy even NaN payloads bit-exactly.
         let src = 0x7F80_0001u32.to_le_bytes();
         let mut dst = [0u8; 4];
-        assert_eq!(cast_slice(&src, Format::Float32, &mut dst, Format::Float32, &p), Ok(1));
+        assert_eq!(
+            cast_slice(&src, Format::Float32, &mut dst, Format::Float32, &p),
+            Ok(1)
+        );
         assert_eq!(dst, src);
         // FP4 ×4: element i in byte i/2, low nibble first.
         let vals = [0.5f32, 1.0, -6.0, 3.0, 0.0, 0.0, 2.0, -0.5];
         let mut packed = [0u8; 4];
-        assert_eq!(from_f32_slice(&vals, &mut packed, Format::Float4E2m1fnX4, &p), Ok(8));
+        assert_eq!(
+            from_f32_slice(&vals, &mut packed, Format::Float4E2m1fnX4, &p),
+            Ok(8)
+        );
         assert_eq!(packed, [0x21, 0x5F, 0x00, 0x94]);
         let mut back = [0f32; 8];
-        assert_eq!(to_f32_slice(&packed, Format::Float4E2m1fnX4, &mut back), Ok(8));
+        assert_eq!(
+            to_f32_slice(&packed, Format::Float4E2m1fnX4, &mut back),
+            Ok(8)
+        );
         assert_eq!(back, vals);
         // FP8 ×4 → fp32: lane k is byte k of the container.
         let mut out = [0u8; 16];
-        let n = cast_slice(&[0x38, 0x40, 0xB8, 0x7F], Format::Float8E4m3fnX4, &mut out, Format::Float32, &p);
+        let n = cast_slice(
+            &[0x38, 0x40, 0xB8, 0x7F],
+            Format::Float8E4m3fnX4,
+            &mut out,
+            Format::Float32,
+            &p,
+        );
         assert_eq!(n, Ok(4));
         let f: Vec<u32> = out.chunks_exact(4).map(u32::read).collect();
         assert_eq!(f, [0x3F80_0000, 0x4000_0000, 0xBF80_0000, 0x7FC0_0000]);
@@ -929,7 +1089,13 @@ mod tests {
             Err(CastError::DestinationLength { .. })
         ));
         assert!(matches!(
-            cast_slice(&[0; 6], Format::Bfloat16, &mut [0; 4], Format::Float8E4m3fnX4, &p),
+            cast_slice(
+                &[0; 6],
+                Format::Bfloat16,
+                &mut [0; 4],
+                Format::Float8E4m3fnX4,
+                &p
+            ),
             Err(CastError::Lanes { .. })
         ));
     }
@@ -940,7 +1106,9 @@ mod tests {
         let p = CastPolicy::DEVICE;
         for src_f in Format::ALL {
             let len = n / src_f.lanes() * src_f.container_bytes();
-            let bytes: Vec<u8> = (0..len + 1).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3]).collect();
+            let bytes: Vec<u8> = (0..len + 1)
+                .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
+                .collect();
             for dst_f in Format::ALL {
                 let dlen = n / dst_f.lanes() * dst_f.container_bytes();
                 let mut aligned_src = vec![0u64; len.div_ceil(8)];

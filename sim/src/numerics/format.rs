@@ -155,7 +155,10 @@ impl Format {
 
     /// The format with a BIR dtype ordinal.
     pub fn from_bir_ordinal(ordinal: u8) -> Option<Format> {
-        Format::ALL.get(usize::from(ordinal)).copied().filter(|f| f.bir_ordinal() == Some(ordinal))
+        Format::ALL
+            .get(usize::from(ordinal))
+            .copied()
+            .filter(|f| f.bir_ordinal() == Some(ordinal))
     }
 
     /// Bytes of one storage container: 1, 2, 4 or 8. A ×4 form counts its whole container
@@ -170,7 +173,11 @@ impl Format {
             | Format::Float8E8m0fnu
             | Format::Float8E5m2
             | Format::Float4E2m1fn => 1,
-            Format::Float4E2m1fnX4 | Format::Uint16 | Format::Int16 | Format::Bfloat16 | Format::Float16 => 2,
+            Format::Float4E2m1fnX4
+            | Format::Uint16
+            | Format::Int16
+            | Format::Bfloat16
+            | Format::Float16 => 2,
             Format::Float8E4m3fnX4
             | Format::Float8E5m2X4
             | Format::Uint32
@@ -365,7 +372,11 @@ mod tests {
                 "{f}: lanes × element bits must fill the container"
             );
         }
-        let packed: Vec<_> = Format::ALL.into_iter().filter(|f| f.is_packed()).map(|f| f.bir_ordinal()).collect();
+        let packed: Vec<_> = Format::ALL
+            .into_iter()
+            .filter(|f| f.is_packed())
+            .map(|f| f.bir_ordinal())
+            .collect();
         assert_eq!(packed, [Some(2), Some(8), Some(9)]);
     }
 
@@ -418,7 +429,10 @@ mod tests {
             assert_eq!(Format::from_wire_tag(0x11, gen), None);
         }
         assert_eq!(Format::from_wire_tag(0x10, Gen::V3), None);
-        assert_eq!(Format::from_wire_tag(0x10, Gen::V4), Some(Format::Float4E2m1fnX4));
+        assert_eq!(
+            Format::from_wire_tag(0x10, Gen::V4),
+            Some(Format::Float4E2m1fnX4)
+        );
     }
 
     #[test]

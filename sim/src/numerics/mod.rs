@@ -12,5 +12,8 @@ pub mod mx;
 pub mod pe;
 pub mod reduce;
 
-pub use cast::{cast, cast_slice, from_f32, from_f32_slice, to_f32, to_f32_slice, CastError, CastPolicy, FloatToInt};
+pub use cast::{
+    cast, cast_slice, from_f32, from_f32_slice, to_f32, to_f32_slice, CastError, CastPolicy,
+    FloatToInt,
+};
 pub use format::{Format, Kind, UnknownFormat};

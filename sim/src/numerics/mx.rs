@@ -49,7 +49,11 @@ pub struct MxConfig {
 
 impl Default for MxConfig {
     fn default() -> Self {
-        MxConfig { alt_emax: false, fp8_nan_selector: false, nan_scale_poisons: true }
+        MxConfig {
+            alt_emax: false,
+            fp8_nan_selector: false,
+            nan_scale_poisons: true,
+        }
     }
 }
 
@@ -88,7 +92,11 @@ impl MxShape {
     }
 
     fn check(&self) -> Result<(), MxError> {
-        if self.partitions == 0 || self.free == 0 || !self.partitions.is_multiple_of(BLOCK_PARTITIONS) || !self.free.is_multiple_of(BLOCK_FREE) {
+        if self.partitions == 0
+            || self.free == 0
+            || !self.partitions.is_multiple_of(BLOCK_PARTITIONS)
+            || !self.free.is_multiple_of(BLOCK_FREE)
+        {
             return Err(MxError::Shape(*self));
         }
         Ok(())
@@ -203,11 +211,17 @@ pub fn quantize(
     scale: &mut [u8],
     config: &MxConfig,
 ) -> Result<(), MxError> {
-    let emax = emax(data_format).ok_or(MxError::NotMx(data_format))?.saturating_sub(config.alt_emax as u8);
+    let emax = emax(data_format)
+        .ok_or(MxError::NotMx(data_format))?
+        .saturating_sub(config.alt_emax as u8);
     shape.check()?;
     check_len("data", data.len(), data_bytes(&shape, data_format))?;
     if scale.len() < shape.scale_buffer_bytes() {
-        return Err(MxError::Length { what: "scale", got: scale.len(), want: shape.scale_buffer_bytes() });
+        return Err(MxError::Length {
+            what: "scale",
+            got: scale.len(),
+            want: shape.scale_buffer_bytes(),
+        });
     }
     check_len("source", src.len(), data_bytes(&shape, src_format))?;
     let mut x = vec![0f32; shape.elements()];
@@ -257,14 +271,21 @@ pub fn dequantize(
     shape.check()?;
     check_len("data", data.len(), data_bytes(&shape, data_format))?;
     if scale.len() < shape.scale_buffer_bytes() {
-        return Err(MxError::Length { what: "scale", got: scale.len(), want: shape.scale_buffer_bytes() });
+        return Err(MxError::Length {
+            what: "scale",
+            got: scale.len(),
+            want: shape.scale_buffer_bytes(),
+        });
     }
     check_len("output", 4 * out.len(), 4 * shape.elements())?;
     cast::to_f32_slice(data, data_format, out)?;
     let row_bytes = shape.scale_row_bytes();
     for (p, row) in out.chunks_exact_mut(shape.free).enumerate() {
         let srow = &scale[scale_slot(p / BLOCK_PARTITIONS) * row_bytes..][..row_bytes];
-        for (v, &s) in row.iter_mut().zip(srow.iter().flat_map(|s| std::iter::repeat_n(s, BLOCK_FREE))) {
+        for (v, &s) in row
+            .iter_mut()
+            .zip(srow.iter().flat_map(|s| std::iter::repeat_n(s, BLOCK_FREE)))
+        {
             *v = if s == 0xFF && config.nan_scale_poisons {
                 f32::NAN
             } else {
@@ -285,10 +306,18 @@ mod tests {
         assert_eq!(scale_byte(8, 8), 1, "zero floor");
         assert_eq!(scale_byte(9, 8), 1);
         assert_eq!(scale_byte(10, 8), 2);
-        assert_eq!(scale_byte(127 + 8, 8), 127, "amax in [256, 512) for e4m3fn: scale 2^0");
+        assert_eq!(
+            scale_byte(127 + 8, 8),
+            127,
+            "amax in [256, 512) for e4m3fn: scale 2^0"
+        );
         assert_eq!(scale_byte(255, 15), 240);
         assert_eq!(scale_value(127), 1.0);
-        assert_eq!(scale_value(0).to_bits(), 0x0040_0000, "2^-127 is an fp32 subnormal");
+        assert_eq!(
+            scale_value(0).to_bits(),
+            0x0040_0000,
+            "2^-127 is an fp32 subnormal"
+        );
         assert_eq!(scale_value(254), 2f32.powi(127));
         assert!(scale_value(255).is_nan());
         assert_eq!(emax(Format::Float8E4m3fnX4), Some(8));
@@ -300,16 +329,31 @@ mod tests {
     #[test]
     fn scale_slots_interleave_by_quadrant() {
         let slots: Vec<_> = (0..16).map(scale_slot).collect();
-        assert_eq!(slots, [0, 1, 2, 3, 32, 33, 34, 35, 64, 65, 66, 67, 96, 97, 98, 99]);
-        let shape = MxShape { partitions: 128, free: 8 };
+        assert_eq!(
+            slots,
+            [0, 1, 2, 3, 32, 33, 34, 35, 64, 65, 66, 67, 96, 97, 98, 99]
+        );
+        let shape = MxShape {
+            partitions: 128,
+            free: 8,
+        };
         assert_eq!(shape.scale_buffer_bytes(), 100 * 2);
     }
 
     #[test]
     fn fp4_lane_remap_is_a_windowed_permutation() {
-        assert_eq!((0..4).map(|i| fp4_lane_remap(i, 2)).collect::<Vec<_>>(), [2, 3, 0, 1]);
-        assert_eq!((0..8).map(|i| fp4_lane_remap(i, 4)).collect::<Vec<_>>(), [6, 7, 4, 5, 2, 3, 0, 1]);
-        assert_eq!((0..6).map(|i| fp4_lane_remap(i, 1)).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(
+            (0..4).map(|i| fp4_lane_remap(i, 2)).collect::<Vec<_>>(),
+            [2, 3, 0, 1]
+        );
+        assert_eq!(
+            (0..8).map(|i| fp4_lane_remap(i, 4)).collect::<Vec<_>>(),
+            [6, 7, 4, 5, 2, 3, 0, 1]
+        );
+        assert_eq!(
+            (0..6).map(|i| fp4_lane_remap(i, 1)).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5]
+        );
         for stride in 1..9 {
             let w = 2 * stride;
             let mut seen: Vec<_> = (0..4 * w).map(|i| fp4_lane_remap(i, stride)).collect();
@@ -332,29 +376,59 @@ mod tests {
         x[0] = 300.0;
         x[5] = -1.7;
         x[31] = 1e-4;
-        let shape = MxShape { partitions: 8, free: 4 };
+        let shape = MxShape {
+            partitions: 8,
+            free: 4,
+        };
         let mut data = [0u8; 32];
         let mut scale = [0u8; 1];
-        quantize(&f32_bytes(&x), Format::Float32, shape, Format::Float8E4m3fnX4, &mut data, &mut scale, &MxConfig::default())
-            .unwrap();
+        quantize(
+            &f32_bytes(&x),
+            Format::Float32,
+            shape,
+            Format::Float8E4m3fnX4,
+            &mut data,
+            &mut scale,
+            &MxConfig::default(),
+        )
+        .unwrap();
         assert_eq!(scale, [127]);
         assert_eq!(data[0], 0x79, "288 (RNE of 300)");
         assert_eq!(data[5], 0xBE, "-1.75");
         assert_eq!(data[31], 0x00, "1e-4 is below half the smallest subnormal");
         x[0] = 1000.0;
-        quantize(&f32_bytes(&x), Format::Float32, shape, Format::Float8E4m3fnX4, &mut data, &mut scale, &MxConfig::default())
-            .unwrap();
+        quantize(
+            &f32_bytes(&x),
+            Format::Float32,
+            shape,
+            Format::Float8E4m3fnX4,
+            &mut data,
+            &mut scale,
+            &MxConfig::default(),
+        )
+        .unwrap();
         assert_eq!(scale, [128]);
         assert_eq!(data[0], 0x7E, "500 rounds beyond 480 and saturates to 448");
         let mut out = [0f32; 32];
-        dequantize(&data, Format::Float8E4m3fnX4, &scale, shape, &mut out, &MxConfig::default()).unwrap();
+        dequantize(
+            &data,
+            Format::Float8E4m3fnX4,
+            &scale,
+            shape,
+            &mut out,
+            &MxConfig::default(),
+        )
+        .unwrap();
         assert_eq!(out[0], 896.0);
         assert_eq!(out[5], -1.75, "-0.85 → -0.875, times 2");
     }
 
     #[test]
     fn zero_nan_and_inf_blocks() {
-        let shape = MxShape { partitions: 8, free: 8 };
+        let shape = MxShape {
+            partitions: 8,
+            free: 8,
+        };
         let mut x = vec![0f32; 64];
         x[0] = -0.0; // block 0: all zero
         x[4] = f32::NAN; // block 1: NaN, an Inf, and finite values
@@ -363,46 +437,127 @@ mod tests {
         let mut data = [0u8; 64];
         let mut scale = [0u8; 2];
         let cfg = MxConfig::default();
-        quantize(&f32_bytes(&x), Format::Float32, shape, Format::Float8E5m2X4, &mut data, &mut scale, &cfg).unwrap();
+        quantize(
+            &f32_bytes(&x),
+            Format::Float32,
+            shape,
+            Format::Float8E5m2X4,
+            &mut data,
+            &mut scale,
+            &cfg,
+        )
+        .unwrap();
         assert_eq!(scale, [1, 255 - 15]);
         assert_eq!(data[0], 0x80);
         assert_eq!(&data[4..7], &[0x7E, 0xFB, 0x00]);
         let mut fp4 = [0u8; 32];
-        quantize(&f32_bytes(&x), Format::Float32, shape, Format::Float4E2m1fnX4, &mut fp4, &mut scale, &cfg).unwrap();
+        quantize(
+            &f32_bytes(&x),
+            Format::Float32,
+            shape,
+            Format::Float4E2m1fnX4,
+            &mut fp4,
+            &mut scale,
+            &cfg,
+        )
+        .unwrap();
         assert_eq!(scale, [1, 253]);
-        assert_eq!(fp4[2], 0xF0, "NaN → +0 (low nibble), -Inf → -6 (high nibble)");
+        assert_eq!(
+            fp4[2], 0xF0,
+            "NaN → +0 (low nibble), -Inf → -6 (high nibble)"
+        );
 
         let mut out = [0f32; 64];
         let nan_scale = [255u8, 127];
-        dequantize(&data, Format::Float8E5m2X4, &nan_scale, shape, &mut out, &cfg).unwrap();
-        assert!(out[..4].iter().all(|v| v.is_nan()), "NaN scale poisons the block, zeros included");
-        let plain = MxConfig { nan_scale_poisons: false, ..cfg };
-        dequantize(&data, Format::Float8E5m2X4, &nan_scale, shape, &mut out, &plain).unwrap();
+        dequantize(
+            &data,
+            Format::Float8E5m2X4,
+            &nan_scale,
+            shape,
+            &mut out,
+            &cfg,
+        )
+        .unwrap();
+        assert!(
+            out[..4].iter().all(|v| v.is_nan()),
+            "NaN scale poisons the block, zeros included"
+        );
+        let plain = MxConfig {
+            nan_scale_poisons: false,
+            ..cfg
+        };
+        dequantize(
+            &data,
+            Format::Float8E5m2X4,
+            &nan_scale,
+            shape,
+            &mut out,
+            &plain,
+        )
+        .unwrap();
         assert_eq!(out[0], 0.0);
         assert!(out[0].is_sign_negative());
     }
 
     #[test]
     fn errors() {
-        let shape = MxShape { partitions: 8, free: 4 };
+        let shape = MxShape {
+            partitions: 8,
+            free: 4,
+        };
         let mut data = [0u8; 32];
         let mut scale = [0u8; 1];
         let src = [0u8; 64];
         assert_eq!(
-            quantize(&src, Format::Bfloat16, shape, Format::Float8E4m3, &mut data, &mut scale, &MxConfig::default()),
+            quantize(
+                &src,
+                Format::Bfloat16,
+                shape,
+                Format::Float8E4m3,
+                &mut data,
+                &mut scale,
+                &MxConfig::default()
+            ),
             Err(MxError::NotMx(Format::Float8E4m3))
         );
-        let bad = MxShape { partitions: 12, free: 4 };
+        let bad = MxShape {
+            partitions: 12,
+            free: 4,
+        };
         assert!(matches!(
-            quantize(&src, Format::Bfloat16, bad, Format::Float8E4m3fnX4, &mut data, &mut scale, &MxConfig::default()),
+            quantize(
+                &src,
+                Format::Bfloat16,
+                bad,
+                Format::Float8E4m3fnX4,
+                &mut data,
+                &mut scale,
+                &MxConfig::default()
+            ),
             Err(MxError::Shape(_))
         ));
         assert!(matches!(
-            quantize(&src[..62], Format::Bfloat16, shape, Format::Float8E4m3fnX4, &mut data, &mut scale, &MxConfig::default()),
+            quantize(
+                &src[..62],
+                Format::Bfloat16,
+                shape,
+                Format::Float8E4m3fnX4,
+                &mut data,
+                &mut scale,
+                &MxConfig::default()
+            ),
             Err(MxError::Length { .. })
         ));
         assert!(matches!(
-            quantize(&src, Format::Bfloat16, shape, Format::Float8E4m3fnX4, &mut data, &mut [], &MxConfig::default()),
+            quantize(
+                &src,
+                Format::Bfloat16,
+                shape,
+                Format::Float8E4m3fnX4,
+                &mut data,
+                &mut [],
+                &MxConfig::default()
+            ),
             Err(MxError::Length { what: "scale", .. })
         ));
     }

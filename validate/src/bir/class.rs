@@ -184,7 +184,10 @@ impl InstClass {
     /// Parse a JSON `op` name (also accepts the `Inst` prefix and `Branch` for
     /// `UnconditionalBranch`).
     pub fn parse(s: &str) -> Option<InstClass> {
-        let s = s.strip_prefix("Inst").filter(|r| !r.is_empty()).unwrap_or(s);
+        let s = s
+            .strip_prefix("Inst")
+            .filter(|r| !r.is_empty())
+            .unwrap_or(s);
         if s == "Branch" {
             return Some(InstClass::UnconditionalBranch);
         }
@@ -193,7 +196,10 @@ impl InstClass {
 
     /// Structured regions whose body blocks the verifier recurses into.
     pub const fn is_region(self) -> bool {
-        matches!(self, InstClass::Loop | InstClass::DynamicForLoop | InstClass::DoWhile | InstClass::DmaBlock)
+        matches!(
+            self,
+            InstClass::Loop | InstClass::DynamicForLoop | InstClass::DoWhile | InstClass::DmaBlock
+        )
     }
 
     /// Regions whose trip count is decided at run time: their blocks are dynamic-CFG blocks.
@@ -260,7 +266,9 @@ mod tests {
         for (i, c) in InstClass::ALL.iter().take(110).enumerate() {
             assert_eq!(c.bir_ordinal(), Some(i as u32), "{c}");
         }
-        assert!(InstClass::ALL[110..].iter().all(|c| c.bir_ordinal().is_none()));
+        assert!(InstClass::ALL[110..]
+            .iter()
+            .all(|c| c.bir_ordinal().is_none()));
         assert_eq!(InstClass::TensorScalarPtr.bir_ordinal(), Some(29));
         assert_eq!(InstClass::CollectiveCompute.bir_ordinal(), Some(48));
         assert_eq!(InstClass::CustomOp.bir_ordinal(), Some(53));
@@ -277,8 +285,14 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), InstClass::COUNT);
-        assert_eq!(InstClass::parse("InstMatmultMx"), Some(InstClass::MatmultMx));
-        assert_eq!(InstClass::parse("Branch"), Some(InstClass::UnconditionalBranch));
+        assert_eq!(
+            InstClass::parse("InstMatmultMx"),
+            Some(InstClass::MatmultMx)
+        );
+        assert_eq!(
+            InstClass::parse("Branch"),
+            Some(InstClass::UnconditionalBranch)
+        );
         assert_eq!(InstClass::parse("Inst"), None);
         assert_eq!(InstClass::parse("Matmul"), None);
     }

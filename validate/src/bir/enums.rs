@@ -26,8 +26,13 @@ pub enum ArchLevel {
 
 impl ArchLevel {
     /// Every level, oldest first.
-    pub const ALL: [ArchLevel; 5] =
-        [ArchLevel::Inferentia, ArchLevel::Sunda, ArchLevel::Gen3, ArchLevel::CoreV4, ArchLevel::CoreV5];
+    pub const ALL: [ArchLevel; 5] = [
+        ArchLevel::Inferentia,
+        ArchLevel::Sunda,
+        ArchLevel::Gen3,
+        ArchLevel::CoreV4,
+        ArchLevel::CoreV5,
+    ];
 
     /// The level number (10, 20, 30, 40, 50).
     #[inline]
@@ -62,7 +67,9 @@ impl ArchLevel {
     pub fn parse(s: &str) -> Option<ArchLevel> {
         let l = s.trim().to_ascii_lowercase();
         match l.as_str() {
-            "10" | "inferentia" | "tonga" | "inf1" | "v1" | "core_v1" | "corev1" => Some(ArchLevel::Inferentia),
+            "10" | "inferentia" | "tonga" | "inf1" | "v1" | "core_v1" | "corev1" => {
+                Some(ArchLevel::Inferentia)
+            }
             _ => l.parse::<Gen>().ok().map(ArchLevel::from),
         }
     }
@@ -85,11 +92,21 @@ impl ArchLevel {
     /// table, the only source for that level).
     pub const fn psum_geometry(self) -> PsumGeometry {
         match self {
-            ArchLevel::Inferentia => PsumGeometry { banks: 4, bank_bytes: 2048, partitions: 64 },
-            ArchLevel::Sunda => PsumGeometry { banks: 16, bank_bytes: 1024, partitions: 128 },
-            ArchLevel::Gen3 | ArchLevel::CoreV4 | ArchLevel::CoreV5 => {
-                PsumGeometry { banks: 8, bank_bytes: 2048, partitions: 128 }
-            }
+            ArchLevel::Inferentia => PsumGeometry {
+                banks: 4,
+                bank_bytes: 2048,
+                partitions: 64,
+            },
+            ArchLevel::Sunda => PsumGeometry {
+                banks: 16,
+                bank_bytes: 1024,
+                partitions: 128,
+            },
+            ArchLevel::Gen3 | ArchLevel::CoreV4 | ArchLevel::CoreV5 => PsumGeometry {
+                banks: 8,
+                bank_bytes: 2048,
+                partitions: 128,
+            },
         }
     }
 }
@@ -162,8 +179,14 @@ impl EngineType {
     ];
 
     /// The six concrete engines (no wildcard).
-    pub const CONCRETE: [EngineType; 6] =
-        [EngineType::Pool, EngineType::Act, EngineType::Pe, EngineType::Dma, EngineType::Dve, EngineType::Sp];
+    pub const CONCRETE: [EngineType; 6] = [
+        EngineType::Pool,
+        EngineType::Act,
+        EngineType::Pe,
+        EngineType::Dma,
+        EngineType::Dve,
+        EngineType::Sp,
+    ];
 
     /// Ordinal (0..=7).
     #[inline]
@@ -280,7 +303,9 @@ impl EngineSet {
 
     /// Members in ordinal order.
     pub fn iter(self) -> impl Iterator<Item = EngineType> {
-        EngineType::ALL_TYPES.into_iter().filter(move |e| self.contains(*e))
+        EngineType::ALL_TYPES
+            .into_iter()
+            .filter(move |e| self.contains(*e))
     }
 
     /// The concrete engines an L1 engine gate with this legal set lets through: the members,
@@ -414,7 +439,10 @@ impl Dtype {
     /// True for the x4-packed MX containers {2, 8, 9}.
     #[inline]
     pub const fn is_x4(self) -> bool {
-        matches!(self, Dtype::Float4E2m1fnX4 | Dtype::Float8E4m3fnX4 | Dtype::Float8E5m2X4)
+        matches!(
+            self,
+            Dtype::Float4E2m1fnX4 | Dtype::Float8E4m3fnX4 | Dtype::Float8E5m2X4
+        )
     }
 
     /// True for the 64-bit integer types.
@@ -693,7 +721,11 @@ mod tests {
         assert_eq!(Dtype::parse("float9"), None);
         assert_eq!(Dtype::Float4E2m1fnX4.bytes(), 2);
         assert_eq!(Dtype::Float8E5m2X4.bytes(), 4);
-        let x4: Vec<u8> = Dtype::ALL.into_iter().filter(|d| d.is_x4()).map(Dtype::ordinal).collect();
+        let x4: Vec<u8> = Dtype::ALL
+            .into_iter()
+            .filter(|d| d.is_x4())
+            .map(Dtype::ordinal)
+            .collect();
         assert_eq!(x4, [2, 8, 9]);
     }
 
@@ -711,8 +743,13 @@ mod tests {
         assert_eq!(EngineType::Dma.wire(), None);
         let s = EngineSet::of(&[EngineType::Dve, EngineType::Pool]);
         assert_eq!(s.to_string(), "{Pool, DVE}");
-        assert_eq!(EngineSet::of(&[EngineType::All]).l1_accepts(), EngineSet::of(&EngineType::CONCRETE));
-        assert!(EngineSet::of(&[EngineType::Unassigned]).l1_accepts().is_empty());
+        assert_eq!(
+            EngineSet::of(&[EngineType::All]).l1_accepts(),
+            EngineSet::of(&EngineType::CONCRETE)
+        );
+        assert!(EngineSet::of(&[EngineType::Unassigned])
+            .l1_accepts()
+            .is_empty());
     }
 
     #[test]

@@ -10,8 +10,8 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use super::model::{
-    AccessPattern, Block, ClassFields, CollectiveFields, Dim, FieldsKind, Function, Instruction, MatmultMxFields,
-    Module, MxTiles, NkiKernelFields, Sb2SbFields, ATTR_SKIP_ENGINE_CHECK,
+    AccessPattern, Block, ClassFields, CollectiveFields, Dim, FieldsKind, Function, Instruction,
+    MatmultMxFields, Module, MxTiles, NkiKernelFields, Sb2SbFields, ATTR_SKIP_ENGINE_CHECK,
 };
 use super::{ArchLevel, CollectiveKind, Dtype, EngineType, InstClass, MemoryType};
 
@@ -69,14 +69,21 @@ pub fn from_json_value(v: &Value) -> Result<Module, BirJsonError> {
             let ip = Path::Index(&p, i);
             let f = parse_function(item, &ip)?;
             if out.iter().any(|g| g.name == f.name) {
-                return Err(schema(&Path::Key(&ip, "name"), format!("duplicate function name {:?}", f.name)));
+                return Err(schema(
+                    &Path::Key(&ip, "name"),
+                    format!("duplicate function name {:?}", f.name),
+                ));
             }
             out.push(f);
         }
         out
     };
     o.finish()?;
-    Ok(Module { name, arch, functions })
+    Ok(Module {
+        name,
+        arch,
+        functions,
+    })
 }
 
 /// The canonical JSON value of a module.
@@ -86,7 +93,10 @@ pub fn to_json_value(m: &Module) -> Value {
         o.insert("name".into(), n.clone().into());
     }
     o.insert("arch".into(), m.arch.name().into());
-    o.insert("functions".into(), Value::Array(m.functions.iter().map(function_json).collect()));
+    o.insert(
+        "functions".into(),
+        Value::Array(m.functions.iter().map(function_json).collect()),
+    );
     Value::Object(o)
 }
 
@@ -120,7 +130,10 @@ impl fmt::Display for Path<'_> {
 }
 
 fn schema(p: &Path<'_>, message: impl Into<String>) -> BirJsonError {
-    BirJsonError::Schema { path: p.to_string(), message: message.into() }
+    BirJsonError::Schema {
+        path: p.to_string(),
+        message: message.into(),
+    }
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -138,33 +151,54 @@ fn kind_of(v: &Value) -> &'static str {
 // Scalar readers
 
 fn as_array<'v>(v: &'v Value, p: &Path<'_>) -> Result<&'v Vec<Value>, BirJsonError> {
-    v.as_array().ok_or_else(|| schema(p, format!("expected an array, found {}", kind_of(v))))
+    v.as_array()
+        .ok_or_else(|| schema(p, format!("expected an array, found {}", kind_of(v))))
 }
 
 fn as_str<'v>(v: &'v Value, p: &Path<'_>) -> Result<&'v str, BirJsonError> {
-    v.as_str().ok_or_else(|| schema(p, format!("expected a string, found {}", kind_of(v))))
+    v.as_str()
+        .ok_or_else(|| schema(p, format!("expected a string, found {}", kind_of(v))))
 }
 
 fn as_bool(v: &Value, p: &Path<'_>) -> Result<bool, BirJsonError> {
-    v.as_bool().ok_or_else(|| schema(p, format!("expected a boolean, found {}", kind_of(v))))
+    v.as_bool()
+        .ok_or_else(|| schema(p, format!("expected a boolean, found {}", kind_of(v))))
 }
 
 fn as_u64(v: &Value, p: &Path<'_>) -> Result<u64, BirJsonError> {
     match v {
-        Value::Number(n) => n.as_u64().ok_or_else(|| schema(p, format!("expected a non-negative integer, found {n}"))),
-        _ => Err(schema(p, format!("expected a non-negative integer, found {}", kind_of(v)))),
+        Value::Number(n) => n
+            .as_u64()
+            .ok_or_else(|| schema(p, format!("expected a non-negative integer, found {n}"))),
+        _ => Err(schema(
+            p,
+            format!("expected a non-negative integer, found {}", kind_of(v)),
+        )),
     }
 }
 
 fn as_i64(v: &Value, p: &Path<'_>) -> Result<i64, BirJsonError> {
     match v {
-        Value::Number(n) => n.as_i64().ok_or_else(|| schema(p, format!("expected an integer in i64 range, found {n}"))),
-        _ => Err(schema(p, format!("expected an integer, found {}", kind_of(v)))),
+        Value::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| schema(p, format!("expected an integer in i64 range, found {n}"))),
+        _ => Err(schema(
+            p,
+            format!("expected an integer, found {}", kind_of(v)),
+        )),
     }
 }
 
-fn int_list<T>(v: &Value, p: &Path<'_>, read: fn(&Value, &Path<'_>) -> Result<T, BirJsonError>) -> Result<Vec<T>, BirJsonError> {
-    as_array(v, p)?.iter().enumerate().map(|(i, x)| read(x, &Path::Index(p, i))).collect()
+fn int_list<T>(
+    v: &Value,
+    p: &Path<'_>,
+    read: fn(&Value, &Path<'_>) -> Result<T, BirJsonError>,
+) -> Result<Vec<T>, BirJsonError> {
+    as_array(v, p)?
+        .iter()
+        .enumerate()
+        .map(|(i, x)| read(x, &Path::Index(p, i)))
+        .collect()
 }
 
 /// An integer or a list of integers (one entry per tile).
@@ -180,26 +214,44 @@ fn parse_arch(v: &Value, p: &Path<'_>) -> Result<ArchLevel, BirJsonError> {
         schema(p, format!("unknown arch {what} (expected inferentia|sunda|gen3|core_v4|core_v5 or 10|20|30|40|50)"))
     };
     match v {
-        Value::Number(n) => n.as_u64().and_then(ArchLevel::from_level).ok_or_else(|| unknown(n.to_string())),
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(ArchLevel::from_level)
+            .ok_or_else(|| unknown(n.to_string())),
         Value::String(s) => ArchLevel::parse(s).ok_or_else(|| unknown(format!("{s:?}"))),
-        _ => Err(schema(p, format!("expected an arch name or level number, found {}", kind_of(v)))),
+        _ => Err(schema(
+            p,
+            format!(
+                "expected an arch name or level number, found {}",
+                kind_of(v)
+            ),
+        )),
     }
 }
 
 fn parse_engine(v: &Value, p: &Path<'_>) -> Result<EngineType, BirJsonError> {
     let s = as_str(v, p)?;
-    EngineType::parse(s)
-        .ok_or_else(|| schema(p, format!("unknown engine {s:?} (expected Unassigned|Pool|Act|PE|DMA|DVE|SP|ALL)")))
+    EngineType::parse(s).ok_or_else(|| {
+        schema(
+            p,
+            format!("unknown engine {s:?} (expected Unassigned|Pool|Act|PE|DMA|DVE|SP|ALL)"),
+        )
+    })
 }
 
 fn parse_dtype(v: &Value, p: &Path<'_>) -> Result<Dtype, BirJsonError> {
     match v {
-        Value::String(s) => Dtype::parse(s).ok_or_else(|| schema(p, format!("unknown dtype {s:?}"))),
+        Value::String(s) => {
+            Dtype::parse(s).ok_or_else(|| schema(p, format!("unknown dtype {s:?}")))
+        }
         Value::Number(n) => n
             .as_u64()
             .and_then(Dtype::from_ordinal)
             .ok_or_else(|| schema(p, format!("unknown dtype ordinal {n} (expected 0..=19)"))),
-        _ => Err(schema(p, format!("expected a dtype name, found {}", kind_of(v)))),
+        _ => Err(schema(
+            p,
+            format!("expected a dtype name, found {}", kind_of(v)),
+        )),
     }
 }
 
@@ -227,21 +279,35 @@ struct Obj<'v, 'p> {
 
 impl<'v, 'p> Obj<'v, 'p> {
     fn new(v: &'v Value, path: &'p Path<'p>) -> Result<Self, BirJsonError> {
-        let map = v.as_object().ok_or_else(|| schema(path, format!("expected an object, found {}", kind_of(v))))?;
-        Ok(Obj { map, path, used: Vec::new() })
+        let map = v
+            .as_object()
+            .ok_or_else(|| schema(path, format!("expected an object, found {}", kind_of(v))))?;
+        Ok(Obj {
+            map,
+            path,
+            used: Vec::new(),
+        })
     }
 
     fn get(&mut self, key: &'static str) -> Option<(&'v Value, Path<'p>)> {
         self.used.push(key);
-        self.map.get(key).filter(|v| !v.is_null()).map(|v| (v, Path::Key(self.path, key)))
+        self.map
+            .get(key)
+            .filter(|v| !v.is_null())
+            .map(|v| (v, Path::Key(self.path, key)))
     }
 
     fn req(&mut self, key: &'static str) -> Result<(&'v Value, Path<'p>), BirJsonError> {
         let path = self.path;
-        self.get(key).ok_or_else(|| schema(path, format!("missing required key {key:?}")))
+        self.get(key)
+            .ok_or_else(|| schema(path, format!("missing required key {key:?}")))
     }
 
-    fn opt<T>(&mut self, key: &'static str, read: fn(&Value, &Path<'_>) -> Result<T, BirJsonError>) -> Result<Option<T>, BirJsonError> {
+    fn opt<T>(
+        &mut self,
+        key: &'static str,
+        read: fn(&Value, &Path<'_>) -> Result<T, BirJsonError>,
+    ) -> Result<Option<T>, BirJsonError> {
         match self.get(key) {
             Some((v, p)) => read(v, &p).map(Some),
             None => Ok(None),
@@ -255,7 +321,10 @@ impl<'v, 'p> Obj<'v, 'p> {
     fn opt_object(&mut self, key: &'static str) -> Result<Map<String, Value>, BirJsonError> {
         match self.get(key) {
             Some((Value::Object(m), _)) => Ok(m.clone()),
-            Some((v, p)) => Err(schema(&p, format!("expected an object, found {}", kind_of(v)))),
+            Some((v, p)) => Err(schema(
+                &p,
+                format!("expected an object, found {}", kind_of(v)),
+            )),
             None => Ok(Map::new()),
         }
     }
@@ -264,7 +333,10 @@ impl<'v, 'p> Obj<'v, 'p> {
     fn finish(self) -> Result<(), BirJsonError> {
         for k in self.map.keys() {
             if !self.used.iter().any(|u| u == k) {
-                return Err(schema(&Path::Key(self.path, k), format!("unknown key {k:?}")));
+                return Err(schema(
+                    &Path::Key(self.path, k),
+                    format!("unknown key {k:?}"),
+                ));
             }
         }
         Ok(())
@@ -290,7 +362,11 @@ fn parse_function(v: &Value, p: &Path<'_>) -> Result<Function, BirJsonError> {
         None => Vec::new(),
     };
     o.finish()?;
-    Ok(Function { name, attrs, blocks })
+    Ok(Function {
+        name,
+        attrs,
+        blocks,
+    })
 }
 
 fn parse_blocks(v: &Value, p: &Path<'_>, depth: usize) -> Result<Vec<Block>, BirJsonError> {
@@ -300,7 +376,10 @@ fn parse_blocks(v: &Value, p: &Path<'_>, depth: usize) -> Result<Vec<Block>, Bir
         let ip = Path::Index(p, i);
         let b = parse_block(item, &ip, depth)?;
         if out.iter().any(|o| o.name == b.name) {
-            return Err(schema(&Path::Key(&ip, "name"), format!("duplicate block name {:?}", b.name)));
+            return Err(schema(
+                &Path::Key(&ip, "name"),
+                format!("duplicate block name {:?}", b.name),
+            ));
         }
         out.push(b);
     }
@@ -313,7 +392,10 @@ fn parse_block(v: &Value, p: &Path<'_>, depth: usize) -> Result<Block, BirJsonEr
         let (val, vp) = o.req("name")?;
         let s = as_str(val, &vp)?;
         if s.is_empty() || s.contains('/') {
-            return Err(schema(&vp, format!("block name {s:?} must be non-empty and contain no '/'")));
+            return Err(schema(
+                &vp,
+                format!("block name {s:?} must be non-empty and contain no '/'"),
+            ));
         }
         s.to_string()
     };
@@ -330,11 +412,19 @@ fn parse_block(v: &Value, p: &Path<'_>, depth: usize) -> Result<Block, BirJsonEr
         None => Vec::new(),
     };
     o.finish()?;
-    Ok(Block { name, dynamic_cfg, instructions })
+    Ok(Block {
+        name,
+        dynamic_cfg,
+        instructions,
+    })
 }
 
 fn parse_aps(v: &Value, p: &Path<'_>) -> Result<Vec<AccessPattern>, BirJsonError> {
-    as_array(v, p)?.iter().enumerate().map(|(i, x)| parse_ap(x, &Path::Index(p, i))).collect()
+    as_array(v, p)?
+        .iter()
+        .enumerate()
+        .map(|(i, x)| parse_ap(x, &Path::Index(p, i)))
+        .collect()
 }
 
 fn parse_ap(v: &Value, p: &Path<'_>) -> Result<AccessPattern, BirJsonError> {
@@ -361,7 +451,10 @@ fn parse_ap(v: &Value, p: &Path<'_>) -> Result<AccessPattern, BirJsonError> {
                 let dp = Path::Index(&pp, i);
                 let pair = as_array(d, &dp)?;
                 if pair.len() != 2 {
-                    return Err(schema(&dp, format!("expected [step, num], found {} entries", pair.len())));
+                    return Err(schema(
+                        &dp,
+                        format!("expected [step, num], found {} entries", pair.len()),
+                    ));
                 }
                 let step = as_i64(&pair[0], &Path::Index(&dp, 0))?;
                 let num = as_u64(&pair[1], &Path::Index(&dp, 1))?;
@@ -374,7 +467,16 @@ fn parse_ap(v: &Value, p: &Path<'_>) -> Result<AccessPattern, BirJsonError> {
     let offset = o.opt("offset", as_i64)?.unwrap_or(0);
     let indirect = o.opt("indirect", as_bool)?.unwrap_or(false);
     o.finish()?;
-    Ok(AccessPattern { mem, buffer, dtype, start_partition, partitions, pattern, offset, indirect })
+    Ok(AccessPattern {
+        mem,
+        buffer,
+        dtype,
+        start_partition,
+        partitions,
+        pattern,
+        offset,
+        indirect,
+    })
 }
 
 fn parse_instruction(v: &Value, p: &Path<'_>, depth: usize) -> Result<Instruction, BirJsonError> {
@@ -382,10 +484,13 @@ fn parse_instruction(v: &Value, p: &Path<'_>, depth: usize) -> Result<Instructio
     let class = {
         let (val, vp) = o.req("op")?;
         let s = as_str(val, &vp)?;
-        InstClass::parse(s).ok_or_else(|| schema(&vp, format!("unknown instruction class {s:?}")))?
+        InstClass::parse(s)
+            .ok_or_else(|| schema(&vp, format!("unknown instruction class {s:?}")))?
     };
     let name = o.opt_string("name")?;
-    let engine = o.opt("engine", parse_engine)?.unwrap_or(EngineType::Unassigned);
+    let engine = o
+        .opt("engine", parse_engine)?
+        .unwrap_or(EngineType::Unassigned);
     let args = match o.get("args") {
         Some((val, ap)) => parse_aps(val, &ap)?,
         None => Vec::new(),
@@ -400,10 +505,15 @@ fn parse_instruction(v: &Value, p: &Path<'_>, depth: usize) -> Result<Instructio
         FieldsKind::MatmultMx => ClassFields::MatmultMx(parse_mx_fields(&mut o)?),
         FieldsKind::NkiKernel => ClassFields::NkiKernel(parse_nki_fields(&mut o)?),
         FieldsKind::Collective => ClassFields::Collective(parse_collective_fields(&mut o, class)?),
-        FieldsKind::Sb2Sb => ClassFields::Sb2Sb(Sb2SbFields { ctx: o.opt("ctx", as_u64)? }),
+        FieldsKind::Sb2Sb => ClassFields::Sb2Sb(Sb2SbFields {
+            ctx: o.opt("ctx", as_u64)?,
+        }),
         FieldsKind::Region => {
             if depth >= MAX_REGION_DEPTH {
-                return Err(schema(p, format!("regions nested deeper than {MAX_REGION_DEPTH}")));
+                return Err(schema(
+                    p,
+                    format!("regions nested deeper than {MAX_REGION_DEPTH}"),
+                ));
             }
             match o.get("blocks") {
                 Some((val, bp)) => ClassFields::Region(parse_blocks(val, &bp, depth + 1)?),
@@ -412,7 +522,15 @@ fn parse_instruction(v: &Value, p: &Path<'_>, depth: usize) -> Result<Instructio
         }
     };
     o.finish()?;
-    Ok(Instruction { name, class, engine, args, outs, fields, attrs })
+    Ok(Instruction {
+        name,
+        class,
+        engine,
+        args,
+        outs,
+        fields,
+        attrs,
+    })
 }
 
 fn parse_mx_fields(o: &mut Obj<'_, '_>) -> Result<MatmultMxFields, BirJsonError> {
@@ -448,7 +566,10 @@ fn parse_mx_fields(o: &mut Obj<'_, '_>) -> Result<MatmultMxFields, BirJsonError>
         }
         None => None,
     };
-    Ok(MatmultMxFields { replication_shift, tiles })
+    Ok(MatmultMxFields {
+        replication_shift,
+        tiles,
+    })
 }
 
 fn parse_nki_fields(o: &mut Obj<'_, '_>) -> Result<NkiKernelFields, BirJsonError> {
@@ -463,7 +584,10 @@ fn parse_nki_fields(o: &mut Obj<'_, '_>) -> Result<NkiKernelFields, BirJsonError
     })
 }
 
-fn parse_collective_fields(o: &mut Obj<'_, '_>, class: InstClass) -> Result<CollectiveFields, BirJsonError> {
+fn parse_collective_fields(
+    o: &mut Obj<'_, '_>,
+    class: InstClass,
+) -> Result<CollectiveFields, BirJsonError> {
     let path = o.path;
     let kind_field = o.opt("kind", parse_kind)?;
     let kind = match (class.coarse_collective_kind(), kind_field) {
@@ -475,7 +599,10 @@ fn parse_collective_fields(o: &mut Obj<'_, '_>, class: InstClass) -> Result<Coll
         }
         (Some(implied), _) => Some(implied),
         (None, None) if class == InstClass::CollectiveCompute => {
-            return Err(schema(path, "missing required key \"kind\" (CollectiveCompute needs a collective kind)"))
+            return Err(schema(
+                path,
+                "missing required key \"kind\" (CollectiveCompute needs a collective kind)",
+            ))
         }
         (None, k) => k,
     };
@@ -509,7 +636,10 @@ fn blocks_json(blocks: &[Block]) -> Value {
                 let mut o = Map::new();
                 o.insert("name".into(), b.name.clone().into());
                 o.insert("dynamic_cfg".into(), b.dynamic_cfg.into());
-                o.insert("instructions".into(), Value::Array(b.instructions.iter().map(instruction_json).collect()));
+                o.insert(
+                    "instructions".into(),
+                    Value::Array(b.instructions.iter().map(instruction_json).collect()),
+                );
                 Value::Object(o)
             })
             .collect(),
@@ -525,7 +655,12 @@ fn ap_json(ap: &AccessPattern) -> Value {
     o.insert("partitions".into(), ap.partitions.into());
     o.insert(
         "pattern".into(),
-        Value::Array(ap.pattern.iter().map(|d| Value::Array(vec![d.step.into(), d.num.into()])).collect()),
+        Value::Array(
+            ap.pattern
+                .iter()
+                .map(|d| Value::Array(vec![d.step.into(), d.num.into()]))
+                .collect(),
+        ),
     );
     o.insert("offset".into(), ap.offset.into());
     if ap.indirect {
@@ -541,8 +676,14 @@ fn instruction_json(i: &Instruction) -> Value {
         o.insert("name".into(), n.clone().into());
     }
     o.insert("engine".into(), i.engine.name().into());
-    o.insert("args".into(), Value::Array(i.args.iter().map(ap_json).collect()));
-    o.insert("outs".into(), Value::Array(i.outs.iter().map(ap_json).collect()));
+    o.insert(
+        "args".into(),
+        Value::Array(i.args.iter().map(ap_json).collect()),
+    );
+    o.insert(
+        "outs".into(),
+        Value::Array(i.outs.iter().map(ap_json).collect()),
+    );
     match &i.fields {
         ClassFields::None => {}
         ClassFields::MatmultMx(f) => {
@@ -649,7 +790,9 @@ mod tests {
         assert_eq!(back, m);
         let text = to_json_string(&m);
         assert_eq!(from_json_str(&text).unwrap(), m);
-        let mx = m.functions[0].blocks[0].instructions[0].matmult_mx().unwrap();
+        let mx = m.functions[0].blocks[0].instructions[0]
+            .matmult_mx()
+            .unwrap();
         assert_eq!(mx.tiles.as_ref().unwrap().row_pos, vec![0]);
         let aa = &m.functions[0].blocks[0].instructions[3];
         assert_eq!(aa.collective_kind(), Some(CollectiveKind::AllToAllV));
@@ -673,11 +816,17 @@ mod tests {
     fn errors_name_the_path() {
         let mut v = sample();
         v["functions"][0]["blocks"][0]["instructions"][0]["args"][0]["dtype"] = json!("float9");
-        assert_eq!(err_of(&v), "functions[0].blocks[0].instructions[0].args[0].dtype: unknown dtype \"float9\"");
+        assert_eq!(
+            err_of(&v),
+            "functions[0].blocks[0].instructions[0].args[0].dtype: unknown dtype \"float9\""
+        );
 
         let mut v = sample();
         v["functions"][0]["blocks"][0]["instructions"][1]["psum_bank_cnt"] = json!(1);
-        assert_eq!(err_of(&v), "functions[0].blocks[0].instructions[1].psum_bank_cnt: unknown key \"psum_bank_cnt\"");
+        assert_eq!(
+            err_of(&v),
+            "functions[0].blocks[0].instructions[1].psum_bank_cnt: unknown key \"psum_bank_cnt\""
+        );
 
         let mut v = sample();
         v["functions"][0]["blocks"][0]["instructions"][0]["args"][0]["pattern"][0] = json!([1]);
@@ -687,8 +836,12 @@ mod tests {
         );
 
         let mut v = sample();
-        v["functions"][0]["blocks"][0]["instructions"][2].as_object_mut().unwrap().remove("kind");
-        assert!(err_of(&v).starts_with("functions[0].blocks[0].instructions[2]: missing required key \"kind\""));
+        v["functions"][0]["blocks"][0]["instructions"][2]
+            .as_object_mut()
+            .unwrap()
+            .remove("kind");
+        assert!(err_of(&v)
+            .starts_with("functions[0].blocks[0].instructions[2]: missing required key \"kind\""));
 
         let mut v = sample();
         v["functions"][0]["blocks"][0]["instructions"][3]["kind"] = json!("AllGather");
@@ -696,17 +849,22 @@ mod tests {
 
         let mut v = sample();
         v["functions"][0]["blocks"][0]["instructions"][0]["tiles"]["col_size"] = json!([1, 2]);
-        assert!(err_of(&v).starts_with("functions[0].blocks[0].instructions[0].tiles: row_pos, col_pos"));
+        assert!(err_of(&v)
+            .starts_with("functions[0].blocks[0].instructions[0].tiles: row_pos, col_pos"));
 
         let mut v = sample();
-        v["functions"][0]["blocks"][0]["instructions"][5]["blocks"][0]["instructions"][0]["engine"] = json!("GPU");
+        v["functions"][0]["blocks"][0]["instructions"][5]["blocks"][0]["instructions"][0]
+            ["engine"] = json!("GPU");
         assert!(err_of(&v).starts_with(
             "functions[0].blocks[0].instructions[5].blocks[0].instructions[0].engine: unknown engine \"GPU\""
         ));
 
         let mut v = sample();
         v["functions"][0]["attrs"]["skip_engine_check"] = json!(1);
-        assert_eq!(err_of(&v), "functions[0].attrs.skip_engine_check: expected a boolean, found a number");
+        assert_eq!(
+            err_of(&v),
+            "functions[0].attrs.skip_engine_check: expected a boolean, found a number"
+        );
 
         let mut v = sample();
         v["functions"][0]["blocks"][0]["instructions"][0]["args"][0]["partitions"] = json!(-1);
@@ -714,10 +872,16 @@ mod tests {
 
         let mut v = sample();
         v["functions"][0]["blocks"][0]["instructions"][0]["op"] = json!("Matmul");
-        assert_eq!(err_of(&v), "functions[0].blocks[0].instructions[0].op: unknown instruction class \"Matmul\"");
+        assert_eq!(
+            err_of(&v),
+            "functions[0].blocks[0].instructions[0].op: unknown instruction class \"Matmul\""
+        );
 
         assert_eq!(err_of(&json!([])), "$: expected an object, found an array");
-        assert_eq!(err_of(&json!({"arch": 40})), "$: missing required key \"functions\"");
+        assert_eq!(
+            err_of(&json!({"arch": 40})),
+            "$: missing required key \"functions\""
+        );
     }
 
     #[test]
@@ -725,7 +889,10 @@ mod tests {
         let mut v = sample();
         let f = v["functions"][0].clone();
         v["functions"].as_array_mut().unwrap().push(f);
-        assert_eq!(err_of(&v), "functions[1].name: duplicate function name \"main\"");
+        assert_eq!(
+            err_of(&v),
+            "functions[1].name: duplicate function name \"main\""
+        );
     }
 
     #[test]

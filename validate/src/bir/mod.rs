@@ -13,11 +13,12 @@ mod model;
 
 pub use class::InstClass;
 pub use enums::{
-    ArchLevel, CollectiveKind, Dtype, EngineSet, EngineType, MemSet, MemoryType, PsumGeometry, NUM_PARTITIONS,
+    ArchLevel, CollectiveKind, Dtype, EngineSet, EngineType, MemSet, MemoryType, PsumGeometry,
+    NUM_PARTITIONS,
 };
 pub use json::{from_json_str, from_json_value, to_json_string, to_json_value, BirJsonError};
 pub use model::{
-    instruction_label, AccessPattern, Block, ClassFields, CollectiveFields, Dim, FieldsKind, Function, InstRef,
-    Instruction, MatmultMxFields, Module, MxTiles, NkiKernelFields, Sb2SbFields, ATTR_SKIP_ENGINE_CHECK,
-    EXACT_SET_LIMIT,
+    instruction_label, AccessPattern, Block, ClassFields, CollectiveFields, Dim, FieldsKind,
+    Function, InstRef, Instruction, MatmultMxFields, Module, MxTiles, NkiKernelFields, Sb2SbFields,
+    ATTR_SKIP_ENGINE_CHECK, EXACT_SET_LIMIT,
 };

@@ -48,14 +48,24 @@ pub struct AccessPattern {
 
 impl AccessPattern {
     /// A plain pattern with no free-dimension stride games: `partitions` × `elems` contiguous.
-    pub fn contiguous(mem: MemoryType, buffer: &str, dtype: Dtype, start_partition: u64, partitions: u64, elems: u64) -> Self {
+    pub fn contiguous(
+        mem: MemoryType,
+        buffer: &str,
+        dtype: Dtype,
+        start_partition: u64,
+        partitions: u64,
+        elems: u64,
+    ) -> Self {
         AccessPattern {
             mem,
             buffer: buffer.to_string(),
             dtype,
             start_partition,
             partitions,
-            pattern: vec![Dim { step: 1, num: elems }],
+            pattern: vec![Dim {
+                step: 1,
+                num: elems,
+            }],
             offset: 0,
             indirect: false,
         }
@@ -63,7 +73,9 @@ impl AccessPattern {
 
     /// Elements per partition as stored (containers, not unpacked x4 values); saturates.
     pub fn num_elements_per_partition(&self) -> u64 {
-        self.pattern.iter().fold(1u64, |acc, d| acc.saturating_mul(d.num))
+        self.pattern
+            .iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(d.num))
     }
 
     /// Logical elements per partition: ×4 for the x4-packed MX containers (the MX x4-unpack
@@ -79,12 +91,14 @@ impl AccessPattern {
 
     /// Elements over all partitions (containers); saturates.
     pub fn num_elements(&self) -> u64 {
-        self.partitions.saturating_mul(self.num_elements_per_partition())
+        self.partitions
+            .saturating_mul(self.num_elements_per_partition())
     }
 
     /// Bytes per partition (containers × container size); saturates.
     pub fn bytes_per_partition(&self) -> u64 {
-        self.num_elements_per_partition().saturating_mul(self.dtype.bytes())
+        self.num_elements_per_partition()
+            .saturating_mul(self.dtype.bytes())
     }
 
     /// One past the last partition.
@@ -157,7 +171,12 @@ impl AccessPattern {
         let mut idx = vec![0u64; self.pattern.len()];
         loop {
             let off = self.offset as i128
-                + self.pattern.iter().zip(&idx).map(|(d, &i)| d.step as i128 * i as i128).sum::<i128>();
+                + self
+                    .pattern
+                    .iter()
+                    .zip(&idx)
+                    .map(|(d, &i)| d.step as i128 * i as i128)
+                    .sum::<i128>();
             out.push(off);
             // Odometer increment, innermost dimension fastest.
             let mut k = self.pattern.len();
@@ -247,7 +266,9 @@ pub struct CollectiveFields {
 impl CollectiveFields {
     /// Ranks per replica group (the last entry of `replica_groups_shape`).
     pub fn group_size(&self) -> Option<u64> {
-        self.replica_groups_shape.as_ref().and_then(|s| s.last().copied())
+        self.replica_groups_shape
+            .as_ref()
+            .and_then(|s| s.last().copied())
     }
 }
 
@@ -344,7 +365,15 @@ impl Instruction {
             FieldsKind::Sb2Sb => ClassFields::Sb2Sb(Sb2SbFields::default()),
             FieldsKind::Region => ClassFields::Region(Vec::new()),
         };
-        Instruction { name: None, class, engine, args: Vec::new(), outs: Vec::new(), fields, attrs: Map::new() }
+        Instruction {
+            name: None,
+            class,
+            engine,
+            args: Vec::new(),
+            outs: Vec::new(),
+            fields,
+            attrs: Map::new(),
+        }
     }
 
     /// Builder: set the inputs.
@@ -401,7 +430,9 @@ impl Instruction {
 
     /// The collective kind: the field, or the one the class implies.
     pub fn collective_kind(&self) -> Option<CollectiveKind> {
-        self.collective().and_then(|c| c.kind).or(self.class.coarse_collective_kind())
+        self.collective()
+            .and_then(|c| c.kind)
+            .or(self.class.coarse_collective_kind())
     }
 }
 
@@ -434,7 +465,10 @@ pub struct Function {
 impl Function {
     /// True when the function carries the skip-engine-check attribute set to true.
     pub fn skip_engine_check(&self) -> bool {
-        self.attrs.get(ATTR_SKIP_ENGINE_CHECK).and_then(Value::as_bool).unwrap_or(false)
+        self.attrs
+            .get(ATTR_SKIP_ENGINE_CHECK)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 }
 
@@ -501,7 +535,11 @@ pub fn instruction_label(index: usize, inst: &Instruction) -> String {
 impl Module {
     /// An empty module for `arch`.
     pub fn new(arch: ArchLevel) -> Self {
-        Module { name: None, arch, functions: Vec::new() }
+        Module {
+            name: None,
+            arch,
+            functions: Vec::new(),
+        }
     }
 
     /// Visit every instruction in walk order: functions in order, blocks in order,
@@ -510,7 +548,15 @@ impl Module {
         let mut position = 0usize;
         for (func_index, function) in self.functions.iter().enumerate() {
             for block in &function.blocks {
-                walk_block(func_index, function, block, &block.name, false, &mut position, f);
+                walk_block(
+                    func_index,
+                    function,
+                    block,
+                    &block.name,
+                    false,
+                    &mut position,
+                    f,
+                );
             }
         }
     }
@@ -539,12 +585,29 @@ fn walk_block(
 ) {
     let dynamic_cfg = in_dynamic || block.dynamic_cfg;
     for (index, inst) in block.instructions.iter().enumerate() {
-        let r = InstRef { func_index, function, block_path: path, block, index, inst, dynamic_cfg, position: *position };
+        let r = InstRef {
+            func_index,
+            function,
+            block_path: path,
+            block,
+            index,
+            inst,
+            dynamic_cfg,
+            position: *position,
+        };
         *position += 1;
         f(&r);
         for body in inst.region_blocks() {
             let child = format!("{path}/{index}/{}", body.name);
-            walk_block(func_index, function, body, &child, dynamic_cfg || inst.class.is_dynamic_region(), position, f);
+            walk_block(
+                func_index,
+                function,
+                body,
+                &child,
+                dynamic_cfg || inst.class.is_dynamic_region(),
+                position,
+                f,
+            );
         }
     }
 }
@@ -560,7 +623,10 @@ mod tests {
             dtype,
             start_partition: 0,
             partitions: 4,
-            pattern: pattern.iter().map(|&(step, num)| Dim { step, num }).collect(),
+            pattern: pattern
+                .iter()
+                .map(|&(step, num)| Dim { step, num })
+                .collect(),
             offset,
             indirect: false,
         }
@@ -600,7 +666,9 @@ mod tests {
         let empty = ap(&[(1, 0)], 3, Dtype::Uint8);
         assert!(empty.is_empty());
         assert_eq!(empty.element_offsets().unwrap(), Vec::<i128>::new());
-        assert!(ap(&[(1, EXACT_SET_LIMIT + 1)], 0, Dtype::Uint8).element_offsets().is_none());
+        assert!(ap(&[(1, EXACT_SET_LIMIT + 1)], 0, Dtype::Uint8)
+            .element_offsets()
+            .is_none());
     }
 
     #[test]
@@ -620,18 +688,33 @@ mod tests {
                 blocks: vec![Block {
                     name: "bb0".into(),
                     dynamic_cfg: false,
-                    instructions: vec![Instruction::new(InstClass::Activation, EngineType::Act), inner],
+                    instructions: vec![
+                        Instruction::new(InstClass::Activation, EngineType::Act),
+                        inner,
+                    ],
                 }],
             }],
         };
         let mut seen = Vec::new();
-        m.walk(&mut |r| seen.push((r.block_path.to_string(), r.label(), r.dynamic_cfg, r.position)));
+        m.walk(&mut |r| {
+            seen.push((
+                r.block_path.to_string(),
+                r.label(),
+                r.dynamic_cfg,
+                r.position,
+            ))
+        });
         assert_eq!(
             seen,
             vec![
                 ("bb0".to_string(), "0:Activation".to_string(), false, 0),
                 ("bb0".to_string(), "1:DoWhile".to_string(), false, 1),
-                ("bb0/1/body".to_string(), "0:TensorCopy".to_string(), true, 2),
+                (
+                    "bb0/1/body".to_string(),
+                    "0:TensorCopy".to_string(),
+                    true,
+                    2
+                ),
             ]
         );
         assert_eq!(m.instruction_count(), 3);

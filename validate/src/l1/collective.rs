@@ -3,7 +3,9 @@
 //! AllToAllV arity) and `checkCollectivesInDynamicCFG` (only local collectives in dynamic
 //! control flow).
 
-use crate::bir::{ArchLevel, CollectiveKind, Dtype, InstClass, InstRef, Instruction, MemoryType, Module};
+use crate::bir::{
+    ArchLevel, CollectiveKind, Dtype, InstClass, InstRef, Instruction, MemoryType, Module,
+};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
 
@@ -44,7 +46,9 @@ impl Rule for CollectiveIo {
         scope: Instruction,
     }
     fn check(&self, _m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
-        let Some((ins, outs)) = io_directions(r.inst.class) else { return };
+        let Some((ins, outs)) = io_directions(r.inst.class) else {
+            return;
+        };
         if ins {
             if let Some((i, ap)) = r.inst.args.iter().enumerate().find(|(_, a)| a.mem.is_io()) {
                 out.push(error_at(
@@ -69,9 +73,14 @@ impl Rule for CollectiveIo {
 }
 
 /// Findings of `checkCollectiveCompute` for one instruction: `(code, message, not_checked)`.
-pub fn check_collective_compute(i: &Instruction, arch: ArchLevel) -> Vec<(Option<u32>, String, bool)> {
+pub fn check_collective_compute(
+    i: &Instruction,
+    arch: ArchLevel,
+) -> Vec<(Option<u32>, String, bool)> {
     let mut v: Vec<(Option<u32>, String, bool)> = Vec::new();
-    let err = |v: &mut Vec<(Option<u32>, String, bool)>, code: Option<u32>, msg: String| v.push((code, msg, false));
+    let err = |v: &mut Vec<(Option<u32>, String, bool)>, code: Option<u32>, msg: String| {
+        v.push((code, msg, false))
+    };
     let f = i.collective().cloned().unwrap_or_default();
     if arch <= ArchLevel::Sunda {
         err(
@@ -98,25 +107,66 @@ pub fn check_collective_compute(i: &Instruction, arch: ArchLevel) -> Vec<(Option
             err(&mut v, Some(311), format!("kindSupported: {k} is not supported on {arch} [project-defined: supported-kind map]"));
         }
     }
-    if let Some((a, ap)) = i.args.iter().enumerate().find(|(_, a)| !a.is_partition_contiguous()) {
-        err(&mut v, Some(312), format!("arg.isPartitionContiguous(): args[{a}] of {:?} is not dense within its partitions", ap.buffer));
+    if let Some((a, ap)) = i
+        .args
+        .iter()
+        .enumerate()
+        .find(|(_, a)| !a.is_partition_contiguous())
+    {
+        err(
+            &mut v,
+            Some(312),
+            format!(
+                "arg.isPartitionContiguous(): args[{a}] of {:?} is not dense within its partitions",
+                ap.buffer
+            ),
+        );
     }
-    if let Some((a, ap)) = i.args.iter().enumerate().find(|(_, a)| a.mem != MemoryType::Sb) {
-        err(&mut v, Some(313), format!("arg.isLocationSB(): args[{a}] lies in {}", ap.mem));
+    if let Some((a, ap)) = i
+        .args
+        .iter()
+        .enumerate()
+        .find(|(_, a)| a.mem != MemoryType::Sb)
+    {
+        err(
+            &mut v,
+            Some(313),
+            format!("arg.isLocationSB(): args[{a}] lies in {}", ap.mem),
+        );
     }
     // Data outputs: the scratch pad, when present, is the last output.
-    let data_outs = if f.sb_scratchpad && n_out == 2 { &i.outs[..1] } else { &i.outs[..] };
+    let data_outs = if f.sb_scratchpad && n_out == 2 {
+        &i.outs[..1]
+    } else {
+        &i.outs[..]
+    };
     match kind {
         Some(k @ (CollectiveKind::AllGather | CollectiveKind::ReduceScatter)) => {
-            let pairs: Vec<(u64, u64)> =
-                i.args.iter().zip(data_outs).map(|(a, o)| (a.num_elements(), o.num_elements())).collect();
+            let pairs: Vec<(u64, u64)> = i
+                .args
+                .iter()
+                .zip(data_outs)
+                .map(|(a, o)| (a.num_elements(), o.num_elements()))
+                .collect();
             let Some(g) = f.group_size() else {
-                v.push((None, format!("{k} has no replica_groups_shape: the src/dst element ratio is not checked"), true));
+                v.push((
+                    None,
+                    format!(
+                        "{k} has no replica_groups_shape: the src/dst element ratio is not checked"
+                    ),
+                    true,
+                ));
                 return v;
             };
             let shape = f.replica_groups_shape.clone().unwrap_or_default();
             // AllGather: out = in × group; ReduceScatter: in = out × group.
-            let small = |&(a, o): &(u64, u64)| if k == CollectiveKind::AllGather { (a, o) } else { (o, a) };
+            let small = |&(a, o): &(u64, u64)| {
+                if k == CollectiveKind::AllGather {
+                    (a, o)
+                } else {
+                    (o, a)
+                }
+            };
             if let Some(&(a0, o0)) = pairs.first() {
                 for (n, &(a, o)) in pairs.iter().enumerate().skip(1) {
                     // Ratios o/a and o0/a0 compared exactly: o·a0 == o0·a.
@@ -147,11 +197,25 @@ pub fn check_collective_compute(i: &Instruction, arch: ArchLevel) -> Vec<(Option
         Some(CollectiveKind::SendRecv) => {
             let ranks = f.recv_from_rank.as_ref().map_or(0, Vec::len);
             if i.args.len() != ranks {
-                err(&mut v, Some(74), format!("I.num_arguments() == I.getRecvFromRank().size(): {} vs {ranks}", i.args.len()));
+                err(
+                    &mut v,
+                    Some(74),
+                    format!(
+                        "I.num_arguments() == I.getRecvFromRank().size(): {} vs {ranks}",
+                        i.args.len()
+                    ),
+                );
             }
             for (n, (a, o)) in i.args.iter().zip(&i.outs).enumerate() {
                 if a.dtype != o.dtype {
-                    err(&mut v, Some(75), format!("OutAP.getType() == InAP.getType(): pair {n} is {} → {}", a.dtype, o.dtype));
+                    err(
+                        &mut v,
+                        Some(75),
+                        format!(
+                            "OutAP.getType() == InAP.getType(): pair {n} is {} → {}",
+                            a.dtype, o.dtype
+                        ),
+                    );
                 }
             }
         }
@@ -167,7 +231,14 @@ pub fn check_collective_compute(i: &Instruction, arch: ArchLevel) -> Vec<(Option
             if na < 2 {
                 err(&mut v, None, format!("AllToAllV requires at least one data input and one metadata input, got {na}"));
             } else if let Some(meta) = i.args.last().filter(|m| m.dtype != Dtype::Uint32) {
-                err(&mut v, None, format!("AllToAllV metadata input must be uint32, got {}", meta.dtype));
+                err(
+                    &mut v,
+                    None,
+                    format!(
+                        "AllToAllV metadata input must be uint32, got {}",
+                        meta.dtype
+                    ),
+                );
             }
         }
         _ => {}
@@ -204,7 +275,10 @@ impl Rule for CollectiveCompute {
 
 /// True for the SendRecv collectives (code 1500 in dynamic control flow).
 fn is_send_recv(r: &InstRef<'_>) -> bool {
-    matches!(r.inst.collective_kind(), Some(CollectiveKind::SendRecv | CollectiveKind::SendRecvCce))
+    matches!(
+        r.inst.collective_kind(),
+        Some(CollectiveKind::SendRecv | CollectiveKind::SendRecvCce)
+    )
 }
 
 /// `checkCollectivesInDynamicCFG`, codes 123 / 1500.
@@ -225,13 +299,21 @@ impl Rule for InDynamicCfg {
             return;
         }
         if is_send_recv(r) {
-            out.push(error_at(r, "checkCollectivesInDynamicCFG", Some(1500), "SendRecv inside dynamic control flow"));
+            out.push(error_at(
+                r,
+                "checkCollectivesInDynamicCFG",
+                Some(1500),
+                "SendRecv inside dynamic control flow",
+            ));
         } else if !r.inst.collective().is_some_and(|c| c.is_local) {
             out.push(error_at(
                 r,
                 "checkCollectivesInDynamicCFG",
                 Some(123),
-                format!("isLocal: {} inside dynamic control flow ({}) is not local", r.inst.class, r.block_path),
+                format!(
+                    "isLocal: {} inside dynamic control flow ({}) is not local",
+                    r.inst.class, r.block_path
+                ),
             ));
         }
     }
@@ -244,10 +326,25 @@ mod tests {
     use crate::l1::testutil::*;
     use crate::registry::Property;
 
-    fn coll(class: InstClass, ins: &[(u64, Dtype)], outs: &[(u64, Dtype)], shape: Option<Vec<u64>>) -> Instruction {
+    fn coll(
+        class: InstClass,
+        ins: &[(u64, Dtype)],
+        outs: &[(u64, Dtype)],
+        shape: Option<Vec<u64>>,
+    ) -> Instruction {
         let mut i = Instruction::new(class, EngineType::Pool)
-            .with_args(ins.iter().enumerate().map(|(n, &(e, d))| sb(&format!("i{n}"), d, 0, 128, e)).collect())
-            .with_outs(outs.iter().enumerate().map(|(n, &(e, d))| sb(&format!("o{n}"), d, 0, 128, e)).collect());
+            .with_args(
+                ins.iter()
+                    .enumerate()
+                    .map(|(n, &(e, d))| sb(&format!("i{n}"), d, 0, 128, e))
+                    .collect(),
+            )
+            .with_outs(
+                outs.iter()
+                    .enumerate()
+                    .map(|(n, &(e, d))| sb(&format!("o{n}"), d, 0, 128, e))
+                    .collect(),
+            );
         if let ClassFields::Collective(f) = &mut i.fields {
             f.replica_groups_shape = shape;
         }
@@ -255,28 +352,54 @@ mod tests {
     }
 
     fn codes(i: &Instruction, arch: ArchLevel) -> Vec<Option<u32>> {
-        check_collective_compute(i, arch).into_iter().filter(|x| !x.2).map(|x| x.0).collect()
+        check_collective_compute(i, arch)
+            .into_iter()
+            .filter(|x| !x.2)
+            .map(|x| x.0)
+            .collect()
     }
 
     fn msgs(i: &Instruction) -> Vec<String> {
-        check_collective_compute(i, ArchLevel::CoreV4).into_iter().map(|x| x.1).collect()
+        check_collective_compute(i, ArchLevel::CoreV4)
+            .into_iter()
+            .map(|x| x.1)
+            .collect()
     }
 
     const F: Dtype = Dtype::Float32;
 
     #[test]
     fn all_gather_ratio() {
-        let ok = coll(InstClass::AllGather, &[(64, F)], &[(256, F)], Some(vec![2, 4]));
+        let ok = coll(
+            InstClass::AllGather,
+            &[(64, F)],
+            &[(256, F)],
+            Some(vec![2, 4]),
+        );
         assert!(codes(&ok, ArchLevel::CoreV4).is_empty());
-        let bad = coll(InstClass::AllGather, &[(64, F)], &[(128, F)], Some(vec![2, 4]));
+        let bad = coll(
+            InstClass::AllGather,
+            &[(64, F)],
+            &[(128, F)],
+            Some(vec![2, 4]),
+        );
         assert_eq!(codes(&bad, ArchLevel::CoreV4), vec![None]);
-        assert!(msgs(&bad)[0].starts_with("Illegal src/dst ratio for AllGather: in=8192 out=16384"), "{:?}", msgs(&bad));
+        assert!(
+            msgs(&bad)[0].starts_with("Illegal src/dst ratio for AllGather: in=8192 out=16384"),
+            "{:?}",
+            msgs(&bad)
+        );
         let none = coll(InstClass::AllGather, &[(64, F)], &[(128, F)], None);
         let f = check_collective_compute(&none, ArchLevel::CoreV4);
         assert_eq!(f.len(), 1);
         assert!(f[0].2, "missing shape is not checked, not passed");
         // The fine-grain form with the kind field.
-        let mut cc = coll(InstClass::CollectiveCompute, &[(64, F)], &[(128, F)], Some(vec![1, 2]));
+        let mut cc = coll(
+            InstClass::CollectiveCompute,
+            &[(64, F)],
+            &[(128, F)],
+            Some(vec![1, 2]),
+        );
         if let ClassFields::Collective(f) = &mut cc.fields {
             f.kind = Some(CollectiveKind::AllGather);
         }
@@ -285,16 +408,42 @@ mod tests {
 
     #[test]
     fn reduce_scatter_ratio_and_consistency() {
-        let ok = coll(InstClass::ReduceScatter, &[(256, F)], &[(64, F)], Some(vec![2, 4]));
+        let ok = coll(
+            InstClass::ReduceScatter,
+            &[(256, F)],
+            &[(64, F)],
+            Some(vec![2, 4]),
+        );
         assert!(codes(&ok, ArchLevel::CoreV4).is_empty());
         // Input/output pairs are zipped; two data outputs also break 318.
-        let two = coll(InstClass::ReduceScatter, &[(256, F), (128, F)], &[(64, F), (32, F)], Some(vec![2, 4]));
+        let two = coll(
+            InstClass::ReduceScatter,
+            &[(256, F), (128, F)],
+            &[(64, F), (32, F)],
+            Some(vec![2, 4]),
+        );
         assert_eq!(codes(&two, ArchLevel::CoreV4), vec![Some(318)]);
-        let bad = coll(InstClass::ReduceScatter, &[(256, F), (128, F)], &[(64, F), (64, F)], Some(vec![2, 4]));
-        let m: Vec<String> = msgs(&bad).into_iter().filter(|m| !m.starts_with("I.num_outputs")).collect();
+        let bad = coll(
+            InstClass::ReduceScatter,
+            &[(256, F), (128, F)],
+            &[(64, F), (64, F)],
+            Some(vec![2, 4]),
+        );
+        let m: Vec<String> = msgs(&bad)
+            .into_iter()
+            .filter(|m| !m.starts_with("I.num_outputs"))
+            .collect();
         assert_eq!(m.len(), 2, "{m:?}");
-        assert!(m[0].starts_with("src/dst element ratio must be the same for all inputs"), "{m:?}");
-        assert!(m[1].starts_with("Illegal src/dst ratio for ReduceScatter: in=16384 out=8192 (input 1)"), "{m:?}");
+        assert!(
+            m[0].starts_with("src/dst element ratio must be the same for all inputs"),
+            "{m:?}"
+        );
+        assert!(
+            m[1].starts_with(
+                "Illegal src/dst ratio for ReduceScatter: in=16384 out=8192 (input 1)"
+            ),
+            "{m:?}"
+        );
     }
 
     #[test]
@@ -309,7 +458,12 @@ mod tests {
             f.sb_scratchpad = true;
         }
         assert!(codes(&scratch, ArchLevel::CoreV4).is_empty());
-        let a2av = coll(InstClass::AllToAllV, &[(64, F), (8, Dtype::Uint32)], &[(64, F)], None);
+        let a2av = coll(
+            InstClass::AllToAllV,
+            &[(64, F), (8, Dtype::Uint32)],
+            &[(64, F)],
+            None,
+        );
         assert!(codes(&a2av, ArchLevel::CoreV4).is_empty());
         assert_eq!(codes(&a2av, ArchLevel::Gen3), vec![Some(311)]);
         let mut strided = ok.clone();
@@ -328,7 +482,10 @@ mod tests {
         }
         assert!(codes(&ok, ArchLevel::CoreV4).is_empty());
         let mut no_ranks = ok.clone();
-        no_ranks.fields = ClassFields::Collective(CollectiveFields { kind: Some(CollectiveKind::SendRecv), ..Default::default() });
+        no_ranks.fields = ClassFields::Collective(CollectiveFields {
+            kind: Some(CollectiveKind::SendRecv),
+            ..Default::default()
+        });
         assert_eq!(codes(&no_ranks, ArchLevel::CoreV4), vec![Some(74)]);
         let mut dt = ok.clone();
         dt.outs[0].dtype = Dtype::Bfloat16;
@@ -337,13 +494,41 @@ mod tests {
 
     #[test]
     fn all_to_all_v_arity_and_metadata() {
-        let bad_meta = coll(InstClass::AllToAllV, &[(64, F), (8, Dtype::Int32)], &[(64, F)], None);
-        assert_eq!(msgs(&bad_meta), vec!["AllToAllV metadata input must be uint32, got int32".to_string()]);
+        let bad_meta = coll(
+            InstClass::AllToAllV,
+            &[(64, F), (8, Dtype::Int32)],
+            &[(64, F)],
+            None,
+        );
+        assert_eq!(
+            msgs(&bad_meta),
+            vec!["AllToAllV metadata input must be uint32, got int32".to_string()]
+        );
         let one = coll(InstClass::AllToAllV, &[(64, F)], &[(64, F)], None);
-        assert_eq!(msgs(&one), vec!["AllToAllV requires at least one data input and one metadata input, got 1".to_string()]);
-        let arity = coll(InstClass::AllToAllV, &[(64, F), (64, F), (8, Dtype::Uint32)], &[(64, F)], None);
-        assert!(msgs(&arity)[0].starts_with("AllToAllV must have one more input than outputs"), "{:?}", msgs(&arity));
-        let channel = coll(InstClass::AllToAllV, &[(64, F), (8, Dtype::Uint32)], &[(64, F), (64, F)], None);
+        assert_eq!(
+            msgs(&one),
+            vec![
+                "AllToAllV requires at least one data input and one metadata input, got 1"
+                    .to_string()
+            ]
+        );
+        let arity = coll(
+            InstClass::AllToAllV,
+            &[(64, F), (64, F), (8, Dtype::Uint32)],
+            &[(64, F)],
+            None,
+        );
+        assert!(
+            msgs(&arity)[0].starts_with("AllToAllV must have one more input than outputs"),
+            "{:?}",
+            msgs(&arity)
+        );
+        let channel = coll(
+            InstClass::AllToAllV,
+            &[(64, F), (8, Dtype::Uint32)],
+            &[(64, F), (64, F)],
+            None,
+        );
         // Equal counts (a channel-buffer output) are legal for the arity; two outputs break 318.
         assert_eq!(codes(&channel, ArchLevel::CoreV4), vec![Some(318)]);
     }
@@ -353,42 +538,81 @@ mod tests {
         let mut send = coll(InstClass::CollectiveSend, &[(64, F)], &[(64, F)], None);
         send.args[0].mem = MemoryType::Input;
         send.outs[0].mem = MemoryType::Output;
-        let d = run(Property::CollectiveIo, &module(ArchLevel::CoreV4, vec![send]));
+        let d = run(
+            Property::CollectiveIo,
+            &module(ArchLevel::CoreV4, vec![send]),
+        );
         assert_eq!(d.len(), 1);
-        assert!(d[0].message.starts_with("Collective instruction cannot read IO tensors"));
+        assert!(d[0]
+            .message
+            .starts_with("Collective instruction cannot read IO tensors"));
         let mut recv = coll(InstClass::CollectiveRecv, &[(64, F)], &[(64, F)], None);
         recv.outs[0].mem = MemoryType::Output;
-        let d = run(Property::CollectiveIo, &module(ArchLevel::CoreV4, vec![recv]));
-        assert!(d[0].message.starts_with("Collective instruction cannot write IO tensors"));
-        let ok = coll(InstClass::AllGather, &[(64, F)], &[(256, F)], Some(vec![1, 4]));
+        let d = run(
+            Property::CollectiveIo,
+            &module(ArchLevel::CoreV4, vec![recv]),
+        );
+        assert!(d[0]
+            .message
+            .starts_with("Collective instruction cannot write IO tensors"));
+        let ok = coll(
+            InstClass::AllGather,
+            &[(64, F)],
+            &[(256, F)],
+            Some(vec![1, 4]),
+        );
         assert!(run(Property::CollectiveIo, &module(ArchLevel::CoreV4, vec![ok])).is_empty());
     }
 
     fn in_loop(class: InstClass, inst: Instruction) -> crate::bir::Module {
         let mut lp = Instruction::new(class, EngineType::All);
-        lp.fields = ClassFields::Region(vec![Block { name: "body".into(), dynamic_cfg: false, instructions: vec![inst] }]);
+        lp.fields = ClassFields::Region(vec![Block {
+            name: "body".into(),
+            dynamic_cfg: false,
+            instructions: vec![inst],
+        }]);
         module(ArchLevel::CoreV4, vec![lp])
     }
 
     #[test]
     fn dynamic_cfg_123_1500() {
         let ar = coll(InstClass::AllReduce, &[(64, F)], &[(64, F)], None);
-        let d = run(Property::CollectivesInDynamicCfg, &in_loop(InstClass::DoWhile, ar.clone()));
+        let d = run(
+            Property::CollectivesInDynamicCfg,
+            &in_loop(InstClass::DoWhile, ar.clone()),
+        );
         assert_eq!(error_codes(&d), vec![Some(123)]);
         assert_eq!(d[0].location.block.as_deref(), Some("bb0/0/body"));
         // A static loop body is not dynamic control flow.
-        assert!(run(Property::CollectivesInDynamicCfg, &in_loop(InstClass::Loop, ar.clone())).is_empty());
+        assert!(run(
+            Property::CollectivesInDynamicCfg,
+            &in_loop(InstClass::Loop, ar.clone())
+        )
+        .is_empty());
         let mut local = ar;
         if let ClassFields::Collective(f) = &mut local.fields {
             f.is_local = true;
         }
-        assert!(run(Property::CollectivesInDynamicCfg, &in_loop(InstClass::DynamicForLoop, local)).is_empty());
+        assert!(run(
+            Property::CollectivesInDynamicCfg,
+            &in_loop(InstClass::DynamicForLoop, local)
+        )
+        .is_empty());
         let sr = coll(InstClass::SendRecv, &[(64, F)], &[(64, F)], None);
-        let d = run(Property::CollectivesInDynamicCfg, &in_loop(InstClass::DynamicForLoop, sr));
+        let d = run(
+            Property::CollectivesInDynamicCfg,
+            &in_loop(InstClass::DynamicForLoop, sr),
+        );
         assert_eq!(error_codes(&d), vec![Some(1500)]);
         // A block flagged dynamic.
-        let mut m = module(ArchLevel::CoreV4, vec![coll(InstClass::AllReduce, &[(64, F)], &[(64, F)], None)]);
+        let mut m = module(
+            ArchLevel::CoreV4,
+            vec![coll(InstClass::AllReduce, &[(64, F)], &[(64, F)], None)],
+        );
         m.functions[0].blocks[0].dynamic_cfg = true;
-        assert_eq!(error_codes(&run(Property::CollectivesInDynamicCfg, &m)), vec![Some(123)]);
+        assert_eq!(
+            error_codes(&run(Property::CollectivesInDynamicCfg, &m)),
+            vec![Some(123)]
+        );
     }
 }

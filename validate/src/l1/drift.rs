@@ -39,14 +39,23 @@ pub fn compute(arch: Option<ArchLevel>) -> Vec<Drift> {
         let l0 = l0_map(class);
         for &a in &levels {
             let l0_cell = l0.iter().find(|(x, _)| *x == a).map(|(_, s)| *s);
-            let l1_cell = rule.arch.contains(a).then(|| rule.engines.at(a).l1_accepts());
+            let l1_cell = rule
+                .arch
+                .contains(a)
+                .then(|| rule.engines.at(a).l1_accepts());
             let same = match (l0_cell, l1_cell) {
                 (None, None) => true,
                 (Some(x), Some(y)) => x == y,
                 _ => false,
             };
             if !same {
-                out.push(Drift { class, arch: a, l0: l0_cell, l1: l1_cell, l1_from_seed: !rule.engines.src().is_project() });
+                out.push(Drift {
+                    class,
+                    arch: a,
+                    l0: l0_cell,
+                    l1: l1_cell,
+                    l1_from_seed: !rule.engines.src().is_project(),
+                });
             }
         }
     }
@@ -73,14 +82,16 @@ fn levels(run: &[&Drift]) -> String {
 pub fn render(drift: &[Drift]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "L0 (dormant libBIR getValidEngines map; cells project-defined) vs L1 (birverifier engine gate)");
-    let (inferentia, rest): (Vec<&Drift>, Vec<&Drift>) =
-        drift.iter().partition(|d| d.arch == ArchLevel::Inferentia && d.l0.is_none() && d.l1.is_some_and(|s| !s.is_empty()));
+    let (inferentia, rest): (Vec<&Drift>, Vec<&Drift>) = drift.iter().partition(|d| {
+        d.arch == ArchLevel::Inferentia && d.l0.is_none() && d.l1.is_some_and(|s| !s.is_empty())
+    });
     let _ = writeln!(out, "{:<28} {:<20} {:<34} L1", "class", "levels", "L0");
     let mut i = 0;
     while i < rest.len() {
         let d = rest[i];
         let mut j = i + 1;
-        while j < rest.len() && rest[j].class == d.class && rest[j].l0 == d.l0 && rest[j].l1 == d.l1 {
+        while j < rest.len() && rest[j].class == d.class && rest[j].l0 == d.l0 && rest[j].l1 == d.l1
+        {
             j += 1;
         }
         let _ = writeln!(
@@ -103,14 +114,25 @@ pub fn render(drift: &[Drift]) -> String {
             names.join(", ")
         );
     }
-    let base: Vec<String> = l0_base_map().iter().map(|(a, s)| format!("{}={s}", a.level())).collect();
-    let _ = writeln!(out, "L0 base map (inherited by no concrete class): {}", base.join(" "));
+    let base: Vec<String> = l0_base_map()
+        .iter()
+        .map(|(a, s)| format!("{}={s}", a.level()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "L0 base map (inherited by no concrete class): {}",
+        base.join(" ")
+    );
     let classes = {
         let mut c: Vec<InstClass> = drift.iter().map(|d| d.class).collect();
         c.dedup();
         c.len()
     };
-    let _ = writeln!(out, "{} disagreeing (class, level) cell(s) over {classes} class(es)", drift.len());
+    let _ = writeln!(
+        out,
+        "{} disagreeing (class, level) cell(s) over {classes} class(es)",
+        drift.len()
+    );
     out
 }
 
@@ -123,7 +145,10 @@ mod tests {
     fn seed_sets_drift_from_catalog() {
         let d = compute(Some(ArchLevel::Gen3));
         let pool = d.iter().find(|x| x.class == InstClass::Pool).unwrap();
-        assert_eq!((pool.l0, pool.l1, pool.l1_from_seed), (Some(POOL), Some(DVE), true));
+        assert_eq!(
+            (pool.l0, pool.l1, pool.l1_from_seed),
+            (Some(POOL), Some(DVE), true)
+        );
         // Memset's seed set equals the catalog's: no drift.
         assert!(d.iter().all(|x| x.class != InstClass::Memset));
         // Kernels accept only wildcard engines at L1.
@@ -133,17 +158,26 @@ mod tests {
         let rng = compute(Some(ArchLevel::Sunda));
         let r = rng.iter().find(|x| x.class == InstClass::Rng).unwrap();
         assert_eq!((r.l0, r.l1), (Some(POOL_DVE), Some(DVE)));
-        assert!(compute(Some(ArchLevel::CoreV4)).iter().all(|x| x.class != InstClass::Rng));
+        assert!(compute(Some(ArchLevel::CoreV4))
+            .iter()
+            .all(|x| x.class != InstClass::Rng));
     }
 
     #[test]
     fn inferentia_asymmetry_and_render() {
         let d = compute(None);
-        assert!(d.iter().any(|x| x.arch == ArchLevel::Inferentia && x.class == InstClass::Activation && x.l0.is_none()));
+        assert!(d.iter().any(|x| x.arch == ArchLevel::Inferentia
+            && x.class == InstClass::Activation
+            && x.l0.is_none()));
         // Generic's seed window starts at 20: no cell at 10 on either side.
-        assert!(!d.iter().any(|x| x.arch == ArchLevel::Inferentia && x.class == InstClass::Generic));
+        assert!(!d
+            .iter()
+            .any(|x| x.arch == ArchLevel::Inferentia && x.class == InstClass::Generic));
         let text = render(&d);
-        assert!(text.contains("Pool                         sunda..core_v5       {Pool}"), "{text}");
+        assert!(
+            text.contains("Pool                         sunda..core_v5       {Pool}"),
+            "{text}"
+        );
         assert!(text.contains("inferentia: "), "{text}");
         assert!(text.contains("L0 base map"), "{text}");
     }

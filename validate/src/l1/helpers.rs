@@ -1,7 +1,10 @@
 //! The five shared helpers of the L1 verifier (seed 000, "The Five Shared Primitives";
 //! seed 002 for the engine gate), each a rule applying the driver table to every instruction.
 
-use crate::bir::{AccessPattern, ArchLevel, EngineSet, EngineType, InstClass, InstRef, MemoryType, Module, NUM_PARTITIONS};
+use crate::bir::{
+    AccessPattern, ArchLevel, EngineSet, EngineType, InstClass, InstRef, MemoryType, Module,
+    NUM_PARTITIONS,
+};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
 
@@ -23,7 +26,12 @@ pub enum EngineVerdict {
 /// `checkValidEngines`: legal when the function skips the check, the instruction's engine is a
 /// wildcard (Unassigned, ALL), the engine is in the legal set, or ALL is in the set; a
 /// `TensorScalarPtr` outside the set goes to the TSP delegate; anything else is 400.
-pub fn check_valid_engines(skip: bool, class: InstClass, engine: EngineType, legal: EngineSet) -> EngineVerdict {
+pub fn check_valid_engines(
+    skip: bool,
+    class: InstClass,
+    engine: EngineType,
+    legal: EngineSet,
+) -> EngineVerdict {
     if skip || engine.is_wildcard() || legal.contains(engine) || legal.contains(EngineType::All) {
         EngineVerdict::Legal
     } else if class == InstClass::TensorScalarPtr {
@@ -37,10 +45,16 @@ pub fn check_valid_engines(skip: bool, class: InstClass, engine: EngineType, leg
 /// (366 below the minimum, 367 above the maximum).
 pub fn check_arch_level(arch: ArchLevel, w: &ArchWindow) -> Option<(u32, String)> {
     if let Some(min) = w.min.filter(|m| arch < *m) {
-        return Some((366, format!("curArchLevel >= min.value(): needs {min} or later, module targets {arch}")));
+        return Some((
+            366,
+            format!("curArchLevel >= min.value(): needs {min} or later, module targets {arch}"),
+        ));
     }
     if let Some(max) = w.max.filter(|m| arch > *m) {
-        return Some((367, format!("curArchLevel <= max.value(): needs {max} or earlier, module targets {arch}")));
+        return Some((
+            367,
+            format!("curArchLevel <= max.value(): needs {max} or earlier, module targets {arch}"),
+        ));
     }
     None
 }
@@ -58,10 +72,16 @@ pub fn check_partition_access(ap: &AccessPattern, rule: PartitionRule, limit: u6
     }
     if rule == PartitionRule::Halves {
         if ap.start_partition != 0 && ap.start_partition != 64 {
-            v.push(format!("Access pattern did not start at partition 0 or 64. Starts at partition {}", ap.start_partition));
+            v.push(format!(
+                "Access pattern did not start at partition 0 or 64. Starts at partition {}",
+                ap.start_partition
+            ));
         }
         if ap.start_partition < 64 && end > 64 {
-            v.push(format!("Access pattern crosses 64th partition boundary: partitions {}..{end}", ap.start_partition));
+            v.push(format!(
+                "Access pattern crosses 64th partition boundary: partitions {}..{end}",
+                ap.start_partition
+            ));
         }
     }
     v
@@ -83,7 +103,11 @@ impl Rule for MemType {
     fn check(&self, _m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
         let rule = driver(r.inst.class);
         for (dir, i, ap) in operands(r.inst) {
-            let allowed = if dir == Dir::Arg { rule.mem.args } else { rule.mem.outs };
+            let allowed = if dir == Dir::Arg {
+                rule.mem.args
+            } else {
+                rule.mem.outs
+            };
             if !allowed.contains(ap.mem) {
                 out.push(error_at(
                     r,
@@ -118,7 +142,12 @@ impl Rule for ArchLevelRule {
     fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
         let w = driver(r.inst.class).arch;
         if let Some((code, msg)) = check_arch_level(m.arch, &w) {
-            out.push(error_at(r, "checkArchLevel", Some(code), format!("{}: {msg}{}", r.inst.class, provenance(w.src))));
+            out.push(error_at(
+                r,
+                "checkArchLevel",
+                Some(code),
+                format!("{}: {msg}{}", r.inst.class, provenance(w.src)),
+            ));
         }
     }
 }
@@ -188,7 +217,12 @@ impl Rule for PartitionAccess {
                 _ => continue,
             };
             for msg in check_partition_access(ap, rule.partitions, limit) {
-                out.push(error_at(r, "checkLegalPartitionAccess", None, format!("{}: {msg}", operand(dir, i))));
+                out.push(error_at(
+                    r,
+                    "checkLegalPartitionAccess",
+                    None,
+                    format!("{}: {msg}", operand(dir, i)),
+                ));
             }
         }
     }
@@ -210,7 +244,11 @@ impl Rule for DataType {
     fn check(&self, _m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
         let rule = driver(r.inst.class).dtypes;
         for (dir, i, ap) in operands(r.inst) {
-            let valid = if dir == Dir::Arg { rule.arg(i) } else { rule.outs };
+            let valid = if dir == Dir::Arg {
+                rule.arg(i)
+            } else {
+                rule.outs
+            };
             if !valid.contains(ap.dtype) {
                 out.push(error_at(
                     r,
@@ -241,14 +279,38 @@ mod tests {
     fn engine_gate_predicate() {
         use EngineType as E;
         let tt = InstClass::TensorTensor;
-        assert_eq!(check_valid_engines(false, tt, E::Dve, POOL_DVE), EngineVerdict::Legal);
-        assert_eq!(check_valid_engines(false, tt, E::Pe, POOL_DVE), EngineVerdict::Illegal);
-        assert_eq!(check_valid_engines(false, tt, E::Unassigned, DVE), EngineVerdict::Legal);
-        assert_eq!(check_valid_engines(false, tt, E::All, DVE), EngineVerdict::Legal);
-        assert_eq!(check_valid_engines(false, tt, E::Pe, ALL), EngineVerdict::Legal);
-        assert_eq!(check_valid_engines(true, tt, E::Pe, DVE), EngineVerdict::Legal);
-        assert_eq!(check_valid_engines(false, InstClass::TensorScalarPtr, E::Pe, DVE), EngineVerdict::TspDelegate);
-        assert_eq!(check_valid_engines(false, InstClass::Activation, E::Act, ACT), EngineVerdict::Legal);
+        assert_eq!(
+            check_valid_engines(false, tt, E::Dve, POOL_DVE),
+            EngineVerdict::Legal
+        );
+        assert_eq!(
+            check_valid_engines(false, tt, E::Pe, POOL_DVE),
+            EngineVerdict::Illegal
+        );
+        assert_eq!(
+            check_valid_engines(false, tt, E::Unassigned, DVE),
+            EngineVerdict::Legal
+        );
+        assert_eq!(
+            check_valid_engines(false, tt, E::All, DVE),
+            EngineVerdict::Legal
+        );
+        assert_eq!(
+            check_valid_engines(false, tt, E::Pe, ALL),
+            EngineVerdict::Legal
+        );
+        assert_eq!(
+            check_valid_engines(true, tt, E::Pe, DVE),
+            EngineVerdict::Legal
+        );
+        assert_eq!(
+            check_valid_engines(false, InstClass::TensorScalarPtr, E::Pe, DVE),
+            EngineVerdict::TspDelegate
+        );
+        assert_eq!(
+            check_valid_engines(false, InstClass::Activation, E::Act, ACT),
+            EngineVerdict::Legal
+        );
     }
 
     #[test]
@@ -260,28 +322,52 @@ mod tests {
         let m = module(ArchLevel::CoreV4, vec![bad]);
         let d = run(Property::ValidEngines, &m);
         assert_eq!(error_codes(&d), vec![Some(400)]);
-        assert!(d[0].message.contains("legal engines {Pool, DVE}") && d[0].message.contains("project-defined"), "{}", d[0].message);
+        assert!(
+            d[0].message.contains("legal engines {Pool, DVE}")
+                && d[0].message.contains("project-defined"),
+            "{}",
+            d[0].message
+        );
         assert_eq!(d[0].location.instruction.as_deref(), Some("0:TensorTensor"));
         assert_eq!(d[0].location.engine, Some(tpbsim_isa::Engine::Pe));
         // Seed-given set: no project-defined suffix.
         let pool = Instruction::new(InstClass::Pool, EngineType::Pool);
         let d = run(Property::ValidEngines, &module(ArchLevel::Gen3, vec![pool]));
         assert_eq!(error_codes(&d), vec![Some(400)]);
-        assert!(!d[0].message.contains("project-defined"), "{}", d[0].message);
+        assert!(
+            !d[0].message.contains("project-defined"),
+            "{}",
+            d[0].message
+        );
         // The function skip attribute.
         let mut m2 = m.clone();
-        m2.functions[0].attrs.insert(ATTR_SKIP_ENGINE_CHECK.into(), true.into());
+        m2.functions[0]
+            .attrs
+            .insert(ATTR_SKIP_ENGINE_CHECK.into(), true.into());
         assert!(run(Property::ValidEngines, &m2).is_empty());
         // Rng picks per arch.
         let rng = Instruction::new(InstClass::Rng, EngineType::Pool);
-        assert_eq!(error_codes(&run(Property::ValidEngines, &module(ArchLevel::Sunda, vec![rng.clone()]))), vec![Some(400)]);
-        assert!(run(Property::ValidEngines, &module(ArchLevel::CoreV4, vec![rng])).is_empty());
+        assert_eq!(
+            error_codes(&run(
+                Property::ValidEngines,
+                &module(ArchLevel::Sunda, vec![rng.clone()])
+            )),
+            vec![Some(400)]
+        );
+        assert!(run(
+            Property::ValidEngines,
+            &module(ArchLevel::CoreV4, vec![rng])
+        )
+        .is_empty());
     }
 
     #[test]
     fn tsp_delegate_not_checked() {
         let tsp = Instruction::new(InstClass::TensorScalarPtr, EngineType::Dve);
-        let d = run(Property::ValidEngines, &module(ArchLevel::CoreV4, vec![tsp]));
+        let d = run(
+            Property::ValidEngines,
+            &module(ArchLevel::CoreV4, vec![tsp]),
+        );
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].severity, crate::diag::Severity::NotChecked);
         assert_eq!(d[0].rule, "checkValidEnginesTSP");
@@ -291,14 +377,39 @@ mod tests {
     fn arch_rule_366_367() {
         let w = driver(InstClass::MatmultMx).arch;
         assert_eq!(check_arch_level(ArchLevel::CoreV4, &w), None);
-        assert_eq!(check_arch_level(ArchLevel::Gen3, &w).map(|x| x.0), Some(366));
+        assert_eq!(
+            check_arch_level(ArchLevel::Gen3, &w).map(|x| x.0),
+            Some(366)
+        );
         let mx = Instruction::new(InstClass::MatmultMx, EngineType::Pe);
-        assert_eq!(error_codes(&run(Property::ArchLevel, &module(ArchLevel::Gen3, vec![mx]))), vec![Some(366)]);
+        assert_eq!(
+            error_codes(&run(
+                Property::ArchLevel,
+                &module(ArchLevel::Gen3, vec![mx])
+            )),
+            vec![Some(366)]
+        );
         let tonga = Instruction::new(InstClass::TongaReduceMacroSymbolic, EngineType::Pool);
-        assert!(run(Property::ArchLevel, &module(ArchLevel::Inferentia, vec![tonga.clone()])).is_empty());
-        assert_eq!(error_codes(&run(Property::ArchLevel, &module(ArchLevel::Sunda, vec![tonga]))), vec![Some(367)]);
+        assert!(run(
+            Property::ArchLevel,
+            &module(ArchLevel::Inferentia, vec![tonga.clone()])
+        )
+        .is_empty());
+        assert_eq!(
+            error_codes(&run(
+                Property::ArchLevel,
+                &module(ArchLevel::Sunda, vec![tonga])
+            )),
+            vec![Some(367)]
+        );
         let generic = Instruction::new(InstClass::Generic, EngineType::Sp);
-        assert_eq!(error_codes(&run(Property::ArchLevel, &module(ArchLevel::Inferentia, vec![generic]))), vec![Some(366)]);
+        assert_eq!(
+            error_codes(&run(
+                Property::ArchLevel,
+                &module(ArchLevel::Inferentia, vec![generic])
+            )),
+            vec![Some(366)]
+        );
     }
 
     #[test]
@@ -309,7 +420,11 @@ mod tests {
         bad.args[1].mem = MemoryType::Dram;
         let d = run(Property::MemType, &module(ArchLevel::CoreV4, vec![bad]));
         assert_eq!(error_codes(&d), vec![Some(310)]);
-        assert!(d[0].message.starts_with("args[1] lies in DRAM"), "{}", d[0].message);
+        assert!(
+            d[0].message.starts_with("args[1] lies in DRAM"),
+            "{}",
+            d[0].message
+        );
     }
 
     #[test]
@@ -318,20 +433,50 @@ mod tests {
         assert!(run(Property::PartitionAccess, &ok).is_empty());
         let mut bad = tensor_tensor("a", "b", "c");
         bad.outs[0].start_partition = 1;
-        let d = run(Property::PartitionAccess, &module(ArchLevel::CoreV4, vec![bad]));
+        let d = run(
+            Property::PartitionAccess,
+            &module(ArchLevel::CoreV4, vec![bad]),
+        );
         assert_eq!(error_rules(&d), vec!["checkLegalPartitionAccess"]);
-        assert!(d[0].message.contains("Pattern accesses > 128 partitions"), "{}", d[0].message);
+        assert!(
+            d[0].message.contains("Pattern accesses > 128 partitions"),
+            "{}",
+            d[0].message
+        );
         // Inferentia PSUM has 64 partitions.
-        let act = Instruction::new(InstClass::Activation, EngineType::Act)
-            .with_args(vec![psum("p", Dtype::Float32, 96, 8)]);
-        assert!(run(Property::PartitionAccess, &module(ArchLevel::Sunda, vec![act.clone()])).is_empty());
-        assert_eq!(run(Property::PartitionAccess, &module(ArchLevel::Inferentia, vec![act])).len(), 1);
+        let act = Instruction::new(InstClass::Activation, EngineType::Act).with_args(vec![psum(
+            "p",
+            Dtype::Float32,
+            96,
+            8,
+        )]);
+        assert!(run(
+            Property::PartitionAccess,
+            &module(ArchLevel::Sunda, vec![act.clone()])
+        )
+        .is_empty());
+        assert_eq!(
+            run(
+                Property::PartitionAccess,
+                &module(ArchLevel::Inferentia, vec![act])
+            )
+            .len(),
+            1
+        );
         // The half-array variant.
         let ap = sb("x", Dtype::Float32, 32, 64, 1);
-        assert_eq!(check_partition_access(&ap, PartitionRule::Bounds, 128), Vec::<String>::new());
+        assert_eq!(
+            check_partition_access(&ap, PartitionRule::Bounds, 128),
+            Vec::<String>::new()
+        );
         let v = check_partition_access(&ap, PartitionRule::Halves, 128);
         assert_eq!(v.len(), 2, "{v:?}");
-        assert!(check_partition_access(&sb("x", Dtype::Float32, 64, 64, 1), PartitionRule::Halves, 128).is_empty());
+        assert!(check_partition_access(
+            &sb("x", Dtype::Float32, 64, 64, 1),
+            PartitionRule::Halves,
+            128
+        )
+        .is_empty());
     }
 
     #[test]
@@ -342,6 +487,11 @@ mod tests {
         bad.args[0].dtype = Dtype::Int64;
         let d = run(Property::DataType, &module(ArchLevel::CoreV4, vec![bad]));
         assert_eq!(error_rules(&d), vec!["checkDataType"]);
-        assert!(d[0].message.starts_with("args[0] dtype int64 is not valid for TensorTensor"), "{}", d[0].message);
+        assert!(
+            d[0].message
+                .starts_with("args[0] dtype int64 is not valid for TensorTensor"),
+            "{}",
+            d[0].message
+        );
     }
 }

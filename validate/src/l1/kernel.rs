@@ -1,7 +1,9 @@
 //! Kernel and CustomOp gates (seed 000): `checkBIRKernel`, `checkNKIKernelFunction`,
 //! `checkNKIKernelBufferShapes` (1680–1683), `checkCustomOp` (178).
 
-use crate::bir::{ArchLevel, InstClass, InstRef, MemoryType, Module, NkiKernelFields, NUM_PARTITIONS};
+use crate::bir::{
+    ArchLevel, InstClass, InstRef, MemoryType, Module, NkiKernelFields, NUM_PARTITIONS,
+};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
 
@@ -68,7 +70,11 @@ impl Rule for NkiKernelFunction {
 }
 
 /// The buffer-shape asserts of one NKI kernel: `(code, predicate with values)`.
-pub fn check_buffer_shapes(f: &NkiKernelFields, num_outputs: usize, arch: ArchLevel) -> Vec<(u32, String)> {
+pub fn check_buffer_shapes(
+    f: &NkiKernelFields,
+    num_outputs: usize,
+    arch: ArchLevel,
+) -> Vec<(u32, String)> {
     let mut v = Vec::new();
     let (p, s) = (f.sb_num_partitions, f.sb_per_partition_size);
     if !((p == 0 && s == 0) || (p > 0 && s > 0)) {
@@ -79,10 +85,22 @@ pub fn check_buffer_shapes(f: &NkiKernelFields, num_outputs: usize, arch: ArchLe
     }
     let banks = arch.psum_geometry().banks;
     if f.psum_bank_count > i64::from(banks) {
-        v.push((1681, format!("psum_bank_count <= ArchModel.device.core.psumbuf.numBanks: {} > {banks} on {arch}", f.psum_bank_count)));
+        v.push((
+            1681,
+            format!(
+                "psum_bank_count <= ArchModel.device.core.psumbuf.numBanks: {} > {banks} on {arch}",
+                f.psum_bank_count
+            ),
+        ));
     }
     if f.psum_num_partitions > NUM_PARTITIONS as i64 {
-        v.push((1682, format!("psum_num_partitions <= NUM_PARTITIONS: {} > {NUM_PARTITIONS}", f.psum_num_partitions)));
+        v.push((
+            1682,
+            format!(
+                "psum_num_partitions <= NUM_PARTITIONS: {} > {NUM_PARTITIONS}",
+                f.psum_num_partitions
+            ),
+        ));
     }
     let need = i128::from(f.num_sb_buffers) + i128::from(f.num_psum_buffers);
     if (num_outputs as i128) < need {
@@ -132,12 +150,17 @@ impl Rule for CustomOp {
         scope: Instruction,
     }
     fn check(&self, m: &Module, r: &InstRef<'_>, out: &mut Vec<Diagnostic>) {
-        if r.inst.class == InstClass::CustomOp && !matches!(m.arch, ArchLevel::Sunda | ArchLevel::Inferentia) {
+        if r.inst.class == InstClass::CustomOp
+            && !matches!(m.arch, ArchLevel::Sunda | ArchLevel::Inferentia)
+        {
             out.push(error_at(
                 r,
                 "checkCustomOp",
                 Some(178),
-                format!("Arch == ArchLevel::Sunda || Arch == ArchLevel::Tonga: module targets {}", m.arch),
+                format!(
+                    "Arch == ArchLevel::Sunda || Arch == ArchLevel::Tonga: module targets {}",
+                    m.arch
+                ),
             ));
         }
     }
@@ -151,8 +174,11 @@ mod tests {
     use crate::registry::Property;
 
     fn nki(f: NkiKernelFields, outs: usize) -> Instruction {
-        let mut i = Instruction::new(InstClass::NkiKernel, EngineType::Unassigned)
-            .with_outs((0..outs).map(|n| sb(&format!("o{n}"), Dtype::Float32, 0, 128, 8)).collect());
+        let mut i = Instruction::new(InstClass::NkiKernel, EngineType::Unassigned).with_outs(
+            (0..outs)
+                .map(|n| sb(&format!("o{n}"), Dtype::Float32, 0, 128, 8))
+                .collect(),
+        );
         i.fields = ClassFields::NkiKernel(f);
         i
     }
@@ -170,31 +196,119 @@ mod tests {
     }
 
     fn shape_codes(f: NkiKernelFields, outs: usize, arch: ArchLevel) -> Vec<u32> {
-        check_buffer_shapes(&f, outs, arch).into_iter().map(|x| x.0).collect()
+        check_buffer_shapes(&f, outs, arch)
+            .into_iter()
+            .map(|x| x.0)
+            .collect()
     }
 
     #[test]
     fn buffer_shapes_one_at_a_time() {
         assert!(shape_codes(good(), 2, ArchLevel::CoreV4).is_empty());
-        assert!(shape_codes(NkiKernelFields { sb_num_partitions: 0, sb_per_partition_size: 0, ..good() }, 2, ArchLevel::CoreV4).is_empty());
-        assert_eq!(shape_codes(NkiKernelFields { sb_num_partitions: 0, ..good() }, 2, ArchLevel::CoreV4), vec![1680]);
-        assert_eq!(shape_codes(NkiKernelFields { sb_per_partition_size: -1, ..good() }, 2, ArchLevel::CoreV4), vec![1680]);
-        assert_eq!(shape_codes(NkiKernelFields { psum_bank_count: 9, ..good() }, 2, ArchLevel::CoreV4), vec![1681]);
-        assert!(shape_codes(NkiKernelFields { psum_bank_count: 16, ..good() }, 2, ArchLevel::Sunda).is_empty());
-        assert_eq!(shape_codes(NkiKernelFields { psum_num_partitions: 129, ..good() }, 2, ArchLevel::CoreV4), vec![1682]);
+        assert!(shape_codes(
+            NkiKernelFields {
+                sb_num_partitions: 0,
+                sb_per_partition_size: 0,
+                ..good()
+            },
+            2,
+            ArchLevel::CoreV4
+        )
+        .is_empty());
+        assert_eq!(
+            shape_codes(
+                NkiKernelFields {
+                    sb_num_partitions: 0,
+                    ..good()
+                },
+                2,
+                ArchLevel::CoreV4
+            ),
+            vec![1680]
+        );
+        assert_eq!(
+            shape_codes(
+                NkiKernelFields {
+                    sb_per_partition_size: -1,
+                    ..good()
+                },
+                2,
+                ArchLevel::CoreV4
+            ),
+            vec![1680]
+        );
+        assert_eq!(
+            shape_codes(
+                NkiKernelFields {
+                    psum_bank_count: 9,
+                    ..good()
+                },
+                2,
+                ArchLevel::CoreV4
+            ),
+            vec![1681]
+        );
+        assert!(shape_codes(
+            NkiKernelFields {
+                psum_bank_count: 16,
+                ..good()
+            },
+            2,
+            ArchLevel::Sunda
+        )
+        .is_empty());
+        assert_eq!(
+            shape_codes(
+                NkiKernelFields {
+                    psum_num_partitions: 129,
+                    ..good()
+                },
+                2,
+                ArchLevel::CoreV4
+            ),
+            vec![1682]
+        );
         assert_eq!(shape_codes(good(), 1, ArchLevel::CoreV4), vec![1683]);
-        let d = run(Property::NkiKernelBufferShapes, &module(ArchLevel::CoreV4, vec![nki(good(), 1)]));
+        let d = run(
+            Property::NkiKernelBufferShapes,
+            &module(ArchLevel::CoreV4, vec![nki(good(), 1)]),
+        );
         assert_eq!(error_codes(&d), vec![Some(1683)]);
     }
 
     #[test]
     fn kernel_function() {
-        assert!(run(Property::NkiKernelFunction, &module(ArchLevel::CoreV4, vec![nki(good(), 2)])).is_empty());
-        let d = run(Property::NkiKernelFunction, &module(ArchLevel::CoreV4, vec![nki(NkiKernelFields { func: None, ..good() }, 2)]));
+        assert!(run(
+            Property::NkiKernelFunction,
+            &module(ArchLevel::CoreV4, vec![nki(good(), 2)])
+        )
+        .is_empty());
+        let d = run(
+            Property::NkiKernelFunction,
+            &module(
+                ArchLevel::CoreV4,
+                vec![nki(
+                    NkiKernelFields {
+                        func: None,
+                        ..good()
+                    },
+                    2,
+                )],
+            ),
+        );
         assert_eq!(error_rules(&d), vec!["checkNKIKernelFunction"]);
         let d = run(
             Property::NkiKernelFunction,
-            &module(ArchLevel::CoreV4, vec![nki(NkiKernelFields { func: Some("nope".into()), ..good() }, 2)]),
+            &module(
+                ArchLevel::CoreV4,
+                vec![nki(
+                    NkiKernelFields {
+                        func: Some("nope".into()),
+                        ..good()
+                    },
+                    2,
+                )],
+            ),
         );
         assert!(d[0].message.contains("\"nope\""), "{}", d[0].message);
     }
@@ -204,12 +318,20 @@ mod tests {
         let k = Instruction::new(InstClass::BirKernel, EngineType::Unassigned)
             .with_args(vec![sb("a", Dtype::Float32, 0, 64, 8), dram("d")])
             .with_outs(vec![sb("b", Dtype::Float32, 0, 64, 8)]);
-        assert!(run(Property::BirKernel, &module(ArchLevel::CoreV4, vec![k.clone()])).is_empty());
+        assert!(run(
+            Property::BirKernel,
+            &module(ArchLevel::CoreV4, vec![k.clone()])
+        )
+        .is_empty());
         let mut bad = k;
         bad.outs[0].start_partition = 64;
         let d = run(Property::BirKernel, &module(ArchLevel::CoreV4, vec![bad]));
         assert_eq!(error_rules(&d), vec!["checkBIRKernel"]);
-        assert!(d[0].message.contains("outs[0] starts at partition 64"), "{}", d[0].message);
+        assert!(
+            d[0].message.contains("outs[0] starts at partition 64"),
+            "{}",
+            d[0].message
+        );
     }
 
     /// A DRAM pattern (partitions do not apply: its start is not checked).
@@ -222,10 +344,22 @@ mod tests {
     #[test]
     fn custom_op_legacy_only() {
         let c = Instruction::new(InstClass::CustomOp, EngineType::Pool);
-        assert!(run(Property::CustomOp, &module(ArchLevel::Sunda, vec![c.clone()])).is_empty());
-        assert!(run(Property::CustomOp, &module(ArchLevel::Inferentia, vec![c.clone()])).is_empty());
+        assert!(run(
+            Property::CustomOp,
+            &module(ArchLevel::Sunda, vec![c.clone()])
+        )
+        .is_empty());
+        assert!(run(
+            Property::CustomOp,
+            &module(ArchLevel::Inferentia, vec![c.clone()])
+        )
+        .is_empty());
         for a in [ArchLevel::Gen3, ArchLevel::CoreV4, ArchLevel::CoreV5] {
-            assert_eq!(error_codes(&run(Property::CustomOp, &module(a, vec![c.clone()]))), vec![Some(178)], "{a}");
+            assert_eq!(
+                error_codes(&run(Property::CustomOp, &module(a, vec![c.clone()]))),
+                vec![Some(178)],
+                "{a}"
+            );
         }
     }
 }

@@ -88,12 +88,21 @@ pub fn rules() -> Vec<Box<dyn Rule>> {
 }
 
 /// An L1 error at an instruction.
-pub(crate) fn error_at(r: &InstRef<'_>, rule: impl Into<Cow<'static, str>>, code: Option<u32>, message: impl Into<String>) -> Diagnostic {
+pub(crate) fn error_at(
+    r: &InstRef<'_>,
+    rule: impl Into<Cow<'static, str>>,
+    code: Option<u32>,
+    message: impl Into<String>,
+) -> Diagnostic {
     Diagnostic::error(Layer::L1, rule, code, message).at(r.location())
 }
 
 /// An L1 "not checked" finding at an instruction.
-pub(crate) fn not_checked_at(r: &InstRef<'_>, rule: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Diagnostic {
+pub(crate) fn not_checked_at(
+    r: &InstRef<'_>,
+    rule: impl Into<Cow<'static, str>>,
+    message: impl Into<String>,
+) -> Diagnostic {
     error_at(r, rule, None, message).with_severity(Severity::NotChecked)
 }
 
@@ -123,7 +132,9 @@ pub(crate) enum Dir {
 }
 
 /// Every operand of an instruction with its direction and index.
-pub(crate) fn operands(inst: &crate::bir::Instruction) -> impl Iterator<Item = (Dir, usize, &crate::bir::AccessPattern)> {
+pub(crate) fn operands(
+    inst: &crate::bir::Instruction,
+) -> impl Iterator<Item = (Dir, usize, &crate::bir::AccessPattern)> {
     inst.args
         .iter()
         .enumerate()
@@ -135,7 +146,10 @@ pub(crate) fn operands(inst: &crate::bir::Instruction) -> impl Iterator<Item = (
 pub(crate) mod testutil {
     //! Module builders for the rule tests.
 
-    use crate::bir::{AccessPattern, ArchLevel, Block, Dtype, EngineType, Function, InstClass, Instruction, MemoryType, Module};
+    use crate::bir::{
+        AccessPattern, ArchLevel, Block, Dtype, EngineType, Function, InstClass, Instruction,
+        MemoryType, Module,
+    };
     use crate::diag::{Diagnostic, Mode};
     use crate::registry::{Property, PropertySet, Registry};
 
@@ -147,7 +161,11 @@ pub(crate) mod testutil {
             functions: vec![Function {
                 name: "main".into(),
                 attrs: Default::default(),
-                blocks: vec![Block { name: "bb0".into(), dynamic_cfg: false, instructions: insts }],
+                blocks: vec![Block {
+                    name: "bb0".into(),
+                    dynamic_cfg: false,
+                    instructions: insts,
+                }],
             }],
         }
     }
@@ -165,7 +183,10 @@ pub(crate) mod testutil {
     /// A DVE TensorTensor `out = a + b` on SB buffers.
     pub fn tensor_tensor(a: &str, b: &str, out: &str) -> Instruction {
         Instruction::new(InstClass::TensorTensor, EngineType::Dve)
-            .with_args(vec![sb(a, Dtype::Bfloat16, 0, 128, 64), sb(b, Dtype::Bfloat16, 0, 128, 64)])
+            .with_args(vec![
+                sb(a, Dtype::Bfloat16, 0, 128, 64),
+                sb(b, Dtype::Bfloat16, 0, 128, 64),
+            ])
             .with_outs(vec![sb(out, Dtype::Bfloat16, 0, 128, 64)])
     }
 
@@ -181,6 +202,9 @@ pub(crate) mod testutil {
 
     /// Rule names of the error diagnostics.
     pub fn error_rules(d: &[Diagnostic]) -> Vec<String> {
-        d.iter().filter(|d| d.is_error()).map(|d| d.rule.to_string()).collect()
+        d.iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.rule.to_string())
+            .collect()
     }
 }

@@ -88,7 +88,9 @@ impl Rule for Fp8TypeConsistency {
 }
 
 pub(crate) fn module_not_checked(rule: &'static str, message: &str) -> Diagnostic {
-    Diagnostic::error(Layer::L1, rule, None, message).with_severity(Severity::NotChecked).at(Location::default())
+    Diagnostic::error(Layer::L1, rule, None, message)
+        .with_severity(Severity::NotChecked)
+        .at(Location::default())
 }
 
 /// `checkInstCount`: known by name only; reported as not checked.
@@ -144,15 +146,38 @@ mod tests {
 
     #[test]
     fn fp8_mixing() {
-        let ok = module(ArchLevel::CoreV4, vec![act(Dtype::Float8E4m3fn, Dtype::Float8E5m2), act(Dtype::Bfloat16, Dtype::Float8E4m3fn)]);
+        let ok = module(
+            ArchLevel::CoreV4,
+            vec![
+                act(Dtype::Float8E4m3fn, Dtype::Float8E5m2),
+                act(Dtype::Bfloat16, Dtype::Float8E4m3fn),
+            ],
+        );
         assert!(run(Property::Fp8TypeConsistency, &ok).is_empty());
-        let bad = module(ArchLevel::CoreV4, vec![act(Dtype::Float8E4m3fn, Dtype::Bfloat16), act(Dtype::Bfloat16, Dtype::Float8E4m3)]);
+        let bad = module(
+            ArchLevel::CoreV4,
+            vec![
+                act(Dtype::Float8E4m3fn, Dtype::Bfloat16),
+                act(Dtype::Bfloat16, Dtype::Float8E4m3),
+            ],
+        );
         let d = run(Property::Fp8TypeConsistency, &bad);
         assert_eq!(error_rules(&d), vec!["checkFP8TypeConsistency"]);
         assert_eq!(d[0].location.instruction.as_deref(), Some("1:Activation"));
-        assert!(d[0].message.contains("main/bb0/0:Activation args[0] is float8_e4m3fn"), "{}", d[0].message);
+        assert!(
+            d[0].message
+                .contains("main/bb0/0:Activation args[0] is float8_e4m3fn"),
+            "{}",
+            d[0].message
+        );
         // Reported once per module.
-        let worse = module(ArchLevel::CoreV4, vec![act(Dtype::Float8E4m3fn, Dtype::Float8E3m4), act(Dtype::Float8E4m3, Dtype::Float8E3m4)]);
+        let worse = module(
+            ArchLevel::CoreV4,
+            vec![
+                act(Dtype::Float8E4m3fn, Dtype::Float8E3m4),
+                act(Dtype::Float8E4m3, Dtype::Float8E3m4),
+            ],
+        );
         assert_eq!(run(Property::Fp8TypeConsistency, &worse).len(), 1);
     }
 

@@ -49,10 +49,16 @@ pub fn check_inputs(i: &Instruction, arch: ArchLevel) -> Vec<MxViolation> {
         v.push((229, format!("weightsNumElementsPerPartition == 4 * weightsScalesNumElementsPerPartition: {wt_k} vs 4 × {wt_sc}")));
     }
     if if_sp % 32 >= 16 {
-        v.push((230, format!("ifmapScalesStartPartition % 32 < 16: start partition {if_sp}")));
+        v.push((
+            230,
+            format!("ifmapScalesStartPartition % 32 < 16: start partition {if_sp}"),
+        ));
     }
     if wt_sp % 32 >= 16 {
-        v.push((231, format!("weightsScalesStartPartition % 32 < 16: start partition {wt_sp}")));
+        v.push((
+            231,
+            format!("weightsScalesStartPartition % 32 < 16: start partition {wt_sp}"),
+        ));
     }
     if if_k > max_if {
         v.push((
@@ -66,16 +72,31 @@ pub fn check_inputs(i: &Instruction, arch: ArchLevel) -> Vec<MxViolation> {
         ));
     }
     if wt_k > 128 * 4 {
-        v.push((233, format!("weightsNumElementsPerPartition <= 128 * 4: {wt_k}")));
+        v.push((
+            233,
+            format!("weightsNumElementsPerPartition <= 128 * 4: {wt_k}"),
+        ));
     }
     if (wt_k / 4) % 2 != 0 {
-        v.push((289, format!("(weightsNumElementsPerPartition / 4) % 2 == 0: {wt_k} / 4 = {} is odd", wt_k / 4)));
+        v.push((
+            289,
+            format!(
+                "(weightsNumElementsPerPartition / 4) % 2 == 0: {wt_k} / 4 = {} is odd",
+                wt_k / 4
+            ),
+        ));
     }
     if !matches!(if_p, 32 | 64 | 128) {
-        v.push((234, format!("ifmapNumPartitionsAccessed ∈ {{32, 64, 128}}: {if_p}")));
+        v.push((
+            234,
+            format!("ifmapNumPartitionsAccessed ∈ {{32, 64, 128}}: {if_p}"),
+        ));
     }
     if if_p != wt_p {
-        v.push((235, format!("ifmapNumPartitionsAccessed == weightsNumPartitionsAccessed: {if_p} vs {wt_p}")));
+        v.push((
+            235,
+            format!("ifmapNumPartitionsAccessed == weightsNumPartitionsAccessed: {if_p} vs {wt_p}"),
+        ));
     }
     if x4(out_p) != wt_k {
         v.push((236, format!("outputNumPartitionsAccessed * 4 == weightsNumElementsPerPartition: 4 × {out_p} vs {wt_k}")));
@@ -92,7 +113,13 @@ pub fn check_inputs(i: &Instruction, arch: ArchLevel) -> Vec<MxViolation> {
 pub fn check_instruction(i: &Instruction) -> Vec<MxViolation> {
     let mut v = Vec::new();
     if i.engine != EngineType::Pe {
-        v.push((205, format!("I.getEngine() == bir::EngineType::PE: engine is {}", i.engine)));
+        v.push((
+            205,
+            format!(
+                "I.getEngine() == bir::EngineType::PE: engine is {}",
+                i.engine
+            ),
+        ));
     }
     if has_operands(i) {
         let (a0, a1, a2, a3) = (&i.args[0], &i.args[1], &i.args[2], &i.args[3]);
@@ -132,9 +159,12 @@ pub fn check_instruction(i: &Instruction) -> Vec<MxViolation> {
         if let Some(t) = i.matmult_mx().and_then(|f| f.tiles.as_ref()) {
             let n_parts = a0.partitions;
             let col_bad = (0..t.len()).find(|&k| {
-                !((t.col_pos[k] == -1 || t.col_pos[k] == 0) && (t.col_size[k] == -1 || t.col_size[k] == 128))
+                !((t.col_pos[k] == -1 || t.col_pos[k] == 0)
+                    && (t.col_size[k] == -1 || t.col_size[k] == 128))
             });
-            let row_bad = (0..t.len()).find(|&k| !(t.row_size[k] == -1 || u64::try_from(t.row_size[k]).ok() == Some(n_parts)));
+            let row_bad = (0..t.len()).find(|&k| {
+                !(t.row_size[k] == -1 || u64::try_from(t.row_size[k]).ok() == Some(n_parts))
+            });
             if let Some(k) = col_bad {
                 v.push((
                     241,
@@ -157,7 +187,10 @@ pub fn check_instruction(i: &Instruction) -> Vec<MxViolation> {
     }
     let shift = i.matmult_mx().map_or(0, |f| f.replication_shift);
     if shift != 0 {
-        v.push((204, format!("I.getReplicationShiftAmnt() == 0: shift {shift}")));
+        v.push((
+            204,
+            format!("I.getReplicationShiftAmnt() == 0: shift {shift}"),
+        ));
     }
     v
 }
@@ -242,7 +275,10 @@ mod tests {
     }
 
     fn codes_inputs(i: &Instruction) -> Vec<u32> {
-        check_inputs(i, ArchLevel::CoreV4).into_iter().map(|x| x.0).collect()
+        check_inputs(i, ArchLevel::CoreV4)
+            .into_iter()
+            .map(|x| x.0)
+            .collect()
     }
 
     fn codes_instr(i: &Instruction) -> Vec<u32> {
@@ -340,15 +376,29 @@ mod tests {
         let mut i = mx();
         i.args[2].start_partition = 2;
         cases.push((214, i));
-        let tiles = |col_pos, col_size, row_size| MxTiles { row_pos: vec![0], col_pos: vec![col_pos], row_size: vec![row_size], col_size: vec![col_size] };
+        let tiles = |col_pos, col_size, row_size| MxTiles {
+            row_pos: vec![0],
+            col_pos: vec![col_pos],
+            row_size: vec![row_size],
+            col_size: vec![col_size],
+        };
         let mut i = mx();
-        i.fields = crate::bir::ClassFields::MatmultMx(MatmultMxFields { replication_shift: 0, tiles: Some(tiles(0, 64, 128)) });
+        i.fields = crate::bir::ClassFields::MatmultMx(MatmultMxFields {
+            replication_shift: 0,
+            tiles: Some(tiles(0, 64, 128)),
+        });
         cases.push((241, i));
         let mut i = mx();
-        i.fields = crate::bir::ClassFields::MatmultMx(MatmultMxFields { replication_shift: 0, tiles: Some(tiles(-1, -1, 64)) });
+        i.fields = crate::bir::ClassFields::MatmultMx(MatmultMxFields {
+            replication_shift: 0,
+            tiles: Some(tiles(-1, -1, 64)),
+        });
         cases.push((240, i));
         let mut i = mx();
-        i.fields = crate::bir::ClassFields::MatmultMx(MatmultMxFields { replication_shift: 1, tiles: None });
+        i.fields = crate::bir::ClassFields::MatmultMx(MatmultMxFields {
+            replication_shift: 1,
+            tiles: None,
+        });
         cases.push((204, i));
         for (code, inst) in cases {
             assert_eq!(codes_instr(&inst), vec![code], "assert {code}");
@@ -356,7 +406,10 @@ mod tests {
         }
         // Legal tiles: full column, row tile = partitions, or untiled.
         let mut i = mx();
-        i.fields = crate::bir::ClassFields::MatmultMx(MatmultMxFields { replication_shift: 0, tiles: Some(tiles(0, 128, 128)) });
+        i.fields = crate::bir::ClassFields::MatmultMx(MatmultMxFields {
+            replication_shift: 0,
+            tiles: Some(tiles(0, 128, 128)),
+        });
         assert!(codes_instr(&i).is_empty());
     }
 

@@ -19,7 +19,9 @@ pub fn effective_bytes_per_partition(ap: &AccessPattern) -> u64 {
         2 => 2,
         _ => 1,
     };
-    ap.num_elements_per_partition().saturating_mul(b).saturating_mul(factor)
+    ap.num_elements_per_partition()
+        .saturating_mul(b)
+        .saturating_mul(factor)
 }
 
 /// A finding of the SB2SB verify: which check, its message, and whether it is "not checked".
@@ -34,7 +36,11 @@ pub struct Sb2SbFinding {
 }
 
 fn fail(check: &'static str, message: String) -> Sb2SbFinding {
-    Sb2SbFinding { check, message, not_checked: false }
+    Sb2SbFinding {
+        check,
+        message,
+        not_checked: false,
+    }
 }
 
 /// `verify` then `isCompatible`: at most one failure (the first), plus a "not checked" C1 when
@@ -48,7 +54,11 @@ pub fn check_sb2sb(i: &Instruction, arch: ArchLevel) -> Vec<Sb2SbFinding> {
     let (Some(ifmap), Some(dst)) = (i.args.first(), i.outs.first()) else {
         v.push(fail(
             "verify:74",
-            format!("GPSIMDSB2SB.cpp:74: needs an input and an output, found {} and {}", i.args.len(), i.outs.len()),
+            format!(
+                "GPSIMDSB2SB.cpp:74: needs an input and an output, found {} and {}",
+                i.args.len(),
+                i.outs.len()
+            ),
         ));
         return v;
     };
@@ -59,15 +69,29 @@ pub fn check_sb2sb(i: &Instruction, arch: ArchLevel) -> Vec<Sb2SbFinding> {
             not_checked: true,
         }),
         Some(c) if c != 2 => {
-            v.push(fail("C1", format!("C1 (isCompatible:21): ctx must be 2, found {c}")));
+            v.push(fail(
+                "C1",
+                format!("C1 (isCompatible:21): ctx must be 2, found {c}"),
+            ));
             return v;
         }
         Some(_) => {}
     }
     let first_failure = if arch < ArchLevel::Gen3 {
-        Some(fail("C2", format!("C2 (isCompatible:25): GPSIMD SB2SB needs gen3 or later, module targets {arch}")))
+        Some(fail(
+            "C2",
+            format!(
+                "C2 (isCompatible:25): GPSIMD SB2SB needs gen3 or later, module targets {arch}"
+            ),
+        ))
     } else if ifmap.dtype != dst.dtype {
-        Some(fail("C3", format!("C3 (isCompatible:29): ifmap dtype {} != dst dtype {}", ifmap.dtype, dst.dtype)))
+        Some(fail(
+            "C3",
+            format!(
+                "C3 (isCompatible:29): ifmap dtype {} != dst dtype {}",
+                ifmap.dtype, dst.dtype
+            ),
+        ))
     } else if ifmap.bytes_per_partition() != dst.bytes_per_partition() {
         Some(fail(
             "C4",
@@ -79,12 +103,38 @@ pub fn check_sb2sb(i: &Instruction, arch: ArchLevel) -> Vec<Sb2SbFinding> {
                 dst.dtype.bytes()
             ),
         ))
-    } else if let Some((name, ap)) = [("ifmap", ifmap), ("dst", dst)].into_iter().find(|(_, a)| !(2..=5).contains(&a.num_dims())) {
-        Some(fail("C5", format!("C5 (isCompatible:40): {name} has {} dimensions, expected 2..=5", ap.num_dims())))
-    } else if let Some((name, ap)) = [("ifmap", ifmap), ("dst", dst)].into_iter().find(|(_, a)| a.mem != MemoryType::Sb) {
-        Some(fail("C6", format!("C6 (isCompatible:43): {name} lies in {}, both must be SB", ap.mem)))
-    } else if let Some((name, _)) = [("ifmap", ifmap), ("dst", dst)].into_iter().find(|(_, a)| a.indirect) {
-        Some(fail("C7", format!("C7 (isCompatible:46): {name} is not a plain physical access pattern (indirect)")))
+    } else if let Some((name, ap)) = [("ifmap", ifmap), ("dst", dst)]
+        .into_iter()
+        .find(|(_, a)| !(2..=5).contains(&a.num_dims()))
+    {
+        Some(fail(
+            "C5",
+            format!(
+                "C5 (isCompatible:40): {name} has {} dimensions, expected 2..=5",
+                ap.num_dims()
+            ),
+        ))
+    } else if let Some((name, ap)) = [("ifmap", ifmap), ("dst", dst)]
+        .into_iter()
+        .find(|(_, a)| a.mem != MemoryType::Sb)
+    {
+        Some(fail(
+            "C6",
+            format!(
+                "C6 (isCompatible:43): {name} lies in {}, both must be SB",
+                ap.mem
+            ),
+        ))
+    } else if let Some((name, _)) = [("ifmap", ifmap), ("dst", dst)]
+        .into_iter()
+        .find(|(_, a)| a.indirect)
+    {
+        Some(fail(
+            "C7",
+            format!(
+                "C7 (isCompatible:46): {name} is not a plain physical access pattern (indirect)"
+            ),
+        ))
     } else {
         [("ifmap", ifmap), ("dst", dst)]
             .into_iter()
@@ -120,8 +170,16 @@ impl Rule for GpsimdSb2Sb {
             return;
         }
         for f in check_sb2sb(r.inst, m.arch) {
-            let rule = if f.check.starts_with("verify") { "GPSIMDSB2SB::verify" } else { "isCompatible" };
-            out.push(if f.not_checked { not_checked_at(r, rule, f.message) } else { error_at(r, rule, None, f.message) });
+            let rule = if f.check.starts_with("verify") {
+                "GPSIMDSB2SB::verify"
+            } else {
+                "isCompatible"
+            };
+            out.push(if f.not_checked {
+                not_checked_at(r, rule, f.message)
+            } else {
+                error_at(r, rule, None, f.message)
+            });
         }
     }
 }
@@ -142,16 +200,35 @@ mod tests {
     }
 
     fn checks(i: &Instruction, arch: ArchLevel) -> Vec<&'static str> {
-        check_sb2sb(i, arch).into_iter().filter(|f| !f.not_checked).map(|f| f.check).collect()
+        check_sb2sb(i, arch)
+            .into_iter()
+            .filter(|f| !f.not_checked)
+            .map(|f| f.check)
+            .collect()
     }
 
     #[test]
     fn effective_bytes() {
-        assert_eq!(effective_bytes_per_partition(&sb("a", Dtype::Uint8, 0, 1, 256)), 1024);
-        assert_eq!(effective_bytes_per_partition(&sb("a", Dtype::Bfloat16, 0, 1, 256)), 1024);
-        assert_eq!(effective_bytes_per_partition(&sb("a", Dtype::Float32, 0, 1, 256)), 1024);
-        assert_eq!(effective_bytes_per_partition(&sb("a", Dtype::Uint8, 0, 1, 257)), 1028);
-        assert_eq!(effective_bytes_per_partition(&sb("a", Dtype::Int64, 0, 1, 128)), 1024);
+        assert_eq!(
+            effective_bytes_per_partition(&sb("a", Dtype::Uint8, 0, 1, 256)),
+            1024
+        );
+        assert_eq!(
+            effective_bytes_per_partition(&sb("a", Dtype::Bfloat16, 0, 1, 256)),
+            1024
+        );
+        assert_eq!(
+            effective_bytes_per_partition(&sb("a", Dtype::Float32, 0, 1, 256)),
+            1024
+        );
+        assert_eq!(
+            effective_bytes_per_partition(&sb("a", Dtype::Uint8, 0, 1, 257)),
+            1028
+        );
+        assert_eq!(
+            effective_bytes_per_partition(&sb("a", Dtype::Int64, 0, 1, 128)),
+            1024
+        );
     }
 
     #[test]
@@ -177,7 +254,13 @@ mod tests {
         cases.push(("C4", i, ArchLevel::CoreV4));
         let mut i = sb2sb();
         for ap in [&mut i.args[0], &mut i.outs[0]] {
-            ap.pattern = vec![Dim { step: 128, num: 1 }, Dim { step: 64, num: 1 }, Dim { step: 32, num: 1 }, Dim { step: 16, num: 1 }, Dim { step: 1, num: 256 }];
+            ap.pattern = vec![
+                Dim { step: 128, num: 1 },
+                Dim { step: 64, num: 1 },
+                Dim { step: 32, num: 1 },
+                Dim { step: 16, num: 1 },
+                Dim { step: 1, num: 256 },
+            ];
         }
         cases.push(("C5", i, ArchLevel::CoreV4));
         let mut i = sb2sb();
@@ -209,6 +292,12 @@ mod tests {
         assert!(d[0].message.starts_with("C3 "), "{}", d[0].message);
         let mut i = sb2sb();
         i.engine = EngineType::Act;
-        assert_eq!(error_rules(&run(Property::GpsimdSb2Sb, &module(ArchLevel::CoreV4, vec![i]))), vec!["GPSIMDSB2SB::verify"]);
+        assert_eq!(
+            error_rules(&run(
+                Property::GpsimdSb2Sb,
+                &module(ArchLevel::CoreV4, vec![i])
+            )),
+            vec!["GPSIMDSB2SB::verify"]
+        );
     }
 }

@@ -78,45 +78,134 @@ pub const fn catalog(c: InstClass) -> CatalogRow {
     use ArchLevel::*;
     use InstClass as C;
     match c {
-        C::Generic | C::GenericCopy | C::GenericRelu | C::AbstractCopy | C::SwitchQueueInstance
-        | C::ResetQueueInstance | C::Collective | C::CollectiveCompute | C::CollectiveSend | C::CollectiveRecv
-        | C::AllReduce | C::AllGather | C::ReduceScatter | C::AllToAll | C::AllToAllV | C::SendRecv | C::Permute => {
-            row(CONCRETE, None, None)
-        }
-        C::Activation | C::ReadActivationAccumulator | C::LoadActFuncSet | C::ActivationReadAccumulator
+        C::Generic
+        | C::GenericCopy
+        | C::GenericRelu
+        | C::AbstractCopy
+        | C::SwitchQueueInstance
+        | C::ResetQueueInstance
+        | C::Collective
+        | C::CollectiveCompute
+        | C::CollectiveSend
+        | C::CollectiveRecv
+        | C::AllReduce
+        | C::AllGather
+        | C::ReduceScatter
+        | C::AllToAll
+        | C::AllToAllV
+        | C::SendRecv
+        | C::Permute => row(CONCRETE, None, None),
+        C::Activation
+        | C::ReadActivationAccumulator
+        | C::LoadActFuncSet
+        | C::ActivationReadAccumulator
         | C::ActivationQuantize => row(ACT, None, None),
         C::ActivationMultipass => row(ACT, Some(CoreV5), None),
-        C::MatmultBase | C::Matmult | C::LoadWeights | C::PeRegWrite | C::Transpose => row(PE, None, None),
+        C::MatmultBase | C::Matmult | C::LoadWeights | C::PeRegWrite | C::Transpose => {
+            row(PE, None, None)
+        }
         C::MatmultSparse => row(PE, Some(Gen3), None),
         C::MatmultMx | C::PeManageSeed => row(PE, Some(CoreV4), None),
-        C::Memset | C::Reciprocal | C::TensorCopy | C::TensorCopyDynamicSrc | C::TensorCopyDynamicDst
-        | C::TensorReduce | C::TensorScalar | C::TensorScalarCache | C::TensorTensor | C::Select
-        | C::CopyPredicated | C::Iota | C::Dropout | C::TensorScalarAffineSelect | C::Cast
-        | C::ScalarTensorTensor | C::TensorTensorScan | C::GetRandState | C::SetRandState | C::Rand
-        | C::RandSetState | C::RandGetState | C::Rng => row(POOL_DVE, None, None),
+        C::Memset
+        | C::Reciprocal
+        | C::TensorCopy
+        | C::TensorCopyDynamicSrc
+        | C::TensorCopyDynamicDst
+        | C::TensorReduce
+        | C::TensorScalar
+        | C::TensorScalarCache
+        | C::TensorTensor
+        | C::Select
+        | C::CopyPredicated
+        | C::Iota
+        | C::Dropout
+        | C::TensorScalarAffineSelect
+        | C::Cast
+        | C::ScalarTensorTensor
+        | C::TensorTensorScan
+        | C::GetRandState
+        | C::SetRandState
+        | C::Rand
+        | C::RandSetState
+        | C::RandGetState
+        | C::Rng => row(POOL_DVE, None, None),
         C::NonzeroWithCount => row(POOL_DVE, Some(Gen3), None),
-        C::Pool | C::TensorScalarPtr | C::IndirectCopy | C::StreamShuffle | C::StreamTranspose | C::Gather
-        | C::TensorDequantize | C::Sort | C::CrossLaneReduce | C::TensorCumulative | C::CustomOp
+        C::Pool
+        | C::TensorScalarPtr
+        | C::IndirectCopy
+        | C::StreamShuffle
+        | C::StreamTranspose
+        | C::Gather
+        | C::TensorDequantize
+        | C::Sort
+        | C::CrossLaneReduce
+        | C::TensorCumulative
+        | C::CustomOp
         | C::InlineAsmBytes => row(POOL, None, None),
         C::GetSequenceBounds | C::GpsimdSb2Sb => row(POOL, Some(Gen3), None),
-        C::BnStats | C::BnStatsAggregate | C::BnGradients | C::BnBackprop | C::BnBackprop2 | C::Max
-        | C::MaxIndex | C::MatchReplace | C::MaxIndexAndMatchReplace | C::DveReadAccumulator => row(DVE, None, None),
+        C::BnStats
+        | C::BnStatsAggregate
+        | C::BnGradients
+        | C::BnBackprop
+        | C::BnBackprop2
+        | C::Max
+        | C::MaxIndex
+        | C::MatchReplace
+        | C::MaxIndexAndMatchReplace
+        | C::DveReadAccumulator => row(DVE, None, None),
         C::RangeSelect => row(DVE, Some(Gen3), None),
         C::QuantizeMx | C::Rand2 | C::SparsityCompress => row(DVE, Some(CoreV4), None),
         // Ledger ACT (compiler page) versus DVE (firmware ledger): facts §10 #28, open.
         C::Exponential => row(ACT_DVE, None, None),
-        C::Dma | C::Load | C::Save | C::DmaCopy | C::DmaTrigger | C::DmaDescriptor | C::DmaDescriptorCopy
-        | C::DmaDescriptorCce | C::DmaDescriptorTranspose | C::DmaDescriptorReplicate | C::GenericIndirectLoad
-        | C::IndirectLoad | C::GenericIndirectSave | C::IndirectSave | C::IndirectSaveAccumulate
-        | C::TensorLoad | C::TensorSave | C::DmaBlock | C::BirKernel | C::NkiKernel | C::NkiKlirKernel => {
-            row(CONCRETE, None, None)
-        }
+        C::Dma
+        | C::Load
+        | C::Save
+        | C::DmaCopy
+        | C::DmaTrigger
+        | C::DmaDescriptor
+        | C::DmaDescriptorCopy
+        | C::DmaDescriptorCce
+        | C::DmaDescriptorTranspose
+        | C::DmaDescriptorReplicate
+        | C::GenericIndirectLoad
+        | C::IndirectLoad
+        | C::GenericIndirectSave
+        | C::IndirectSave
+        | C::IndirectSaveAccumulate
+        | C::TensorLoad
+        | C::TensorSave
+        | C::DmaBlock
+        | C::BirKernel
+        | C::NkiKernel
+        | C::NkiKlirKernel => row(CONCRETE, None, None),
         C::DmaTranspose => row(CONCRETE, Some(Gen3), None),
-        C::GetGlobalRankId | C::NoOp | C::EventSemaphore | C::GroupResetSemaphores | C::AllEngineBarrier
-        | C::Drain | C::Halt | C::ReadVarAddr | C::DevicePrint | C::GetCurProcessingRankId | C::RegisterAlu
-        | C::RegisterMove | C::Terminator | C::CompareAndBranch | C::UnconditionalBranch | C::BranchHint
-        | C::Return | C::Exit | C::Break | C::Call | C::CoreBarrier | C::TensorCompletion | C::Loop
-        | C::DynamicForLoop | C::DoWhile | C::Wait | C::Signal => row(CONCRETE, None, None),
+        C::GetGlobalRankId
+        | C::NoOp
+        | C::EventSemaphore
+        | C::GroupResetSemaphores
+        | C::AllEngineBarrier
+        | C::Drain
+        | C::Halt
+        | C::ReadVarAddr
+        | C::DevicePrint
+        | C::GetCurProcessingRankId
+        | C::RegisterAlu
+        | C::RegisterMove
+        | C::Terminator
+        | C::CompareAndBranch
+        | C::UnconditionalBranch
+        | C::BranchHint
+        | C::Return
+        | C::Exit
+        | C::Break
+        | C::Call
+        | C::CoreBarrier
+        | C::TensorCompletion
+        | C::Loop
+        | C::DynamicForLoop
+        | C::DoWhile
+        | C::Wait
+        | C::Signal => row(CONCRETE, None, None),
         C::TongaReduceMacroSymbolic => row(CONCRETE, None, Some(Inferentia)),
     }
 }
@@ -135,9 +224,10 @@ impl EngineRule {
     pub fn at(&self, arch: ArchLevel) -> EngineSet {
         match *self {
             EngineRule::Fixed(s, _) => s,
-            EngineRule::PerArch(rows, fallback, _) => {
-                rows.iter().find(|(a, _)| *a == arch).map_or(fallback, |(_, s)| *s)
-            }
+            EngineRule::PerArch(rows, fallback, _) => rows
+                .iter()
+                .find(|(a, _)| *a == arch)
+                .map_or(fallback, |(_, s)| *s),
         }
     }
 
@@ -242,7 +332,11 @@ pub struct DtypeRule {
 impl DtypeRule {
     /// Valid set for input `i`.
     pub fn arg(&self, i: usize) -> DtypeSet {
-        self.args.get(i).or(self.args.last()).copied().unwrap_or(DtypeSet::ANY)
+        self.args
+            .get(i)
+            .or(self.args.last())
+            .copied()
+            .unwrap_or(DtypeSet::ANY)
     }
 }
 
@@ -276,11 +370,18 @@ const fn fixed(s: EngineSet, src: Src) -> EngineRule {
     EngineRule::Fixed(s, src)
 }
 
-const CAT_ENGINES: Src = Src::Project("the opcode catalog's engine column for the class's opcodes (facts §5.1)");
-const CAT_ARCH: Src = Src::Project("the generations whose opcode enum carries the class's opcodes (facts §5.1, §5.5)");
+const CAT_ENGINES: Src =
+    Src::Project("the opcode catalog's engine column for the class's opcodes (facts §5.1)");
+const CAT_ARCH: Src = Src::Project(
+    "the generations whose opcode enum carries the class's opcodes (facts §5.1, §5.5)",
+);
 const GENERIC_SRC: Src = Src::Seed("seed 000: visitInstGeneric builds the full vector {0,3,2,1,4,5,6,7} and checkArchLevel(min=20)");
 
-const MEM_ANY: MemRule = MemRule { args: MemSet::ANY, outs: MemSet::ANY, src: Src::Project("no memory restriction known") };
+const MEM_ANY: MemRule = MemRule {
+    args: MemSet::ANY,
+    outs: MemSet::ANY,
+    src: Src::Project("no memory restriction known"),
+};
 const MEM_ONCHIP: MemRule = MemRule {
     args: MemSet::of(&[MemoryType::Sb, MemoryType::Psum]),
     outs: MemSet::of(&[MemoryType::Sb, MemoryType::Psum]),
@@ -299,8 +400,14 @@ const MEM_CUSTOM_OP: MemRule = MemRule {
 
 use Dtype as D;
 
-const NO_64_FP32R_X4: DtypeSet =
-    DtypeSet::except(&[D::Uint64, D::Int64, D::Float32r, D::Float4E2m1fnX4, D::Float8E4m3fnX4, D::Float8E5m2X4]);
+const NO_64_FP32R_X4: DtypeSet = DtypeSet::except(&[
+    D::Uint64,
+    D::Int64,
+    D::Float32r,
+    D::Float4E2m1fnX4,
+    D::Float8E4m3fnX4,
+    D::Float8E5m2X4,
+]);
 const X4: DtypeSet = DtypeSet::of(&[D::Float4E2m1fnX4, D::Float8E4m3fnX4, D::Float8E5m2X4]);
 const E8M0: DtypeSet = DtypeSet::of(&[D::Uint8, D::Float8E8m0fnu]);
 /// PSUM destination dtypes of a matmul (L2 `mm_dst_mem3d_valid_nc_v4`: wire tags 4..=11).
@@ -314,10 +421,20 @@ const MM_OUT: DtypeSet = DtypeSet::of(&[
     D::Float32,
     D::Float32r,
 ]);
-const NO_64_X4: DtypeSet = DtypeSet::except(&[D::Uint64, D::Int64, D::Float4E2m1fnX4, D::Float8E4m3fnX4, D::Float8E5m2X4]);
+const NO_64_X4: DtypeSet = DtypeSet::except(&[
+    D::Uint64,
+    D::Int64,
+    D::Float4E2m1fnX4,
+    D::Float8E4m3fnX4,
+    D::Float8E5m2X4,
+]);
 const BN: DtypeSet = DtypeSet::of(&[D::Bfloat16, D::Float16, D::Float32]);
 
-const DT_ANY: DtypeRule = DtypeRule { args: &[DtypeSet::ANY], outs: DtypeSet::ANY, src: Src::Project("no dtype restriction known") };
+const DT_ANY: DtypeRule = DtypeRule {
+    args: &[DtypeSet::ANY],
+    outs: DtypeSet::ANY,
+    src: Src::Project("no dtype restriction known"),
+};
 const DT_COMPUTE: DtypeRule = DtypeRule {
     args: &[NO_64_FP32R_X4],
     outs: NO_64_FP32R_X4,
@@ -353,7 +470,11 @@ const DT_QUANTIZE_MX: DtypeRule = DtypeRule {
 pub const fn class_rule(c: InstClass) -> ClassRule {
     use InstClass as C;
     let cat = catalog(c);
-    let cat_arch = ArchWindow { min: cat.min, max: cat.max, src: CAT_ARCH };
+    let cat_arch = ArchWindow {
+        min: cat.min,
+        max: cat.max,
+        src: CAT_ARCH,
+    };
     let mut r = ClassRule {
         class: c,
         engines: fixed(cat.engines, CAT_ENGINES),
@@ -365,10 +486,17 @@ pub const fn class_rule(c: InstClass) -> ClassRule {
     match c {
         C::Generic | C::SwitchQueueInstance | C::ResetQueueInstance | C::Collective => {
             r.engines = fixed(ANY8, GENERIC_SRC);
-            r.arch = ArchWindow { min: Some(ArchLevel::Sunda), max: None, src: GENERIC_SRC };
+            r.arch = ArchWindow {
+                min: Some(ArchLevel::Sunda),
+                max: None,
+                src: GENERIC_SRC,
+            };
         }
         C::GenericCopy | C::GenericRelu | C::AbstractCopy => {
-            r.engines = fixed(ANY8, Src::Project("members of the generic family take the generic base's vector"));
+            r.engines = fixed(
+                ANY8,
+                Src::Project("members of the generic family take the generic base's vector"),
+            );
             r.arch = ArchWindow {
                 min: Some(ArchLevel::Sunda),
                 max: None,
@@ -381,17 +509,26 @@ pub const fn class_rule(c: InstClass) -> ClassRule {
             r.dtypes = DT_COMPUTE;
         }
         C::Memset => {
-            r.engines = fixed(POOL_DVE, Src::Seed("seed 002: visitInstMemset builds {DVE=5, Pool=1}"));
+            r.engines = fixed(
+                POOL_DVE,
+                Src::Seed("seed 002: visitInstMemset builds {DVE=5, Pool=1}"),
+            );
             r.mem = MEM_ONCHIP;
             r.dtypes = DT_COPY;
         }
         C::Activation => {
-            r.engines = fixed(ACT, Src::Seed("seed 000: visitInstActivation builds {2} = {Act}"));
+            r.engines = fixed(
+                ACT,
+                Src::Seed("seed 000: visitInstActivation builds {2} = {Act}"),
+            );
             r.mem = MEM_ONCHIP;
             r.dtypes = DT_COMPUTE;
         }
         C::BirKernel => {
-            r.engines = fixed(UNASSIGNED, Src::Seed("seed 000: visitInstBIRKernel passes {0} (Unassigned)"));
+            r.engines = fixed(
+                UNASSIGNED,
+                Src::Seed("seed 000: visitInstBIRKernel passes {0} (Unassigned)"),
+            );
             r.arch = ArchWindow {
                 min: Some(ArchLevel::Sunda),
                 max: None,
@@ -399,10 +536,16 @@ pub const fn class_rule(c: InstClass) -> ClassRule {
             };
         }
         C::NkiKernel | C::NkiKlirKernel => {
-            r.engines = fixed(UNASSIGNED, Src::Seed("seed 000: NKI kernel drivers pass {0} (Unassigned)"));
+            r.engines = fixed(
+                UNASSIGNED,
+                Src::Seed("seed 000: NKI kernel drivers pass {0} (Unassigned)"),
+            );
         }
         C::CustomOp => {
-            r.engines = fixed(POOL, Src::Seed("seed 000: visitInstCustomOp passes {1} (Pool)"));
+            r.engines = fixed(
+                POOL,
+                Src::Seed("seed 000: visitInstCustomOp passes {1} (Pool)"),
+            );
             r.arch = ArchWindow {
                 min: Some(ArchLevel::Sunda),
                 max: None,
@@ -411,11 +554,23 @@ pub const fn class_rule(c: InstClass) -> ClassRule {
             r.mem = MEM_CUSTOM_OP;
         }
         C::InlineAsmBytes => {
-            r.engines = fixed(POOL, Src::Seed("seed 000: visitInstInlineASMBytes passes {1} (Pool)"));
+            r.engines = fixed(
+                POOL,
+                Src::Seed("seed 000: visitInstInlineASMBytes passes {1} (Pool)"),
+            );
         }
-        C::UnconditionalBranch | C::Return | C::Call | C::CompareAndBranch | C::BranchHint | C::Loop
-        | C::DynamicForLoop | C::DoWhile => {
-            r.engines = fixed(ALL, Src::Seed("seed 000: control-flow drivers pass the wildcard {7} (ALL)"));
+        C::UnconditionalBranch
+        | C::Return
+        | C::Call
+        | C::CompareAndBranch
+        | C::BranchHint
+        | C::Loop
+        | C::DynamicForLoop
+        | C::DoWhile => {
+            r.engines = fixed(
+                ALL,
+                Src::Seed("seed 000: control-flow drivers pass the wildcard {7} (ALL)"),
+            );
         }
         C::Rng => {
             r.engines = EngineRule::PerArch(
@@ -433,17 +588,47 @@ pub const fn class_rule(c: InstClass) -> ClassRule {
             r.mem = MEM_PE;
             r.dtypes = DT_MATMUL;
         }
-        C::TensorCopy | C::Cast | C::TensorCopyDynamicSrc | C::TensorCopyDynamicDst | C::IndirectCopy | C::Gather | C::StreamShuffle
-        | C::StreamTranspose | C::CopyPredicated | C::Select => {
+        C::TensorCopy
+        | C::Cast
+        | C::TensorCopyDynamicSrc
+        | C::TensorCopyDynamicDst
+        | C::IndirectCopy
+        | C::Gather
+        | C::StreamShuffle
+        | C::StreamTranspose
+        | C::CopyPredicated
+        | C::Select => {
             r.mem = MEM_ONCHIP;
             r.dtypes = DT_COPY;
         }
-        C::ReadActivationAccumulator | C::ActivationReadAccumulator | C::ActivationQuantize
-        | C::ActivationMultipass | C::Reciprocal | C::TensorReduce | C::TensorScalar | C::TensorScalarPtr | C::TensorScalarCache
-        | C::TensorTensor | C::Iota | C::Dropout | C::TensorScalarAffineSelect | C::Max | C::MaxIndex
-        | C::MatchReplace | C::MaxIndexAndMatchReplace | C::DveReadAccumulator | C::Exponential
-        | C::NonzeroWithCount | C::RangeSelect | C::TensorCumulative | C::CrossLaneReduce
-        | C::ScalarTensorTensor | C::TensorTensorScan | C::Sort | C::SparsityCompress | C::TensorDequantize => {
+        C::ReadActivationAccumulator
+        | C::ActivationReadAccumulator
+        | C::ActivationQuantize
+        | C::ActivationMultipass
+        | C::Reciprocal
+        | C::TensorReduce
+        | C::TensorScalar
+        | C::TensorScalarPtr
+        | C::TensorScalarCache
+        | C::TensorTensor
+        | C::Iota
+        | C::Dropout
+        | C::TensorScalarAffineSelect
+        | C::Max
+        | C::MaxIndex
+        | C::MatchReplace
+        | C::MaxIndexAndMatchReplace
+        | C::DveReadAccumulator
+        | C::Exponential
+        | C::NonzeroWithCount
+        | C::RangeSelect
+        | C::TensorCumulative
+        | C::CrossLaneReduce
+        | C::ScalarTensorTensor
+        | C::TensorTensorScan
+        | C::Sort
+        | C::SparsityCompress
+        | C::TensorDequantize => {
             r.mem = MEM_ONCHIP;
             r.dtypes = DT_COMPUTE;
         }
@@ -521,7 +706,11 @@ pub fn l0_base_map() -> Vec<(ArchLevel, EngineSet)> {
 
 /// `isValidEngine(arch, engine)` over a map: `arch ∈ map ∧ engine ∈ map[arch]` (plain
 /// membership; no wildcard).
-pub fn l0_is_valid_engine(map: &[(ArchLevel, EngineSet)], arch: ArchLevel, engine: EngineType) -> bool {
+pub fn l0_is_valid_engine(
+    map: &[(ArchLevel, EngineSet)],
+    arch: ArchLevel,
+    engine: EngineType,
+) -> bool {
     map.iter().any(|(a, s)| *a == arch && s.contains(engine))
 }
 
@@ -542,24 +731,61 @@ mod tests {
     #[test]
     fn seed_sets() {
         assert_eq!(class_rule(InstClass::Pool).engines.at(ArchLevel::Gen3), DVE);
-        assert_eq!(class_rule(InstClass::Memset).engines.at(ArchLevel::Gen3), POOL_DVE);
-        assert_eq!(class_rule(InstClass::Activation).engines.at(ArchLevel::Gen3), ACT);
-        assert_eq!(class_rule(InstClass::CustomOp).engines.at(ArchLevel::Sunda), POOL);
-        assert_eq!(class_rule(InstClass::BirKernel).engines.at(ArchLevel::Sunda), UNASSIGNED);
-        assert_eq!(class_rule(InstClass::Loop).engines.at(ArchLevel::Sunda), ALL);
-        assert_eq!(class_rule(InstClass::Generic).engines.at(ArchLevel::Sunda), ANY8);
+        assert_eq!(
+            class_rule(InstClass::Memset).engines.at(ArchLevel::Gen3),
+            POOL_DVE
+        );
+        assert_eq!(
+            class_rule(InstClass::Activation)
+                .engines
+                .at(ArchLevel::Gen3),
+            ACT
+        );
+        assert_eq!(
+            class_rule(InstClass::CustomOp).engines.at(ArchLevel::Sunda),
+            POOL
+        );
+        assert_eq!(
+            class_rule(InstClass::BirKernel)
+                .engines
+                .at(ArchLevel::Sunda),
+            UNASSIGNED
+        );
+        assert_eq!(
+            class_rule(InstClass::Loop).engines.at(ArchLevel::Sunda),
+            ALL
+        );
+        assert_eq!(
+            class_rule(InstClass::Generic).engines.at(ArchLevel::Sunda),
+            ANY8
+        );
         assert_eq!(class_rule(InstClass::Rng).engines.at(ArchLevel::Sunda), DVE);
-        assert_eq!(class_rule(InstClass::Rng).engines.at(ArchLevel::CoreV4), POOL_DVE);
+        assert_eq!(
+            class_rule(InstClass::Rng).engines.at(ArchLevel::CoreV4),
+            POOL_DVE
+        );
         assert!(!class_rule(InstClass::Pool).engines.src().is_project());
-        assert!(class_rule(InstClass::TensorTensor).engines.src().is_project());
-        assert_eq!(class_rule(InstClass::Generic).arch.min, Some(ArchLevel::Sunda));
-        assert_eq!(class_rule(InstClass::MatmultMx).arch.min, Some(ArchLevel::CoreV4));
+        assert!(class_rule(InstClass::TensorTensor)
+            .engines
+            .src()
+            .is_project());
+        assert_eq!(
+            class_rule(InstClass::Generic).arch.min,
+            Some(ArchLevel::Sunda)
+        );
+        assert_eq!(
+            class_rule(InstClass::MatmultMx).arch.min,
+            Some(ArchLevel::CoreV4)
+        );
     }
 
     #[test]
     fn l0_maps_omit_inferentia_except_base() {
         for &c in InstClass::ALL {
-            assert!(l0_map(c).iter().all(|(a, _)| *a != ArchLevel::Inferentia), "{c}");
+            assert!(
+                l0_map(c).iter().all(|(a, _)| *a != ArchLevel::Inferentia),
+                "{c}"
+            );
         }
         assert_eq!(l0_base_map().len(), 5);
         let mx = l0_map(InstClass::MatmultMx);
@@ -576,6 +802,9 @@ mod tests {
         assert!(!DT_MX.arg(7).contains(Dtype::Float32));
         assert!(!DT_COMPUTE.arg(0).contains(Dtype::Int64));
         assert!(DT_COMPUTE.arg(0).contains(Dtype::Bfloat16));
-        assert_eq!(DtypeSet::of(&[Dtype::Uint8, Dtype::Int8]).to_string(), "{uint8, int8}");
+        assert_eq!(
+            DtypeSet::of(&[Dtype::Uint8, Dtype::Int8]).to_string(),
+            "{uint8, int8}"
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! for every (output, input) pair of an instruction, decide whether writing the output over
 //! the input is alias-safe, in the rule body's seven steps.
 
-use crate::bir::{AccessPattern, ArchLevel, EngineType, InstClass, InstRef, Instruction, MemoryType, Module};
+use crate::bir::{
+    AccessPattern, ArchLevel, EngineType, InstClass, InstRef, Instruction, MemoryType, Module,
+};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
 
@@ -34,7 +36,11 @@ pub fn accesses_overlap(w: &AccessPattern, r: &AccessPattern) -> bool {
 /// Sorted, merged byte intervals of a pattern within one partition.
 fn intervals(ap: &AccessPattern) -> Option<Vec<(i128, i128)>> {
     let b = ap.dtype.bytes() as i128;
-    let mut iv: Vec<(i128, i128)> = ap.element_offsets()?.into_iter().map(|e| (e * b, e * b + b)).collect();
+    let mut iv: Vec<(i128, i128)> = ap
+        .element_offsets()?
+        .into_iter()
+        .map(|e| (e * b, e * b + b))
+        .collect();
     iv.sort_unstable();
     let mut merged: Vec<(i128, i128)> = Vec::with_capacity(iv.len());
     for (lo, hi) in iv {
@@ -82,7 +88,12 @@ fn replication_engine(i: &Instruction, arch: ArchLevel) -> Option<EngineType> {
 }
 
 /// `checkWriteInPlaceValidity(W, R)` for instruction `i`.
-pub fn check_pair(i: &Instruction, w: &AccessPattern, r: &AccessPattern, arch: ArchLevel) -> InPlace {
+pub fn check_pair(
+    i: &Instruction,
+    w: &AccessPattern,
+    r: &AccessPattern,
+    arch: ArchLevel,
+) -> InPlace {
     // Step 1: different memory locations never alias. Step 2 (both DRAM: same location set
     // versus set overlap) collapses into the same buffer-identity test in this model.
     if w.mem != r.mem || w.buffer != r.buffer {
@@ -94,16 +105,33 @@ pub fn check_pair(i: &Instruction, w: &AccessPattern, r: &AccessPattern, arch: A
     }
     // Step 4: opaque bodies trusted only over one literal buffer; transposes never in place.
     if matches!(i.class, InstClass::CustomOp | InstClass::BirKernel) {
-        let first = i.args.first().or(i.outs.first()).map(|a| (a.mem, a.buffer.as_str()));
-        let one_buffer = i.args.iter().chain(&i.outs).all(|a| Some((a.mem, a.buffer.as_str())) == first);
+        let first = i
+            .args
+            .first()
+            .or(i.outs.first())
+            .map(|a| (a.mem, a.buffer.as_str()));
+        let one_buffer = i
+            .args
+            .iter()
+            .chain(&i.outs)
+            .all(|a| Some((a.mem, a.buffer.as_str())) == first);
         return if one_buffer {
             InPlace::Legal(4)
         } else {
-            InPlace::Illegal(4, format!("{} writes in place but its operands span more than one buffer", i.class))
+            InPlace::Illegal(
+                4,
+                format!(
+                    "{} writes in place but its operands span more than one buffer",
+                    i.class
+                ),
+            )
         };
     }
     if i.class.is_transpose() {
-        return InPlace::Illegal(4, format!("{} transposes: a transpose never writes in place", i.class));
+        return InPlace::Illegal(
+            4,
+            format!("{} transposes: a transpose never writes in place", i.class),
+        );
     }
     // Step 5: the same start, dtype and element count: legal exactly when the patterns match.
     if w.start_partition == r.start_partition
@@ -132,11 +160,17 @@ pub fn check_pair(i: &Instruction, w: &AccessPattern, r: &AccessPattern, arch: A
         return InPlace::Legal(7);
     }
     if w.mem != MemoryType::Sb {
-        return InPlace::Illegal(7, format!("overlapping {} windows that are not identical", w.mem));
+        return InPlace::Illegal(
+            7,
+            format!("overlapping {} windows that are not identical", w.mem),
+        );
     }
     match addresses_collide(w, r) {
         Some(false) => InPlace::Legal(7),
-        Some(true) => InPlace::Illegal(7, "the patterns write and read the same SBUF addresses in a different order".into()),
+        Some(true) => InPlace::Illegal(
+            7,
+            "the patterns write and read the same SBUF addresses in a different order".into(),
+        ),
         None => InPlace::NotChecked("the patterns are too large for the exact address test".into()),
     }
 }
@@ -205,9 +239,15 @@ mod tests {
     #[test]
     fn steps() {
         // 1: another buffer.
-        assert_eq!(verdict(&tt(sb("z", Dtype::Bfloat16, 0, 128, 64))), (true, 1));
+        assert_eq!(
+            verdict(&tt(sb("z", Dtype::Bfloat16, 0, 128, 64))),
+            (true, 1)
+        );
         // 3: same buffer, disjoint windows (other partitions, or later bytes).
-        assert_eq!(verdict(&tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(64))), (true, 3));
+        assert_eq!(
+            verdict(&tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(64))),
+            (true, 3)
+        );
         // 5: identical pattern.
         assert_eq!(verdict(&tt_ident()), (true, 5));
         // 5: same start/dtype/count, different shape.
@@ -215,7 +255,10 @@ mod tests {
         other.pattern = vec![Dim { step: 1, num: 32 }, Dim { step: 32, num: 2 }];
         assert_eq!(verdict(&tt(other)), (false, 5));
         // 7: shifted by one element, overlapping: collision.
-        assert_eq!(verdict(&tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1))), (false, 7));
+        assert_eq!(
+            verdict(&tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1))),
+            (false, 7)
+        );
         // 7: interleaved, no shared address: legal.
         let mut even = tensor_tensor("x", "y", "x");
         even.args[0].pattern = vec![Dim { step: 2, num: 32 }];
@@ -282,10 +325,18 @@ mod tests {
     fn rule_reports_pairs() {
         let ok = module(ArchLevel::CoreV4, vec![tt_ident()]);
         assert!(run(Property::WriteInPlace, &ok).is_empty());
-        let bad = module(ArchLevel::CoreV4, vec![tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1))]);
+        let bad = module(
+            ArchLevel::CoreV4,
+            vec![tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1))],
+        );
         let d = run(Property::WriteInPlace, &bad);
         assert_eq!(error_rules(&d), vec!["checkWriteInPlaceValidity"]);
-        assert!(d[0].message.starts_with("outs[0] overwrites args[0] of \"x\" in place (step 7)"), "{}", d[0].message);
+        assert!(
+            d[0].message
+                .starts_with("outs[0] overwrites args[0] of \"x\" in place (step 7)"),
+            "{}",
+            d[0].message
+        );
     }
 
     #[test]

@@ -138,7 +138,10 @@ pub fn lower_function(f: &Function, gen: Gen) -> Result<Vec<Bundle>, LowerError>
 /// The enumeration a parameter attribute of `class` holds: the spec enum of the field the
 /// single-bundle lowering writes `key` to (`op` → `ALU_OP`, `activation_func` → `ACT_FUNC`),
 /// or `None` when no single-bundle form of the class has such an enum-typed parameter.
-pub(crate) fn param_enum(class: InstClass, key: &str) -> Option<&'static tpbsim_isa::spec::EnumDef> {
+pub(crate) fn param_enum(
+    class: InstClass,
+    key: &str,
+) -> Option<&'static tpbsim_isa::spec::EnumDef> {
     rules::forms_of(class)
         .filter(|(_, form)| form.params.contains(&key))
         .find_map(|(op, _)| {

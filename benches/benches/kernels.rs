@@ -5,33 +5,18 @@
 //! `docs/perf.md` "Kernels".
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use tpbsim_benches::{kernel_path, load_kernel, KERNELS};
 use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::{Machine, RunOptions};
-
-const KERNELS: [&str; 6] = [
-    "vadd",
-    "iadd_pool",
-    "softmax",
-    "rmsnorm",
-    "matmul_bf16",
-    "mx_matmul",
-];
-
-fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testdata/kernels/{name}.neff"))
-}
 
 fn kernels(c: &mut Criterion) {
     let mut g = c.benchmark_group("kernel");
     g.sample_size(20);
     for name in KERNELS {
-        let n = Neff::read(path(name), &ReadOptions::default()).expect("read the kernel");
-        let k = kernel_from_neff(&n).expect("load the kernel");
-        let gen = k.gen.expect("target generation");
+        let (k, gen) = load_kernel(name);
         g.bench_function(name, |b| {
             b.iter(|| {
                 let mut m = Machine::new(&k, gen).expect("machine");
@@ -49,7 +34,7 @@ fn startup(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("load_vadd", |b| {
         b.iter(|| {
-            let n = Neff::read(path("vadd"), &ReadOptions::default()).expect("read");
+            let n = Neff::read(kernel_path("vadd"), &ReadOptions::default()).expect("read");
             let k = kernel_from_neff(&n).expect("load");
             let m = Machine::new(&k, k.gen.expect("gen")).expect("machine");
             black_box(m.var("x").map(|x| x.len()))

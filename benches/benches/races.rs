@@ -4,25 +4,10 @@
 //! alone. Reported in `docs/perf.md` "Race check".
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use tpbsim_isa::neff::{Neff, ReadOptions};
-use tpbsim_sim::machine::load::kernel_from_neff;
+use tpbsim_benches::{load_kernel, KERNELS};
 use tpbsim_sim::machine::{Machine, RunOptions};
-
-const KERNELS: [&str; 6] = [
-    "vadd",
-    "iadd_pool",
-    "softmax",
-    "rmsnorm",
-    "matmul_bf16",
-    "mx_matmul",
-];
-
-fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testdata/kernels/{name}.neff"))
-}
 
 #[derive(Clone, Copy)]
 enum Mode {
@@ -35,9 +20,7 @@ fn races(c: &mut Criterion) {
     let mut g = c.benchmark_group("race_check");
     g.sample_size(20);
     for name in KERNELS {
-        let n = Neff::read(path(name), &ReadOptions::default()).expect("read the kernel");
-        let k = kernel_from_neff(&n).expect("load the kernel");
-        let gen = k.gen.expect("target generation");
+        let (k, gen) = load_kernel(name);
         for (mode, label) in [
             (Mode::Plain, "plain"),
             (Mode::Races, "check_races"),

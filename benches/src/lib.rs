@@ -36,3 +36,29 @@ pub fn l2_valid_mix(gen: tpbsim_isa::Gen, engine: tpbsim_isa::Engine) -> Vec<tpb
         })
         .collect()
 }
+
+/// The clean testdata kernels, smallest first.
+pub const KERNELS: [&str; 6] = [
+    "vadd",
+    "iadd_pool",
+    "softmax",
+    "rmsnorm",
+    "matmul_bf16",
+    "mx_matmul",
+];
+
+/// Path of `testdata/kernels/NAME.neff`.
+pub fn kernel_path(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../testdata/kernels/{name}.neff"))
+}
+
+/// Read `testdata/kernels/NAME.neff` into a kernel and its target generation.
+pub fn load_kernel(name: &str) -> (tpbsim_sim::machine::kernel::Kernel, tpbsim_isa::Gen) {
+    let n =
+        tpbsim_isa::neff::Neff::read(kernel_path(name), &tpbsim_isa::neff::ReadOptions::default())
+            .expect("read the kernel");
+    let k = tpbsim_sim::machine::load::kernel_from_neff(&n).expect("load the kernel");
+    let gen = k.gen.expect("target generation");
+    (k, gen)
+}

@@ -2,7 +2,8 @@
 //! every bundle with L2 validation, outputs in DRAM), and the `sim run` load path (read the
 //! NEFF, build the kernel, allocate the machine) on the smallest kernel. The numpy reference
 //! time of the same computation (`make_refs.py --time`) is recorded beside it in
-//! `docs/perf.md` "Kernels".
+//! `docs/perf.md` "Kernels". Both groups run with the allocator settings `sim` uses
+//! ([`tpbsim_sim::process::retain_freed_memory`]).
 
 use std::hint::black_box;
 
@@ -13,6 +14,8 @@ use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::{Machine, RunOptions};
 
 fn kernels(c: &mut Criterion) {
+    // The allocator settings of `sim` (see `tpbsim_sim::process`).
+    tpbsim_sim::process::retain_freed_memory();
     let mut g = c.benchmark_group("kernel");
     g.sample_size(20);
     for name in KERNELS {

@@ -14,6 +14,8 @@ use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::{Machine, RunOptions};
 
 fn main() {
+    // As `sim` does.
+    tpbsim_sim::process::retain_freed_memory();
     let mut args = std::env::args().skip(1);
     let path = args
         .next()

@@ -3,3 +3,4 @@
 
 pub mod machine;
 pub mod numerics;
+pub mod process;

@@ -834,7 +834,7 @@ impl Machine<'_> {
                 .span(rd.base as usize)
                 .map_err(|e| Fault::exec(site, e.to_string()))?;
             for p in rd.first_partition..rd.first_partition + rd.partitions {
-                self.chip.partition_mut(Space::Psum, p)[span.clone()].fill(0);
+                self.chip.zero(Space::Psum, p, span.clone());
             }
             self.chip.note_zero(
                 Space::Psum,

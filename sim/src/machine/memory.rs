@@ -1,22 +1,104 @@
 //! On-chip memories (SBUF, PSUM) and the DRAM variables of a kernel.
 
+use std::sync::Mutex;
+
 use super::geometry::{Geometry, Space, PARTITIONS, PSUM_BYTES_PER_PARTITION};
 use super::pattern::{AccessError, Resolved, TensorPattern};
 use super::race::{ChipAccess, OnChipLog};
 use crate::numerics::pe::PsumFlags;
 
+/// Bytes per bit of a [`Store`]'s dirty map.
+const GRANULE: usize = 4096;
+
+/// Cleared stores kept for reuse (see [`OnChip`]); at most this many SBUF/PSUM pairs.
+const POOL_CAPACITY: usize = 4;
+
+/// One on-chip memory: anonymous zero-filled pages and a map of the granules written since
+/// they were last known to be zero.
+struct Store {
+    bytes: memmap2::MmapMut,
+    dirty: Vec<u64>,
+}
+
+impl Store {
+    fn new(len: usize) -> std::io::Result<Store> {
+        Ok(Store {
+            bytes: memmap2::MmapMut::map_anon(len)?,
+            dirty: vec![0; len.div_ceil(GRANULE).div_ceil(64)],
+        })
+    }
+
+    /// Note that bytes `lo..hi` (`lo < hi <= len`) may now be non-zero.
+    #[inline]
+    fn mark(&mut self, lo: usize, hi: usize) {
+        let (first, last) = (lo / GRANULE, (hi - 1) / GRANULE);
+        if first == last {
+            self.dirty[first / 64] |= 1 << (first % 64);
+        } else {
+            self.mark_slow(first, last);
+        }
+    }
+
+    #[cold]
+    fn mark_slow(&mut self, first: usize, last: usize) {
+        for g in first..=last {
+            self.dirty[g / 64] |= 1 << (g % 64);
+        }
+    }
+
+    /// Zero every dirty granule (runs of them with one fill) and forget them.
+    fn clear(&mut self) {
+        let len = self.bytes.len();
+        let mut run: Option<(usize, usize)> = None;
+        for w in 0..self.dirty.len() {
+            let mut bits = std::mem::take(&mut self.dirty[w]);
+            while bits != 0 {
+                let g = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                run = match run {
+                    Some((a, b)) if b == g => Some((a, g + 1)),
+                    Some((a, b)) => {
+                        self.bytes[a * GRANULE..(b * GRANULE).min(len)].fill(0);
+                        Some((g, g + 1))
+                    }
+                    None => Some((g, g + 1)),
+                };
+            }
+        }
+        if let Some((a, b)) = run {
+            self.bytes[a * GRANULE..(b * GRANULE).min(len)].fill(0);
+        }
+    }
+}
+
+/// SBUF/PSUM store pairs of dropped memories, cleared.
+static POOL: Mutex<Vec<Vec<Store>>> = Mutex::new(Vec::new());
+
 /// SBUF and PSUM contents, partition-major, zero at start.
 ///
-/// The storage is anonymous memory mapped per machine, so it is zero-filled lazily by the OS
-/// page by page as a run touches it (a heap allocation of this size would be cleared eagerly
-/// once the allocator starts reusing freed space).
+/// The storage is anonymous memory, zero-filled lazily by the OS page by page as a run touches
+/// it. Every write marks the 4 KiB granules it touches; when the memories are dropped, the
+/// marked granules are cleared and the storage is kept (a few pairs per process) for the next
+/// machine of the same generation, which so starts from zeroed memory without a page fault per
+/// touched page.
 pub struct OnChip {
     /// Geometry of the generation.
     pub geom: Geometry,
-    sbuf: memmap2::MmapMut,
-    psum: memmap2::MmapMut,
+    /// SBUF, then PSUM (empty only while being dropped).
+    stores: Vec<Store>,
     /// While a race check runs: the accesses of the current bundle, in order.
     pub(crate) log: Option<OnChipLog>,
+}
+
+impl Drop for OnChip {
+    fn drop(&mut self) {
+        let mut stores = std::mem::take(&mut self.stores);
+        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < POOL_CAPACITY {
+            stores.iter_mut().for_each(Store::clear);
+            pool.push(stores);
+        }
+    }
 }
 
 impl std::fmt::Debug for OnChip {
@@ -30,14 +112,21 @@ impl std::fmt::Debug for OnChip {
 impl OnChip {
     /// Zeroed SBUF and PSUM for `geom`; fails only when the OS refuses the mapping.
     pub fn new(geom: Geometry) -> std::io::Result<OnChip> {
+        let sbuf = PARTITIONS as usize * geom.sbuf_bytes_per_partition as usize;
+        let psum = PARTITIONS as usize * PSUM_BYTES_PER_PARTITION as usize;
+        let reused = {
+            let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+            pool.iter()
+                .position(|s| s[0].bytes.len() == sbuf && s[1].bytes.len() == psum)
+                .map(|i| pool.swap_remove(i))
+        };
+        let stores = match reused {
+            Some(s) => s,
+            None => vec![Store::new(sbuf)?, Store::new(psum)?],
+        };
         Ok(OnChip {
             geom,
-            sbuf: memmap2::MmapMut::map_anon(
-                PARTITIONS as usize * geom.sbuf_bytes_per_partition as usize,
-            )?,
-            psum: memmap2::MmapMut::map_anon(
-                PARTITIONS as usize * PSUM_BYTES_PER_PARTITION as usize,
-            )?,
+            stores,
             log: None,
         })
     }
@@ -89,32 +178,52 @@ impl OnChip {
         Resolved::new(&self.geom, p)
     }
 
-    fn storage(&self, space: Space) -> (&[u8], usize) {
-        match space {
-            Space::Sbuf => (&self.sbuf, self.geom.sbuf_bytes_per_partition as usize),
-            Space::Psum => (&self.psum, PSUM_BYTES_PER_PARTITION as usize),
-        }
+    fn per_partition(&self, space: Space) -> usize {
+        self.geom.bytes_per_partition(space) as usize
     }
 
-    fn storage_mut(&mut self, space: Space) -> (&mut [u8], usize) {
-        match space {
-            Space::Sbuf => (&mut self.sbuf, self.geom.sbuf_bytes_per_partition as usize),
-            Space::Psum => (&mut self.psum, PSUM_BYTES_PER_PARTITION as usize),
-        }
+    fn store(&self, space: Space) -> &Store {
+        &self.stores[space as usize]
+    }
+
+    fn store_mut(&mut self, space: Space) -> &mut Store {
+        &mut self.stores[space as usize]
     }
 
     /// The active bytes of one partition.
     pub fn partition(&self, space: Space, partition: u32) -> &[u8] {
-        let (s, per) = self.storage(space);
+        let per = self.per_partition(space);
         let p = partition as usize;
-        &s[p * per..(p + 1) * per]
+        &self.store(space).bytes[p * per..(p + 1) * per]
     }
 
-    /// The active bytes of one partition, writable.
+    /// The active bytes of one partition, writable (the whole partition counts as written).
     pub fn partition_mut(&mut self, space: Space, partition: u32) -> &mut [u8] {
-        let (s, per) = self.storage_mut(space);
-        let p = partition as usize;
-        &mut s[p * per..(p + 1) * per]
+        self.written_mut(space, partition, 0..self.per_partition(space))
+    }
+
+    /// Writable bytes `range` of one partition (only they count as written).
+    fn written_mut(
+        &mut self,
+        space: Space,
+        partition: u32,
+        range: std::ops::Range<usize>,
+    ) -> &mut [u8] {
+        let per = self.per_partition(space);
+        let at = partition as usize * per;
+        let s = self.store_mut(space);
+        if range.start < range.end && range.end <= per {
+            s.mark(at + range.start, at + range.end);
+        }
+        &mut s.bytes[at..at + per][range]
+    }
+
+    /// Clear bytes `range` of one partition.
+    pub fn zero(&mut self, space: Space, partition: u32, range: std::ops::Range<usize>) {
+        let per = self.per_partition(space);
+        let at = partition as usize * per;
+        // Zero bytes need no clearing later: the dirty map is left as it is.
+        self.store_mut(space).bytes[at..at + per][range].fill(0);
     }
 
     /// Copy the bytes of a resolved pattern into `out` (appended), partition-major, elements
@@ -141,9 +250,12 @@ impl OnChip {
         debug_assert_eq!(data.len() as u64, r.total_bytes());
         self.note(|| ChipAccess::Write(r.clone()));
         let mut at = 0usize;
+        let span = r.span();
         for p in r.first_partition..r.first_partition + r.partitions {
-            let part = self.partition_mut(r.space, p);
+            let base = span.start;
+            let part = self.written_mut(r.space, p, span.clone());
             r.for_each_run_in_partition(|o, l| {
+                let o = o - base;
                 part[o..o + l].copy_from_slice(&data[at..at + l]);
                 at += l;
             });
@@ -160,7 +272,7 @@ impl OnChip {
     /// Writable `len` bytes at a flat partition-folded address.
     pub fn write_flat(&mut self, addr: u32, len: usize) -> Result<&mut [u8], AccessError> {
         let (space, p, o) = self.check_flat(addr, len)?;
-        Ok(&mut self.partition_mut(space, p)[o..o + len])
+        Ok(self.written_mut(space, p, o..o + len))
     }
 
     fn check_flat(&self, addr: u32, len: usize) -> Result<(Space, u32, usize), AccessError> {
@@ -310,6 +422,55 @@ mod tests {
         assert_eq!(&m.partition(Space::Sbuf, 1)[14..16], &data[2..4]);
         // Partition 2, i1 = 1, i0 = 3: 8 + (20 + 9)*2.
         assert_eq!(&m.partition(Space::Sbuf, 2)[66..68], &data[30..32]);
+    }
+
+    #[test]
+    fn store_clear_zeroes_exactly_the_marked_granules() {
+        let mut s = Store::new(70 * GRANULE + 100).unwrap();
+        for (lo, hi) in [
+            (0, 1),
+            (GRANULE - 1, GRANULE + 1),
+            (64 * GRANULE + 5, 66 * GRANULE),
+            (70 * GRANULE, 70 * GRANULE + 100),
+        ] {
+            s.bytes[lo..hi].fill(0xAB);
+            s.mark(lo, hi);
+        }
+        // Granule 10 is written without being marked: clearing must leave it alone.
+        s.bytes[10 * GRANULE] = 7;
+        s.clear();
+        assert!(s.dirty.iter().all(|&w| w == 0));
+        let nonzero: Vec<usize> = (0..s.bytes.len()).filter(|&i| s.bytes[i] != 0).collect();
+        assert_eq!(nonzero, vec![10 * GRANULE]);
+    }
+
+    #[test]
+    fn reused_memories_start_zeroed() {
+        let g = Geometry::of(Gen::V3);
+        for round in 0..3u8 {
+            let mut m = OnChip::new(g).unwrap();
+            for space in [Space::Sbuf, Space::Psum] {
+                let per = g.bytes_per_partition(space) as usize;
+                assert!(
+                    (0..PARTITIONS).all(|p| m.partition(space, p).iter().all(|&b| b == 0)),
+                    "round {round}: {space} not zero"
+                );
+                m.partition_mut(space, 3)[per - 1] = 1 + round;
+            }
+            let r = m
+                .resolve(&TensorPattern::new(
+                    g.sbuf_address(5, 5000),
+                    7,
+                    4,
+                    &[Dim::new(1, 3), Dim::new(-500, 3)],
+                ))
+                .unwrap();
+            m.scatter(&r, &vec![0xCD; r.total_bytes() as usize]);
+            m.write_flat(g.sbuf_address(127, 9000), 9000)
+                .unwrap()
+                .fill(0xEE);
+            m.zero(Space::Psum, 0, 0..16);
+        }
     }
 
     #[test]

@@ -263,6 +263,21 @@ impl Resolved {
         self.bytes_per_partition * self.partitions as u64
     }
 
+    /// The bytes of each partition the pattern touches, `[lowest, highest + 1)` (every run
+    /// lies inside it).
+    pub fn span(&self) -> std::ops::Range<usize> {
+        let (mut lo, mut hi) = (self.base as i64, self.base as i64 + self.run_bytes as i64);
+        for &(stride, n) in &self.loops[..self.nloops as usize] {
+            let d = stride * (n as i64 - 1);
+            if d < 0 {
+                lo += d;
+            } else {
+                hi += d;
+            }
+        }
+        lo as usize..hi as usize
+    }
+
     /// True when each partition is one contiguous run.
     pub fn is_dense(&self) -> bool {
         self.nloops == 0

@@ -305,6 +305,13 @@ pub const ENUMS: &[EnumDef] = &[
         values: &[ev(0, "INSTRUCTION"), ev(1, "POINTER"), ev(2, "REG_PTR")],
     },
     EnumDef {
+        name: "AFFINE_SELECT_CMP",
+        rust: "AffineSelectCmp",
+        prov: "G firmware/kernels/affineselect.md",
+        note: "S2D2_TS_AS fill_mode: the mask compared with 0",
+        values: &[ev(0, "GREATER_THAN"), ev(1, "GREATER_THAN_EQ"), ev(2, "EQ"), ev(3, "NOT_EQ")],
+    },
+    EnumDef {
         name: "IMM_SRC_N",
         rust: "ImmSrcN",
         prov: "G firmware/kernels/activate-pwl.md",
@@ -381,12 +388,12 @@ pub const ENUMS: &[EnumDef] = &[
         name: "DEQUANT_FMT",
         rust: "DequantFmt",
         prov: "G firmware/kernels/tensor-dequantize.md",
-        note: "values are the listed order (project-defined numbering)",
+        note: "header values; 0 is INVALID (rejected)",
         values: &[
-            ev(0, "E2M1_TO_E5M2").prov("project-defined"),
-            ev(1, "INT4_TO_E5M2").prov("project-defined"),
-            ev(2, "NF4_TO_E4M3").prov("project-defined"),
-            ev(3, "E2M3_TO_E4M3").prov("project-defined"),
+            ev(1, "E2M1_TO_E5M2"),
+            ev(2, "INT4_TO_E5M2"),
+            ev(3, "NF4_TO_E4M3"),
+            ev(4, "E2M3_TO_E4M3"),
         ],
     },
     EnumDef {

@@ -17,6 +17,9 @@ const CTT: &str = "C isa/tensortensor-encoding.md";
 const CPR: &str = "C isa/pool-reduce-encoding.md";
 const RSP: &str = "G firmware/kernels/rangeselect.md";
 const DQP: &str = "G firmware/kernels/tensor-dequantize.md";
+const TSSP: &str = "G firmware/kernels/ts-select.md";
+const ASP: &str = "G firmware/kernels/affineselect.md";
+const CPRP: &str = "G firmware/kernels/copypredicatedreduce.md";
 const IWP: &str = "G firmware/kernels/intwide-bf16-extremes.md";
 const SYN: &str = "C isa/sp-sync-encoding.md";
 const IREC: &str = "R isa/instruction-record.md";
@@ -492,21 +495,62 @@ pub const FORMATS: &[FormatDef] = &[
         header_struct: "S2S2D2_STT",
         gens: "YYYY",
         sub: None,
-        prov: CTT,
-        note: "compiler view",
+        prov: CPRP,
+        note: "header S2S2D2_STT layout (conflict P7): predicate src0 +12, data src1 +24, dst +48",
         fields: &[
-            fall("src", Tensor(2), 12, "project-defined").note("remaining descriptor slot"),
-            fall("dst", Tensor(2), 24, CTT),
-            fall("bypass_op", Enum("ALU_OP"), 36, CTT),
-            fall("reduce_op", Enum("ALU_OP"), 37, CTT),
-            fall("use_false_fill", U8, 38, CTT),
-            fall("fill_imm", U8, 39, CTT),
-            fall("mask_src_dtypes", DtypePair, 40, CTT).note("mask | src << 4"),
-            fall("out_dtype", DT, 41, CTT),
-            fall("num_active_partitions", U8, 42, CTT),
-            fall("fill_dtype", DT, 43, CTT),
-            fall("accumulator_cmd", Enum("ACCUM_CMD"), 44, CTT),
-            fall("mask", Tensor(2), 48, CTT),
+            fall("mask", Tensor(2), 12, CPRP).note("src0: integer predicate"),
+            fall("src", Tensor(2), 24, CPRP).note("src1: data"),
+            fall("bypass_op", Enum("ALU_OP"), 36, CPRP).note("op0: must be BYPASS"),
+            fall("reduce_op", Enum("ALU_OP"), 37, CPRP).note("op1: must be MAX"),
+            fall("reverse", U8, 38, CPRP).note("TENS_SCALAR_REV_OPS: NONE 0 or FIRST 1"),
+            fall("imm0_src", Enum("IMM_SRC"), 39, CPRP),
+            fall("mask_src_dtypes", DtypePair, 40, CPRP).note("mask | src << 4"),
+            fall("out_dtype", DT, 41, CPRP).note("FP32R allowed"),
+            fall("num_active_partitions", U8, 42, CPRP),
+            fall("imm0_dtype", DT, 43, CPRP).note("FP32"),
+            fall("accumulator_cmd", Enum("ACCUM_CMD"), 44, CPRP).note("IDLE, ACCUMULATE or ZERO_ACCUMULATE"),
+            fall("dst", Tensor(2), 48, CPRP),
+            fall("imm0", U32, 60, CPRP),
+        ],
+    },
+    FormatDef {
+        name: "TensorScalarSelect",
+        header_struct: "S3D3_TS_SELECT",
+        gens: "YYYY",
+        sub: None,
+        prov: TSSP,
+        note: "header layout (conflict P8): dst = pred ? src : imm (reversed_pred swaps the arms)",
+        fields: &[
+            fall("src", Tensor(3), 16, TSSP).note("select operand A (tensor)"),
+            fall("reversed_pred", U8, 32, TSSP).note("0 or 1"),
+            fall("num_active_partitions", U8, 33, TSSP),
+            fall("dtype", DT, 34, TSSP).note("src, imm and dst: copy only"),
+            fall("pred_dtype", DT, 35, TSSP).note("integer, same width as dtype"),
+            fall("imm_src", Enum("IMM_SRC"), 38, TSSP),
+            fall("pred_src", Enum("IMM_SRC"), 39, TSSP),
+            fall("imm", U32, 40, TSSP).note("select operand B (scalar)"),
+            fall("pred", U32, 44, TSSP).note("0 or 1 as an instruction immediate"),
+            fall("dst", Tensor(3), 48, TSSP),
+        ],
+    },
+    FormatDef {
+        name: "AffineSelect",
+        header_struct: "S2D2_TS_AS",
+        gens: "YYYY",
+        sub: None,
+        prov: ASP,
+        note: "header layout (conflict P8): dst = (mask cmp 0) ? src : fill, mask an Iota ramp (DATA4D)",
+        fields: &[
+            fall("num_active_partitions", U8, 12, ASP),
+            fall("in_out_dtypes", DtypePair, 13, ASP).note("in | out << 4"),
+            fall("fill_mode", Enum("AFFINE_SELECT_CMP"), 14, ASP),
+            fall("fill_reg", U8, 15, ASP).note("register holding the fp32 fill"),
+            fall("mask_base", I32, 16, ASP),
+            fall("mask_step", U16Array(4), 20, ASP).note("int16 steps"),
+            fall("mask_num", U16Array(4), 28, ASP),
+            fall("src", Tensor(2), 36, ASP),
+            fall("dst", Tensor(2), 48, ASP),
+            fall("channel_multiplier", I32, 60, ASP),
         ],
     },
     FormatDef {

@@ -232,7 +232,8 @@ const REAL: &[(u8, &str, &str, &str, &str)] = &[
         0x92,
         "TENSOR_SCALAR_AFFINE_SELECT",
         "POOL/DVE",
-        "S3D3_TS",
+        // The digest's catalog says S3D3_TS; the header mapping says S2D2_TS_AS (conflict P8).
+        "S2D2_TS_AS",
         "YYYY",
     ),
     (
@@ -251,7 +252,14 @@ const REAL: &[(u8, &str, &str, &str, &str)] = &[
     ),
     (0x95, "MODIFY_POOL_CONFIG", "POOL", "—", "YYYY"),
     (0x96, "SORT", "POOL", "S1D2_SORT", "YYYY"),
-    (0x98, "TENSOR_SCALAR_SELECT", "POOL", "S3D3_TS", "YYYY"),
+    // The digest's catalog says S3D3_TS; the header mapping says S3D3_TS_SELECT (conflict P8).
+    (
+        0x98,
+        "TENSOR_SCALAR_SELECT",
+        "POOL",
+        "S3D3_TS_SELECT",
+        "YYYY",
+    ),
     (0x99, "CAST_PREDICATED", "POOL/DVE", "S3S3D3_TT", "YYYY"),
     (
         0x9A,

@@ -525,7 +525,7 @@ fn raw_form_keeps_everything() {
     }
     // TensorDequantize: enum value on v2 but no struct there.
     let mut d = bundle(0x7B);
-    d.0[35] = 1;
+    d.0[35] = 2;
     assert!(matches!(roundtrip(&d, Gen::V2), Inst::Raw(_)));
     match roundtrip(&d, Gen::V3) {
         Inst::TensorDequantize(t) => assert_eq!(t.dequant_fmt, DequantFmt::INT4_TO_E5M2),

@@ -660,3 +660,296 @@ fn copy_pred_scalar_with_a_64_bit_source_is_a_fault_not_a_panic() {
     assert_eq!(f.kind(), "execution", "{f}");
     assert!(f.to_string().contains("int64"), "{f}");
 }
+
+// ---- TensorDequantize and the select family ----
+
+/// The FP8 code of `f` nearest to `v` (ties to the even code), found by decoding every code:
+/// independent of the cast engine's encoder.
+fn nearest_fp8(f: Format, v: f32) -> u8 {
+    let mut best: Option<(f32, u8)> = None;
+    for c in 0..=255u8 {
+        let d = tpbsim_sim::numerics::to_f32(f, u64::from(c));
+        if d.is_nan()
+            || d.is_infinite()
+            || (d == 0.0 && d.is_sign_negative() != v.is_sign_negative())
+        {
+            continue;
+        }
+        let e = (d - v).abs();
+        match best {
+            Some((be, bc)) if e > be || (e == be && (bc & 1 == 0 || c & 1 == 1)) => {}
+            _ => best = Some((e, c)),
+        }
+    }
+    best.expect("a finite code").1
+}
+
+fn dequant(fmt: u8, group: u8, src_words: u16, dst_words: u16, g: Gen) -> Bundle {
+    use tpbsim_isa::{DequantFmt, TensorDequantize};
+    TensorDequantize {
+        src: tensor(sb(g, 0, 0), [src_words, 1, 1]),
+        in_dtype: tag(Format::Uint32, g),
+        out_dtype: tag(Format::Uint32, g),
+        num_active_partitions: 2,
+        dequant_fmt: DequantFmt(fmt),
+        group_size: group,
+        dst: tensor(sb(g, 0, 256), [dst_words, 1, 1]),
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+#[test]
+fn tensor_dequantize_int4_and_nf4_on_pool() {
+    const G: Gen = Gen::V3;
+    let words: [u32; 2] = [0x8765_4321, 0xF0E1_D2C3];
+    let init =
+        |m: &mut Machine<'_>| put(m, sb(G, 0, 0), 2, &words.map(|w| w.to_le_bytes().to_vec()));
+    let nibbles = |w: u32| (0..8).map(move |i| (w >> (4 * i)) & 0xF);
+    // INT4 → E5M2: every int4 value is exact in E5M2.
+    let k = kernel(G, Engine::Pool, vec![dequant(2, 0, 1, 2, G)]);
+    let m = run(&k, G, init).unwrap();
+    let got: Vec<f32> = get(&m, sb(G, 0, 256), 2, 8)
+        .iter()
+        .map(|&b| tpbsim_sim::numerics::to_f32(Format::Float8E5m2, u64::from(b)))
+        .collect();
+    let want: Vec<f32> = words
+        .iter()
+        .flat_map(|&w| nibbles(w).map(|n| if n >= 8 { n as f32 - 16.0 } else { n as f32 }))
+        .collect();
+    assert_eq!(got, want);
+    // NF4 → E4M3: the codebook value rounded to the nearest E4M3 code.
+    let k = kernel(G, Engine::Pool, vec![dequant(3, 0, 1, 2, G)]);
+    let m = run(&k, G, init).unwrap();
+    let book = tpbsim_sim::numerics::dequant::NF4_CODEBOOK;
+    let want: Vec<u8> = words
+        .iter()
+        .flat_map(|&w| nibbles(w).map(|n| nearest_fp8(Format::Float8E4m3fn, book[n as usize])))
+        .collect();
+    assert_eq!(get(&m, sb(G, 0, 256), 2, 8), want);
+    assert_eq!(
+        m.project_defined_notes().len(),
+        1,
+        "the run carries the project-defined note"
+    );
+}
+
+#[test]
+fn tensor_dequantize_mx_blocks_and_gates() {
+    const G: Gen = Gen::V4;
+    // FP4 E2M1 codes 0..7 four times per data word; scales 2^0, 2^2, 2^-1, 2^3 per 8 codes.
+    let data = 0x7654_3210u32;
+    let scale = u32::from_le_bytes([127, 129, 126, 130]);
+    let row: Vec<u8> = [data, data, data, data, scale]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    let init = |m: &mut Machine<'_>| put(m, sb(G, 0, 0), 2, &[row.clone(), row.clone()]);
+    let k = kernel(G, Engine::Pool, vec![dequant(1, 8, 5, 8, G)]);
+    let m = run(&k, G, init).unwrap();
+    let grid = [0.0f32, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+    let scales = [1.0f32, 4.0, 0.5, 8.0];
+    let one: Vec<f32> = (0..32).map(|i| grid[i % 8] * scales[i / 8]).collect();
+    let got: Vec<f32> = get(&m, sb(G, 0, 256), 2, 32)
+        .iter()
+        .map(|&b| tpbsim_sim::numerics::to_f32(Format::Float8E5m2, u64::from(b)))
+        .collect();
+    assert_eq!(got, [one.clone(), one].concat());
+    // The 6-bit format has no MX form; 4-bit non-MX needs twice the words.
+    for (b, msg) in [
+        (dequant(4, 8, 5, 8, G), "group_size 8 is not valid"),
+        (dequant(1, 0, 5, 8, G), "need 10 destination words"),
+    ] {
+        let k = kernel(G, Engine::Pool, vec![b]);
+        let mut m = Machine::new(&k, G).unwrap();
+        let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+        assert!(f.to_string().contains(msg), "{f}");
+    }
+}
+
+#[test]
+fn range_select_on_dve_selects_and_reduces_max() {
+    use tpbsim_isa::{F32Bits, ImmSrc, RangeSelect, ReduceCmd};
+    const G: Gen = Gen::V3;
+    let x: [[f32; 4]; 2] = [[0.5, 2.0, -1.0, 3.0], [5.0, 1.0, 1.5, -4.0]];
+    // 0.5 <= x < 3 (IS_GE 0x14, IS_LT 0x16), then MAX into the DVE accumulators.
+    let b = RangeSelect {
+        num_active_partitions: 2,
+        in_out_dtypes: DtypePair::new(tag(Format::Float32, G), tag(Format::Float32, G)),
+        reduce_cmd: ReduceCmd(3),
+        reduce_op: AluOp(0x08),
+        base: F32Bits(0),
+        fill_val: F32Bits(0xFF7F_FFFF),
+        src: tensor(sb(G, 0, 0), [4, 1]),
+        comp_op0: AluOp(0x14),
+        comp_op1: AluOp(0x16),
+        bound0_src: ImmSrc(0),
+        bound1_src: ImmSrc(0),
+        bound0: 0.5f32.to_bits(),
+        bound1: 3.0f32.to_bits(),
+        dst: tensor(sb(G, 0, 64), [4, 1]),
+        ..Default::default()
+    }
+    .to_bundle();
+    let init = |m: &mut Machine<'_>| put(m, sb(G, 0, 0), 2, &x.map(|r| le(&r, f32::to_le_bytes)));
+    let k = kernel(G, Engine::Dve, vec![b]);
+    let m = run(&k, G, init).unwrap();
+    let want: Vec<f32> = x
+        .iter()
+        .flatten()
+        .map(|&v| {
+            if (0.5..3.0).contains(&v) {
+                v
+            } else {
+                -f32::MAX
+            }
+        })
+        .collect();
+    assert_eq!(f32s(&get(&m, sb(G, 0, 64), 2, 16)), want);
+    assert_eq!(m.engines.dve_acc.get(0), Some(2.0));
+    assert_eq!(m.engines.dve_acc.get(1), Some(1.5));
+    // A fill other than -FLT_MAX is a fault.
+    let mut bad = b;
+    bad.0[20..24].copy_from_slice(&0u32.to_le_bytes());
+    let k = kernel(G, Engine::Dve, vec![bad]);
+    let mut m = Machine::new(&k, G).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert!(f.to_string().contains("not -FLT_MAX"), "{f}");
+}
+
+#[test]
+fn select_reduce_copies_true_lanes_and_folds_their_max() {
+    use tpbsim_isa::{AccumCmd, SelectReduce};
+    const G: Gen = Gen::V3;
+    let mask: [[i8; 4]; 2] = [[1, 0, 3, 0], [0, 0, 0, 0]];
+    let data: [[f32; 4]; 2] = [[1.5, 9.0, -2.0, 4.0], [7.0, 8.0, 9.0, 10.0]];
+    let b = |cmd: u8| {
+        SelectReduce {
+            mask: tensor(sb(G, 0, 0), [4, 1]),
+            src: tensor(sb(G, 0, 64), [4, 1]),
+            bypass_op: AluOp(0x00),
+            reduce_op: AluOp(0x08),
+            mask_src_dtypes: DtypePair::new(tag(Format::Int8, G), tag(Format::Bfloat16, G)),
+            out_dtype: tag(Format::Float32, G),
+            num_active_partitions: 2,
+            imm0_dtype: tag(Format::Float32, G),
+            accumulator_cmd: AccumCmd(cmd),
+            dst: tensor(sb(G, 0, 128), [4, 1]),
+            ..Default::default()
+        }
+        .to_bundle()
+    };
+    let init = |m: &mut Machine<'_>| {
+        put(m, sb(G, 0, 0), 2, &mask.map(|r| le(&r, i8::to_le_bytes)));
+        put(m, sb(G, 0, 64), 2, &data.map(|r| bf16_bytes(&r)));
+        put(
+            m,
+            sb(G, 0, 128),
+            2,
+            &[
+                le(&[-1.0f32; 4], f32::to_le_bytes),
+                le(&[-1.0f32; 4], f32::to_le_bytes),
+            ],
+        );
+    };
+    let k = kernel(G, Engine::Dve, vec![b(3)]);
+    let m = run(&k, G, init).unwrap();
+    let want = merged(&mask, |p, i| data[p][i], |_, _| -1.0f32);
+    assert_eq!(f32s(&get(&m, sb(G, 0, 128), 2, 16)), want);
+    assert_eq!(
+        m.engines.dve_acc.get(0),
+        Some(1.5),
+        "max over the true lanes only"
+    );
+    assert_eq!(
+        m.engines.dve_acc.get(1),
+        Some(f32::NEG_INFINITY),
+        "no true lane: the MAX identity"
+    );
+    // Accumulation is modelled on the DVE only.
+    let k = kernel(G, Engine::Pool, vec![b(2)]);
+    let mut m = Machine::new(&k, G).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert_eq!(f.kind(), "not-simulated", "{f}");
+}
+
+#[test]
+fn tensor_scalar_select_blends_tensor_and_scalar() {
+    use tpbsim_isa::{ImmSrc, TensorScalarSelect};
+    const G: Gen = Gen::V3;
+    let x: [[i16; 3]; 2] = [[1, 2, 3], [4, 5, 6]];
+    // Per-partition predicate (pointer): partition 0 true, partition 1 false.
+    let b = |reversed: u8| {
+        TensorScalarSelect {
+            src: tensor(sb(G, 0, 0), [3, 1, 1]),
+            reversed_pred: reversed,
+            num_active_partitions: 2,
+            dtype: tag(Format::Int16, G),
+            pred_dtype: tag(Format::Uint16, G),
+            imm_src: ImmSrc(0),
+            pred_src: ImmSrc(1),
+            imm: 0xABCD_FFF9, // int16 −7 in the low half
+            pred: sb(G, 0, 32),
+            dst: tensor(sb(G, 0, 64), [3, 1, 1]),
+            ..Default::default()
+        }
+        .to_bundle()
+    };
+    let init = |m: &mut Machine<'_>| {
+        put(m, sb(G, 0, 0), 2, &x.map(|r| le(&r, i16::to_le_bytes)));
+        put(m, sb(G, 0, 32), 2, &[vec![5, 0], vec![0, 0]]);
+    };
+    let i16s = |b: &[u8]| -> Vec<i16> {
+        b.chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect()
+    };
+    for rev in [0u8, 1] {
+        let k = kernel(G, Engine::Pool, vec![b(rev)]);
+        let m = run(&k, G, init).unwrap();
+        let want: Vec<i16> = (0..6)
+            .map(|k| {
+                let (p, i) = (k / 3, k % 3);
+                if (p == 0) != (rev == 1) {
+                    x[p][i]
+                } else {
+                    -7
+                }
+            })
+            .collect();
+        assert_eq!(i16s(&get(&m, sb(G, 0, 64), 2, 6)), want, "reversed {rev}");
+    }
+}
+
+#[test]
+fn affine_select_builds_a_triangular_mask() {
+    use tpbsim_isa::{AffineSelect, AffineSelectCmp};
+    const G: Gen = Gen::V3;
+    // mask[p][c] = c − p (step 1, channel multiplier −1); keep where mask >= 0 (upper triangle),
+    // else the fill from register 3 (−1e4).
+    let b = AffineSelect {
+        num_active_partitions: 3,
+        in_out_dtypes: DtypePair::new(tag(Format::Float32, G), tag(Format::Bfloat16, G)),
+        fill_mode: AffineSelectCmp(1),
+        fill_reg: 3,
+        mask_base: 0,
+        mask_step: [1, 0, 0, 0],
+        mask_num: [4, 1, 1, 1],
+        src: tensor(sb(G, 0, 0), [4, 1]),
+        dst: tensor(sb(G, 0, 64), [4, 1]),
+        channel_multiplier: -1,
+        ..Default::default()
+    }
+    .to_bundle();
+    let x: Vec<f32> = (0..12).map(|i| i as f32 + 0.5).collect();
+    let init = |m: &mut Machine<'_>| {
+        put_flat(m, sb(G, 0, 0), &le(&x, f32::to_le_bytes), 16);
+        m.regs[Engine::Pool as usize][3] = (-1.0e4f32).to_bits();
+    };
+    let k = kernel(G, Engine::Pool, vec![b]);
+    let m = run(&k, G, init).unwrap();
+    let want: Vec<f32> = (0..12)
+        .map(|k| if k % 4 >= k / 4 { x[k] } else { -1.0e4 })
+        .collect();
+    assert_eq!(get(&m, sb(G, 0, 64), 3, 8), bf16_bytes(&want));
+}

@@ -11,6 +11,7 @@ use super::fault::{Fault, Site};
 use super::ops::{mx_packed, Act2Args};
 use super::pattern::{Dim, TensorPattern};
 use super::sched::Flow;
+use super::select::{AffineSelectArgs, RangeSelectArgs, SelectReduceArgs, TsSelectArgs};
 use super::sync::SyncState;
 use crate::numerics::alu::{AluContext, AluOp, ElementOp};
 use crate::numerics::pe::PsumFlags;
@@ -599,6 +600,101 @@ impl Machine<'_> {
                     dst,
                 };
                 self.exec_matmul_mx(site, &a, &src.scale)?;
+                Ok(Flow::Next)
+            }
+            Inst::TensorDequantize(x) if e == Engine::Pool => {
+                let (input, out) = (
+                    self.format(site, "in", x.in_dtype)?,
+                    self.format(site, "out", x.out_dtype)?,
+                );
+                let n = x.num_active_partitions;
+                let (src, dst) = (
+                    self.pattern(site, "src", &x.src, n, input)?,
+                    self.pattern(site, "dst", &x.dst, n, out)?,
+                );
+                self.exec_dequantize(site, x.dequant_fmt.0, x.group_size, input, out, &src, &dst)?;
+                Ok(Flow::Next)
+            }
+            Inst::RangeSelect(x) if e == Engine::Dve => {
+                let (input, out) = (
+                    self.format(site, "in", x.in_out_dtypes.lo())?,
+                    self.format(site, "out", x.in_out_dtypes.hi())?,
+                );
+                let n = x.num_active_partitions;
+                let a = RangeSelectArgs {
+                    reduce_cmd: x.reduce_cmd.0,
+                    reduce_op: x.reduce_op.0,
+                    fill: x.fill_val.0,
+                    comp: [x.comp_op0.0, x.comp_op1.0],
+                    bounds: [
+                        self.scalar(site, x.bound0_src.0, x.bound0, Format::Float32)?,
+                        self.scalar(site, x.bound1_src.0, x.bound1, Format::Float32)?,
+                    ],
+                    input,
+                    out,
+                    src: self.pattern(site, "src", &x.src, n, input)?,
+                    dst: self.pattern(site, "dst", &x.dst, n, out)?,
+                };
+                self.exec_range_select(site, &a)?;
+                Ok(Flow::Next)
+            }
+            Inst::SelectReduce(x) if matches!(e, Engine::Pool | Engine::Dve) => {
+                let (mf, sf) = (
+                    self.format(site, "mask", x.mask_src_dtypes.lo())?,
+                    self.format(site, "src", x.mask_src_dtypes.hi())?,
+                );
+                let out = self.format(site, "out", x.out_dtype)?;
+                let n = x.num_active_partitions;
+                let a = SelectReduceArgs {
+                    bypass_op: x.bypass_op.0,
+                    reduce_op: x.reduce_op.0,
+                    reverse: x.reverse,
+                    accumulate: x.accumulator_cmd.0,
+                    mask_format: mf,
+                    src_format: sf,
+                    out,
+                    mask: self.pattern(site, "mask", &x.mask, n, mf)?,
+                    src: self.pattern(site, "src", &x.src, n, sf)?,
+                    dst: self.pattern(site, "dst", &x.dst, n, out)?,
+                };
+                self.exec_select_reduce(site, &a)?;
+                Ok(Flow::Next)
+            }
+            Inst::TensorScalarSelect(x) if matches!(e, Engine::Pool | Engine::Dve) => {
+                let f = self.format(site, "dtype", x.dtype)?;
+                let pf = self.format(site, "pred", x.pred_dtype)?;
+                let n = x.num_active_partitions;
+                let a = TsSelectArgs {
+                    reversed: x.reversed_pred,
+                    format: f,
+                    pred_format: pf,
+                    imm: self.scalar(site, x.imm_src.0, x.imm, f)?,
+                    pred: self.scalar(site, x.pred_src.0, x.pred, pf)?,
+                    src: self.pattern(site, "src", &x.src, n, f)?,
+                    dst: self.pattern(site, "dst", &x.dst, n, f)?,
+                };
+                self.exec_ts_select(site, &a)?;
+                Ok(Flow::Next)
+            }
+            Inst::AffineSelect(x) if matches!(e, Engine::Pool | Engine::Dve) => {
+                let (input, out) = (
+                    self.format(site, "in", x.in_out_dtypes.lo())?,
+                    self.format(site, "out", x.in_out_dtypes.hi())?,
+                );
+                let n = x.num_active_partitions;
+                let a = AffineSelectArgs {
+                    mode: x.fill_mode.0,
+                    fill_reg: x.fill_reg,
+                    base: x.mask_base,
+                    step: x.mask_step.map(|s| s as i16),
+                    num: x.mask_num,
+                    channel_multiplier: x.channel_multiplier,
+                    input,
+                    out,
+                    src: self.pattern(site, "src", &x.src, n, input)?,
+                    dst: self.pattern(site, "dst", &x.dst, n, out)?,
+                };
+                self.exec_affine_select(site, &a)?;
                 Ok(Flow::Next)
             }
             _ => Err(self.not_simulated(site, inst)),

@@ -66,6 +66,9 @@ pub struct EngineState {
     pub dve_acc: Accumulators,
     /// ACT: the activation table set last selected by ActivationTableLoad.
     pub act_table_set: Option<u8>,
+    /// Notes of the project-defined details the executed ops relied on
+    /// ([`super::select::notes`]).
+    pub project_defined: std::collections::BTreeSet<&'static str>,
 }
 
 /// A scalar operand: an immediate (its 32-bit encoding) or a pointer to one value per partition.
@@ -880,11 +883,19 @@ pub(super) enum ScalarVals<V> {
     Column(Vec<V>),
 }
 
-impl<V: Copy> ScalarVals<V> {
+impl<V: Copy + Default> ScalarVals<V> {
     pub(super) fn as_scalar(&self) -> Scalar<'_, V> {
         match self {
             ScalarVals::Imm(v) => Scalar::Imm(*v),
             ScalarVals::Column(v) => Scalar::PerPartition(v),
+        }
+    }
+
+    /// The value of partition `p` (the column is one value per active partition).
+    pub(super) fn at(&self, p: usize) -> V {
+        match self {
+            ScalarVals::Imm(v) => *v,
+            ScalarVals::Column(v) => v.get(p).copied().unwrap_or_default(),
         }
     }
 }

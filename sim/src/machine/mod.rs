@@ -20,6 +20,7 @@ pub mod pack;
 pub mod pattern;
 pub mod race;
 pub mod sched;
+pub mod select;
 pub mod sync;
 pub mod timeline;
 pub mod waitfor;

@@ -19,7 +19,7 @@ use crate::numerics::reduce::{self, AccumCmd, ReduceAxes};
 use crate::numerics::Format;
 
 /// Element containers of `bytes` (`n` bytes each, little-endian) as integers.
-fn containers(bytes: &[u8], n: usize) -> Vec<u64> {
+pub(super) fn containers(bytes: &[u8], n: usize) -> Vec<u64> {
     bytes
         .chunks_exact(n)
         .map(|c| {
@@ -31,7 +31,7 @@ fn containers(bytes: &[u8], n: usize) -> Vec<u64> {
 }
 
 /// The inverse of [`containers`].
-fn to_bytes(vals: &[u64], n: usize) -> Vec<u8> {
+pub(super) fn to_bytes(vals: &[u64], n: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(vals.len() * n);
     for v in vals {
         out.extend_from_slice(&v.to_le_bytes()[..n]);
@@ -39,7 +39,7 @@ fn to_bytes(vals: &[u64], n: usize) -> Vec<u8> {
     out
 }
 
-fn unpacked(site: Site, what: &str, f: Format) -> Result<(), Fault> {
+pub(super) fn unpacked(site: Site, what: &str, f: Format) -> Result<(), Fault> {
     if f.lanes() != 1 {
         return Err(Fault::exec(
             site,

@@ -7,6 +7,7 @@
 pub mod act;
 pub mod alu;
 pub mod cast;
+pub mod dequant;
 pub mod format;
 pub mod mx;
 pub mod pe;

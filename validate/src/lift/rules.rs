@@ -116,6 +116,20 @@ pub(crate) static TS: Form = Form {
         "imm1",
     ],
 };
+/// TENSOR_SCALAR_AFFINE_SELECT (header struct S2D2_TS_AS).
+pub(crate) static AS: Form = Form {
+    format: "AffineSelect",
+    args: &[role("src", Dt::Lo("in_out_dtypes"), NAP)],
+    outs: &[role("dst", Dt::Hi("in_out_dtypes"), NAP)],
+    params: &[
+        "fill_mode",
+        "fill_reg",
+        "mask_base",
+        "mask_step",
+        "mask_num",
+        "channel_multiplier",
+    ],
+};
 /// TENSOR_SCALAR_INT_WIDE: `outs = [low, high]`.
 pub(crate) static TS_WIDE: Form = Form {
     format: "TensorScalarIntWide",
@@ -246,10 +260,11 @@ pub(crate) static SELRED: Form = Form {
     params: &[
         "bypass_op",
         "reduce_op",
-        "use_false_fill",
-        "fill_imm",
-        "fill_dtype",
+        "reverse",
+        "imm0_src",
+        "imm0_dtype",
         "accumulator_cmd",
+        "imm0",
     ],
 };
 /// SELECT_REDUCE as a CopyPredicated form: `args = [data (src), predicate (mask)]`.
@@ -400,7 +415,7 @@ pub(crate) static SINGLES: &[(u8, InstClass, &Form)] = &[
     (0x88, InstClass::TensorScalarPtr, &TS),
     (0x9A, InstClass::TensorScalarCache, &TS),
     (0xE6, InstClass::TensorScalarCache, &TS),
-    (0x92, InstClass::TensorScalarAffineSelect, &TS),
+    (0x92, InstClass::TensorScalarAffineSelect, &AS),
     (0x30, InstClass::Exponential, &TS),
     (0x42, InstClass::TensorReduce, &TR),
     (0x52, InstClass::TensorReduce, &TR),

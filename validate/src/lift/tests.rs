@@ -498,12 +498,13 @@ fn data_movement_sequences_fuse() {
     let mut sel = canonical(0xEA);
     sel.0[12..16].copy_from_slice(&sb(0, 0x40).0.to_le_bytes());
     sel.0[16..24].copy_from_slice(&[1, 0, 1, 0, 32, 0, 1, 0]);
-    sel.0[24..28].copy_from_slice(&sb(2, 0).0.to_le_bytes());
+    sel.0[24..28].copy_from_slice(&sb(1, 0).0.to_le_bytes());
     sel.0[28..36].copy_from_slice(&[1, 0, 1, 0, 32, 0, 1, 0]);
     sel.0[40] = 0x02 | (0x06 << 4); // mask int8, src bf16
     sel.0[41] = 0x06;
     sel.0[42] = 16;
-    sel.0[48..52].copy_from_slice(&sb(1, 0).0.to_le_bytes());
+    // The select's destination (+48) is the copy's destination.
+    sel.0[48..52].copy_from_slice(&sb(2, 0).0.to_le_bytes());
     sel.0[52..60].copy_from_slice(&[1, 0, 1, 0, 32, 0, 1, 0]);
     let stream = [
         canonical(0x69),

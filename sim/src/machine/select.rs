@@ -1,0 +1,545 @@
+//! Execution of the select family — TensorScalarSelect (0x98), AffineSelect (0x92),
+//! SelectReduce (0xEA), RangeSelect (0xBC) — and of TensorDequantize (0x7B).
+//!
+//! Semantics follow the public header contracts (G `firmware/kernels/ts-select.md`,
+//! `affineselect.md`, `copypredicatedreduce.md`, `rangeselect.md`, `tensor-dequantize.md`).
+//! Where a detail is not public the choice is project-defined, listed in `docs/numerics.md`, and
+//! the op records a note ([`notes`]) that `sim run` reports, so a result that rests on it is
+//! never mistaken for a publicly backed one.
+
+use super::core::Machine;
+use super::exec::{is_int, same_count, tile, widen, ScalarSrc};
+use super::fault::{Fault, Site};
+use super::ops::{containers, to_bytes, unpacked};
+use super::pattern::{Dim, TensorPattern};
+use crate::numerics::alu::{self, AluOp, ElementOp};
+use crate::numerics::cast::{self, CastPolicy};
+use crate::numerics::dequant::{self, DequantError, DequantFmt};
+use crate::numerics::reduce::AccumCmd;
+use crate::numerics::Format;
+use tpbsim_isa::Engine;
+
+/// The project-defined details each op's simulation relies on (the note `sim run` reports once
+/// a kernel executes the op).
+pub mod notes {
+    /// TensorDequantize.
+    pub const DEQUANT: &str = "TENSOR_DEQUANTIZE (0x7B): the code order inside a word, the 6-bit code stream, the place and E8M0 reading of an MX block's scale word, and the NF4 codebook values are project-defined (docs/numerics.md)";
+    /// RangeSelect.
+    pub const RANGE_SELECT: &str = "RANGE_SELECT (0xBC): an in-range element writes its value, not its index (base + ordinal); project-defined (docs/numerics.md)";
+    /// SelectReduce.
+    pub const SELECT_REDUCE: &str = "SELECT_REDUCE (0xEA): the copied value is converted to out_dtype, IDLE leaves the accumulators alone, and imm0 is not read; project-defined (docs/numerics.md)";
+    /// TensorScalarSelect.
+    pub const TS_SELECT: &str = "TENSOR_SCALAR_SELECT (0x98): an instruction-immediate operand narrower than 32 bits is the immediate's low bytes; project-defined (docs/numerics.md)";
+    /// AffineSelect.
+    pub const AFFINE_SELECT: &str = "TENSOR_SCALAR_AFFINE_SELECT (0x92): the mask ramp walks its dimension 0 innermost in wrapping int32; project-defined (docs/numerics.md)";
+}
+
+/// RangeSelect (0xBC) operands.
+#[derive(Clone, Copy, Debug)]
+pub struct RangeSelectArgs {
+    /// REDUCE_CMD byte.
+    pub reduce_cmd: u8,
+    /// Reduce ALU op byte (MAX).
+    pub reduce_op: u8,
+    /// `fill_val` bits (−FLT_MAX).
+    pub fill: u32,
+    /// Comparison op bytes (IS_EQ..IS_LT) against `bounds[0]` and `bounds[1]`.
+    pub comp: [u8; 2],
+    /// The two fp32 bounds.
+    pub bounds: [ScalarSrc; 2],
+    /// Input format.
+    pub input: Format,
+    /// Output format.
+    pub out: Format,
+    /// Source.
+    pub src: TensorPattern,
+    /// Destination.
+    pub dst: TensorPattern,
+}
+
+/// SelectReduce (0xEA) operands.
+#[derive(Clone, Copy, Debug)]
+pub struct SelectReduceArgs {
+    /// op0 byte (BYPASS).
+    pub bypass_op: u8,
+    /// op1 byte (MAX).
+    pub reduce_op: u8,
+    /// TENS_SCALAR_REV_OPS byte.
+    pub reverse: u8,
+    /// ACCUM_CMD byte.
+    pub accumulate: u8,
+    /// Predicate format.
+    pub mask_format: Format,
+    /// Data format.
+    pub src_format: Format,
+    /// Output format.
+    pub out: Format,
+    /// Predicate.
+    pub mask: TensorPattern,
+    /// Data.
+    pub src: TensorPattern,
+    /// Destination.
+    pub dst: TensorPattern,
+}
+
+/// TensorScalarSelect (0x98) operands.
+#[derive(Clone, Copy, Debug)]
+pub struct TsSelectArgs {
+    /// `reversed_pred` byte.
+    pub reversed: u8,
+    /// The one data format (src, scalar, dst).
+    pub format: Format,
+    /// Predicate format.
+    pub pred_format: Format,
+    /// The scalar operand.
+    pub imm: ScalarSrc,
+    /// The predicate.
+    pub pred: ScalarSrc,
+    /// Tensor operand.
+    pub src: TensorPattern,
+    /// Destination.
+    pub dst: TensorPattern,
+}
+
+/// AffineSelect (0x92) operands.
+#[derive(Clone, Copy, Debug)]
+pub struct AffineSelectArgs {
+    /// AFFINE_SELECT_CMP byte.
+    pub mode: u8,
+    /// Register holding the fp32 fill.
+    pub fill_reg: u8,
+    /// Mask ramp start.
+    pub base: i32,
+    /// Mask ramp steps (dimension 0 innermost).
+    pub step: [i16; 4],
+    /// Mask ramp counts.
+    pub num: [u16; 4],
+    /// Per-partition ramp offset.
+    pub channel_multiplier: i32,
+    /// Input format.
+    pub input: Format,
+    /// Output format.
+    pub out: Format,
+    /// Source.
+    pub src: TensorPattern,
+    /// Destination.
+    pub dst: TensorPattern,
+}
+
+/// The element count of each partition, which must not be zero for per-partition loops.
+fn free_len(site: Site, name: &str, p: &TensorPattern) -> Result<usize, Fault> {
+    match p.elems_per_partition() as usize {
+        0 => Err(Fault::exec(
+            site,
+            format!("operand `{name}` has no elements"),
+        )),
+        n => Ok(n),
+    }
+}
+
+/// `code` in `from` written in `to`: the bits when the formats agree, else through the cast
+/// engine (fp32 hub, device policy).
+fn convert(from: Format, to: Format, code: u64) -> u64 {
+    if from == to {
+        code
+    } else {
+        cast::cast(from, code, to, &CastPolicy::DEVICE)
+    }
+}
+
+fn accum_cmd(site: Site, op: &str, byte: u8) -> Result<AccumCmd, Fault> {
+    match byte {
+        0 => Ok(AccumCmd::Idle),
+        2 => Ok(AccumCmd::Accumulate),
+        3 => Ok(AccumCmd::ZeroAccumulate),
+        c => Err(Fault::exec(
+            site,
+            format!("{op}: accumulate command {c} (IDLE 0, ACCUMULATE 2 or ZERO_ACCUMULATE 3)"),
+        )),
+    }
+}
+
+impl Machine<'_> {
+    fn note_project_defined(&mut self, note: &'static str) {
+        self.engines.project_defined.insert(note);
+    }
+
+    /// The project-defined details the ops executed so far rely on (one note per op kind).
+    pub fn project_defined_notes(&self) -> Vec<&'static str> {
+        self.engines.project_defined.iter().copied().collect()
+    }
+
+    /// TensorDequantize (0x7B): each partition's UINT32 transport words expanded to FP8 by the
+    /// [`dequant`] model; `in` and `out` must be UINT32.
+    #[allow(clippy::too_many_arguments)]
+    pub fn exec_dequantize(
+        &mut self,
+        site: Site,
+        fmt: u8,
+        group_size: u8,
+        input: Format,
+        out: Format,
+        src: &TensorPattern,
+        dst: &TensorPattern,
+    ) -> Result<(), Fault> {
+        for (what, f) in [("in_dtype", input), ("out_dtype", out)] {
+            if f != Format::Uint32 {
+                return Err(Fault::exec(
+                    site,
+                    format!(
+                        "`{what}` is {}; TensorDequantize moves UINT32 transport words",
+                        f.name()
+                    ),
+                ));
+            }
+        }
+        let err = |e: DequantError| Fault::exec(site, e.to_string());
+        let fmt = DequantFmt::from_wire(fmt).map_err(err)?;
+        if src.partitions != dst.partitions {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "`src` spans {} partitions, `dst` {}",
+                    src.partitions, dst.partitions
+                ),
+            ));
+        }
+        let (sw, dw) = (free_len(site, "src", src)?, free_len(site, "dst", dst)?);
+        let (rs, rd) = (
+            self.operand(site, "src", src)?,
+            self.operand(site, "dst", dst)?,
+        );
+        let words = widen(&self.chip.gather(&rs), Format::Uint32);
+        let mut bytes = vec![0u8; dst.partitions as usize * dw * 4];
+        for (s, o) in words.chunks_exact(sw).zip(bytes.chunks_exact_mut(dw * 4)) {
+            dequant::dequantize_partition(fmt, group_size, s, o, &CastPolicy::DEVICE)
+                .map_err(err)?;
+        }
+        self.chip.scatter(&rd, &bytes);
+        self.note_project_defined(notes::DEQUANT);
+        Ok(())
+    }
+
+    /// RangeSelect (0xBC, DVE): `dst = (x comp0 bound0) && (x comp1 bound1) ? x : −FLT_MAX`,
+    /// compared in fp32; with a reduce command each partition's outputs fold by MAX into the
+    /// DVE accumulators (read back by 0x9B).
+    pub fn exec_range_select(&mut self, site: Site, a: &RangeSelectArgs) -> Result<(), Fault> {
+        same_count(site, ("src", &a.src), ("dst", &a.dst))?;
+        if a.fill != 0xFF7F_FFFF {
+            return Err(Fault::exec(
+                site,
+                format!("fill_val 0x{:08x} is not -FLT_MAX (0xff7fffff)", a.fill),
+            ));
+        }
+        if a.reduce_op != AluOp::MAX.wire() {
+            return Err(Fault::exec(
+                site,
+                format!("reduce_op 0x{:02x} is not MAX (0x08)", a.reduce_op),
+            ));
+        }
+        let cmd = accum_cmd(site, "RangeSelect reduce_cmd", a.reduce_cmd)?;
+        for (w, f) in [("in", a.input), ("out", a.out)] {
+            if is_int(f) {
+                return Err(Fault::exec(
+                    site,
+                    format!(
+                        "`{w}` is {}: RangeSelect is a floating-point datapath",
+                        f.name()
+                    ),
+                ));
+            }
+            unpacked(site, w, f)?;
+        }
+        let err = |e: alu::AluError| Fault::exec(site, e.to_string());
+        let ctx = self.ctx(site.engine);
+        let mut ops = Vec::with_capacity(2);
+        for c in a.comp {
+            if !(AluOp::IS_EQ.wire()..=AluOp::IS_LT.wire()).contains(&c) {
+                return Err(Fault::exec(
+                    site,
+                    format!("comparison op 0x{c:02x} is not IS_EQ..IS_LT (0x12..0x16)"),
+                ));
+            }
+            ops.push(ctx.fp_op(AluOp::from_wire(c).map_err(err)?).map_err(err)?);
+        }
+        let (rs, rd) = (
+            self.operand(site, "src", &a.src)?,
+            self.operand(site, "dst", &a.dst)?,
+        );
+        let f = tile(site, &a.src)?.free_len();
+        let b0 = self.scalar_f32(site, "bound0", a.bounds[0], &a.src)?;
+        let b1 = self.scalar_f32(site, "bound1", a.bounds[1], &a.src)?;
+        let mut x = self.load_f32(site, &rs, a.input)?;
+        let fill = f32::from_bits(a.fill);
+        for (p, row) in x.chunks_exact_mut(f).enumerate() {
+            let (lo, hi) = (b0.at(p), b1.at(p));
+            for v in row.iter_mut() {
+                if ops[0].apply(*v, lo) == 0.0 || ops[1].apply(*v, hi) == 0.0 {
+                    *v = fill;
+                }
+            }
+        }
+        if cmd != AccumCmd::Idle {
+            let max = ctx.fp_op(AluOp::MAX).map_err(err)?;
+            for (p, row) in x.chunks_exact(f).enumerate() {
+                self.engines
+                    .dve_acc
+                    .fold(cmd, max, p, None, row)
+                    .map_err(|e| Fault::exec(site, e.to_string()))?;
+            }
+        }
+        self.store_f32(site, &rd, a.out, &x, &CastPolicy::DEVICE)?;
+        self.note_project_defined(notes::RANGE_SELECT);
+        Ok(())
+    }
+
+    /// SelectReduce (0xEA): lanes whose integer predicate is non-zero take the data element
+    /// (op0 BYPASS; converted to `out` when the formats differ), the others keep `dst`; with an
+    /// accumulate command the predicate-true data values of each partition fold by MAX (fp32,
+    /// NaN-suppressing) into the DVE accumulators.
+    pub fn exec_select_reduce(&mut self, site: Site, a: &SelectReduceArgs) -> Result<(), Fault> {
+        same_count(site, ("mask", &a.mask), ("src", &a.src))?;
+        same_count(site, ("mask", &a.mask), ("dst", &a.dst))?;
+        if a.bypass_op != AluOp::BYPASS.wire() || a.reduce_op != AluOp::MAX.wire() {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "op0/op1 are 0x{:02x}/0x{:02x}; SelectReduce copies with BYPASS and reduces with MAX",
+                    a.bypass_op, a.reduce_op
+                ),
+            ));
+        }
+        match a.reverse {
+            0 => {}
+            1 => {
+                return Err(Fault::NotSimulated {
+                    site,
+                    name: "SELECT_REDUCE with reverse_operands FIRST (the swapped operand roles are not published)".into(),
+                    engine: site.engine,
+                })
+            }
+            r => {
+                return Err(Fault::exec(
+                    site,
+                    format!("reverse_operands {r} (SelectReduce takes NONE 0 or FIRST 1)"),
+                ))
+            }
+        }
+        let cmd = accum_cmd(site, "SelectReduce accumulator_cmd", a.accumulate)?;
+        if cmd != AccumCmd::Idle && site.engine != Engine::Dve {
+            return Err(Fault::NotSimulated {
+                site,
+                name: "SELECT_REDUCE accumulation outside the DVE (only the DVE accumulator registers are modelled)".into(),
+                engine: site.engine,
+            });
+        }
+        if !is_int(a.mask_format) {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "mask format {} is not an integer format",
+                    a.mask_format.name()
+                ),
+            ));
+        }
+        Self::check_int(site, a.mask_format)?;
+        if is_int(a.src_format) && a.src_format.container_bytes() == 4 {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "data format {} is a 32-bit integer, which SelectReduce excludes",
+                    a.src_format.name()
+                ),
+            ));
+        }
+        for (w, f) in [("src", a.src_format), ("dst", a.out)] {
+            unpacked(site, w, f)?;
+        }
+        let (rm, rs, rd) = (
+            self.operand(site, "mask", &a.mask)?,
+            self.operand(site, "src", &a.src)?,
+            self.operand(site, "dst", &a.dst)?,
+        );
+        let mask = widen(&self.chip.gather(&rm), a.mask_format);
+        let data = containers(&self.chip.gather(&rs), a.src_format.container_bytes());
+        let moved: Vec<u64> = data
+            .iter()
+            .map(|&c| convert(a.src_format, a.out, c))
+            .collect();
+        let n = a.out.container_bytes();
+        let mut cur = containers(&self.chip.gather(&rd), n);
+        alu::copy_predicated(&mask, &moved, &mut cur)
+            .map_err(|e| Fault::exec(site, e.to_string()))?;
+        self.chip.scatter(&rd, &to_bytes(&cur, n));
+        if cmd != AccumCmd::Idle {
+            let f = free_len(site, "mask", &a.mask)?;
+            let max = self
+                .ctx(site.engine)
+                .fp_op(AluOp::MAX)
+                .map_err(|e| Fault::exec(site, e.to_string()))?;
+            for (p, (m, d)) in mask.chunks_exact(f).zip(data.chunks_exact(f)).enumerate() {
+                let vals: Vec<f32> = m
+                    .iter()
+                    .zip(d)
+                    .filter(|(&m, _)| m != 0)
+                    .map(|(_, &c)| cast::to_f32(a.src_format, c))
+                    .filter(|v| !v.is_nan())
+                    .collect();
+                self.engines
+                    .dve_acc
+                    .fold(cmd, max, p, None, &vals)
+                    .map_err(|e| Fault::exec(site, e.to_string()))?;
+            }
+        }
+        self.note_project_defined(notes::SELECT_REDUCE);
+        Ok(())
+    }
+
+    /// One value per active partition of `format` at a pointer, or an immediate, as integer
+    /// containers (immediates keep their low `format` bytes).
+    fn scalar_codes(
+        &self,
+        site: Site,
+        name: &str,
+        s: ScalarSrc,
+        format: Format,
+        partitions: u32,
+    ) -> Result<Vec<u64>, Fault> {
+        let n = format.container_bytes();
+        Ok(match s {
+            ScalarSrc::Imm(bits) => {
+                let mask = if n >= 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (8 * n)) - 1
+                };
+                vec![u64::from(bits) & mask; partitions as usize]
+            }
+            ScalarSrc::Pointer { addr, .. } => {
+                let p = TensorPattern::new(addr, partitions, n as u32, &[Dim::new(1, 1)]);
+                let r = self.operand(site, name, &p)?;
+                containers(&self.chip.gather(&r), n)
+            }
+        })
+    }
+
+    /// TensorScalarSelect (0x98): per partition `dst = pred ? src : imm` (`reversed_pred`
+    /// swaps the arms); the predicate is an immediate 0/1 or one integer per partition; the data
+    /// moves bit for bit in its one format.
+    pub fn exec_ts_select(&mut self, site: Site, a: &TsSelectArgs) -> Result<(), Fault> {
+        same_count(site, ("src", &a.src), ("dst", &a.dst))?;
+        if a.reversed > 1 {
+            return Err(Fault::exec(
+                site,
+                format!("reversed_pred is {} (0 or 1)", a.reversed),
+            ));
+        }
+        unpacked(site, "dtype", a.format)?;
+        if !is_int(a.pred_format) || a.pred_format.container_bytes() != a.format.container_bytes() {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "predicate format {} must be an integer format as wide as {}",
+                    a.pred_format.name(),
+                    a.format.name()
+                ),
+            ));
+        }
+        Self::check_int(site, a.pred_format)?;
+        if let ScalarSrc::Imm(v) = a.pred {
+            if v > 1 {
+                return Err(Fault::exec(
+                    site,
+                    format!("instruction-immediate predicate {v} (0 or 1)"),
+                ));
+            }
+        }
+        let parts = a.src.partitions;
+        let pred = self.scalar_codes(site, "pred", a.pred, a.pred_format, parts)?;
+        let imm = self.scalar_codes(site, "imm", a.imm, a.format, parts)?;
+        let (rs, rd) = (
+            self.operand(site, "src", &a.src)?,
+            self.operand(site, "dst", &a.dst)?,
+        );
+        let n = a.format.container_bytes();
+        let f = free_len(site, "src", &a.src)?;
+        let mut v = containers(&self.chip.gather(&rs), n);
+        for (p, row) in v.chunks_exact_mut(f).enumerate() {
+            if (pred[p] != 0) == (a.reversed == 1) {
+                row.fill(imm[p]);
+            }
+        }
+        self.chip.scatter(&rd, &to_bytes(&v, n));
+        if matches!(a.imm, ScalarSrc::Imm(_)) && n < 4 {
+            self.note_project_defined(notes::TS_SELECT);
+        }
+        Ok(())
+    }
+
+    /// AffineSelect (0x92): `mask = base + Σ idx_d · step_d + partition · channel_multiplier`
+    /// over the mask's 4-D walk (one value per source element); lanes where `mask cmp 0` holds
+    /// take `src` (converted to `out`), the others the fp32 fill read from register `fill_reg`.
+    pub fn exec_affine_select(&mut self, site: Site, a: &AffineSelectArgs) -> Result<(), Fault> {
+        same_count(site, ("src", &a.src), ("dst", &a.dst))?;
+        let f = free_len(site, "src", &a.src)?;
+        let count: u64 = a.num.iter().map(|&n| u64::from(n)).product();
+        if count != f as u64 {
+            return Err(Fault::exec(
+                site,
+                format!("the mask ramp has {count} elements, `src` {f} per partition"),
+            ));
+        }
+        if a.mode > 3 {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "fill_mode {} is not an AFFINE_SELECT_CMP value (0..=3)",
+                    a.mode
+                ),
+            ));
+        }
+        let fill_bits = self.regs[site.engine as usize]
+            .get(a.fill_reg as usize)
+            .copied()
+            .ok_or_else(|| Fault::exec(site, format!("register {} does not exist", a.fill_reg)))?;
+        for (w, fm) in [("in", a.input), ("out", a.out)] {
+            unpacked(site, w, fm)?;
+        }
+        let (rs, rd) = (
+            self.operand(site, "src", &a.src)?,
+            self.operand(site, "dst", &a.dst)?,
+        );
+        let fill = cast::from_f32(a.out, f32::from_bits(fill_bits), &CastPolicy::DEVICE);
+        let x = containers(&self.chip.gather(&rs), a.input.container_bytes());
+        let mut out = Vec::with_capacity(x.len());
+        for (p, row) in x.chunks_exact(f).enumerate() {
+            let start = a
+                .base
+                .wrapping_add((p as i32).wrapping_mul(a.channel_multiplier));
+            for (k, &c) in row.iter().enumerate() {
+                let mut rest = k;
+                let mut m = start;
+                for (&s, &n) in a.step.iter().zip(&a.num) {
+                    let n = usize::from(n);
+                    m = m.wrapping_add(((rest % n) as i32).wrapping_mul(i32::from(s)));
+                    rest /= n;
+                }
+                let pass = match a.mode {
+                    0 => m > 0,
+                    1 => m >= 0,
+                    2 => m == 0,
+                    _ => m != 0,
+                };
+                out.push(if pass {
+                    convert(a.input, a.out, c)
+                } else {
+                    fill
+                });
+            }
+        }
+        self.chip
+            .scatter(&rd, &to_bytes(&out, a.out.container_bytes()));
+        self.note_project_defined(notes::AFFINE_SELECT);
+        Ok(())
+    }
+}

@@ -46,11 +46,9 @@ impl DmaSide {
         self.dims.iter().map(|d| d.1 as u64).product()
     }
 
-    /// Visit maximal contiguous byte runs as (start address, length) in element order.
-    pub(crate) fn for_each_run(
-        &self,
-        mut f: impl FnMut(i128, usize) -> Result<(), AccessError>,
-    ) -> Result<(), AccessError> {
+    /// The bytes of one run (the dense innermost dimensions merged) and the dimensions that
+    /// step from run to run, innermost first (dimensions of count 1 or 0 are skipped).
+    fn run_and_loops(&self) -> (i64, impl Iterator<Item = (i64, u32)> + '_) {
         let eb = self.format.container_bytes() as i64;
         let mut dims = self.dims.iter().filter(|d| d.1 > 1).copied().peekable();
         let mut run = eb;
@@ -62,6 +60,15 @@ impl DmaSide {
                 break;
             }
         }
+        (run, dims)
+    }
+
+    /// Visit maximal contiguous byte runs as (start address, length) in element order.
+    pub(crate) fn for_each_run(
+        &self,
+        mut f: impl FnMut(i128, usize) -> Result<(), AccessError>,
+    ) -> Result<(), AccessError> {
+        let (run, dims) = self.run_and_loops();
         let loops: Vec<(i64, u32)> = dims.collect();
         let mut idx = vec![0u32; loops.len()];
         let mut at = self.addr as i128;
@@ -83,6 +90,198 @@ impl DmaSide {
             }
         }
     }
+}
+
+/// The runs of a side prepared for the unchecked-index copy loops: the first run's address,
+/// the run length and up to [`DMA_MAX_DIMS`] outer loops (byte step, count), innermost first,
+/// exactly as [`DmaSide::for_each_run`] visits them.
+#[derive(Clone, Copy, Debug)]
+struct Runs {
+    start: i128,
+    run: usize,
+    loops: [(i64, u32); DMA_MAX_DIMS],
+    nloops: usize,
+}
+
+impl Runs {
+    /// The runs of `side`; `None` with more outer loops than [`DMA_MAX_DIMS`].
+    fn of(side: &DmaSide) -> Option<Runs> {
+        let (run, dims) = side.run_and_loops();
+        let mut loops = [(0i64, 1u32); DMA_MAX_DIMS];
+        let mut nloops = 0;
+        for d in dims {
+            *loops.get_mut(nloops)? = d;
+            nloops += 1;
+        }
+        Some(Runs {
+            start: side.addr as i128,
+            run: usize::try_from(run).ok()?,
+            loops,
+            nloops,
+        })
+    }
+
+    /// The byte addresses the runs cover, `[lowest, highest + 1)`.
+    fn extent(&self) -> (i128, i128) {
+        let (mut lo, mut hi) = (self.start, self.start + self.run as i128);
+        for &(step, n) in &self.loops[..self.nloops] {
+            let d = step as i128 * (n as i128 - 1);
+            if d < 0 {
+                lo += d;
+            } else {
+                hi += d;
+            }
+        }
+        (lo, hi)
+    }
+
+    /// Visit each run's start address as an index, in element order, while `f` returns
+    /// true; returns false when `f` stopped. The caller has checked that [`Runs::extent`]
+    /// lies inside `0..=isize::MAX`, so every address is a valid `usize`.
+    #[inline(always)]
+    fn for_each(&self, mut f: impl FnMut(usize) -> bool) -> bool {
+        let start = self.start as i64;
+        if self.nloops == 0 {
+            return f(start as usize);
+        }
+        let (step0, n0) = self.loops[0];
+        let outer = &self.loops[1..self.nloops];
+        let mut idx = [0u32; DMA_MAX_DIMS];
+        let mut base = start;
+        loop {
+            let mut at = base;
+            for _ in 0..n0 {
+                if !f(at as usize) {
+                    return false;
+                }
+                at += step0;
+            }
+            let mut k = 0;
+            loop {
+                if k == outer.len() {
+                    return true;
+                }
+                idx[k] += 1;
+                base += outer[k].0;
+                if idx[k] < outer[k].1 {
+                    break;
+                }
+                base -= outer[k].0 * outer[k].1 as i64;
+                idx[k] = 0;
+                k += 1;
+            }
+        }
+    }
+}
+
+/// Append the runs of `src` (indices from [`Runs::for_each`]) to `out`; false when a run
+/// leaves `src`.
+#[inline(always)]
+fn gather_runs(runs: &Runs, src: &[u8], out: &mut Vec<u8>) -> bool {
+    match runs.run {
+        1 => runs.for_each(|a| src.get(a).map(|&b| out.push(b)).is_some()),
+        2 => runs.for_each(|a| copy_run::<2>(src, a, out)),
+        4 => runs.for_each(|a| copy_run::<4>(src, a, out)),
+        n => runs.for_each(|a| match src.get(a..a + n) {
+            Some(r) => {
+                out.extend_from_slice(r);
+                true
+            }
+            None => false,
+        }),
+    }
+}
+
+#[inline(always)]
+fn copy_run<const N: usize>(src: &[u8], a: usize, out: &mut Vec<u8>) -> bool {
+    match src.get(a..a + N) {
+        Some(r) => {
+            out.extend_from_slice(r);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Whether every run of `r` starts and ends inside `0..limit`.
+fn inside(r: &Runs, limit: u64) -> bool {
+    let (lo, hi) = r.extent();
+    lo >= 0 && hi <= limit.min(isize::MAX as u64) as i128
+}
+
+/// The source side without per-run lookups: `None` where a run may fail (the caller then
+/// takes the checked path, which reports the failure).
+fn read_fast(s: &DmaSide, dram: &Dram, chip: &OnChip, buf: &mut Vec<u8>) -> Option<()> {
+    let runs = Runs::of(s)?;
+    match s.mem {
+        DmaMem::Dram(var) => {
+            let v = dram.get(var)?;
+            if !inside(&runs, v.bytes.len() as u64) {
+                return None;
+            }
+            gather_runs(&runs, &v.bytes, buf).then_some(())
+        }
+        DmaMem::OnChip => {
+            // Run starts must be 32-bit addresses; each run must stay in one partition.
+            let (lo, hi) = runs.extent();
+            if lo < 0 || hi - runs.run as i128 > u32::MAX as i128 {
+                return None;
+            }
+            let n = runs.run;
+            runs.for_each(|a| match chip.run_at(a as u32, n) {
+                Some((space, i)) => {
+                    buf.extend_from_slice(&chip.space_bytes(space)[i..i + n]);
+                    true
+                }
+                None => false,
+            })
+            .then_some(())
+        }
+    }
+}
+
+/// The destination side without per-run lookups; `None` where a run may fail (see
+/// [`read_fast`]; runs written before it are written again, with the same bytes, by the
+/// checked path).
+fn write_fast(d: &DmaSide, dram: &mut Dram, chip: &mut OnChip, data: &[u8]) -> Option<u64> {
+    let runs = Runs::of(d)?;
+    let n = runs.run;
+    let mut at = 0usize;
+    let next = |at: &mut usize| {
+        let r = data.get(*at..*at + n);
+        *at += n;
+        r
+    };
+    let ok = match d.mem {
+        DmaMem::Dram(var) => {
+            let v = dram.get_mut(var)?;
+            if !inside(&runs, v.bytes.len() as u64) {
+                return None;
+            }
+            let bytes = &mut v.bytes;
+            runs.for_each(|a| match (bytes.get_mut(a..a + n), next(&mut at)) {
+                (Some(dst), Some(src)) => {
+                    dst.copy_from_slice(src);
+                    true
+                }
+                _ => false,
+            })
+        }
+        DmaMem::OnChip => {
+            let (lo, hi) = runs.extent();
+            if lo < 0 || hi - n as i128 > u32::MAX as i128 {
+                return None;
+            }
+            runs.for_each(|a| match (chip.run_at(a as u32, n), next(&mut at)) {
+                (Some((space, i)), Some(src)) => {
+                    chip.write_run(space, i, src);
+                    true
+                }
+                _ => false,
+            })
+        }
+    };
+    ok.then_some(at as u64)
 }
 
 /// One transfer.
@@ -197,13 +396,58 @@ pub fn transfer(
     chip: &mut OnChip,
     buf: &mut Vec<u8>,
 ) -> Result<u64, DmaError> {
+    transfer_with(desc, dram, chip, buf, true)
+}
+
+/// [`transfer`], with (`fast`) or without the copy loops that resolve each side once; both
+/// give the same bytes and the same errors.
+fn transfer_with(
+    desc: &DmaDesc,
+    dram: &mut Dram,
+    chip: &mut OnChip,
+    buf: &mut Vec<u8>,
+    fast: bool,
+) -> Result<u64, DmaError> {
     let nf = desc.from.elems() * desc.from.format.lanes() as u64;
     let nt = desc.to.elems() * desc.to.format.lanes() as u64;
     if nf != nt {
         return Err(DmaError::Count { from: nf, to: nt });
     }
     buf.clear();
-    let s = &desc.from;
+    if !fast || read_fast(&desc.from, dram, chip, buf).is_none() {
+        buf.clear();
+        read_checked(&desc.from, dram, chip, buf).map_err(|err| DmaError::Access {
+            side: Side::From,
+            err,
+        })?;
+    }
+    let converted;
+    let data: &[u8] = if is_raw_alias(desc.from.format, desc.to.format) {
+        buf
+    } else {
+        let mut out = Vec::new();
+        convert(desc.from.format, desc.to.format, buf, &mut out)?;
+        converted = out;
+        &converted
+    };
+    if fast {
+        if let Some(n) = write_fast(&desc.to, dram, chip, data) {
+            return Ok(n);
+        }
+    }
+    write_checked(&desc.to, dram, chip, data).map_err(|err| DmaError::Access {
+        side: Side::To,
+        err,
+    })
+}
+
+/// Append the source runs to `buf`, looking up and checking each run.
+fn read_checked(
+    s: &DmaSide,
+    dram: &Dram,
+    chip: &OnChip,
+    buf: &mut Vec<u8>,
+) -> Result<(), AccessError> {
     match s.mem {
         DmaMem::Dram(var) => s.for_each_run(|at, len| {
             let off = dram_offset(at, var, dram)?;
@@ -216,20 +460,16 @@ pub fn transfer(
             Ok(())
         }),
     }
-    .map_err(|err| DmaError::Access {
-        side: Side::From,
-        err,
-    })?;
-    let converted;
-    let data: &[u8] = if is_raw_alias(desc.from.format, desc.to.format) {
-        buf
-    } else {
-        let mut out = Vec::new();
-        convert(desc.from.format, desc.to.format, buf, &mut out)?;
-        converted = out;
-        &converted
-    };
-    let d = &desc.to;
+}
+
+/// Write `data` to the destination runs, looking up and checking each run; returns the
+/// bytes written.
+fn write_checked(
+    d: &DmaSide,
+    dram: &mut Dram,
+    chip: &mut OnChip,
+    data: &[u8],
+) -> Result<u64, AccessError> {
     let mut at_byte = 0usize;
     match d.mem {
         DmaMem::Dram(var) => d.for_each_run(|at, len| {
@@ -246,11 +486,7 @@ pub fn transfer(
             at_byte += len;
             Ok(())
         }),
-    }
-    .map_err(|err| DmaError::Access {
-        side: Side::To,
-        err,
-    })?;
+    }?;
     Ok(at_byte as u64)
 }
 
@@ -278,7 +514,7 @@ pub fn onchip_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::geometry::Space;
+    use crate::machine::geometry::{Space, PARTITIONS, PSUM_BYTES_PER_PARTITION};
     use crate::machine::memory::{DramVar, VarKind};
     use tpbsim_isa::Gen;
 
@@ -441,5 +677,172 @@ mod tests {
         };
         let e = transfer(&DmaDesc { from, to }, &mut d, &mut c, &mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("variable id 9"), "{e}");
+    }
+
+    mod fast_path {
+        use super::*;
+        use proptest::prelude::*;
+
+        const EDGE: u32 = 4096;
+
+        /// DRAM variables 1 (4 KiB) and 2 (300 bytes), seeded contents; variable 9 is unknown.
+        fn memories(g: Geometry) -> (Dram, OnChip) {
+            let mut d = Dram::default();
+            for (id, len) in [(1u32, 4096usize), (2, 300)] {
+                let bytes = (0..len).map(|i| (i * 7 + id as usize) as u8).collect();
+                let name = format!("v{id}");
+                let kind = VarKind::Input;
+                d.insert(id, DramVar { name, kind, bytes });
+            }
+            let mut c = OnChip::new(g).unwrap();
+            for space in [Space::Sbuf, Space::Psum] {
+                let per = g.bytes_per_partition(space) as usize;
+                for p in 0..PARTITIONS {
+                    let part = c.partition_mut(space, p);
+                    for (i, b) in part[..EDGE as usize].iter_mut().enumerate() {
+                        *b = (i as u32 * 13 + p) as u8;
+                    }
+                    part[per - EDGE as usize..].fill(p as u8 ^ 0x5A);
+                }
+            }
+            (d, c)
+        }
+
+        /// The bytes a generated side can reach: the first and last 4 KiB of each partition.
+        fn edges(c: &OnChip, g: Geometry) -> Vec<u8> {
+            let mut v = Vec::new();
+            for space in [Space::Sbuf, Space::Psum] {
+                let per = g.bytes_per_partition(space) as usize;
+                for p in 0..PARTITIONS {
+                    let part = c.partition(space, p);
+                    v.extend_from_slice(&part[..EDGE as usize]);
+                    v.extend_from_slice(&part[per - EDGE as usize..]);
+                }
+            }
+            v
+        }
+
+        fn format() -> impl Strategy<Value = Format> {
+            prop_oneof![
+                Just(Format::Float32),
+                Just(Format::Bfloat16),
+                Just(Format::Float8E4m3fn),
+                Just(Format::Int32),
+            ]
+        }
+
+        /// A side with the given counts: DRAM (known or unknown variable) or on-chip (SBUF or
+        /// PSUM, near either end of a partition), steps of either sign, partition steps.
+        fn side(counts: Vec<u32>) -> impl Strategy<Value = DmaSide> {
+            let n = counts.len();
+            let g = Geometry::of(Gen::V3);
+            (
+                prop_oneof![Just(1u32), Just(2), Just(9), Just(0)],
+                0u32..128,
+                any::<bool>(),
+                any::<bool>(),
+                0u32..EDGE,
+                format(),
+                proptest::collection::vec(
+                    prop_oneof![
+                        -8i64..9,
+                        Just(g.sbuf_partition_stride() as i64),
+                        Just(-(g.sbuf_partition_stride() as i64)),
+                        Just(g.psum_address(1, 0) as i64 - g.psum_address(0, 0) as i64),
+                    ],
+                    n,
+                ),
+                any::<bool>(),
+            )
+                .prop_map(move |(mem, p, psum, high, off, format, steps, dense)| {
+                    let eb = format.container_bytes() as i64;
+                    let mut run = eb;
+                    let dims = counts
+                        .iter()
+                        .zip(steps)
+                        .map(|(&c, s)| {
+                            // Dense dimensions exercise run merging.
+                            let step = if dense {
+                                run
+                            } else if s.abs() < 9 {
+                                s * eb
+                            } else {
+                                s
+                            };
+                            run *= c.max(1) as i64;
+                            (step, c)
+                        })
+                        .collect();
+                    let addr = match mem {
+                        0 => {
+                            let per = if psum {
+                                PSUM_BYTES_PER_PARTITION
+                            } else {
+                                g.sbuf_bytes_per_partition
+                            };
+                            let off = if high { per - EDGE + off } else { off };
+                            if psum {
+                                g.psum_address(p, off)
+                            } else {
+                                g.sbuf_address(p, off)
+                            }
+                        }
+                        _ => off,
+                    } as u64;
+                    DmaSide {
+                        mem: if mem == 0 {
+                            DmaMem::OnChip
+                        } else {
+                            DmaMem::Dram(mem)
+                        },
+                        addr,
+                        format,
+                        dims,
+                    }
+                })
+        }
+
+        fn desc() -> impl Strategy<Value = DmaDesc> {
+            proptest::collection::vec(0u32..6, 0..6).prop_flat_map(|counts| {
+                let mut to_counts = counts.clone();
+                to_counts.reverse();
+                (side(counts), side(to_counts)).prop_map(|(from, to)| DmaDesc { from, to })
+            })
+        }
+
+        fn cases() -> u32 {
+            std::env::var("TPBSIM_PROPTEST_CASES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(256)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+            /// The resolved copy loops give the bytes, counts and errors of the per-run
+            /// checked path.
+            #[test]
+            fn same_as_checked_path(d in desc()) {
+                let g = Geometry::of(Gen::V3);
+                let (mut d1, mut c1) = memories(g);
+                let (mut d2, mut c2) = memories(g);
+                let (mut b1, mut b2) = (Vec::new(), Vec::new());
+                let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    transfer_with(&d, &mut d1, &mut c1, &mut b1, true)
+                }));
+                let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    transfer_with(&d, &mut d2, &mut c2, &mut b2, false)
+                }));
+                prop_assert_eq!(fast.is_ok(), checked.is_ok());
+                if let (Ok(a), Ok(b)) = (fast, checked) {
+                    prop_assert_eq!(a, b);
+                    for id in [1, 2] {
+                        prop_assert_eq!(&d1.get(id).unwrap().bytes, &d2.get(id).unwrap().bytes);
+                    }
+                    prop_assert!(edges(&c1, g) == edges(&c2, g));
+                }
+            }
+        }
     }
 }

@@ -275,6 +275,35 @@ impl OnChip {
         Ok(self.written_mut(space, p, o..o + len))
     }
 
+    /// Where the `len`-byte DMA run at flat address `addr` lies: its memory and its index in
+    /// that memory's partition-major bytes; `None` where [`OnChip::read_flat`] fails.
+    #[inline]
+    pub(crate) fn run_at(&self, addr: u32, len: usize) -> Option<(Space, usize)> {
+        let loc = self.geom.locate(addr);
+        let per = self.per_partition(loc.space);
+        (loc.partition < PARTITIONS && loc.offset as usize + len <= per).then_some((
+            loc.space,
+            loc.partition as usize * per + loc.offset as usize,
+        ))
+    }
+
+    /// All bytes of `space`, partition-major (indices from [`OnChip::run_at`]).
+    #[inline]
+    pub(crate) fn space_bytes(&self, space: Space) -> &[u8] {
+        &self.store(space).bytes
+    }
+
+    /// Write `data` at index `at` of `space`'s partition-major bytes (from
+    /// [`OnChip::run_at`]).
+    #[inline]
+    pub(crate) fn write_run(&mut self, space: Space, at: usize, data: &[u8]) {
+        let s = self.store_mut(space);
+        if !data.is_empty() {
+            s.mark(at, at + data.len());
+        }
+        s.bytes[at..at + data.len()].copy_from_slice(data);
+    }
+
     fn check_flat(&self, addr: u32, len: usize) -> Result<(Space, u32, usize), AccessError> {
         let loc = self.geom.locate(addr);
         if loc.partition >= PARTITIONS {

@@ -1031,12 +1031,13 @@ fn race_dma_wait() -> Package {
     p
 }
 
-/// ACT copies x to SBUF 8192 and signals semaphore 3, but DVE reads that copy after waiting for
-/// the input DMA only: ACT's write of `dst` races with DVE's read of `src0`.
-fn race_engines() -> Package {
+/// x (input, `[128, 512]` fp32, seeded by `seed`) loaded to SBUF 0 by queue `in` (semaphore
+/// 1), `out` stored from SBUF 12288 by queue `out`, and ACT copying x to SBUF 8192 once it is in
+/// (semaphore 3 at completion). DVE and SP are left to the caller.
+fn act_copy_kernel(name: &str, seed: u64) -> Package {
     const F: u16 = 512;
-    let mut r = Rng(6);
-    let mut p = base("race_engines");
+    let mut r = Rng(seed);
+    let mut p = base(name);
     let x = r.normals(P as usize * F as usize, 1.0);
     p.var(
         "x",
@@ -1075,9 +1076,51 @@ fn race_engines() -> Package {
         row(sbuf(0), F),
         row(sbuf(8192), F),
     )];
+    p
+}
+
+/// ACT copies x to SBUF 8192 and signals semaphore 3, but DVE reads that copy after waiting for
+/// the input DMA only: ACT's write of `dst` races with DVE's read of `src0`.
+fn race_engines() -> Package {
+    let mut p = act_copy_kernel("race_engines", 6);
     p.streams[Engine::Dve as usize] = vec![dve_add(events(Some((1, 1)), Some(2)), 8192, 0, 12288)];
     finish_sp(&mut p);
     p
+}
+
+/// Two producers that nothing orders with each other increment semaphore 3: ACT, after copying
+/// x to SBUF 8192, and the DMA queue `in2`, after copying x to SBUF 16384 (SP triggers it once
+/// the input block is in). DVE then reads ACT's copy (and x) after waiting for `need`
+/// increments of semaphore 3. With `need` 1 the increment DVE sees first may be `in2`'s, so its
+/// read of `src0` races with ACT's write in some interleavings; with `need` 2 it waits for both.
+fn counter_kernel(name: &str, need: u32) -> Package {
+    let mut p = act_copy_kernel(name, 7);
+    p.queue("in2", None);
+    p.block(
+        Engine::Sp,
+        "in2",
+        0,
+        vec![rows("x", 16384, 512, Format::Float32, true, Some(3))],
+    );
+    p.streams[Engine::Dve as usize] =
+        vec![dve_add(events(Some((3, need)), Some(2)), 8192, 0, 12288)];
+    p.streams[Engine::Sp as usize] = vec![
+        trigger("in", 0, Events::default()),
+        trigger("in2", 0, events(Some((1, 1)), None)),
+        trigger("out", 0, events(Some((2, 1)), None)),
+    ];
+    p
+}
+
+/// DVE waits for one of two unordered increments of semaphore 3 and reads ACT's output: a race
+/// under every interleaving, whichever increment happens to come first.
+fn race_counter_partial() -> Package {
+    counter_kernel("race_counter_partial", 1)
+}
+
+/// The same with DVE waiting for both increments: clean.
+fn counter_join() -> Package {
+    counter_kernel("counter_join", 2)
 }
 
 /// ACT waits for semaphore 5, which only DVE increments, after waiting for semaphore 6, which
@@ -1159,6 +1202,8 @@ fn main() {
         mx_matmul(),
         race_dma_wait(),
         race_engines(),
+        race_counter_partial(),
+        counter_join(),
         deadlock_cycle(),
         deadlock_missing(),
         uninit_read(),

@@ -71,6 +71,12 @@ def vadd(a):
     return {"out": (a["x"].astype(np.float32) + a["y"].astype(np.float32)).astype(np.float32)}
 
 
+def counter_join(a):
+    # ACT copies x (identity activation), DVE adds the copy to x.
+    x = a["x"].astype(np.float32)
+    return {"out": (x + x).astype(np.float32)}
+
+
 def iadd_pool(a):
     # int32 add with two's-complement wrap-around (numpy int32 arithmetic wraps).
     with np.errstate(over="ignore"):
@@ -145,6 +151,7 @@ def mx_matmul(a):
 KERNELS = {
     "vadd": (vadd, {"default": {"ulp": 0}}),
     "iadd_pool": (iadd_pool, {"default": {"ulp": 0}}),
+    "counter_join": (counter_join, {"default": {"ulp": 0}}),
     "softmax": (softmax, {"default": {"rtol": 1e-5, "atol": 1e-7}}),
     "rmsnorm": (rmsnorm, {"default": {"rtol": 1e-5, "atol": 1e-6}}),
     "matmul_bf16": (matmul_bf16, {"default": {"rtol": 1e-5, "atol": 1e-4}}),

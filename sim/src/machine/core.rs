@@ -104,6 +104,14 @@ pub struct Machine<'k> {
     dma_agent: Agent,
 }
 
+/// The state a run starts from, kept for a replay.
+struct Snapshot {
+    dram: Dram,
+    sync: SyncState,
+    regs: [[u32; NUM_REGS]; 5],
+    engines: EngineState,
+}
+
 /// The NUL-terminated queue name of a DMA trigger.
 pub(crate) fn queue_name(raw: &[u8]) -> String {
     let end = raw.iter().position(|&c| c == 0).unwrap_or(raw.len());
@@ -391,16 +399,76 @@ impl<'k> Machine<'k> {
         progress: &mut dyn FnMut(u64),
     ) -> Result<RunStats, Fault> {
         let start = Instant::now();
+        // With the race check on, the starting state is kept for a replay (see
+        // `resolve_races`).
+        let snapshot = self
+            .race
+            .as_ref()
+            .filter(|c| c.tracks_memory())
+            .map(|_| Snapshot {
+                dram: self.dram.clone(),
+                sync: self.sync.clone(),
+                regs: self.regs,
+                engines: self.engines.clone(),
+            });
         let mut sync = std::mem::take(&mut self.sync);
         let r = sched::run_ordered(self, &mut sync, opts.max_steps, opts.order, progress);
         self.sync = sync;
         let sched = r?;
+        if let Some(s) = snapshot {
+            self.resolve_races(s, opts);
+        }
         Ok(RunStats {
             sched,
             dma_bytes: self.dma_bytes,
             dma_transfers: self.dma_transfers,
             wall: start.elapsed(),
         })
+    }
+
+    /// Make the race findings independent of the interleaving: when the schedule-independent
+    /// acquisition rule (`super::skeleton`) gives some wait a smaller clock than the run did,
+    /// replay the same interleaving from `start` with the resolved clocks imposed and take the
+    /// replay's findings. The machine's final state is the first run's. A replay whose
+    /// synchronisation differs from the run's (a kernel whose control flow depends on on-chip
+    /// data present before the run) is discarded and the run's findings stand.
+    fn resolve_races(&mut self, start: Snapshot, opts: &RunOptions) {
+        let Some(clocks) = self.race.as_ref().and_then(|c| c.resolve()) else {
+            return;
+        };
+        let Ok(chip) = OnChip::new(self.chip.geom) else {
+            return;
+        };
+        let end = Snapshot {
+            dram: std::mem::replace(&mut self.dram, start.dram),
+            sync: std::mem::replace(&mut self.sync, start.sync),
+            regs: std::mem::replace(&mut self.regs, start.regs),
+            engines: std::mem::replace(&mut self.engines, start.engines),
+        };
+        let mut chip = std::mem::replace(&mut self.chip, chip);
+        let counters = (self.dma_bytes, self.dma_transfers);
+        let mut first = self.race.take();
+        self.enable_race_check();
+        if let Some(c) = self.race.as_mut() {
+            c.force(clocks);
+        }
+        let mut sync = std::mem::take(&mut self.sync);
+        let r = sched::run_ordered(self, &mut sync, opts.max_steps, opts.order, &mut |_| {});
+        self.sync = end.sync;
+        self.dram = end.dram;
+        self.regs = end.regs;
+        self.engines = end.engines;
+        (self.dma_bytes, self.dma_transfers) = counters;
+        chip.log = self.chip.log.take();
+        self.chip = chip;
+        let replay = self.race.take();
+        self.race = match (r, replay, first.as_mut()) {
+            (Ok(_), Some(mut replay), Some(f)) if f.same_sync(&replay) => {
+                replay.timeline = f.timeline.take();
+                Some(replay)
+            }
+            _ => first,
+        };
     }
 
     fn bundle(&self, e: Engine, pc: usize) -> &'k Bundle {

@@ -21,6 +21,7 @@ pub mod pattern;
 pub mod race;
 pub mod sched;
 pub mod select;
+pub mod skeleton;
 pub mod sync;
 pub mod timeline;
 pub mod waitfor;

@@ -23,6 +23,9 @@
 //!   acquired. A wait for `sem >= 1` with two producers therefore acquires only the first
 //!   increment. A `SEM_WRITE` restarts the history from the writer's clock. A semaphore
 //!   changed behind the history's back (range clear) restarts it with an empty clock.
+//! * **Schedule independence.** Which updates a wait observed depends on the interleaving;
+//!   after the run, [`super::skeleton`] resolves the clock every interleaving guarantees each
+//!   wait, and the machine replays the run with those clocks when they differ.
 //! * **Shadow memory.** Per SBUF/PSUM partition and per DRAM variable, an interval map of byte
 //!   ranges, each with its last write and the last read of each agent. Two accesses from
 //!   different agents to overlapping bytes, at least one a write, where the earlier one's
@@ -45,6 +48,7 @@ use tpbsim_isa::Engine;
 use super::fault::Site;
 use super::geometry::{Geometry, Space};
 use super::pattern::Resolved;
+use super::skeleton::Skeleton;
 use super::sync::{SyncState, Update, UpdateOp, Wait, When};
 use crate::numerics::pe::PsumFlags;
 
@@ -68,16 +72,38 @@ impl SyncRefText {
 pub struct VClock(Vec<u32>);
 
 impl VClock {
-    fn zero(n: usize) -> VClock {
+    pub(crate) fn zero(n: usize) -> VClock {
         VClock(vec![0; n])
     }
+    /// The initial clock of agent `a` of `n`: its own component 1.
+    pub(crate) fn unit(n: usize, a: Agent) -> VClock {
+        let mut c = VClock::zero(n);
+        c.raise(a, 1);
+        c
+    }
+    #[cfg(test)]
+    pub(crate) fn from_vec(v: Vec<u32>) -> VClock {
+        VClock(v)
+    }
     #[inline]
-    fn get(&self, a: Agent) -> u32 {
+    pub(crate) fn get(&self, a: Agent) -> u32 {
         self.0.get(a as usize).copied().unwrap_or(0)
     }
-    fn join(&mut self, o: &VClock) {
+    pub(crate) fn join(&mut self, o: &VClock) {
         for (x, y) in self.0.iter_mut().zip(&o.0) {
             *x = (*x).max(*y);
+        }
+    }
+    /// Raise component `a` to at least `v`.
+    pub(crate) fn raise(&mut self, a: Agent, v: u32) {
+        if let Some(x) = self.0.get_mut(a as usize) {
+            *x = (*x).max(v);
+        }
+    }
+    /// Advance component `a`.
+    pub(crate) fn tick(&mut self, a: Agent) {
+        if let Some(x) = self.0.get_mut(a as usize) {
+            *x = x.saturating_add(1);
         }
     }
 }
@@ -476,6 +502,10 @@ pub struct Checker {
     pub(crate) shapes: Vec<(u64, u32)>,
     /// The origin of the last DMA access (agent, operand, id).
     last_dma_origin: Option<(Agent, String, u32)>,
+    /// The run's synchronisation, for the schedule-independent resolution.
+    skeleton: Skeleton,
+    /// Acquired clocks imposed on the waits (a replay of the run with resolved clocks).
+    forced: Option<Vec<VClock>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -489,13 +519,7 @@ impl Checker {
     /// A checker for `labels.len()` agents (the five engines first, in wire order).
     pub fn new(geom: Geometry, labels: Vec<String>, dram_names: BTreeMap<u32, String>) -> Checker {
         let n = labels.len();
-        let clocks = (0..n)
-            .map(|i| {
-                let mut c = VClock::zero(n);
-                c.0[i] = 1;
-                c
-            })
-            .collect();
+        let clocks = (0..n).map(|i| VClock::unit(n, i as Agent)).collect();
         Checker {
             geom,
             clocks,
@@ -534,7 +558,26 @@ impl Checker {
             timeline: None,
             shapes: Vec::new(),
             last_dma_origin: None,
+            skeleton: Skeleton::new(n),
+            forced: None,
         }
+    }
+
+    /// The schedule-independent acquired clock of every wait of the run so far, or `None`
+    /// when each equals the clock it acquired in the run (see [`super::skeleton`]).
+    pub fn resolve(&self) -> Option<Vec<VClock>> {
+        self.skeleton.resolve()
+    }
+
+    /// Make the waits acquire `clocks` (in the order they are passed) instead of what the
+    /// run offers: a replay of the same interleaving with [`Checker::resolve`]'s clocks.
+    pub fn force(&mut self, clocks: Vec<VClock>) {
+        self.forced = Some(clocks);
+    }
+
+    /// Whether `other` recorded the same synchronisation as this checker (a faithful replay).
+    pub fn same_sync(&self, other: &Checker) -> bool {
+        self.skeleton.same_shape(&other.skeleton)
     }
 
     /// Record memory accesses (race, uninitialised-read and PSUM checks) or not.
@@ -563,13 +606,17 @@ impl Checker {
         self.last_dma_origin = None;
     }
 
-    /// The queue agent `q` starts a transfer triggered by agent `by`: it acquires `by`'s clock.
+    /// The queue agent `q` starts a transfer triggered by agent `by`: it acquires `by`'s clock,
+    /// and `by`'s epoch advances (its later accesses are not covered by the transfer's clock).
     pub fn handoff(&mut self, by: Agent, q: Agent) {
         if by == q {
             return;
         }
+        self.skeleton.handoff(by, q);
         let c = self.clocks[by as usize].clone();
         self.clocks[q as usize].join(&c);
+        // The transfer is ordered after what `by` did so far, not after what it does next.
+        self.tick(by);
     }
 
     fn origin(&mut self, agent: Agent, operand: &str) -> u32 {
@@ -605,8 +652,7 @@ impl Checker {
     }
 
     fn tick(&mut self, agent: Agent) {
-        let c = &mut self.clocks[agent as usize].0[agent as usize];
-        *c = c.saturating_add(1);
+        self.clocks[agent as usize].tick(agent);
     }
 
     fn where_(&self) -> String {
@@ -660,6 +706,15 @@ impl Checker {
         let clock = self.clocks[agent as usize].clone();
         let h = &mut self.sems[i];
         let last = h.entries.last().map_or(h.base_value, |e| e.value);
+        self.skeleton.sem(
+            agent,
+            idx,
+            before,
+            after,
+            reset,
+            last != before,
+            clock.clone(),
+        );
         if reset || last != before {
             // A write, or a change the history did not see: restart.
             h.base_value = if reset { after } else { before };
@@ -709,6 +764,7 @@ impl Checker {
     /// Record that `agent` set event `idx` to `state` at `time`.
     pub fn event_release(&mut self, agent: Agent, idx: u8, state: bool, time: f64, at: &str) {
         let clock = self.clocks[agent as usize].clone();
+        self.skeleton.event(agent, idx, state, clock.clone());
         let h = &mut self.events[idx as usize];
         if h.state == state {
             h.clock.join(&clock);
@@ -780,6 +836,30 @@ impl Checker {
     /// time the condition became true.
     pub fn acquire(&mut self, agent: Agent, w: &Wait, sync: &SyncState, regs: &[u32]) -> f64 {
         let (c, t, from) = self.wait_source(w, sync, regs);
+        let need = match *w {
+            Wait::Sem { idx, cmp, rhs } => {
+                let h = &self.sems[idx as usize];
+                let last = h.entries.last().map_or(h.base_value, |e| e.value);
+                (last == sync.sems[idx as usize])
+                    .then(|| {
+                        self.skeleton
+                            .sem_need(idx, cmp, super::sync::operand(rhs, regs))
+                    })
+                    .flatten()
+            }
+            Wait::Event { idx, until, .. } => {
+                let h = &self.events[idx as usize];
+                (h.state == until && sync.event(idx) == until)
+                    .then(|| self.skeleton.event_need(idx, until))
+                    .flatten()
+            }
+        };
+        let epoch = self.clocks[agent as usize].get(agent);
+        let id = self.skeleton.acquire(agent, epoch, need, c.clone());
+        let c = match self.forced.as_ref().and_then(|f| f.get(id)) {
+            Some(f) => f.clone(),
+            None => c,
+        };
         self.clocks[agent as usize].join(&c);
         if let (Some(tl), Some(from)) = (self.timeline.as_mut(), from) {
             if from != agent {

@@ -254,7 +254,8 @@ impl Wait {
     }
 }
 
-fn operand(o: Operand, regs: &[u32]) -> u32 {
+/// The value of `o` for an engine with registers `regs`.
+pub(crate) fn operand(o: Operand, regs: &[u32]) -> u32 {
     match o {
         Operand::Imm(v) => v,
         Operand::Reg(r) => regs.get(r as usize).copied().unwrap_or(0),

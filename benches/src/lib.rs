@@ -38,9 +38,10 @@ pub fn l2_valid_mix(gen: tpbsim_isa::Gen, engine: tpbsim_isa::Engine) -> Vec<tpb
 }
 
 /// The clean testdata kernels, smallest first.
-pub const KERNELS: [&str; 6] = [
+pub const KERNELS: [&str; 7] = [
     "vadd",
     "iadd_pool",
+    "range_select",
     "softmax",
     "rmsnorm",
     "matmul_bf16",

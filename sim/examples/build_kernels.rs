@@ -1003,6 +1003,99 @@ fn mx_matmul() -> Package {
     p
 }
 
+/// Masked row maximum on DVE: RangeSelect keeps `x` where `lo[p] <= x < 1.5` (a per-partition
+/// lower bound read through a pointer, an immediate upper bound) and writes −FLT_MAX elsewhere,
+/// folding each row's maximum into the DVE accumulators (ZERO_ACCUMULATE); DveReadAccumulator
+/// (0x9B) writes the row maxima.
+fn range_select() -> Package {
+    use tpbsim_isa::{RangeSelect, ReduceCmd};
+    const F: u16 = 512;
+    let mut r = Rng(7);
+    let mut p = base("range_select");
+    let x = r.normals(P as usize * F as usize, 1.0);
+    let lo: Vec<f32> = (0..P).map(|i| -1.0 + f32::from(i) / 64.0).collect();
+    let f32t = tag(Format::Float32);
+    let shape = [P as u64, F as u64];
+    p.var(
+        "x",
+        VarKind::Input,
+        Format::Float32,
+        &shape,
+        Some(&bytes_f32(&x)),
+    )
+    .unwrap();
+    p.var(
+        "lo",
+        VarKind::Input,
+        Format::Float32,
+        &[P as u64, 1],
+        Some(&bytes_f32(&lo)),
+    )
+    .unwrap();
+    p.var("out", VarKind::Output, Format::Float32, &shape, None)
+        .unwrap();
+    p.var(
+        "rowmax",
+        VarKind::Output,
+        Format::Float32,
+        &[P as u64, 1],
+        None,
+    )
+    .unwrap();
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![
+            rows("x", 0, F as u64, Format::Float32, true, Some(1)),
+            rows("lo", 4096, 1, Format::Float32, true, Some(1)),
+        ],
+    );
+    p.block(
+        Engine::Sp,
+        "out",
+        0,
+        vec![
+            rows("out", 8192, F as u64, Format::Float32, false, None),
+            rows("rowmax", 12288, 1, Format::Float32, false, None),
+        ],
+    );
+    p.streams[Engine::Dve as usize] = vec![
+        RangeSelect {
+            events: events(Some((1, 2)), None),
+            num_active_partitions: P as u8,
+            in_out_dtypes: DtypePair::new(f32t, f32t),
+            reduce_cmd: ReduceCmd(3),
+            reduce_op: AluOp(0x08),
+            base: F32Bits(0),
+            fill_val: F32Bits(0xFF7F_FFFF),
+            src: row(sbuf(0), F),
+            comp_op0: AluOp(0x14), // IS_GE
+            comp_op1: AluOp(0x16), // IS_LT
+            bound0_src: ImmSrc(1),
+            bound1_src: ImmSrc(0),
+            bound0: sbuf(4096).address(),
+            bound1: 1.5f32.to_bits(),
+            dst: row(sbuf(8192), F),
+            ..Default::default()
+        }
+        .to_bundle(),
+        ReadAccumulator {
+            header: Header::new(Opcode(0x9B)),
+            events: events(None, Some(2)),
+            dst_element_count: 1,
+            dtype: f32t,
+            negated: 0,
+            num_active_partitions: P as u8,
+            dst: row(sbuf(12288), 1),
+            ..Default::default()
+        }
+        .to_bundle(),
+    ];
+    finish_sp(&mut p);
+    p
+}
+
 // ---- Kernels with planted synchronisation bugs (`sim check` finds each; no references). ----
 
 /// DVE fp32 add of 512-element rows at SBUF offsets: dst = src0 + src1.
@@ -1200,6 +1293,7 @@ fn main() {
         rmsnorm(),
         matmul_bf16(),
         mx_matmul(),
+        range_select(),
         race_dma_wait(),
         race_engines(),
         race_counter_partial(),

@@ -148,6 +148,16 @@ def mx_matmul(a):
     return {"out": np.maximum(y, np.float32(0))}
 
 
+def range_select(a):
+    # RangeSelect: keep x where lo[p] <= x < 1.5, else -FLT_MAX; the row maximum of the result
+    # (the MAX fold of the DVE accumulators, read back by DveReadAccumulator).
+    x = a["x"].astype(np.float32)
+    lo = a["lo"].astype(np.float32).reshape(-1, 1)
+    keep = (x >= lo) & (x < np.float32(1.5))
+    out = np.where(keep, x, -np.finfo(np.float32).max).astype(np.float32)
+    return {"out": out, "rowmax": out.max(axis=1, keepdims=True)}
+
+
 KERNELS = {
     "vadd": (vadd, {"default": {"ulp": 0}}),
     "iadd_pool": (iadd_pool, {"default": {"ulp": 0}}),
@@ -156,6 +166,7 @@ KERNELS = {
     "rmsnorm": (rmsnorm, {"default": {"rtol": 1e-5, "atol": 1e-6}}),
     "matmul_bf16": (matmul_bf16, {"default": {"rtol": 1e-5, "atol": 1e-4}}),
     "mx_matmul": (mx_matmul, {"default": {"rtol": 1e-5, "atol": 1e-4}}),
+    "range_select": (range_select, {"default": {"ulp": 0}}),
 }
 
 

@@ -87,6 +87,8 @@ struct RunResult {
     stats: RunStats,
     findings: Vec<Finding>,
     timeline: Option<Timeline>,
+    /// Project-defined details the executed ops relied on (not backed by public facts).
+    project_defined: Vec<&'static str>,
 }
 
 /// The order of schedule `i` of `a`.
@@ -163,6 +165,7 @@ fn simulate(
         stats,
         findings: m.race_findings(),
         timeline: m.timeline().cloned(),
+        project_defined: m.project_defined_notes(),
     })
 }
 
@@ -511,6 +514,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             "arch": gen.short(),
             "status": if !matched { "mismatch" } else if !clean { "findings" } else { "ok" },
             "summary": summary_json(&stats),
+            "project_defined": base.project_defined,
             "outputs": written.iter().map(|(n, p)| json!({"name": n, "path": p.display().to_string()})).collect::<Vec<_>>(),
             "comparisons": comparisons,
         });
@@ -537,6 +541,9 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             println!("wrote {n} -> {}", p.display());
         }
         print_summary(&stats);
+        for n in &base.project_defined {
+            println!("note: {n}");
+        }
         if let Some(p) = &profile {
             print_profile(p);
         }

@@ -173,6 +173,15 @@ impl OnChip {
         self.note(|| ChipAccess::Accumulate(r.clone(), flags));
     }
 
+    /// Record (while a race check runs) that the operation's reads of `r`, its destination,
+    /// use the bytes' values (read-modify-write): they are checked for uninitialised bytes like
+    /// a source's. Other reads of a destination are taken as gathers of the bytes the operation
+    /// leaves unchanged.
+    #[inline]
+    pub fn note_read_modify_write(&self, r: &Resolved) {
+        self.note(|| ChipAccess::ReadModifyWrite(r.clone()));
+    }
+
     /// Bounds-check a pattern.
     pub fn resolve(&self, p: &TensorPattern) -> Result<Resolved, AccessError> {
         Resolved::new(&self.geom, p)

@@ -133,6 +133,9 @@ pub enum ChipAccess {
     },
     /// A matmul writes its product into the PSUM bytes of the pattern under `flags`.
     Accumulate(Resolved, PsumFlags),
+    /// The operation's reads of the pattern (its destination) use the bytes' values: a
+    /// read-modify-write, checked for uninitialised bytes like a source.
+    ReadModifyWrite(Resolved),
     /// The shape of the operand just named (for the timeline's cost model).
     Shape {
         /// Elements per partition.
@@ -494,6 +497,8 @@ pub struct Checker {
     cur_mnemonic: &'static str,
     operands: Vec<(String, Resolved)>,
     accumulate: Option<(Resolved, PsumFlags)>,
+    /// Destinations the current bundle reads for their values (read-modify-write).
+    rmw: Vec<Resolved>,
     /// Record memory accesses (off when only the timeline is wanted).
     track_memory: bool,
     /// The timeline, when one is being built.
@@ -554,6 +559,7 @@ impl Checker {
             cur_mnemonic: "",
             operands: Vec::new(),
             accumulate: None,
+            rmw: Vec::new(),
             track_memory: true,
             timeline: None,
             shapes: Vec::new(),
@@ -602,6 +608,7 @@ impl Checker {
         self.cur_mnemonic = mnemonic;
         self.operands.clear();
         self.accumulate = None;
+        self.rmw.clear();
         self.shapes.clear();
         self.last_dma_origin = None;
     }
@@ -968,11 +975,11 @@ impl Checker {
                 ChipAccess::Operand(name, r) => self.operands.push((name, r)),
                 ChipAccess::Read(r) => {
                     let name = self.operand_name(&r);
-                    // A read of a destination is the model's read-modify-write of the bytes an
-                    // operation leaves unchanged (MX scale slots, predicated lanes, PSUM
-                    // accumulation — checked by the PSUM group rule), not a use of their value.
-                    let skip_uninit = name.starts_with("dst")
-                        || self.accumulate.as_ref().is_some_and(|(x, _)| *x == r);
+                    // A read of a destination is, unless the operation declared it a
+                    // read-modify-write (PSUM accumulation, `ReadModifyWrite`), the model's
+                    // gather of the bytes an operation leaves unchanged (MX scale slots,
+                    // predicated lanes), not a use of their value.
+                    let skip_uninit = name.starts_with("dst") && !self.rmw.contains(&r);
                     let o = self.origin(agent, &name);
                     let slots = mx_scale(&name);
                     self.chip_access(agent, o, &r, AccessKind::Read, !skip_uninit, None, slots);
@@ -1015,8 +1022,10 @@ impl Checker {
                         let o = self.origin(agent, &name);
                         self.psum_check(o, &r, flags);
                     }
+                    self.rmw.push(r.clone());
                     self.accumulate = Some((r, flags));
                 }
+                ChipAccess::ReadModifyWrite(r) => self.rmw.push(r),
             }
         }
     }
@@ -1049,21 +1058,22 @@ impl Checker {
         mx_slots: bool,
     ) {
         let me = self.acc(agent, origin);
+        let runs = merged_runs(r);
         for p in r.first_partition..r.first_partition + r.partitions {
             if mx_slots && (p - r.first_partition) % 32 >= 4 {
                 continue;
             }
-            r.for_each_run_in_partition(|o, l| {
+            for &(lo, hi) in &runs {
                 self.range(
                     Mem::Chip(r.space, p),
-                    o as u32,
-                    (o + l) as u32,
+                    lo,
+                    hi,
                     kind,
                     me,
                     check_uninit,
                     matmul,
                 );
-            });
+            }
         }
     }
 
@@ -1226,10 +1236,10 @@ impl Checker {
 
     fn psum_check(&mut self, origin: u32, r: &Resolved, flags: PsumFlags) {
         let mut found: Vec<(Key, u32, u32, u32)> = Vec::new();
+        let runs = merged_runs(r);
         for p in r.first_partition..r.first_partition + r.partitions {
             let mem = Mem::Chip(r.space, p);
-            r.for_each_run_in_partition(|o, l| {
-                let (lo, hi) = (o as u32, (o + l) as u32);
+            for &(lo, hi) in &runs {
                 let map = self.map(mem);
                 let mut cursor = lo;
                 let start = map.0.range(..lo).next_back().map(|(&k, _)| k).unwrap_or(lo);
@@ -1251,7 +1261,7 @@ impl Checker {
                 if cursor < hi {
                     found.push((Key::Psum(origin, None), p, cursor, hi));
                 }
-            });
+            }
         }
         let agent = self.cur_agent;
         let epoch = self.clocks[agent as usize].get(agent);
@@ -1368,9 +1378,19 @@ impl Checker {
             })
             .flatten()
             .collect();
+        // A matmul accumulating onto never-written PSUM bytes is reported as the PSUM finding,
+        // which names the accumulation group, not also as an uninitialised read.
+        let psum_sites: Vec<(Origin, Memory)> = out
+            .iter()
+            .filter_map(|f| match &f.kind {
+                FindingKind::PsumUnzeroed { at, .. } => Some((at.clone(), f.extent.memory.clone())),
+                _ => None,
+            })
+            .collect();
         out.retain(|f| match &f.kind {
             FindingKind::UninitRead { at } => !racy_reads
                 .iter()
+                .chain(&psum_sites)
                 .any(|(o, m)| o == at && *m == f.extent.memory),
             _ => true,
         });
@@ -1390,6 +1410,31 @@ impl Checker {
         });
         out
     }
+}
+
+/// The byte ranges `[lo, hi)` one partition of `r` covers: its runs sorted, with contiguous
+/// and overlapping runs merged (a reversed, transposed or broadcast pattern visits many runs
+/// that cover few ranges). The layout is the same in every partition of the pattern.
+fn merged_runs(r: &Resolved) -> Vec<(u32, u32)> {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    r.for_each_run_in_partition(|o, l| {
+        let (lo, hi) = (o as u32, (o + l) as u32);
+        match runs.last_mut() {
+            Some(last) if last.1 == lo => last.1 = hi,
+            _ => runs.push((lo, hi)),
+        }
+    });
+    if runs.windows(2).any(|w| w[0].0 > w[1].0) {
+        runs.sort_unstable();
+    }
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(runs.len());
+    for (lo, hi) in runs {
+        match out.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
 }
 
 /// Whether operand `name` is an MX scale buffer (`src.scale`, `dst.scale`). Its pattern is the
@@ -1464,7 +1509,7 @@ fn missing_sync(a: &RaceSide, b: &RaceSide) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::pattern::TensorPattern;
+    use crate::machine::pattern::{Dim, TensorPattern};
     use crate::machine::sync::{Cmp, Operand};
     use tpbsim_isa::Gen;
 
@@ -1705,6 +1750,132 @@ mod tests {
             &f[0].kind,
             FindingKind::PsumUnzeroed { last: None, .. }
         ));
+    }
+
+    #[test]
+    fn a_declared_read_modify_write_of_the_destination_is_checked_for_uninitialised_bytes() {
+        let (mut c, g) = checker();
+        let r = rows(&g, 0x200, 64);
+        let half = rows(&g, 0x200, 32);
+        // DVE wrote the first half earlier.
+        bundle(&mut c, Engine::Dve, 0, vec![ChipAccess::Write(half)]);
+        // A gather of the destination that the operation does not use (predicated lanes):
+        // not a use of the bytes.
+        let preserve = |c: &mut Checker, i| {
+            bundle(
+                c,
+                Engine::Dve,
+                i,
+                vec![
+                    ChipAccess::Operand("dst".into(), r.clone()),
+                    ChipAccess::Read(r.clone()),
+                    ChipAccess::Write(r.clone()),
+                ],
+            )
+        };
+        preserve(&mut c, 1);
+        assert!(c.findings().is_empty(), "{:?}", c.findings());
+        // The same bytes read by an operation that accumulates into its destination.
+        let (mut c, g) = checker();
+        let r = rows(&g, 0x200, 64);
+        bundle(
+            &mut c,
+            Engine::Dve,
+            0,
+            vec![ChipAccess::Write(rows(&g, 0x200, 32))],
+        );
+        bundle(
+            &mut c,
+            Engine::Dve,
+            1,
+            vec![
+                ChipAccess::Operand("dst".into(), r.clone()),
+                ChipAccess::ReadModifyWrite(r.clone()),
+                ChipAccess::Read(r.clone()),
+                ChipAccess::Write(r),
+            ],
+        );
+        let f = c.findings();
+        assert_eq!(f.len(), 1, "{f:?}");
+        let FindingKind::UninitRead { at } = &f[0].kind else {
+            panic!("{f:?}")
+        };
+        assert_eq!((at.index, at.operand.as_str()), (1, "dst"));
+        assert_eq!(f[0].extent.bytes, (0x220, 0x240));
+        assert_eq!(f[0].extent.count, 4 * 32);
+    }
+
+    #[test]
+    fn psum_accumulation_onto_unwritten_bytes_is_one_finding() {
+        // The matmul's read of its PSUM destination is a read-modify-write: its uninitialised
+        // bytes are reported once, as the PSUM finding.
+        let (mut c, g) = checker();
+        let p = Resolved::new(&g, &TensorPattern::dense(g.psum_address(0, 0), 2, 4, 8)).unwrap();
+        bundle(
+            &mut c,
+            Engine::Pe,
+            0,
+            vec![
+                ChipAccess::Operand("dst".into(), p.clone()),
+                ChipAccess::Accumulate(p.clone(), PsumFlags::from_wire(0).unwrap()),
+                ChipAccess::Read(p.clone()),
+                ChipAccess::Write(p),
+            ],
+        );
+        let f = c.findings();
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].kind_name(), "psum-unzeroed");
+    }
+
+    #[test]
+    fn operand_runs_are_merged_before_the_shadow_update() {
+        let g = Geometry::of(Gen::V3);
+        let at = |dims: &[Dim]| {
+            Resolved::new(
+                &g,
+                &TensorPattern::new(g.sbuf_address(0, 0x100), 2, 4, dims),
+            )
+            .unwrap()
+        };
+        // A 4×4 transpose visits 16 four-byte runs that cover one range.
+        let t = at(&[Dim::new(4, 4), Dim::new(1, 4)]);
+        let mut n = 0;
+        t.for_each_run_in_partition(|_, _| n += 1);
+        assert_eq!(n, 16);
+        assert_eq!(merged_runs(&t), vec![(0x100, 0x140)]);
+        // A broadcast repeats one run; a strided pattern keeps its gaps.
+        assert_eq!(merged_runs(&at(&[Dim::new(0, 8)])), vec![(0x100, 0x104)]);
+        assert_eq!(
+            merged_runs(&at(&[Dim::new(2, 3)])),
+            vec![(0x100, 0x104), (0x108, 0x10C), (0x110, 0x114)]
+        );
+        // One shadow segment per partition after the transposed write, and a later read of a
+        // part of it by another engine is one race over exactly the bytes read.
+        let (mut c, _) = checker();
+        bundle(
+            &mut c,
+            Engine::Act,
+            0,
+            vec![
+                ChipAccess::Operand("dst".into(), t.clone()),
+                ChipAccess::Write(t),
+            ],
+        );
+        assert_eq!((c.sbuf[0].0.len(), c.sbuf[1].0.len()), (1, 1));
+        let part = at(&[Dim::new(1, 4)]);
+        bundle(
+            &mut c,
+            Engine::Dve,
+            0,
+            vec![
+                ChipAccess::Operand("src".into(), part.clone()),
+                ChipAccess::Read(part),
+            ],
+        );
+        let f = c.findings();
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].extent.bytes, (0x100, 0x110));
+        assert_eq!(f[0].extent.count, 2 * 16);
     }
 
     #[test]

@@ -291,6 +291,12 @@ impl Machine<'_> {
     }
 
     pub(super) fn load_f32(&self, site: Site, r: &Resolved, f: Format) -> Result<Vec<f32>, Fault> {
+        if matches!(f, Format::Float32 | Format::Float32r) {
+            // fp32 storage is the value's bits: no conversion pass.
+            if let Some(v) = self.chip.gather_f32(r) {
+                return Ok(v);
+            }
+        }
         let bytes = self.chip.gather(r);
         let n = bytes.len() / f.container_bytes() * f.lanes();
         let mut out = vec![0f32; n];
@@ -306,6 +312,12 @@ impl Machine<'_> {
         vals: &[f32],
         policy: &CastPolicy,
     ) -> Result<(), Fault> {
+        #[cfg(target_endian = "little")]
+        if f == Format::Float32 {
+            // fp32 storage is the value's bits: no conversion pass.
+            self.chip.scatter(r, bytemuck::cast_slice(vals));
+            return Ok(());
+        }
         let mut bytes = vec![0u8; vals.len() / f.lanes() * f.container_bytes()];
         from_f32_slice(vals, &mut bytes, f, policy)
             .map_err(|e| Fault::exec(site, e.to_string()))?;

@@ -8,7 +8,7 @@ use super::race::{ChipAccess, OnChipLog};
 use crate::numerics::pe::PsumFlags;
 
 /// Bytes per bit of a [`Store`]'s dirty map.
-const GRANULE: usize = 4096;
+const GRANULE: usize = 1024;
 
 /// Cleared stores kept for reuse (see [`OnChip`]); at most this many SBUF/PSUM pairs.
 const POOL_CAPACITY: usize = 4;
@@ -32,17 +32,15 @@ impl Store {
     #[inline]
     fn mark(&mut self, lo: usize, hi: usize) {
         let (first, last) = (lo / GRANULE, (hi - 1) / GRANULE);
-        if first == last {
-            self.dirty[first / 64] |= 1 << (first % 64);
+        let (w0, w1) = (first / 64, last / 64);
+        let lo_mask = u64::MAX << (first % 64);
+        let hi_mask = u64::MAX >> (63 - last % 64);
+        if w0 == w1 {
+            self.dirty[w0] |= lo_mask & hi_mask;
         } else {
-            self.mark_slow(first, last);
-        }
-    }
-
-    #[cold]
-    fn mark_slow(&mut self, first: usize, last: usize) {
-        for g in first..=last {
-            self.dirty[g / 64] |= 1 << (g % 64);
+            self.dirty[w0] |= lo_mask;
+            self.dirty[w0 + 1..w1].fill(u64::MAX);
+            self.dirty[w1] |= hi_mask;
         }
     }
 
@@ -77,7 +75,7 @@ static POOL: Mutex<Vec<Vec<Store>>> = Mutex::new(Vec::new());
 /// SBUF and PSUM contents, partition-major, zero at start.
 ///
 /// The storage is anonymous memory, zero-filled lazily by the OS page by page as a run touches
-/// it. Every write marks the 4 KiB granules it touches; when the memories are dropped, the
+/// it. Every write marks the 1 KiB granules it touches; when the memories are dropped, the
 /// marked granules are cleared and the storage is kept (a few pairs per process) for the next
 /// machine of the same generation, which so starts from zeroed memory without a page fault per
 /// touched page.
@@ -244,6 +242,28 @@ impl OnChip {
             let part = self.partition(r.space, p);
             r.for_each_run_in_partition(|o, l| out.extend_from_slice(&part[o..o + l]));
         }
+    }
+
+    /// The fp32 words of a resolved pattern whose runs are whole words (`None` otherwise),
+    /// partition-major: [`OnChip::gather`] read as little-endian `f32`s, without the byte
+    /// copy.
+    pub fn gather_f32(&self, r: &Resolved) -> Option<Vec<f32>> {
+        if r.run_bytes % 4 != 0 {
+            return None;
+        }
+        self.note(|| ChipAccess::Read(r.clone()));
+        let mut out = Vec::with_capacity(r.total_bytes() as usize / 4);
+        for p in r.first_partition..r.first_partition + r.partitions {
+            let part = self.partition(r.space, p);
+            r.for_each_run_in_partition(|o, l| {
+                out.extend(
+                    part[o..o + l]
+                        .chunks_exact(4)
+                        .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+                )
+            });
+        }
+        Some(out)
     }
 
     /// The bytes of a resolved pattern, partition-major.
@@ -460,6 +480,37 @@ mod tests {
         assert_eq!(&m.partition(Space::Sbuf, 1)[14..16], &data[2..4]);
         // Partition 2, i1 = 1, i0 = 3: 8 + (20 + 9)*2.
         assert_eq!(&m.partition(Space::Sbuf, 2)[66..68], &data[30..32]);
+    }
+
+    #[test]
+    fn gather_f32_reads_the_gathered_words() {
+        let g = Geometry::of(Gen::V3);
+        let mut m = OnChip::new(g).unwrap();
+        for p in 0..4 {
+            for (i, b) in m.partition_mut(Space::Sbuf, p)[..256]
+                .iter_mut()
+                .enumerate()
+            {
+                *b = (i as u32 * 31 + p) as u8;
+            }
+        }
+        let words = m
+            .resolve(&TensorPattern::new(
+                g.sbuf_address(1, 8),
+                3,
+                4,
+                &[Dim::new(2, 2), Dim::new(-1, 3), Dim::new(9, 2)],
+            ))
+            .unwrap();
+        let bytes = m.gather(&words);
+        let want: Vec<u32> = bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        let got = m.gather_f32(&words).unwrap();
+        assert_eq!(got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), want);
+        let halves = TensorPattern::new(g.sbuf_address(0, 0), 2, 2, &[Dim::new(2, 4)]);
+        assert!(m.gather_f32(&m.resolve(&halves).unwrap()).is_none());
     }
 
     #[test]

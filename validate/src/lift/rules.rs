@@ -244,9 +244,10 @@ pub(crate) static STT: Form = Form {
         "op0",
         "op1",
         "reverse",
-        "scalar_imm",
-        "scalar_dtype",
+        "imm0_src",
+        "imm0_dtype",
         "accumulator_cmd",
+        "imm0",
     ],
 };
 /// SELECT_REDUCE as the second bundle of Select: `args = [predicate (mask), on_true (src)]`.

@@ -953,3 +953,137 @@ fn affine_select_builds_a_triangular_mask() {
         .collect();
     assert_eq!(get(&m, sb(G, 0, 64), 3, 8), bf16_bytes(&want));
 }
+
+#[test]
+fn tensor_dequantize_fp6_stream_and_transport_gate() {
+    const G: Gen = Gen::V3;
+    // 16 FP6 E2M3 codes per partition, code i = (i * 5) mod 64, packed LSB first in 3 words.
+    let codes = |p: u32| -> Vec<u32> { (0..16).map(|i| (i * 5 + 7 * p) % 64).collect() };
+    let pack = |c: &[u32]| -> Vec<u8> {
+        let mut bits: u128 = 0;
+        for (i, &v) in c.iter().enumerate() {
+            bits |= u128::from(v) << (6 * i);
+        }
+        bits.to_le_bytes()[..12].to_vec()
+    };
+    let init = |m: &mut Machine<'_>| put(m, sb(G, 0, 0), 2, &[pack(&codes(0)), pack(&codes(1))]);
+    let k = kernel(G, Engine::Pool, vec![dequant(4, 0, 3, 4, G)]);
+    let m = run(&k, G, init).unwrap();
+    // E2M3, bias 1: sign bit 5, exponent bits 3..5, 3 mantissa bits; every value exact in E4M3.
+    let value = |c: u32| {
+        let (s, e, f) = (c >> 5, (c >> 3) & 3, c & 7);
+        let mag = if e == 0 {
+            f as f32 / 8.0
+        } else {
+            (1.0 + f as f32 / 8.0) * (1 << (e - 1)) as f32
+        };
+        if s == 1 {
+            -mag
+        } else {
+            mag
+        }
+    };
+    let want: Vec<u8> = (0..2)
+        .flat_map(|p| {
+            codes(p)
+                .into_iter()
+                .map(|c| nearest_fp8(Format::Float8E4m3fn, value(c)))
+        })
+        .collect();
+    assert_eq!(get(&m, sb(G, 0, 256), 2, 16), want);
+    // The dtype fields are UINT32 transport words; anything else is a fault.
+    let mut b = dequant(4, 0, 3, 4, G);
+    b.0[32] = tag(Format::Float32, G).0;
+    let k = kernel(G, Engine::Pool, vec![b]);
+    let mut m = Machine::new(&k, G).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert!(f.to_string().contains("transport words"), "{f}");
+}
+
+#[test]
+fn selects_with_pointer_scalars_and_integer_formats() {
+    use tpbsim_isa::{AffineSelect, AffineSelectCmp, ImmSrc, TensorScalarSelect};
+    const G: Gen = Gen::V3;
+    // TensorScalarSelect: instruction predicate 1, scalar from a per-partition int32 column.
+    let x: [[i32; 2]; 2] = [[10, 11], [12, 13]];
+    let ts = |pred: u32| {
+        TensorScalarSelect {
+            src: tensor(sb(G, 0, 0), [2, 1, 1]),
+            num_active_partitions: 2,
+            dtype: tag(Format::Int32, G),
+            pred_dtype: tag(Format::Uint32, G),
+            imm_src: ImmSrc(1),
+            pred_src: ImmSrc(0),
+            imm: sb(G, 0, 32),
+            pred,
+            dst: tensor(sb(G, 0, 64), [2, 1, 1]),
+            ..Default::default()
+        }
+        .to_bundle()
+    };
+    let init = |m: &mut Machine<'_>| {
+        put(m, sb(G, 0, 0), 2, &x.map(|r| le(&r, i32::to_le_bytes)));
+        put(
+            m,
+            sb(G, 0, 32),
+            2,
+            &[
+                le(&[-100i32], i32::to_le_bytes),
+                le(&[-200i32], i32::to_le_bytes),
+            ],
+        );
+    };
+    let k = kernel(G, Engine::Pool, vec![ts(0)]);
+    let m = run(&k, G, init).unwrap();
+    assert_eq!(
+        i32s(&get(&m, sb(G, 0, 64), 2, 8)),
+        vec![-100, -100, -200, -200]
+    );
+    let k = kernel(G, Engine::Pool, vec![ts(1)]);
+    let m = run(&k, G, init).unwrap();
+    assert_eq!(i32s(&get(&m, sb(G, 0, 64), 2, 8)), vec![10, 11, 12, 13]);
+    let k = kernel(G, Engine::Pool, vec![ts(2)]);
+    let mut m = Machine::new(&k, G).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert!(f.to_string().contains("predicate 2 (0 or 1)"), "{f}");
+
+    // AffineSelect int32 → int32 on a 2-D ramp (steps 1 and 10 over 3 × 2 elements): EQ keeps
+    // the lanes whose ramp is zero; the fill 7.9 converts to int32 by truncation (device policy).
+    let b = AffineSelect {
+        num_active_partitions: 2,
+        in_out_dtypes: DtypePair::new(tag(Format::Int32, G), tag(Format::Int32, G)),
+        fill_mode: AffineSelectCmp(2),
+        fill_reg: 0,
+        mask_base: -11,
+        mask_step: [1, 10, 0, 0],
+        mask_num: [3, 2, 1, 1],
+        src: tensor(sb(G, 0, 0), [6, 1]),
+        dst: tensor(sb(G, 0, 64), [6, 1]),
+        channel_multiplier: 1,
+        ..Default::default()
+    }
+    .to_bundle();
+    let vals: Vec<i32> = (0..12).map(|i| 1_000_000_007 + i).collect();
+    let init = |m: &mut Machine<'_>| {
+        put_flat(m, sb(G, 0, 0), &le(&vals, i32::to_le_bytes), 24);
+        m.regs[Engine::Pool as usize][0] = 7.9f32.to_bits();
+    };
+    let k = kernel(G, Engine::Pool, vec![b]);
+    let m = run(&k, G, init).unwrap();
+    let want: Vec<i32> = (0..12)
+        .map(|k| {
+            let (p, e) = (k / 6, k % 6);
+            let ramp = -11 + (e % 3) as i32 + 10 * (e / 3) as i32 + p as i32;
+            if ramp == 0 {
+                vals[k]
+            } else {
+                7
+            }
+        })
+        .collect();
+    assert_eq!(
+        i32s(&get(&m, sb(G, 0, 64), 2, 24)),
+        want,
+        "equal formats move bits exactly"
+    );
+}

@@ -48,8 +48,9 @@ fn tt(start: u32, parts: u8) -> Bundle {
 }
 
 /// A DVE stream for v3: a clean add; a memset over partitions 96..160 (an L1 partition-access
-/// error the L2 format gates do not cover); a plain TensorScalar with an accumulate command (an
-/// L2 error, legal BIR); an add over partitions 96..160 (both layers on one bundle).
+/// error, which the L2 Memset gate also rejects through its active-channel window); a plain
+/// TensorScalar with an accumulate command (an L2 error, legal BIR); an add over partitions
+/// 96..160 (both layers on one bundle).
 fn dve_stream(dir: &Path) -> PathBuf {
     let m = Memset {
         dtype: Dtype::FP32,
@@ -174,15 +175,22 @@ fn verify_stream_reports_both_layers() {
         .collect();
     let errors: Vec<&serde_json::Value> =
         lines.iter().filter(|v| v["severity"] == "error").collect();
-    // Bundle 1: L1 only (partition access), located at the bundle and at the instruction.
+    // Bundle 1: partition access on both layers (L1 checkLegalPartitionAccess, L2
+    // start_addr_active_channels), located at the bundle and at the instruction.
     let at = |i: u64, layer: &str| {
         errors
             .iter()
             .filter(|v| v["index"] == i && v["layer"] == layer)
             .count()
     };
-    assert!(at(1, "L1") > 0 && at(1, "L2") == 0, "{errors:?}");
-    let l1 = errors.iter().find(|v| v["index"] == 1).unwrap();
+    assert!(at(1, "L1") > 0 && at(1, "L2") > 0, "{errors:?}");
+    assert!(errors.iter().any(|v| v["index"] == 1
+        && v["layer"] == "L2"
+        && v["rule"] == "start_addr_active_channels"));
+    let l1 = errors
+        .iter()
+        .find(|v| v["index"] == 1 && v["layer"] == "L1")
+        .unwrap();
     assert_eq!(l1["rule"], "checkLegalPartitionAccess");
     assert_eq!(
         (l1["offset"].as_u64(), l1["engine"].as_str()),

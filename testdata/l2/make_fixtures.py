@@ -215,6 +215,79 @@ add("v4", "pe", "error", "s3_lw_dual_fp8_restrictions", 934, dual(1, b32=BF16), 
 add("v4", "pe", "error", "s3_lw_dual_fp8_restrictions", 934, dual(1, b30=1), "dual-FP8 mode 1 partition word num[2] != 2")
 add("v3", "pe", "valid", "-", "-", lw("v3", dt=FP8E5), "selector byte 0 on v3 LdWeights")
 
+# Gates of the remaining typed formats.
+def rd(op=0x24, count=1, neg=0):
+    b = hdr(op)
+    u32(b, 28, count)
+    b[32] = FP32
+    b[33] = neg
+    b[34] = 128
+    u32(b, 44, 0x400)
+    u16(b, 48, 1)
+    u16(b, 50, 1)
+    return b
+
+
+def dq(fmt=1, group=0, src=8, dst=16):
+    b = hdr(0x7B)
+    t3(b, 12, 0x100, (1, 1, src))
+    b[32] = UINT32
+    b[33] = UINT32
+    b[34] = 32
+    b[35] = fmt
+    b[36] = group
+    t3(b, 44, 0x1000, (1, 1, dst))
+    return b
+
+
+def trigger(name=b"q0"):
+    b = hdr(0xC1)
+    b[12:12 + len(name)] = name
+    u32(b, 48, 1)
+    return b
+
+
+def memset(dst=0x100, dt=FP32):
+    b = hdr(0x49)
+    u32(b, 28, 64)
+    b[32] = dt
+    b[34] = 32
+    t4(b, 44, dst, (1, 1, 1, 64))
+    return b
+
+
+def branch(cmp=0, dt=0, mode=3):
+    b = hdr(0xA9)
+    b[12] = cmp
+    b[13] = dt
+    b[14] = mode
+    struct.pack_into("<Q", b, 48, 0x40)
+    return b
+
+
+for g in ("v2", "v3", "v4"):
+    add(g, "act", "valid", "-", "-", rd(), "ReadAccumulator FP32, one element per partition")
+    add(g, "dve", "valid", "-", "-", rd(0x9B, neg=1), "DveReadAccumulator negated")
+    add(g, "act", "error", "is_valid_d1_rd.negated", FMT[g], rd(neg=1), "ACT ReadAccumulator negated")
+    add(g, "act", "error", "is_valid_d1_rd.dst_element_count", FMT[g], rd(count=2), "ReadAccumulator count 2")
+    add(g, "sp", "valid", "-", "-", trigger(), "DmaTrigger queue q0")
+    add(g, "sp", "error", "is_valid_pseudo.name", FMT[g], trigger(b"q\x000x"), "DmaTrigger name with bytes after the NUL")
+    add(g, "sp", "valid", "-", "-", hdr(0xA1), "Halt")
+    b = hdr(0xA1)
+    b[30] = 1
+    add(g, "sp", "error", "reserved_zero", FMT[g], b, "Halt with a body byte set")
+    add(g, "pool", "valid", "-", "-", memset(), "Memset FP32 4D")
+    add(g, "pool", "error", "addr_aligned_dtype", FMT[g], memset(dst=0x102), "Memset FP32 at a 2-byte aligned address")
+    add(g, "sp", "valid", "-", "-", branch(), "unconditional branch")
+    add(g, "sp", "error", "is_valid_enum(CMP_OP)", FMT[g], branch(cmp=7), "compare op 7 (unused)")
+    add(g, "sp", "error", "is_valid_dtype", FMT[g], branch(cmp=3), "conditional branch without a dtype")
+for g in ("v3", "v4"):
+    add(g, "pool", "valid", "-", "-", dq(), "TensorDequantize E2M1 -> E5M2, 2:1")
+    add(g, "pool", "valid", "-", "-", dq(3, 8, 10, 16), "TensorDequantize NF4 group 8, 8:5")
+    add(g, "pool", "error", "s3d3_tens_dequant_element_count_check_t3d", FMT[g], dq(1, 0, 8, 8), "TensorDequantize 1:1")
+    add(g, "pool", "error", "has_valid_dequant_fmt_group_size", FMT[g], dq(4, 8, 10, 16), "E2M3 with group 8")
+    add(g, "pool", "error", "has_valid_dequant_fmt", FMT[g], dq(0), "dequant_fmt INVALID")
+
 print(__doc__.strip().replace("\n", "\n# ").join(["# ", ""]))
 for note, *r in rows:
     print(f"# {note}")

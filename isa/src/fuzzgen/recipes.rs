@@ -392,6 +392,320 @@ pub const RECIPES: &[Recipe] = &[
             },
         ],
     },
+    Recipe {
+        gate: "is_valid_s3s3d3_tt",
+        format: "TensorTensor",
+        opcodes: &[0x65],
+        gens: L2_GENS,
+        fill: fill_tensor_tensor,
+        enums: &[e("op", 14, "is_valid_s3s3d3_tt.alu_op", tr_alu_op)],
+        dtypes: TT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_s3s3d3_tt",
+        format: "TensorTensor",
+        opcodes: &[0x8A, 0x8B, 0x8F],
+        gens: &[Gen::V2],
+        fill: fill_tensor_tensor,
+        enums: &[e("op", 14, "is_valid_s3s3d3_tt.alu_op", tr_alu_op)],
+        dtypes: TT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_s4d4_tr",
+        format: "TensorReduce",
+        opcodes: &[0x8C, 0x8D],
+        gens: &[Gen::V2],
+        fill: fill_tensor_reduce,
+        enums: &tr_enums(tr_alu_op),
+        dtypes: IN_OUT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_s2d2_ac",
+        format: "Activate2",
+        opcodes: &[0x25],
+        gens: &[Gen::V4],
+        fill: fill_activate2,
+        enums: &[
+            e("relu_param_src", 24, "is_valid_enum(IMM_SRC)", upto2),
+            e("imm0_src", 25, "is_valid_enum(IMM_SRC)", upto2),
+            e("reduce_cmd", 26, "is_valid_enum(REDUCE_CMD)", upto3),
+            e("op0", 29, "is_valid_enum(ALU_OP)", tr_alu_op),
+            e("op1", 30, "is_valid_enum(ALU_OP)", tr_alu_op),
+            e("reduce_op", 31, "is_valid_enum(ALU_OP)", tr_alu_op),
+            e("reverse", 60, "is_valid_s2d2_ac.reverse", upto3),
+        ],
+        dtypes: &[dt("in_dtype", 32), dt("out_dtype", 33)],
+    },
+    Recipe {
+        gate: "is_valid_s3d3_aq",
+        format: "ActivateQuantize",
+        opcodes: &[0x22],
+        gens: L2_GENS,
+        fill: fill_activate_quantize,
+        enums: &[],
+        dtypes: &[
+            dt_nibble("in_bias_dtypes", 32, false),
+            dt_nibble("in_bias_dtypes", 32, true),
+        ],
+    },
+    Recipe {
+        gate: "is_valid_d1_rd",
+        format: "ReadAccumulator",
+        opcodes: &[0x24],
+        gens: L2_GENS,
+        fill: fill_read_accumulator,
+        enums: &[e("negated", 33, "is_valid_d1_rd.negated", zero)],
+        dtypes: RD_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_d1_rd",
+        format: "ReadAccumulator",
+        opcodes: &[0x9B],
+        gens: L2_GENS,
+        fill: fill_read_accumulator,
+        enums: &[e("negated", 33, "is_valid_d1_rd.negated", upto1)],
+        dtypes: RD_DTYPES,
+    },
+    opaque_recipe("is_valid_ctrl_no", "ActTableLoad", &[0x23]),
+    opaque_recipe("is_valid_ctrl_no", "Notify", &[0xA6]),
+    opaque_recipe("is_valid_ctrl", "Control", &[0x9F, 0xA1, 0xA3, 0xA4]),
+    opaque_recipe("is_valid_drain", "Drain", &[0xA2]),
+    opaque_recipe("is_valid_write", "Write", &[0xA5]),
+    opaque_recipe("is_valid_dma_direct2d", "DmaDirect2d", &[0xD4]),
+    Recipe {
+        gate: "is_valid_memset",
+        format: "Memset",
+        opcodes: &[0x49],
+        gens: L2_GENS,
+        fill: fill_memset,
+        enums: &[],
+        dtypes: &[dt("dtype", 32)],
+    },
+    Recipe {
+        gate: "is_valid_iota",
+        format: "Iota",
+        opcodes: &[0x7E],
+        gens: L2_GENS,
+        fill: fill_iota,
+        enums: &[],
+        dtypes: &[dt("out_dtype", 33)],
+    },
+    Recipe {
+        gate: "is_valid_tensor_dequantize",
+        format: "TensorDequantize",
+        opcodes: &[0x7B],
+        gens: &[Gen::V3, Gen::V4],
+        fill: fill_dequantize,
+        enums: &[
+            e("dequant_fmt", 35, "has_valid_dequant_fmt", dequant_fmt),
+            e("group_size", 36, "has_valid_group_size", group_size),
+        ],
+        dtypes: &[],
+    },
+    Recipe {
+        gate: "is_valid_s3d3_cp_pred_scalar",
+        format: "CopyPredScalar",
+        opcodes: &[0xE8],
+        gens: L2_GENS,
+        fill: fill_copy_pred_scalar,
+        enums: &[e("use_false_fill", 33, "flag_byte", upto1)],
+        dtypes: &[
+            dt("mask_dtype", 32),
+            dt("src_dtype", 41),
+            dt("out_dtype", 42),
+        ],
+    },
+    Recipe {
+        gate: "is_valid_select_reduce",
+        format: "SelectReduce",
+        opcodes: &[0xEA],
+        gens: L2_GENS,
+        fill: fill_select_reduce,
+        enums: &[
+            e("bypass_op", 36, "is_valid_enum(ALU_OP)", tr_alu_op),
+            e("reduce_op", 37, "is_valid_enum(ALU_OP)", tr_alu_op),
+            e("use_false_fill", 38, "flag_byte", upto1),
+            e("accumulator_cmd", 44, "is_valid_enum(ACCUM_CMD)", upto4),
+        ],
+        dtypes: &[
+            dt_nibble("mask_src_dtypes", 40, false),
+            dt_nibble("mask_src_dtypes", 40, true),
+            dt("out_dtype", 41),
+        ],
+    },
+    Recipe {
+        gate: "is_valid_s2s2d2_stt",
+        format: "ScalarTensorTensor",
+        opcodes: &[0x9D, 0xE5],
+        gens: L2_GENS,
+        fill: fill_stt,
+        enums: &[
+            e("op0", 36, "is_valid_enum(ALU_OP)", tr_alu_op),
+            e("op1", 37, "is_valid_enum(ALU_OP)", tr_alu_op),
+            e("reverse", 38, "is_valid_s2s2d2_stt.reverse", upto3),
+            e(
+                "accumulator_cmd",
+                44,
+                "is_valid_s2s2d2_stt.accumulator_cmd",
+                upto4,
+            ),
+        ],
+        dtypes: STT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_s2s2d2_stt",
+        format: "ScalarTensorTensor",
+        opcodes: &[0x9E],
+        gens: L2_GENS,
+        fill: fill_stt,
+        enums: &[
+            e("op0", 36, "is_valid_enum(ALU_OP)", bitvec_op),
+            e("op1", 37, "is_valid_enum(ALU_OP)", bitvec_op),
+            e("reverse", 38, "is_valid_s2s2d2_stt.reverse", upto3),
+            e(
+                "accumulator_cmd",
+                44,
+                "is_valid_s2s2d2_stt.accumulator_cmd",
+                zero,
+            ),
+        ],
+        dtypes: STT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_s4d4_pl",
+        format: "Pool",
+        opcodes: &[0x45, 0x58],
+        gens: L2_GENS,
+        fill: fill_pool,
+        enums: &[e("pool_type", 36, "is_valid_enum(POOL_TYPE)", upto2)],
+        dtypes: IN_OUT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_ctrl_al",
+        format: "AluOpInst",
+        opcodes: &[0xA8],
+        gens: L2_GENS,
+        fill: fill_ctrl_al,
+        enums: &[
+            e("op", 12, "is_valid_enum(ALU_OP)", tr_alu_op),
+            e("src1_datasrc", 14, "is_valid_enum(DATASRC)", upto1),
+        ],
+        dtypes: &[dt("dtype", 13), dt("dst_dtype", 15)],
+    },
+    Recipe {
+        gate: "is_valid_ctrl_br",
+        format: "CompareBranch",
+        opcodes: &[0xA9],
+        gens: L2_GENS,
+        fill: fill_compare_branch,
+        enums: &[
+            e("cmp_op", 12, "is_valid_enum(CMP_OP)", cmp_op),
+            e(
+                "target_mode",
+                14,
+                "is_valid_enum(BR_TARGET_MODE)",
+                br_target_mode,
+            ),
+        ],
+        dtypes: &[],
+    },
+    Recipe {
+        gate: "is_valid_event_semaphore_range_clear",
+        format: "EventSemaphoreRangeClear",
+        opcodes: &[0xB0],
+        gens: L2_GENS,
+        fill: fill_range_clear,
+        enums: &[e(
+            "mode",
+            12,
+            "is_valid_enum(RANGE_CLEAR_MODE)",
+            range_clear_mode,
+        )],
+        dtypes: &[],
+    },
+    named_recipe("DmaTrigger", &[0xC1]),
+    named_recipe("LoadActFuncSet", &[0xC6]),
+    named_recipe("FunctionBegin", &[0xD1]),
+    named_recipe("FunctionCall", &[0xD3]),
+    Recipe {
+        gate: "is_valid_pseudo",
+        format: "PseudoInst",
+        opcodes: &[0xDF],
+        gens: L2_GENS,
+        fill: |_| {},
+        enums: &[e(
+            "sub_op",
+            12,
+            "is_valid_enum(PSEUDO_INST_OP)",
+            pseudo_inst_op,
+        )],
+        dtypes: &[],
+    },
+    Recipe {
+        gate: "is_valid_extended",
+        format: "Extended",
+        opcodes: &[0xF0],
+        gens: L2_GENS,
+        fill: fill_extended,
+        enums: &[],
+        dtypes: &[],
+    },
+];
+
+/// A dtype byte the gate passes to `is_valid_dtype`.
+const fn dt(field: &'static str, off: u8) -> DtypeField {
+    DtypeField {
+        field,
+        off,
+        nibble: None,
+    }
+}
+
+/// A dtype nibble (`hi`: the high one) the gate passes to `is_valid_dtype`.
+const fn dt_nibble(field: &'static str, off: u8, hi: bool) -> DtypeField {
+    DtypeField {
+        field,
+        off,
+        nibble: Some(hi),
+    }
+}
+
+/// A recipe for a format whose gate checks only reserved bytes (and reports its unpublished
+/// fields as not checked): the spec-derived base bundle is already legal.
+const fn opaque_recipe(gate: &'static str, format: &'static str, opcodes: &'static [u8]) -> Recipe {
+    Recipe {
+        gate,
+        format,
+        opcodes,
+        gens: L2_GENS,
+        fill: |_| {},
+        enums: &[],
+        dtypes: &[],
+    }
+}
+
+/// A recipe for a named pseudo instruction (`is_valid_pseudo.name`).
+const fn named_recipe(format: &'static str, opcodes: &'static [u8]) -> Recipe {
+    Recipe {
+        gate: "is_valid_pseudo",
+        format,
+        opcodes,
+        gens: L2_GENS,
+        fill: fill_pseudo_name,
+        enums: &[],
+        dtypes: &[],
+    }
+}
+
+/// ReadAccumulator dtype field.
+const RD_DTYPES: &[DtypeField] = &[dt("dtype", 32)];
+
+/// ScalarTensorTensor dtype fields.
+const STT_DTYPES: &[DtypeField] = &[
+    dt_nibble("in_dtypes", 40, false),
+    dt_nibble("in_dtypes", 40, true),
+    dt("out_dtype", 41),
+    dt("scalar_dtype", 43),
 ];
 
 /// A TensorScalar recipe for `opcodes` with its checked enum-like fields.
@@ -1400,6 +1714,267 @@ fn fill_matmul_sparse(c: &mut Ctx<'_>) {
     );
     let (steps, nums) = (random_steps(&mut c.rng, 3), random_nums(&mut c.rng, 3));
     write_pattern(c.b, 48, 3, addr, &steps, &nums);
+}
+
+// ---- recipes of the remaining typed formats ----
+
+fn dequant_fmt(_: Gen, v: u8) -> bool {
+    (1..=4).contains(&v)
+}
+fn group_size(_: Gen, v: u8) -> bool {
+    v == 0 || v == 8
+}
+fn cmp_op(_: Gen, v: u8) -> bool {
+    v <= 6 || (9..=14).contains(&v)
+}
+fn br_target_mode(_: Gen, v: u8) -> bool {
+    matches!(v, 1 | 3 | 4)
+}
+fn range_clear_mode(_: Gen, v: u8) -> bool {
+    v == 1 || v == 2
+}
+fn pseudo_inst_op(_: Gen, v: u8) -> bool {
+    v == 1 || v == 2
+}
+
+/// One access pattern of `dims` dimensions at `off` for `n` active partitions: start
+/// partition at most `128 - n`, aligned to `dt`, in PSUM sometimes when `psum_ok` (never
+/// from Pool; a written operand only with a 4-byte dtype).
+fn pattern(c: &mut Ctx<'_>, off: usize, dims: usize, dt: u8, n: u32, write: bool, psum_ok: bool) {
+    let psum = psum_ok
+        && c.engine != Engine::Pool
+        && (!write || dtype_bytes(dt) == Some(4))
+        && c.rng.chance(1, 3);
+    let region = if psum { Region::Psum } else { Region::Sbuf };
+    let addr = address(
+        &mut c.rng,
+        c.gen,
+        region,
+        dtype_bytes(dt).unwrap_or(4),
+        0..129 - n,
+    );
+    let (steps, nums) = (
+        random_steps(&mut c.rng, dims),
+        random_nums(&mut c.rng, dims),
+    );
+    write_pattern(c.b, off, dims, addr, &steps, &nums);
+}
+
+/// A random active-partition count written at `off`.
+fn num_active(c: &mut Ctx<'_>, off: usize) -> u32 {
+    let n = c.rng.range(1, 128) as u32;
+    c.b.0[off] = n as u8;
+    n
+}
+
+fn fill_activate2(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    for off in [24, 25] {
+        c.b.0[off] = c.rng.range(0, 2) as u8;
+    }
+    c.b.0[26] = c.rng.range(0, 3) as u8;
+    let ops = alu_ops(gen);
+    for off in [29, 30, 31] {
+        c.b.0[off] = c.rng.pick(&ops);
+    }
+    c.b.0[35] = c.rng.pick(&enum_members("ACT_FUNC", gen));
+    c.b.0[60] = c.rng.range(0, 3) as u8;
+    let (i, o) = (
+        c.rng.pick(&compute_dtypes(gen, false)),
+        c.rng.pick(&compute_dtypes(gen, true)),
+    );
+    c.b.0[32] = i;
+    c.b.0[33] = o;
+    let n = num_active(c, 34);
+    src_dst(c, 2, [12, 48], [i, o], n);
+}
+
+fn fill_activate_quantize(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    let plain = compute_dtypes(gen, false);
+    let (i, bias) = (c.rng.pick(&plain), c.rng.pick(&plain));
+    c.b.0[32] = i | bias << 4;
+    c.b.0[33] = UINT8;
+    c.b.0[35] = c.rng.pick(&enum_members("ACT_FUNC", gen));
+    let (q, d) = (finite_f32(&mut c.rng), finite_f32(&mut c.rng));
+    c.b.set_u32(12, q);
+    c.b.set_u32(36, d);
+    let bias_addr = address(
+        &mut c.rng,
+        gen,
+        Region::Sbuf,
+        dtype_bytes(bias).unwrap_or(4),
+        0..128,
+    );
+    c.b.set_u32(40, bias_addr);
+    let n = num_active(c, 34);
+    src_dst(c, 3, [16, 48], [i, UINT8], n);
+}
+
+fn fill_read_accumulator(c: &mut Ctx<'_>) {
+    let dt = c.rng.pick(&compute_dtypes(c.gen, true));
+    c.b.0[32] = dt;
+    c.b.0[33] = if c.b.0[0] == 0x9B {
+        c.rng.range(0, 1) as u8
+    } else {
+        0
+    };
+    c.b.set_u32(28, 1);
+    let n = num_active(c, 34);
+    pattern(c, 44, 1, dt, n, true, true);
+    c.b.set_u16(50, 1);
+}
+
+fn fill_memset(c: &mut Ctx<'_>) {
+    let dt = c.rng.pick(&with_64(c.gen, false));
+    c.b.0[32] = dt;
+    let n = num_active(c, 34);
+    pattern(c, 44, 4, dt, n, true, true);
+}
+
+fn fill_iota(c: &mut Ctx<'_>) {
+    let dt = c.rng.pick(&with_64(c.gen, false));
+    c.b.0[33] = dt;
+    let n = num_active(c, 34);
+    pattern(c, 44, 4, dt, n, true, true);
+}
+
+fn fill_dequantize(c: &mut Ctx<'_>) {
+    let fmt = c.rng.range(1, 4) as u8;
+    let group = if fmt != 4 && c.rng.chance(1, 2) { 8 } else { 0 };
+    c.b.0[35] = fmt;
+    c.b.0[36] = group;
+    c.b.0[32] = UINT32;
+    c.b.0[33] = UINT32;
+    let n = num_active(c, 34);
+    let k = c.rng.range(1, 8) as u16;
+    let (src, dst) = match (fmt, group) {
+        (4, _) => (3 * k, 4 * k),
+        (_, 8) => (5 * k, 8 * k),
+        _ => (k, 2 * k),
+    };
+    for (off, count) in [(12, src), (44, dst)] {
+        let addr = address(&mut c.rng, c.gen, Region::Sbuf, 4, 0..129 - n);
+        let steps = random_steps(&mut c.rng, 3);
+        write_pattern(c.b, off, 3, addr, &steps, &[1, 1, count]);
+    }
+}
+
+fn fill_copy_pred_scalar(c: &mut Ctx<'_>) {
+    let plain = compute_dtypes(c.gen, false);
+    let (m, s, o) = (c.rng.pick(&plain), c.rng.pick(&plain), c.rng.pick(&plain));
+    c.b.0[32] = m;
+    c.b.0[41] = s;
+    c.b.0[42] = o;
+    c.b.0[33] = c.rng.range(0, 1) as u8;
+    let n = num_active(c, 34);
+    pattern(c, 16, 3, o, n, true, true);
+    pattern(c, 48, 3, m, n, false, true);
+}
+
+fn fill_select_reduce(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    let ops = alu_ops(gen);
+    c.b.0[36] = c.rng.pick(&ops);
+    c.b.0[37] = c.rng.pick(&ops);
+    c.b.0[38] = c.rng.range(0, 1) as u8;
+    c.b.0[44] = c.rng.range(0, 4) as u8;
+    let plain = compute_dtypes(gen, false);
+    let (m, s) = (c.rng.pick(&plain), c.rng.pick(&plain));
+    let o = c.rng.pick(&compute_dtypes(gen, true));
+    c.b.0[40] = m | s << 4;
+    c.b.0[41] = o;
+    let n = num_active(c, 42);
+    src_dst(c, 2, [12, 24], [s, o], n);
+    pattern(c, 48, 2, m, n, false, true);
+}
+
+fn fill_stt(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    let bitvec = c.b.0[0] == 0x9E;
+    let ops = engine_ops(
+        c,
+        if bitvec {
+            GENERAL_BITVEC.to_vec()
+        } else {
+            alu_ops(gen)
+        },
+    );
+    c.b.0[36] = c.rng.pick(&ops);
+    c.b.0[37] = c.rng.pick(&ops);
+    c.b.0[38] = c.rng.range(0, 3) as u8;
+    c.b.0[44] = if bitvec { 0 } else { c.rng.range(0, 4) as u8 };
+    let plain = compute_dtypes(gen, false);
+    let (a, b2, sc) = (c.rng.pick(&plain), c.rng.pick(&plain), c.rng.pick(&plain));
+    let o = c.rng.pick(&compute_dtypes(gen, true));
+    c.b.0[40] = a | b2 << 4;
+    c.b.0[41] = o;
+    c.b.0[43] = sc;
+    let n = num_active(c, 42);
+    src_dst(c, 2, [12, 24], [a, o], n);
+    pattern(c, 48, 2, b2, n, false, true);
+}
+
+fn fill_pool(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    c.b.0[36] = c.rng.range(0, 2) as u8;
+    let (i, o) = (
+        c.rng.pick(&compute_dtypes(gen, false)),
+        c.rng.pick(&compute_dtypes(gen, true)),
+    );
+    c.b.0[32] = i;
+    c.b.0[33] = o;
+    let scale = finite_f32(&mut c.rng);
+    c.b.set_u32(40, scale);
+    let n = num_active(c, 34);
+    src_dst(c, 4, [12, 44], [i, o], n);
+}
+
+fn fill_ctrl_al(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    c.b.0[12] = c.rng.pick(&alu_ops(gen));
+    c.b.0[14] = c.rng.range(0, 1) as u8;
+    let plain = compute_dtypes(gen, false);
+    c.b.0[13] = c.rng.pick(&plain);
+    c.b.0[15] = c.rng.pick(&plain);
+}
+
+fn fill_compare_branch(c: &mut Ctx<'_>) {
+    c.b.0[13] = c.rng.pick(&compute_dtypes(c.gen, false));
+}
+
+fn fill_range_clear(c: &mut Ctx<'_>) {
+    if c.b.0[13] > c.b.0[14] {
+        c.b.0.swap(13, 14);
+    }
+}
+
+fn fill_pseudo_name(c: &mut Ctx<'_>) {
+    let max: usize = if c.b.0[0] == 0xC6 { 32 } else { 36 };
+    let len = c.rng.range(1, max as u64) as usize;
+    for i in 0..max {
+        c.b.0[12 + i] = if i < len {
+            c.rng.range(0x21, 0x7E) as u8
+        } else {
+            0
+        };
+    }
+}
+
+fn fill_extended(c: &mut Ctx<'_>) {
+    if c.b.0[12] != 2 {
+        return;
+    }
+    let gen = c.gen;
+    c.b.0[16] = c.rng.pick(&[0x04, 0x06]);
+    let plain = compute_dtypes(gen, false);
+    let (a, b2) = (c.rng.pick(&plain), c.rng.pick(&plain));
+    let o = c.rng.pick(&compute_dtypes(gen, true));
+    c.b.0[14] = a | b2 << 4;
+    c.b.0[15] = o;
+    for (off, dt, write) in [(20, a, false), (32, b2, false), (44, o, true)] {
+        pattern(c, off, 2, dt, 1, write, true);
+    }
 }
 
 #[cfg(test)]

@@ -39,3 +39,262 @@ mod tests {
         );
     }
 }
+
+// ---- CTRL_NO (ActivationTableLoad 0x23, Notify 0xA6) and the plain CTRL formats ----
+
+use super::super::enums::ByteSet;
+use super::super::rule::{rule, Allowed};
+use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+
+rule!(CTRL_NO_NOTIFICATION, "ctrl_no_valid_notification", Format,
+    project "R isa/validators-per-arch.md names is_valid_ctrl_no / ctrl_no_valid_notification, but the notification word's placement and conditions are not public; reported as not checked",
+    "the CTRL_NO notification word (and ActivationTableLoad's set selector)");
+rule!(WRITE_PAYLOAD, "is_valid_write.payload", Format,
+    project "the Write (CSR write) operand layout is not public; reported as not checked",
+    "Write's CSR address and value");
+rule!(CTRL_AL_DATASRC, "is_valid_enum(DATASRC)", Format,
+    public "isa-facts §4.4 (ALU_OP 0xA8 src1 datasrc: REG 0, IMM 1)",
+    "src1_datasrc is REG 0 or IMM 1");
+rule!(CMP_OP_ENUM, "is_valid_enum(CMP_OP)", Format,
+    public "isa-facts §4.4/§6.7 (cmp_op 0 unconditional, IMM forms 1..=6, REG forms 9..=14; 7/8 unused)",
+    "cmp_op is 0, 1..=6 or 9..=14");
+rule!(BR_TARGET_MODE_ENUM, "is_valid_enum(BR_TARGET_MODE)", Format,
+    public "isa-facts §4.4/§6.7 (BR_TARGET_MODE REGISTER 1, REL_IMM 3, REL_REGISTER 4)",
+    "target_mode is REGISTER 1, REL_IMM 3 or REL_REGISTER 4");
+rule!(RANGE_CLEAR_MODE_ENUM, "is_valid_enum(RANGE_CLEAR_MODE)", Format,
+    public "isa-facts §4.4 (EventSemaphoreRangeClear +0x0C mode {1 range, 2 bitmask})",
+    "mode is RANGE 1 or BITMASK 2");
+rule!(RANGE_CLEAR_ORDER, "is_valid_event_semaphore_range_clear.range", Format,
+    project "a range clear names its first and last event; tpbsim requires first <= last in RANGE mode",
+    "RANGE mode: first <= last");
+
+/// ActivationTableLoad's set selector (+0x23).
+pub const ACT_TABLE_SET: Field = Field::new("act_table_set", 35, 1);
+/// Notify's payload (first bytes).
+pub const NOTIFY_PAYLOAD: Field = Field::new("payload", 12, 8);
+
+/// `is_valid_ctrl_no`: ActivationTableLoad 0x23 and Notify 0xA6. Only reserved bytes of the
+/// spec layout are checked; the notification word is reported as not checked.
+pub fn is_valid_ctrl_no<S: Sink>(ck: &mut Ck<S>) {
+    spec_reserved(ck);
+    let f = if ck.u8(0) == 0x23 {
+        ACT_TABLE_SET
+    } else {
+        NOTIFY_PAYLOAD
+    };
+    ck.not_checked(
+        &CTRL_NO_NOTIFICATION,
+        f,
+        Allowed::Text("no public condition"),
+    );
+}
+
+/// `is_valid_ctrl`: the control-only instructions (EngineNop 0x9F, Halt 0xA1,
+/// InstructionFlush 0xA3, Nop 0xA4): the whole body is reserved.
+pub fn is_valid_ctrl<S: Sink>(ck: &mut Ck<S>) {
+    spec_reserved(ck);
+}
+
+/// `is_valid_drain`: Drain 0xA2 (count at +0x28; every other body byte reserved).
+pub fn is_valid_drain<S: Sink>(ck: &mut Ck<S>) {
+    spec_reserved(ck);
+}
+
+/// Write's payload (first bytes).
+pub const WRITE_PAYLOAD_F: Field = Field::new("payload", 12, 8);
+
+/// `is_valid_write`: Write 0xA5; the CSR operands are reported as not checked.
+pub fn is_valid_write<S: Sink>(ck: &mut Ck<S>) {
+    spec_reserved(ck);
+    ck.not_checked(
+        &WRITE_PAYLOAD,
+        WRITE_PAYLOAD_F,
+        Allowed::Text("no public layout"),
+    );
+}
+
+/// CTRL_AL op.
+pub const AL_OP: Field = Field::new("op", 12, 1);
+/// CTRL_AL dtype.
+pub const AL_DTYPE: Field = Field::new("dtype", 13, 1);
+/// CTRL_AL src1 data source.
+pub const AL_DATASRC: Field = Field::new("src1_datasrc", 14, 1);
+/// CTRL_AL destination dtype.
+pub const AL_DST_DTYPE: Field = Field::new("dst_dtype", 15, 1);
+
+/// `is_valid_ctrl_al`: the scalar-register ALU 0xA8.
+pub fn is_valid_ctrl_al<S: Sink>(ck: &mut Ck<S>) {
+    super::act2::alu_op_enum(ck, AL_OP);
+    enum_check(
+        ck,
+        &CTRL_AL_DATASRC,
+        AL_DATASRC,
+        ByteSet::range(0, 1),
+        "REG 0 or IMM 1",
+    );
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    for f in [AL_DTYPE, AL_DST_DTYPE] {
+        let d = ck.get(f) as u8;
+        dtype_check(ck, f, d, DtypeOpts::PLAIN);
+    }
+}
+
+/// CTRL_BR compare op.
+pub const BR_CMP: Field = Field::new("cmp_op", 12, 1);
+/// CTRL_BR compare dtype.
+pub const BR_DTYPE: Field = Field::new("dtype", 13, 1);
+/// CTRL_BR target mode.
+pub const BR_MODE: Field = Field::new("target_mode", 14, 1);
+
+/// `is_valid_ctrl_br`: CompareBranch 0xA9.
+pub fn is_valid_ctrl_br<S: Sink>(ck: &mut Ck<S>) {
+    let cmp = ByteSet::range(0, 6).or(ByteSet::range(9, 14));
+    enum_check(ck, &CMP_OP_ENUM, BR_CMP, cmp, "0..=6 or 9..=14");
+    enum_check(
+        ck,
+        &BR_TARGET_MODE_ENUM,
+        BR_MODE,
+        ByteSet::of(&[1, 3, 4]),
+        "1, 3 or 4",
+    );
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    // The compared dtype matters only for a conditional branch.
+    if ck.get(BR_CMP) != 0 {
+        let d = ck.get(BR_DTYPE) as u8;
+        dtype_check(ck, BR_DTYPE, d, DtypeOpts::PLAIN);
+    }
+}
+
+/// Range-clear mode.
+pub const RC_MODE: Field = Field::new("mode", 12, 1);
+/// First event.
+pub const RC_FIRST: Field = Field::new("first", 13, 1);
+/// Last event.
+pub const RC_LAST: Field = Field::new("last", 14, 1);
+
+/// `is_valid_event_semaphore_range_clear`: EventSemaphoreRangeClear 0xB0.
+pub fn is_valid_event_semaphore_range_clear<S: Sink>(ck: &mut Ck<S>) {
+    enum_check(
+        ck,
+        &RANGE_CLEAR_MODE_ENUM,
+        RC_MODE,
+        ByteSet::range(1, 2),
+        "1 or 2",
+    );
+    spec_reserved(ck);
+    if ck.get(RC_MODE) == 1 {
+        ck.check(
+            ck.get(RC_FIRST) <= ck.get(RC_LAST),
+            &RANGE_CLEAR_ORDER,
+            RC_LAST,
+            Allowed::Text("last >= first"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod ctrl_tests {
+    use super::super::testutil::*;
+    use super::*;
+    use crate::l2::dtype;
+    use tpbsim_isa::Gen;
+
+    #[test]
+    fn control_only_and_ctrl_no() {
+        let mut b = hdr(0xA1);
+        assert!(fails(&b, Gen::V3, None, is_valid_ctrl).is_empty());
+        b.0[20] = 1;
+        assert_eq!(fails(&b, Gen::V3, None, is_valid_ctrl), ["reserved_zero"]);
+        let mut b = hdr(0xA2);
+        b.set_u32(40, 7);
+        assert!(fails(&b, Gen::V3, None, is_valid_drain).is_empty());
+        b.0[12] = 1;
+        assert_eq!(fails(&b, Gen::V3, None, is_valid_drain), ["reserved_zero"]);
+        let mut b = hdr(0x23);
+        b.0[35] = 4;
+        assert!(fails(&b, Gen::V3, None, is_valid_ctrl_no).is_empty());
+        assert_eq!(
+            unchecked(&b, Gen::V3, None, is_valid_ctrl_no),
+            ["ctrl_no_valid_notification"]
+        );
+        let b = hdr(0xA5);
+        assert_eq!(
+            unchecked(&b, Gen::V3, None, is_valid_write),
+            ["is_valid_write.payload"]
+        );
+    }
+
+    #[test]
+    fn alu_and_branch() {
+        let mut b = hdr(0xA8);
+        b.0[12] = 0x04;
+        b.0[13] = dtype::INT32;
+        b.0[14] = 1;
+        b.0[15] = dtype::INT32;
+        assert!(fails(&b, Gen::V2, None, is_valid_ctrl_al).is_empty());
+        b.0[14] = 2;
+        assert_eq!(
+            fails(&b, Gen::V2, None, is_valid_ctrl_al),
+            ["is_valid_enum(DATASRC)"]
+        );
+        b.0[14] = 0;
+        b.0[12] = 0xC7; // DIVIDE_INT is v3+
+        assert_eq!(
+            fails(&b, Gen::V2, None, is_valid_ctrl_al),
+            ["is_valid_enum(ALU_OP)"]
+        );
+        assert!(fails(&b, Gen::V3, None, is_valid_ctrl_al).is_empty());
+        b.0[15] = 0;
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_ctrl_al),
+            ["is_valid_dtype"]
+        );
+
+        let mut b = hdr(0xA9);
+        b.0[14] = 3;
+        b.set_u64(48, 0x40);
+        assert!(fails(&b, Gen::V3, None, is_valid_ctrl_br).is_empty());
+        b.0[12] = 3; // EQ_IMM needs a dtype
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_ctrl_br),
+            ["is_valid_dtype"]
+        );
+        b.0[13] = dtype::INT32;
+        assert!(fails(&b, Gen::V3, None, is_valid_ctrl_br).is_empty());
+        b.0[12] = 7;
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_ctrl_br),
+            ["is_valid_enum(CMP_OP)"]
+        );
+        b.0[12] = 0;
+        b.0[14] = 2;
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_ctrl_br),
+            ["is_valid_enum(BR_TARGET_MODE)"]
+        );
+    }
+
+    #[test]
+    fn range_clear() {
+        let mut b = hdr(0xB0);
+        b.0[12] = 1;
+        b.0[13] = 2;
+        b.0[14] = 9;
+        let f = |b: &tpbsim_isa::Bundle| {
+            fails(b, Gen::V4, Some(4), is_valid_event_semaphore_range_clear)
+        };
+        assert!(f(&b).is_empty());
+        b.0[14] = 1;
+        assert_eq!(f(&b), ["is_valid_event_semaphore_range_clear.range"]);
+        b.0[12] = 2;
+        assert!(f(&b).is_empty());
+        b.0[12] = 3;
+        assert_eq!(f(&b), ["is_valid_enum(RANGE_CLEAR_MODE)"]);
+    }
+}

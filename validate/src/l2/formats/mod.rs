@@ -11,9 +11,12 @@ use super::enums::ByteSet;
 use super::rule::{rule, Allowed, Ck, Field, Sink};
 
 pub mod act;
+pub mod act2;
 pub mod ctrl;
+pub mod dma;
 pub mod mx;
 pub mod pe;
+pub mod pool;
 pub mod rs;
 pub mod tr;
 pub mod ts;
@@ -46,6 +49,48 @@ pub enum Format {
     S2d2Rs,
     /// `CTRL_ES` EventSemaphore 0xA0 (extended events).
     CtrlEs,
+    /// `S2D2_AC` Activate2 0x25 (v4).
+    S2d2Ac,
+    /// `S3D3_AQ` ActivateQuantize 0x22.
+    S3d3Aq,
+    /// `D1_RD` ReadAccumulator 0x24 (ACT) / DveReadAccumulator 0x9B.
+    D1Rd,
+    /// `CTRL_NO` ActivationTableLoad 0x23 and Notify 0xA6.
+    CtrlNo,
+    /// Memset 0x49 (family C, compiler layout).
+    Memset,
+    /// Iota 0x7E (family C, compiler layout).
+    Iota,
+    /// `S3D3_TENS_DEQUANT` TensorDequantize 0x7B (v3+).
+    TensDequant,
+    /// `S3D3_CP_PRED_SCALAR` CopyPredicatedScalar 0xE8.
+    CpPredScalar,
+    /// SelectReduce 0xEA (`S2S2D2_STT`, compiler layout).
+    SelectReduce,
+    /// `S2S2D2_STT` ScalarTensorTensor 0x9D / 0x9E and TensorTensorScan 0xE5.
+    S2s2d2Stt,
+    /// `S4D4_PL` Pool 0x45 / MaxPoolSelect 0x58.
+    S4d4Pl,
+    /// `CTRL` control-only instructions: EngineNop 0x9F, Halt 0xA1, InstructionFlush 0xA3,
+    /// Nop 0xA4.
+    Ctrl,
+    /// `CTRL` Drain 0xA2.
+    Drain,
+    /// `CTRL` Write 0xA5.
+    Write,
+    /// `CTRL_AL` scalar-register ALU 0xA8.
+    CtrlAl,
+    /// `CTRL_BR` CompareBranch 0xA9.
+    CtrlBr,
+    /// `CTRL` EventSemaphoreRangeClear 0xB0.
+    RangeClear,
+    /// `DMA_DIRECT2D` pseudo 0xD4.
+    DmaDirect2d,
+    /// Named pseudo instructions: DmaTrigger 0xC1, LoadActFuncSet 0xC6, FunctionBegin 0xD1,
+    /// FunctionCall 0xD3, PseudoInst 0xDF.
+    Pseudo,
+    /// `EXTENDED_INST` 0xF0 (sub-opcode selected).
+    Extended,
 }
 
 impl Format {
@@ -64,6 +109,26 @@ impl Format {
             Format::S4d4Tr => "is_valid_s4d4_tr",
             Format::S2d2Rs => "is_valid_s2d2_rs",
             Format::CtrlEs => "is_valid_ctrl_es",
+            Format::S2d2Ac => "is_valid_s2d2_ac",
+            Format::S3d3Aq => "is_valid_s3d3_aq",
+            Format::D1Rd => "is_valid_d1_rd",
+            Format::CtrlNo => "is_valid_ctrl_no",
+            Format::Memset => "is_valid_memset",
+            Format::Iota => "is_valid_iota",
+            Format::TensDequant => "is_valid_tensor_dequantize",
+            Format::CpPredScalar => "is_valid_s3d3_cp_pred_scalar",
+            Format::SelectReduce => "is_valid_select_reduce",
+            Format::S2s2d2Stt => "is_valid_s2s2d2_stt",
+            Format::S4d4Pl => "is_valid_s4d4_pl",
+            Format::Ctrl => "is_valid_ctrl",
+            Format::Drain => "is_valid_drain",
+            Format::Write => "is_valid_write",
+            Format::CtrlAl => "is_valid_ctrl_al",
+            Format::CtrlBr => "is_valid_ctrl_br",
+            Format::RangeClear => "is_valid_event_semaphore_range_clear",
+            Format::DmaDirect2d => "is_valid_dma_direct2d",
+            Format::Pseudo => "is_valid_pseudo",
+            Format::Extended => "is_valid_extended",
         }
     }
 }
@@ -72,6 +137,7 @@ impl Format {
 /// generation's enum never reach this (the header gate rejects them).
 pub const fn format_of(gen: Gen, opcode: u8) -> Option<Format> {
     let v3 = !matches!(gen, Gen::V2);
+    let v2 = matches!(gen, Gen::V2);
     let v4 = matches!(gen, Gen::V4 | Gen::V5);
     Some(match opcode {
         0x01 => Format::S3Lw,
@@ -81,13 +147,35 @@ pub const fn format_of(gen: Gen, opcode: u8) -> Option<Format> {
         0x0A if v4 => Format::Smx1d3Mm,
         0xE3 if v4 => Format::S3dmx1Quant,
         0x21 => Format::S3d3Ac,
-        0x41 | 0x51 | 0x72 | 0x99 => Format::S3s3d3Tt,
+        0x41 | 0x51 | 0x72 | 0x99 | 0x65 => Format::S3s3d3Tt,
+        0x8A | 0x8B | 0x8F if v2 => Format::S3s3d3Tt,
+        0x8C | 0x8D if v2 => Format::S4d4Tr,
         0x43 | 0x53 | 0x93 | 0x9A | 0xE6 | 0x30 => Format::S3d3Ts,
         0x42 | 0x52 | 0x83 | 0x84 | 0x4E | 0x5E | 0x46 | 0x47 | 0x48 | 0x6A | 0x6B => {
             Format::S4d4Tr
         }
         0xBC if v3 => Format::S2d2Rs,
         0xA0 => Format::CtrlEs,
+        0x25 if v4 => Format::S2d2Ac,
+        0x22 => Format::S3d3Aq,
+        0x24 | 0x9B => Format::D1Rd,
+        0x23 | 0xA6 => Format::CtrlNo,
+        0x49 => Format::Memset,
+        0x7E => Format::Iota,
+        0x7B if v3 => Format::TensDequant,
+        0xE8 => Format::CpPredScalar,
+        0xEA => Format::SelectReduce,
+        0x9D | 0x9E | 0xE5 => Format::S2s2d2Stt,
+        0x45 | 0x58 => Format::S4d4Pl,
+        0x9F | 0xA1 | 0xA3 | 0xA4 => Format::Ctrl,
+        0xA2 => Format::Drain,
+        0xA5 => Format::Write,
+        0xA8 => Format::CtrlAl,
+        0xA9 => Format::CtrlBr,
+        0xB0 => Format::RangeClear,
+        0xD4 => Format::DmaDirect2d,
+        0xC1 | 0xC6 | 0xD1 | 0xD3 | 0xDF => Format::Pseudo,
+        0xF0 => Format::Extended,
         _ => return None,
     })
 }
@@ -107,6 +195,26 @@ pub fn run<S: Sink>(fmt: Format, ck: &mut Ck<S>) {
         Format::S4d4Tr => tr::is_valid_s4d4_tr(ck),
         Format::S2d2Rs => rs::is_valid_s2d2_rs(ck),
         Format::CtrlEs => ctrl::is_valid_ctrl_es(ck),
+        Format::S2d2Ac => act2::is_valid_s2d2_ac(ck),
+        Format::S3d3Aq => act2::is_valid_s3d3_aq(ck),
+        Format::D1Rd => act2::is_valid_d1_rd(ck),
+        Format::CtrlNo => ctrl::is_valid_ctrl_no(ck),
+        Format::Memset => pool::is_valid_memset(ck),
+        Format::Iota => pool::is_valid_iota(ck),
+        Format::TensDequant => pool::is_valid_tensor_dequantize(ck),
+        Format::CpPredScalar => pool::is_valid_s3d3_cp_pred_scalar(ck),
+        Format::SelectReduce => pool::is_valid_select_reduce(ck),
+        Format::S2s2d2Stt => pool::is_valid_s2s2d2_stt(ck),
+        Format::S4d4Pl => pool::is_valid_s4d4_pl(ck),
+        Format::Ctrl => ctrl::is_valid_ctrl(ck),
+        Format::Drain => ctrl::is_valid_drain(ck),
+        Format::Write => ctrl::is_valid_write(ck),
+        Format::CtrlAl => ctrl::is_valid_ctrl_al(ck),
+        Format::CtrlBr => ctrl::is_valid_ctrl_br(ck),
+        Format::RangeClear => ctrl::is_valid_event_semaphore_range_clear(ck),
+        Format::DmaDirect2d => dma::is_valid_dma_direct2d(ck),
+        Format::Pseudo => dma::is_valid_pseudo(ck),
+        Format::Extended => dma::is_valid_extended(ck),
     }
 }
 
@@ -202,6 +310,9 @@ fn reserved_masks() -> &'static [[ReservedMask; 256]; 4] {
 /// is zero. The fast test ANDs the bundle's eight words with the opcode's byte mask; runs are
 /// located and named only on failure.
 pub fn spec_reserved<S: Sink>(ck: &mut Ck<S>) {
+    if ck.u8(0) == SUB_SELECTED_OPCODE {
+        return sub_selected_reserved(ck);
+    }
     let m = &reserved_masks()[ck.gen.index()][ck.u8(0) as usize];
     let mut any = 0u64;
     for (w, mask) in ck.b.0.chunks_exact(8).zip(m.bytes) {
@@ -237,6 +348,33 @@ pub fn spec_reserved<S: Sink>(ck: &mut Ck<S>) {
             i = j;
         } else {
             i += 1;
+        }
+    }
+}
+
+/// The opcode whose layout a body byte selects (EXTENDED_INST 0xF0, sub-opcode at +12): its
+/// reserved bytes come from the layout the bundle itself decodes to.
+const SUB_SELECTED_OPCODE: u8 = 0xF0;
+
+/// [`spec_reserved`] for a sub-selected layout: decode the bundle and test the reserved
+/// ranges of the layout it selects.
+fn sub_selected_reserved<S: Sink>(ck: &mut Ck<S>) {
+    let Ok(inst) = tpbsim_isa::decode(ck.b, ck.gen) else {
+        return;
+    };
+    for &(s, e) in inst.meta().reserved {
+        let mut i = s;
+        while i < e {
+            let j = (i + 8).min(e);
+            let f = Field::new("reserved", i, j - i);
+            let v = ck.get(f);
+            if v != 0 {
+                ck.fail(&RESERVED_ZERO, f, v, Allowed::Eq(0));
+                if ck.done() {
+                    return;
+                }
+            }
+            i = j;
         }
     }
 }
@@ -298,6 +436,32 @@ pub fn enum_check<S: Sink>(
         ck.fail(rule, f, v as u64, Allowed::Text(allowed));
     }
     ok
+}
+
+rule!(CHECK_ACTIVE_CHANNELS, "check_active_channels", Format,
+    public "G firmware/kernels/tensor-dequantize.md (check_active_channels: num != 0 && num <= POOLING_NUM_CHANNELS = 128); isa-facts §4.2/§4.3 num_active fields",
+    "num_active_partitions / num_active_channels is 1..=128");
+rule!(FLAG_BYTE, "flag_byte", Format,
+    project "a byte the layouts name as a boolean flag (negated, use_false_fill): tpbsim accepts 0 and 1",
+    "a flag byte is 0 or 1");
+
+/// `check_active_channels` on the count in `f`; returns the count.
+#[inline]
+pub fn active_channels<S: Sink>(ck: &mut Ck<S>, f: Field) -> u64 {
+    let n = ck.get(f);
+    ck.check(
+        (1..=128).contains(&n),
+        &CHECK_ACTIVE_CHANNELS,
+        f,
+        Allowed::Text("1..=128"),
+    );
+    n
+}
+
+/// A flag byte (0 or 1).
+#[inline]
+pub fn flag<S: Sink>(ck: &mut Ck<S>, f: Field) {
+    ck.check(ck.get(f) <= 1, &FLAG_BYTE, f, Allowed::Max(1));
 }
 
 /// Reject a NaN/Inf f32 immediate in `f`.

@@ -1,6 +1,6 @@
 //! `is_valid_s4d4_tr`: the `S4D4_TR` family — TensorReduce 0x42/0x52, TransposeTensorReduce
 //! 0x83/0x84, TensorCumulative 0x4E/0x5E, Copy 0x46, Cast 0x47, Reciprocal 0x48,
-//! StreamShuffle 0x6A, StreamTranspose 0x6B.
+//! StreamShuffle 0x6A, StreamTranspose 0x6B, and the v2 BF16 reductions 0x8C / 0x8D.
 //!
 //! Layout (header binding from `instruction_mapping.json`, identical offsets on every
 //! generation; isa-facts §4.3): src 4D +12, in +32, out +33, num +34, negated +35, op +36,

@@ -1,5 +1,6 @@
-//! `is_valid_s3s3d3_tt`: TensorTensor arith 0x41, bitvec 0x51, CopyPredicated 0x72 and
-//! CastPredicated 0x99 (`S3S3D3_TT`).
+//! `is_valid_s3s3d3_tt`: TensorTensor arith 0x41, bitvec 0x51, CopyPredicated 0x72,
+//! CastPredicated 0x99, BatchNormBackProp 0x65 and the v2 BF16 fast paths 0x8A / 0x8B / 0x8F
+//! (`S3S3D3_TT`; the header's `struct2opcode` members, G firmware/kernels/intwide-bf16-extremes.md).
 //!
 //! Layout (header order, isa-facts §4.3 / §10 #26): +12 dtype pair (low nibble src0, high
 //! nibble src1), +13 out_dtype, +14 op, +15 num_active_partitions, src0 +16, src1 +32,
@@ -29,7 +30,7 @@ pub const OP: Field = Field::new("op", 14, 1);
 pub const NUM: Field = Field::new("num_active_partitions", 15, 1);
 
 rule!(TT_ALU_OP, "is_valid_s3s3d3_tt.alu_op", Format,
-    public "isa-facts §4.3 (0x41: general arith ∪ {POW} ∪ valid int aluop; 0x51: general bitvec; predicated forms: BYPASS)",
+    public "isa-facts §4.3 (0x41: general arith ∪ {POW} ∪ valid int aluop; 0x51: general bitvec; predicated forms: BYPASS); other S3S3D3_TT members (0x65, v2 0x8A/0x8B/0x8F): ALU_OP enum membership",
     "the ALU op is legal for the opcode and generation");
 rule!(TT_DTYPES, "is_valid_s3s3d3_tt.dtypes", Format,
     public "isa-facts §4.3 (bitvec output integer; predicate dtype integer; 0x72 data dtype == out; 64-bit only through the int band)",
@@ -53,6 +54,8 @@ pub fn is_valid_s3s3d3_tt<S: Sink>(ck: &mut Ck<S>) {
             "general arith, POW or an integer-band op",
         ),
         0x51 => (enums::GENERAL_BITVEC, "a general bitvec op"),
+        // BatchNormBackProp and the v2 BF16 fast paths: the op byte is an ALU_OP member.
+        0x65 | 0x8A | 0x8B | 0x8F => (enums::alu_op(gen), "an ALU_OP member of this generation"),
         _ => (
             enums::ByteSet::of(&[enums::BYPASS]),
             "BYPASS for a predicated copy/cast",

@@ -1,0 +1,618 @@
+//! Pool / DVE formats beyond the tensor-tensor, tensor-scalar and reduce families:
+//! `is_valid_memset` (0x49), `is_valid_iota` (0x7E), `is_valid_tensor_dequantize` (0x7B, v3+),
+//! `is_valid_s3d3_cp_pred_scalar` (0xE8), `is_valid_select_reduce` (0xEA),
+//! `is_valid_s2s2d2_stt` (0x9D / 0x9E / 0xE5) and `is_valid_s4d4_pl` (0x45 / 0x58).
+//!
+//! Layouts: isa-facts §4.3 (header structs where published, compiler store sites otherwise).
+//! The TensorDequantize gate follows the header's validity contract verbatim
+//! (G firmware/kernels/tensor-dequantize.md §2.1, §4.1).
+
+use super::super::addr::{self, Operand, Placement};
+use super::super::dtype;
+use super::super::enums::{self, ByteSet};
+use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::act2::{alu_op_enum, ALU_OP_ENUM};
+use super::{
+    active_channels, dtype_check, enum_check, flag, float_finite, pool_no_psum, spec_reserved,
+    DtypeOpts,
+};
+
+/// `is_valid_dtype_64`: 64-bit dtypes allowed, FP32R not.
+const B64: DtypeOpts = DtypeOpts {
+    fp32r: false,
+    b64: true,
+    fp4: false,
+};
+
+rule!(IOTA_SRC_BAND, "is_valid_iota.source_band", Format,
+    project "the manual source band +0x10..+0x1E of Iota has no published layout; reported as not checked",
+    "Iota's source band");
+rule!(MEMSET_FILL, "is_valid_memset.fill", Format,
+    project "no validity condition on Memset's count and fill words is public; reported as not checked",
+    "Memset count and fill value");
+rule!(DQ_FMT, "has_valid_dequant_fmt", Format,
+    public "G firmware/kernels/tensor-dequantize.md §2.1/§4 (DEQUANT_FMT 1..=4, INVALID 0 rejected)",
+    "dequant_fmt is E2M1ToE5M2 1, INT4ToE5M2 2, NF4ToE4M3 3 or E2M3ToE4M3 4");
+rule!(DQ_GROUP, "has_valid_group_size", Format,
+    public "G firmware/kernels/tensor-dequantize.md §2.1 (group_size 0 or 8)",
+    "group_size is 0 or 8");
+rule!(DQ_FMT_GROUP, "has_valid_dequant_fmt_group_size", Format,
+    public "G firmware/kernels/tensor-dequantize.md §2.1 (group_size 8 only for formats 1, 2, 3)",
+    "group_size 8 only with the 4-bit formats (not E2M3ToE4M3)");
+rule!(DQ_DTYPE, "has_valid_tens_dequant_dtype", Format,
+    public "G firmware/kernels/tensor-dequantize.md §2.1/§3 (in_dtype == out_dtype == UINT32 transport)",
+    "in_dtype and out_dtype are UINT32 (the packed transport container)");
+rule!(DQ_COUNT, "s3d3_tens_dequant_element_count_check_t3d", Format,
+    public "G firmware/kernels/tensor-dequantize.md §4.1 (src*2 == dst and any src for 4-bit group 0; src*4 == dst*3 and src % 3 == 0 for E2M3; src*8 == dst*5 and src % 5 == 0 for group 8; skipped when either shape comes from a register)",
+    "the source/destination element counts follow the format's packing ratio");
+rule!(STT_ACC, "is_valid_s2s2d2_stt.accumulator_cmd", Format,
+    public "isa-facts §4.3 (ScalarTensorTensor accumulator_cmd: ACCUM_CMD, the bitvec form 0x9E must be IDLE)",
+    "accumulator_cmd is an ACCUM_CMD member, IDLE for the bitvec form");
+rule!(STT_REVERSE, "is_valid_s2s2d2_stt.reverse", Format,
+    project "the ScalarTensorTensor reverse byte is read like TensorScalar's (bit0 op0, bit1 op1); other bits rejected",
+    "reverse uses bits 0..1 only");
+rule!(POOL_TYPE_ENUM, "is_valid_enum(POOL_TYPE)", Format,
+    public "isa-facts §4.3/§6.5 (POOL_TYPE NONE 0, MAX_POOL 1, AVG_POOL 2)",
+    "pool_type is a POOL_TYPE member");
+rule!(POOL_MODE, "is_valid_s4d4_pl.mode", Format,
+    project "the compiler writes mode 3 but no validity condition on the byte is public; reported as not checked",
+    "the pooling mode byte");
+
+fn in_out<S: Sink>(
+    ck: &mut Ck<S>,
+    src: (Operand, u8, u8),
+    dst: (Operand, u8, u8),
+    num: Field,
+) -> (u64, u64) {
+    active_channels(ck, num);
+    let a = addr::tensor_valid(ck, src.0, src.1, src.2, Placement::READ_ANY);
+    let b = addr::tensor_valid(ck, dst.0, dst.1, dst.2, Placement::WRITE_ANY);
+    addr::start_addr_active_channels(ck, src.0, num);
+    addr::start_addr_active_channels(ck, dst.0, num);
+    pool_no_psum(ck, &[src.0, dst.0]);
+    (a, b)
+}
+
+// ---- Memset 0x49 ----
+
+/// Memset count word.
+pub const MS_COUNT: Field = Field::new("count", 28, 4);
+/// Memset dtype.
+pub const MS_DTYPE: Field = Field::new("dtype", 32, 1);
+/// Memset active channels.
+pub const MS_NUM: Field = Field::new("num_active_channels", 34, 1);
+/// Memset destination.
+pub const MS_DST: Operand = Operand::new("dst", 44);
+
+/// `is_valid_memset`: Memset 0x49 (compiler layout, family C).
+pub fn is_valid_memset<S: Sink>(ck: &mut Ck<S>) {
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    let dt = ck.get(MS_DTYPE) as u8;
+    dtype_check(ck, MS_DTYPE, dt, B64);
+    if ck.done() {
+        return;
+    }
+    ck.not_checked(&MEMSET_FILL, MS_COUNT, Allowed::Text("no public condition"));
+    active_channels(ck, MS_NUM);
+    addr::tensor_valid(ck, MS_DST, 4, dt, Placement::WRITE_ANY);
+    addr::start_addr_active_channels(ck, MS_DST, MS_NUM);
+    pool_no_psum(ck, &[MS_DST]);
+}
+
+// ---- Iota 0x7E ----
+
+/// Iota source band.
+pub const IOTA_BAND: Field = Field::new("src_band", 16, 8);
+/// Iota output dtype.
+pub const IOTA_OUT: Field = Field::new("out_dtype", 33, 1);
+/// Iota active channels.
+pub const IOTA_NUM: Field = Field::new("num_active_channels", 34, 1);
+/// Iota destination.
+pub const IOTA_DST: Operand = Operand::new("dst", 44);
+
+/// `is_valid_iota`: Iota 0x7E (compiler layout, family C).
+pub fn is_valid_iota<S: Sink>(ck: &mut Ck<S>) {
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    let o = ck.get(IOTA_OUT) as u8;
+    dtype_check(ck, IOTA_OUT, o, B64);
+    if ck.done() {
+        return;
+    }
+    ck.not_checked(
+        &IOTA_SRC_BAND,
+        IOTA_BAND,
+        Allowed::Text("no published layout"),
+    );
+    active_channels(ck, IOTA_NUM);
+    addr::tensor_valid(ck, IOTA_DST, 4, o, Placement::WRITE_ANY);
+    addr::start_addr_active_channels(ck, IOTA_DST, IOTA_NUM);
+    pool_no_psum(ck, &[IOTA_DST]);
+}
+
+// ---- TensorDequantize 0x7B ----
+
+/// Source (packed codes).
+pub const DQ_SRC: Operand = Operand::new("src", 12);
+/// `in_dtype`.
+pub const DQ_IN: Field = Field::new("in_dtype", 32, 1);
+/// `out_dtype`.
+pub const DQ_OUT: Field = Field::new("out_dtype", 33, 1);
+/// Active channels.
+pub const DQ_NUM: Field = Field::new("num_active_partitions", 34, 1);
+/// `dequant_fmt`.
+pub const DQ_FMT_F: Field = Field::new("dequant_fmt", 35, 1);
+/// `group_size`.
+pub const DQ_GROUP_F: Field = Field::new("group_size", 36, 1);
+/// Destination (FP8 codes).
+pub const DQ_DST: Operand = Operand::new("dst", 44);
+
+/// `shape_from_register`: the SHAPE_REG / ADDR_SHAPE_REG markers (byte 3 bit 6).
+fn shape_from_register(word: u32) -> bool {
+    word & 0x4000_0000 != 0
+}
+
+/// `is_valid_tensor_dequantize`: TensorDequantize 0x7B (v3+).
+pub fn is_valid_tensor_dequantize<S: Sink>(ck: &mut Ck<S>) {
+    let fmt = ck.get(DQ_FMT_F) as u8;
+    let group = ck.get(DQ_GROUP_F) as u8;
+    enum_check(
+        ck,
+        &DQ_FMT,
+        DQ_FMT_F,
+        ByteSet::range(1, 4),
+        "1..=4 (INVALID 0 rejected)",
+    );
+    let group_ok = group == 0 || group == 8;
+    ck.check(group_ok, &DQ_GROUP, DQ_GROUP_F, Allowed::Text("0 or 8"));
+    if group == 8 && fmt == 4 {
+        ck.fail(
+            &DQ_FMT_GROUP,
+            DQ_GROUP_F,
+            group as u64,
+            Allowed::Text("group_size 0 for E2M3ToE4M3"),
+        );
+    }
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    for f in [DQ_IN, DQ_OUT] {
+        let v = ck.get(f);
+        ck.check(
+            v == dtype::UINT32 as u64,
+            &DQ_DTYPE,
+            f,
+            Allowed::Eq(dtype::UINT32 as u64),
+        );
+    }
+    if ck.done() {
+        return;
+    }
+    active_channels(ck, DQ_NUM);
+    addr::start_addr_active_channels(ck, DQ_SRC, DQ_NUM);
+    addr::start_addr_active_channels(ck, DQ_DST, DQ_NUM);
+    let src = addr::tensor_valid(ck, DQ_SRC, 3, dtype::UINT32, Placement::READ_SBUF);
+    let dst = addr::tensor_valid(ck, DQ_DST, 3, dtype::UINT32, Placement::WRITE_SBUF);
+    let (sw, dw) = (ck.u32_at(12), ck.u32_at(44));
+    if src == 0 || dst == 0 || shape_from_register(sw) || shape_from_register(dw) {
+        return;
+    }
+    let ok = match (fmt, group) {
+        (1..=3, 0) => src * 2 == dst,
+        (4, 0) => src * 4 == dst * 3 && src % 3 == 0,
+        (1..=3, 8) => src * 8 == dst * 5 && src % 5 == 0,
+        _ => true, // already rejected by the enum stage
+    };
+    if !ok {
+        let want = match (fmt, group) {
+            (4, _) => "src * 4 == dst * 3, src a multiple of 3 (E2M3ToE4M3)",
+            (_, 8) => "src * 8 == dst * 5, src a multiple of 5 (group of 8)",
+            _ => "src * 2 == dst (4-bit formats, group 0)",
+        };
+        ck.fail(&DQ_COUNT, DQ_DST.num(3, 2), dst, Allowed::Text(want));
+    }
+}
+
+// ---- CopyPredicatedScalar 0xE8 ----
+
+/// Destination.
+pub const CPS_DST: Operand = Operand::new("dst", 16);
+/// Mask dtype.
+pub const CPS_MASK_DT: Field = Field::new("mask_dtype", 32, 1);
+/// `use_false_fill`.
+pub const CPS_FILL: Field = Field::new("use_false_fill", 33, 1);
+/// Active partitions.
+pub const CPS_NUM: Field = Field::new("num_active_partitions", 34, 1);
+/// Source (scalar) dtype.
+pub const CPS_SRC_DT: Field = Field::new("src_dtype", 41, 1);
+/// Output dtype.
+pub const CPS_OUT: Field = Field::new("out_dtype", 42, 1);
+/// Mask.
+pub const CPS_MASK: Operand = Operand::new("mask", 48);
+
+/// `is_valid_s3d3_cp_pred_scalar`: CopyPredicatedScalar 0xE8 (compiler layout).
+pub fn is_valid_s3d3_cp_pred_scalar<S: Sink>(ck: &mut Ck<S>) {
+    flag(ck, CPS_FILL);
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    let (m, s, o) = (
+        ck.get(CPS_MASK_DT) as u8,
+        ck.get(CPS_SRC_DT) as u8,
+        ck.get(CPS_OUT) as u8,
+    );
+    dtype_check(ck, CPS_MASK_DT, m, DtypeOpts::PLAIN);
+    dtype_check(ck, CPS_SRC_DT, s, DtypeOpts::PLAIN);
+    dtype_check(ck, CPS_OUT, o, DtypeOpts::PLAIN);
+    if ck.done() {
+        return;
+    }
+    in_out(ck, (CPS_MASK, 3, m), (CPS_DST, 3, o), CPS_NUM);
+}
+
+// ---- SelectReduce 0xEA ----
+
+/// Source.
+pub const SR_SRC: Operand = Operand::new("src", 12);
+/// Destination.
+pub const SR_DST: Operand = Operand::new("dst", 24);
+/// Bypass ALU op.
+pub const SR_BYPASS_OP: Field = Field::new("bypass_op", 36, 1);
+/// Reduce ALU op.
+pub const SR_REDUCE_OP: Field = Field::new("reduce_op", 37, 1);
+/// `use_false_fill`.
+pub const SR_FILL: Field = Field::new("use_false_fill", 38, 1);
+/// Mask / source dtypes (`mask | src << 4`).
+pub const SR_MASK_DT: Field = Field::sub("mask_src_dtypes", "mask (low nibble)", 40, 1);
+/// Source dtype (high nibble).
+pub const SR_SRC_DT: Field = Field::sub("mask_src_dtypes", "src (high nibble)", 40, 1);
+/// Output dtype.
+pub const SR_OUT: Field = Field::new("out_dtype", 41, 1);
+/// Active partitions.
+pub const SR_NUM: Field = Field::new("num_active_partitions", 42, 1);
+/// Accumulator command.
+pub const SR_ACC: Field = Field::new("accumulator_cmd", 44, 1);
+/// Mask.
+pub const SR_MASK: Operand = Operand::new("mask", 48);
+
+/// `is_valid_select_reduce`: SelectReduce 0xEA (compiler layout).
+pub fn is_valid_select_reduce<S: Sink>(ck: &mut Ck<S>) {
+    alu_op_enum(ck, SR_BYPASS_OP);
+    alu_op_enum(ck, SR_REDUCE_OP);
+    flag(ck, SR_FILL);
+    enum_check(
+        ck,
+        &super::act::ACCUM_CMD_ENUM,
+        SR_ACC,
+        enums::ACCUM_CMD,
+        "0..=4",
+    );
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    let pair = ck.u8(40);
+    let (m, s, o) = (pair & 0xF, pair >> 4, ck.get(SR_OUT) as u8);
+    dtype_check(ck, SR_MASK_DT, m, DtypeOpts::PLAIN);
+    dtype_check(ck, SR_SRC_DT, s, DtypeOpts::PLAIN);
+    dtype_check(ck, SR_OUT, o, DtypeOpts::FP32R);
+    if ck.done() {
+        return;
+    }
+    in_out(ck, (SR_SRC, 2, s), (SR_DST, 2, o), SR_NUM);
+    addr::tensor_valid(ck, SR_MASK, 2, m, Placement::READ_ANY);
+    addr::start_addr_active_channels(ck, SR_MASK, SR_NUM);
+    pool_no_psum(ck, &[SR_MASK]);
+}
+
+// ---- ScalarTensorTensor 0x9D / 0x9E / 0xE5 ----
+
+/// Source 0.
+pub const STT_SRC0: Operand = Operand::new("src0", 12);
+/// Destination.
+pub const STT_DST: Operand = Operand::new("dst", 24);
+/// `op0`.
+pub const STT_OP0: Field = Field::new("op0", 36, 1);
+/// `op1`.
+pub const STT_OP1: Field = Field::new("op1", 37, 1);
+/// `reverse`.
+pub const STT_REV: Field = Field::new("reverse", 38, 1);
+/// Source dtypes (`in | in1 << 4`).
+pub const STT_IN0: Field = Field::sub("in_dtypes", "in (low nibble)", 40, 1);
+/// Second source dtype (high nibble).
+pub const STT_IN1: Field = Field::sub("in_dtypes", "in1 (high nibble)", 40, 1);
+/// Output dtype.
+pub const STT_OUT: Field = Field::new("out_dtype", 41, 1);
+/// Active partitions.
+pub const STT_NUM: Field = Field::new("num_active_partitions", 42, 1);
+/// Scalar dtype.
+pub const STT_SCALAR_DT: Field = Field::new("scalar_dtype", 43, 1);
+/// Accumulator command.
+pub const STT_ACC_F: Field = Field::new("accumulator_cmd", 44, 1);
+/// Source 1.
+pub const STT_SRC1: Operand = Operand::new("src1", 48);
+
+/// `is_valid_s2s2d2_stt`: ScalarTensorTensor 0x9D (arith) / 0x9E (bitvec) and
+/// TensorTensorScan 0xE5.
+pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
+    let bitvec = ck.u8(0) == 0x9E;
+    let (set, text) = if bitvec {
+        (enums::GENERAL_BITVEC, "a general bitvec op")
+    } else {
+        (enums::alu_op(ck.gen), "an ALU_OP member of this generation")
+    };
+    enum_check(ck, &ALU_OP_ENUM, STT_OP0, set, text);
+    enum_check(ck, &ALU_OP_ENUM, STT_OP1, set, text);
+    super::alu_pool_only(ck, STT_OP0);
+    super::alu_pool_only(ck, STT_OP1);
+    ck.check(ck.get(STT_REV) <= 3, &STT_REVERSE, STT_REV, Allowed::Max(3));
+    let acc = if bitvec {
+        ByteSet::of(&[0])
+    } else {
+        enums::ACCUM_CMD
+    };
+    enum_check(ck, &STT_ACC, STT_ACC_F, acc, "ACCUM_CMD (IDLE for bitvec)");
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    let pair = ck.u8(40);
+    let (a, b, o, sc) = (
+        pair & 0xF,
+        pair >> 4,
+        ck.get(STT_OUT) as u8,
+        ck.get(STT_SCALAR_DT) as u8,
+    );
+    dtype_check(ck, STT_IN0, a, DtypeOpts::PLAIN);
+    dtype_check(ck, STT_IN1, b, DtypeOpts::PLAIN);
+    dtype_check(ck, STT_OUT, o, DtypeOpts::FP32R);
+    dtype_check(ck, STT_SCALAR_DT, sc, DtypeOpts::PLAIN);
+    if ck.done() {
+        return;
+    }
+    in_out(ck, (STT_SRC0, 2, a), (STT_DST, 2, o), STT_NUM);
+    addr::tensor_valid(ck, STT_SRC1, 2, b, Placement::READ_ANY);
+    addr::start_addr_active_channels(ck, STT_SRC1, STT_NUM);
+    pool_no_psum(ck, &[STT_SRC1]);
+}
+
+// ---- Pool 0x45 / MaxPoolSelect 0x58 (S4D4_PL) ----
+
+/// Source.
+pub const PL_SRC: Operand = Operand::new("src", 12);
+/// Input dtype.
+pub const PL_IN: Field = Field::new("in_dtype", 32, 1);
+/// Output dtype.
+pub const PL_OUT: Field = Field::new("out_dtype", 33, 1);
+/// Active channels.
+pub const PL_NUM: Field = Field::new("num_active_channels", 34, 1);
+/// Pool type.
+pub const PL_TYPE: Field = Field::new("pool_type", 36, 1);
+/// Mode.
+pub const PL_MODE: Field = Field::new("mode", 37, 1);
+/// Scale (f32).
+pub const PL_SCALE: Field = Field::new("scale", 40, 4);
+/// Destination.
+pub const PL_DST: Operand = Operand::new("dst", 44);
+
+/// `is_valid_s4d4_pl`: Pool 0x45 / MaxPoolSelect 0x58.
+pub fn is_valid_s4d4_pl<S: Sink>(ck: &mut Ck<S>) {
+    enum_check(ck, &POOL_TYPE_ENUM, PL_TYPE, ByteSet::range(0, 2), "0..=2");
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    let (i, o) = (ck.get(PL_IN) as u8, ck.get(PL_OUT) as u8);
+    dtype_check(ck, PL_IN, i, DtypeOpts::PLAIN);
+    dtype_check(ck, PL_OUT, o, DtypeOpts::FP32R);
+    if ck.done() {
+        return;
+    }
+    ck.not_checked(&POOL_MODE, PL_MODE, Allowed::Text("no public condition"));
+    float_finite(ck, PL_SCALE);
+    in_out(ck, (PL_SRC, 4, i), (PL_DST, 4, o), PL_NUM);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use tpbsim_isa::{Bundle, Gen};
+
+    fn memset() -> Bundle {
+        let mut b = hdr(0x49);
+        b.set_u32(28, 64);
+        b.0[32] = dtype::FP32;
+        b.0[34] = 32;
+        t4(&mut b, 44, 0x100, [1, 1, 1, 64]);
+        b
+    }
+
+    #[test]
+    fn memset_rules() {
+        let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_memset);
+        assert!(f(&memset()).is_empty(), "{:?}", f(&memset()));
+        assert_eq!(
+            unchecked(&memset(), Gen::V3, None, is_valid_memset),
+            ["is_valid_memset.fill"]
+        );
+        let mut b = memset();
+        b.0[32] = 0;
+        assert_eq!(f(&b), ["is_valid_dtype"]);
+        let mut b = memset();
+        b.set_u32(44, 0x102);
+        assert_eq!(f(&b), ["addr_aligned_dtype"]);
+        let mut b = memset();
+        b.0[34] = 129;
+        assert_eq!(
+            f(&b),
+            ["check_active_channels", "start_addr_active_channels"]
+        );
+        // Pool has no PSUM port (v4, engine known).
+        let mut b = memset();
+        b.set_u32(44, addr::PSUM_BASE);
+        assert!(fails(&b, Gen::V4, Some(3), is_valid_memset).is_empty());
+        assert_eq!(
+            fails(&b, Gen::V4, Some(2), is_valid_memset),
+            ["pool_operand_in_sbuf"]
+        );
+    }
+
+    #[test]
+    fn iota_rules() {
+        let mut b = hdr(0x7E);
+        b.0[33] = dtype::INT32;
+        b.0[34] = 16;
+        t4(&mut b, 44, 0x100, [1, 1, 1, 8]);
+        let f = |b: &Bundle| fails(b, Gen::V2, None, is_valid_iota);
+        assert!(f(&b).is_empty(), "{:?}", f(&b));
+        assert_eq!(
+            unchecked(&b, Gen::V2, None, is_valid_iota),
+            ["is_valid_iota.source_band"]
+        );
+        b.set_u16(44 + 12, 0);
+        assert_eq!(f(&b), ["tensorNd_valid.num_elem"]);
+    }
+
+    fn dq(fmt: u8, group: u8, src: u16, dst: u16) -> Bundle {
+        let mut b = hdr(0x7B);
+        t3(&mut b, 12, 0x100, [1, 1, src]);
+        b.0[32] = dtype::UINT32;
+        b.0[33] = dtype::UINT32;
+        b.0[34] = 32;
+        b.0[35] = fmt;
+        b.0[36] = group;
+        t3(&mut b, 44, 0x1000, [1, 1, dst]);
+        b
+    }
+
+    #[test]
+    fn tensor_dequantize() {
+        let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_tensor_dequantize);
+        for (fmt, g, s, d) in [(1, 0, 8, 16), (4, 0, 9, 12), (3, 8, 10, 16), (2, 8, 5, 8)] {
+            assert!(f(&dq(fmt, g, s, d)).is_empty(), "{fmt} {g} {s} {d}");
+        }
+        assert_eq!(
+            f(&dq(1, 0, 8, 8)),
+            ["s3d3_tens_dequant_element_count_check_t3d"]
+        );
+        assert_eq!(
+            f(&dq(4, 0, 8, 6)),
+            ["s3d3_tens_dequant_element_count_check_t3d"]
+        );
+        assert_eq!(f(&dq(0, 0, 8, 16)), ["has_valid_dequant_fmt"]);
+        assert_eq!(f(&dq(1, 4, 8, 16)), ["has_valid_group_size"]);
+        assert_eq!(f(&dq(4, 8, 10, 16)), ["has_valid_dequant_fmt_group_size"]);
+        let mut b = dq(1, 0, 8, 16);
+        b.0[33] = dtype::FP8_EXP5;
+        assert_eq!(f(&b), ["has_valid_tens_dequant_dtype"]);
+        let mut b = dq(1, 0, 8, 16);
+        b.set_u32(44, addr::PSUM_BASE);
+        assert_eq!(f(&b), ["tensor_start_addr_valid.allowed_in_psum"]);
+        let mut b = dq(1, 0, 8, 16);
+        b.0[40] = 1;
+        assert_eq!(f(&b), ["reserved_zero"]);
+        // Shape from a register skips the ratio check.
+        let mut b = dq(1, 0, 8, 8);
+        b.set_u32(12, 0xC000_0003);
+        assert!(f(&b).is_empty(), "{:?}", f(&b));
+    }
+
+    #[test]
+    fn copy_predicated_scalar() {
+        let mut b = hdr(0xE8);
+        t3(&mut b, 16, 0x100, [1, 1, 16]);
+        b.0[32] = dtype::UINT8;
+        b.0[33] = 1;
+        b.0[34] = 8;
+        b.0[41] = dtype::FP32;
+        b.0[42] = dtype::FP32;
+        t3(&mut b, 48, 0x200, [1, 1, 16]);
+        let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_s3d3_cp_pred_scalar);
+        assert!(f(&b).is_empty(), "{:?}", f(&b));
+        b.0[33] = 2;
+        assert_eq!(f(&b), ["flag_byte"]);
+        b.0[33] = 0;
+        b.0[42] = dtype::FP32R;
+        assert_eq!(f(&b), ["is_valid_dtype"]);
+    }
+
+    #[test]
+    fn select_reduce() {
+        let mut b = hdr(0xEA);
+        t2(&mut b, 12, 0x100, [1, 16]);
+        t2(&mut b, 24, 0x400, [1, 16]);
+        b.0[37] = enums::MAX;
+        b.0[40] = dtype::UINT8 | dtype::FP32 << 4;
+        b.0[41] = dtype::FP32;
+        b.0[42] = 4;
+        b.0[44] = 2;
+        t2(&mut b, 48, 0x800, [1, 16]);
+        let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_select_reduce);
+        assert!(f(&b).is_empty(), "{:?}", f(&b));
+        b.0[44] = 5;
+        assert_eq!(f(&b), ["is_valid_enum(ACCUM_CMD)"]);
+        b.0[44] = 0;
+        b.0[36] = 0x20; // ABS_MAX is v4+
+        assert_eq!(f(&b), ["is_valid_enum(ALU_OP)"]);
+        assert!(fails(&b, Gen::V4, Some(3), is_valid_select_reduce).is_empty());
+    }
+
+    fn stt(op: u8) -> Bundle {
+        let mut b = hdr(op);
+        t2(&mut b, 12, 0x100, [1, 16]);
+        t2(&mut b, 24, 0x400, [1, 16]);
+        b.0[36] = 0x0A;
+        b.0[37] = 0x0B;
+        b.0[40] = dtype::INT32 | dtype::INT32 << 4;
+        b.0[41] = dtype::INT32;
+        b.0[42] = 4;
+        b.0[43] = dtype::INT32;
+        t2(&mut b, 48, 0x4_0000, [1, 16]);
+        b
+    }
+
+    #[test]
+    fn scalar_tensor_tensor() {
+        let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_s2s2d2_stt);
+        assert!(f(&stt(0x9E)).is_empty(), "{:?}", f(&stt(0x9E)));
+        let mut b = stt(0x9E);
+        b.0[44] = 2;
+        assert_eq!(f(&b), ["is_valid_s2s2d2_stt.accumulator_cmd"]);
+        b.0[0] = 0x9D;
+        assert!(f(&b).is_empty());
+        let mut b = stt(0x9E);
+        b.0[36] = 0x04; // ADD is not a bitvec op
+        assert_eq!(f(&b), ["is_valid_enum(ALU_OP)"]);
+        let mut b = stt(0x9D);
+        b.set_u16(48 + 10, 0);
+        assert_eq!(f(&b), ["tensorNd_valid.num_elem"]);
+    }
+
+    #[test]
+    fn pool() {
+        let mut b = hdr(0x45);
+        t4(&mut b, 12, 0x100, [1, 2, 2, 16]);
+        b.0[32] = dtype::BF16;
+        b.0[33] = dtype::BF16;
+        b.0[34] = 16;
+        b.0[36] = 2;
+        b.0[37] = 3;
+        b.set_u32(40, 0x3E80_0000);
+        t4(&mut b, 44, 0x800, [1, 1, 1, 16]);
+        let f = |b: &Bundle| fails(b, Gen::V2, None, is_valid_s4d4_pl);
+        assert!(f(&b).is_empty(), "{:?}", f(&b));
+        b.0[36] = 3;
+        assert_eq!(f(&b), ["is_valid_enum(POOL_TYPE)"]);
+        b.0[36] = 1;
+        b.set_u32(40, 0xFF80_0000);
+        assert_eq!(f(&b), ["float_field_finite"]);
+    }
+}

@@ -522,10 +522,11 @@ pub const RECIPES: &[Recipe] = &[
         gens: L2_GENS,
         fill: fill_select_reduce,
         enums: &[
-            e("bypass_op", 36, "is_valid_enum(ALU_OP)", tr_alu_op),
-            e("reduce_op", 37, "is_valid_enum(ALU_OP)", tr_alu_op),
-            e("use_false_fill", 38, "flag_byte", upto1),
-            e("accumulator_cmd", 44, "is_valid_enum(ACCUM_CMD)", upto4),
+            e("bypass_op", 36, "is_valid_select_reduce.ops", zero),
+            e("reduce_op", 37, "is_valid_select_reduce.ops", is_max),
+            e("reverse", 38, "is_valid_select_reduce.ops", upto1),
+            e("imm0_src", 39, "is_valid_enum(IMM_SRC)", upto2),
+            e("accumulator_cmd", 44, "is_valid_select_reduce.ops", sr_acc),
         ],
         dtypes: &[
             dt_nibble("mask_src_dtypes", 40, false),
@@ -543,6 +544,7 @@ pub const RECIPES: &[Recipe] = &[
             e("op0", 36, "is_valid_enum(ALU_OP)", tr_alu_op),
             e("op1", 37, "is_valid_enum(ALU_OP)", tr_alu_op),
             e("reverse", 38, "is_valid_s2s2d2_stt.reverse", upto3),
+            e("imm0_src", 39, "is_valid_enum(IMM_SRC)", upto2),
             e(
                 "accumulator_cmd",
                 44,
@@ -562,6 +564,7 @@ pub const RECIPES: &[Recipe] = &[
             e("op0", 36, "is_valid_enum(ALU_OP)", bitvec_op),
             e("op1", 37, "is_valid_enum(ALU_OP)", bitvec_op),
             e("reverse", 38, "is_valid_s2s2d2_stt.reverse", upto3),
+            e("imm0_src", 39, "is_valid_enum(IMM_SRC)", upto2),
             e(
                 "accumulator_cmd",
                 44,
@@ -570,6 +573,36 @@ pub const RECIPES: &[Recipe] = &[
             ),
         ],
         dtypes: STT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_s3d3_ts_select",
+        format: "TensorScalarSelect",
+        opcodes: &[0x98],
+        gens: L2_GENS,
+        fill: fill_ts_select,
+        enums: &[
+            e("reversed_pred", 32, "is_valid_s3d3_ts_select", upto1),
+            e("imm_src", 38, "is_valid_enum(IMM_SRC)", upto2),
+            e("pred_src", 39, "is_valid_enum(IMM_SRC)", upto2),
+        ],
+        dtypes: &[dt("dtype", 34), dt("pred_dtype", 35)],
+    },
+    Recipe {
+        gate: "is_valid_s2d2_ts_as",
+        format: "AffineSelect",
+        opcodes: &[0x92],
+        gens: L2_GENS,
+        fill: fill_affine_select,
+        enums: &[e(
+            "fill_mode",
+            14,
+            "is_valid_enum(AFFINE_SELECT_CMP)",
+            upto3,
+        )],
+        dtypes: &[
+            dt_nibble("in_out_dtypes", 13, false),
+            dt_nibble("in_out_dtypes", 13, true),
+        ],
     },
     Recipe {
         gate: "is_valid_s4d4_pl",
@@ -1872,21 +1905,50 @@ fn fill_copy_pred_scalar(c: &mut Ctx<'_>) {
     pattern(c, 48, 3, m, n, false, true);
 }
 
+fn sr_acc(_: Gen, v: u8) -> bool {
+    matches!(v, 0 | 2 | 3)
+}
+
+/// `imm0` of the S2S2D2_STT layout for its `imm0_src` (byte 39) and dtype: a finite f32 for an
+/// FP32 instruction immediate, an aligned SBUF address for a pointer.
+fn stt_imm0(c: &mut Ctx<'_>, imm_dt: u8) {
+    let src = c.rng.range(0, 2) as u8;
+    c.b.0[39] = src;
+    let v = match src {
+        0 if imm_dt == FP32 => finite_f32(&mut c.rng),
+        1 => address(
+            &mut c.rng,
+            c.gen,
+            Region::Sbuf,
+            dtype_bytes(imm_dt).unwrap_or(4),
+            0..128,
+        ),
+        _ => c.rng.next_u64() as u32,
+    };
+    c.b.set_u32(60, v);
+}
+
 fn fill_select_reduce(c: &mut Ctx<'_>) {
     let gen = c.gen;
-    let ops = alu_ops(gen);
-    c.b.0[36] = c.rng.pick(&ops);
-    c.b.0[37] = c.rng.pick(&ops);
+    c.b.0[36] = 0;
+    c.b.0[37] = 0x08;
     c.b.0[38] = c.rng.range(0, 1) as u8;
-    c.b.0[44] = c.rng.range(0, 4) as u8;
-    let plain = compute_dtypes(gen, false);
-    let (m, s) = (c.rng.pick(&plain), c.rng.pick(&plain));
+    c.b.0[44] = c.rng.pick(&[0, 2, 3]);
+    let m = c.rng.pick(INTS);
+    let data: Vec<u8> = compute_dtypes(gen, false)
+        .into_iter()
+        .filter(|&d| d != INT32 && d != UINT32)
+        .collect();
+    let d = c.rng.pick(&data);
     let o = c.rng.pick(&compute_dtypes(gen, true));
-    c.b.0[40] = m | s << 4;
+    c.b.0[40] = m | d << 4;
     c.b.0[41] = o;
+    c.b.0[43] = FP32;
+    stt_imm0(c, FP32);
     let n = num_active(c, 42);
-    src_dst(c, 2, [12, 24], [s, o], n);
-    pattern(c, 48, 2, m, n, false, true);
+    pattern(c, 12, 2, m, n, false, true);
+    pattern(c, 24, 2, d, n, false, true);
+    pattern(c, 48, 2, o, n, true, true);
 }
 
 fn fill_stt(c: &mut Ctx<'_>) {
@@ -1910,9 +1972,70 @@ fn fill_stt(c: &mut Ctx<'_>) {
     c.b.0[40] = a | b2 << 4;
     c.b.0[41] = o;
     c.b.0[43] = sc;
+    stt_imm0(c, sc);
     let n = num_active(c, 42);
-    src_dst(c, 2, [12, 24], [a, o], n);
-    pattern(c, 48, 2, b2, n, false, true);
+    pattern(c, 12, 2, a, n, false, true);
+    pattern(c, 24, 2, b2, n, false, true);
+    pattern(c, 48, 2, o, n, true, true);
+}
+
+fn fill_ts_select(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    c.b.0[32] = c.rng.range(0, 1) as u8;
+    let d = c.rng.pick(&with_64(gen, false));
+    let width = dtype_bytes(d);
+    let preds: Vec<u8> = INTS
+        .iter()
+        .copied()
+        .chain([UINT64, INT64])
+        .filter(|&p| dtype_bytes(p) == width)
+        .collect();
+    let p = c.rng.pick(&preds);
+    c.b.0[34] = d;
+    c.b.0[35] = p;
+    let (imm_src, pred_src) = (c.rng.range(0, 2) as u8, c.rng.range(0, 2) as u8);
+    c.b.0[38] = imm_src;
+    c.b.0[39] = pred_src;
+    let sbuf = |c: &mut Ctx<'_>, t: u8| {
+        address(
+            &mut c.rng,
+            c.gen,
+            Region::Sbuf,
+            dtype_bytes(t).unwrap_or(4),
+            0..128,
+        )
+    };
+    let imm = match imm_src {
+        1 => sbuf(c, d),
+        _ => c.rng.next_u64() as u32,
+    };
+    let pred = match pred_src {
+        0 => c.rng.range(0, 1) as u32,
+        1 => sbuf(c, p),
+        _ => c.rng.next_u64() as u32,
+    };
+    c.b.set_u32(40, imm);
+    c.b.set_u32(44, pred);
+    let n = num_active(c, 33);
+    pattern(c, 16, 3, d, n, false, true);
+    pattern(c, 48, 3, d, n, true, true);
+}
+
+fn fill_affine_select(c: &mut Ctx<'_>) {
+    let gen = c.gen;
+    let (i, o) = (
+        c.rng.pick(&compute_dtypes(gen, false)),
+        c.rng.pick(&compute_dtypes(gen, true)),
+    );
+    c.b.0[13] = i | o << 4;
+    c.b.0[14] = c.rng.range(0, 3) as u8;
+    for k in 0..4 {
+        let v = c.rng.range(1, 8) as u16;
+        c.b.set_u16(28 + 2 * k, v);
+    }
+    let n = num_active(c, 12);
+    pattern(c, 36, 2, i, n, false, true);
+    pattern(c, 48, 2, o, n, true, true);
 }
 
 fn fill_pool(c: &mut Ctx<'_>) {

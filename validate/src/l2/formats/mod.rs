@@ -71,6 +71,10 @@ pub enum Format {
     S2s2d2Stt,
     /// `S4D4_PL` Pool 0x45 / MaxPoolSelect 0x58.
     S4d4Pl,
+    /// `S3D3_TS_SELECT` TensorScalarSelect 0x98.
+    S3d3TsSelect,
+    /// `S2D2_TS_AS` TensorScalarAffineSelect 0x92.
+    S2d2TsAs,
     /// `CTRL` control-only instructions: EngineNop 0x9F, Halt 0xA1, InstructionFlush 0xA3,
     /// Nop 0xA4.
     Ctrl,
@@ -120,6 +124,8 @@ impl Format {
             Format::SelectReduce => "is_valid_select_reduce",
             Format::S2s2d2Stt => "is_valid_s2s2d2_stt",
             Format::S4d4Pl => "is_valid_s4d4_pl",
+            Format::S3d3TsSelect => "is_valid_s3d3_ts_select",
+            Format::S2d2TsAs => "is_valid_s2d2_ts_as",
             Format::Ctrl => "is_valid_ctrl",
             Format::Drain => "is_valid_drain",
             Format::Write => "is_valid_write",
@@ -167,6 +173,8 @@ pub const fn format_of(gen: Gen, opcode: u8) -> Option<Format> {
         0xEA => Format::SelectReduce,
         0x9D | 0x9E | 0xE5 => Format::S2s2d2Stt,
         0x45 | 0x58 => Format::S4d4Pl,
+        0x98 => Format::S3d3TsSelect,
+        0x92 => Format::S2d2TsAs,
         0x9F | 0xA1 | 0xA3 | 0xA4 => Format::Ctrl,
         0xA2 => Format::Drain,
         0xA5 => Format::Write,
@@ -206,6 +214,8 @@ pub fn run<S: Sink>(fmt: Format, ck: &mut Ck<S>) {
         Format::SelectReduce => pool::is_valid_select_reduce(ck),
         Format::S2s2d2Stt => pool::is_valid_s2s2d2_stt(ck),
         Format::S4d4Pl => pool::is_valid_s4d4_pl(ck),
+        Format::S3d3TsSelect => pool::is_valid_s3d3_ts_select(ck),
+        Format::S2d2TsAs => pool::is_valid_s2d2_ts_as(ck),
         Format::Ctrl => ctrl::is_valid_ctrl(ck),
         Format::Drain => ctrl::is_valid_drain(ck),
         Format::Write => ctrl::is_valid_write(ck),

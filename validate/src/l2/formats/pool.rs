@@ -1,7 +1,8 @@
 //! Pool / DVE formats beyond the tensor-tensor, tensor-scalar and reduce families:
 //! `is_valid_memset` (0x49), `is_valid_iota` (0x7E), `is_valid_tensor_dequantize` (0x7B, v3+),
 //! `is_valid_s3d3_cp_pred_scalar` (0xE8), `is_valid_select_reduce` (0xEA),
-//! `is_valid_s2s2d2_stt` (0x9D / 0x9E / 0xE5) and `is_valid_s4d4_pl` (0x45 / 0x58).
+//! `is_valid_s2s2d2_stt` (0x9D / 0x9E / 0xE5), `is_valid_s3d3_ts_select` (0x98),
+//! `is_valid_s2d2_ts_as` (0x92) and `is_valid_s4d4_pl` (0x45 / 0x58).
 //!
 //! Layouts: isa-facts §4.3 (header structs where published, compiler store sites otherwise).
 //! The TensorDequantize gate follows the header's validity contract verbatim
@@ -11,7 +12,7 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums::{self, ByteSet};
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::act2::{alu_op_enum, ALU_OP_ENUM};
+use super::act2::ALU_OP_ENUM;
 use super::{
     active_channels, dtype_check, enum_check, flag, float_finite, pool_no_psum, spec_reserved,
     DtypeOpts,
@@ -257,73 +258,24 @@ pub fn is_valid_s3d3_cp_pred_scalar<S: Sink>(ck: &mut Ck<S>) {
     in_out(ck, (CPS_MASK, 3, m), (CPS_DST, 3, o), CPS_NUM);
 }
 
-// ---- SelectReduce 0xEA ----
+// ---- The S2S2D2_STT layout: SelectReduce 0xEA, ScalarTensorTensor 0x9D / 0x9E / 0xE5 ----
+//
+// Header view (isa-facts §4.3 as revised by the header S2S2D2_STT struct, spec conflict P7):
+// src0 +12, src1 +24, op0 +36, op1 +37, reverse +38, imm0_src +39, dtype pair +40, out +41,
+// num +42, imm0_dtype +43, accumulator_cmd +44, dst +48, imm0 +60.
 
-/// Source.
-pub const SR_SRC: Operand = Operand::new("src", 12);
-/// Destination.
-pub const SR_DST: Operand = Operand::new("dst", 24);
-/// Bypass ALU op.
-pub const SR_BYPASS_OP: Field = Field::new("bypass_op", 36, 1);
-/// Reduce ALU op.
-pub const SR_REDUCE_OP: Field = Field::new("reduce_op", 37, 1);
-/// `use_false_fill`.
-pub const SR_FILL: Field = Field::new("use_false_fill", 38, 1);
-/// Mask / source dtypes (`mask | src << 4`).
-pub const SR_MASK_DT: Field = Field::sub("mask_src_dtypes", "mask (low nibble)", 40, 1);
-/// Source dtype (high nibble).
-pub const SR_SRC_DT: Field = Field::sub("mask_src_dtypes", "src (high nibble)", 40, 1);
-/// Output dtype.
-pub const SR_OUT: Field = Field::new("out_dtype", 41, 1);
-/// Active partitions.
-pub const SR_NUM: Field = Field::new("num_active_partitions", 42, 1);
-/// Accumulator command.
-pub const SR_ACC: Field = Field::new("accumulator_cmd", 44, 1);
-/// Mask.
-pub const SR_MASK: Operand = Operand::new("mask", 48);
-
-/// `is_valid_select_reduce`: SelectReduce 0xEA (compiler layout).
-pub fn is_valid_select_reduce<S: Sink>(ck: &mut Ck<S>) {
-    alu_op_enum(ck, SR_BYPASS_OP);
-    alu_op_enum(ck, SR_REDUCE_OP);
-    flag(ck, SR_FILL);
-    enum_check(
-        ck,
-        &super::act::ACCUM_CMD_ENUM,
-        SR_ACC,
-        enums::ACCUM_CMD,
-        "0..=4",
-    );
-    spec_reserved(ck);
-    if ck.done() {
-        return;
-    }
-    let pair = ck.u8(40);
-    let (m, s, o) = (pair & 0xF, pair >> 4, ck.get(SR_OUT) as u8);
-    dtype_check(ck, SR_MASK_DT, m, DtypeOpts::PLAIN);
-    dtype_check(ck, SR_SRC_DT, s, DtypeOpts::PLAIN);
-    dtype_check(ck, SR_OUT, o, DtypeOpts::FP32R);
-    if ck.done() {
-        return;
-    }
-    in_out(ck, (SR_SRC, 2, s), (SR_DST, 2, o), SR_NUM);
-    addr::tensor_valid(ck, SR_MASK, 2, m, Placement::READ_ANY);
-    addr::start_addr_active_channels(ck, SR_MASK, SR_NUM);
-    pool_no_psum(ck, &[SR_MASK]);
-}
-
-// ---- ScalarTensorTensor 0x9D / 0x9E / 0xE5 ----
-
-/// Source 0.
+/// First source (SelectReduce: the integer predicate).
 pub const STT_SRC0: Operand = Operand::new("src0", 12);
-/// Destination.
-pub const STT_DST: Operand = Operand::new("dst", 24);
+/// Second source (SelectReduce: the data).
+pub const STT_SRC1: Operand = Operand::new("src1", 24);
 /// `op0`.
 pub const STT_OP0: Field = Field::new("op0", 36, 1);
 /// `op1`.
 pub const STT_OP1: Field = Field::new("op1", 37, 1);
 /// `reverse`.
 pub const STT_REV: Field = Field::new("reverse", 38, 1);
+/// `imm0_src`.
+pub const STT_IMM0_SRC: Field = Field::new("imm0_src", 39, 1);
 /// Source dtypes (`in | in1 << 4`).
 pub const STT_IN0: Field = Field::sub("in_dtypes", "in (low nibble)", 40, 1);
 /// Second source dtype (high nibble).
@@ -332,12 +284,98 @@ pub const STT_IN1: Field = Field::sub("in_dtypes", "in1 (high nibble)", 40, 1);
 pub const STT_OUT: Field = Field::new("out_dtype", 41, 1);
 /// Active partitions.
 pub const STT_NUM: Field = Field::new("num_active_partitions", 42, 1);
-/// Scalar dtype.
-pub const STT_SCALAR_DT: Field = Field::new("scalar_dtype", 43, 1);
+/// `imm0_dtype`.
+pub const STT_IMM0_DT: Field = Field::new("imm0_dtype", 43, 1);
 /// Accumulator command.
 pub const STT_ACC_F: Field = Field::new("accumulator_cmd", 44, 1);
-/// Source 1.
-pub const STT_SRC1: Operand = Operand::new("src1", 48);
+/// Destination.
+pub const STT_DST: Operand = Operand::new("dst", 48);
+/// `imm0` (an immediate or an ADDR4, per `imm0_src`).
+pub const STT_IMM0: Field = Field::new("imm0", 60, 4);
+
+rule!(SR_OPS, "is_valid_select_reduce.ops", Format,
+    public "G firmware/kernels/copypredicatedreduce.md (validator: op0 BYPASS, op1 MAX, reverse NONE or FIRST, accumulator_cmd IDLE / ACCUMULATE / ZERO_ACCUMULATE)",
+    "SelectReduce: bypass_op BYPASS, reduce_op MAX, reverse 0 or 1, accumulator_cmd 0, 2 or 3");
+rule!(SR_DTYPES, "is_valid_select_reduce.dtypes", Format,
+    public "G firmware/kernels/copypredicatedreduce.md (integer predicate; data not a 32-bit integer; imm0_dtype FP32)",
+    "SelectReduce: an 8/16/32-bit integer predicate, data that is not INT32/UINT32, imm0_dtype FP32");
+
+/// Operand stage shared by the S2S2D2_STT gates: `imm0` (ADDR4 when POINTER, a finite f32 when
+/// an FP32 instruction immediate), the three patterns and their partition windows.
+fn stt_operands<S: Sink>(ck: &mut Ck<S>, d0: u8, d1: u8, out: u8, imm_dt: u8) {
+    match ck.get(STT_IMM0_SRC) {
+        0 if imm_dt == dtype::FP32 => float_finite(ck, STT_IMM0),
+        1 => {
+            addr::tensor_start_addr_valid(ck, STT_IMM0, imm_dt, Placement::READ_ANY);
+        }
+        _ => {}
+    }
+    in_out(ck, (STT_SRC0, 2, d0), (STT_DST, 2, out), STT_NUM);
+    addr::tensor_valid(ck, STT_SRC1, 2, d1, Placement::READ_ANY);
+    addr::start_addr_active_channels(ck, STT_SRC1, STT_NUM);
+    pool_no_psum(ck, &[STT_SRC1]);
+}
+
+/// `is_valid_select_reduce`: SelectReduce 0xEA (predicate src0, data src1).
+pub fn is_valid_select_reduce<S: Sink>(ck: &mut Ck<S>) {
+    let r = &SR_OPS;
+    ck.check(ck.get(STT_OP0) == 0, r, STT_OP0, Allowed::Eq(0));
+    ck.check(
+        ck.get(STT_OP1) == enums::MAX as u64,
+        r,
+        STT_OP1,
+        Allowed::Eq(enums::MAX as u64),
+    );
+    enum_check(ck, r, STT_REV, ByteSet::range(0, 1), "NONE 0 or FIRST 1");
+    enum_check(ck, r, STT_ACC_F, ByteSet::of(&[0, 2, 3]), "0, 2 or 3");
+    enum_check(
+        ck,
+        &super::act::IMM_SRC_ENUM,
+        STT_IMM0_SRC,
+        enums::IMM_SRC,
+        "0..=2",
+    );
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    let pair = ck.u8(40);
+    let (m, d, o) = (pair & 0xF, pair >> 4, ck.get(STT_OUT) as u8);
+    let imm_dt = ck.get(STT_IMM0_DT) as u8;
+    dtype_check(ck, STT_IN0, m, DtypeOpts::PLAIN);
+    dtype_check(ck, STT_IN1, d, DtypeOpts::PLAIN);
+    dtype_check(ck, STT_OUT, o, DtypeOpts::FP32R);
+    if ck.done() {
+        return;
+    }
+    ck.check(
+        is_int32_or_narrower(m),
+        &SR_DTYPES,
+        STT_IN0,
+        Allowed::Text("an 8/16/32-bit integer predicate"),
+    );
+    ck.check(
+        d != dtype::INT32 && d != dtype::UINT32,
+        &SR_DTYPES,
+        STT_IN1,
+        Allowed::Text("data that is not a 32-bit integer"),
+    );
+    ck.check(
+        imm_dt == dtype::FP32,
+        &SR_DTYPES,
+        STT_IMM0_DT,
+        Allowed::Eq(dtype::FP32 as u64),
+    );
+    stt_operands(ck, m, d, o, imm_dt);
+}
+
+/// 8/16/32-bit integer dtypes.
+fn is_int32_or_narrower(d: u8) -> bool {
+    matches!(
+        d,
+        dtype::INT8 | dtype::UINT8 | dtype::INT16 | dtype::UINT16 | dtype::INT32 | dtype::UINT32
+    )
+}
 
 /// `is_valid_s2s2d2_stt`: ScalarTensorTensor 0x9D (arith) / 0x9E (bitvec) and
 /// TensorTensorScan 0xE5.
@@ -353,6 +391,13 @@ pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
     super::alu_pool_only(ck, STT_OP0);
     super::alu_pool_only(ck, STT_OP1);
     ck.check(ck.get(STT_REV) <= 3, &STT_REVERSE, STT_REV, Allowed::Max(3));
+    enum_check(
+        ck,
+        &super::act::IMM_SRC_ENUM,
+        STT_IMM0_SRC,
+        enums::IMM_SRC,
+        "0..=2",
+    );
     let acc = if bitvec {
         ByteSet::of(&[0])
     } else {
@@ -368,19 +413,133 @@ pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
         pair & 0xF,
         pair >> 4,
         ck.get(STT_OUT) as u8,
-        ck.get(STT_SCALAR_DT) as u8,
+        ck.get(STT_IMM0_DT) as u8,
     );
     dtype_check(ck, STT_IN0, a, DtypeOpts::PLAIN);
     dtype_check(ck, STT_IN1, b, DtypeOpts::PLAIN);
     dtype_check(ck, STT_OUT, o, DtypeOpts::FP32R);
-    dtype_check(ck, STT_SCALAR_DT, sc, DtypeOpts::PLAIN);
+    dtype_check(ck, STT_IMM0_DT, sc, DtypeOpts::PLAIN);
     if ck.done() {
         return;
     }
-    in_out(ck, (STT_SRC0, 2, a), (STT_DST, 2, o), STT_NUM);
-    addr::tensor_valid(ck, STT_SRC1, 2, b, Placement::READ_ANY);
-    addr::start_addr_active_channels(ck, STT_SRC1, STT_NUM);
-    pool_no_psum(ck, &[STT_SRC1]);
+    stt_operands(ck, a, b, o, sc);
+}
+
+// ---- TensorScalarSelect 0x98 (S3D3_TS_SELECT) ----
+
+/// Source (operand A).
+pub const TSS_SRC: Operand = Operand::new("src", 16);
+/// `reversed_pred`.
+pub const TSS_REV: Field = Field::new("reversed_pred", 32, 1);
+/// Active partitions.
+pub const TSS_NUM: Field = Field::new("num_active_partitions", 33, 1);
+/// Data dtype (src, scalar, dst).
+pub const TSS_DTYPE: Field = Field::new("dtype", 34, 1);
+/// Predicate dtype.
+pub const TSS_PRED_DT: Field = Field::new("pred_dtype", 35, 1);
+/// `imm_src`.
+pub const TSS_IMM_SRC: Field = Field::new("imm_src", 38, 1);
+/// `pred_src`.
+pub const TSS_PRED_SRC: Field = Field::new("pred_src", 39, 1);
+/// Scalar (operand B): an immediate or an ADDR4.
+pub const TSS_IMM: Field = Field::new("imm", 40, 4);
+/// Predicate: 0/1 or an ADDR4.
+pub const TSS_PRED: Field = Field::new("pred", 44, 4);
+/// Destination.
+pub const TSS_DST: Operand = Operand::new("dst", 48);
+
+rule!(TSS_RULE, "is_valid_s3d3_ts_select", Format,
+    public "G firmware/kernels/ts-select.md (header S3D3_TS_SELECT: reversed_pred 0 or 1; pred_dtype an integer of dtype's width; an instruction predicate is 0 or 1)",
+    "TensorScalarSelect: reversed_pred 0/1, an integer pred_dtype as wide as dtype, an instruction predicate 0 or 1");
+
+/// `is_valid_s3d3_ts_select`: TensorScalarSelect 0x98.
+pub fn is_valid_s3d3_ts_select<S: Sink>(ck: &mut Ck<S>) {
+    enum_check(ck, &TSS_RULE, TSS_REV, ByteSet::range(0, 1), "0 or 1");
+    for f in [TSS_IMM_SRC, TSS_PRED_SRC] {
+        enum_check(ck, &super::act::IMM_SRC_ENUM, f, enums::IMM_SRC, "0..=2");
+    }
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    let (d, p) = (ck.get(TSS_DTYPE) as u8, ck.get(TSS_PRED_DT) as u8);
+    dtype_check(ck, TSS_DTYPE, d, B64);
+    dtype_check(ck, TSS_PRED_DT, p, B64);
+    if ck.done() {
+        return;
+    }
+    ck.check(
+        dtype::is_int(p) && dtype::size(p) == dtype::size(d),
+        &TSS_RULE,
+        TSS_PRED_DT,
+        Allowed::Text("an integer dtype of the data dtype's width"),
+    );
+    match ck.get(TSS_PRED_SRC) {
+        0 => ck.check(
+            ck.get(TSS_PRED) <= 1,
+            &TSS_RULE,
+            TSS_PRED,
+            Allowed::Text("0 or 1"),
+        ),
+        1 => {
+            addr::tensor_start_addr_valid(ck, TSS_PRED, p, Placement::READ_ANY);
+        }
+        _ => {}
+    }
+    if ck.get(TSS_IMM_SRC) == 1 {
+        addr::tensor_start_addr_valid(ck, TSS_IMM, d, Placement::READ_ANY);
+    }
+    in_out(ck, (TSS_SRC, 3, d), (TSS_DST, 3, d), TSS_NUM);
+}
+
+// ---- TensorScalarAffineSelect 0x92 (S2D2_TS_AS) ----
+
+/// Active partitions.
+pub const AS_NUM: Field = Field::new("num_active_partitions", 12, 1);
+/// In / out dtypes (`in | out << 4`).
+pub const AS_IN: Field = Field::sub("in_out_dtypes", "in (low nibble)", 13, 1);
+/// Output dtype (high nibble).
+pub const AS_OUT: Field = Field::sub("in_out_dtypes", "out (high nibble)", 13, 1);
+/// Fill comparison.
+pub const AS_FILL_MODE: Field = Field::new("fill_mode", 14, 1);
+/// Source.
+pub const AS_SRC: Operand = Operand::new("src", 36);
+/// Destination.
+pub const AS_DST: Operand = Operand::new("dst", 48);
+
+rule!(AS_CMP_ENUM, "is_valid_enum(AFFINE_SELECT_CMP)", Format,
+    public "G firmware/kernels/affineselect.md (fill_mode GREATER_THAN 0, GREATER_THAN_EQ 1, EQ 2, NOT_EQ 3)",
+    "fill_mode is an AFFINE_SELECT_CMP member");
+rule!(AS_MASK_NUM, "is_valid_s2d2_ts_as.mask_num", Format,
+    project "the DATA4D mask ramp's counts follow the access-pattern rule (a count of 0 is illegal)",
+    "every mask_num count is non-zero");
+
+/// `is_valid_s2d2_ts_as`: TensorScalarAffineSelect 0x92.
+pub fn is_valid_s2d2_ts_as<S: Sink>(ck: &mut Ck<S>) {
+    enum_check(
+        ck,
+        &AS_CMP_ENUM,
+        AS_FILL_MODE,
+        ByteSet::range(0, 3),
+        "0..=3",
+    );
+    spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    let pair = ck.u8(13);
+    let (i, o) = (pair & 0xF, pair >> 4);
+    dtype_check(ck, AS_IN, i, DtypeOpts::PLAIN);
+    dtype_check(ck, AS_OUT, o, DtypeOpts::FP32R);
+    if ck.done() {
+        return;
+    }
+    const NUM_NAMES: [&str; 4] = ["mask_num[0]", "mask_num[1]", "mask_num[2]", "mask_num[3]"];
+    for (k, name) in NUM_NAMES.iter().enumerate() {
+        let f = Field::new(name, 28 + 2 * k as u8, 2);
+        ck.check(ck.get(f) != 0, &AS_MASK_NUM, f, Allowed::Min(1));
+    }
+    in_out(ck, (AS_SRC, 2, i), (AS_DST, 2, o), AS_NUM);
 }
 
 // ---- Pool 0x45 / MaxPoolSelect 0x58 (S4D4_PL) ----
@@ -544,25 +703,45 @@ mod tests {
         assert_eq!(f(&b), ["is_valid_dtype"]);
     }
 
+    fn select_reduce_bundle() -> Bundle {
+        let mut b = hdr(0xEA);
+        t2(&mut b, 12, 0x000, [1, 4]);
+        t2(&mut b, 24, 0x040, [1, 4]);
+        b.0[37] = enums::MAX;
+        b.0[40] = dtype::INT8 | dtype::BF16 << 4;
+        b.0[41] = dtype::FP32;
+        b.0[42] = 2;
+        b.0[43] = dtype::FP32;
+        b.0[44] = 2;
+        t2(&mut b, 48, 0x080, [1, 4]);
+        b
+    }
+
     #[test]
     fn select_reduce() {
-        let mut b = hdr(0xEA);
-        t2(&mut b, 12, 0x100, [1, 16]);
-        t2(&mut b, 24, 0x400, [1, 16]);
-        b.0[37] = enums::MAX;
-        b.0[40] = dtype::UINT8 | dtype::FP32 << 4;
-        b.0[41] = dtype::FP32;
-        b.0[42] = 4;
-        b.0[44] = 2;
-        t2(&mut b, 48, 0x800, [1, 16]);
         let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_select_reduce);
+        let b = select_reduce_bundle();
         assert!(f(&b).is_empty(), "{:?}", f(&b));
-        b.0[44] = 5;
-        assert_eq!(f(&b), ["is_valid_enum(ACCUM_CMD)"]);
-        b.0[44] = 0;
-        b.0[36] = 0x20; // ABS_MAX is v4+
-        assert_eq!(f(&b), ["is_valid_enum(ALU_OP)"]);
-        assert!(fails(&b, Gen::V4, Some(3), is_valid_select_reduce).is_empty());
+        for (off, v) in [(36, 0x04), (37, 0x09), (38, 2), (44, 1)] {
+            let mut b = select_reduce_bundle();
+            b.0[off] = v;
+            assert_eq!(f(&b), ["is_valid_select_reduce.ops"], "byte {off}");
+        }
+        let mut b = select_reduce_bundle();
+        b.0[40] = dtype::BF16 | dtype::BF16 << 4; // float predicate
+        assert_eq!(f(&b), ["is_valid_select_reduce.dtypes"]);
+        let mut b = select_reduce_bundle();
+        b.0[40] = dtype::INT8 | dtype::INT32 << 4; // 32-bit integer data
+        assert_eq!(f(&b), ["is_valid_select_reduce.dtypes"]);
+        let mut b = select_reduce_bundle();
+        b.0[43] = dtype::BF16;
+        assert_eq!(f(&b), ["is_valid_select_reduce.dtypes"]);
+        let mut b = select_reduce_bundle();
+        b.set_u32(60, 0x7FC0_0000); // NaN fp32 instruction immediate
+        assert_eq!(f(&b), ["float_field_finite"]);
+        let mut b = select_reduce_bundle();
+        b.set_u16(24 + 10, 0);
+        assert_eq!(f(&b), ["tensorNd_valid.num_elem"]);
     }
 
     fn stt(op: u8) -> Bundle {
@@ -594,6 +773,69 @@ mod tests {
         let mut b = stt(0x9D);
         b.set_u16(48 + 10, 0);
         assert_eq!(f(&b), ["tensorNd_valid.num_elem"]);
+        let mut b = stt(0x9D);
+        b.0[39] = 1; // imm0 from a pointer
+        b.set_u32(60, 0x202);
+        assert_eq!(f(&b), ["addr_aligned_dtype"]);
+        b.0[39] = 3;
+        assert_eq!(f(&b), ["is_valid_enum(IMM_SRC)"]);
+    }
+
+    fn ts_select() -> Bundle {
+        let mut b = hdr(0x98);
+        t3(&mut b, 16, 0x000, [1, 1, 3]);
+        b.0[33] = 2;
+        b.0[34] = dtype::INT16;
+        b.0[35] = dtype::UINT16;
+        b.0[39] = 1;
+        b.set_u32(40, 0xABCD_FFF9);
+        b.set_u32(44, 0x20);
+        t3(&mut b, 48, 0x40, [1, 1, 3]);
+        b
+    }
+
+    #[test]
+    fn tensor_scalar_select() {
+        let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_s3d3_ts_select);
+        assert!(f(&ts_select()).is_empty(), "{:?}", f(&ts_select()));
+        let mut b = ts_select();
+        b.0[35] = dtype::UINT32; // width differs from INT16
+        assert_eq!(f(&b), ["is_valid_s3d3_ts_select"]);
+        let mut b = ts_select();
+        b.0[39] = 0;
+        b.set_u32(44, 2); // instruction predicate must be 0 or 1
+        assert_eq!(f(&b), ["is_valid_s3d3_ts_select"]);
+        b.set_u32(44, 1);
+        assert!(f(&b).is_empty());
+        let mut b = ts_select();
+        b.0[32] = 2;
+        assert_eq!(f(&b), ["is_valid_s3d3_ts_select"]);
+        let mut b = ts_select();
+        b.set_u32(44, 0x21); // pointer predicate misaligned for UINT16
+        assert_eq!(f(&b), ["addr_aligned_dtype"]);
+    }
+
+    #[test]
+    fn affine_select() {
+        let mut b = hdr(0x92);
+        b.0[12] = 3;
+        b.0[13] = dtype::FP32 | dtype::BF16 << 4;
+        b.0[14] = 1;
+        b.0[15] = 3;
+        b.set_u16(20, 1);
+        for k in 0..4 {
+            b.set_u16(28 + 2 * k, if k == 0 { 4 } else { 1 });
+        }
+        t2(&mut b, 36, 0x000, [1, 4]);
+        t2(&mut b, 48, 0x040, [1, 4]);
+        b.set_u32(60, 0xFFFF_FFFF);
+        let f = |b: &Bundle| fails(b, Gen::V3, None, is_valid_s2d2_ts_as);
+        assert!(f(&b).is_empty(), "{:?}", f(&b));
+        b.0[14] = 4;
+        assert_eq!(f(&b), ["is_valid_enum(AFFINE_SELECT_CMP)"]);
+        b.0[14] = 0;
+        b.set_u16(30, 0);
+        assert_eq!(f(&b), ["is_valid_s2d2_ts_as.mask_num"]);
     }
 
     #[test]

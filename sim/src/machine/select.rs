@@ -12,7 +12,7 @@ use super::exec::{is_int, same_count, tile, widen, ScalarSrc};
 use super::fault::{Fault, Site};
 use super::ops::{containers, to_bytes, unpacked};
 use super::pattern::{Dim, TensorPattern};
-use crate::numerics::alu::{self, AluOp, ElementOp};
+use crate::numerics::alu::{self, AluOp};
 use crate::numerics::cast::{self, CastPolicy};
 use crate::numerics::dequant::{self, DequantError, DequantFmt};
 use crate::numerics::reduce::AccumCmd;
@@ -147,6 +147,23 @@ fn convert(from: Format, to: Format, code: u64) -> u64 {
     }
 }
 
+/// `keep[i] &= xs[i] op bound` for an fp ALU comparison IS_EQ..IS_LT (0x12..0x16; the ALU writes
+/// 1.0 where it holds, 0.0 elsewhere, NaN comparing false), one monomorphic loop per op.
+fn compare_into(op: u8, xs: &[f32], bound: f32, keep: &mut [bool]) {
+    fn pass(xs: &[f32], bound: f32, keep: &mut [bool], f: impl Fn(f32, f32) -> bool) {
+        for (k, &x) in keep.iter_mut().zip(xs) {
+            *k &= f(x, bound);
+        }
+    }
+    match op {
+        0x12 => pass(xs, bound, keep, |a, b| a == b),
+        0x13 => pass(xs, bound, keep, |a, b| a > b),
+        0x14 => pass(xs, bound, keep, |a, b| a >= b),
+        0x15 => pass(xs, bound, keep, |a, b| a <= b),
+        _ => pass(xs, bound, keep, |a, b| a < b),
+    }
+}
+
 fn accum_cmd(site: Site, op: &str, byte: u8) -> Result<AccumCmd, Fault> {
     match byte {
         0 => Ok(AccumCmd::Idle),
@@ -252,7 +269,6 @@ impl Machine<'_> {
         }
         let err = |e: alu::AluError| Fault::exec(site, e.to_string());
         let ctx = self.ctx(site.engine);
-        let mut ops = Vec::with_capacity(2);
         for c in a.comp {
             if !(AluOp::IS_EQ.wire()..=AluOp::IS_LT.wire()).contains(&c) {
                 return Err(Fault::exec(
@@ -260,7 +276,8 @@ impl Machine<'_> {
                     format!("comparison op 0x{c:02x} is not IS_EQ..IS_LT (0x12..0x16)"),
                 ));
             }
-            ops.push(ctx.fp_op(AluOp::from_wire(c).map_err(err)?).map_err(err)?);
+            // The engine's ALU must have the op; the element loop uses its predicate form.
+            ctx.fp_op(AluOp::from_wire(c).map_err(err)?).map_err(err)?;
         }
         let (rs, rd) = (
             self.operand(site, "src", &a.src)?,
@@ -271,10 +288,13 @@ impl Machine<'_> {
         let b1 = self.scalar_f32(site, "bound1", a.bounds[1], &a.src)?;
         let mut x = self.load_f32(site, &rs, a.input)?;
         let fill = f32::from_bits(a.fill);
+        let mut keep = vec![true; f];
         for (p, row) in x.chunks_exact_mut(f).enumerate() {
-            let (lo, hi) = (b0.at(p), b1.at(p));
-            for v in row.iter_mut() {
-                if ops[0].apply(*v, lo) == 0.0 || ops[1].apply(*v, hi) == 0.0 {
+            keep.fill(true);
+            compare_into(a.comp[0], row, b0.at(p), &mut keep);
+            compare_into(a.comp[1], row, b1.at(p), &mut keep);
+            for (v, &k) in row.iter_mut().zip(&keep) {
+                if !k {
                     *v = fill;
                 }
             }
@@ -541,5 +561,37 @@ impl Machine<'_> {
             .scatter(&rd, &to_bytes(&out, a.out.container_bytes()));
         self.note_project_defined(notes::AFFINE_SELECT);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::numerics::alu::ElementOp;
+    use tpbsim_isa::Gen;
+
+    #[test]
+    fn comparisons_agree_with_the_alu() {
+        let ctx = alu::AluContext::new(Gen::V3, Engine::Dve);
+        let vals = [
+            -1.5f32,
+            -0.0,
+            0.0,
+            1.0,
+            2.5,
+            f32::INFINITY,
+            f32::NAN,
+            -f32::MAX,
+        ];
+        for op in 0x12..=0x16u8 {
+            let alu_op = ctx.fp_op(AluOp::from_wire(op).unwrap()).unwrap();
+            for &a in &vals {
+                for &b in &vals {
+                    let mut keep = [true];
+                    compare_into(op, &[a], b, &mut keep);
+                    assert_eq!(keep[0], alu_op.apply(a, b) != 0.0, "op {op:#x} {a} {b}");
+                }
+            }
+        }
     }
 }

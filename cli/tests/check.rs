@@ -199,6 +199,43 @@ fn trace_is_chrome_json_with_one_named_track_per_engine() {
     let s = ev.iter().filter(|e| e["ph"] == "s").count();
     let f = ev.iter().filter(|e| e["ph"] == "f").count();
     assert!(s >= 2 && s == f, "{s} {f}");
+    // What a trace-event importer needs to build tracks, slices and flows without dropping
+    // any: slices of one track do not partially overlap (they are disjoint here: one bundle
+    // at a time per engine or queue), and each flow end lies inside a slice of its own track
+    // (`s` in the releasing slice, `f` with `bp: "e"` in the waiting one), ids matched.
+    let span = |e: &serde_json::Value| {
+        let t = e["ts"].as_f64().unwrap();
+        (t, t + e["dur"].as_f64().unwrap_or(0.0))
+    };
+    let mut tids: Vec<u64> = slices.iter().map(|e| e["tid"].as_u64().unwrap()).collect();
+    tids.dedup();
+    for tid in tids {
+        let mut on: Vec<(f64, f64)> = slices
+            .iter()
+            .filter(|e| e["tid"] == tid)
+            .map(|e| span(e))
+            .collect();
+        on.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(
+            on.windows(2).all(|w| w[0].1 <= w[1].0 + 1e-9),
+            "overlapping slices on track {tid}: {on:?}"
+        );
+    }
+    let mut ids = std::collections::BTreeMap::new();
+    for e in ev.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f") {
+        let t = e["ts"].as_f64().unwrap();
+        assert!(
+            slices
+                .iter()
+                .any(|x| x["tid"] == e["tid"] && span(x).0 <= t + 1e-9 && t <= span(x).1 + 1e-9),
+            "flow end outside any slice of its track: {e}"
+        );
+        if e["ph"] == "f" {
+            assert_eq!(e["bp"], "e", "{e}");
+        }
+        *ids.entry(e["id"].as_u64().unwrap()).or_insert(0) += 1;
+    }
+    assert!(ids.values().all(|&n| n == 2), "{ids:?}");
 }
 
 #[test]

@@ -27,7 +27,7 @@ fn text(o: &Output) -> String {
 #[test]
 fn check_passes_clean_kernels_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["vadd", "softmax", "matmul_bf16"] {
+    for name in ["vadd", "softmax", "matmul_bf16", "counter_join"] {
         let k = kernel(name);
         let o = sim(
             &["check", k.to_str().unwrap(), "--schedules", "3"],
@@ -77,6 +77,42 @@ fn check_reports_a_race_in_text_and_json() {
     assert_eq!(f[0]["a"]["origin"]["operand"], "src1");
     assert_eq!(f[0]["b"]["origin"]["agent"], "sp:in");
     assert_eq!(f[0]["extent"]["bytes"], serde_json::json!([4096, 6144]));
+}
+
+#[test]
+fn a_partial_counter_wait_is_the_same_race_under_every_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = kernel("race_counter_partial");
+    let o = sim(
+        &[
+            "check",
+            k.to_str().unwrap(),
+            "--schedules",
+            "16",
+            "--seed",
+            "3",
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = v["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 1, "{v}");
+    assert_eq!(f[0]["kind"], "race");
+    assert_eq!(f[0]["a"]["origin"]["agent"], "act");
+    assert_eq!(f[0]["a"]["origin"]["operand"], "dst");
+    assert_eq!(f[0]["b"]["origin"]["agent"], "dve");
+    assert_eq!(f[0]["b"]["origin"]["operand"], "src0");
+    assert_eq!(f[0]["extent"]["bytes"], serde_json::json!([8192, 10240]));
+    // Every interleaving reports the same finding (some also change the output).
+    assert!(
+        v["schedules"]["findings_differ"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{v}"
+    );
 }
 
 #[test]

@@ -91,6 +91,9 @@ struct Segment {
     /// Cumulative upward and downward weights of the entries.
     cum_up: Vec<u64>,
     cum_down: Vec<u64>,
+    /// An event segment in the event's initial (clear) state: a wait for it holds from the
+    /// start, whatever the updates to the same state.
+    from_start: bool,
 }
 
 /// The synchronisation skeleton of a run (see the module documentation).
@@ -207,8 +210,10 @@ impl Skeleton {
         let i = idx as usize;
         let seg = match self.event_seg[i] {
             Some(s) if (self.segs[s as usize].base_value == 1) == state => s,
-            _ => {
+            cur => {
                 let s = self.new_seg(None, state as u32);
+                // Clearing a never-set event: the state it had from the start.
+                self.segs[s as usize].from_start = cur.is_none() && !state;
                 self.event_seg[i] = Some(s);
                 s
             }
@@ -236,7 +241,8 @@ impl Skeleton {
     /// The current segment of event `idx` when it is in state `state`.
     pub fn event_need(&self, idx: u8, state: bool) -> Option<(u32, bool, u64)> {
         let seg = self.event_seg[idx as usize]?;
-        ((self.segs[seg as usize].base_value == 1) == state).then_some((seg, true, 1))
+        let sg = &self.segs[seg as usize];
+        ((sg.base_value == 1) == state).then_some((seg, true, u64::from(!sg.from_start)))
     }
 
     /// `agent` (at its own epoch `epoch`) passed a wait needing `need` (`None`: nothing known)
@@ -451,6 +457,13 @@ mod tests {
         s.event(1, 7, true, clock(&[0, 1, 0]));
         let need = s.event_need(7, true);
         s.acquire(2, 1, need, clock(&[1, 1, 0]));
+        assert_eq!(s.resolve().unwrap()[0], clock(&[0, 0, 0]));
+        // Clearing a never-set event does not make a wait for clear: it held from the start.
+        let mut s = Skeleton::new(3);
+        s.event(0, 8, false, clock(&[1, 0, 0]));
+        let need = s.event_need(8, false);
+        assert_eq!(need.map(|x| x.2), Some(0));
+        s.acquire(2, 1, need, clock(&[1, 0, 0]));
         assert_eq!(s.resolve().unwrap()[0], clock(&[0, 0, 0]));
     }
 }

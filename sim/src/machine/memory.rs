@@ -515,22 +515,25 @@ mod tests {
 
     #[test]
     fn store_clear_zeroes_exactly_the_marked_granules() {
-        let mut s = Store::new(70 * GRANULE + 100).unwrap();
+        let mut s = Store::new(260 * GRANULE + 100).unwrap();
         for (lo, hi) in [
             (0, 1),
             (GRANULE - 1, GRANULE + 1),
             (64 * GRANULE + 5, 66 * GRANULE),
-            (70 * GRANULE, 70 * GRANULE + 100),
+            // Across four words of the map.
+            (50 * GRANULE + 7, 200 * GRANULE - 3),
+            (260 * GRANULE, 260 * GRANULE + 100),
         ] {
             s.bytes[lo..hi].fill(0xAB);
             s.mark(lo, hi);
         }
-        // Granule 10 is written without being marked: clearing must leave it alone.
+        // Granules 10 and 230 are written without being marked: clearing leaves them alone.
         s.bytes[10 * GRANULE] = 7;
+        s.bytes[230 * GRANULE] = 8;
         s.clear();
         assert!(s.dirty.iter().all(|&w| w == 0));
         let nonzero: Vec<usize> = (0..s.bytes.len()).filter(|&i| s.bytes[i] != 0).collect();
-        assert_eq!(nonzero, vec![10 * GRANULE]);
+        assert_eq!(nonzero, vec![10 * GRANULE, 230 * GRANULE]);
     }
 
     #[test]

@@ -248,7 +248,7 @@ impl OnChip {
     /// partition-major: [`OnChip::gather`] read as little-endian `f32`s, without the byte
     /// copy.
     pub fn gather_f32(&self, r: &Resolved) -> Option<Vec<f32>> {
-        if r.run_bytes % 4 != 0 {
+        if !r.run_bytes.is_multiple_of(4) {
             return None;
         }
         self.note(|| ChipAccess::Read(r.clone()));

@@ -216,7 +216,7 @@ fn trace_is_chrome_json_with_one_named_track_per_engine() {
         .collect();
     for (i, e) in ["pe", "act", "pool", "dve", "sp"].iter().enumerate() {
         assert!(
-            names.contains(&(i as u64, format!("{e} engine"))),
+            names.contains(&(i as u64 + 1, format!("{e} engine"))),
             "{names:?}"
         );
     }
@@ -225,7 +225,12 @@ fn trace_is_chrome_json_with_one_named_track_per_engine() {
     let slices: Vec<&serde_json::Value> = ev.iter().filter(|e| e["ph"] == "X").collect();
     assert_eq!(slices.len(), 8 + 1 + 2 + 3);
     assert!(slices.iter().all(|s| s["dur"].as_f64().unwrap() > 0.0));
-    let pe: Vec<&&serde_json::Value> = slices.iter().filter(|s| s["tid"] == 0).collect();
+    // Process 1, threads from 1: pid/tid 0 are the idle process and swapper of importers.
+    assert!(
+        ev.iter().all(|e| e["pid"] == 1 && e["tid"] != 0),
+        "pid/tid 0 used"
+    );
+    let pe: Vec<&&serde_json::Value> = slices.iter().filter(|s| s["tid"] == 1).collect();
     assert_eq!(pe[1]["name"], "MATMUL");
     assert!(pe[1]["args"]["operands"]
         .as_str()
@@ -238,12 +243,14 @@ fn trace_is_chrome_json_with_one_named_track_per_engine() {
     // What a trace-event importer needs to build tracks, slices and flows without dropping
     // any: slices of one track do not partially overlap (they are disjoint here: one bundle
     // at a time per engine or queue), and each flow end lies inside a slice of its own track
-    // (`s` in the releasing slice, `f` with `bp: "e"` in the waiting one), ids matched.
+    // (`s` in the releasing slice, `f` with `bp: "e"` in the waiting one, both strictly
+    // inside so that rounding to integer nanoseconds keeps them there), ids matched.
     let span = |e: &serde_json::Value| {
         let t = e["ts"].as_f64().unwrap();
         (t, t + e["dur"].as_f64().unwrap_or(0.0))
     };
     let mut tids: Vec<u64> = slices.iter().map(|e| e["tid"].as_u64().unwrap()).collect();
+    tids.sort_unstable();
     tids.dedup();
     for tid in tids {
         let mut on: Vec<(f64, f64)> = slices
@@ -263,7 +270,7 @@ fn trace_is_chrome_json_with_one_named_track_per_engine() {
         assert!(
             slices
                 .iter()
-                .any(|x| x["tid"] == e["tid"] && span(x).0 <= t + 1e-9 && t <= span(x).1 + 1e-9),
+                .any(|x| x["tid"] == e["tid"] && span(x).0 < t && t < span(x).1),
             "flow end outside any slice of its track: {e}"
         );
         if e["ph"] == "f" {

@@ -188,10 +188,14 @@ impl Timeline {
 
     /// Chrome trace-event JSON (`traceEvents`): one named track per engine and DMA queue that
     /// has a slice (the five engines always), slices as complete events, flows as `s`/`f`.
-    /// Times are in µs.
+    /// Times are in µs. Everything sits in process 1 (`NeuronCore`) and track `t` of the
+    /// model is thread `t + 1`: importers such as Perfetto's reserve pid/tid 0 for the idle
+    /// process and its swapper thread.
     pub fn to_chrome(&self) -> Value {
+        const PID: u32 = 1;
+        let tid = |agent: usize| agent + 1;
         let mut ev = vec![
-            json!({"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "NeuronCore"}}),
+            json!({"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "NeuronCore"}}),
         ];
         for (i, l) in self.labels.iter().enumerate() {
             if i >= 5 && !self.slices.iter().any(|s| s.agent as usize == i) {
@@ -202,12 +206,12 @@ impl Timeline {
             } else {
                 format!("DMA {l}")
             };
-            ev.push(json!({"ph": "M", "pid": 0, "tid": i, "name": "thread_name", "args": {"name": name}}));
-            ev.push(json!({"ph": "M", "pid": 0, "tid": i, "name": "thread_sort_index", "args": {"sort_index": i}}));
+            ev.push(json!({"ph": "M", "pid": PID, "tid": tid(i), "name": "thread_name", "args": {"name": name}}));
+            ev.push(json!({"ph": "M", "pid": PID, "tid": tid(i), "name": "thread_sort_index", "args": {"sort_index": i}}));
         }
         for s in &self.slices {
             ev.push(json!({
-                "ph": "X", "pid": 0, "tid": s.agent, "name": s.name, "cat": "bundle",
+                "ph": "X", "pid": PID, "tid": tid(s.agent as usize), "name": s.name, "cat": "bundle",
                 "ts": s.start / 1e3, "dur": s.dur / 1e3,
                 "args": {"operands": s.args, "waited_ns": s.waited},
             }));
@@ -218,10 +222,17 @@ impl Timeline {
                 continue;
             };
             let s = &self.slices[src];
-            // Bind inside the releasing slice.
-            let ts = f.from.1.clamp(s.start, s.start + s.dur * 0.999);
-            ev.push(json!({"ph": "s", "id": id, "pid": 0, "tid": f.from.0, "ts": ts / 1e3, "name": f.name, "cat": "sync"}));
-            ev.push(json!({"ph": "f", "bp": "e", "id": id, "pid": 0, "tid": to.agent, "ts": to.start / 1e3, "name": f.name, "cat": "sync"}));
+            // Both ends lie strictly inside their slices (by up to 1 ns, at most half the
+            // slice), so an importer that converts µs to integer nanoseconds and orders equal
+            // timestamps arbitrarily still finds the enclosing slice.
+            let inset = |dur: f64| (dur / 2.0).min(1.0);
+            let from_ts = f
+                .from
+                .1
+                .clamp(s.start + inset(s.dur), s.start + s.dur - inset(s.dur));
+            let to_ts = to.start + inset(to.dur);
+            ev.push(json!({"ph": "s", "id": id, "pid": PID, "tid": tid(f.from.0 as usize), "ts": from_ts / 1e3, "name": f.name, "cat": "sync"}));
+            ev.push(json!({"ph": "f", "bp": "e", "id": id, "pid": PID, "tid": tid(to.agent as usize), "ts": to_ts / 1e3, "name": f.name, "cat": "sync"}));
         }
         json!({"traceEvents": ev, "displayTimeUnit": "ns"})
     }

@@ -1087,3 +1087,317 @@ fn selects_with_pointer_scalars_and_integer_formats() {
         "equal formats move bits exactly"
     );
 }
+
+/// An S2S2D2_STT bundle (0x9D / 0x9E / 0xE5) over 2 partitions of `num` elements per operand,
+/// src0 at byte 0, src1 at 64, dst at 128, a pointer scalar column at 192.
+#[allow(clippy::too_many_arguments)]
+fn stt(
+    opcode: u8,
+    ops: [u8; 2],
+    reverse: u8,
+    formats: [Format; 4],
+    imm: Option<u32>,
+    accumulate: u8,
+    num: [u16; 2],
+    g: Gen,
+) -> Bundle {
+    use tpbsim_isa::{AccumCmd, ImmSrc, ScalarTensorTensor};
+    let [in0, in1, out, sc] = formats;
+    ScalarTensorTensor {
+        header: Header::new(Opcode(opcode)),
+        src0: tensor(sb(g, 0, 0), num),
+        src1: tensor(sb(g, 0, 64), num),
+        op0: AluOp(ops[0]),
+        op1: AluOp(ops[1]),
+        reverse,
+        imm0_src: ImmSrc(u8::from(imm.is_none())),
+        in_dtypes: DtypePair::new(tag(in0, g), tag(in1, g)),
+        out_dtype: tag(out, g),
+        num_active_partitions: 2,
+        imm0_dtype: tag(sc, g),
+        accumulator_cmd: AccumCmd(accumulate),
+        dst: tensor(sb(g, 0, 128), num),
+        imm0: imm.unwrap_or(sb(g, 0, 192)),
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+/// Run one bundle on `engine` (validated by L2) with src0 / src1 / scalar column rows in place.
+fn run_stt<'k>(
+    k: &'k Kernel,
+    g: Gen,
+    rows: [&[Vec<u8>]; 3],
+) -> Result<Machine<'k>, tpbsim_sim::machine::Fault> {
+    run(k, g, |m| {
+        put(m, sb(g, 0, 0), 2, rows[0]);
+        put(m, sb(g, 0, 64), 2, rows[1]);
+        put(m, sb(g, 0, 192), 2, rows[2]);
+    })
+}
+
+const ADD: u8 = 0x04;
+const SUB: u8 = 0x05;
+const MULT: u8 = 0x06;
+
+#[test]
+fn scalar_tensor_tensor_arith_fp32_on_dve() {
+    const G: Gen = Gen::V3;
+    let f = Format::Float32;
+    let a: [[f32; 6]; 2] = [
+        [1.0, 2.5, -3.0, 4.0, 0.5, 6.0],
+        [7.0, -8.0, 9.0, 1e-3, 11.0, 12.0],
+    ];
+    let b: [[f32; 6]; 2] = [
+        [2.0, -1.0, 0.5, 3.0, 8.0, -2.0],
+        [1.5, 2.0, -4.0, 1e3, 0.25, 3.0],
+    ];
+    let col = [0.75f32, -2.0];
+    let rows = [
+        a.map(|r| le(&r, f32::to_le_bytes)).to_vec(),
+        b.map(|r| le(&r, f32::to_le_bytes)).to_vec(),
+        col.map(|v| le(&[v], f32::to_le_bytes)).to_vec(),
+    ];
+    let rows = [&rows[0][..], &rows[1][..], &rows[2][..]];
+    // 2-D pattern [3, 2]: (src0 − 1.25) × src1, and src1 − (s × src0) with reverse SECOND.
+    for (ops, reverse, imm) in [
+        ([SUB, MULT], 0u8, Some(1.25f32)),
+        ([MULT, SUB], 2, None),
+        ([SUB, SUB], 3, Some(-0.5)),
+    ] {
+        let bundle = stt(
+            0x9D,
+            ops,
+            reverse,
+            [f, f, f, f],
+            imm.map(f32::to_bits),
+            0,
+            [3, 2],
+            G,
+        );
+        let k = kernel(G, Engine::Dve, vec![bundle]);
+        let m = run_stt(&k, G, rows).unwrap();
+        let want: Vec<f32> = (0..12)
+            .map(|i| {
+                let (p, e) = (i / 6, i % 6);
+                let (x, y, s) = (a[p][e], b[p][e], imm.unwrap_or(col[p]));
+                match (ops, reverse) {
+                    ([SUB, MULT], 0) => (x - s) * y,
+                    ([MULT, SUB], 2) => y - x * s,
+                    _ => y - (s - x),
+                }
+            })
+            .collect();
+        assert_eq!(
+            f32s(&get(&m, sb(G, 0, 128), 2, 24)),
+            want,
+            "{ops:?} {reverse}"
+        );
+        assert!(m.project_defined_notes().is_empty(), "all public");
+    }
+}
+
+#[test]
+fn scalar_tensor_tensor_int_on_pool_and_bitvec_on_dve() {
+    const G: Gen = Gen::V3;
+    let i = Format::Int32;
+    let a: [[i32; 4]; 2] = [[1, -2, i32::MAX, 40], [5, 6, -7, 8]];
+    let b: [[i32; 4]; 2] = [[3, 3, 2, -1], [0, -1, 4, 100]];
+    let rows = [
+        a.map(|r| le(&r, i32::to_le_bytes)).to_vec(),
+        b.map(|r| le(&r, i32::to_le_bytes)).to_vec(),
+        vec![vec![0; 4]; 2],
+    ];
+    let rows = [&rows[0][..], &rows[1][..], &rows[2][..]];
+    // POOL integer datapath: (src0 + s) × src1, wrapping, with the FP32 immediate −7.9 → −7.
+    let bundle = stt(
+        0x9D,
+        [ADD, MULT],
+        0,
+        [i, i, i, Format::Float32],
+        Some((-7.9f32).to_bits()),
+        0,
+        [4, 1],
+        G,
+    );
+    let k = kernel(G, Engine::Pool, vec![bundle]);
+    let m = run_stt(&k, G, rows).unwrap();
+    let want: Vec<i32> = (0..8)
+        .map(|k| {
+            a[k / 4][k % 4]
+                .wrapping_add(-7)
+                .wrapping_mul(b[k / 4][k % 4])
+        })
+        .collect();
+    assert_eq!(i32s(&get(&m, sb(G, 0, 128), 2, 16)), want);
+    assert_eq!(m.project_defined_notes().len(), 1, "the immediate reading");
+
+    // Bit-vector form on DVE, uint16 (the immediate's low half 0x00ff): (src0 ^ s) & src1, and
+    // with op0 reversed (s logical-shift-left src0) | src1.
+    let u = Format::Uint16;
+    let x: [[u16; 4]; 2] = [[0x1234 & 0xf, 15, 0, 3], [1, 2, 4, 8]];
+    let y: [[u16; 4]; 2] = [[0x0ff0, 0xf00f, 0xffff, 0x1], [0x8000, 0, 0x00ff, 0xff00]];
+    let rows = [
+        x.map(|r| le(&r, u16::to_le_bytes)).to_vec(),
+        y.map(|r| le(&r, u16::to_le_bytes)).to_vec(),
+        vec![vec![0; 2]; 2],
+    ];
+    let rows = [&rows[0][..], &rows[1][..], &rows[2][..]];
+    let u16s = |b: &[u8]| -> Vec<u16> {
+        b.chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect()
+    };
+    for (ops, reverse) in [([0x0Cu8, 0x0Au8], 0u8), ([0x10, 0x0B], 1)] {
+        let bundle = stt(
+            0x9E,
+            ops,
+            reverse,
+            [u, u, u, u],
+            Some(0xABCD_00FF),
+            0,
+            [4, 1],
+            G,
+        );
+        let k = kernel(G, Engine::Dve, vec![bundle]);
+        let m = run_stt(&k, G, rows).unwrap();
+        let want: Vec<u16> = (0..8)
+            .map(|k| {
+                let (s, e, p) = (0x00ffu32, x[k / 4][k % 4] as u32, y[k / 4][k % 4] as u32);
+                (if reverse == 0 {
+                    (e ^ s) & p
+                } else {
+                    (s << e) | p
+                }) as u16
+            })
+            .collect();
+        assert_eq!(u16s(&get(&m, sb(G, 0, 128), 2, 8)), want, "{ops:?}");
+    }
+}
+
+#[test]
+fn tensor_tensor_scan_runs_the_recurrence_along_the_free_elements() {
+    const G: Gen = Gen::V3;
+    let f = Format::Float32;
+    let a: [[f32; 4]; 2] = [[0.5, 2.0, -1.0, 0.25], [1.0, 1.0, 3.0, -0.5]];
+    let b: [[f32; 4]; 2] = [[1.0, -3.0, 0.5, 2.0], [4.0, 0.0, -1.5, 7.0]];
+    let col = [10.0f32, -1.0];
+    let rows = [
+        a.map(|r| le(&r, f32::to_le_bytes)).to_vec(),
+        b.map(|r| le(&r, f32::to_le_bytes)).to_vec(),
+        col.map(|v| le(&[v], f32::to_le_bytes)).to_vec(),
+    ];
+    let rows = [&rows[0][..], &rows[1][..], &rows[2][..]];
+    // r = src0 × r + src1 from a per-partition initial value, over a [2, 2] pattern (the
+    // carry crosses the row boundary); then r = src1 − (r − src0) from the immediate 3.0.
+    for (ops, reverse, imm) in [([MULT, ADD], 0u8, None), ([SUB, SUB], 3, Some(3.0f32))] {
+        let bundle = stt(
+            0xE5,
+            ops,
+            reverse,
+            [f, f, f, f],
+            imm.map(f32::to_bits),
+            0,
+            [2, 2],
+            G,
+        );
+        let k = kernel(G, Engine::Dve, vec![bundle]);
+        let m = run_stt(&k, G, rows).unwrap();
+        let mut want = Vec::new();
+        for p in 0..2 {
+            let mut r = imm.unwrap_or(col[p]);
+            for e in 0..4 {
+                r = if reverse == 0 {
+                    a[p][e] * r + b[p][e]
+                } else {
+                    b[p][e] - (r - a[p][e])
+                };
+                want.push(r);
+            }
+        }
+        assert_eq!(f32s(&get(&m, sb(G, 0, 128), 2, 16)), want, "{ops:?}");
+        assert_eq!(m.project_defined_notes().len(), 1, "the scan's order note");
+    }
+    // POOL int32: wrapping prefix sums of src0 + src1 (op0 ADD with the carry, op1 ADD).
+    let i = Format::Int32;
+    let x: [[i32; 3]; 2] = [[i32::MAX, 1, 2], [-5, 10, -20]];
+    let y: [[i32; 3]; 2] = [[0, 0, 1], [1, 1, 1]];
+    let rows = [
+        x.map(|r| le(&r, i32::to_le_bytes)).to_vec(),
+        y.map(|r| le(&r, i32::to_le_bytes)).to_vec(),
+        [[100i32], [-100]]
+            .map(|r| le(&r, i32::to_le_bytes))
+            .to_vec(),
+    ];
+    let rows = [&rows[0][..], &rows[1][..], &rows[2][..]];
+    let bundle = stt(0xE5, [ADD, ADD], 0, [i, i, i, i], None, 0, [3, 1], G);
+    let k = kernel(G, Engine::Pool, vec![bundle]);
+    let m = run_stt(&k, G, rows).unwrap();
+    let mut want = Vec::new();
+    for (p, init) in [100i32, -100].into_iter().enumerate() {
+        let mut r = init;
+        for e in 0..3 {
+            r = x[p][e].wrapping_add(r).wrapping_add(y[p][e]);
+            want.push(r);
+        }
+    }
+    assert_eq!(i32s(&get(&m, sb(G, 0, 128), 2, 12)), want);
+}
+
+#[test]
+fn scalar_tensor_tensor_faults() {
+    const G: Gen = Gen::V3;
+    let (f, i) = (Format::Float32, Format::Int32);
+    let one = Some(1.0f32.to_bits());
+    let fault = |b: Bundle, e: Engine| {
+        let k = kernel(G, e, vec![b]);
+        let mut m = Machine::new(&k, G).unwrap();
+        m.run(&RunOptions::default(), &mut |_| {}).unwrap_err()
+    };
+    let cases: Vec<(Bundle, &str, &str)> = vec![
+        (
+            stt(0x9D, [0x07, ADD], 0, [f; 4], one, 0, [4, 1], G),
+            "execution",
+            "is not a general arithmetic op",
+        ),
+        (
+            stt(0x9E, [ADD, 0x0A], 0, [i; 4], Some(1), 0, [4, 1], G),
+            "execution",
+            "is not a general bit-vector op",
+        ),
+        (
+            stt(0x9E, [0x0A, 0x0A], 0, [f, i, i, i], Some(1), 0, [4, 1], G),
+            "execution",
+            "is not an integer format",
+        ),
+        (
+            stt(0xE5, [ADD, ADD], 0, [f; 4], one, 3, [4, 1], G),
+            "execution",
+            "requires IDLE",
+        ),
+        (
+            stt(0x9D, [ADD, ADD], 0, [f; 4], one, 2, [4, 1], G),
+            "not-simulated",
+            "accumulator_cmd 2",
+        ),
+        (
+            stt(0x9D, [ADD, ADD], 0, [f, f, f, i], Some(1), 0, [4, 1], G),
+            "execution",
+            "an instruction immediate is FP32",
+        ),
+    ];
+    for (b, kind, text) in cases {
+        let e = fault(b, Engine::Dve);
+        assert_eq!(e.kind(), kind, "{e}");
+        assert!(e.to_string().contains(text), "{e}");
+    }
+    // A register-pointer scalar is not simulated.
+    let mut b = stt(0x9D, [ADD, ADD], 0, [f; 4], one, 0, [4, 1], G);
+    b.0[39] = 2;
+    assert_eq!(fault(b, Engine::Dve).kind(), "not-simulated");
+    // src1 with a different element count.
+    let mut b = stt(0x9D, [ADD, ADD], 0, [f; 4], one, 0, [4, 1], G);
+    b.0[24 + 8] = 3;
+    let e = fault(b, Engine::Dve);
+    assert!(e.to_string().contains("but `src1` has 2 × 3"), "{e}");
+}

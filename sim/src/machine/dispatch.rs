@@ -8,7 +8,7 @@ use super::core::Machine;
 use super::dma::{DmaDesc, DmaMem, DmaSide};
 use super::exec::{ActArgs, MatmulArgs, ReduceArgs, ScalarSrc, TsArgs, TtArgs, Unary};
 use super::fault::{Fault, Site};
-use super::ops::{mx_packed, Act2Args};
+use super::ops::{mx_packed, Act2Args, SttArgs, SttKind};
 use super::pattern::{Dim, TensorPattern};
 use super::sched::Flow;
 use super::select::{AffineSelectArgs, RangeSelectArgs, SelectReduceArgs, TsSelectArgs};
@@ -658,6 +658,34 @@ impl Machine<'_> {
                     dst: self.pattern(site, "dst", &x.dst, n, out)?,
                 };
                 self.exec_select_reduce(site, &a)?;
+                Ok(Flow::Next)
+            }
+            Inst::ScalarTensorTensor(x) if matches!(e, Engine::Pool | Engine::Dve) => {
+                let kind = SttKind::from_opcode(site.opcode)
+                    .ok_or_else(|| self.not_simulated(site, inst))?;
+                let (in0, in1) = (
+                    self.format(site, "in0", x.in_dtypes.lo())?,
+                    self.format(site, "in1", x.in_dtypes.hi())?,
+                );
+                let out = self.format(site, "out", x.out_dtype)?;
+                let scalar_format = self.format(site, "imm0", x.imm0_dtype)?;
+                let n = x.num_active_partitions;
+                let a = SttArgs {
+                    kind,
+                    op0: x.op0.0,
+                    op1: x.op1.0,
+                    reverse: x.reverse,
+                    accumulate: x.accumulator_cmd.0,
+                    scalar: self.scalar(site, x.imm0_src.0, x.imm0, scalar_format)?,
+                    scalar_format,
+                    in0,
+                    in1,
+                    out,
+                    src0: self.pattern(site, "src0", &x.src0, n, in0)?,
+                    src1: self.pattern(site, "src1", &x.src1, n, in1)?,
+                    dst: self.pattern(site, "dst", &x.dst, n, out)?,
+                };
+                self.exec_scalar_tensor_tensor(site, &a)?;
                 Ok(Flow::Next)
             }
             Inst::TensorScalarSelect(x) if matches!(e, Engine::Pool | Engine::Dve) => {

@@ -361,7 +361,7 @@ impl Machine<'_> {
         }
     }
 
-    fn scalar_u32(
+    pub(super) fn scalar_u32(
         &self,
         site: Site,
         name: &str,

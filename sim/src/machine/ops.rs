@@ -556,3 +556,246 @@ pub struct Act2Args {
     /// Destination.
     pub dst: TensorPattern,
 }
+
+/// The three compute forms of the `S2S2D2_STT` layout (SelectReduce 0xEA, the fourth, lives in
+/// [`super::select`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SttKind {
+    /// 0x9D SCALAR_TENSOR_TENSOR_ARITH: general arithmetic ops.
+    Arith,
+    /// 0x9E SCALAR_TENSOR_TENSOR_BITVEC: general bit-vector ops on integer bit patterns.
+    Bitvec,
+    /// 0xE5 TENSOR_TENSOR_SCAN_ARITH: the arith pair as a recurrence along the free elements.
+    Scan,
+}
+
+impl SttKind {
+    /// The form an opcode selects, if it is one of 0x9D / 0x9E / 0xE5.
+    pub fn from_opcode(opcode: u8) -> Option<Self> {
+        match opcode {
+            0x9D => Some(SttKind::Arith),
+            0x9E => Some(SttKind::Bitvec),
+            0xE5 => Some(SttKind::Scan),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            SttKind::Arith => "SCALAR_TENSOR_TENSOR_ARITH (0x9D)",
+            SttKind::Bitvec => "SCALAR_TENSOR_TENSOR_BITVEC (0x9E)",
+            SttKind::Scan => "TENSOR_TENSOR_SCAN_ARITH (0xE5)",
+        }
+    }
+}
+
+/// ScalarTensorTensor (0x9D / 0x9E) and TensorTensorScan (0xE5) operands.
+#[derive(Clone, Copy, Debug)]
+pub struct SttArgs {
+    /// Which form.
+    pub kind: SttKind,
+    /// First ALU op byte (folds `src0` with the scalar, or with the carry for the scan).
+    pub op0: u8,
+    /// Second ALU op byte (folds the intermediate with `src1`).
+    pub op1: u8,
+    /// TENS_SCALAR_REV_OPS byte (bit 0 reverses op0, bit 1 reverses op1).
+    pub reverse: u8,
+    /// ACCUM_CMD byte.
+    pub accumulate: u8,
+    /// `imm0`: the broadcast scalar (the scan's initial value), an immediate or a pointer to
+    /// one value per active partition.
+    pub scalar: ScalarSrc,
+    /// `imm0_dtype`.
+    pub scalar_format: Format,
+    /// `src0` format.
+    pub in0: Format,
+    /// `src1` format.
+    pub in1: Format,
+    /// Output format.
+    pub out: Format,
+    /// First source.
+    pub src0: TensorPattern,
+    /// Second source.
+    pub src1: TensorPattern,
+    /// Destination.
+    pub dst: TensorPattern,
+}
+
+impl Machine<'_> {
+    /// ScalarTensorTensor (0x9D arith / 0x9E bitvec): `dst = (src0 op0 s) op1 src1`, and
+    /// TensorTensorScan (0xE5): per partition `r = (src0[i] op0 r) op1 src1[i]`, `dst[i] = r`,
+    /// from `r = imm0`. Either op's operands swap under the reverse byte. The arith forms run
+    /// on the engine's integer datapath when every operand is an integer and the engine has
+    /// one (as TensorTensor does), else on the fp32 datapath; the bit-vector form applies its
+    /// ops to the integer bit patterns.
+    pub fn exec_scalar_tensor_tensor(&mut self, site: Site, a: &SttArgs) -> Result<(), Fault> {
+        let name = a.kind.name();
+        same_count(site, ("src0", &a.src0), ("src1", &a.src1))?;
+        same_count(site, ("src0", &a.src0), ("dst", &a.dst))?;
+        match (a.kind, a.accumulate) {
+            (_, 0) => {}
+            (SttKind::Arith, c) => {
+                return Err(Fault::NotSimulated {
+                    site,
+                    name: format!(
+                        "{name} with accumulator_cmd {c} (the fold op feeding the accumulators is not in the S2S2D2_STT layout and not published)"
+                    ),
+                    engine: site.engine,
+                })
+            }
+            (_, c) => {
+                return Err(Fault::exec(
+                    site,
+                    format!("{name}: accumulator_cmd is {c}; this form requires IDLE (0)"),
+                ))
+            }
+        }
+        let err = |e: alu::AluError| Fault::exec(site, e.to_string());
+        let (op0, op1) = (
+            AluOp::from_wire(a.op0).map_err(err)?,
+            AluOp::from_wire(a.op1).map_err(err)?,
+        );
+        for (which, op) in [("op0", op0), ("op1", op1)] {
+            let (ok, set) = match a.kind {
+                SttKind::Bitvec => (op.is_general_bitvec(), "a general bit-vector op"),
+                _ => (
+                    op.is_general_arith(self.gen),
+                    "a general arithmetic op of this generation",
+                ),
+            };
+            if !ok {
+                return Err(Fault::exec(
+                    site,
+                    format!("{name}: `{which}` {op} is not {set}"),
+                ));
+            }
+        }
+        let rev = alu::Reverse::from_wire(a.reverse).map_err(err)?;
+        for (w, f) in [("in0", a.in0), ("in1", a.in1), ("out", a.out)] {
+            unpacked(site, w, f)?;
+        }
+        let pointer = matches!(a.scalar, ScalarSrc::Pointer { .. });
+        let mut formats = vec![a.in0, a.in1, a.out];
+        if pointer {
+            formats.push(a.scalar_format);
+        }
+        let (r0, r1, rd) = (
+            self.operand(site, "src0", &a.src0)?,
+            self.operand(site, "src1", &a.src1)?,
+            self.operand(site, "dst", &a.dst)?,
+        );
+        let shape = tile(site, &a.src0)?;
+        let shape = alu::TileShape::new(shape.partitions(), &[shape.free_len()]).map_err(err)?;
+        let integer = match a.kind {
+            SttKind::Bitvec => {
+                if let Some(f) = formats.iter().find(|&&f| !is_int(f)) {
+                    return Err(Fault::exec(
+                        site,
+                        format!("{name}: {} is not an integer format", f.name()),
+                    ));
+                }
+                if a.in0 != a.out || a.in1 != a.out {
+                    return Err(Fault::exec(
+                        site,
+                        format!(
+                            "{name}: in0 {}, in1 {} and out {} must be one integer format",
+                            a.in0.name(),
+                            a.in1.name(),
+                            a.out.name()
+                        ),
+                    ));
+                }
+                true
+            }
+            _ => {
+                if !pointer && a.scalar_format != Format::Float32 {
+                    return Err(Fault::exec(
+                        site,
+                        format!(
+                            "{name}: an instruction immediate is FP32 (imm0_dtype is {})",
+                            a.scalar_format.name()
+                        ),
+                    ));
+                }
+                self.int_datapath(site.engine, &formats)
+            }
+        };
+        if integer {
+            for &f in &formats {
+                Self::check_int(site, f)?;
+            }
+            let sign = super::exec::signedness(&[a.in0, a.in1]);
+            // Bit-vector ops are exact operations on the bit patterns, whatever integer lanes
+            // run them; the arith ops go through the engine's integer ALU.
+            let ctx = match a.kind {
+                SttKind::Bitvec => alu::AluContext::new(self.gen, tpbsim_isa::Engine::Pool),
+                _ => self.ctx(site.engine),
+            };
+            let (o0, o1) = (
+                ctx.int_op(op0, sign).map_err(err)?,
+                ctx.int_op(op1, sign).map_err(err)?,
+            );
+            let s = match a.scalar {
+                ScalarSrc::Imm(bits) => {
+                    self.note_project_defined(super::select::notes::STT_IMM);
+                    let v = match a.kind {
+                        SttKind::Bitvec => {
+                            widen(&bits.to_le_bytes()[..a.out.container_bytes()], a.out)[0]
+                        }
+                        _ => {
+                            let to = if sign == alu::Signedness::Unsigned {
+                                Format::Uint32
+                            } else {
+                                Format::Int32
+                            };
+                            cast::from_f32(to, f32::from_bits(bits), &CastPolicy::DEVICE) as u32
+                        }
+                    };
+                    super::exec::ScalarVals::Imm(v)
+                }
+                p => self.scalar_u32(site, "imm0", p, &a.src0)?,
+            };
+            let (x, y) = (
+                widen(&self.chip.gather(&r0), a.in0),
+                widen(&self.chip.gather(&r1), a.in1),
+            );
+            let mut out = vec![0u32; x.len()];
+            stt_kernel(a.kind, o0, o1, s.as_scalar(), rev, shape, &x, &y, &mut out).map_err(err)?;
+            self.chip.scatter(&rd, &narrow(&out, a.out));
+        } else {
+            let ctx = self.ctx(site.engine);
+            let (o0, o1) = (ctx.fp_op(op0).map_err(err)?, ctx.fp_op(op1).map_err(err)?);
+            let s = self.scalar_f32(site, "imm0", a.scalar, &a.src0)?;
+            let (x, y) = (
+                self.load_f32(site, &r0, a.in0)?,
+                self.load_f32(site, &r1, a.in1)?,
+            );
+            let mut out = vec![0f32; x.len()];
+            stt_kernel(a.kind, o0, o1, s.as_scalar(), rev, shape, &x, &y, &mut out).map_err(err)?;
+            self.store_f32(site, &rd, a.out, &out, &CastPolicy::DEVICE)?;
+        }
+        if a.kind == SttKind::Scan {
+            self.note_project_defined(super::select::notes::TT_SCAN);
+        }
+        Ok(())
+    }
+}
+
+/// The element kernel of an S2S2D2_STT form on one datapath.
+#[allow(clippy::too_many_arguments)]
+fn stt_kernel<O: alu::ElementOp>(
+    kind: SttKind,
+    op0: O,
+    op1: O,
+    s: alu::Scalar<'_, O::V>,
+    rev: alu::Reverse,
+    shape: alu::TileShape,
+    x: &[O::V],
+    y: &[O::V],
+    out: &mut [O::V],
+) -> Result<(), alu::AluError> {
+    match kind {
+        SttKind::Scan => reduce::tensor_tensor_scan(op0, op1, rev, s, shape, x, y, out),
+        _ => alu::scalar_tensor_tensor(op0, s, op1, rev, shape, x, y, out),
+    }
+}

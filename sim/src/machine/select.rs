@@ -30,6 +30,10 @@ pub mod notes {
     pub const SELECT_REDUCE: &str = "SELECT_REDUCE (0xEA): the copied value is converted to out_dtype, IDLE leaves the accumulators alone, and imm0 is not read; project-defined (docs/numerics.md)";
     /// TensorScalarSelect.
     pub const TS_SELECT: &str = "TENSOR_SCALAR_SELECT (0x98): an instruction-immediate operand narrower than 32 bits is the immediate's low bytes; project-defined (docs/numerics.md)";
+    /// ScalarTensorTensor, when an instruction immediate rests on a project-defined reading.
+    pub const STT_IMM: &str = "SCALAR_TENSOR_TENSOR (0x9D / 0x9E): on an integer datapath the arith form's FP32 immediate enters truncated toward zero (saturating), and the bit-vector form's immediate is its low bytes in the data width; project-defined (docs/numerics.md)";
+    /// TensorTensorScan.
+    pub const TT_SCAN: &str = "TENSOR_TENSOR_SCAN (0xE5): the recurrence runs over all free elements of a partition in access-pattern order (dim 0 innermost, no restart per row), the carry stays at datapath precision between steps, and reverse bit 0 / bit 1 put the carry / src1 on the left; project-defined (docs/numerics.md)";
     /// AffineSelect.
     pub const AFFINE_SELECT: &str = "TENSOR_SCALAR_AFFINE_SELECT (0x92): the mask ramp walks its dimension 0 innermost in wrapping int32; project-defined (docs/numerics.md)";
 }
@@ -177,7 +181,7 @@ fn accum_cmd(site: Site, op: &str, byte: u8) -> Result<AccumCmd, Fault> {
 }
 
 impl Machine<'_> {
-    fn note_project_defined(&mut self, note: &'static str) {
+    pub(super) fn note_project_defined(&mut self, note: &'static str) {
         self.engines.project_defined.insert(note);
     }
 

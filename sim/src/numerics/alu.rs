@@ -1119,6 +1119,58 @@ pub fn tensor_scalar<O: ElementOp>(
     Ok(())
 }
 
+/// The checks of a two-op, two-tensor, one-scalar kernel (ScalarTensorTensor and
+/// TensorTensorScan): elementwise ops, every operand `shape.len()` long, a per-partition scalar
+/// one value per partition. Returns the elements per partition.
+pub(crate) fn check_two_tensor<O: ElementOp>(
+    ops: [O; 2],
+    scalar: Scalar<'_, O::V>,
+    shape: TileShape,
+    srcs: [&[O::V]; 2],
+    out: &[O::V],
+) -> Result<usize, AluError> {
+    for o in ops {
+        if o.op().is_arg() {
+            return Err(AluError::ReductionOnly(o.op()));
+        }
+    }
+    check_len("src0", shape.len(), srcs[0].len())?;
+    check_len("src1", shape.len(), srcs[1].len())?;
+    check_len("dst", shape.len(), out.len())?;
+    scalar.check("scalar", shape.partitions())?;
+    Ok(shape.free_len())
+}
+
+/// ScalarTensorTensor (0x9D arith / 0x9E bitvec): `out = (src0 op0 s) op1 src1`, the scalar
+/// broadcast per partition. `reverse.op0` computes `s op0 src0`, `reverse.op1` computes
+/// `src1 op1 t` (the TENS_SCALAR_REV_OPS template with the second tensor in the second scalar's
+/// place).
+#[allow(clippy::too_many_arguments)]
+pub fn scalar_tensor_tensor<O: ElementOp>(
+    op0: O,
+    scalar: Scalar<'_, O::V>,
+    op1: O,
+    reverse: Reverse,
+    shape: TileShape,
+    src0: &[O::V],
+    src1: &[O::V],
+    out: &mut [O::V],
+) -> Result<(), AluError> {
+    let f = check_two_tensor([op0, op1], scalar, shape, [src0, src1], out)?;
+    let rows = out
+        .chunks_exact_mut(f)
+        .zip(src0.chunks_exact(f))
+        .zip(src1.chunks_exact(f));
+    for (p, ((o, a), b)) in rows.enumerate() {
+        let s = scalar.at(p);
+        for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
+            let t = apply_rev(op0, reverse.op0, x, s);
+            *o = apply_rev(op1, reverse.op1, t, y);
+        }
+    }
+    Ok(())
+}
+
 /// Iota parameters: `base + partition × channel_multiplier + Σ steps[d] × index[d]` over the
 /// free dims (innermost first), in wrapping 32-bit arithmetic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

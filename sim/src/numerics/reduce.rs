@@ -185,16 +185,8 @@ pub fn tensor_tensor_scan<O: ElementOp>(
     data1: &[O::V],
     out: &mut [O::V],
 ) -> Result<(), AluError> {
-    for o in [op0.op(), op1.op()] {
-        if o.is_arg() {
-            return Err(AluError::ReductionOnly(o));
-        }
-    }
-    check_len("data0", shape.len(), data0.len())?;
-    check_len("data1", shape.len(), data1.len())?;
-    check_len("dst", shape.len(), out.len())?;
-    initial.check("initial", shape.partitions())?;
-    let f = shape.free_len();
+    let f =
+        crate::numerics::alu::check_two_tensor([op0, op1], initial, shape, [data0, data1], out)?;
     let rows = out
         .chunks_exact_mut(f)
         .zip(data0.chunks_exact(f))

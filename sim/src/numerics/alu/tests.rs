@@ -736,3 +736,75 @@ fn cast_goes_through_the_cast_engine() {
     )
     .is_err());
 }
+
+#[test]
+fn scalar_tensor_tensor_order_and_reverse() {
+    let s = TileShape::new(2, &[3]).expect("shape");
+    let a = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let b = [10.0f32, 20.0, 30.0, 40.0, 50.0, 60.0];
+    let col = [2.0f32, -1.0];
+    let (sub, mult) = (fp(AluOp::SUBTRACT), fp(AluOp::MULT));
+    let mut out = [0.0f32; 6];
+    // (a − s) × b, s per partition.
+    scalar_tensor_tensor(
+        sub,
+        Scalar::PerPartition(&col),
+        mult,
+        Reverse::default(),
+        s,
+        &a,
+        &b,
+        &mut out,
+    )
+    .expect("stt");
+    for i in 0..6 {
+        assert_eq!(out[i], (a[i] - col[i / 3]) * b[i]);
+    }
+    // b − (s − a), both stages reversed.
+    let rev = Reverse::from_wire(3).expect("rev");
+    scalar_tensor_tensor(sub, Scalar::Imm(0.5), sub, rev, s, &a, &b, &mut out).expect("stt");
+    for i in 0..6 {
+        assert_eq!(out[i], b[i] - (0.5 - a[i]));
+    }
+    // Integer bit-vector form: (x ^ s) & y.
+    let (xor, and) = (
+        int(AluOp::BITWISE_XOR, Signedness::Unsigned),
+        int(AluOp::BITWISE_AND, Signedness::Unsigned),
+    );
+    let x = [0xF0u32, 0x0F, 0xFF];
+    let y = [0x3Cu32, 0xFF, 0x0F];
+    let mut o = [0u32; 3];
+    let one = TileShape::new(1, &[3]).expect("shape");
+    scalar_tensor_tensor(
+        xor,
+        Scalar::Imm(0xAA),
+        and,
+        Reverse::default(),
+        one,
+        &x,
+        &y,
+        &mut o,
+    )
+    .expect("stt");
+    assert_eq!(
+        o,
+        [
+            (0xF0 ^ 0xAA) & 0x3C,
+            (0x0F ^ 0xAA) & 0xFF,
+            (0xFF ^ 0xAA) & 0x0F
+        ]
+    );
+    assert!(matches!(
+        scalar_tensor_tensor(
+            xor,
+            Scalar::Imm(0),
+            and,
+            Reverse::default(),
+            s,
+            &x,
+            &y,
+            &mut o
+        ),
+        Err(AluError::Shape { .. })
+    ));
+}

@@ -288,6 +288,47 @@ for g in ("v3", "v4"):
     add(g, "pool", "error", "has_valid_dequant_fmt_group_size", FMT[g], dq(4, 8, 10, 16), "E2M3 with group 8")
     add(g, "pool", "error", "has_valid_dequant_fmt", FMT[g], dq(0), "dequant_fmt INVALID")
 
+def t2(b, off, addr, nums):
+    u32(b, off, addr)
+    u16(b, off + 4, 1)
+    u16(b, off + 6, 1)
+    u16(b, off + 8, nums[0])
+    u16(b, off + 10, nums[1])
+
+
+def select_reduce(op1=0x08, data=BF16):
+    b = hdr(0xEA)
+    t2(b, 12, 0x000, (1, 4))
+    t2(b, 24, 0x040, (1, 4))
+    b[37] = op1
+    b[40] = 2 | (data << 4)  # INT8 predicate
+    b[41] = FP32
+    b[42] = 2
+    b[43] = FP32
+    b[44] = 2
+    t2(b, 48, 0x080, (1, 4))
+    return b
+
+
+def ts_select(pred_dt=5):
+    b = hdr(0x98)
+    t3(b, 16, 0x000, (1, 1, 3))
+    b[33] = 2
+    b[34] = 4  # INT16
+    b[35] = pred_dt
+    b[39] = 1
+    u32(b, 40, 0xABCDFFF9)
+    u32(b, 44, 0x20)
+    t3(b, 48, 0x40, (1, 1, 3))
+    return b
+
+
+for g in ("v2", "v3", "v4"):
+    add(g, "dve", "valid", "-", "-", select_reduce(), "SelectReduce int8 predicate, bf16 data, MAX accumulate")
+    add(g, "dve", "error", "is_valid_select_reduce.ops", FMT[g], select_reduce(op1=0x09), "SelectReduce reduce op MIN")
+    add(g, "dve", "error", "is_valid_select_reduce.dtypes", FMT[g], select_reduce(data=INT32), "SelectReduce int32 data")
+    add(g, "pool", "error", "is_valid_s3d3_ts_select", FMT[g], ts_select(pred_dt=UINT32), "predicate wider than the data")
+
 print(__doc__.strip().replace("\n", "\n# ").join(["# ", ""]))
 for note, *r in rows:
     print(f"# {note}")

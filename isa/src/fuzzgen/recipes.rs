@@ -588,6 +588,24 @@ pub const RECIPES: &[Recipe] = &[
         dtypes: &[dt("dtype", 34), dt("pred_dtype", 35)],
     },
     Recipe {
+        gate: "is_valid_s3_lt",
+        format: "LdTags",
+        opcodes: &[0x06],
+        gens: &[Gen::V3, Gen::V4],
+        fill: fill_ld_tags,
+        enums: &[e("row_grp", 44, "is_valid_s3_lt.groups", lt_row_group)],
+        dtypes: &[dt("tags_dtype", 32)],
+    },
+    Recipe {
+        gate: "is_valid_pe_manage_seed",
+        format: "PeManageSeed",
+        opcodes: &[0x08],
+        gens: &[Gen::V4],
+        fill: fill_pe_manage_seed,
+        enums: &[e("mode", 33, "is_valid_enum(PE_SEED_MODE)", upto2)],
+        dtypes: &[dt("identity_dtype", 32)],
+    },
+    Recipe {
         gate: "is_valid_s2d2_ts_as",
         format: "AffineSelect",
         opcodes: &[0x92],
@@ -2036,6 +2054,25 @@ fn fill_affine_select(c: &mut Ctx<'_>) {
     let n = num_active(c, 12);
     pattern(c, 36, 2, i, n, false, true);
     pattern(c, 48, 2, o, n, true, true);
+}
+
+/// LdTags row groups and the column group the compiler derives from each.
+const LT_GROUPS: &[(u8, u8)] = &[(1, 0), (3, 0), (15, 0), (2, 4), (4, 8), (12, 8), (8, 0x0C)];
+
+fn lt_row_group(_: Gen, v: u8) -> bool {
+    LT_GROUPS.iter().any(|g| g.0 == v)
+}
+
+fn fill_ld_tags(c: &mut Ctx<'_>) {
+    let (row, col) = c.rng.pick(LT_GROUPS);
+    c.b.0[44] = row;
+    c.b.0[33] = col;
+    c.b.0[32] = c.rng.pick(&compute_dtypes(c.gen, false));
+}
+
+fn fill_pe_manage_seed(c: &mut Ctx<'_>) {
+    // The spec-derived descriptors are 8-byte aligned SBUF patterns: legal for any dtype.
+    c.b.0[32] = c.rng.pick(&compute_dtypes(c.gen, false));
 }
 
 fn fill_pool(c: &mut Ctx<'_>) {

@@ -16,6 +16,7 @@ pub mod ctrl;
 pub mod dma;
 pub mod mx;
 pub mod pe;
+pub mod pe_aux;
 pub mod pool;
 pub mod rs;
 pub mod tr;
@@ -75,6 +76,10 @@ pub enum Format {
     S3d3TsSelect,
     /// `S2D2_TS_AS` TensorScalarAffineSelect 0x92.
     S2d2TsAs,
+    /// `S3_LT` LdTags 0x06 (v3+).
+    S3Lt,
+    /// `S2S1D2_PE_SEED` PE_MANAGE_SEED 0x08 (v4).
+    PeManageSeed,
     /// `CTRL` control-only instructions: EngineNop 0x9F, Halt 0xA1, InstructionFlush 0xA3,
     /// Nop 0xA4.
     Ctrl,
@@ -126,6 +131,8 @@ impl Format {
             Format::S4d4Pl => "is_valid_s4d4_pl",
             Format::S3d3TsSelect => "is_valid_s3d3_ts_select",
             Format::S2d2TsAs => "is_valid_s2d2_ts_as",
+            Format::S3Lt => "is_valid_s3_lt",
+            Format::PeManageSeed => "is_valid_pe_manage_seed",
             Format::Ctrl => "is_valid_ctrl",
             Format::Drain => "is_valid_drain",
             Format::Write => "is_valid_write",
@@ -175,6 +182,8 @@ pub const fn format_of(gen: Gen, opcode: u8) -> Option<Format> {
         0x45 | 0x58 => Format::S4d4Pl,
         0x98 => Format::S3d3TsSelect,
         0x92 => Format::S2d2TsAs,
+        0x06 if v3 => Format::S3Lt,
+        0x08 if v4 => Format::PeManageSeed,
         0x9F | 0xA1 | 0xA3 | 0xA4 => Format::Ctrl,
         0xA2 => Format::Drain,
         0xA5 => Format::Write,
@@ -216,6 +225,8 @@ pub fn run<S: Sink>(fmt: Format, ck: &mut Ck<S>) {
         Format::S4d4Pl => pool::is_valid_s4d4_pl(ck),
         Format::S3d3TsSelect => pool::is_valid_s3d3_ts_select(ck),
         Format::S2d2TsAs => pool::is_valid_s2d2_ts_as(ck),
+        Format::S3Lt => pe_aux::is_valid_s3_lt(ck),
+        Format::PeManageSeed => pe_aux::is_valid_pe_manage_seed(ck),
         Format::Ctrl => ctrl::is_valid_ctrl(ck),
         Format::Drain => ctrl::is_valid_drain(ck),
         Format::Write => ctrl::is_valid_write(ck),

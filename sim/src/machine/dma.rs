@@ -63,11 +63,15 @@ impl DmaSide {
         (run, dims)
     }
 
-    /// Visit maximal contiguous byte runs as (start address, length) in element order.
+    /// Visit maximal contiguous byte runs as (start address, length) in element order; a
+    /// side with a dimension of count 0 has no runs.
     pub(crate) fn for_each_run(
         &self,
         mut f: impl FnMut(i128, usize) -> Result<(), AccessError>,
     ) -> Result<(), AccessError> {
+        if self.elems() == 0 {
+            return Ok(());
+        }
         let (run, dims) = self.run_and_loops();
         let loops: Vec<(i64, u32)> = dims.collect();
         let mut idx = vec![0u32; loops.len()];
@@ -413,6 +417,10 @@ fn transfer_with(
     if nf != nt {
         return Err(DmaError::Count { from: nf, to: nt });
     }
+    if nf == 0 {
+        // A dimension of size 0 on both sides: an empty transfer touches no memory.
+        return Ok(0);
+    }
     buf.clear();
     if !fast || read_fast(&desc.from, dram, chip, buf).is_none() {
         buf.clear();
@@ -619,6 +627,52 @@ mod tests {
             .collect();
         // RNE to bf16: 1.0 = 0x3F80, -2.5 = 0xC020, 3e9 ≈ 0x4F33, 0.333 → 0x3EAA.
         assert_eq!(got, vec![0x3F80, 0xC020, 0x4F33, 0x3EAA]);
+    }
+
+    #[test]
+    fn a_dimension_of_size_zero_moves_nothing() {
+        let (g, mut d, mut c) = setup();
+        let before = (
+            d.get(1).unwrap().bytes.clone(),
+            c.partition(Space::Sbuf, 0)[..64].to_vec(),
+        );
+        let empty = |mem| DmaSide {
+            mem,
+            addr: 0,
+            format: Format::Float32,
+            dims: vec![(4, 4), (16, 0)],
+        };
+        let desc = DmaDesc {
+            from: empty(DmaMem::Dram(1)),
+            to: DmaSide {
+                addr: u64::from(g.sbuf_address(0, 0)),
+                ..empty(DmaMem::OnChip)
+            },
+        };
+        assert_eq!(transfer(&desc, &mut d, &mut c, &mut Vec::new()).unwrap(), 0);
+        let mut runs = 0;
+        desc.from
+            .for_each_run(|_, _| {
+                runs += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(runs, 0);
+        assert_eq!(d.get(1).unwrap().bytes, before.0);
+        assert_eq!(c.partition(Space::Sbuf, 0)[..64], before.1[..]);
+        // An empty side against a non-empty one is a count mismatch.
+        let to = onchip_rows(&g, 0, Format::Float32, 1, 4);
+        let e = transfer(
+            &DmaDesc {
+                from: empty(DmaMem::Dram(1)),
+                to,
+            },
+            &mut d,
+            &mut c,
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert_eq!(e, DmaError::Count { from: 0, to: 4 });
     }
 
     #[test]

@@ -843,6 +843,195 @@ mod spec_field_names {
                 );
             }
         }
+        // The gates of the remaining typed formats.
+        for gen in [Gen::V2, Gen::V3, Gen::V4] {
+            check(
+                gen,
+                0x22,
+                &[
+                    act2::AQ_QUANT_SCALE,
+                    act2::AQ_OUT,
+                    act2::AQ_NUM,
+                    act2::AQ_FUNC,
+                    act2::AQ_DEQUANT_SCALE,
+                    act2::AQ_BIAS,
+                ],
+                &[act2::AQ_SRC, act2::AQ_DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x24,
+                &[act2::RD_COUNT, act2::RD_DTYPE, act2::RD_NEG, act2::RD_NUM],
+                &[act2::RD_DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x49,
+                &[pool::MS_COUNT, pool::MS_DTYPE, pool::MS_NUM],
+                &[pool::MS_DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x7E,
+                &[pool::IOTA_OUT, pool::IOTA_NUM],
+                &[pool::IOTA_DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0xE8,
+                &[
+                    pool::CPS_MASK_DT,
+                    pool::CPS_FILL,
+                    pool::CPS_NUM,
+                    pool::CPS_SRC_DT,
+                    pool::CPS_OUT,
+                ],
+                &[pool::CPS_DST, pool::CPS_MASK],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x9D,
+                &[
+                    pool::STT_OP0,
+                    pool::STT_OP1,
+                    pool::STT_REV,
+                    pool::STT_IMM0_SRC,
+                    pool::STT_OUT,
+                    pool::STT_NUM,
+                    pool::STT_IMM0_DT,
+                    pool::STT_ACC_F,
+                    pool::STT_IMM0,
+                ],
+                &[pool::STT_SRC0, pool::STT_SRC1, pool::STT_DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x98,
+                &[
+                    pool::TSS_REV,
+                    pool::TSS_NUM,
+                    pool::TSS_DTYPE,
+                    pool::TSS_PRED_DT,
+                    pool::TSS_IMM_SRC,
+                    pool::TSS_PRED_SRC,
+                    pool::TSS_IMM,
+                    pool::TSS_PRED,
+                ],
+                &[pool::TSS_SRC, pool::TSS_DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x92,
+                &[pool::AS_NUM, pool::AS_FILL_MODE],
+                &[pool::AS_SRC, pool::AS_DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0x45,
+                &[
+                    pool::PL_IN,
+                    pool::PL_OUT,
+                    pool::PL_NUM,
+                    pool::PL_TYPE,
+                    pool::PL_MODE,
+                    pool::PL_SCALE,
+                ],
+                &[pool::PL_SRC, pool::PL_DST],
+                &mut bad,
+            );
+            check(
+                gen,
+                0xA8,
+                &[
+                    ctrl::AL_OP,
+                    ctrl::AL_DTYPE,
+                    ctrl::AL_DATASRC,
+                    ctrl::AL_DST_DTYPE,
+                ],
+                &[],
+                &mut bad,
+            );
+            check(
+                gen,
+                0xA9,
+                &[ctrl::BR_CMP, ctrl::BR_DTYPE, ctrl::BR_MODE],
+                &[],
+                &mut bad,
+            );
+            check(
+                gen,
+                0xB0,
+                &[ctrl::RC_MODE, ctrl::RC_FIRST, ctrl::RC_LAST],
+                &[],
+                &mut bad,
+            );
+            check(gen, 0x23, &[ctrl::ACT_TABLE_SET], &[], &mut bad);
+            check(gen, 0xD4, &[dma::DMA_DGE_OP], &[], &mut bad);
+            check(gen, 0xDF, &[dma::PSEUDO_SUB_OP], &[], &mut bad);
+            if gen != Gen::V2 {
+                check(
+                    gen,
+                    0x7B,
+                    &[
+                        pool::DQ_IN,
+                        pool::DQ_OUT,
+                        pool::DQ_NUM,
+                        pool::DQ_FMT_F,
+                        pool::DQ_GROUP_F,
+                    ],
+                    &[pool::DQ_SRC, pool::DQ_DST],
+                    &mut bad,
+                );
+                check(
+                    gen,
+                    0x06,
+                    &[pe_aux::LT_DTYPE, pe_aux::LT_COL_GRP, pe_aux::LT_ROW_GRP],
+                    &[pe_aux::LT_TAGS],
+                    &mut bad,
+                );
+            }
+            if gen == Gen::V4 {
+                check(
+                    gen,
+                    0x25,
+                    &[
+                        act2::AC2_RELU_SRC,
+                        act2::AC2_IMM0_SRC,
+                        act2::AC2_REDUCE_CMD,
+                        act2::AC2_IMM_DTYPE,
+                        act2::AC2_OP0,
+                        act2::AC2_OP1,
+                        act2::AC2_REDUCE_OP,
+                        act2::AC2_IN,
+                        act2::AC2_OUT,
+                        act2::AC2_NUM,
+                        act2::AC2_FUNC,
+                        act2::AC2_REVERSE_F,
+                    ],
+                    &[act2::AC2_SRC, act2::AC2_DST],
+                    &mut bad,
+                );
+                check(
+                    gen,
+                    0x08,
+                    &[
+                        pe_aux::SEED_ID_DTYPE,
+                        pe_aux::SEED_MODE_F,
+                        pe_aux::SEED_ROWS,
+                    ],
+                    &[pe_aux::SEED_SRC, pe_aux::SEED_IDENTITY, pe_aux::SEED_DST],
+                    &mut bad,
+                );
+            }
+        }
         assert!(bad.is_empty(), "{bad:#?}");
     }
 }

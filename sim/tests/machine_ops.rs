@@ -1354,7 +1354,7 @@ fn scalar_tensor_tensor_faults() {
         let mut m = Machine::new(&k, G).unwrap();
         m.run(&RunOptions::default(), &mut |_| {}).unwrap_err()
     };
-    let cases: Vec<(Bundle, &str, &str)> = vec![
+    let mut cases: Vec<(Bundle, &str, &str)> = vec![
         (
             stt(0x9D, [0x07, ADD], 0, [f; 4], one, 0, [4, 1], G),
             "execution",
@@ -1386,6 +1386,12 @@ fn scalar_tensor_tensor_faults() {
             "an instruction immediate is FP32",
         ),
     ];
+    // ABS_MAX (0x20) joins the general arithmetic set only from v4.
+    cases.push((
+        stt(0x9D, [0x20, ADD], 0, [f; 4], one, 0, [4, 1], G),
+        "execution",
+        "is not a general arithmetic op",
+    ));
     for (b, kind, text) in cases {
         let e = fault(b, Engine::Dve);
         assert_eq!(e.kind(), kind, "{e}");
@@ -1400,4 +1406,55 @@ fn scalar_tensor_tensor_faults() {
     b.0[24 + 8] = 3;
     let e = fault(b, Engine::Dve);
     assert!(e.to_string().contains("but `src1` has 2 × 3"), "{e}");
+}
+
+#[test]
+fn scalar_tensor_tensor_on_later_generations() {
+    // v4: ABS_MAX (0x20) is a general arithmetic op; max(|src0|, |s|) + src1 on DVE.
+    let f = Format::Float32;
+    let a: [[f32; 2]; 2] = [[-3.0, 1.0], [0.5, -0.25]];
+    let b: [[f32; 2]; 2] = [[1.0, 2.0], [3.0, 4.0]];
+    let rows = [
+        a.map(|r| le(&r, f32::to_le_bytes)).to_vec(),
+        b.map(|r| le(&r, f32::to_le_bytes)).to_vec(),
+        vec![vec![0; 4]; 2],
+    ];
+    let rows = [&rows[0][..], &rows[1][..], &rows[2][..]];
+    let g = Gen::V4;
+    let bundle = stt(
+        0x9D,
+        [0x20, ADD],
+        0,
+        [f; 4],
+        Some((-2.0f32).to_bits()),
+        0,
+        [2, 1],
+        g,
+    );
+    let k = kernel(g, Engine::Dve, vec![bundle]);
+    let m = run_stt(&k, g, rows).unwrap();
+    let want: Vec<f32> = (0..4)
+        .map(|k| a[k / 2][k % 2].abs().max(2.0) + b[k / 2][k % 2])
+        .collect();
+    assert_eq!(f32s(&get(&m, sb(g, 0, 128), 2, 8)), want);
+
+    // v5 DVE with int32 operands runs the arith form in fp32 (exact for these values).
+    let i = Format::Int32;
+    let x: [[i32; 2]; 2] = [[7, -9], [100, 3]];
+    let y: [[i32; 2]; 2] = [[2, 5], [-1, 0]];
+    let rows = [
+        x.map(|r| le(&r, i32::to_le_bytes)).to_vec(),
+        y.map(|r| le(&r, i32::to_le_bytes)).to_vec(),
+        [[4i32], [-6]].map(|r| le(&r, i32::to_le_bytes)).to_vec(),
+    ];
+    let rows = [&rows[0][..], &rows[1][..], &rows[2][..]];
+    let g = Gen::V5;
+    let bundle = stt(0x9D, [SUB, MULT], 0, [i; 4], None, 0, [2, 1], g);
+    let k = kernel(g, Engine::Dve, vec![bundle]);
+    let m = run_stt(&k, g, rows).unwrap();
+    let col = [4, -6];
+    let want: Vec<i32> = (0..4)
+        .map(|k| (x[k / 2][k % 2] - col[k / 2]) * y[k / 2][k % 2])
+        .collect();
+    assert_eq!(i32s(&get(&m, sb(g, 0, 128), 2, 8)), want);
 }

@@ -625,9 +625,9 @@ impl Machine<'_> {
     /// ScalarTensorTensor (0x9D arith / 0x9E bitvec): `dst = (src0 op0 s) op1 src1`, and
     /// TensorTensorScan (0xE5): per partition `r = (src0[i] op0 r) op1 src1[i]`, `dst[i] = r`,
     /// from `r = imm0`. Either op's operands swap under the reverse byte. The arith forms run
-    /// on the engine's integer datapath when every operand is an integer and the engine has
-    /// one (as TensorTensor does), else on the fp32 datapath; the bit-vector form applies its
-    /// ops to the integer bit patterns.
+    /// on POOL's integer datapath when every operand is an integer, else (and always on the
+    /// DVE) on the fp32 datapath; the bit-vector form applies its ops to the integer bit
+    /// patterns.
     pub fn exec_scalar_tensor_tensor(&mut self, site: Site, a: &SttArgs) -> Result<(), Fault> {
         let name = a.kind.name();
         same_count(site, ("src0", &a.src0), ("src1", &a.src1))?;
@@ -717,7 +717,9 @@ impl Machine<'_> {
                         ),
                     ));
                 }
-                self.int_datapath(site.engine, &formats)
+                // The DVE's v5 integer subset holds only integer-band ops, which the STT op
+                // sets exclude: the DVE runs these forms in fp32 on every generation.
+                site.engine == tpbsim_isa::Engine::Pool && self.int_datapath(site.engine, &formats)
             }
         };
         if integer {

@@ -204,6 +204,34 @@ fn trace_is_chrome_json_with_one_named_track_per_engine() {
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("t.json")).unwrap()).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
+    // What Perfetto's JSON importer requires before it builds anything: the outer object's
+    // keys are ones it knows (it stops reading at an unknown key), `displayTimeUnit` is `ms`
+    // or `ns`, every event has a `ph` and every non-metadata event a numeric `ts` (others
+    // are dropped), complete events a numeric `dur`, flow events a numeric `id`, and
+    // `thread_name` metadata a non-empty `args.name`.
+    let top: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert!(
+        top.iter()
+            .all(|k| ["traceEvents", "displayTimeUnit"].contains(&k.as_str())),
+        "{top:?}"
+    );
+    assert!(["ms", "ns"].contains(&v["displayTimeUnit"].as_str().unwrap()));
+    for e in ev {
+        let ph = e["ph"].as_str().expect("ph");
+        assert!(e["pid"].is_u64() && (ph == "M" || e["tid"].is_u64()), "{e}");
+        if ph != "M" {
+            assert!(e["ts"].is_f64() || e["ts"].is_u64(), "{e}");
+        }
+        match ph {
+            "X" => assert!(e["dur"].is_f64() || e["dur"].is_u64(), "{e}"),
+            "s" | "f" => assert!(e["id"].is_u64(), "{e}"),
+            "M" if e["name"] == "thread_name" => {
+                assert!(!e["args"]["name"].as_str().unwrap().is_empty(), "{e}")
+            }
+            "M" => {}
+            other => panic!("unexpected phase {other}: {e}"),
+        }
+    }
     let names: Vec<(u64, String)> = ev
         .iter()
         .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")

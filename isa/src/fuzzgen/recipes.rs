@@ -537,12 +537,12 @@ pub const RECIPES: &[Recipe] = &[
     Recipe {
         gate: "is_valid_s2s2d2_stt",
         format: "ScalarTensorTensor",
-        opcodes: &[0x9D, 0xE5],
+        opcodes: &[0x9D],
         gens: L2_GENS,
         fill: fill_stt,
         enums: &[
-            e("op0", 36, "is_valid_enum(ALU_OP)", tr_alu_op),
-            e("op1", 37, "is_valid_enum(ALU_OP)", tr_alu_op),
+            e("op0", 36, "is_valid_enum(ALU_OP)", general_arith_op),
+            e("op1", 37, "is_valid_enum(ALU_OP)", general_arith_op),
             e("reverse", 38, "is_valid_s2s2d2_stt.reverse", upto3),
             e("imm0_src", 39, "is_valid_enum(IMM_SRC)", upto2),
             e(
@@ -550,6 +550,26 @@ pub const RECIPES: &[Recipe] = &[
                 44,
                 "is_valid_s2s2d2_stt.accumulator_cmd",
                 upto4,
+            ),
+        ],
+        dtypes: STT_DTYPES,
+    },
+    Recipe {
+        gate: "is_valid_s2s2d2_stt",
+        format: "ScalarTensorTensor",
+        opcodes: &[0xE5],
+        gens: L2_GENS,
+        fill: fill_stt,
+        enums: &[
+            e("op0", 36, "is_valid_enum(ALU_OP)", general_arith_op),
+            e("op1", 37, "is_valid_enum(ALU_OP)", general_arith_op),
+            e("reverse", 38, "is_valid_s2s2d2_stt.reverse", upto3),
+            e("imm0_src", 39, "is_valid_enum(IMM_SRC)", upto2),
+            e(
+                "accumulator_cmd",
+                44,
+                "is_valid_s2s2d2_stt.accumulator_cmd",
+                zero,
             ),
         ],
         dtypes: STT_DTYPES,
@@ -1527,6 +1547,9 @@ fn upto1(_: Gen, v: u8) -> bool {
 fn tr_alu_op(gen: Gen, v: u8) -> bool {
     alu_ops(gen).contains(&v)
 }
+fn general_arith_op(gen: Gen, v: u8) -> bool {
+    general_arith(gen).contains(&v)
+}
 
 /// A source and a destination pattern of `dims` dimensions with `n` active partitions: start
 /// partitions at most `128 - n`, PSUM only off Pool, a PSUM destination only with a 4-byte
@@ -1972,18 +1995,23 @@ fn fill_select_reduce(c: &mut Ctx<'_>) {
 fn fill_stt(c: &mut Ctx<'_>) {
     let gen = c.gen;
     let bitvec = c.b.0[0] == 0x9E;
+    let scan = c.b.0[0] == 0xE5;
     let ops = engine_ops(
         c,
         if bitvec {
             GENERAL_BITVEC.to_vec()
         } else {
-            alu_ops(gen)
+            general_arith(gen)
         },
     );
     c.b.0[36] = c.rng.pick(&ops);
     c.b.0[37] = c.rng.pick(&ops);
     c.b.0[38] = c.rng.range(0, 3) as u8;
-    c.b.0[44] = if bitvec { 0 } else { c.rng.range(0, 4) as u8 };
+    c.b.0[44] = if bitvec || scan {
+        0
+    } else {
+        c.rng.range(0, 4) as u8
+    };
     let plain = compute_dtypes(gen, false);
     let (a, b2, sc) = (c.rng.pick(&plain), c.rng.pick(&plain), c.rng.pick(&plain));
     let o = c.rng.pick(&compute_dtypes(gen, true));

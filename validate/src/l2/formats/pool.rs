@@ -47,8 +47,8 @@ rule!(DQ_COUNT, "s3d3_tens_dequant_element_count_check_t3d", Format,
     public "G firmware/kernels/tensor-dequantize.md §4.1 (src*2 == dst and any src for 4-bit group 0; src*4 == dst*3 and src % 3 == 0 for E2M3; src*8 == dst*5 and src % 5 == 0 for group 8; skipped when either shape comes from a register)",
     "the source/destination element counts follow the format's packing ratio");
 rule!(STT_ACC, "is_valid_s2s2d2_stt.accumulator_cmd", Format,
-    public "isa-facts §4.3 (ScalarTensorTensor accumulator_cmd: ACCUM_CMD, the bitvec form 0x9E must be IDLE)",
-    "accumulator_cmd is an ACCUM_CMD member, IDLE for the bitvec form");
+    public "isa-facts §4.3 (ScalarTensorTensor accumulator_cmd: ACCUM_CMD, the bitvec form 0x9E must be IDLE); G firmware/kernels/tensor-tensor-scan.md (the scan 0xE5 runs with IDLE)",
+    "accumulator_cmd is an ACCUM_CMD member, IDLE for the bitvec form and the scan");
 rule!(STT_REVERSE, "is_valid_s2s2d2_stt.reverse", Format,
     project "the ScalarTensorTensor reverse byte is read like TensorScalar's (bit0 op0, bit1 op1); other bits rejected",
     "reverse uses bits 0..1 only");
@@ -380,11 +380,17 @@ fn is_int32_or_narrower(d: u8) -> bool {
 /// `is_valid_s2s2d2_stt`: ScalarTensorTensor 0x9D (arith) / 0x9E (bitvec) and
 /// TensorTensorScan 0xE5.
 pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
-    let bitvec = ck.u8(0) == 0x9E;
+    let opcode = ck.u8(0);
+    let bitvec = opcode == 0x9E;
+    // 0x9D and the scan 0xE5 take `is_general_arith_op`, 0x9E `is_general_bitvec_op`
+    // (G firmware/kernels/scalar-tensor-tensor.md, tensor-tensor-scan.md).
     let (set, text) = if bitvec {
         (enums::GENERAL_BITVEC, "a general bitvec op")
     } else {
-        (enums::alu_op(ck.gen), "an ALU_OP member of this generation")
+        (
+            enums::general_arith(ck.gen),
+            "a general arith op of this generation",
+        )
     };
     enum_check(ck, &ALU_OP_ENUM, STT_OP0, set, text);
     enum_check(ck, &ALU_OP_ENUM, STT_OP1, set, text);
@@ -398,12 +404,19 @@ pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
         enums::IMM_SRC,
         "0..=2",
     );
-    let acc = if bitvec {
+    // The bitvec form and the scan (no cross-instruction carry) run with IDLE only.
+    let acc = if bitvec || opcode == 0xE5 {
         ByteSet::of(&[0])
     } else {
         enums::ACCUM_CMD
     };
-    enum_check(ck, &STT_ACC, STT_ACC_F, acc, "ACCUM_CMD (IDLE for bitvec)");
+    enum_check(
+        ck,
+        &STT_ACC,
+        STT_ACC_F,
+        acc,
+        "ACCUM_CMD (IDLE for the bitvec form and the scan)",
+    );
     spec_reserved(ck);
     if ck.done() {
         return;
@@ -766,14 +779,29 @@ mod tests {
         b.0[44] = 2;
         assert_eq!(f(&b), ["is_valid_s2s2d2_stt.accumulator_cmd"]);
         b.0[0] = 0x9D;
-        assert!(f(&b).is_empty());
+        // AND / OR are bitvec ops, not general arith ops.
+        assert_eq!(f(&b), ["is_valid_enum(ALU_OP)", "is_valid_enum(ALU_OP)"]);
+        b.0[36] = 0x04; // ADD
+        b.0[37] = 0x06; // MULT
+        assert!(f(&b).is_empty(), "{:?}", f(&b));
+        // The scan takes the same ops but only IDLE.
+        b.0[0] = 0xE5;
+        assert_eq!(f(&b), ["is_valid_s2s2d2_stt.accumulator_cmd"]);
+        b.0[44] = 0;
+        assert!(f(&b).is_empty(), "{:?}", f(&b));
+        b.0[36] = 0x1A; // POW: an ALU_OP member, not a general arith op
+        assert_eq!(f(&b), ["is_valid_enum(ALU_OP)"]);
         let mut b = stt(0x9E);
         b.0[36] = 0x04; // ADD is not a bitvec op
         assert_eq!(f(&b), ["is_valid_enum(ALU_OP)"]);
         let mut b = stt(0x9D);
+        b.0[36] = 0x04;
+        b.0[37] = 0x06;
         b.set_u16(48 + 10, 0);
         assert_eq!(f(&b), ["tensorNd_valid.num_elem"]);
         let mut b = stt(0x9D);
+        b.0[36] = 0x04;
+        b.0[37] = 0x06;
         b.0[39] = 1; // imm0 from a pointer
         b.set_u32(60, 0x202);
         assert_eq!(f(&b), ["addr_aligned_dtype"]);

@@ -3,6 +3,8 @@
 //! checked / plain is measured against a baseline of the same run. Also the timeline (`--trace`)
 //! alone. Reported in `docs/perf.md` "Race check". `race_counter_partial` adds the replay the
 //! schedule-independent resolution makes when a wait's guaranteed clock differs from the run's.
+//! Runs with the allocator settings `sim` uses ([`tpbsim_sim::process::retain_freed_memory`]),
+//! like the kernels benchmark.
 
 use std::hint::black_box;
 
@@ -18,6 +20,8 @@ enum Mode {
 }
 
 fn races(c: &mut Criterion) {
+    // The allocator settings of `sim` (see `tpbsim_sim::process`).
+    tpbsim_sim::process::retain_freed_memory();
     let mut g = c.benchmark_group("race_check");
     g.sample_size(20);
     // `race_counter_partial` (planted) is the case where the schedule-independent resolution

@@ -3,7 +3,7 @@
 //! build of the benches.
 //!
 //! ```sh
-//! cargo run -p tpbsim-sim --example time_kernel -- testdata/kernels/vadd.neff [ITERATIONS]
+//! cargo run -p tpbsim-sim --example time_kernel -- testdata/kernels/vadd.neff [ITERATIONS] [races]
 //! valgrind --tool=callgrind target/debug/examples/time_kernel testdata/kernels/vadd.neff 1
 //! ```
 
@@ -21,6 +21,8 @@ fn main() {
         .next()
         .expect("usage: time_kernel KERNEL.neff [ITERATIONS]");
     let iters: u32 = args.next().map_or(20, |s| s.parse().expect("iterations"));
+    // `races`: with the happens-before race detector, as `sim run --check-races`.
+    let races = args.next().is_some_and(|s| s == "races");
     let t = Instant::now();
     let n = Neff::read(&path, &ReadOptions::default()).expect("read the kernel");
     let k = kernel_from_neff(&n).expect("load the kernel");
@@ -31,6 +33,9 @@ fn main() {
         let t = Instant::now();
         let mut m = Machine::new(&k, gen).expect("machine");
         m.validate_with_l2();
+        if races {
+            m.enable_race_check();
+        }
         m.run(&RunOptions::default(), &mut |_| {}).expect("run");
         drop(m);
         best = best.min(t.elapsed().as_secs_f64());

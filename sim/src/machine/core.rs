@@ -363,32 +363,38 @@ impl<'k> Machine<'k> {
             // runs contiguous with the previous one are merged on the fly, and the side is
             // sorted only when its runs are out of order.
             let mut runs: Vec<(u64, u32)> = Vec::new();
-            let _ = side.for_each_run(|at, len| {
-                let Ok(at) = u32::try_from(at) else {
-                    return Ok(());
-                };
-                let (space, id, lo) = match side.mem {
-                    dma::DmaMem::Dram(v) => (0u64, v, at),
-                    dma::DmaMem::OnChip => {
-                        let l = geom.locate(at);
-                        let space = if l.space == super::geometry::Space::Sbuf {
-                            1
-                        } else {
-                            2
-                        };
-                        (space, l.partition, l.offset)
+            side.for_each_covered_run(|mut at, mut len| {
+                while len > 0 {
+                    let Ok(a) = u32::try_from(at) else {
+                        return;
+                    };
+                    // On chip, a run is cut at its partition's end.
+                    let (space, id, lo, chunk) = match side.mem {
+                        dma::DmaMem::Dram(v) => (0u64, v, a, len),
+                        dma::DmaMem::OnChip => {
+                            let l = geom.locate(a);
+                            let (space, stride) = if l.space == super::geometry::Space::Sbuf {
+                                (1, geom.sbuf_partition_stride())
+                            } else {
+                                (2, super::geometry::PSUM_PARTITION_STRIDE)
+                            };
+                            let chunk = len.min(stride.saturating_sub(l.offset).max(1) as usize);
+                            (space, l.partition, l.offset, chunk)
+                        }
+                    };
+                    let Ok(n) = u32::try_from(chunk) else {
+                        return;
+                    };
+                    let key = space << 62 | (u64::from(id) & 0x3FFF_FFFF) << 32 | u64::from(lo);
+                    match runs.last_mut() {
+                        Some(r) if r.0 + u64::from(r.1) == key && lo.checked_add(n).is_some() => {
+                            r.1 += n
+                        }
+                        _ => runs.push((key, n)),
                     }
-                };
-                let key = space << 62 | (u64::from(id) & 0x3FFF_FFFF) << 32 | u64::from(lo);
-                match runs.last_mut() {
-                    Some(r)
-                        if r.0 + u64::from(r.1) == key && lo.checked_add(len as u32).is_some() =>
-                    {
-                        r.1 += len as u32
-                    }
-                    _ => runs.push((key, len as u32)),
+                    at += chunk as i128;
+                    len -= chunk;
                 }
-                Ok(())
             });
             if runs.windows(2).any(|w| w[0].0 > w[1].0) {
                 sort_runs(&mut runs);

@@ -96,6 +96,60 @@ impl DmaSide {
     }
 }
 
+impl DmaSide {
+    /// Visit contiguous byte runs `(start address, length)` that together cover exactly the
+    /// bytes [`DmaSide::for_each_run`] visits — the same set, not the same order: the
+    /// dimensions are taken by increasing step magnitude (a negative step walks the same
+    /// addresses from the other end) and folded into the run while each step is at most the
+    /// run so far (the copies abut or overlap), so a transposing pattern gives one run per
+    /// outer position instead of one per element. Used to record a transfer's accesses.
+    pub(crate) fn for_each_covered_run(&self, mut f: impl FnMut(i128, usize)) {
+        if self.elems() == 0 {
+            return;
+        }
+        let mut start = self.addr as i128;
+        let mut dims: Vec<(i128, u32)> = Vec::with_capacity(self.dims.len());
+        for &(step, n) in &self.dims {
+            if n <= 1 || step == 0 {
+                continue;
+            }
+            let mut s = step as i128;
+            if s < 0 {
+                start += s * (n as i128 - 1);
+                s = -s;
+            }
+            dims.push((s, n));
+        }
+        dims.sort_unstable_by_key(|d| d.0);
+        let mut run = self.format.container_bytes() as i128;
+        let mut k = 0;
+        while k < dims.len() && dims[k].0 <= run {
+            run += dims[k].0 * (dims[k].1 as i128 - 1);
+            k += 1;
+        }
+        let loops = &dims[k..];
+        let mut idx = vec![0u32; loops.len()];
+        let mut at = start;
+        loop {
+            f(at, run as usize);
+            let mut j = 0;
+            loop {
+                if j == loops.len() {
+                    return;
+                }
+                idx[j] += 1;
+                at += loops[j].0;
+                if idx[j] < loops[j].1 {
+                    break;
+                }
+                at -= loops[j].0 * loops[j].1 as i128;
+                idx[j] = 0;
+                j += 1;
+            }
+        }
+    }
+}
+
 /// The runs of a side prepared for the unchecked-index copy loops: the first run's address,
 /// the run length and up to [`DMA_MAX_DIMS`] outer loops (byte step, count), innermost first,
 /// exactly as [`DmaSide::for_each_run`] visits them.
@@ -627,6 +681,49 @@ mod tests {
             .collect();
         // RNE to bf16: 1.0 = 0x3F80, -2.5 = 0xC020, 3e9 ≈ 0x4F33, 0.333 → 0x3EAA.
         assert_eq!(got, vec![0x3F80, 0xC020, 0x4F33, 0x3EAA]);
+    }
+
+    /// The bytes of a side's runs, as a set.
+    fn covered(side: &DmaSide, covered_runs: bool) -> std::collections::BTreeSet<i128> {
+        let mut set = std::collections::BTreeSet::new();
+        let mut add = |at: i128, len: usize| set.extend(at..at + len as i128);
+        if covered_runs {
+            side.for_each_covered_run(&mut add);
+        } else {
+            side.for_each_run(|at, len| {
+                add(at, len);
+                Ok(())
+            })
+            .unwrap();
+        }
+        set
+    }
+
+    #[test]
+    fn covered_runs_cover_the_same_bytes() {
+        let side = |dims: Vec<(i64, u32)>, format| DmaSide {
+            mem: DmaMem::Dram(1),
+            addr: 4096,
+            format,
+            dims,
+        };
+        let cases = [
+            // transposing: inner step 64, outer step 1 (bytes of u8)
+            (vec![(64, 16), (1, 64)], Format::Uint8, 1),
+            (vec![(-64, 16), (2, 32)], Format::Bfloat16, 1),
+            (vec![(4, 8), (64, 3), (0, 5)], Format::Float32, 3),
+            (vec![(2, 4), (1, 4)], Format::Uint8, 1), // overlapping copies
+            (vec![(2, 4), (3, 4)], Format::Uint8, 16), // neither abuts the element
+            (vec![(256, 4), (1, 16)], Format::Uint8, 4), // gaps stay gaps
+            (vec![(4, 0), (8, 2)], Format::Float32, 0),
+        ];
+        for (dims, format, runs) in cases {
+            let s = side(dims.clone(), format);
+            assert_eq!(covered(&s, true), covered(&s, false), "{dims:?}");
+            let mut n = 0;
+            s.for_each_covered_run(|_, _| n += 1);
+            assert_eq!(n, runs, "{dims:?}");
+        }
     }
 
     #[test]

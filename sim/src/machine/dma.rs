@@ -73,25 +73,35 @@ impl DmaSide {
             return Ok(());
         }
         let (run, dims) = self.run_and_loops();
-        let loops: Vec<(i64, u32)> = dims.collect();
-        let mut idx = vec![0u32; loops.len()];
-        let mut at = self.addr as i128;
+        let loops: Vec<(i128, u32)> = dims.map(|(s, n)| (s as i128, n)).collect();
+        odometer(self.addr as i128, &loops, |at| f(at, run as usize))
+    }
+}
+
+/// Call `f` with every start address `start + Σ i_k · step_k` (`i_k < count_k`), the first
+/// loop innermost, until `f` fails.
+fn odometer<E>(
+    start: i128,
+    loops: &[(i128, u32)],
+    mut f: impl FnMut(i128) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut idx = vec![0u32; loops.len()];
+    let mut at = start;
+    loop {
+        f(at)?;
+        let mut k = 0;
         loop {
-            f(at, run as usize)?;
-            let mut k = 0;
-            loop {
-                if k == loops.len() {
-                    return Ok(());
-                }
-                idx[k] += 1;
-                at += loops[k].0 as i128;
-                if idx[k] < loops[k].1 {
-                    break;
-                }
-                at -= loops[k].0 as i128 * loops[k].1 as i128;
-                idx[k] = 0;
-                k += 1;
+            if k == loops.len() {
+                return Ok(());
             }
+            idx[k] += 1;
+            at += loops[k].0;
+            if idx[k] < loops[k].1 {
+                break;
+            }
+            at -= loops[k].0 * loops[k].1 as i128;
+            idx[k] = 0;
+            k += 1;
         }
     }
 }
@@ -127,26 +137,10 @@ impl DmaSide {
             run += dims[k].0 * (dims[k].1 as i128 - 1);
             k += 1;
         }
-        let loops = &dims[k..];
-        let mut idx = vec![0u32; loops.len()];
-        let mut at = start;
-        loop {
+        let _ = odometer::<()>(start, &dims[k..], |at| {
             f(at, run as usize);
-            let mut j = 0;
-            loop {
-                if j == loops.len() {
-                    return;
-                }
-                idx[j] += 1;
-                at += loops[j].0;
-                if idx[j] < loops[j].1 {
-                    break;
-                }
-                at -= loops[j].0 * loops[j].1 as i128;
-                idx[j] = 0;
-                j += 1;
-            }
-        }
+            Ok(())
+        });
     }
 }
 

@@ -11,7 +11,7 @@
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums::{self, ByteSet};
-use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::super::rule::{rule, Allowed, Ck, Field, Rule, Sink};
 use super::act2::ALU_OP_ENUM;
 use super::{
     active_channels, dtype_check, enum_check, flag, float_finite, pool_no_psum, spec_reserved,
@@ -87,20 +87,39 @@ pub const MS_DST: Operand = Operand::new("dst", 44);
 
 /// `is_valid_memset`: Memset 0x49 (compiler layout, family C).
 pub fn is_valid_memset<S: Sink>(ck: &mut Ck<S>) {
+    fill_gate(
+        ck,
+        MS_DTYPE,
+        (&MEMSET_FILL, MS_COUNT, "no public condition"),
+        MS_NUM,
+        MS_DST,
+    );
+}
+
+/// The gate of an op that only writes a 4D destination of `dtype` (Memset, Iota): reserved
+/// bytes, the dtype, the `unchecked` sub-check reported as not checked, then the destination's
+/// active channels, placement and geometry.
+fn fill_gate<S: Sink>(
+    ck: &mut Ck<S>,
+    dtype: Field,
+    unchecked: (&'static Rule, Field, &'static str),
+    num: Field,
+    dst: Operand,
+) {
     spec_reserved(ck);
     if ck.done() {
         return;
     }
-    let dt = ck.get(MS_DTYPE) as u8;
-    dtype_check(ck, MS_DTYPE, dt, B64);
+    let dt = ck.get(dtype) as u8;
+    dtype_check(ck, dtype, dt, B64);
     if ck.done() {
         return;
     }
-    ck.not_checked(&MEMSET_FILL, MS_COUNT, Allowed::Text("no public condition"));
-    active_channels(ck, MS_NUM);
-    addr::tensor_valid(ck, MS_DST, 4, dt, Placement::WRITE_ANY);
-    addr::start_addr_active_channels(ck, MS_DST, MS_NUM);
-    pool_no_psum(ck, &[MS_DST]);
+    ck.not_checked(unchecked.0, unchecked.1, Allowed::Text(unchecked.2));
+    active_channels(ck, num);
+    addr::tensor_valid(ck, dst, 4, dt, Placement::WRITE_ANY);
+    addr::start_addr_active_channels(ck, dst, num);
+    pool_no_psum(ck, &[dst]);
 }
 
 // ---- Iota 0x7E ----
@@ -116,24 +135,13 @@ pub const IOTA_DST: Operand = Operand::new("dst", 44);
 
 /// `is_valid_iota`: Iota 0x7E (compiler layout, family C).
 pub fn is_valid_iota<S: Sink>(ck: &mut Ck<S>) {
-    spec_reserved(ck);
-    if ck.done() {
-        return;
-    }
-    let o = ck.get(IOTA_OUT) as u8;
-    dtype_check(ck, IOTA_OUT, o, B64);
-    if ck.done() {
-        return;
-    }
-    ck.not_checked(
-        &IOTA_SRC_BAND,
-        IOTA_BAND,
-        Allowed::Text("no published layout"),
+    fill_gate(
+        ck,
+        IOTA_OUT,
+        (&IOTA_SRC_BAND, IOTA_BAND, "no published layout"),
+        IOTA_NUM,
+        IOTA_DST,
     );
-    active_channels(ck, IOTA_NUM);
-    addr::tensor_valid(ck, IOTA_DST, 4, o, Placement::WRITE_ANY);
-    addr::start_addr_active_channels(ck, IOTA_DST, IOTA_NUM);
-    pool_no_psum(ck, &[IOTA_DST]);
 }
 
 // ---- TensorDequantize 0x7B ----

@@ -112,95 +112,6 @@ struct Snapshot {
     engines: EngineState,
 }
 
-/// Sort the packed runs (`space << 62 | id << 32 | offset`, length) of one DMA side. A
-/// transposing transfer visits each partition's bytes in ascending order, interleaved across
-/// partitions: on-chip runs are distributed to their partition stably (counting sort), and only
-/// a partition whose runs are still out of order is sorted. A side with DRAM runs is replaced
-/// by the ranges it covers when it lies densely in one variable ([`cover_one_memory`]), and
-/// sorted whole otherwise.
-fn sort_runs(runs: &mut Vec<(u64, u32)>) {
-    const BUCKETS: usize = 3 * super::geometry::PARTITIONS as usize;
-    let bucket = |k: u64| {
-        ((k >> 62) as usize) * super::geometry::PARTITIONS as usize
-            + ((k >> 32) as usize & 0x3FFF_FFFF)
-    };
-    if runs.iter().any(|r| {
-        r.0 >> 62 == 0 || (r.0 >> 32) as usize & 0x3FFF_FFFF >= super::geometry::PARTITIONS as usize
-    }) {
-        if !cover_one_memory(runs) {
-            runs.sort_unstable_by_key(|r| r.0);
-        }
-        return;
-    }
-    let mut start = [0usize; BUCKETS + 1];
-    for r in runs.iter() {
-        start[bucket(r.0) + 1] += 1;
-    }
-    for i in 0..BUCKETS {
-        start[i + 1] += start[i];
-    }
-    let mut at = start;
-    let mut out = vec![(0u64, 0u32); runs.len()];
-    for &r in runs.iter() {
-        let b = bucket(r.0);
-        out[at[b]] = r;
-        at[b] += 1;
-    }
-    for b in 0..BUCKETS {
-        let part = &mut out[start[b]..start[b + 1]];
-        if part.windows(2).any(|w| w[0].0 > w[1].0) {
-            part.sort_unstable_by_key(|r| r.0);
-        }
-    }
-    *runs = out;
-}
-
-/// When every run is in one memory (one DRAM variable, say) and they cover their extent densely
-/// (a transposing read visits every element, out of order), replace them by the sorted ranges
-/// they cover, found with a bitmap of the extent: linear where a sort is `n log n`. Returns
-/// false (runs untouched) otherwise.
-fn cover_one_memory(runs: &mut Vec<(u64, u32)>) -> bool {
-    let Some(first) = runs.first() else {
-        return true;
-    };
-    let mem = first.0 >> 32;
-    if runs.iter().any(|r| r.0 >> 32 != mem) {
-        return false;
-    }
-    let lo = runs.iter().map(|r| r.0 as u32 as u64).min().unwrap_or(0);
-    let hi = runs
-        .iter()
-        .map(|r| (r.0 as u32) as u64 + u64::from(r.1))
-        .max()
-        .unwrap_or(0);
-    let total: u64 = runs.iter().map(|r| u64::from(r.1)).sum();
-    let extent = hi - lo;
-    if extent > 8 * total + 4096 {
-        return false;
-    }
-    let mut bits = vec![0u64; extent.div_ceil(64) as usize];
-    for r in runs.iter() {
-        let a = (r.0 as u32) as u64 - lo;
-        for b in a..a + u64::from(r.1) {
-            bits[(b >> 6) as usize] |= 1 << (b & 63);
-        }
-    }
-    runs.clear();
-    let mut start: Option<u64> = None;
-    for b in 0..=extent {
-        let set = b < extent && bits[(b >> 6) as usize] >> (b & 63) & 1 == 1;
-        match (set, start) {
-            (true, None) => start = Some(b),
-            (false, Some(s)) => {
-                runs.push((mem << 32 | (lo + s), (b - s) as u32));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    true
-}
-
 /// The NUL-terminated queue name of a DMA trigger.
 pub(crate) fn queue_name(raw: &[u8]) -> String {
     let end = raw.iter().position(|&c| c == 0).unwrap_or(raw.len());
@@ -357,9 +268,9 @@ impl<'k> Machine<'k> {
             (&d.to, AccessKind::Write, "to"),
         ] {
             let op = format!("{operand}.{name}");
-            // The runs of one side, sorted and merged: one shadow update per contiguous range
-            // (a transposing transfer moves one element per run).
-            // Packed key: space (2 bits) | partition or variable id (30 bits) | byte offset;
+            // The runs covering one side's bytes (dimensions folded by step, so a transposing
+            // transfer gives a few long runs, not one per element), sorted and merged: one
+            // shadow update per contiguous range. Packed key: space (2 bits) | partition or variable id (30 bits) | byte offset;
             // runs contiguous with the previous one are merged on the fly, and the side is
             // sorted only when its runs are out of order.
             let mut runs: Vec<(u64, u32)> = Vec::new();
@@ -397,7 +308,7 @@ impl<'k> Machine<'k> {
                 }
             });
             if runs.windows(2).any(|w| w[0].0 > w[1].0) {
-                sort_runs(&mut runs);
+                runs.sort_unstable_by_key(|r| r.0);
             }
             let mut merged: Vec<(u8, u32, u32, u32)> = Vec::with_capacity(runs.len().min(1024));
             for (key, len) in runs {
@@ -867,50 +778,5 @@ impl Machine<'_> {
                 .collect();
             Err(msgs.join("; "))
         }));
-    }
-}
-
-#[cfg(test)]
-mod sort_runs_tests {
-    use super::sort_runs;
-
-    fn key(space: u64, id: u64, off: u64) -> u64 {
-        space << 62 | id << 32 | off
-    }
-
-    #[test]
-    fn bucketed_sort_equals_a_full_sort() {
-        // A transpose: element i of the source goes to partition i % 128, offset 4·(i / 128).
-        let mut runs: Vec<(u64, u32)> = (0..4096u64)
-            .map(|i| (key(1, i % 128, 4 * (i / 128)), 4))
-            .collect();
-        // Some partitions visited out of order, and PSUM runs.
-        runs.swap(5, 5 + 128 * 3);
-        runs.push((key(2, 7, 64), 8));
-        runs.push((key(2, 7, 0), 8));
-        let mut want = runs.clone();
-        want.sort_unstable_by_key(|r| r.0);
-        sort_runs(&mut runs);
-        assert_eq!(runs, want);
-        // Runs in several memories, one DRAM: the side is sorted whole.
-        let mut runs = vec![(key(1, 3, 0), 4), (key(0, 9, 4), 4), (key(0, 9, 0), 4)];
-        let mut want = runs.clone();
-        want.sort_unstable_by_key(|r| r.0);
-        sort_runs(&mut runs);
-        assert_eq!(runs, want);
-        // One DRAM variable read transposed (every byte, out of order): the ranges it covers,
-        // sorted — here one range, and a gap stays a gap.
-        let mut runs: Vec<(u64, u32)> = (0..1024u64)
-            .map(|i| (key(0, 5, 0x40 + 2 * ((i % 32) * 32 + i / 32)), 2))
-            .collect();
-        sort_runs(&mut runs);
-        assert_eq!(runs, vec![(key(0, 5, 0x40), 2048)]);
-        let mut runs = vec![(key(0, 5, 16), 4), (key(0, 5, 0), 4), (key(0, 5, 4), 4)];
-        sort_runs(&mut runs);
-        assert_eq!(runs, vec![(key(0, 5, 0), 8), (key(0, 5, 16), 4)]);
-        // Sparse runs are sorted, not bitmapped.
-        let mut runs = vec![(key(0, 5, 1 << 20), 1), (key(0, 5, 0), 1)];
-        sort_runs(&mut runs);
-        assert_eq!(runs, vec![(key(0, 5, 0), 1), (key(0, 5, 1 << 20), 1)]);
     }
 }

@@ -176,14 +176,26 @@ impl Timeline {
         start + dur
     }
 
-    /// The slice of `agent` covering time `t` (the latest starting at or before it).
-    fn slice_at(&self, agent: Agent, t: f64) -> Option<usize> {
-        self.slices
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.agent == agent && s.start <= t + 1e-9)
-            .max_by(|a, b| a.1.start.total_cmp(&b.1.start))
-            .map(|(i, _)| i)
+    /// Each agent's slice indices in push order, which is start order: an agent's next slice
+    /// never starts before its previous one ends.
+    fn by_agent(&self) -> Vec<Vec<usize>> {
+        let mut v: Vec<Vec<usize>> = vec![Vec::new(); self.labels.len()];
+        for (i, s) in self.slices.iter().enumerate() {
+            let a = s.agent as usize;
+            if a >= v.len() {
+                v.resize(a + 1, Vec::new());
+            }
+            v[a].push(i);
+        }
+        v
+    }
+
+    /// The slice of `agent` covering time `t` (the latest starting at or before it), found in
+    /// `by_agent` ([`Timeline::by_agent`]) by binary search.
+    fn slice_at(&self, by_agent: &[Vec<usize>], agent: Agent, t: f64) -> Option<usize> {
+        let list = by_agent.get(agent as usize)?;
+        let n = list.partition_point(|&i| self.slices[i].start <= t + 1e-9);
+        n.checked_sub(1).map(|k| list[k])
     }
 
     /// Chrome trace-event JSON (`traceEvents`): one named track per engine and DMA queue that
@@ -216,9 +228,10 @@ impl Timeline {
                 "args": {"operands": s.args, "waited_ns": s.waited},
             }));
         }
+        let by_agent = self.by_agent();
         for (id, f) in self.flows.iter().enumerate() {
             let to = &self.slices[f.to];
-            let Some(src) = self.slice_at(f.from.0, f.from.1) else {
+            let Some(src) = self.slice_at(&by_agent, f.from.0, f.from.1) else {
                 continue;
             };
             let s = &self.slices[src];
@@ -272,17 +285,20 @@ impl Timeline {
             .enumerate()
             .max_by(|a, b| (a.1.start + a.1.dur).total_cmp(&(b.1.start + b.1.dur)))
             .map(|(i, _)| i);
+        let by_agent = self.by_agent();
         while let Some(i) = cur {
             path.push(i);
             let s = &self.slices[i];
             cur = match s.dep {
-                Some((a, t)) => self.slice_at(a, t).filter(|&j| j != i),
-                None => self.slices[..i]
-                    .iter()
-                    .enumerate()
-                    .rev()
-                    .find(|(_, p)| p.agent == s.agent)
-                    .map(|(j, _)| j),
+                Some((a, t)) => self.slice_at(&by_agent, a, t).filter(|&j| j != i),
+                // The agent's previous slice.
+                None => {
+                    let list = &by_agent[s.agent as usize];
+                    list.binary_search(&i)
+                        .ok()
+                        .and_then(|k| k.checked_sub(1))
+                        .map(|k| list[k])
+                }
             };
             if path.len() > self.slices.len() {
                 break;

@@ -25,6 +25,7 @@ pub mod desc;
 pub mod docs;
 pub mod engine;
 pub mod formats;
+pub mod fsio;
 pub mod fuzzgen;
 pub mod geometry;
 pub mod inst;

@@ -114,6 +114,9 @@ fn copy_bundles(bytes: &[u8]) -> Vec<Bundle> {
     out
 }
 
+/// Most bytes read from a stream that is not a regular file (a pipe, a FIFO, a device).
+pub const MAX_UNMAPPED_STREAM_BYTES: u64 = 1 << 30;
+
 impl EngineStream {
     /// Memory-map a stream file. The engine is `engine` if given, else it follows from the
     /// file name (`PE.bin`, `Activation.bin`, `Pool.bin`, `DVE.bin`, `SP.bin`, any case).
@@ -125,7 +128,6 @@ impl EngineStream {
     ) -> Result<EngineStream, StreamError> {
         let path = path.as_ref();
         let source_name = path.display().to_string();
-        let engine = resolve_engine(engine, &source_name)?;
         let io = |source| StreamError::Io {
             path: path.to_path_buf(),
             source,
@@ -135,8 +137,15 @@ impl EngineStream {
         if meta.is_dir() {
             return Err(io(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                "is a directory",
+                "is a directory, not a stream file",
             )));
+        }
+        let engine = resolve_engine(engine, &source_name)?;
+        if !meta.is_file() {
+            // A pipe, FIFO or device: its length is known only once it is read (up to a
+            // limit), then checked like a file's.
+            let bytes = crate::fsio::read_to_limit(file, MAX_UNMAPPED_STREAM_BYTES).map_err(io)?;
+            return EngineStream::from_bytes(source_name, &bytes, Some(engine));
         }
         check_len(&source_name, meta.len())?;
         if meta.len() == 0 {

@@ -124,8 +124,15 @@ pub(crate) fn read_members(
         .saturating_mul(4 * 512)
         .saturating_add(1 << 20);
     let budget = limits.max_total_bytes.saturating_add(overhead);
-    let inner: Box<dyn Read + '_> = if is_gzip(payload) {
-        Box::new(flate2::read::GzDecoder::new(payload))
+    // The gzip decoder reads through a slice that tracks how far it got: bytes after the first
+    // gzip member (a second member, trailing data) are an error, not silently ignored.
+    let consumed = Rc::new(Cell::new(0usize));
+    let gzip = is_gzip(payload);
+    let inner: Box<dyn Read + '_> = if gzip {
+        Box::new(flate2::bufread::GzDecoder::new(Tracked {
+            data: payload,
+            pos: Rc::clone(&consumed),
+        }))
     } else {
         Box::new(payload)
     };
@@ -245,7 +252,42 @@ pub(crate) fn read_members(
     let mut rest = archive.into_inner();
     io::copy(&mut rest, &mut io::sink())
         .map_err(|e| archive_error(e, &tripped, limits, "after the last member"))?;
+    if gzip && consumed.get() < payload.len() {
+        return Err(NeffError::CorruptArchive {
+            detail: format!(
+                "{} bytes follow the gzip member that ends at payload byte {} (a second gzip member or trailing data; one member is read)",
+                payload.len() - consumed.get(),
+                consumed.get()
+            ),
+        });
+    }
     Ok(members)
+}
+
+/// A byte slice read through `BufRead`, recording how many bytes were consumed.
+struct Tracked<'a> {
+    data: &'a [u8],
+    pos: Rc<Cell<usize>>,
+}
+
+impl Read for Tracked<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let rest = &self.data[self.pos.get()..];
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        self.pos.set(self.pos.get() + n);
+        Ok(n)
+    }
+}
+
+impl io::BufRead for Tracked<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        Ok(&self.data[self.pos.get()..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos.set((self.pos.get() + n).min(self.data.len()));
+    }
 }
 
 /// uid/gid of `nobody`.

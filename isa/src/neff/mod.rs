@@ -22,7 +22,6 @@ pub mod npy;
 pub mod schema;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use header::{Header, HEADER_LEN, PKG_GZIP_MD5, PKG_TAR_SHA256};
@@ -258,22 +257,7 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// Write `bytes` to `path` through a temporary file in the same directory and a rename, so
-/// a reader never sees a half-written file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tpbsim-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
+pub use crate::fsio::write_atomic;
 
 impl Neff {
     /// An empty NEFF (pkg_version 2) with a model name.
@@ -444,10 +428,23 @@ impl Neff {
                             reason,
                         }
                     })?;
-                let data = std::fs::read(&path).map_err(|source| NeffError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
+                // The size is checked before the file is read, and the read stops at the limit
+                // should the file grow meanwhile.
+                let too_large = |size| NeffError::MemberTooLarge {
+                    member: member.clone(),
+                    size,
+                    limit: limits.max_member_bytes,
+                };
+                let len = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                if len > limits.max_member_bytes {
+                    return Err(too_large(len));
+                }
+                let data = crate::fsio::read_limited(&path, limits.max_member_bytes).map_err(
+                    |source| NeffError::Io {
+                        path: path.clone(),
+                        source,
+                    },
+                )?;
                 let size = data.len() as u64;
                 if size > limits.max_member_bytes {
                     return Err(NeffError::MemberTooLarge {
@@ -707,24 +704,38 @@ impl Neff {
 
     /// Extract every member under `dir`. Existing files are replaced only with `overwrite`;
     /// a symbolic link met on the way is never followed; nothing is written outside `dir`.
+    /// When a member cannot be written, the files and directories this call created are
+    /// removed again. Work is linear in the total length of the member names.
     pub fn unpack(&self, dir: impl AsRef<Path>, overwrite: bool) -> Result<(), NeffError> {
         let root = dir.as_ref();
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| NeffError::Io { path, source }
         };
-        std::fs::create_dir_all(root).map_err(io(root))?;
         // Check every target first so a refusal leaves the directory untouched.
         for name in self.members.keys() {
-            let mut prefix = name.as_str();
-            while let Some((parent, _)) = prefix.rsplit_once('/') {
-                if self.members.contains_key(parent) {
+            // A path longer than the system allows cannot be created; refused before the
+            // per-component checks below (each a system call on a prefix of the path).
+            if name.len() > UNPACK_MAX_PATH || name.matches('/').count() >= UNPACK_MAX_DEPTH {
+                return Err(NeffError::UnsafePath {
+                    member: name.chars().take(64).collect::<String>() + "…",
+                    reason: format!(
+                        "{} bytes in {} components: more than {UNPACK_MAX_PATH} bytes or {UNPACK_MAX_DEPTH} components cannot be unpacked",
+                        name.len(),
+                        name.matches('/').count() + 1
+                    ),
+                });
+            }
+            // A member that is also a directory of another: the members are sorted, so the
+            // first key at or after `name/` tells.
+            let as_dir = format!("{name}/");
+            if let Some((other, _)) = self.members.range(as_dir.clone()..).next() {
+                if other.starts_with(&as_dir) {
                     return Err(NeffError::UnsafePath {
-                        member: name.clone(),
-                        reason: format!("`{parent}` is both a file and a directory"),
+                        member: other.clone(),
+                        reason: format!("`{name}` is both a file and a directory"),
                     });
                 }
-                prefix = parent;
             }
             let target = root.join(name);
             let mut cur = root.to_path_buf();
@@ -746,25 +757,72 @@ impl Neff {
                             ),
                         });
                     }
+                } else {
+                    break;
                 }
             }
         }
-        for (name, data) in &self.members {
-            // Names were normalised on read; re-check members added in memory.
-            let safe = archive::normalize_member_path(name.as_bytes()).map_err(|reason| {
-                NeffError::UnsafePath {
-                    member: name.clone(),
-                    reason,
+        let mut created: Vec<PathBuf> = Vec::new();
+        let mut written: Vec<PathBuf> = Vec::new();
+        let result = (|| {
+            create_dirs(root, &mut created).map_err(io(root))?;
+            for (name, data) in &self.members {
+                // Names were normalised on read; re-check members added in memory.
+                let safe = archive::normalize_member_path(name.as_bytes()).map_err(|reason| {
+                    NeffError::UnsafePath {
+                        member: name.clone(),
+                        reason,
+                    }
+                })?;
+                let target = root.join(&safe);
+                if let Some(parent) = target.parent() {
+                    create_dirs(parent, &mut created).map_err(io(parent))?;
                 }
-            })?;
-            let target = root.join(&safe);
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).map_err(io(parent))?;
+                let existed = target.exists();
+                write_atomic(&target, data).map_err(io(&target))?;
+                if !existed {
+                    written.push(target);
+                }
             }
-            write_atomic(&target, data).map_err(io(&target))?;
+            Ok(())
+        })();
+        if result.is_err() {
+            for f in written.iter().rev() {
+                let _ = std::fs::remove_file(f);
+            }
+            for d in created.iter().rev() {
+                let _ = std::fs::remove_dir(d);
+            }
         }
-        Ok(())
+        result
     }
+}
+
+/// Longest member path `Neff::unpack` writes (the system's `PATH_MAX`).
+const UNPACK_MAX_PATH: usize = 4096;
+/// Most components of a member path `Neff::unpack` writes.
+const UNPACK_MAX_DEPTH: usize = 1024;
+
+/// Create `dir` and its missing ancestors, recording the directories created (outermost
+/// first).
+fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur.filter(|d| !d.as_os_str().is_empty()) {
+        if std::fs::symlink_metadata(d).is_ok() {
+            break;
+        }
+        missing.push(d.to_path_buf());
+        cur = d.parent();
+    }
+    for d in missing.into_iter().rev() {
+        match std::fs::create_dir(&d) {
+            Ok(()) => created.push(d),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// An engine stream and the member it came from.

@@ -4,6 +4,7 @@ use super::*;
 use crate::bundle::{Bundle, BUNDLE_SIZE};
 use proptest::prelude::*;
 use serde_json::json;
+use std::io::Write;
 
 /// Bundles whose bytes encode their engine and index, so streams cannot be confused.
 fn bundles(engine: Engine, n: usize) -> Vec<u8> {

@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Write the hostile-input regression corpus: one directory per group, each holding small input
+files and a `cases.json` that `cli/tests/hostile_inputs.rs` runs.
+
+Every case is an object
+
+    {"name": "...", "args": ["run", "{case}/k.neff", "--out-dir", "{out}"],
+     "stdin": "file in the group dir, or an absolute path" (optional),
+     "setup": [{"op": "symlink"|"fifo"|"sparse"|"mkdir"|"file", "path": "...", ...}] (optional),
+     "exit": 2, "stderr": "a substring of the named error",
+     "exists": ["paths that must exist afterwards"] (optional),
+     "absent": ["paths that must not exist afterwards"] (optional)}
+
+with the placeholders {case} (the group directory), {out} (a fresh, empty output directory)
+and {scratch} (a fresh directory for set-up files). The harness runs every case under a 4 GiB
+address-space limit and checks the exit code, the message, that nothing panicked or aborted,
+that no file appeared outside {out} and {scratch}, and that no temporary file was left.
+Other groups may be added as further `*/cases.json` files; the harness globs them all.
+
+Only the Python standard library is used. Large inputs are never stored: they are sparse files
+made by the harness (`setup`), /dev/zero, or sizes declared in def.json.
+
+    python3 testdata/hostile/make_cases.py
+"""
+
+import copy
+import gzip
+import json
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "neff"))
+import independent_writer as iw  # noqa: E402  (stdlib-only NEFF building blocks)
+
+P, F = iw.P, iw.F
+
+
+def write(group, name, data):
+    path = os.path.join(HERE, group, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(path + ".tmp", "wb") as f:
+        f.write(data)
+    os.replace(path + ".tmp", path)
+
+
+js = iw.js
+
+
+def neff(members, payload=None):
+    """A NEFF (pkg_version 2) of `members`; `payload` replaces the gzip tar when given."""
+    if payload is None:
+        payload = gzip.compress(iw.tar_bytes(members), compresslevel=9, mtime=0)
+    return iw.header(payload, b"hostile") + payload
+
+
+def branch(rel):
+    """CompareBranch, always taken, to the bundle `rel` bundles away (REL_IMM)."""
+    b = iw.bundle(0xA9)
+    b[13] = 0x08
+    b[14] = 3
+    struct.pack_into("<q", b, 48, rel * 64)
+    return bytes(b)
+
+
+def kernel():
+    """The add_square kernel of independent_writer.py as (def.json, SP.json, members)."""
+    return iw.kernel_parts(iw.lcg_values(1, P * F), iw.lcg_values(2, P * F))
+
+
+def variant(edit=None, sp_edit=None, extra=None):
+    d, sp, members = kernel()
+    if edit:
+        edit(d)
+    if sp_edit:
+        sp_edit(sp)
+    members["sg00/def.json"] = js(d)
+    members["sg00/SP.json"] = js(sp)
+    members.update(extra or {})
+    return neff(members)
+
+
+def out_var(d):
+    return next(v for v in d["var"] if v["name"] == "out")
+
+
+def rename_out(name):
+    def edit(d):
+        out_var(d)["name"] = name
+        # The DMA names variables by name: keep the store pointing at the output.
+    return edit
+
+
+def add_var(**v):
+    def edit(d):
+        d["var"].append(v)
+    return edit
+
+
+CASES = {}
+
+
+def case(group, name, args, exit, stderr, **kw):
+    c = {"name": name, "args": args, "exit": exit, "stderr": stderr}
+    c.update(kw)
+    CASES.setdefault(group, []).append(c)
+
+
+# ------------------------------------------------------------------ run: outputs and budgets
+
+def run_group():
+    g = "run"
+    write(g, "ok.neff", variant())
+    # 1. output names that would leave the output directory
+    for fname, vname in [("out_dotdot.neff", "../escaped"), ("out_abs.neff", "/tmp/tpbsim-hostile-escaped"),
+                         ("out_slash.neff", "sub/escaped"), ("out_dot.neff", "..")]:
+        def sp_edit(sp, vname=vname):
+            sp["dma"][1]["desc"][0]["to"] = vname
+        write(g, fname, variant(rename_out(vname), sp_edit))
+        for cmd in ["run", "check", "profile"]:
+            case(g, f"{cmd}: output named {vname!r}", [cmd, "{case}/" + fname, "--out-dir", "{out}/o"],
+                 2, "cannot be an output file name", absent=["{out}/escaped.npy", "/tmp/tpbsim-hostile-escaped.npy"])
+    # 2./3. sizes that cannot be allocated
+    big = lambda name, size, shape, dtype="uint8": add_var(var_id=9, name=name, type="tmp-buf", size=size, dtype=dtype, shape=shape)
+    write(g, "var_2p63.neff", variant(big("big", 1 << 63, [1 << 63])))
+    case(g, "variable of 2^63 bytes", ["run", "{case}/var_2p63.neff", "--out-dir", "{out}"], 3,
+         "budget fault: set-up: memory budget exceeded: variable `big` needs 9223372036854775808 bytes")
+    write(g, "var_2p40.neff", variant(big("big", 1 << 40, [1 << 40])))
+    case(g, "variable of 2^40 bytes", ["run", "{case}/var_2p40.neff", "--out-dir", "{out}"], 3,
+         "memory budget exceeded: variable `big` needs 1099511627776 bytes")
+    write(g, "var_131072sq.neff", variant(big("big", 131072 * 131072 * 4, [131072, 131072], "float32")))
+    case(g, "variable of shape [131072, 131072]", ["check", "{case}/var_131072sq.neff"], 3,
+         "memory budget exceeded: variable `big` needs 68719476736 bytes")
+
+    def many_outputs(d):
+        for i in range(64):
+            d["var"].append(dict(var_id=100 + i, name=f"o{i}", type="output", size=1 << 30, dtype="float32", shape=[1 << 28]))
+    write(g, "outputs_64x1GiB.neff", variant(many_outputs))
+    case(g, "64 outputs of 1 GiB", ["run", "{case}/outputs_64x1GiB.neff", "--out-dir", "{out}"], 3,
+         "memory budget exceeded: variable `o2` needs 1073741824 bytes")
+    case(g, "64 outputs of 1 GiB, smaller budget", ["run", "{case}/outputs_64x1GiB.neff", "--out-dir", "{out}", "--max-memory", "100M"], 3,
+         "memory budget exceeded: variable `o0`")
+
+    # 3. DMA entries of huge counts with zero steps
+    def zero_steps(n0, n1):
+        def sp_edit(sp):
+            e = sp["dma"][0]["desc"][0]
+            e.update({"from_sizes": [n0, n1], "from_steps": [0, 0], "to_sizes": [n0, n1], "to_steps": [0, 0]})
+        return sp_edit
+    write(g, "dma_65535sq.neff", variant(sp_edit=zero_steps(65535, 65535)))
+    case(g, "DMA [65535, 65535] with zero steps", ["run", "{case}/dma_65535sq.neff", "--out-dir", "{out}"], 3,
+         "step budget of 100000000 steps exhausted")
+    write(g, "dma_65535x16384.neff", variant(sp_edit=zero_steps(65535, 16384)))
+    case(g, "DMA [65535, 16384], DMA budget", ["run", "{case}/dma_65535x16384.neff", "--out-dir", "{out}", "--max-dma-bytes", "1G"], 3,
+         "DMA budget exceeded: `in[0].desc[0]` needs 4294705152 bytes")
+    case(g, "DMA [65535, 16384], step budget", ["run", "{case}/dma_65535x16384.neff", "--out-dir", "{out}", "--max-steps", "1000000"], 3,
+         "step budget of 1000000 steps exhausted")
+
+    # 2./3. engine ops with huge access patterns (validation off: the machine must still refuse)
+    def huge_tt():
+        b = bytearray(iw.tensor_tensor_add())
+        for off in (16, 32, 48):
+            struct.pack_into("<hhh", b, off + 4, 0, 0, 0)
+            struct.pack_into("<HHH", b, off + 10, 65535, 65535, 65535)
+        return bytes(b)
+    write(g, "tt_huge.neff", variant(extra={"sg00/dve_instr": huge_tt()}))
+    case(g, "TensorTensor num=65535^3 step 0", ["run", "{case}/tt_huge.neff", "--no-validate", "--out-dir", "{out}"], 3,
+         "budget fault: dve bundle #0 (opcode 0x41, byte offset 0x0): memory budget exceeded: operand `")
+    # 3./4. runaway loops, traced and profiled
+    write(g, "runaway.neff", variant(extra={"sg00/Activation.bin": branch(0)}))
+    case(g, "runaway loop, traced: trace up to the fault", ["run", "{case}/runaway.neff", "--max-steps", "20000", "--trace", "{out}/t.json", "--out-dir", "{out}/o"], 3,
+         "step budget of 20000 steps exhausted", exists=["{out}/t.json"], absent=["{out}/o/out.npy"])
+    case(g, "runaway loop, profiled under a memory budget", ["profile", "{case}/runaway.neff", "--max-memory", "64M"], 3,
+         "memory budget exceeded: the timeline")
+    case(g, "runaway loop, traced under a memory budget", ["run", "{case}/runaway.neff", "--max-memory", "64M", "--trace", "{out}/t.json", "--out-dir", "{out}/o"], 3,
+         "memory budget exceeded: the timeline", exists=["{out}/t.json"])
+    # 4. a two-bundle loop moving 512 KiB per trigger: DMA bytes count against the step budget
+    def loop_sp(sp):
+        sp["dma"].append({"queue": "big", "id": 0, "desc": [{
+            "from": "x", "to": "out", "from_sizes": [131072], "to_sizes": [131072],
+            "from_steps": [0], "to_steps": [0]}]})
+
+    def loop_def(d):
+        d["dma_queue"].append({"name": "big"})
+    write(g, "dma_loop.neff", variant(loop_def, loop_sp, {"sg00/SP.bin": iw.dma_trigger("big", 0) + branch(-1)}))
+    case(g, "two-bundle loop moving 512 KiB per pass", ["run", "{case}/dma_loop.neff", "--max-steps", "2000000", "--out-dir", "{out}"], 3,
+         "step budget of 2000000 steps exhausted")
+    # 7. targets checked before the simulation
+    case(g, "--trace names a directory", ["run", "{case}/ok.neff", "--trace", "{out}", "--out-dir", "{out}/o"], 2,
+         "a directory; only regular files are replaced", absent=["{out}/o/out.npy", "{out}/o"])
+    case(g, "--trace names a FIFO", ["run", "{case}/ok.neff", "--trace", "{scratch}/t.fifo", "--out-dir", "{out}"], 2,
+         "a FIFO; only regular files are replaced", setup=[{"op": "fifo", "path": "{scratch}/t.fifo"}], absent=["{out}/out.npy"])
+    case(g, "--trace names a device", ["run", "{case}/ok.neff", "--trace", "/dev/null", "--out-dir", "{out}"], 2,
+         "/dev/null: a device; only regular files are replaced", absent=["{out}/out.npy"])
+    case(g, "output target is a symbolic link", ["run", "{case}/ok.neff", "--out-dir", "{out}"], 2,
+         "a symbolic link; only regular files are replaced",
+         setup=[{"op": "symlink", "path": "{out}/out.npy", "to": "{scratch}/victim"}], absent=["{scratch}/victim"])
+    case(g, "--out-dir names a file", ["run", "{case}/ok.neff", "--out-dir", "{scratch}/f"], 2,
+         "the output directory is not a directory", setup=[{"op": "file", "path": "{scratch}/f"}])
+    # 5. silent passes of the run
+    def misspell(d):
+        out_var(d)["type"] = "Output"
+    write(g, "type_misspelled.neff", variant(misspell))
+    case(g, "output type misspelled", ["run", "{case}/type_misspelled.neff", "--out-dir", "{out}"], 2,
+         "variable `out`: unknown type `Output`")
+    write(g, "ref_no_out/tolerance.json", js({"default": {"ulp": 0}}))
+    case(g, "--ref-dir without the output's file", ["run", "{case}/ok.neff", "--ref-dir", "{case}/ref_no_out", "--out-dir", "{out}"], 2,
+         "no reference for output `out`", absent=["{out}/out.npy"])
+    write(g, "ref_bad_tolerance/out.npy", iw.npy("<f4", [P, F], bytes(P * F * 4)))
+    write(g, "ref_bad_tolerance/tolerance.json", js({"default": {"ulps": 1}}))
+    case(g, "tolerance.json with an unknown key", ["run", "{case}/ok.neff", "--ref-dir", "{case}/ref_bad_tolerance", "--out-dir", "{out}"], 2,
+         "unknown field `ulps`")
+    write(g, "ref_bad_output/out.npy", iw.npy("<f4", [P, F], bytes(P * F * 4)))
+    write(g, "ref_bad_output/tolerance.json", js({"outputs": {"outt": {"ulp": 1}}}))
+    case(g, "tolerance.json naming no output", ["run", "{case}/ok.neff", "--ref-dir", "{case}/ref_bad_output", "--out-dir", "{out}"], 2,
+         "`outputs` names `outt`, which is not an output of the kernel")
+    # 8. unbounded reads
+    case(g, "--input from /dev/zero", ["run", "{case}/ok.neff", "--input", "x=/dev/zero", "--out-dir", "{out}"], 2,
+         "/dev/zero: more than 1050624 bytes (the input limit)")
+    # 9. misleading errors
+    def zzz(d):
+        pass
+    write(g, "arch_zzz.neff", variant(extra={"neff.json": js({"target_arch": "zzz"})}))
+    case(g, "unknown target_arch", ["run", "{case}/arch_zzz.neff", "--out-dir", "{out}"], 2,
+         "neff.json target_arch `zzz` is not a generation tpbsim knows")
+
+    def no_member(d):
+        next(v for v in d["var"] if v["name"] == "x")["file_name"] = "nope.npy"
+    write(g, "missing_file_name.neff", variant(no_member))
+    case(g, "file_name names a missing member", ["run", "{case}/missing_file_name.neff", "--out-dir", "{out}"], 2,
+         "variable `x`: file_name `nope.npy` names member `sg00/nope.npy`, which the NEFF does not hold")
+    case(g, "control: the kernel runs", ["run", "{case}/ok.neff", "--out-dir", "{out}"], 0, "",
+         exists=["{out}/out.npy"])
+
+
+# ------------------------------------------------------------------ files, streams, text
+
+def io_group():
+    g = "io"
+    write(g, "odd/PE.bin", bytes(100))
+    case(g, "100-byte stream through a pipe", ["validate", "--arch", "v3", "--engine", "pe", "/dev/stdin"], 2,
+         "/dev/stdin: 100 bytes is not a multiple of 64", stdin="odd/PE.bin")
+    case(g, "100-byte stream through a pipe (verify)", ["verify", "--arch", "v3", "--engine", "pe", "/dev/stdin"], 2,
+         "100 bytes is not a multiple of 64", stdin="odd/PE.bin")
+    case(g, "validate names a directory", ["validate", "--arch", "v3", "{case}/odd"], 2,
+         "is a directory, not a stream file")
+    write(g, "one/PE.bin", bytes(64))
+    case(g, "--threads beyond the machine", ["validate", "--arch", "v3", "--threads", "100000", "{case}/one/PE.bin"], 2,
+         "pass --force-threads")
+    case(g, "--threads forced beyond the cap", ["validate", "--arch", "v3", "--threads", "100000", "--force-threads", "{case}/one/PE.bin"], 2,
+         "more than 1024 (the forced maximum)")
+    case(g, "convert reading /dev/zero", ["convert", "--from", "bfloat16", "--to", "float32"], 2,
+         "reading standard input: more than 268435456 bytes", stdin="/dev/zero")
+    write(g, "nul.s", "NOP\n\0NOP\n")
+    case(g, "assembly with a NUL byte", ["asm", "{case}/nul.s", "--arch", "v3", "-o", "{out}/o.bin"], 2,
+         "nul.s:2: a NUL byte (byte offset 4)", absent=["{out}/o.bin"])
+    write(g, "nop.s", "")
+    case(g, "asm output through a symbolic link", ["asm", "{case}/nop.s", "--arch", "v3", "-o", "{scratch}/link"], 2,
+         "a symbolic link; only regular files are replaced",
+         setup=[{"op": "symlink", "path": "{scratch}/link", "to": "{scratch}/victim"}], absent=["{scratch}/victim"])
+    case(g, "lift output to a device", ["lift", "{case}/one/PE.bin", "--arch", "v3", "-o", "/dev/null"], 2,
+         "/dev/null: a device; only regular files are replaced")
+    # BIR JSON
+    write(g, "dup.bir.json", '{"arch": 40, "arch": 30, "functions": []}\n')
+    case(g, "BIR JSON duplicate key", ["verify", "{case}/dup.bir.json"], 2, "duplicate key \"arch\" in one object")
+
+    def nested(regions):
+        inner = {"op": "Loop", "blocks": []}
+        for _ in range(regions - 1):
+            inner = {"op": "Loop", "blocks": [{"name": "b", "instructions": [inner]}]}
+        return json.dumps({"arch": 40, "functions": [{"name": "f", "blocks": [{"name": "b", "instructions": [inner]}]}]})
+    write(g, "regions64.bir.json", nested(64))
+    write(g, "regions65.bir.json", nested(65))
+    case(g, "BIR JSON 64 nested regions (the documented limit)", ["verify", "{case}/regions64.bir.json"], 0, "")
+    case(g, "BIR JSON 65 nested regions", ["verify", "{case}/regions65.bir.json"], 2, "regions nested deeper than 64")
+    write(g, "brackets.bir.json", "[" * 5000)
+    case(g, "BIR JSON nested 5000 levels", ["verify", "{case}/brackets.bir.json"], 2, "nested deeper than 296 levels")
+    case(g, "BIR JSON from /dev/zero", ["verify", "/dev/zero"], 2, "/dev/zero: more than 134217728 bytes")
+
+
+# ------------------------------------------------------------------ NEFF container
+
+def neff_group():
+    g = "neff"
+    d, sp, members = kernel()
+    members["sg00/def.json"] = js(d)
+    members["sg00/SP.json"] = js(sp)
+    payload = gzip.compress(iw.tar_bytes(members), mtime=0) + gzip.compress(b"a second member", mtime=0)
+    write(g, "two_gzip_members.neff", neff(None, payload))
+    case(g, "gzip member after the first", ["neff", "info", "{case}/two_gzip_members.neff"], 2,
+         "(a second gzip member or trailing data; one member is read)")
+    case(g, "gzip member after the first (run)", ["run", "{case}/two_gzip_members.neff", "--out-dir", "{out}"], 2,
+         "a second gzip member or trailing data")
+    deep = {"neff.json": b"{}\n", "sg00/" + "a/" * 3000 + "z.bin": b""}
+    write(g, "deep_path.neff", neff(deep))
+    case(g, "unpack: member 6 KB deep", ["neff", "unpack", "{case}/deep_path.neff", "-o", "{out}/u"], 2,
+         "cannot be unpacked", absent=["{out}/u/neff.json"])
+    six = {f"m{i}.bin": bytes([i]) * 16 for i in range(1, 7)}
+    write(g, "six.neff", neff(six))
+    case(g, "unpack: a later member fails, earlier ones removed", ["neff", "unpack", "{case}/six.neff", "-o", "{out}/u", "--force"], 2,
+         "m6.bin: a directory; only regular files are replaced",
+         setup=[{"op": "mkdir", "path": "{out}/u/m6.bin"}],
+         absent=[f"{{out}}/u/m{i}.bin" for i in range(1, 6)])
+    case(g, "unpack into a fresh directory: nothing left on failure", ["neff", "unpack", "{case}/six.neff", "-o", "{out}/v/w"], 0, "",
+         exists=["{out}/v/w/m6.bin"])
+    case(g, "pack: a 2 GiB member refused before it is read", ["neff", "pack", "{scratch}/pk", "-o", "{out}/p.neff", "--no-validate"], 2,
+         "is 2147483648 bytes", setup=[{"op": "sparse", "path": "{scratch}/pk/big.bin", "size": 2 << 30}], absent=["{out}/p.neff"])
+
+
+def main():
+    run_group()
+    io_group()
+    neff_group()
+    for group, cases in CASES.items():
+        write(group, "cases.json", json.dumps(cases, indent=1) + "\n")
+        print(f"{group}: {len(cases)} cases")
+
+
+if __name__ == "__main__":
+    main()

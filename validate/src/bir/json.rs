@@ -42,14 +42,115 @@ pub enum BirJsonError {
 /// into).
 pub const MAX_REGION_DEPTH: usize = 64;
 
-/// Parse a BIR JSON document.
+/// Maximum JSON nesting depth accepted on import: room for [`MAX_REGION_DEPTH`] regions (four
+/// JSON levels each: instruction, `blocks`, block, `instructions`) and the levels around them.
+pub const MAX_JSON_DEPTH: usize = 4 * (MAX_REGION_DEPTH + 2) + 32;
+
+/// Parse a BIR JSON document. Duplicate object keys are refused (JSON leaves their meaning
+/// open), and so is nesting deeper than [`MAX_JSON_DEPTH`].
 pub fn from_json_str(text: &str) -> Result<Module, BirJsonError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| BirJsonError::Syntax {
+    use serde::de::DeserializeSeed;
+    let syntax = |e: serde_json::Error| BirJsonError::Syntax {
         line: e.line(),
         column: e.column(),
         message: e.to_string(),
-    })?;
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    // The depth is bounded by `Strict` instead, at a limit that admits MAX_REGION_DEPTH.
+    de.disable_recursion_limit();
+    let v = Strict { depth: 0 }.deserialize(&mut de).map_err(syntax)?;
+    de.end().map_err(syntax)?;
     from_json_value(&v)
+}
+
+/// Builds a [`Value`], refusing duplicate keys and nesting deeper than [`MAX_JSON_DEPTH`].
+struct Strict {
+    depth: usize,
+}
+
+impl Strict {
+    fn enter<E: serde::de::Error>(&self) -> Result<Strict, E> {
+        if self.depth >= MAX_JSON_DEPTH {
+            return Err(E::custom(format!(
+                "nested deeper than {MAX_JSON_DEPTH} levels"
+            )));
+        }
+        Ok(Strict {
+            depth: self.depth + 1,
+        })
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Strict {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Strict {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let inner = self.enter()?;
+        let mut v = Vec::new();
+        while let Some(x) = seq.next_element_seed(Strict { depth: inner.depth })? {
+            v.push(x);
+        }
+        Ok(Value::Array(v))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let inner = self.enter()?;
+        let mut m = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if m.contains_key(&k) {
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate key {k:?} in one object"
+                )));
+            }
+            let x = map.next_value_seed(Strict { depth: inner.depth })?;
+            m.insert(k, x);
+        }
+        Ok(Value::Object(m))
+    }
 }
 
 /// Read a module from a parsed JSON value.
@@ -899,6 +1000,35 @@ mod tests {
     fn syntax_error_has_position() {
         let e = from_json_str("{\n  \"arch\": 40,\n  oops }").unwrap_err();
         assert!(matches!(e, BirJsonError::Syntax { line: 3, .. }), "{e}");
+    }
+
+    fn nested(regions: usize) -> String {
+        let mut inner = json!({"op": "Loop", "blocks": []});
+        for _ in 1..regions {
+            inner = json!({"op": "Loop", "blocks": [{"name": "b", "instructions": [inner]}]});
+        }
+        let v = json!({"arch": 40, "functions": [{"name": "f", "blocks": [{"name": "b", "instructions": [inner]}]}]});
+        v.to_string()
+    }
+
+    #[test]
+    fn the_documented_region_depth_is_the_real_one() {
+        // Serde's default recursion limit (128 levels) would stop at about 29 regions.
+        from_json_str(&nested(MAX_REGION_DEPTH)).unwrap();
+        let e = from_json_str(&nested(MAX_REGION_DEPTH + 1)).unwrap_err();
+        assert!(
+            e.to_string().contains("regions nested deeper than 64"),
+            "{e}"
+        );
+        let e = from_json_str(&"[".repeat(100_000)).unwrap_err();
+        assert!(e.to_string().contains("nested deeper than"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused() {
+        let e = from_json_str(r#"{"arch": 40, "arch": 30, "functions": []}"#).unwrap_err();
+        assert!(e.to_string().contains("duplicate key \"arch\""), "{e}");
+        assert!(from_json_str(r#"{"arch": 40, "functions": []} x"#).is_err());
     }
 
     #[test]

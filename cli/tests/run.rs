@@ -240,7 +240,7 @@ fn runaway_loop_exits_3() {
     let (code, _, err) = c.run(&["--max-steps", "1000"]);
     assert_eq!(code, 3, "{err}");
     assert!(
-        err.contains("step-budget fault: step budget of 1000 bundles exhausted"),
+        err.contains("step-budget fault: step budget of 1000 steps exhausted"),
         "{err}"
     );
     assert!(no_outputs(&c.out_dir()));

@@ -79,6 +79,7 @@ fn int(v: i128) -> (f64, Option<i128>) {
 
 /// Match tolerance.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Tolerance {
     /// Absolute tolerance.
     #[serde(default)]

@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use tpbsim_isa::{decode, Bundle, Engine, Gen, Inst};
 
+use super::budget::{self, Budget, Exceeded, Limits};
 use super::control::NUM_REGS;
 use super::dma::{self, DmaDesc};
 use super::exec::EngineState;
@@ -77,6 +78,9 @@ pub enum SetupError {
     /// The on-chip memories could not be allocated.
     #[error("cannot allocate SBUF/PSUM: {0}")]
     Memory(String),
+    /// A variable does not fit the memory budget (refused before it is allocated).
+    #[error("set-up: {0}")]
+    Budget(Exceeded),
 }
 
 /// One NeuronCore running one kernel.
@@ -102,6 +106,14 @@ pub struct Machine<'k> {
     race: Option<Box<Checker>>,
     /// The agent DMA accesses are attributed to.
     dma_agent: Agent,
+    /// Memory and DMA charged so far.
+    budget: Budget,
+    /// Step budget of the current run, bundles executed and steps charged for DMA work.
+    max_steps: u64,
+    bundles: u64,
+    work: u64,
+    /// Timeline entries charged to the memory budget.
+    timeline_charged: u64,
 }
 
 /// The state a run starts from, kept for a replay.
@@ -110,6 +122,24 @@ struct Snapshot {
     sync: SyncState,
     regs: [[u32; NUM_REGS]; 5],
     engines: EngineState,
+}
+
+/// `n` zero bytes, or `None` when they cannot be allocated. The pages are zeroed lazily by
+/// the allocator (a large variable costs nothing until it is touched).
+fn zeroed(n: u64) -> Option<Vec<u8>> {
+    let n = usize::try_from(n).ok()?;
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(n).ok()?;
+    // SAFETY: the layout has a non-zero size.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` was allocated by the global allocator with the layout of `n` bytes (align
+    // 1), all of them initialised to zero; the Vec takes ownership with capacity `n`.
+    Some(unsafe { Vec::from_raw_parts(p, n, n) })
 }
 
 /// The NUL-terminated queue name of a DMA trigger.
@@ -132,10 +162,32 @@ fn agent_labels(kernel: &Kernel) -> Vec<String> {
 }
 
 impl<'k> Machine<'k> {
-    /// A machine for `kernel` on `gen`, DRAM variables holding their initial data (or zeros).
+    /// A machine for `kernel` on `gen`, DRAM variables holding their initial data (or zeros),
+    /// with the default [`Limits`].
     pub fn new(kernel: &'k Kernel, gen: Gen) -> Result<Machine<'k>, SetupError> {
+        Machine::with_limits(kernel, gen, Limits::default())
+    }
+
+    /// [`Machine::new`] under `limits`: the on-chip memories and every variable are charged
+    /// to the memory budget before they are allocated.
+    pub fn with_limits(
+        kernel: &'k Kernel,
+        gen: Gen,
+        limits: Limits,
+    ) -> Result<Machine<'k>, SetupError> {
+        let mut budget = Budget::new(limits);
+        let geom = Geometry::of(gen);
+        let chip_bytes = super::geometry::PARTITIONS as u64
+            * (u64::from(geom.sbuf_bytes_per_partition)
+                + u64::from(super::geometry::PSUM_BYTES_PER_PARTITION));
+        budget
+            .charge_memory(|| "SBUF and PSUM".into(), chip_bytes)
+            .map_err(SetupError::Budget)?;
         let mut dram = Dram::default();
         for v in &kernel.vars {
+            budget
+                .charge_memory(|| format!("variable `{}`", v.name), v.size)
+                .map_err(SetupError::Budget)?;
             let bytes = match &v.init {
                 Some(d) if d.len() as u64 != v.size => {
                     return Err(SetupError::Size {
@@ -145,7 +197,12 @@ impl<'k> Machine<'k> {
                     })
                 }
                 Some(d) => d.clone(),
-                None => vec![0; v.size as usize],
+                None => zeroed(v.size).ok_or_else(|| {
+                    SetupError::Memory(format!(
+                        "variable `{}`: cannot allocate {} bytes",
+                        v.name, v.size
+                    ))
+                })?,
             };
             dram.insert(
                 v.id,
@@ -159,7 +216,7 @@ impl<'k> Machine<'k> {
         Ok(Machine {
             kernel,
             gen,
-            chip: OnChip::new(Geometry::of(gen)).map_err(|e| SetupError::Memory(e.to_string()))?,
+            chip: OnChip::new(geom).map_err(|e| SetupError::Memory(e.to_string()))?,
             dram,
             sync: SyncState::default(),
             regs: [[0; NUM_REGS]; 5],
@@ -171,7 +228,51 @@ impl<'k> Machine<'k> {
             buf: Vec::new(),
             race: None,
             dma_agent: 0,
+            budget,
+            max_steps: DEFAULT_MAX_STEPS,
+            bundles: 0,
+            work: 0,
+            timeline_charged: 0,
         })
+    }
+
+    /// The budget: what the run has charged against its limits.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Charge `bytes` of memory the caller holds for this run (copies of outputs, ...).
+    pub fn charge_memory(&mut self, what: &str, bytes: u64) -> Result<(), Exceeded> {
+        self.budget.charge_memory(|| what.to_string(), bytes)
+    }
+
+    /// Charge the timeline entries recorded since the last charge (at `site`).
+    fn charge_timeline(&mut self, site: Site) -> Result<(), Fault> {
+        let Some(t) = self.race.as_ref().and_then(|c| c.timeline.as_ref()) else {
+            return Ok(());
+        };
+        let entries = (t.slices.len() + t.flows.len()) as u64;
+        if entries > self.timeline_charged {
+            let bytes = (entries - self.timeline_charged) * budget::TIMELINE_ENTRY_BYTES;
+            self.budget
+                .charge_memory(
+                    || format!("the timeline ({entries} slices and flows)"),
+                    bytes,
+                )
+                .map_err(|e| Fault::budget(site, e))?;
+            self.timeline_charged = entries;
+        }
+        Ok(())
+    }
+
+    /// Check that an operand of `bytes` bytes fits the memory budget as working memory.
+    pub(crate) fn check_operand(&self, site: Site, name: &str, bytes: u64) -> Result<(), Fault> {
+        self.budget
+            .check_memory(
+                || format!("operand `{name}` ({bytes} bytes, working memory)"),
+                bytes.saturating_mul(budget::OPERAND_EXPANSION),
+            )
+            .map_err(|e| Fault::budget(site, e))
     }
 
     /// Check the run for races, uninitialised reads and PSUM accumulation onto unzeroed
@@ -257,9 +358,16 @@ impl<'k> Machine<'k> {
     }
 
     /// Record the accesses of a finished transfer.
-    fn record_dma(&mut self, operand: &str, d: &DmaDesc) {
+    fn record_dma(&mut self, site: Site, operand: &str, d: &DmaDesc) -> Result<(), Fault> {
+        // The runs of one side are working memory: at most what the memory budget has left.
+        let room = self
+            .budget
+            .limits
+            .max_memory
+            .saturating_sub(self.budget.memory());
+        let max_runs = (room / 16) as usize;
         let Some(c) = self.race.as_mut().filter(|c| c.tracks_memory()) else {
-            return;
+            return Ok(());
         };
         let agent = self.dma_agent;
         let geom = self.chip.geom;
@@ -274,8 +382,9 @@ impl<'k> Machine<'k> {
             // runs contiguous with the previous one are merged on the fly, and the side is
             // sorted only when its runs are out of order.
             let mut runs: Vec<(u64, u32)> = Vec::new();
+            let mut over = false;
             side.for_each_covered_run(|mut at, mut len| {
-                while len > 0 {
+                while len > 0 && !over {
                     let Ok(a) = u32::try_from(at) else {
                         return;
                     };
@@ -301,12 +410,32 @@ impl<'k> Machine<'k> {
                         Some(r) if r.0 + u64::from(r.1) == key && lo.checked_add(n).is_some() => {
                             r.1 += n
                         }
-                        _ => runs.push((key, n)),
+                        _ => {
+                            if runs.len() >= max_runs {
+                                over = true;
+                                return;
+                            }
+                            runs.push((key, n))
+                        }
                     }
                     at += chunk as i128;
                     len -= chunk;
                 }
             });
+            if over {
+                return Err(Fault::budget(
+                    site,
+                    Exceeded {
+                        resource: budget::Resource::Memory,
+                        what: format!(
+                            "the race check's record of `{op}` (more than {max_runs} runs)"
+                        ),
+                        needed: (max_runs as u64 + 1) * 16,
+                        used: self.budget.memory(),
+                        limit: self.budget.limits.max_memory,
+                    },
+                ));
+            }
             if runs.windows(2).any(|w| w[0].0 > w[1].0) {
                 runs.sort_unstable_by_key(|r| r.0);
             }
@@ -332,6 +461,7 @@ impl<'k> Machine<'k> {
                 c.dma_access(agent, &op, mem, lo, hi, kind);
             }
         }
+        Ok(())
     }
 
     /// DMA_DIRECT2D: the engine's direct DMA performs `d`, then adds `inc` to semaphore `sem`.
@@ -405,6 +535,18 @@ impl<'k> Machine<'k> {
         progress: &mut dyn FnMut(u64),
     ) -> Result<RunStats, Fault> {
         let start = Instant::now();
+        self.max_steps = opts.max_steps;
+        self.bundles = 0;
+        self.work = 0;
+        if self.race.as_ref().is_some_and(|c| c.tracks_memory()) {
+            let dram: u64 = self.dram.iter().map(|(_, v)| v.bytes.len() as u64).sum();
+            self.budget
+                .charge_memory(|| "the race check's copy of DRAM".into(), dram)
+                .map_err(|exceeded| Fault::Budget {
+                    at: "race check".into(),
+                    exceeded,
+                })?;
+        }
         // With the race check on, the starting state is kept for a replay (see
         // `resolve_races`).
         let snapshot = self
@@ -453,6 +595,14 @@ impl<'k> Machine<'k> {
         };
         let mut chip = std::mem::replace(&mut self.chip, chip);
         let counters = (self.dma_bytes, self.dma_transfers);
+        let charged = (
+            self.budget.clone(),
+            self.bundles,
+            self.work,
+            self.timeline_charged,
+        );
+        self.bundles = 0;
+        self.work = 0;
         let mut first = self.race.take();
         self.enable_race_check();
         if let Some(c) = self.race.as_mut() {
@@ -465,6 +615,7 @@ impl<'k> Machine<'k> {
         self.regs = end.regs;
         self.engines = end.engines;
         (self.dma_bytes, self.dma_transfers) = counters;
+        (self.budget, self.bundles, self.work, self.timeline_charged) = charged;
         chip.log = self.chip.log.take();
         self.chip = chip;
         let replay = self.race.take();
@@ -490,6 +641,24 @@ impl<'k> Machine<'k> {
     }
 
     pub(crate) fn dma(&mut self, site: Site, operand: &str, d: &DmaDesc) -> Result<(), Fault> {
+        // Charged before anything moves: the bytes against the DMA budget, the steps against
+        // the step budget.
+        let side_bytes =
+            |s: &dma::DmaSide| s.elems().saturating_mul(s.format.container_bytes() as u64);
+        let bytes = side_bytes(&d.from).max(side_bytes(&d.to));
+        let steps = budget::dma_steps(bytes);
+        if self.bundles.saturating_add(self.work).saturating_add(steps) > self.max_steps {
+            return Err(Fault::StepBudget {
+                budget: self.max_steps,
+                bundles: self.bundles,
+                dma_steps: self.work.saturating_add(steps),
+                positions: format!("{site}, `{operand}` moving {bytes} bytes"),
+            });
+        }
+        self.budget
+            .charge_dma(|| format!("`{operand}`"), bytes)
+            .map_err(|e| Fault::budget(site, e))?;
+        self.work += steps;
         let n =
             dma::transfer(d, &mut self.dram, &mut self.chip, &mut self.buf).map_err(
                 |err| match err {
@@ -502,7 +671,7 @@ impl<'k> Machine<'k> {
         self.dma_bytes += n;
         self.dma_transfers += 1;
         if self.race.is_some() {
-            self.record_dma(operand, d);
+            self.record_dma(site, operand, d)?;
         }
         Ok(())
     }
@@ -633,7 +802,12 @@ impl Program for Machine<'_> {
         &self.regs[e as usize]
     }
 
+    fn work(&self) -> u64 {
+        self.work
+    }
+
     fn execute(&mut self, e: Engine, pc: usize, sync: &mut SyncState) -> Result<Flow, Fault> {
+        self.bundles += 1;
         let inst = self.decoded(e, pc)?;
         let site = self.site(e, pc);
         if let Some(c) = self.race.as_mut() {
@@ -644,7 +818,9 @@ impl Program for Machine<'_> {
         if let Some(c) = self.race.as_mut() {
             c.finish_bundle(e, site.opcode, inst.mnemonic());
         }
-        r
+        let flow = r?;
+        self.charge_timeline(site)?;
+        Ok(flow)
     }
 
     fn pending_updates(&mut self, e: Engine, from: usize) -> Vec<PendingUpdate> {

@@ -8,6 +8,9 @@
 //! are partition-folded; every contiguous run must stay inside one partition's active bytes.
 //!
 //! Transfers complete synchronously, when the triggering bundle executes (see `docs/machine.md`).
+//! A transfer of more than [`CHUNK_VALUES`] values is streamed: both sides are bounds-checked,
+//! then each chunk is read whole, converted and written before the next chunk is read, so the
+//! working memory is two chunks whatever the transfer moves.
 
 use super::geometry::Geometry;
 use super::memory::{Dram, OnChip};
@@ -451,6 +454,10 @@ pub fn transfer(
     transfer_with(desc, dram, chip, buf, true)
 }
 
+/// Values (elements times lanes) moved per chunk: a transfer of more values is streamed chunk
+/// by chunk, so its working memory stays bounded whatever it moves.
+pub const CHUNK_VALUES: u64 = 1 << 16;
+
 /// [`transfer`], with (`fast`) or without the copy loops that resolve each side once; both
 /// give the same bytes and the same errors.
 fn transfer_with(
@@ -468,6 +475,9 @@ fn transfer_with(
     if nf == 0 {
         // A dimension of size 0 on both sides: an empty transfer touches no memory.
         return Ok(0);
+    }
+    if nf > CHUNK_VALUES {
+        return streamed(desc, dram, chip, buf, CHUNK_VALUES);
     }
     buf.clear();
     if !fast || read_fast(&desc.from, dram, chip, buf).is_none() {
@@ -495,6 +505,198 @@ fn transfer_with(
         side: Side::To,
         err,
     })
+}
+
+/// A position in the runs of a side, in element order: the runs of
+/// [`DmaSide::for_each_run`], handed out in pieces of bounded length.
+#[derive(Clone, Debug)]
+struct RunCursor {
+    run: usize,
+    loops: Vec<(i128, u32)>,
+    idx: Vec<u32>,
+    /// Start of the current run.
+    at: i128,
+    /// Bytes of the current run already handed out.
+    off: usize,
+    done: bool,
+}
+
+impl RunCursor {
+    fn new(side: &DmaSide) -> RunCursor {
+        let (run, dims) = side.run_and_loops();
+        let loops: Vec<(i128, u32)> = dims.map(|(s, n)| (s as i128, n)).collect();
+        RunCursor {
+            run: run as usize,
+            idx: vec![0; loops.len()],
+            loops,
+            at: side.addr as i128,
+            off: 0,
+            done: side.elems() == 0,
+        }
+    }
+
+    /// The next piece of at most `max` bytes (never crossing a run's end), or `None` past the
+    /// last run.
+    fn next_piece(&mut self, max: usize) -> Option<(i128, usize)> {
+        if self.done || max == 0 {
+            return None;
+        }
+        let len = (self.run - self.off).min(max);
+        let piece = (self.at + self.off as i128, len);
+        self.off += len;
+        if self.off == self.run {
+            self.off = 0;
+            let mut k = 0;
+            loop {
+                if k == self.loops.len() {
+                    self.done = true;
+                    break;
+                }
+                self.idx[k] += 1;
+                self.at += self.loops[k].0;
+                if self.idx[k] < self.loops[k].1 {
+                    break;
+                }
+                self.at -= self.loops[k].0 * self.loops[k].1 as i128;
+                self.idx[k] = 0;
+                k += 1;
+            }
+        }
+        Some(piece)
+    }
+}
+
+/// Every run of `s` inside its memory (nothing read or written).
+fn check_side(s: &DmaSide, dram: &Dram, chip: &OnChip) -> Result<(), AccessError> {
+    match s.mem {
+        DmaMem::Dram(var) => s.for_each_run(|at, len| {
+            let off = dram_offset(at, var, dram)?;
+            dram.read(var, off, len).map(|_| ())
+        }),
+        DmaMem::OnChip => s.for_each_run(|at, len| {
+            let a = addr_u32(at)?;
+            chip.read_flat(a, len).map(|_| ())
+        }),
+    }
+}
+
+/// Append the next `bytes` bytes of side `s` at cursor `cur` to `out`.
+fn read_chunk(
+    s: &DmaSide,
+    cur: &mut RunCursor,
+    mut bytes: usize,
+    dram: &Dram,
+    chip: &OnChip,
+    out: &mut Vec<u8>,
+) -> Result<(), AccessError> {
+    // The variable is looked up once per chunk; each piece is still range-checked.
+    let var = match s.mem {
+        DmaMem::Dram(id) => Some((id, dram.get(id).ok_or(AccessError::UnknownVar(id))?)),
+        DmaMem::OnChip => None,
+    };
+    while let Some((at, len)) = cur.next_piece(bytes) {
+        match var {
+            Some((id, v)) => {
+                let off = dram_offset(at, id, dram)?;
+                match usize::try_from(off)
+                    .ok()
+                    .and_then(|o| v.bytes.get(o..o.checked_add(len)?))
+                {
+                    Some(b) => out.extend_from_slice(b),
+                    None => out.extend_from_slice(dram.read(id, off, len)?),
+                }
+            }
+            None => out.extend_from_slice(chip.read_flat(addr_u32(at)?, len)?),
+        }
+        bytes -= len;
+    }
+    Ok(())
+}
+
+/// Write `data` to side `d` at cursor `cur`.
+fn write_chunk(
+    d: &DmaSide,
+    cur: &mut RunCursor,
+    data: &[u8],
+    dram: &mut Dram,
+    chip: &mut OnChip,
+) -> Result<(), AccessError> {
+    let mut done = 0;
+    while let Some((at, len)) = cur.next_piece(data.len() - done) {
+        let src = &data[done..done + len];
+        match d.mem {
+            DmaMem::Dram(var) => {
+                let off = dram_offset(at, var, dram)?;
+                dram.write(var, off, len)?.copy_from_slice(src);
+            }
+            DmaMem::OnChip => chip.write_flat(addr_u32(at)?, len)?.copy_from_slice(src),
+        }
+        done += len;
+    }
+    Ok(())
+}
+
+/// Move one chunk: the source values in `src` (the source format) are converted to the
+/// destination format and written at the destination cursor. Returns the bytes written.
+fn move_chunk(
+    desc: &DmaDesc,
+    src: &[u8],
+    converted: &mut Vec<u8>,
+    to: &mut RunCursor,
+    dram: &mut Dram,
+    chip: &mut OnChip,
+) -> Result<u64, DmaError> {
+    let data: &[u8] = if is_raw_alias(desc.from.format, desc.to.format) {
+        src
+    } else {
+        converted.clear();
+        convert(desc.from.format, desc.to.format, src, converted)?;
+        converted
+    };
+    write_chunk(&desc.to, to, data, dram, chip).map_err(|err| DmaError::Access {
+        side: Side::To,
+        err,
+    })?;
+    Ok(data.len() as u64)
+}
+
+/// A transfer in chunks of `chunk_values` values: both sides are bounds-checked first (a
+/// failing transfer writes nothing), then each chunk is read whole and written before the next
+/// is read. Working memory: two chunks.
+fn streamed(
+    desc: &DmaDesc,
+    dram: &mut Dram,
+    chip: &mut OnChip,
+    buf: &mut Vec<u8>,
+    chunk_values: u64,
+) -> Result<u64, DmaError> {
+    check_side(&desc.from, dram, chip).map_err(|err| DmaError::Access {
+        side: Side::From,
+        err,
+    })?;
+    check_side(&desc.to, dram, chip).map_err(|err| DmaError::Access {
+        side: Side::To,
+        err,
+    })?;
+    let from = desc.from.format;
+    let total = desc.from.elems() * from.lanes() as u64;
+    let (mut src, mut dst) = (RunCursor::new(&desc.from), RunCursor::new(&desc.to));
+    let mut converted = Vec::new();
+    let (mut moved, mut written) = (0u64, 0u64);
+    while moved < total {
+        let values = (total - moved).min(chunk_values);
+        let bytes = (values / from.lanes() as u64) as usize * from.container_bytes();
+        buf.clear();
+        read_chunk(&desc.from, &mut src, bytes, dram, chip, buf).map_err(|err| {
+            DmaError::Access {
+                side: Side::From,
+                err,
+            }
+        })?;
+        written += move_chunk(desc, buf, &mut converted, &mut dst, dram, chip)?;
+        moved += values;
+    }
+    Ok(written)
 }
 
 /// Append the source runs to `buf`, looking up and checking each run.
@@ -822,6 +1024,117 @@ mod tests {
         };
         let e = transfer(&DmaDesc { from, to }, &mut d, &mut c, &mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("variable id 9"), "{e}");
+    }
+
+    #[test]
+    fn streamed_chunks_give_the_whole_transfer() {
+        let (g, _, _) = setup();
+        let mut d = Dram::default();
+        let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+        let kind = VarKind::Input;
+        d.insert(
+            1,
+            DramVar {
+                name: "in".into(),
+                kind,
+                bytes,
+            },
+        );
+        let out = || DramVar {
+            name: "out".into(),
+            kind: VarKind::Output,
+            bytes: vec![0; 8192],
+        };
+        d.insert(2, out());
+        let stride = g.sbuf_partition_stride() as i64;
+        let chip_side = |format, dims| DmaSide {
+            mem: DmaMem::OnChip,
+            addr: u64::from(g.sbuf_address(0, 0)),
+            format,
+            dims,
+        };
+        let dram_side = |format, dims| DmaSide {
+            mem: DmaMem::Dram(2),
+            addr: 0,
+            format,
+            dims,
+        };
+        let cases = [
+            // transposing u8 into bf16 (a cast), chunks splitting runs
+            (
+                vec![(64, 16), (1, 64)],
+                Format::Uint8,
+                dram_side(Format::Bfloat16, vec![(2, 1024)]),
+            ),
+            // f32 rows with a zero step (the same row again)
+            (
+                vec![(4, 8), (0, 3), (32, 4)],
+                Format::Float32,
+                dram_side(Format::Float32, vec![(4, 96)]),
+            ),
+            (
+                vec![(4, 256)],
+                Format::Float32,
+                chip_side(Format::Float32, vec![(4, 8), (stride, 32)]),
+            ),
+        ];
+        for (fdims, ff, to) in cases {
+            let desc = DmaDesc {
+                from: DmaSide {
+                    mem: DmaMem::Dram(1),
+                    addr: 0,
+                    format: ff,
+                    dims: fdims,
+                },
+                to,
+            };
+            let (mut d1, mut c1) = (d.clone(), OnChip::new(g).unwrap());
+            let (mut d2, mut c2) = (d.clone(), OnChip::new(g).unwrap());
+            let n1 = transfer(&desc, &mut d1, &mut c1, &mut Vec::new()).unwrap();
+            for chunk in [2, 6, 64] {
+                let n2 = streamed(&desc, &mut d2, &mut c2, &mut Vec::new(), chunk).unwrap();
+                assert_eq!(n1, n2);
+                assert_eq!(d1.get(2).unwrap().bytes, d2.get(2).unwrap().bytes);
+                assert_eq!(
+                    c1.partition(Space::Sbuf, 0)[..1024],
+                    c2.partition(Space::Sbuf, 0)[..1024]
+                );
+            }
+        }
+        // A source leaving its variable fails before anything is written.
+        let desc = DmaDesc {
+            from: DmaSide {
+                mem: DmaMem::Dram(1),
+                addr: 0,
+                format: Format::Uint8,
+                dims: vec![(1, 4097)],
+            },
+            to: DmaSide {
+                mem: DmaMem::Dram(2),
+                addr: 0,
+                format: Format::Uint8,
+                dims: vec![(1, 4097)],
+            },
+        };
+        let e = streamed(
+            &desc,
+            &mut d,
+            &mut OnChip::new(g).unwrap(),
+            &mut Vec::new(),
+            2,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DmaError::Access {
+                    side: Side::From,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(d.get(2).unwrap().bytes.iter().all(|&b| b == 0));
     }
 
     mod fast_path {

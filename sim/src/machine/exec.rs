@@ -276,6 +276,7 @@ impl Machine<'_> {
             .chip
             .resolve(p)
             .map_err(|e| Fault::oob(site, name, e))?;
+        self.check_operand(site, name, r.total_bytes())?;
         self.chip.note_operand(name, &r);
         self.chip.note_shape(p);
         if site.engine == Engine::Pool && r.space == Space::Psum {

@@ -4,6 +4,7 @@ use std::fmt;
 
 use tpbsim_isa::Engine;
 
+use super::budget::Exceeded;
 use super::pattern::AccessError;
 use super::waitfor::{CycleEdge, Producer, SyncRef};
 
@@ -130,13 +131,27 @@ pub enum Fault {
         /// Engine.
         engine: Engine,
     },
-    /// The step budget ran out (a runaway loop).
-    #[error("step budget of {budget} bundles exhausted (runaway loop?); engines at: {positions}")]
+    /// The step budget ran out (a runaway loop): one step per bundle issued and per
+    /// [`super::budget::DMA_BYTES_PER_STEP`] bytes moved by DMA.
+    #[error("step budget of {budget} steps exhausted (runaway loop?) after {bundles} bundles and {dma_steps} steps of DMA work (one per 64 bytes moved); engines at: {positions}")]
     StepBudget {
         /// The budget.
         budget: u64,
+        /// Bundles issued.
+        bundles: u64,
+        /// Steps charged for DMA bytes.
+        dma_steps: u64,
         /// Where each unfinished engine was.
         positions: String,
+    },
+    /// A memory or DMA budget would be exceeded: the charge was refused before anything was
+    /// allocated or moved.
+    #[error("{at}: {exceeded}")]
+    Budget {
+        /// Where (a bundle, or the set-up of a variable).
+        at: String,
+        /// The refused charge.
+        exceeded: Exceeded,
     },
     /// Any other execution error at a bundle (bad branch target, illegal engine for an
     /// operand, malformed descriptor, ...).
@@ -158,6 +173,7 @@ impl Fault {
             Fault::InvalidBundle { .. } => "invalid-bundle",
             Fault::NotSimulated { .. } => "not-simulated",
             Fault::StepBudget { .. } => "step-budget",
+            Fault::Budget { .. } => "budget",
             Fault::Exec { .. } => "execution",
         }
     }
@@ -167,6 +183,14 @@ impl Fault {
         Fault::Exec {
             site,
             message: message.into(),
+        }
+    }
+
+    /// A refused budget charge at `site`.
+    pub fn budget(site: Site, exceeded: Exceeded) -> Fault {
+        Fault::Budget {
+            at: site.to_string(),
+            exceeded,
         }
     }
 

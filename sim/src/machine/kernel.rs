@@ -30,7 +30,9 @@ pub struct VarSpec {
 impl VarSpec {
     /// Elements in the shape.
     pub fn elems(&self) -> u64 {
-        self.shape.iter().map(|&d| d as u64).product()
+        self.shape
+            .iter()
+            .fold(1u64, |acc, &d| acc.saturating_mul(d as u64))
     }
 }
 

@@ -144,10 +144,16 @@ pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
 fn var_spec(n: &Neff, sg: &neff::Subgraph, v: &Variable) -> Result<VarSpec, LoadError> {
     let def_member = sg.def_member.as_str();
     let bad = |m: String| invalid(def_member, format!("variable `{}`: {m}", v.name));
-    let kind = match v.kind {
+    let kind = match &v.kind {
         neff::VarKind::Input => VarKind::Input,
         neff::VarKind::Output => VarKind::Output,
         neff::VarKind::File => VarKind::File,
+        neff::VarKind::Other(t) => {
+            return Err(bad(format!(
+                "unknown type `{}` (known: state-buffer, local, shared, remote, tmp-buf, virtual, input, output, file, pointer, list)",
+                t.escape_debug()
+            )))
+        }
         _ => VarKind::Other,
     };
     let format = match v.dtype {
@@ -162,18 +168,25 @@ fn var_spec(n: &Neff, sg: &neff::Subgraph, v: &Variable) -> Result<VarSpec, Load
         Some(s) => s.iter().map(|&d| d as usize).collect(),
         None => vec![(size / eb) as usize],
     };
-    let elems: u64 = shape.iter().map(|&d| d as u64).product();
-    if elems * eb != size {
+    let bytes = shape
+        .iter()
+        .try_fold(eb, |acc, &d| acc.checked_mul(d as u64))
+        .ok_or_else(|| bad(format!("shape {shape:?} is more than 2^64 bytes")))?;
+    if bytes != size {
         return Err(bad(format!(
-            "shape {shape:?} of {} is {} bytes, size is {size}",
+            "shape {shape:?} of {} is {bytes} bytes, size is {size}",
             format.name(),
-            elems * eb
         )));
     }
     let init = match &v.file_name {
         None => None,
         Some(f) => {
             let member = sg.member_path(f);
+            if n.member(&member).is_none() {
+                return Err(bad(format!(
+                    "file_name `{f}` names member `{member}`, which the NEFF does not hold"
+                )));
+            }
             let data = if member.ends_with(".npy") {
                 let arr = n.npy(&member)?;
                 if let Some(d) = v.dtype {

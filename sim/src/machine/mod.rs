@@ -4,6 +4,7 @@
 //!
 //! The execution model is documented in `docs/machine.md`.
 
+pub mod budget;
 pub mod compare;
 pub mod control;
 pub mod core;
@@ -27,6 +28,7 @@ pub mod timeline;
 pub mod waitfor;
 
 pub use self::core::{Machine, RunOptions, RunStats, DEFAULT_MAX_STEPS};
+pub use budget::{Budget, Exceeded, Limits, DEFAULT_MAX_DMA_BYTES, DEFAULT_MAX_MEMORY};
 pub use fault::{Fault, Site};
 pub use geometry::{Geometry, Space};
 pub use kernel::{DmaBlockSpec, DmaEntrySpec, DmaQueue, Kernel, VarSpec};

@@ -46,6 +46,11 @@ pub trait Program {
     fn complete(&mut self, e: Engine, ev: &Events, sync: &mut SyncState) {
         ev.complete(sync, self.regs(e));
     }
+    /// Steps charged so far besides the bundles issued (DMA work; see
+    /// [`super::budget::DMA_BYTES_PER_STEP`]).
+    fn work(&self) -> u64 {
+        0
+    }
     /// The semaphore and event updates that bundles `from..` of `e`'s stream can still make
     /// (for the wait-for graph of a deadlock report). The default reads the events blocks.
     fn pending_updates(&mut self, e: Engine, from: usize) -> Vec<PendingUpdate> {
@@ -151,8 +156,8 @@ pub fn run_ordered<P: Program>(
             if ev.blocking(sync, p.regs(e)).is_some() {
                 continue;
             }
-            if stats.steps >= max_steps {
-                return Err(budget_fault(p, &q, max_steps));
+            if stats.steps.saturating_add(p.work()) >= max_steps {
+                return Err(budget_fault(p, &q, max_steps, stats.steps));
             }
             step(p, e, qe, ev, sync, &mut stats, progress)?;
             issued = true;
@@ -260,8 +265,8 @@ fn run_seeded<P: Program>(
         let (e, mut ev) = ready_set[(r % ready_set.len() as u64) as usize];
         let burst = 1 + (r >> 32) % 4;
         for _ in 0..burst {
-            if stats.steps >= max_steps {
-                return Err(budget_fault(p, &q, max_steps));
+            if stats.steps.saturating_add(p.work()) >= max_steps {
+                return Err(budget_fault(p, &q, max_steps, stats.steps));
             }
             step(p, e, &mut q[e as usize], ev, sync, &mut stats, progress)?;
             match ready(p, e, &mut q[e as usize], sync)? {
@@ -344,15 +349,16 @@ fn deadlock_report<P: Program>(
     }
 }
 
-fn budget_fault<P: Program>(p: &P, q: &[Queue; 5], budget: u64) -> Fault {
+fn budget_fault<P: Program>(p: &P, q: &[Queue; 5], budget: u64, bundles: u64) -> Fault {
     let positions: Vec<String> = Engine::ALL
         .iter()
         .filter(|e| !q[**e as usize].done)
         .map(|&e| format!("{} #{}", e, q[e as usize].pc))
         .collect();
-    let _ = p;
     Fault::StepBudget {
         budget,
+        bundles,
+        dma_steps: p.work(),
         positions: positions.join(", "),
     }
 }

@@ -72,6 +72,7 @@ fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
 
 fn main() -> std::process::ExitCode {
     tpbsim_sim::process::retain_freed_memory();
+    tpbsim_isa::fsio::install_signal_cleanup();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

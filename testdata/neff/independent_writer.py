@@ -208,15 +208,8 @@ def dma_entry(src, dst, src_off, dst_off, sem=None):
     return e
 
 
-def main():
-    x = lcg_values(1, P * F)
-    y = lcg_values(2, P * F)
-    expected = []
-    for a, b in zip(x, y):
-        s = f32(a + b)
-        t = f32(f32(s * SCALE) + BIAS)
-        expected.append(f32(t * t))
-
+def kernel_parts(x, y):
+    """def.json, the SP sidecar and the other members of the kernel, for inputs `x` and `y`."""
     var = lambda i, name, kind, **kw: dict(var_id=i, name=name, type=kind, **kw)
     fp = dict(size=P * F * 4, dtype="float32", shape=[P, F])
     def_json = {
@@ -242,17 +235,38 @@ def main():
             {"queue": "out", "id": 0, "desc": [dma_entry("state_buffer", "out", O_OFF, 0)]},
         ]
     }
-    js = lambda v: (json.dumps(v, indent=1, sort_keys=True) + "\n").encode()
     members = {
         "neff.json": js({"target_arch": "cayman"}),
-        "sg00/def.json": js(def_json),
-        "sg00/SP.json": js(sp_json),
         "sg00/SP.bin": dma_trigger("in", 0) + dma_trigger("out", 0, wait=(2, 1)),
         "sg00/dve_instr": tensor_tensor_add(),
         "sg00/Activation.bin": activate_square(),
         "sg00/x.npy": npy("<f4", [P, F], f32_bytes(x)),
         "sg00/y.npy": npy("<f4", [P, F], f32_bytes(y)),
     }
+    return def_json, sp_json, members
+
+
+def js(v):
+    return (json.dumps(v, indent=1, sort_keys=True) + "\n").encode()
+
+
+def kernel_members(x, y):
+    def_json, sp_json, members = kernel_parts(x, y)
+    members["sg00/def.json"] = js(def_json)
+    members["sg00/SP.json"] = js(sp_json)
+    return members
+
+
+def main():
+    x = lcg_values(1, P * F)
+    y = lcg_values(2, P * F)
+    expected = []
+    for a, b in zip(x, y):
+        s = f32(a + b)
+        t = f32(f32(s * SCALE) + BIAS)
+        expected.append(f32(t * t))
+
+    members = kernel_members(x, y)
     payload = gzip.compress(tar_bytes(members), compresslevel=9, mtime=0)
     name = b"add_square"
     os.makedirs(os.path.join(OUT, "add_square.expected"), exist_ok=True)

@@ -22,8 +22,14 @@ pub struct Args {
 
 /// Run `sim asm`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    let text = std::fs::read_to_string(&a.file)
-        .map_err(|e| CliError::Io(format!("{}: {e}", a.file.display())))?;
+    let text = crate::cmd::read_text(&a.file, 256 << 20)?;
+    if let Some(i) = text.find('\0') {
+        let line = text[..i].matches('\n').count() + 1;
+        return Err(CliError::Usage(format!(
+            "{}:{line}: a NUL byte (byte offset {i}); assembly text holds none",
+            a.file.display()
+        )));
+    }
     let bundles = parse_text(&text, a.arch).map_err(|(line, e)| {
         CliError::Usage(format!(
             "{}:{line}:{}: {}",

@@ -8,8 +8,6 @@
 //! With `--value X`, the decimal `X` is first rounded into `--from`, then cast to `--to`; the
 //! destination code and its decoded value are printed (`0x3e 1.75`).
 
-use std::io::Read;
-
 use crate::exit::{CliError, Outcome};
 use tpbsim_sim::numerics::{cast, from_f32, to_f32, CastPolicy, FloatToInt, Format};
 
@@ -62,16 +60,20 @@ impl Args {
     }
 }
 
+/// Most bytes of standard input `sim convert` reads.
+const MAX_STDIN_BYTES: u64 = 256 << 20;
+
 /// Run `sim convert`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
     let policy = a.policy();
     let out = match &a.value {
         Some(v) => convert_value(v, a.from, a.to, &policy)?,
         None => {
-            let mut input = String::new();
-            std::io::stdin()
-                .read_to_string(&mut input)
+            let bytes = tpbsim_isa::fsio::read_to_limit(std::io::stdin().lock(), MAX_STDIN_BYTES)
                 .map_err(|e| CliError::Io(format!("reading standard input: {e}")))?;
+            let input = String::from_utf8(bytes).map_err(|_| {
+                CliError::Usage("standard input: not UTF-8 text (hex codes, one per line)".into())
+            })?;
             convert_lines(&input, a.from, a.to, &policy)?
         }
     };

@@ -9,12 +9,13 @@ use serde_json::{json, Value};
 use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_sim::machine::compare::{compare, Comparison, Tolerance};
+use tpbsim_sim::machine::core::SetupError;
 use tpbsim_sim::machine::load::{self, dtype_of};
 use tpbsim_sim::machine::race::Finding;
 use tpbsim_sim::machine::sched::Order;
 use tpbsim_sim::machine::timeline::{Profile, Timeline};
 use tpbsim_sim::machine::{
-    Fault, Kernel, Machine, RunOptions, RunStats, VarKind, VarSpec, DEFAULT_MAX_STEPS,
+    Fault, Kernel, Limits, Machine, RunOptions, RunStats, VarKind, VarSpec, DEFAULT_MAX_STEPS,
 };
 
 use crate::exit::{CliError, Outcome};
@@ -52,9 +53,17 @@ pub struct Args {
     /// Print the summary and comparisons as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Step budget: bundles executed before the run is stopped as a runaway loop.
+    /// Step budget: bundles issued, plus one step per 64 bytes moved by DMA, before the run
+    /// is stopped as a runaway loop.
     #[arg(long, default_value_t = DEFAULT_MAX_STEPS)]
     pub max_steps: u64,
+    /// Memory budget of the run (bytes; K, M, G suffixes): variables, on-chip memories,
+    /// operands' working memory, the race check and the timeline (docs/robustness.md).
+    #[arg(long, value_name = "BYTES", default_value = "3G", value_parser = parse_bytes)]
+    pub max_memory: u64,
+    /// Bytes all DMA transfers of a run may move together (K, M, G suffixes).
+    #[arg(long, value_name = "BYTES", default_value = "16G", value_parser = parse_bytes)]
+    pub max_dma_bytes: u64,
     /// Skip the L2 validation of each bundle before it executes.
     #[arg(long)]
     pub no_validate: bool,
@@ -79,6 +88,38 @@ pub struct Args {
     /// Print the timeline profile (set by `sim profile`).
     #[arg(skip)]
     pub profile: bool,
+}
+
+/// A byte count with an optional K, M, G or T suffix (powers of 1024).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("`{s}`: unknown suffix `{c}` (K, M, G, T)")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}`: expected a byte count such as 4096, 512M or 3G"))?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("`{s}`: more than 2^64 bytes"))
+}
+
+impl Args {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_memory: self.max_memory,
+            max_dma_bytes: self.max_dma_bytes,
+        }
+    }
 }
 
 /// One simulated run: outputs by name, counters and the race findings.
@@ -114,17 +155,22 @@ fn simulate(
     given: &BTreeMap<String, Vec<u8>>,
     order: Order,
     show_progress: bool,
-) -> Result<RunResult, Fault> {
+) -> Result<RunResult, (Fault, Option<Timeline>)> {
     // Set-up was checked by the caller; a failure here is still reported, never a panic.
-    let setup = |e: tpbsim_sim::machine::core::SetupError| Fault::Exec {
-        site: tpbsim_sim::machine::Site {
-            engine: Engine::Sp,
-            index: 0,
-            opcode: 0,
-        },
-        message: e.to_string(),
+    let setup = |e: SetupError| {
+        (
+            Fault::Exec {
+                site: tpbsim_sim::machine::Site {
+                    engine: Engine::Sp,
+                    index: 0,
+                    opcode: 0,
+                },
+                message: e.to_string(),
+            },
+            None,
+        )
     };
-    let mut m = Machine::new(kernel, gen).map_err(setup)?;
+    let mut m = Machine::with_limits(kernel, gen, a.limits()).map_err(setup)?;
     for (name, data) in given {
         m.set_var(name, data).map_err(setup)?;
     }
@@ -153,7 +199,29 @@ fn simulate(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let stats = result?;
+    let stats = match result {
+        Ok(s) => s,
+        // The timeline up to the fault, for the trace.
+        Err(f) => return Err((f, m.timeline().cloned())),
+    };
+    // The copies of the outputs (and their .npy encoding) are charged like the run's own
+    // memory.
+    let out_bytes: u64 = kernel
+        .vars
+        .iter()
+        .filter(|v| v.kind == VarKind::Output)
+        .map(|v| v.size)
+        .sum();
+    m.charge_memory("the copies of the outputs", out_bytes.saturating_mul(2))
+        .map_err(|exceeded| {
+            (
+                Fault::Budget {
+                    at: "after the run".into(),
+                    exceeded,
+                },
+                None,
+            )
+        })?;
     let outputs = kernel
         .vars
         .iter()
@@ -222,8 +290,81 @@ fn stem(p: &Path) -> String {
     )
 }
 
-fn read_npy(path: &Path) -> Result<neff::NpyArray, CliError> {
-    neff::npy::read_npy_file(path).map_err(|e| usage(format!("{}: {e}", path.display())))
+/// Bytes of an `.npy` file beyond its data (the header) accepted by [`read_npy`].
+const NPY_HEADER_ROOM: u64 = 1 << 20;
+
+/// Read an `.npy` file of at most `max_data` data bytes (any file type: a pipe or device is
+/// read up to the limit).
+fn read_npy(path: &Path, max_data: u64) -> Result<neff::NpyArray, CliError> {
+    let bytes = tpbsim_isa::fsio::read_limited(path, max_data.saturating_add(NPY_HEADER_ROOM))
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    neff::npy::read_npy(&bytes).map_err(|e| usage(format!("{}: {e}", path.display())))
+}
+
+/// Check that an output variable's name is a plain file-name component, so that its `.npy`
+/// file lands inside the output directory.
+fn check_output_name(name: &str) -> Result<(), CliError> {
+    let why = if name.is_empty() {
+        Some("it is empty")
+    } else if name == "." || name == ".." {
+        Some("it is `.` or `..`")
+    } else if name.contains('/') || name.contains('\\') {
+        Some("it holds a path separator")
+    } else if name.contains('\0') {
+        Some("it holds a NUL byte")
+    } else if name.len() > 250 {
+        Some("it is longer than 250 bytes")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(usage(format!(
+            "output variable `{}`: its name cannot be an output file name ({why}); outputs are written as NAME.npy inside the output directory",
+            name.escape_debug()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Check every file the run will write before the simulation starts: the output directory
+/// (a directory, or absent) and each target (absent or a regular file), and the trace.
+fn check_targets(a: &Args, kernel: &Kernel, out_dir: Option<&Path>) -> Result<(), CliError> {
+    let io = |p: &Path, e: std::io::Error| CliError::Io(format!("{}: {e}", p.display()));
+    if let Some(dir) = out_dir {
+        match std::fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => {
+                return Err(CliError::Io(format!(
+                    "{}: the output directory is not a directory",
+                    dir.display()
+                )))
+            }
+            _ => {}
+        }
+        for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
+            let p = dir.join(format!("{}.npy", v.name));
+            tpbsim_isa::fsio::check_target(&p).map_err(|e| io(&p, e))?;
+        }
+    }
+    if let Some(t) = &a.trace {
+        tpbsim_isa::fsio::check_target(t).map_err(|e| io(t, e))?;
+        if let Some(parent) = t.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if !parent.is_dir() {
+                return Err(CliError::Io(format!(
+                    "{}: the trace's directory {} does not exist",
+                    t.display(),
+                    parent.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Write the Chrome/Perfetto trace of `t` to `path`.
+fn write_trace(path: &Path, t: &Timeline) -> Result<(), CliError> {
+    let text = serde_json::to_vec(&t.to_chrome())
+        .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+    neff::write_atomic(path, &text).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))
 }
 
 /// Check an array against a variable's dtype and shape; returns its bytes.
@@ -247,8 +388,10 @@ fn checked_data(var: &VarSpec, arr: neff::NpyArray, what: &str) -> Result<Vec<u8
     Ok(arr.data)
 }
 
-/// Tolerances from `tolerance.json`: `{"default": {...}, "outputs": {"NAME": {...}}}`.
+/// Tolerances from `tolerance.json`: `{"default": {...}, "outputs": {"NAME": {...}}}`;
+/// unknown keys are refused.
 #[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 struct ToleranceFile {
     #[serde(default)]
     default: Option<Tolerance>,
@@ -286,17 +429,35 @@ fn find_refs(a: &Args, kernel: &Kernel) -> Result<Refs, CliError> {
     };
     let mut tolerances = ToleranceFile::default();
     if let Some(d) = dir {
+        // A reference directory covers every output: one without the file is an error, not an
+        // output silently left unchecked.
         for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
             let p = d.join(format!("{}.npy", v.name));
-            if p.is_file() {
-                files.insert(v.name.clone(), p);
+            if !p.exists() {
+                return Err(usage(format!(
+                    "{}: no reference for output `{}` in the reference directory; give each output a NAME.npy there, or pass --ref NAME=FILE.npy for the outputs to compare",
+                    p.display(),
+                    v.name
+                )));
             }
+            files.insert(v.name.clone(), p);
         }
         let t = d.join("tolerance.json");
-        if t.is_file() {
-            let text = std::fs::read(&t).map_err(|e| usage(format!("{}: {e}", t.display())))?;
-            tolerances = serde_json::from_slice(&text)
-                .map_err(|e| usage(format!("{}: {e}", t.display())))?;
+        if t.exists() {
+            let text = crate::cmd::read_text(&t, 1 << 20)?;
+            let tf: ToleranceFile =
+                serde_json::from_str(&text).map_err(|e| usage(format!("{}: {e}", t.display())))?;
+            if let Some(name) = tf
+                .outputs
+                .keys()
+                .find(|n| kernel.var(n).is_none_or(|v| v.kind != VarKind::Output))
+            {
+                return Err(usage(format!(
+                    "{}: `outputs` names `{name}`, which is not an output of the kernel",
+                    t.display()
+                )));
+            }
+            tolerances = tf;
         }
     }
     Ok(Refs { files, tolerances })
@@ -377,12 +538,31 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         .map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
     let kernel =
         load::kernel_from_neff(&n).map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
-    let gen = a.arch.or(kernel.gen).ok_or_else(|| {
-        usage(format!(
-            "{}: the NEFF names no target generation; pass --arch",
-            a.kernel.display()
-        ))
-    })?;
+    let gen = match a.arch.or(kernel.gen) {
+        Some(g) => g,
+        None => {
+            let named = n.neff_json().ok().flatten().and_then(|j| j.target_arch);
+            return Err(usage(match named {
+                Some(t) => format!(
+                    "{}: neff.json target_arch `{}` is not a generation tpbsim knows (v2, v3, v4, v5); pass --arch",
+                    a.kernel.display(),
+                    t.escape_debug()
+                ),
+                None => format!(
+                    "{}: the NEFF names no target generation; pass --arch",
+                    a.kernel.display()
+                ),
+            }));
+        }
+    };
+    for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
+        check_output_name(&v.name)?;
+    }
+    let out_dir = a
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.out", stem(&a.kernel))));
+    check_targets(&a, &kernel, write_outputs.then_some(out_dir.as_path()))?;
 
     // Inputs: --input first, else the NEFF's own data.
     let mut given: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -398,7 +578,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
                 "--input {name}: `{name}` is not an input variable"
             )));
         }
-        let data = checked_data(var, read_npy(Path::new(file))?, file)?;
+        let data = checked_data(var, read_npy(Path::new(file), var.size)?, file)?;
         given.insert(name.to_string(), data);
     }
     let refs = find_refs(&a, &kernel)?;
@@ -411,16 +591,35 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         }
     }
 
-    // Set-up errors are usage errors: check them once before any schedule runs.
+    // Set-up errors are usage errors (a refused budget charge a fault): check them once
+    // before any schedule runs.
     {
-        let mut m = Machine::new(&kernel, gen).map_err(|e| usage(e.to_string()))?;
+        let setup = |e: SetupError| match e {
+            SetupError::Budget(_) => {
+                CliError::Fault(format!("{}: budget fault: {e}", a.kernel.display()))
+            }
+            e => usage(format!("{}: {e}", a.kernel.display())),
+        };
+        let mut m = Machine::with_limits(&kernel, gen, a.limits()).map_err(setup)?;
         for (name, data) in &given {
-            m.set_var(name, data).map_err(|e| usage(e.to_string()))?;
+            m.set_var(name, data).map_err(setup)?;
         }
     }
     let base = match simulate(&a, &kernel, gen, &given, Order::RoundRobin, true) {
         Ok(r) => r,
-        Err(f) => return Err(fault(&a, gen, &f)),
+        Err((f, timeline)) => {
+            let err = fault(&a, gen, &f);
+            // The trace up to the fault.
+            if let (Some(path), Some(t)) = (&a.trace, &timeline) {
+                if let Err(e) = write_trace(path, t) {
+                    return Err(CliError::Fault(format!(
+                        "{err}; the trace was not written: {e}"
+                    )));
+                }
+                eprintln!("trace up to the fault -> {}", path.display());
+            }
+            return Err(err);
+        }
     };
     let stats = base.stats;
     let mut diffs: Vec<ScheduleDiff> = Vec::new();
@@ -429,7 +628,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         let order = order_of(&a, i);
         let r = match simulate(&a, &kernel, gen, &given, order, false) {
             Ok(r) => r,
-            Err(f) => {
+            Err((f, _)) => {
                 return Err(fault(
                     &a,
                     gen,
@@ -446,10 +645,6 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     // Outputs: every output is encoded and every reference checked first, so that a bad
     // reference or output leaves the directory untouched; then each file is written through a
     // temporary file and renamed, and a failed write removes the outputs this run already wrote.
-    let out_dir = a
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}.out", stem(&a.kernel))));
     let mut pending: Vec<(String, PathBuf, Vec<u8>)> = Vec::new();
     let mut comparisons: Vec<Comparison> = Vec::new();
     for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
@@ -462,7 +657,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         let path = out_dir.join(format!("{}.npy", v.name));
         pending.push((v.name.clone(), path, bytes));
         if let Some(rp) = refs.files.get(&v.name) {
-            let r = read_npy(rp)?;
+            let r = read_npy(rp, a.max_memory)?;
             let rdata = checked_reference(v, &r, rp)?;
             let rshape: Vec<usize> = r.shape.iter().map(|&d| d as usize).collect();
             let c = compare(
@@ -495,10 +690,12 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         written.push((name, path));
     }
     if let (Some(path), Some(t)) = (&a.trace, &base.timeline) {
-        let text = serde_json::to_vec(&t.to_chrome())
-            .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
-        neff::write_atomic(path, &text)
-            .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+        if let Err(e) = write_trace(path, t) {
+            for (_, p) in &written {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(e);
+        }
     }
     let profile = base
         .timeline

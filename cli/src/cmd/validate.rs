@@ -36,10 +36,17 @@ pub struct Args {
     /// Stop at the first error.
     #[arg(long)]
     pub fail_fast: bool,
-    /// Worker threads (default: all available cores).
+    /// Worker threads (default: all available cores; at most that many unless
+    /// --force-threads).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Allow --threads above the machine's available parallelism (at most 1024).
+    #[arg(long)]
+    pub force_threads: bool,
 }
+
+/// Most worker threads `--force-threads` allows.
+const MAX_FORCED_THREADS: usize = 1024;
 
 /// Run `sim validate`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
@@ -53,6 +60,22 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     if let Some(n) = a.threads {
         if n == 0 {
             return Err(CliError::Usage("--threads must be at least 1".into()));
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let max = if a.force_threads {
+            MAX_FORCED_THREADS
+        } else {
+            cores
+        };
+        if n > max {
+            return Err(CliError::Usage(format!(
+                "--threads {n}: more than {max} ({}); pass --force-threads to use up to {MAX_FORCED_THREADS}",
+                if a.force_threads {
+                    "the forced maximum".to_string()
+                } else {
+                    format!("the {cores} available cores")
+                }
+            )));
         }
         builder = builder.num_threads(n);
     }

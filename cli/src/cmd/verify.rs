@@ -91,9 +91,11 @@ fn parse_arch(s: &str) -> Result<ArchLevel, CliError> {
     })
 }
 
+/// Largest BIR JSON file read (parsing takes up to about 20 times the text in memory).
+const MAX_BIR_BYTES: u64 = 128 << 20;
+
 fn load(path: &Path) -> Result<Module, CliError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+    let text = crate::cmd::read_text(path, MAX_BIR_BYTES)?;
     bir::from_json_str(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
 }
 

@@ -19,7 +19,7 @@ use crate::numerics::{Format, Kind};
 
 impl Machine<'_> {
     /// The format a dtype field names on this generation.
-    fn format(&self, site: Site, field: &str, d: Dtype) -> Result<Format, Fault> {
+    pub(crate) fn format(&self, site: Site, field: &str, d: Dtype) -> Result<Format, Fault> {
         Format::from_wire_tag(d.0, self.gen).ok_or_else(|| {
             Fault::exec(
                 site,
@@ -272,6 +272,15 @@ impl Machine<'_> {
                 Ok(Flow::Next)
             }
             Inst::DmaTrigger(x) => {
+                // use_raw_count (G neff/format-reference.md §4.4; offset +0x2C inferred): a raw
+                // descriptor count instead of a block id.
+                if self.bundle_at(site)[0x2C] != 0 {
+                    return Err(Fault::NotSimulated {
+                        site,
+                        name: "DMATRIGGER with use_raw_count (G neff/format-reference.md §4.4 gives no raw-count semantics)".into(),
+                        engine: e,
+                    });
+                }
                 let name = super::core::queue_name(&x.queue_name);
                 self.trigger(site, e, &name, x.block_id, sync)?;
                 Ok(Flow::Next)
@@ -725,6 +734,17 @@ impl Machine<'_> {
                 self.exec_affine_select(site, &a)?;
                 Ok(Flow::Next)
             }
+            Inst::Raw(r) if (0xC1..=0xDF).contains(&site.opcode) => {
+                self.pseudo(site, &r.0, sync)
+            }
+            Inst::FunctionCall(_) | Inst::FunctionBegin(_) => Err(Fault::NotSimulated {
+                site,
+                name: format!(
+                    "{} (R isa/pseudo-instruction-lowering.md puts function bodies in FUNCTION sections; no page names their NEFF members)",
+                    inst.mnemonic()
+                ),
+                engine: e,
+            }),
             _ => Err(self.not_simulated(site, inst)),
         }
     }

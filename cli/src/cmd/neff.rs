@@ -3,7 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use tpbsim_isa::neff::{header::hex, Layout, Limits, Neff, NeffError, ReadOptions, Subgraph};
+use tpbsim_isa::neff::{
+    header::hex, Layout, Limits, Neff, NeffError, ReadOptions, Subgraph, Target, Unmodelled,
+};
+use tpbsim_isa::Gen;
+use tpbsim_sim::machine::load;
 
 use crate::exit::{CliError, Outcome};
 
@@ -208,13 +212,19 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
             first_error = Some(format!("{}: {e}", a.file.display()));
         }
     };
-    let target = match &neff_json {
-        Ok(j) => j.as_ref().and_then(|j| j.target_arch.clone()),
-        Err(e) => {
-            note(e);
-            None
-        }
+    if let Err(e) = &neff_json {
+        note(e);
+    }
+    let plan = n.plan();
+    if let Err(e) = &plan {
+        note(e);
+    }
+    let target = match plan.as_ref().map(|p| &p.target) {
+        Ok(Target::Named { name, source }) => Some(format!("{name} ({source})")),
+        Ok(Target::Any { source }) => Some(format!("* ({source}: any generation; pass --arch)")),
+        _ => None,
     };
+    let reader = plan.as_ref().ok().map(|p| p.reader.describe());
     let subgraphs: Vec<(String, Result<Subgraph, NeffError>)> = n
         .subgraph_dirs()
         .into_iter()
@@ -225,12 +235,34 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
             note(e);
         }
     }
+    let loaded: Vec<&Subgraph> = subgraphs
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .collect();
+    let mut unmodelled: Vec<Unmodelled> = loaded
+        .iter()
+        .flat_map(|s| s.unmodelled.iter().cloned())
+        .collect();
+    if loaded.len() == subgraphs.len() {
+        let owned: Vec<Subgraph> = n.subgraphs().unwrap_or_default();
+        match n.unmodelled_members(&owned) {
+            Ok(u) => unmodelled.extend(u),
+            Err(e) => note(&e),
+        }
+        if let Err(e) = n.check_reachable(&owned) {
+            note(&e);
+        }
+    }
     if a.json {
         let doc = json!({
             "file": a.file.display().to_string(),
             "layout": layout_name(n.layout),
             "header": if n.layout == Layout::Headered { header_json(&n) } else { Value::Null },
-            "target_arch": target,
+            "target": target,
+            "reader": reader,
+            "unmodelled": unmodelled.iter().map(|u| json!({
+                "member": u.member, "path": u.path, "affects_results": u.affects_results, "note": u.note,
+            })).collect::<Vec<_>>(),
             "members": n.members.iter().map(|(k, v)| json!({"name": k, "size": v.len()})).collect::<Vec<_>>(),
             "subgraphs": subgraphs.iter().map(|(d, r)| match r {
                 Ok(sg) => subgraph_json(sg),
@@ -241,6 +273,21 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
         println!("{text}");
     } else {
         print_text(&a.file, &n, target.as_deref(), &subgraphs);
+        if let Some(r) = reader {
+            println!("reader: {r}");
+        }
+        if unmodelled.is_empty() {
+            println!("not modelled: nothing");
+        } else {
+            let affecting = unmodelled.iter().filter(|u| u.affects_results).count();
+            println!(
+                "not modelled: {} item(s), {affecting} that change results (sim run refuses those)",
+                unmodelled.len()
+            );
+            for u in &unmodelled {
+                println!("  {u}");
+            }
+        }
     }
     match first_error {
         Some(e) => Err(CliError::Io(e)),
@@ -288,7 +335,7 @@ fn print_text(
         }
     }
     if let Some(t) = target {
-        println!("target_arch: {t}");
+        println!("target: {t}");
     }
     let total: usize = n.members.values().map(Vec::len).sum();
     println!("members: {} ({total} bytes)", n.members.len());
@@ -415,4 +462,31 @@ fn pack(a: PackArgs) -> Result<Outcome, CliError> {
         a.pkg_version
     );
     Ok(Outcome::Ok)
+}
+
+/// The generation to use for a NEFF: `--arch` when given (it overrides), else the NEFF's own
+/// (the kelf `target`, or `neff.json` `target_arch`). A NEFF that says `*` or nothing needs
+/// `--arch`.
+pub fn generation(n: &Neff, arch: Option<Gen>, name: &str) -> Result<Gen, CliError> {
+    if let Some(g) = arch {
+        return Ok(g);
+    }
+    let own = load::target_gen(n).map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+    own.ok_or_else(|| {
+        CliError::Usage(format!(
+            "{name}: the NEFF names {}; pass --arch v2|v3|v4|v5",
+            load::target_source(n)
+        ))
+    })
+}
+
+/// Every subgraph of a NEFF, with the check that something was reachable and nothing
+/// stream-like was left aside.
+pub fn checked_subgraphs(n: &Neff, name: &str) -> Result<Vec<Subgraph>, CliError> {
+    let sgs = n
+        .subgraphs()
+        .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+    n.check_reachable(&sgs)
+        .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+    Ok(sgs)
 }

@@ -379,8 +379,9 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         load::kernel_from_neff(&n).map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
     let gen = a.arch.or(kernel.gen).ok_or_else(|| {
         usage(format!(
-            "{}: the NEFF names no target generation; pass --arch",
-            a.kernel.display()
+            "{}: the NEFF names {}; pass --arch v2|v3|v4|v5",
+            a.kernel.display(),
+            load::target_source(&n)
         ))
     })?;
 

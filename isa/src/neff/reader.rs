@@ -345,13 +345,15 @@ impl Neff {
         out
     }
 
-    /// Members that look like engine streams (`PE.bin`, `pe.bin`, `Activation.bin`,
-    /// `pe_instr`, ...) but that no subgraph reads, given the members the subgraphs use.
+    /// Non-empty members that look like engine streams (`PE.bin`, `pe.bin`, `Activation.bin`,
+    /// `pe_instr`, ...) but that no subgraph reads, given the members the subgraphs use. (An
+    /// empty one carries no program; the runtime's own test model ships an unnamed empty
+    /// `sg00/sp.bin`.)
     pub fn stray_streams(&self, used: &std::collections::BTreeSet<String>) -> Vec<String> {
         self.members
-            .keys()
-            .filter(|m| !used.contains(*m) && looks_like_stream(m))
-            .cloned()
+            .iter()
+            .filter(|(m, d)| !d.is_empty() && !used.contains(*m) && looks_like_stream(m))
+            .map(|(m, _)| m.clone())
             .collect()
     }
 }

@@ -91,6 +91,7 @@ fn world_size(def: &DefJson) -> usize {
 /// Build the kernel of a single-subgraph NEFF.
 pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
     let sgs = n.subgraphs()?;
+    n.check_reachable(&sgs)?;
     let sg = match sgs.as_slice() {
         [one] => one,
         [] => return Err(invalid("def.json", "the NEFF has no subgraph")),

@@ -97,9 +97,13 @@ struct PackArgs {
     /// Replace the output file if it exists.
     #[arg(long)]
     force: bool,
-    /// Skip checking each subgraph (def.json, streams, sidecars, constants) before writing.
+    /// Skip checking each subgraph (def.json, streams, sidecars, constants) before writing;
+    /// implies --keep-layout.
     #[arg(long)]
     no_validate: bool,
+    /// Pack the directory's files as they are instead of writing the runtime's layout.
+    #[arg(long)]
+    keep_layout: bool,
 }
 
 /// Run `sim neff`.
@@ -449,10 +453,20 @@ fn pack(a: PackArgs) -> Result<Outcome, CliError> {
         Neff::from_dir(&a.dir, &name, &Limits::default()).map_err(|e| located(&a.dir, e))?;
     n.header.pkg_version = a.pkg_version;
     if !a.no_validate {
-        for d in n.subgraph_dirs() {
-            n.subgraph(&d).map_err(|e| located(&a.dir, e))?;
+        let sgs = n.subgraphs().map_err(|e| located(&a.dir, e))?;
+        n.check_reachable(&sgs).map_err(|e| located(&a.dir, e))?;
+        if !a.keep_layout {
+            // Only what the manifests name is packed, in the runtime's layout.
+            let r = tpbsim_isa::neff::to_runtime_layout(&n).map_err(|e| located(&a.dir, e))?;
+            for m in &r.ignored {
+                eprintln!(
+                    "sim: warning: {}: `{m}` is not packed: no def.json, engine JSON or variable names it",
+                    a.dir.display()
+                );
+            }
+            n = r.neff;
+            n.subgraphs().map_err(|e| located(&a.dir, e))?;
         }
-        n.neff_json().map_err(|e| located(&a.dir, e))?;
     }
     n.write_to(&a.output).map_err(|e| located(&a.output, e))?;
     println!(

@@ -21,6 +21,7 @@ pub mod header;
 pub mod npy;
 pub mod reader;
 pub mod schema;
+pub mod writer;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -33,6 +34,7 @@ pub use schema::{
     engine_token, DefJson, DmaBlock, DmaEntry, DmaOp, DmaQueue, Dtype, EngineFiles, NeffJson,
     SemOp, Sidecar, VarKind, VarRef, Variable,
 };
+pub use writer::{to_runtime_layout, Repacked};
 
 use serde_json::Value;
 
@@ -785,25 +787,27 @@ impl Neff {
         engine: Engine,
     ) -> Result<Option<(String, &'a [u8])>, NeffError> {
         let tok = engine_token(engine);
-        if let Some(f) = def.instr_file(engine) {
-            let n = join(dir, f);
-            return match self.members.get(&n) {
-                Some(d) => Ok(Some((n, d.as_slice()))),
-                None => Err(NeffError::MissingMember {
+        let named = def.instr_file(engine).map(|f| join(dir, f));
+        let token = join(dir, &format!("{tok}_instr"));
+        let title = join(dir, engine.stream_file_name());
+        // A file def.json names may sit in the archive under its tar token (C-bin); any other
+        // member is not a substitute for it.
+        let acceptable: Vec<&String> = match &named {
+            Some(n) => vec![n, &token],
+            None => vec![&token, &title],
+        };
+        let found: Vec<(String, &[u8])> = named
+            .iter()
+            .chain([&token, &title])
+            .filter_map(|m| self.members.get(m).map(|d| (m.clone(), d.as_slice())))
+            .collect();
+        let Some(first) = found.iter().find(|(m, _)| acceptable.contains(&m)).cloned() else {
+            if let Some(n) = named {
+                return Err(NeffError::MissingMember {
                     member: n,
                     wanted_by: format!("{def_member} definition.{tok}._instr"),
-                }),
-            };
-        }
-        let candidates = [
-            join(dir, &format!("{tok}_instr")),
-            join(dir, engine.stream_file_name()),
-        ];
-        let found: Vec<(String, &[u8])> = candidates
-            .into_iter()
-            .filter_map(|m| self.members.get(&m).map(|d| (m, d.as_slice())))
-            .collect();
-        let Some(first) = found.first().cloned() else {
+                });
+            }
             return Ok(None);
         };
         if let Some((other, _)) = found.iter().find(|(m, d)| m != &first.0 && *d != first.1) {

@@ -815,7 +815,7 @@ impl Scan<'_> {
 }
 
 /// Keys of `neff.json` the runtime reader uses.
-pub(crate) const TVM_MODELLED: &[&str] = &["nodes"];
+pub(crate) const TVM_MODELLED: &[&str] = &["nodes", "arg_nodes", "heads", "node_row_ptr", "attrs"];
 /// Keys of the kelf member the runtime reader uses.
 pub(crate) const KELF_MODELLED: &[&str] = &["graphs", "target", "version"];
 /// Keys of neff.json the by-name reader uses.

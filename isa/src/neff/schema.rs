@@ -791,11 +791,19 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(
 ) -> Result<T, NeffError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
+        let mut path = e.path().to_string();
+        let mut message = e.into_inner().to_string();
+        // An entry of a keyed-or-array list reports its own path first (`[0].size: ...`).
+        if message.starts_with('[') || message.starts_with('.') {
+            if let Some((inner, rest)) = message.split_once(": ") {
+                path = format!("{path}{inner}");
+                message = rest.to_string();
+            }
+        }
         NeffError::Json {
             member: member.to_string(),
             path,
-            message: e.into_inner().to_string(),
+            message,
         }
     })?;
     de.end().map_err(|e| NeffError::Json {
@@ -1450,9 +1458,6 @@ mod tests {
         assert_eq!(contiguous_steps(&[2, 3, 4]), vec![12, 4, 1]);
         assert_eq!(pattern_span(0, &[2, 3], &[3, 1], 2), Some((0, 12)));
         assert_eq!(pattern_span(8, &[2, 3], &[-3, 1], 2), Some((2, 14)));
-        assert_eq!(
-            pattern_span(0, &[u64::MAX, 2], &[i64::MAX, 1], 2).map(|_| ()),
-            Some(())
-        );
+        assert_eq!(pattern_span(0, &[u64::MAX, 2], &[i64::MAX, 1], 2), None);
     }
 }

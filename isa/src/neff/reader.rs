@@ -779,14 +779,17 @@ impl Scan<'_> {
             if let Some(Value::Array(desc)) = bo.get("desc") {
                 for (di, d) in desc.iter().enumerate() {
                     if let Some(o) = d.as_object() {
-                        self.keys(
-                            member,
-                            &format!("{at}.desc[{di}]"),
-                            o,
-                            DESC_MODELLED,
-                            &[],
-                            DESC_AFFECTING,
-                        );
+                        let dat = format!("{at}.desc[{di}]");
+                        self.keys(member, &dat, o, DESC_MODELLED, &[], DESC_AFFECTING);
+                        match o.get("op").and_then(Value::as_str) {
+                            None | Some("copy") | Some("cast") => {}
+                            Some(_) => self.push(
+                                member,
+                                format!("{dat}.op"),
+                                true,
+                                "R neff/metadata-schema.md §6 names fma/add/min/max/transpose; no page gives their arithmetic",
+                            ),
+                        }
                     }
                 }
             }

@@ -183,13 +183,20 @@ impl Machine<'_> {
             Inst::CompareBranch(x) => {
                 let fmt = self.format(site, "dtype", x.dtype)?;
                 let regs = &self.regs[e as usize];
-                let reg = |i: u8| regs.get(i as usize).copied().unwrap_or(0);
+                let reg = |what: &str, i: u8| {
+                    regs.get(i as usize).copied().ok_or_else(|| {
+                        Fault::exec(
+                            site,
+                            format!("{what} register {i} does not exist (registers 0..{})", regs.len()),
+                        )
+                    })
+                };
                 let taken = control::branch_taken(
                     x.cmp_op.0,
                     fmt,
-                    reg(x.cmp_reg0),
+                    reg("cmp_reg0", x.cmp_reg0)?,
                     x.cmp_imm,
-                    reg(x.cmp_reg1),
+                    reg("cmp_reg1", x.cmp_reg1)?,
                 )
                 .map_err(|m| Fault::exec(site, m))?;
                 if !taken {
@@ -201,7 +208,7 @@ impl Machine<'_> {
                     len,
                     x.target_mode.0,
                     x.br_immediate,
-                    reg(x.target_reg_lo),
+                    reg("target_reg_lo", x.target_reg_lo)?,
                 )
                 .map_err(|m| Fault::exec(site, m))?;
                 Ok(Flow::Jump(t))

@@ -228,6 +228,11 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
         Ok(Target::Any { source }) => Some(format!("* ({source}: any generation; pass --arch)")),
         _ => None,
     };
+    let target_arch = match plan.as_ref().map(|p| &p.target) {
+        Ok(Target::Named { name, .. }) => Some(name.clone()),
+        Ok(Target::Any { .. }) => Some("*".to_string()),
+        _ => None,
+    };
     let reader = plan.as_ref().ok().map(|p| p.reader.describe());
     let subgraphs: Vec<(String, Result<Subgraph, NeffError>)> = n
         .subgraph_dirs()
@@ -262,6 +267,7 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
             "file": a.file.display().to_string(),
             "layout": layout_name(n.layout),
             "header": if n.layout == Layout::Headered { header_json(&n) } else { Value::Null },
+            "target_arch": target_arch,
             "target": target,
             "reader": reader,
             "unmodelled": unmodelled.iter().map(|u| json!({

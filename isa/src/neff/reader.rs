@@ -823,3 +823,122 @@ pub(crate) const TVM_MODELLED: &[&str] = &["nodes", "arg_nodes", "heads", "node_
 pub(crate) const KELF_MODELLED: &[&str] = &["graphs", "target", "version"];
 /// Keys of neff.json the by-name reader uses.
 pub(crate) const MANIFEST_MODELLED: &[&str] = &["target_arch", "revision"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::neff::{to_runtime_layout, ReadOptions};
+    use crate::Engine;
+
+    fn fixture() -> Neff {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testdata/real/concrete_carve.neff"
+        );
+        Neff::read(p, &ReadOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn the_runtime_reader_follows_neff_json_kelf_def_json_engine_jsons() {
+        let n = fixture();
+        let plan = n.plan().unwrap();
+        assert_eq!(plan.reader, Reader::Runtime);
+        assert_eq!(plan.kelf.as_deref(), Some("kelf-a.json"));
+        assert!(matches!(plan.target, Target::Any { .. }));
+        assert_eq!(
+            plan.graphs,
+            vec![("sg00".to_string(), "sg00/def.json".to_string())]
+        );
+        let sg = n.subgraph("sg00").unwrap();
+        assert!(sg.def.keyed);
+        assert_eq!(sg.def.var.len(), 5);
+        assert_eq!(sg.def.variable("gradient_in").unwrap().var_id, 3);
+        let q = sg.def.queue("q_gradient_out").unwrap();
+        assert_eq!(
+            (q.role(), q.owner.as_deref(), q.semaphore),
+            (Some("out"), Some("pool"), Some(11))
+        );
+        assert_eq!(sg.stream(Engine::Pe).unwrap().len(), 1);
+        assert_eq!(sg.stream(Engine::Pool).unwrap().len(), 3);
+        assert!(
+            sg.stream(Engine::Sp).is_none(),
+            "def.json names no sp engine"
+        );
+        assert_eq!(sg.sidecar(Engine::Pool).unwrap().entry_count(), 2);
+        assert!(sg.unmodelled.iter().all(|u| !u.affects_results));
+        let host = n.host_tensors();
+        assert_eq!(host["input"], ("float32".to_string(), vec![32]));
+        assert_eq!(host["output"], ("float32".to_string(), vec![32]));
+        n.check_reachable(&[sg]).unwrap();
+    }
+
+    #[test]
+    fn keyed_entries_report_their_key_in_paths() {
+        let mut n = fixture();
+        let def = n.members.get_mut("sg00/def.json").unwrap();
+        let text = String::from_utf8(def.clone()).unwrap().replacen(
+            "\"size\": 128,\n      \"type\": \"tmp-buf\"",
+            "\"size\": \"x\",\n      \"type\": \"tmp-buf\"",
+            1,
+        );
+        *def = text.into_bytes();
+        let e = n.subgraph("sg00").unwrap_err().to_string();
+        assert!(e.contains("var.gradient_in.size"), "{e}");
+    }
+
+    #[test]
+    fn a_kelf_node_without_its_member_or_name_is_an_error() {
+        let mut n = fixture();
+        n.members.remove("kelf-a.json");
+        let e = n.plan().unwrap_err().to_string();
+        assert!(
+            e.contains("kelf-a.json") && e.contains("nodes[1].attrs.kelf"),
+            "{e}"
+        );
+        let mut n = fixture();
+        let j = String::from_utf8(n.members["neff.json"].clone())
+            .unwrap()
+            .replace("__kelf", "tvmgen");
+        n.members.insert("neff.json".into(), j.into_bytes());
+        assert!(n.plan().unwrap_err().to_string().contains("__kelf"));
+    }
+
+    #[test]
+    fn writing_the_runtime_layout_keeps_a_runtime_neff_and_drops_listings() {
+        let n = fixture();
+        let r = to_runtime_layout(&n).unwrap();
+        assert!(
+            r.ignored
+                .iter()
+                .all(|m| m.ends_with(".asm") || m.starts_with("sg00/sp.")),
+            "{:?}",
+            r.ignored
+        );
+        for (m, d) in &r.neff.members {
+            assert_eq!(Some(d), n.members.get(m), "{m} kept verbatim");
+        }
+        let back = to_runtime_layout(&r.neff).unwrap();
+        assert_eq!(back.neff.members, r.neff.members);
+    }
+
+    #[test]
+    fn stream_like_names() {
+        for m in [
+            "PE.bin",
+            "sg00/pe.bin",
+            "sg01/Activation.bin",
+            "sg00/dve_instr",
+            "x/SP.BIN",
+        ] {
+            assert!(looks_like_stream(m), "{m}");
+        }
+        for m in [
+            "sg00/w.bin",
+            "sg00/pe.json",
+            "sg00/activation_instr",
+            "pe.asm",
+        ] {
+            assert!(!looks_like_stream(m), "{m}");
+        }
+    }
+}

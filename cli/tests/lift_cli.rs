@@ -264,9 +264,18 @@ fn lift_and_verify_a_neff() {
     let kernel = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/neff/kernel");
     let neff = dir.path().join("k.neff");
     assert_eq!(
-        sim(&["neff", "pack", s(&kernel), "-o", s(&neff), "--name", "kern"])
-            .status
-            .code(),
+        sim(&[
+            "neff",
+            "pack",
+            s(&kernel),
+            "-o",
+            s(&neff),
+            "--name",
+            "kern",
+            "--keep-layout"
+        ])
+        .status
+        .code(),
         Some(0)
     );
     let out = dir.path().join("k.bir.json");

@@ -31,6 +31,7 @@ fn pack_info_unpack_round_trip() {
         s(&neff),
         "--name",
         "kern",
+        "--keep-layout",
     ]);
     assert_eq!(
         out.status.code(),
@@ -116,9 +117,18 @@ fn pack_info_unpack_round_trip() {
     // Re-packing the extracted tree gives the same file, byte for byte.
     let neff2 = tmp.path().join("k2.neff");
     assert_eq!(
-        sim(&["neff", "pack", s(&dest), "-o", s(&neff2), "--name", "kern"])
-            .status
-            .code(),
+        sim(&[
+            "neff",
+            "pack",
+            s(&dest),
+            "-o",
+            s(&neff2),
+            "--name",
+            "kern",
+            "--keep-layout"
+        ])
+        .status
+        .code(),
         Some(0)
     );
     assert_eq!(

@@ -81,7 +81,7 @@ fn rows(var: &str, offset: u32, n: u64, f: Format, to_sbuf: bool, sem: Option<u3
     } else {
         DmaEntry::copy(sb, dram, vec![P as u64, n])
     };
-    let steps = Some(vec![per_partition, 1]);
+    let steps = Some(vec![per_partition as i64, 1]);
     if to_sbuf {
         e.to_offset = offset as u64;
         e.to_steps = steps;
@@ -724,9 +724,9 @@ fn mx128(data: u32, scale: u32) -> MxMemPattern1d {
 fn dma4(
     var: &str,
     sizes: Vec<u64>,
-    dram_steps: Vec<u64>,
+    dram_steps: Vec<i64>,
     sbuf_offset: u64,
-    sbuf_steps: Vec<u64>,
+    sbuf_steps: Vec<i64>,
 ) -> DmaEntry {
     let mut e = DmaEntry::copy(
         VarRef::Name(var.into()),
@@ -845,13 +845,14 @@ fn mx_matmul() -> Package {
     )
     .unwrap();
 
-    let stride = |eb: u64| Geometry::of(GEN4).sbuf_partition_stride() as u64 / eb;
+    let stride = |eb: i64| Geometry::of(GEN4).sbuf_partition_stride() as i64 / eb;
     let (k, n, f, ch) = (K as u64, N as u64, F as u64, CHUNKS as u64);
+    let (ns, fs) = (N as i64, F as i64);
     // x[512c + 4p + j, f] → partition p, bf16 element 512c + 4f + j.
     let x_in = dma4(
         "x",
         vec![ch, 128, f, 4],
-        vec![512 * f, 4 * f, 1, f],
+        vec![512 * fs, 4 * fs, 1, fs],
         0,
         vec![512, stride(2), 4, 1],
     );
@@ -859,7 +860,7 @@ fn mx_matmul() -> Package {
     let w_in = dma4(
         "w_q",
         vec![ch, 128, n, 4],
-        vec![512 * n, 4 * n, 1, n],
+        vec![512 * ns, 4 * ns, 1, ns],
         12288,
         vec![256, stride(1), 4, 1],
     );
@@ -867,7 +868,7 @@ fn mx_matmul() -> Package {
     let s_in = dma4(
         "w_scale",
         vec![ch, 4, 4, n],
-        vec![16 * n, 4 * n, n, 1],
+        vec![16 * ns, 4 * ns, ns, 1],
         16384,
         vec![128, 32 * stride(1), stride(1), 1],
     );
@@ -1280,6 +1281,9 @@ fn uninit_psum_accumulate() -> Package {
     p
 }
 
+/// Kernels written in tpbsim's earlier dialect (`definition.<tok>._instr`, TitleCase members).
+const OLD_DIALECT: [&str; 1] = ["vadd"];
+
 fn main() {
     let out = std::env::args()
         .nth(1)
@@ -1304,8 +1308,14 @@ fn main() {
         uninit_psum_accumulate(),
     ] {
         let path = out.join(format!("{}.neff", p.name));
-        p.to_neff()
-            .and_then(|n| n.write_to(&path).map_err(Into::into))
+        // Every kernel is written in the runtime's layout except one, kept in tpbsim's earlier
+        // dialect so that reader stays tested.
+        let neff = if OLD_DIALECT.contains(&p.name.as_str()) {
+            p.to_neff_dialect()
+        } else {
+            p.to_neff()
+        };
+        neff.and_then(|n| n.write_to(&path).map_err(Into::into))
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         println!("wrote {}", path.display());
     }

@@ -65,6 +65,7 @@ fn kernel(streams: [Vec<Bundle>; 5]) -> Kernel {
         streams,
         vars: vec![var(1, "x", VarKind::Input), var(2, "y", VarKind::Output)],
         queues: Default::default(),
+        world: 1,
     }
 }
 

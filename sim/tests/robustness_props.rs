@@ -58,6 +58,7 @@ fn kernel(gen: Gen, streams: [Vec<Bundle>; 5]) -> Kernel {
         streams,
         vars: vec![var(1, "x", VarKind::Input), var(2, "y", VarKind::Output)],
         queues: Default::default(),
+        world: 1,
     }
 }
 

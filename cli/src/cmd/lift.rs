@@ -96,19 +96,8 @@ pub(crate) fn load(
             }
             let n = Neff::read(path, &ReadOptions::default())
                 .map_err(|e| CliError::Io(format!("{name}: {e}")))?;
-            let gen = match arch {
-                Some(g) => g,
-                None => tpbsim_sim::machine::load::target_gen(&n)
-                    .map_err(|e| CliError::Usage(format!("{name}: {e}")))?
-                    .ok_or_else(|| {
-                        CliError::Usage(format!(
-                            "{name}: neff.json names no target_arch; pass --arch"
-                        ))
-                    })?,
-            };
-            let sgs = n
-                .subgraphs()
-                .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+            let gen = crate::cmd::neff::generation(&n, arch, &name)?;
+            let sgs = crate::cmd::neff::checked_subgraphs(&n, &name)?;
             let mut streams = Vec::new();
             for sg in sgs {
                 for (engine, sm) in sg.streams {

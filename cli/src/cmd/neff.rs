@@ -3,7 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use tpbsim_isa::neff::{header::hex, Layout, Limits, Neff, NeffError, ReadOptions, Subgraph};
+use tpbsim_isa::neff::{
+    header::hex, Layout, Limits, Neff, NeffError, ReadOptions, Subgraph, Target, Unmodelled,
+};
+use tpbsim_isa::Gen;
+use tpbsim_sim::machine::load;
 
 use crate::exit::{CliError, Outcome};
 
@@ -93,9 +97,13 @@ struct PackArgs {
     /// Replace the output file if it exists.
     #[arg(long)]
     force: bool,
-    /// Skip checking each subgraph (def.json, streams, sidecars, constants) before writing.
+    /// Skip checking each subgraph (def.json, streams, sidecars, constants) before writing;
+    /// implies --keep-layout.
     #[arg(long)]
     no_validate: bool,
+    /// Pack the directory's files as they are instead of writing the runtime's layout.
+    #[arg(long)]
+    keep_layout: bool,
 }
 
 /// Run `sim neff`.
@@ -208,13 +216,24 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
             first_error = Some(format!("{}: {e}", a.file.display()));
         }
     };
-    let target = match &neff_json {
-        Ok(j) => j.as_ref().and_then(|j| j.target_arch.clone()),
-        Err(e) => {
-            note(e);
-            None
-        }
+    if let Err(e) = &neff_json {
+        note(e);
+    }
+    let plan = n.plan();
+    if let Err(e) = &plan {
+        note(e);
+    }
+    let target = match plan.as_ref().map(|p| &p.target) {
+        Ok(Target::Named { name, source }) => Some(format!("{name} ({source})")),
+        Ok(Target::Any { source }) => Some(format!("* ({source}: any generation; pass --arch)")),
+        _ => None,
     };
+    let target_arch = match plan.as_ref().map(|p| &p.target) {
+        Ok(Target::Named { name, .. }) => Some(name.clone()),
+        Ok(Target::Any { .. }) => Some("*".to_string()),
+        _ => None,
+    };
+    let reader = plan.as_ref().ok().map(|p| p.reader.describe());
     let subgraphs: Vec<(String, Result<Subgraph, NeffError>)> = n
         .subgraph_dirs()
         .into_iter()
@@ -225,12 +244,35 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
             note(e);
         }
     }
+    let loaded: Vec<&Subgraph> = subgraphs
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .collect();
+    let mut unmodelled: Vec<Unmodelled> = loaded
+        .iter()
+        .flat_map(|s| s.unmodelled.iter().cloned())
+        .collect();
+    if loaded.len() == subgraphs.len() {
+        let owned: Vec<Subgraph> = n.subgraphs().unwrap_or_default();
+        match n.unmodelled_members(&owned) {
+            Ok(u) => unmodelled.extend(u),
+            Err(e) => note(&e),
+        }
+        if let Err(e) = n.check_reachable(&owned) {
+            note(&e);
+        }
+    }
     if a.json {
         let doc = json!({
             "file": a.file.display().to_string(),
             "layout": layout_name(n.layout),
             "header": if n.layout == Layout::Headered { header_json(&n) } else { Value::Null },
-            "target_arch": target,
+            "target_arch": target_arch,
+            "target": target,
+            "reader": reader,
+            "unmodelled": unmodelled.iter().map(|u| json!({
+                "member": u.member, "path": u.path, "affects_results": u.affects_results, "note": u.note,
+            })).collect::<Vec<_>>(),
             "members": n.members.iter().map(|(k, v)| json!({"name": k, "size": v.len()})).collect::<Vec<_>>(),
             "subgraphs": subgraphs.iter().map(|(d, r)| match r {
                 Ok(sg) => subgraph_json(sg),
@@ -241,6 +283,21 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
         println!("{text}");
     } else {
         print_text(&a.file, &n, target.as_deref(), &subgraphs);
+        if let Some(r) = reader {
+            println!("reader: {r}");
+        }
+        if unmodelled.is_empty() {
+            println!("not modelled: nothing");
+        } else {
+            let affecting = unmodelled.iter().filter(|u| u.affects_results).count();
+            println!(
+                "not modelled: {} item(s), {affecting} that change results (sim run refuses those)",
+                unmodelled.len()
+            );
+            for u in &unmodelled {
+                println!("  {u}");
+            }
+        }
     }
     match first_error {
         Some(e) => Err(CliError::Io(e)),
@@ -288,7 +345,7 @@ fn print_text(
         }
     }
     if let Some(t) = target {
-        println!("target_arch: {t}");
+        println!("target: {t}");
     }
     let total: usize = n.members.values().map(Vec::len).sum();
     println!("members: {} ({total} bytes)", n.members.len());
@@ -402,10 +459,20 @@ fn pack(a: PackArgs) -> Result<Outcome, CliError> {
         Neff::from_dir(&a.dir, &name, &Limits::default()).map_err(|e| located(&a.dir, e))?;
     n.header.pkg_version = a.pkg_version;
     if !a.no_validate {
-        for d in n.subgraph_dirs() {
-            n.subgraph(&d).map_err(|e| located(&a.dir, e))?;
+        let sgs = n.subgraphs().map_err(|e| located(&a.dir, e))?;
+        n.check_reachable(&sgs).map_err(|e| located(&a.dir, e))?;
+        if !a.keep_layout {
+            // Only what the manifests name is packed, in the runtime's layout.
+            let r = tpbsim_isa::neff::to_runtime_layout(&n).map_err(|e| located(&a.dir, e))?;
+            for m in &r.ignored {
+                eprintln!(
+                    "sim: warning: {}: `{m}` is not packed: no def.json, engine JSON or variable names it",
+                    a.dir.display()
+                );
+            }
+            n = r.neff;
+            n.subgraphs().map_err(|e| located(&a.dir, e))?;
         }
-        n.neff_json().map_err(|e| located(&a.dir, e))?;
     }
     n.write_to(&a.output).map_err(|e| located(&a.output, e))?;
     println!(
@@ -415,4 +482,31 @@ fn pack(a: PackArgs) -> Result<Outcome, CliError> {
         a.pkg_version
     );
     Ok(Outcome::Ok)
+}
+
+/// The generation to use for a NEFF: `--arch` when given (it overrides), else the NEFF's own
+/// (the kelf `target`, or `neff.json` `target_arch`). A NEFF that says `*` or nothing needs
+/// `--arch`.
+pub fn generation(n: &Neff, arch: Option<Gen>, name: &str) -> Result<Gen, CliError> {
+    if let Some(g) = arch {
+        return Ok(g);
+    }
+    let own = load::target_gen(n).map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+    own.ok_or_else(|| {
+        CliError::Usage(format!(
+            "{name}: the NEFF names {}; pass --arch v2|v3|v4|v5",
+            load::target_source(n)
+        ))
+    })
+}
+
+/// Every subgraph of a NEFF, with the check that something was reachable and nothing
+/// stream-like was left aside.
+pub fn checked_subgraphs(n: &Neff, name: &str) -> Result<Vec<Subgraph>, CliError> {
+    let sgs = n
+        .subgraphs()
+        .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+    n.check_reachable(&sgs)
+        .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+    Ok(sgs)
 }

@@ -538,23 +538,13 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         .map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
     let kernel =
         load::kernel_from_neff(&n).map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
-    let gen = match a.arch.or(kernel.gen) {
-        Some(g) => g,
-        None => {
-            let named = n.neff_json().ok().flatten().and_then(|j| j.target_arch);
-            return Err(usage(match named {
-                Some(t) => format!(
-                    "{}: neff.json target_arch `{}` is not a generation tpbsim knows (v2, v3, v4, v5); pass --arch",
-                    a.kernel.display(),
-                    t.escape_debug()
-                ),
-                None => format!(
-                    "{}: the NEFF names no target generation; pass --arch",
-                    a.kernel.display()
-                ),
-            }));
-        }
-    };
+    let gen = a.arch.or(kernel.gen).ok_or_else(|| {
+        usage(format!(
+            "{}: the NEFF names {}; pass --arch v2|v3|v4|v5",
+            a.kernel.display(),
+            load::target_source(&n)
+        ))
+    })?;
     for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
         check_output_name(&v.name)?;
     }

@@ -24,9 +24,10 @@ pub struct Args {
     /// Engine streams (`.bin`) or NEFF files (`.neff`).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Target generation: v2, v3 or v4.
+    /// Target generation: v2, v3 or v4 (default for a NEFF: the generation it names; required
+    /// for `.bin` streams and for a NEFF whose target is `*` or absent).
     #[arg(long)]
-    pub arch: Gen,
+    pub arch: Option<Gen>,
     /// Engine of the streams (pe, act, pool, dve, sp); taken from each file name when omitted.
     #[arg(long)]
     pub engine: Option<Engine>,
@@ -50,10 +51,9 @@ const MAX_FORCED_THREADS: usize = 1024;
 
 /// Run `sim validate`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    if !l2::GENS.contains(&a.arch) {
+    if let Some(g) = a.arch.filter(|g| !l2::GENS.contains(g)) {
         return Err(CliError::Usage(format!(
-            "--arch {}: the L2 validator exists for v2, v3 and v4",
-            a.arch
+            "--arch {g}: the L2 validator exists for v2, v3 and v4"
         )));
     }
     let mut builder = rayon::ThreadPoolBuilder::new();
@@ -88,7 +88,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         Mode::CollectAll
     };
     // Open every input before validating any, so usage and I/O errors come first.
-    let mut streams: Vec<(String, EngineStream)> = Vec::new();
+    let mut streams: Vec<(String, EngineStream, Gen)> = Vec::new();
     for f in &a.files {
         let ext = f
             .extension()
@@ -97,12 +97,17 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         if ext.as_deref() == Some("neff") {
             let neff = Neff::read(f, &ReadOptions::default())
                 .map_err(|e| CliError::Io(format!("{}: {e}", f.display())))?;
-            let sgs = neff
-                .subgraphs()
-                .map_err(|e| CliError::Io(format!("{}: {e}", f.display())))?;
+            let shown = f.display().to_string();
+            let gen = crate::cmd::neff::generation(&neff, a.arch, &shown)?;
+            if !l2::GENS.contains(&gen) {
+                return Err(CliError::Usage(format!(
+                    "{shown}: targets {gen}; the L2 validator exists for v2, v3 and v4"
+                )));
+            }
+            let sgs = crate::cmd::neff::checked_subgraphs(&neff, &shown)?;
             for sg in sgs {
                 for (_, sm) in sg.streams {
-                    streams.push((format!("{}:{}", f.display(), sm.member), sm.stream));
+                    streams.push((format!("{shown}:{}", sm.member), sm.stream, gen));
                 }
             }
         } else {
@@ -112,18 +117,25 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
                     "{e}; pass --engine pe|act|pool|dve|sp if the name does not tell"
                 )),
             })?;
-            streams.push((f.display().to_string(), s));
+            let gen = a.arch.ok_or_else(|| {
+                CliError::Usage(format!(
+                    "{}: --arch is required for a .bin stream",
+                    f.display()
+                ))
+            })?;
+            streams.push((f.display().to_string(), s, gen));
         }
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut any_invalid = false;
-    for (name, stream) in &streams {
+    for (name, stream, gen) in &streams {
+        let gen = *gen;
         let engine = stream.engine();
         let bundles = stream.bundles();
         let spec = StreamSpec {
             file: Some(name.clone()),
-            gen: a.arch,
+            gen,
             engine,
         };
         let report = pool.install(|| l2::validate_stream(bundles, &spec, mode));
@@ -133,7 +145,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             } else {
                 let idx = d.location.index.unwrap_or(0) as usize;
                 match bundles.get(idx) {
-                    Some(b) => write!(out, "{}", l2::render(d, b, a.arch)),
+                    Some(b) => write!(out, "{}", l2::render(d, b, gen)),
                     None => writeln!(out, "{d}"),
                 }
             };

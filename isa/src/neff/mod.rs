@@ -19,17 +19,23 @@
 mod archive;
 pub mod header;
 pub mod npy;
+pub mod reader;
 pub mod schema;
+pub mod writer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use header::{Header, HEADER_LEN, PKG_GZIP_MD5, PKG_TAR_SHA256};
 pub use npy::{NpyArray, NpyElem, NpyError};
+pub use reader::{Plan, Reader, Target, Unmodelled};
 pub use schema::{
     engine_token, DefJson, DmaBlock, DmaEntry, DmaOp, DmaQueue, Dtype, EngineFiles, NeffJson,
     SemOp, Sidecar, VarKind, VarRef, Variable,
 };
+pub use writer::{to_runtime_layout, Repacked};
+
+use serde_json::Value;
 
 use crate::engine::Engine;
 use crate::stream::{EngineStream, StreamError};
@@ -526,76 +532,250 @@ impl Neff {
             .transpose()
     }
 
-    /// Directories holding a `def.json` (`""` for one at the root), sorted.
+    /// Subgraph directories in the reader's order (`""` for one at the root); empty when the
+    /// NEFF's manifests do not parse (see [`Neff::plan`] for the error).
     pub fn subgraph_dirs(&self) -> Vec<String> {
-        self.members
-            .keys()
-            .filter_map(|k| {
-                if k == "def.json" {
-                    Some(String::new())
-                } else {
-                    k.strip_suffix("/def.json").map(str::to_string)
-                }
-            })
-            .collect()
+        self.plan()
+            .map(|p| p.graphs.into_iter().map(|(d, _)| d).collect())
+            .unwrap_or_default()
     }
 
     /// Every subgraph, parsed and validated.
     pub fn subgraphs(&self) -> Result<Vec<Subgraph>, NeffError> {
-        self.subgraph_dirs()
+        let plan = self.plan()?;
+        plan.graphs
             .iter()
-            .map(|d| self.subgraph(d))
+            .map(|(d, m)| self.subgraph_at(d, m, plan.reader))
             .collect()
     }
 
-    /// One subgraph: its `def.json`, its engine streams and sidecars, checked against each
-    /// other (stream lengths, sidecar references, `file` variables and their `.npy` data).
+    /// One subgraph by directory: its `def.json`, its engine streams and engine JSONs, checked
+    /// against each other (stream lengths, DMA references, `file` variables and their data).
     pub fn subgraph(&self, dir: &str) -> Result<Subgraph, NeffError> {
-        let def_member = join(dir, "def.json");
+        let plan = self.plan()?;
+        let (member, reader) = match plan.graphs.iter().find(|(d, _)| d == dir) {
+            Some((_, m)) => (m.clone(), plan.reader),
+            None => (join(dir, "def.json"), Reader::ByName),
+        };
+        self.subgraph_at(dir, &member, reader)
+    }
+
+    /// Every member and JSON key the NEFF's manifests carry that no subgraph reads (the
+    /// subgraphs' own lists come with each [`Subgraph`]).
+    pub fn unmodelled_members(&self, sgs: &[Subgraph]) -> Result<Vec<Unmodelled>, NeffError> {
+        let plan = self.plan()?;
+        let mut out = Vec::new();
+        let mut scan = reader::Scan { out: &mut out };
+        let mut used: std::collections::BTreeSet<String> =
+            sgs.iter().flat_map(|s| s.used.iter().cloned()).collect();
+        if let Some(b) = self.member("neff.json") {
+            used.insert("neff.json".into());
+            let v = reader::parse_value("neff.json", b)?;
+            let modelled = if plan.reader == Reader::Runtime {
+                reader::TVM_MODELLED
+            } else {
+                reader::MANIFEST_MODELLED
+            };
+            scan.manifest("neff.json", &v, modelled);
+        }
+        if let Some(k) = &plan.kelf {
+            used.insert(k.clone());
+            if let Some(b) = self.member(k) {
+                let v = reader::parse_value(k, b)?;
+                scan.manifest(k, &v, reader::KELF_MODELLED);
+            }
+        }
+        for m in self.members.keys().filter(|m| !used.contains(*m)) {
+            out.push(Unmodelled {
+                member: m.clone(),
+                path: String::new(),
+                affects_results: false,
+                note: if m.ends_with(".asm") {
+                    "producer listing"
+                } else {
+                    "member no manifest names"
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    /// Check that the subgraphs read something and that no stream-like member is left aside:
+    /// a NEFF with no subgraph, subgraphs without any stream, or a member shaped like a stream
+    /// that no subgraph reads is an error naming what was found.
+    pub fn check_reachable(&self, sgs: &[Subgraph]) -> Result<(), NeffError> {
+        let used: std::collections::BTreeSet<String> =
+            sgs.iter().flat_map(|s| s.used.iter().cloned()).collect();
+        let stray = self.stray_streams(&used);
+        if !stray.is_empty() {
+            let reached = if sgs.is_empty() {
+                "no def.json reaches them".to_string()
+            } else {
+                let defs: Vec<&str> = sgs.iter().map(|s| s.def_member.as_str()).collect();
+                format!("not reached from {}", defs.join(", "))
+            };
+            return Err(NeffError::Invalid {
+                member: stray.join(", "),
+                path: ".".into(),
+                message: format!("stream-like member(s) ignored: {reached}"),
+            });
+        }
+        if sgs.is_empty() {
+            let what = if self.members.is_empty() {
+                "the archive is empty".to_string()
+            } else {
+                format!("no def.json among its {} member(s)", self.members.len())
+            };
+            return Err(NeffError::Invalid {
+                member: "def.json".into(),
+                path: ".".into(),
+                message: format!("nothing to check: {what}"),
+            });
+        }
+        for sg in sgs {
+            if sg.streams.is_empty() {
+                return Err(NeffError::Invalid {
+                    member: sg.def_member.clone(),
+                    path: ".".into(),
+                    message: "nothing to check: the subgraph names no engine stream".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn subgraph_at(
+        &self,
+        dir: &str,
+        def_member: &str,
+        reader: Reader,
+    ) -> Result<Subgraph, NeffError> {
+        let def_member = def_member.to_string();
         let bytes = self
             .member(&def_member)
             .ok_or_else(|| NeffError::MissingMember {
                 member: def_member.clone(),
-                wanted_by: "the caller".into(),
+                wanted_by: "the reader".into(),
             })?;
-        let def: DefJson = schema::parse_json(&def_member, bytes)?;
+        let raw = reader::parse_value(&def_member, bytes)?;
+        let mut def: DefJson = schema::parse_json(&def_member, bytes)?;
+        def.keyed = raw.get("var").is_some_and(Value::is_object)
+            || raw.get("dma_queue").is_some_and(Value::is_object);
         def.validate(&def_member)?;
+        let mut used = std::collections::BTreeSet::from([def_member.clone()]);
+        let mut unmodelled = Vec::new();
+        reader::Scan {
+            out: &mut unmodelled,
+        }
+        .def_json(&def_member, &raw);
         let mut streams = BTreeMap::new();
         let mut sidecars = BTreeMap::new();
+        let runtime_engines = Engine::ALL.iter().any(|&e| def.engine_json(e).is_some());
         for engine in Engine::ALL {
+            let tok = engine_token(engine);
+            if runtime_engines {
+                // def.json names each engine's JSON; that JSON names the stream.
+                if let Some(v) = def.extra.get(tok) {
+                    if !v.is_string() {
+                        return Err(NeffError::Invalid {
+                            member: def_member.clone(),
+                            path: tok.into(),
+                            message: "not a string naming the engine's JSON member".into(),
+                        });
+                    }
+                }
+                let Some(ej) = def.engine_json(engine) else {
+                    continue;
+                };
+                let member = join(dir, ej);
+                let data = self
+                    .member(&member)
+                    .ok_or_else(|| NeffError::MissingMember {
+                        member: member.clone(),
+                        wanted_by: format!("{def_member} {tok}"),
+                    })?;
+                let ev = reader::parse_value(&member, data)?;
+                let sidecar: Sidecar = schema::parse_json(&member, data)?;
+                schema::validate_blocks(&member, "dma", &sidecar.dma, &def)?;
+                used.insert(member.clone());
+                let mut runs = false;
+                if let Some(instr) = &sidecar.instr {
+                    archive::normalize_member_path(instr.as_bytes()).map_err(|reason| {
+                        NeffError::Invalid {
+                            member: member.clone(),
+                            path: "instr".into(),
+                            message: format!("`{instr}`: {reason}"),
+                        }
+                    })?;
+                    let sm = join(dir, instr);
+                    let sdata = self.member(&sm).ok_or_else(|| NeffError::MissingMember {
+                        member: sm.clone(),
+                        wanted_by: format!("{member} instr"),
+                    })?;
+                    let stream = EngineStream::from_bytes(sm.clone(), sdata, Some(engine))?;
+                    runs = !stream.bundles().is_empty();
+                    used.insert(sm.clone());
+                    streams.insert(engine, StreamMember { member: sm, stream });
+                }
+                reader::Scan {
+                    out: &mut unmodelled,
+                }
+                .engine_json(&member, &ev, runs);
+                sidecars.insert(engine, SidecarMember { member, sidecar });
+                continue;
+            }
             if let Some((member, data)) = self.find_stream(dir, &def_member, &def, engine)? {
                 let stream = EngineStream::from_bytes(member.clone(), data, Some(engine))?;
+                used.insert(member.clone());
                 streams.insert(engine, StreamMember { member, stream });
             }
-            let tok = engine_token(engine);
             let title = engine.stream_file_name().trim_end_matches(".bin");
             let candidates = [join(dir, &format!("{title}.json")), join(dir, tok)];
             if let Some(member) = candidates
                 .into_iter()
                 .find(|m| self.members.contains_key(m))
             {
-                let sidecar: Sidecar = schema::parse_json(&member, &self.members[&member])?;
+                let data = &self.members[&member];
+                let sidecar: Sidecar = schema::parse_json(&member, data)?;
                 schema::validate_blocks(&member, "dma", &sidecar.dma, &def)?;
+                let ev = reader::parse_value(&member, data)?;
+                let runs = streams
+                    .get(&engine)
+                    .is_some_and(|s| !s.stream.bundles().is_empty());
+                reader::Scan {
+                    out: &mut unmodelled,
+                }
+                .engine_json(&member, &ev, runs);
+                used.insert(member.clone());
                 sidecars.insert(engine, SidecarMember { member, sidecar });
             }
         }
-        let sg = Subgraph {
+        let mut sg = Subgraph {
             dir: dir.to_string(),
             def_member,
             def,
             streams,
             sidecars,
+            reader,
+            unmodelled,
+            used,
         };
-        for (i, v) in sg.def.var.iter().enumerate() {
-            if v.kind == VarKind::File {
-                self.check_file_var(&sg, i, v)?;
+        for i in 0..sg.def.var.len() {
+            if sg.def.var[i].file_name.is_some() {
+                let v = sg.def.var[i].clone();
+                self.check_file_var(&sg, i, &v)?;
+                if let Some(f) = &v.file_name {
+                    let m = join(dir, f);
+                    sg.used.insert(m);
+                }
             }
         }
         Ok(sg)
     }
 
-    /// Find an engine's stream: the file `def.json` names, else `<tok>_instr`, else
-    /// `<Engine>.bin`. Two candidates with different contents are an error.
+    /// Find an engine's stream: the file `def.json` names (and only that one when it names
+    /// one), else `<tok>_instr`, else `<Engine>.bin`. Two candidates with different contents
+    /// are an error.
     fn find_stream<'a>(
         &'a self,
         dir: &str,
@@ -605,14 +785,20 @@ impl Neff {
     ) -> Result<Option<(String, &'a [u8])>, NeffError> {
         let tok = engine_token(engine);
         let named = def.instr_file(engine).map(|f| join(dir, f));
-        let mut candidates: Vec<String> = named.iter().cloned().collect();
-        candidates.push(join(dir, &format!("{tok}_instr")));
-        candidates.push(join(dir, engine.stream_file_name()));
-        let found: Vec<(String, &[u8])> = candidates
-            .into_iter()
-            .filter_map(|m| self.members.get(&m).map(|d| (m, d.as_slice())))
+        let token = join(dir, &format!("{tok}_instr"));
+        let title = join(dir, engine.stream_file_name());
+        // A file def.json names may sit in the archive under its tar token (C-bin); any other
+        // member is not a substitute for it.
+        let acceptable: Vec<&String> = match &named {
+            Some(n) => vec![n, &token],
+            None => vec![&token, &title],
+        };
+        let found: Vec<(String, &[u8])> = named
+            .iter()
+            .chain([&token, &title])
+            .filter_map(|m| self.members.get(m).map(|d| (m.clone(), d.as_slice())))
             .collect();
-        let Some(first) = found.first().cloned() else {
+        let Some(first) = found.iter().find(|(m, _)| acceptable.contains(&m)).cloned() else {
             if let Some(n) = named {
                 return Err(NeffError::MissingMember {
                     member: n,
@@ -643,11 +829,11 @@ impl Neff {
             .member(&member)
             .ok_or_else(|| NeffError::MissingMember {
                 member: member.clone(),
-                wanted_by: format!("{} var[{i}].file_name", sg.def_member),
+                wanted_by: format!("{} {}.file_name", sg.def_member, sg.def.var_path(i)),
             })?;
         let invalid = |path: &str, message: String| NeffError::Invalid {
             member: sg.def_member.clone(),
-            path: format!("var[{i}].{path}"),
+            path: format!("{}.{path}", sg.def.var_path(i)),
             message,
         };
         if member.ends_with(".npy") {
@@ -856,6 +1042,12 @@ pub struct Subgraph {
     pub streams: BTreeMap<Engine, StreamMember>,
     /// DMA sidecars present.
     pub sidecars: BTreeMap<Engine, SidecarMember>,
+    /// The reader that found it.
+    pub reader: Reader,
+    /// JSON keys of its members that tpbsim does not model.
+    pub unmodelled: Vec<Unmodelled>,
+    /// Every member it reads.
+    pub used: std::collections::BTreeSet<String>,
 }
 
 impl Subgraph {

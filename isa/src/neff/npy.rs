@@ -243,7 +243,7 @@ fn parse(bytes: &[u8], e5m2: bool) -> Result<NpyArray, NpyError> {
     let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
     let expected = count.and_then(|c| c.checked_mul(item as u64));
     let actual = reader.len() as u64;
-    let Some(expected) = expected.filter(|&e| e <= actual) else {
+    let Some(expected) = expected.filter(|&e| e == actual) else {
         return Err(NpyError::DataLength {
             shape,
             item,

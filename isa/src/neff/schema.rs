@@ -20,8 +20,9 @@ use crate::engine::Engine;
 /// Largest number of DMA queues one NEFF may declare (11 × 16, a compiler assertion).
 pub const MAX_DMA_QUEUES: usize = 11 * 16;
 
-/// Largest number of access-pattern dimensions of one DMA side. `project-defined`.
-pub const MAX_DMA_DIMS: usize = 4;
+/// Largest number of access-pattern dimensions of one DMA side (the runtime's descriptor holds
+/// `steps[8]` / `sizes[8]`, G `neff/format-reference.md` §8).
+pub const MAX_DMA_DIMS: usize = 8;
 
 /// An element type named in `def.json` (`dtype`), a sidecar, or an `.npy` file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -368,12 +369,32 @@ pub struct DmaQueue {
     /// Direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<String>,
+    /// Queue role when `owner` names an engine (`in`, `out`, ...; G `neff/concrete-carve.md`).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub role_type: Option<String>,
     /// Keys tpbsim does not interpret, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// Queue roles the runtime knows (R `neff/metadata-schema.md` §6, `owner`).
+pub const QUEUE_ROLES: [&str; 6] = [
+    "in",
+    "out",
+    "data",
+    "act_load",
+    "embedding_update",
+    "dynamic_dma",
+];
+
 impl DmaQueue {
+    /// The queue's role: `type`, else `owner` when it names a role (not an engine).
+    pub fn role(&self) -> Option<&str> {
+        self.role_type
+            .as_deref()
+            .or_else(|| self.owner.as_deref().filter(|o| QUEUE_ROLES.contains(o)))
+    }
+
     /// A queue with only a name.
     pub fn new(name: impl Into<String>) -> DmaQueue {
         DmaQueue {
@@ -383,6 +404,7 @@ impl DmaQueue {
             semaphore: None,
             semaphore_set: None,
             direction: None,
+            role_type: None,
             extra: Map::new(),
         }
     }
@@ -421,11 +443,15 @@ pub struct DefJson {
         deserialize_with = "definition_map"
     )]
     pub definition: BTreeMap<String, EngineFiles>,
-    /// Variables.
-    #[serde(default)]
+    /// Variables: an array, or an object keyed by name (the runtime's form).
+    #[serde(default, deserialize_with = "seq_or_keyed")]
     pub var: Vec<Variable>,
-    /// DMA queues.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// DMA queues: an array, or an object keyed by name (the runtime's form).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "seq_or_keyed"
+    )]
     pub dma_queue: Vec<DmaQueue>,
     /// DMA descriptor blocks carried in `def.json` itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -433,6 +459,62 @@ pub struct DefJson {
     /// Keys tpbsim does not interpret (`replica_groups`, `ucode_lib`, ...), kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// `var` and `dma_queue` were objects keyed by name (JSON paths in errors follow).
+    #[serde(skip)]
+    pub keyed: bool,
+}
+
+/// An array of entries, or an object of entries keyed by name (the key becomes `name`; an entry
+/// that also carries a `name` must agree with its key).
+fn seq_or_keyed<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        Seq(Vec<Value>),
+        Keyed(Map<String, Value>),
+    }
+    let form = Form::deserialize(d)
+        .map_err(|_| serde::de::Error::custom("expected an array or an object keyed by name"))?;
+    let items: Vec<(String, Value)> = match form {
+        Form::Seq(v) => v
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| (format!("[{i}]"), x))
+            .collect(),
+        Form::Keyed(m) => {
+            let mut out = Vec::with_capacity(m.len());
+            for (k, mut x) in m {
+                let Some(obj) = x.as_object_mut() else {
+                    return Err(serde::de::Error::custom(format!("{k}: not an object")));
+                };
+                match obj.get("name") {
+                    Some(Value::String(n)) if n != &k => {
+                        return Err(serde::de::Error::custom(format!(
+                            "{k}: `name` is `{n}`, not its key"
+                        )))
+                    }
+                    _ => {}
+                }
+                obj.insert("name".into(), Value::String(k.clone()));
+                out.push((format!(".{k}"), x));
+            }
+            out
+        }
+    };
+    items
+        .into_iter()
+        .map(|(at, x)| {
+            let mut track = serde_path_to_error::Track::new();
+            let de = serde_path_to_error::Deserializer::new(x, &mut track);
+            T::deserialize(de).map_err(|e| {
+                let inner = track.path().to_string();
+                let sep = if inner == "." { "" } else { "." };
+                serde::de::Error::custom(format!("{at}{sep}{inner}: {e}"))
+            })
+        })
+        .collect()
 }
 
 /// `definition` is an object of engine entries; a string (a module name) carries none.
@@ -556,12 +638,12 @@ pub struct DmaEntry {
     /// Destination dimensions (elements), outermost first.
     #[serde(default)]
     pub to_sizes: Vec<u64>,
-    /// Source steps in elements per dimension (default: contiguous). `project-defined`.
+    /// Source steps in elements per dimension, signed (default: contiguous).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_steps: Option<Vec<u64>>,
-    /// Destination steps in elements per dimension (default: contiguous). `project-defined`.
+    pub from_steps: Option<Vec<i64>>,
+    /// Destination steps in elements per dimension, signed (default: contiguous).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to_steps: Option<Vec<u64>>,
+    pub to_steps: Option<Vec<i64>>,
     /// Source element type (default: the variable's dtype, else bytes). `project-defined`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_dtype: Option<Dtype>,
@@ -629,10 +711,11 @@ impl DmaEntry {
 }
 
 /// Contiguous (row-major) steps for `sizes`.
-pub fn contiguous_steps(sizes: &[u64]) -> Vec<u64> {
-    let mut steps = vec![1u64; sizes.len()];
+pub fn contiguous_steps(sizes: &[u64]) -> Vec<i64> {
+    let mut steps = vec![1i64; sizes.len()];
     for i in (0..sizes.len().saturating_sub(1)).rev() {
-        steps[i] = steps[i + 1].saturating_mul(sizes[i + 1]);
+        let n = i64::try_from(sizes[i + 1]).unwrap_or(i64::MAX);
+        steps[i] = steps[i + 1].saturating_mul(n);
     }
     steps
 }
@@ -664,12 +747,17 @@ impl DmaBlock {
     }
 }
 
-/// A per-engine DMA sidecar (`PE.json`, ...): `{"dma": [block, ...]}`.
+/// A per-engine JSON: the runtime's engine member (`sg00/pe.json`: `dma`, `instr`, ...) or a
+/// compiler-side DMA sidecar (`PE.json`: `{"dma": [block, ...]}`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sidecar {
     /// Descriptor blocks.
     #[serde(default)]
     pub dma: Vec<DmaBlock>,
+    /// The engine's instruction stream, relative to the subgraph directory (runtime engine JSON;
+    /// R `neff/metadata-schema.md` §5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instr: Option<String>,
     /// Keys tpbsim does not interpret, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -703,11 +791,19 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(
 ) -> Result<T, NeffError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
+        let mut path = e.path().to_string();
+        let mut message = e.into_inner().to_string();
+        // An entry of a keyed-or-array list reports its own path first (`[0].size: ...`).
+        if message.starts_with('[') || message.starts_with('.') {
+            if let Some((inner, rest)) = message.split_once(": ") {
+                path = format!("{path}{inner}");
+                message = rest.to_string();
+            }
+        }
         NeffError::Json {
             member: member.to_string(),
             path,
-            message: e.into_inner().to_string(),
+            message,
         }
     })?;
     de.end().map_err(|e| NeffError::Json {
@@ -735,6 +831,54 @@ impl DefJson {
         }
     }
 
+    /// JSON path of variable `i` (`var.<name>` when keyed by name, else `var[i]`).
+    pub fn var_path(&self, i: usize) -> String {
+        match self.var.get(i) {
+            Some(v) if self.keyed => format!("var.{}", v.name),
+            _ => format!("var[{i}]"),
+        }
+    }
+
+    /// JSON path of queue `i`.
+    pub fn queue_path(&self, i: usize) -> String {
+        match self.dma_queue.get(i) {
+            Some(q) if self.keyed => format!("dma_queue.{}", q.name),
+            _ => format!("dma_queue[{i}]"),
+        }
+    }
+
+    /// The engine JSON `def.json` names for `engine` (`"pe": "pe.json"`, the runtime's form).
+    pub fn engine_json(&self, engine: Engine) -> Option<&str> {
+        self.extra.get(engine_token(engine)).and_then(Value::as_str)
+    }
+
+    /// `check_var_ids` (R `neff/metadata-schema.md` §5): when present and not false, var ids are
+    /// dense (largest + 1 == count) and at least one variable is an output.
+    fn check_var_ids(&self, member: &str) -> Result<(), NeffError> {
+        match self.extra.get("check_var_ids") {
+            None | Some(Value::Bool(false)) | Some(Value::Null) => return Ok(()),
+            Some(Value::Number(n)) if n.as_u64() == Some(0) => return Ok(()),
+            _ => {}
+        }
+        let max = self.var.iter().map(|v| v.var_id).max();
+        if let Some(max) = max {
+            if max.checked_add(1) != Some(self.var.len() as u64) {
+                return Err(invalid(
+                    member,
+                    "check_var_ids",
+                    format!(
+                        "var ids are not dense: largest is {max}, {} variables",
+                        self.var.len()
+                    ),
+                ));
+            }
+        }
+        if !self.var.iter().any(|v| v.kind == VarKind::Output) {
+            return Err(invalid(member, "check_var_ids", "no output variable"));
+        }
+        Ok(())
+    }
+
     /// The variable named `name`.
     pub fn variable(&self, name: &str) -> Option<&Variable> {
         self.var.iter().find(|v| v.name == name)
@@ -759,7 +903,14 @@ impl DefJson {
         let mut ids = BTreeSet::new();
         let mut names = BTreeSet::new();
         for (i, v) in self.var.iter().enumerate() {
-            let at = |k: &str| format!("var[{i}].{k}");
+            let at = |k: &str| format!("{}.{k}", self.var_path(i));
+            if u32::try_from(v.var_id).is_err() {
+                return Err(invalid(
+                    member,
+                    at("var_id"),
+                    format!("{} does not fit the runtime's 32-bit var_id", v.var_id),
+                ));
+            }
             if !ids.insert(v.var_id) {
                 return Err(invalid(
                     member,
@@ -838,14 +989,27 @@ impl DefJson {
         }
         let mut qnames = BTreeSet::new();
         for (i, q) in self.dma_queue.iter().enumerate() {
+            let qpath = self.queue_path(i);
             if !qnames.insert(q.name.as_str()) {
                 return Err(invalid(
                     member,
-                    format!("dma_queue[{i}].name"),
+                    format!("{qpath}.name"),
                     format!("duplicate queue `{}`", q.name),
                 ));
             }
+            let sems = q.semaphore.iter().map(|s| ("semaphore".to_string(), *s));
+            let set = q.semaphore_set.iter().flatten().enumerate();
+            for (key, s) in sems.chain(set.map(|(j, s)| (format!("semaphore_set[{j}]"), *s))) {
+                if s > 255 {
+                    return Err(invalid(
+                        member,
+                        format!("{qpath}.{key}"),
+                        format!("semaphore {s} is not below 256"),
+                    ));
+                }
+            }
         }
+        self.check_var_ids(member)?;
         for (e, files) in &self.definition {
             if let Some(f) = &files.instr {
                 if super::archive::normalize_member_path(f.as_bytes()).is_err() {
@@ -886,13 +1050,23 @@ pub fn validate_blocks(
     Ok(())
 }
 
-/// Last byte (exclusive) touched by an access pattern, in bytes from the variable start.
-fn pattern_end(offset: u64, sizes: &[u64], steps: &[u64], elem: u64) -> Option<u64> {
-    let mut last = 0u64;
+/// Byte range `[lo, hi)` touched by an access pattern (signed steps), from the variable start.
+fn pattern_span(offset: u64, sizes: &[u64], steps: &[i64], elem: u64) -> Option<(i128, i128)> {
+    let (mut lo, mut hi) = (0i128, 0i128);
     for (&n, &s) in sizes.iter().zip(steps) {
-        last = last.checked_add(n.checked_sub(1)?.checked_mul(s)?)?;
+        let reach = i128::from(n.checked_sub(1)?).checked_mul(i128::from(s))?;
+        if reach < 0 {
+            lo = lo.checked_add(reach)?;
+        } else {
+            hi = hi.checked_add(reach)?;
+        }
     }
-    offset.checked_add(last.checked_add(1)?.checked_mul(elem)?)
+    let e = i128::from(elem);
+    let off = i128::from(offset);
+    Some((
+        off.checked_add(lo.checked_mul(e)?)?,
+        off.checked_add(hi.checked_add(1)?.checked_mul(e)?)?,
+    ))
 }
 
 /// One side of a DMA entry: `from` or `to`.
@@ -900,7 +1074,7 @@ struct Side<'a> {
     name: &'static str,
     offset: u64,
     sizes: &'a [u64],
-    steps: Option<&'a Vec<u64>>,
+    steps: Option<&'a Vec<i64>>,
     dtype: Option<Dtype>,
 }
 
@@ -979,16 +1153,23 @@ fn validate_side(
     };
     let elem = dtype.or(var.dtype).map_or(1, |d| d.size() as u64);
     let elements = sizes.iter().try_fold(1u64, |a, &n| a.checked_mul(n));
-    let end = pattern_end(offset, sizes, steps, elem);
-    let (Some(elements), Some(end)) = (elements, end) else {
+    let span = pattern_span(offset, sizes, steps, elem);
+    let (Some(elements), Some((start, end))) = (elements, span) else {
         return Err(invalid(
             member,
             format!("{path}.{side}_sizes"),
             "access pattern overflows",
         ));
     };
+    if start < 0 {
+        return Err(invalid(
+            member,
+            format!("{path}.{side}"),
+            format!("access starts {} bytes before `{}`", -start, var.name),
+        ));
+    }
     if let Some(size) = var.byte_size() {
-        if end > size {
+        if end > i128::from(size) {
             return Err(invalid(
                 member,
                 format!("{path}.{side}"),
@@ -1037,6 +1218,27 @@ fn validate_entry(member: &str, path: &str, e: &DmaEntry, def: &DefJson) -> Resu
                 format!("source moves {src} elements, destination {dst}"),
             ));
         }
+    }
+    if let Some(s) = e.sem.filter(|&s| s > 255) {
+        return Err(invalid(
+            member,
+            format!("{path}.sem"),
+            format!("semaphore {s} is not below 256"),
+        ));
+    }
+    if let Some(v) = e.sem_value.filter(|&v| u32::try_from(v).is_err()) {
+        return Err(invalid(
+            member,
+            format!("{path}.sem_value"),
+            format!("{v} does not fit a 32-bit semaphore"),
+        ));
+    }
+    if let Some(ev) = e.event.filter(|&v| v > 255) {
+        return Err(invalid(
+            member,
+            format!("{path}.event"),
+            format!("event {ev} is not below 256"),
+        ));
     }
     if let DmaOp::Other(op) = e.op() {
         return Err(invalid(
@@ -1221,9 +1423,9 @@ mod tests {
         e.to_sizes = vec![4, 4];
         check(e, "source moves 32 elements, destination 16");
         let mut e = ok.clone();
-        e.from_sizes = vec![1, 1, 1, 1, 32];
+        e.from_sizes = vec![1, 1, 1, 1, 1, 1, 1, 1, 32];
         e.to_sizes = vec![32];
-        check(e, "at most 4");
+        check(e, "at most 8");
         let mut e = ok.clone();
         e.from_steps = Some(vec![1]);
         check(e, "1 steps for 2 sizes");
@@ -1254,7 +1456,8 @@ mod tests {
     #[test]
     fn steps() {
         assert_eq!(contiguous_steps(&[2, 3, 4]), vec![12, 4, 1]);
-        assert_eq!(pattern_end(0, &[2, 3], &[3, 1], 2), Some(12));
-        assert_eq!(pattern_end(0, &[u64::MAX, 2], &[u64::MAX, 1], 2), None);
+        assert_eq!(pattern_span(0, &[2, 3], &[3, 1], 2), Some((0, 12)));
+        assert_eq!(pattern_span(8, &[2, 3], &[-3, 1], 2), Some((2, 14)));
+        assert_eq!(pattern_span(0, &[u64::MAX, 2], &[i64::MAX, 1], 2), None);
     }
 }

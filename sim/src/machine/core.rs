@@ -699,6 +699,16 @@ impl<'k> Machine<'k> {
         self.kernel.streams[e as usize].len()
     }
 
+    /// The 64 bytes of the bundle at `site`.
+    pub(crate) fn bundle_at(&self, site: Site) -> &'k [u8; 64] {
+        &self.bundle(site.engine, site.index).0
+    }
+
+    /// Ranks the kernel's collectives span (at least 1).
+    pub(crate) fn world(&self) -> usize {
+        self.kernel.world.max(1)
+    }
+
     pub(crate) fn trigger(
         &mut self,
         site: Site,

@@ -19,7 +19,7 @@ use crate::numerics::{Format, Kind};
 
 impl Machine<'_> {
     /// The format a dtype field names on this generation.
-    fn format(&self, site: Site, field: &str, d: Dtype) -> Result<Format, Fault> {
+    pub(crate) fn format(&self, site: Site, field: &str, d: Dtype) -> Result<Format, Fault> {
         Format::from_wire_tag(d.0, self.gen).ok_or_else(|| {
             Fault::exec(
                 site,
@@ -183,13 +183,20 @@ impl Machine<'_> {
             Inst::CompareBranch(x) => {
                 let fmt = self.format(site, "dtype", x.dtype)?;
                 let regs = &self.regs[e as usize];
-                let reg = |i: u8| regs.get(i as usize).copied().unwrap_or(0);
+                let reg = |what: &str, i: u8| {
+                    regs.get(i as usize).copied().ok_or_else(|| {
+                        Fault::exec(
+                            site,
+                            format!("{what} register {i} does not exist (registers 0..{})", regs.len()),
+                        )
+                    })
+                };
                 let taken = control::branch_taken(
                     x.cmp_op.0,
                     fmt,
-                    reg(x.cmp_reg0),
+                    reg("cmp_reg0", x.cmp_reg0)?,
                     x.cmp_imm,
-                    reg(x.cmp_reg1),
+                    reg("cmp_reg1", x.cmp_reg1)?,
                 )
                 .map_err(|m| Fault::exec(site, m))?;
                 if !taken {
@@ -201,7 +208,7 @@ impl Machine<'_> {
                     len,
                     x.target_mode.0,
                     x.br_immediate,
-                    reg(x.target_reg_lo),
+                    reg("target_reg_lo", x.target_reg_lo)?,
                 )
                 .map_err(|m| Fault::exec(site, m))?;
                 Ok(Flow::Jump(t))
@@ -272,6 +279,15 @@ impl Machine<'_> {
                 Ok(Flow::Next)
             }
             Inst::DmaTrigger(x) => {
+                // use_raw_count (G neff/format-reference.md §4.4; offset +0x2C inferred): a raw
+                // descriptor count instead of a block id.
+                if self.bundle_at(site)[0x2C] != 0 {
+                    return Err(Fault::NotSimulated {
+                        site,
+                        name: "DMATRIGGER with use_raw_count (G neff/format-reference.md §4.4 gives no raw-count semantics)".into(),
+                        engine: e,
+                    });
+                }
                 let name = super::core::queue_name(&x.queue_name);
                 self.trigger(site, e, &name, x.block_id, sync)?;
                 Ok(Flow::Next)
@@ -725,6 +741,17 @@ impl Machine<'_> {
                 self.exec_affine_select(site, &a)?;
                 Ok(Flow::Next)
             }
+            Inst::Raw(r) if (0xC1..=0xDF).contains(&site.opcode) => {
+                self.pseudo(site, &r.0, sync)
+            }
+            Inst::FunctionCall(_) | Inst::FunctionBegin(_) => Err(Fault::NotSimulated {
+                site,
+                name: format!(
+                    "{} (R isa/pseudo-instruction-lowering.md puts function bodies in FUNCTION sections; no page names their NEFF members)",
+                    inst.mnemonic()
+                ),
+                engine: e,
+            }),
             _ => Err(self.not_simulated(site, inst)),
         }
     }

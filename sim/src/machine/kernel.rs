@@ -78,6 +78,8 @@ pub struct Kernel {
     pub vars: Vec<VarSpec>,
     /// Per-engine DMA queues (the issuing engine's sidecar), by wire id.
     pub queues: [Vec<DmaQueue>; 5],
+    /// Ranks the collectives span (the largest `replica_groups` group; 1 for a single core).
+    pub world: usize,
 }
 
 impl Kernel {

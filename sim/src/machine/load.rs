@@ -45,16 +45,53 @@ pub fn dtype_of(f: Format) -> Option<neff::Dtype> {
     neff::Dtype::ALL.into_iter().find(|d| d.name() == f.name())
 }
 
-/// The generation a NEFF targets (`neff.json` `target_arch`), when it names one.
+/// The generation a NEFF targets: the kelf `target` (runtime layout) or `neff.json`
+/// `target_arch`; `None` when it says `*` (any) or nothing. A name tpbsim does not know is an
+/// error naming where it was found.
 pub fn target_gen(n: &Neff) -> Result<Option<Gen>, LoadError> {
-    Ok(n.neff_json()?
-        .and_then(|j| j.target_arch)
-        .and_then(|a| a.parse::<Gen>().ok()))
+    match n.plan()?.target {
+        neff::Target::Named { name, source } => match name.parse::<Gen>() {
+            Ok(g) => Ok(Some(g)),
+            Err(_) => Err(LoadError::Invalid {
+                member: source,
+                message: format!(
+                    "unknown target `{name}` (known: sunda/v2, cayman/v3, mariana/v4, maverick/v5, `*`)"
+                ),
+            }),
+        },
+        neff::Target::Any { .. } | neff::Target::Absent => Ok(None),
+    }
+}
+
+/// Where the NEFF's generation comes from, for messages (`kelf-a.json target "*"`, ...).
+pub fn target_source(n: &Neff) -> String {
+    match n.plan().map(|p| p.target) {
+        Ok(neff::Target::Named { name, source }) => format!("{source} \"{name}\""),
+        Ok(neff::Target::Any { source }) => format!("{source} \"*\" (any generation)"),
+        _ => "nothing (no kelf target, no neff.json target_arch)".into(),
+    }
+}
+
+/// Ranks the NEFF's collectives span: the largest replica group (at least 1).
+fn world_size(def: &DefJson) -> usize {
+    def.extra
+        .get("replica_groups")
+        .and_then(|g| g.as_array())
+        .map(|gs| {
+            gs.iter()
+                .filter_map(|g| g.as_array())
+                .map(Vec::len)
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0)
+        .max(1)
 }
 
 /// Build the kernel of a single-subgraph NEFF.
 pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
     let sgs = n.subgraphs()?;
+    n.check_reachable(&sgs)?;
     let sg = match sgs.as_slice() {
         [one] => one,
         [] => return Err(invalid("def.json", "the NEFF has no subgraph")),
@@ -70,8 +107,23 @@ pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
             ));
         }
     };
+    if let Some(u) = sg.unmodelled.iter().find(|u| u.affects_results) {
+        return Err(invalid(
+            &u.member,
+            format!(
+                "not simulated: {} ({}); `sim neff info` lists every key tpbsim does not model",
+                if u.path.is_empty() {
+                    "the member"
+                } else {
+                    u.path.as_str()
+                },
+                u.note
+            ),
+        ));
+    }
     let mut kernel = Kernel {
         gen: target_gen(n)?,
+        world: world_size(&sg.def),
         ..Kernel::default()
     };
     for e in Engine::ALL {
@@ -79,23 +131,33 @@ pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
             kernel.streams[e as usize] = s.bundles().to_vec();
         }
     }
+    let host = n.host_tensors();
     for v in &sg.def.var {
         if v.kind == neff::VarKind::StateBuffer {
             continue;
         }
-        kernel.vars.push(var_spec(n, sg, v)?);
+        kernel.vars.push(var_spec(n, sg, v, host.get(&v.name))?);
     }
     let sems: BTreeMap<&str, Option<u8>> = sg
         .def
         .dma_queue
         .iter()
-        .map(|q| {
-            (
-                q.name.as_str(),
-                q.semaphore.and_then(|s| u8::try_from(s).ok()),
-            )
+        .enumerate()
+        .map(|(i, q)| {
+            let sem = q
+                .semaphore
+                .map(|s| {
+                    u8::try_from(s).map_err(|_| {
+                        invalid(
+                            &sg.def_member,
+                            format!("{}.semaphore: {s} is not below 256", sg.def.queue_path(i)),
+                        )
+                    })
+                })
+                .transpose()?;
+            Ok((q.name.as_str(), sem))
         })
-        .collect();
+        .collect::<Result<_, LoadError>>()?;
     for e in Engine::ALL {
         let Some(sc) = sg.sidecars.get(&e) else {
             continue;
@@ -141,7 +203,14 @@ pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
     Ok(kernel)
 }
 
-fn var_spec(n: &Neff, sg: &neff::Subgraph, v: &Variable) -> Result<VarSpec, LoadError> {
+/// A variable's format and shape. Without a dtype, the host-side tensor of the same name in a
+/// TVM `neff.json` gives them when its byte size agrees; otherwise the variable is bytes.
+fn var_spec(
+    n: &Neff,
+    sg: &neff::Subgraph,
+    v: &Variable,
+    host: Option<&(String, Vec<u64>)>,
+) -> Result<VarSpec, LoadError> {
     let def_member = sg.def_member.as_str();
     let bad = |m: String| invalid(def_member, format!("variable `{}`: {m}", v.name));
     let kind = match &v.kind {
@@ -156,25 +225,44 @@ fn var_spec(n: &Neff, sg: &neff::Subgraph, v: &Variable) -> Result<VarSpec, Load
         }
         _ => VarKind::Other,
     };
-    let format = match v.dtype {
-        Some(d) => format_of(d).ok_or_else(|| bad(format!("dtype {d} has no device format")))?,
-        None => Format::Uint8,
-    };
     let size = v
         .byte_size()
         .ok_or_else(|| bad("neither size nor shape and dtype".into()))?;
-    let eb = format.container_bytes() as u64;
-    let shape: Vec<usize> = match &v.shape {
-        Some(s) => s.iter().map(|&d| d as usize).collect(),
-        None => vec![(size / eb) as usize],
+    // The host-side view of an untyped variable (neff.json attrs.dltype / attrs.shape).
+    let host = host
+        .filter(|_| v.dtype.is_none() && v.shape.is_none())
+        .and_then(|(d, s)| {
+            let f = d.parse::<neff::Dtype>().ok().and_then(format_of)?;
+            let elems = s.iter().try_fold(1u64, |a, &x| a.checked_mul(x))?;
+            (elems.checked_mul(f.container_bytes() as u64) == Some(size)).then(|| (f, s.clone()))
+        });
+    let format = match (v.dtype, &host) {
+        (Some(d), _) => {
+            format_of(d).ok_or_else(|| bad(format!("dtype {d} has no device format")))?
+        }
+        (None, Some((f, _))) => *f,
+        (None, None) => Format::Uint8,
     };
-    let bytes = shape
+    let eb = format.container_bytes() as u64;
+    let dims = |s: &[u64]| -> Result<Vec<usize>, LoadError> {
+        s.iter()
+            .map(|&d| usize::try_from(d).map_err(|_| bad(format!("dimension {d} is too large"))))
+            .collect()
+    };
+    let shape: Vec<usize> = match (&v.shape, &host) {
+        (Some(s), _) => dims(s)?,
+        (None, Some((_, s))) => dims(s)?,
+        (None, None) => {
+            vec![usize::try_from(size / eb).map_err(|_| bad(format!("size {size} is too large")))?]
+        }
+    };
+    let elems = shape
         .iter()
-        .try_fold(eb, |acc, &d| acc.checked_mul(d as u64))
-        .ok_or_else(|| bad(format!("shape {shape:?} is more than 2^64 bytes")))?;
-    if bytes != size {
+        .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
+        .and_then(|e| e.checked_mul(eb));
+    if elems != Some(size) {
         return Err(bad(format!(
-            "shape {shape:?} of {} is {bytes} bytes, size is {size}",
+            "shape {shape:?} of {} is not {size} bytes",
             format.name(),
         )));
     }
@@ -212,8 +300,10 @@ fn var_spec(n: &Neff, sg: &neff::Subgraph, v: &Variable) -> Result<VarSpec, Load
             Some(data)
         }
     };
+    let id = u32::try_from(v.var_id)
+        .map_err(|_| bad(format!("var_id {} does not fit 32 bits", v.var_id)))?;
     Ok(VarSpec {
-        id: v.var_id as u32,
+        id,
         name: v.name.clone(),
         kind,
         format,
@@ -228,7 +318,8 @@ fn entry_spec(def: &DefJson, d: &DmaEntry) -> Result<DmaEntrySpec, String> {
         None => None,
         Some(s) => {
             let idx = u8::try_from(s).map_err(|_| format!("semaphore {s} is not below 256"))?;
-            let v = d.sem_value.unwrap_or(0) as u32;
+            let v = u32::try_from(d.sem_value.unwrap_or(0))
+                .map_err(|_| "sem_value does not fit 32 bits".to_string())?;
             let op = match d.sem_op.clone().unwrap_or(SemOp::Inc) {
                 SemOp::Inc => UpdateOp::SemInc,
                 SemOp::Add => UpdateOp::SemAdd(Operand::Imm(v)),
@@ -248,7 +339,9 @@ fn entry_spec(def: &DefJson, d: &DmaEntry) -> Result<DmaEntrySpec, String> {
         .transpose()?;
     let desc = match d.op() {
         DmaOp::Copy | DmaOp::Cast => descriptor(def, d),
-        other => Err(format!("DMA operation `{other}` is not simulated")),
+        other => Err(format!(
+            "not simulated: op `{other}` (R neff/metadata-schema.md §6 names it; no page gives its arithmetic)"
+        )),
     };
     Ok(DmaEntrySpec { desc, sem, event })
 }
@@ -291,15 +384,18 @@ fn side(
     v: &Variable,
     offset: u64,
     sizes: &[u64],
-    steps: Option<&[u64]>,
+    steps: Option<&[i64]>,
     format: Format,
 ) -> Result<DmaSide, String> {
     let mem = if v.kind == neff::VarKind::StateBuffer {
         DmaMem::OnChip
     } else {
-        DmaMem::Dram(v.var_id as u32)
+        DmaMem::Dram(
+            u32::try_from(v.var_id)
+                .map_err(|_| format!("var_id {} does not fit 32 bits", v.var_id))?,
+        )
     };
-    let steps: Vec<u64> = match steps {
+    let steps: Vec<i64> = match steps {
         Some(s) if s.len() != sizes.len() => {
             return Err(format!("{} steps for {} sizes", s.len(), sizes.len()))
         }
@@ -313,7 +409,7 @@ fn side(
         .rev()
         .map(|(&n, &s)| {
             let n = u32::try_from(n).map_err(|_| format!("size {n} is too large"))?;
-            Ok(((s as i64).saturating_mul(eb), n))
+            Ok((s.saturating_mul(eb), n))
         })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(DmaSide {

@@ -19,6 +19,7 @@ pub mod memory;
 pub mod ops;
 pub mod pack;
 pub mod pattern;
+pub mod pseudo;
 pub mod race;
 pub mod sched;
 pub mod select;

@@ -150,8 +150,15 @@ impl Package {
         });
     }
 
-    /// The NEFF.
+    /// The NEFF, in the runtime's layout (kelf, TVM `neff.json`, engine JSONs, lowercase
+    /// streams; `tpbsim_isa::neff::to_runtime_layout`).
     pub fn to_neff(&self) -> Result<Neff, PackError> {
+        Ok(neff::to_runtime_layout(&self.to_neff_dialect()?)?.neff)
+    }
+
+    /// The NEFF in tpbsim's earlier dialect: `neff.json` `target_arch`, `def.json`
+    /// `definition.<tok>._instr`, TitleCase `PE.bin` streams and `PE.json` sidecars.
+    pub fn to_neff_dialect(&self) -> Result<Neff, PackError> {
         let mut n = Neff::new(&self.name)?;
         let mut def = self.def.clone();
         let at = |f: &str| format!("{SUBGRAPH}/{f}");

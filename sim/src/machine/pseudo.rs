@@ -1,0 +1,114 @@
+//! The pseudo band (0xC1..0xDF) the runtime rewrites before the engines run
+//! (R `isa/pseudo-instruction-lowering.md`). Opcodes with a typed format (DMATRIGGER 0xC1,
+//! DMA_DIRECT2D 0xD4, PSEUDO_INST 0xDF) run in `dispatch`; this file takes the raw ones:
+//!
+//! - 0xCC BRANCH_LABEL: deleted by the lowering, so a no-op;
+//! - 0xC2 DMAREARM and 0xCF DMASWAP_QUEUE_SET: re-arm / re-point a queue; blocks run
+//!   synchronously when triggered here, so there is nothing to re-arm (a no-op);
+//! - 0xC8 TRIGGER_COLLECTIVE: the record G `neff/concrete-carve.md` §5.1 decodes (op +0x0C,
+//!   dtype +0x0D, group +0x0E, input var +0x10, output var +0x14, element count u64 +0x18,
+//!   collective type +0x20). On one rank every collective type the page names is a copy of the
+//!   input to the output (an all-reduce over one rank is its input); more ranks are refused.
+//! - everything else is refused naming the page that leaves it open.
+
+use tpbsim_isa::{Bundle, Dtype};
+
+use super::core::Machine;
+use super::dma::{DmaDesc, DmaMem, DmaSide};
+use super::fault::{Fault, Site};
+use super::sched::Flow;
+use super::sync::SyncState;
+
+/// The collective type code of an all-reduce (G `neff/concrete-carve.md` §5.1: `ctype=ALL_REDUCE`
+/// is 0x01).
+pub const CTYPE_ALL_REDUCE: u8 = 0x01;
+
+fn u32_at(b: &Bundle, at: usize) -> u32 {
+    u32::from_le_bytes([b.0[at], b.0[at + 1], b.0[at + 2], b.0[at + 3]])
+}
+
+fn u64_at(b: &Bundle, at: usize) -> u64 {
+    u64::from(u32_at(b, at)) | (u64::from(u32_at(b, at + 4)) << 32)
+}
+
+impl Machine<'_> {
+    /// Run a pseudo-band bundle that has no typed format.
+    pub(crate) fn pseudo(
+        &mut self,
+        site: Site,
+        b: &Bundle,
+        sync: &mut SyncState,
+    ) -> Result<Flow, Fault> {
+        let refuse = |name: &str, why: &str| Fault::NotSimulated {
+            site,
+            name: format!("{name} (opcode 0x{:02x}; {why})", site.opcode),
+            engine: site.engine,
+        };
+        match site.opcode {
+            0xCC | 0xC2 | 0xCF => Ok(Flow::Next),
+            0xC8 => self.collective(site, b, sync),
+            0xD2 => Err(refuse(
+                "FUNCTION_RETURN",
+                "R isa/pseudo-instruction-lowering.md builds the call frame in FUNCTION sections whose NEFF members no page names",
+            )),
+            0xDA => Err(refuse(
+                "EXTENSION",
+                "C isa/dma-encoding.md gives the DGE forms 0x20/0x28 of ADDR8 but not the DGE queue they use",
+            )),
+            0xCB | 0xD9 | 0xDB | 0xDC => Err(refuse(
+                "collective",
+                "R isa/pseudo-instruction-lowering.md §3 gives the encoded plan only as enc_op_list, not its fields",
+            )),
+            _ => Err(refuse(
+                "pseudo instruction",
+                "R isa/pseudo-instruction-lowering.md does not give its expansion",
+            )),
+        }
+    }
+
+    /// 0xC8 on one rank: copy the input variable to the output variable.
+    fn collective(&mut self, site: Site, b: &Bundle, sync: &mut SyncState) -> Result<Flow, Fault> {
+        let world = self.world();
+        if world > 1 {
+            return Err(Fault::NotSimulated {
+                site,
+                name: format!(
+                    "TRIGGER_COLLECTIVE over {world} ranks (replica_groups); only one rank is modelled"
+                ),
+                engine: site.engine,
+            });
+        }
+        let ctype = b.0[0x20];
+        if ctype != CTYPE_ALL_REDUCE {
+            return Err(Fault::NotSimulated {
+                site,
+                name: format!(
+                    "TRIGGER_COLLECTIVE type 0x{ctype:02x} (G neff/concrete-carve.md §5.1 names only 0x01 ALL_REDUCE)"
+                ),
+                engine: site.engine,
+            });
+        }
+        let format = self.format(site, "dtype", Dtype(b.0[0x0D]))?;
+        let (input, output) = (u32_at(b, 0x10), u32_at(b, 0x14));
+        let n = u64_at(b, 0x18);
+        let n = u32::try_from(n).map_err(|_| {
+            Fault::exec(
+                site,
+                format!("collective of {n} elements does not fit one transfer"),
+            )
+        })?;
+        let eb = format.container_bytes() as i64;
+        let side = |var: u32| DmaSide {
+            mem: DmaMem::Dram(var),
+            addr: 0,
+            format,
+            dims: vec![(eb, n)],
+        };
+        let d = DmaDesc {
+            from: side(input),
+            to: side(output),
+        };
+        self.dma_direct(site, &d, 0, 0, sync)?;
+        Ok(Flow::Next)
+    }
+}

@@ -317,3 +317,25 @@ fn deadlock_missing_producer_is_named() {
         "{text}"
     );
 }
+
+#[test]
+fn a_sidecar_entry_sets_its_event_on_completion() {
+    // vadd with an event on the second input descriptor: the event is set once the block has
+    // run, with and without the race checker (which releases it with the transfer's clock).
+    let mut k = kernel("vadd");
+    let q = k.queues[Engine::Sp as usize]
+        .iter_mut()
+        .find(|q| q.name == "in")
+        .unwrap();
+    q.blocks[0].entries[1].event = Some(9);
+    for checked in [false, true] {
+        let mut m = Machine::new(&k, Gen::V3).unwrap();
+        if checked {
+            m.enable_race_check();
+        }
+        assert!(!m.sync.event(9));
+        m.run(&RunOptions::default(), &mut |_| {}).unwrap();
+        assert!(m.sync.event(9), "checked {checked}");
+        assert!(!m.sync.event(8) && !m.sync.event(10));
+    }
+}

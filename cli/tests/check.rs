@@ -49,6 +49,23 @@ fn check_passes_clean_kernels_and_writes_nothing() {
 }
 
 #[test]
+fn a_credit_hand_off_is_clean_under_sixteen_schedules() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = kernel("credit_handoff");
+    let o = sim(
+        &["check", k.to_str().unwrap(), "--schedules", "16"],
+        dir.path(),
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("race check: 0 findings"), "{t}");
+    assert!(
+        t.contains("schedules: 16 interleavings, 0 output differences"),
+        "{t}"
+    );
+}
+
+#[test]
 fn check_reports_a_race_in_text_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let k = kernel("race_dma_wait");

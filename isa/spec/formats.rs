@@ -667,7 +667,7 @@ pub const FORMATS: &[FormatDef] = &[
         gens: "YYYY",
         sub: None,
         prov: SYN,
-        note: "EventSemaphore accepts wait modes 0x05 and 0x85 only; the compiler also fills the ordinary wait",
+        note: "The compiler's encoder emits wait modes 0x05 and 0x85 only (the runtime also EQ: conflict P11); the compiler also fills the ordinary wait",
         fields: &[fall("events_ext", EventsExt, 32, SYN)],
     },
     FormatDef {
@@ -709,6 +709,20 @@ pub const FORMATS: &[FormatDef] = &[
             fall("first", U8, 13, SYN),
             fall("last", U8, 14, SYN),
             fall("mask", Opaque(32), 32, SYN).note("256-bit event mask"),
+        ],
+    },
+    FormatDef {
+        name: "CoreBarrier",
+        header_struct: "",
+        gens: "YYYY",
+        sub: None,
+        prov: SYN,
+        note: "pseudo 0xD8 (PSEUDO_CORE_BARRIER), the cross-core barrier; only the CoreV3 encoder emits it",
+        fields: &[
+            fall("id", U32, 12, SYN).note("barrier register id (its own namespace, not a semaphore)"),
+            fall("index", U32, 16, SYN).note("static index of the barrier"),
+            fall("companion", Opaque(32), 32, "project-defined")
+                .note("the encoder's companion access (assignAccess<TENSOR4D>, +0x20/+0x22); layout not published"),
         ],
     },
     FormatDef {

@@ -174,7 +174,7 @@ pub const OPCODES: &[OpcodeRow] = &[
     ps(0xD5, "SYNC_BARRIER", ""),
     ps(0xD6, "RANGE_CHECK", ""),
     ps(0xD7, "JPEG_DECODE", ""),
-    ps(0xD8, "CORE_BARRIER", ""),
+    ps(0xD8, "CORE_BARRIER", "CoreBarrier"),
     ps(0xD9, "TRIGGER_COLLECTIVE2", ""),
     ps(0xDA, "EXTENSION", ""),
     ps(0xDB, "CUR_PROCESSING_RANK_ID", ""),

@@ -20,7 +20,7 @@ use tpbsim_isa::{
     Events, F32Bits, Gen, Header, ImmSrc, ImmSrcN, LdWeights, LdWeightsMx, LdWeightsV3, Matmul,
     MatmulMx, MatmulV3, MemPattern, MxMemPattern1d, Opcode, PsumAccumulateFlags, QuantizeMx,
     ReadAccumulator, Tensor, TensorReduce, TensorReduceV2, TensorScalar, TensorSubdim,
-    TensorTensor, TsReverse, UpdateMode, WaitMode, ZeroRegion,
+    TensorTensor, TsReverse, UpdateMode, WaitMode, Wire, ZeroRegion,
 };
 use tpbsim_sim::machine::pack::Package;
 use tpbsim_sim::machine::Geometry;
@@ -1217,6 +1217,47 @@ fn counter_join() -> Package {
     counter_kernel("counter_join", 2)
 }
 
+/// A credit hand-off on semaphore 3 (the tile at SBUF 16384 is the credit): ACT copies x into
+/// the tile and increments semaphore 3; DVE waits for it, reads the tile (out = tile + y) and
+/// decrements semaphore 3; an ENGINE_NOP of DVE then increments semaphore 4, which ACT waits
+/// for before it overwrites the tile with y and increments semaphore 3 again; DVE waits for
+/// semaphore 3 >= 1 once more and reads the tile (out += tile). After DVE's own decrement only
+/// ACT's second increment can satisfy that wait: race-free in every interleaving.
+fn credit_handoff() -> Package {
+    let mut p = vadd();
+    p.name = "credit_handoff".into();
+    let dec = |mut e: Events| {
+        e.update_mode = UpdateMode(0x14); // SEM_DEC_COMPLETE
+        e.update_idx = 3;
+        e
+    };
+    let mut nop = Bundle::ZERO;
+    nop.0[0] = 0x9F; // ENGINE_NOP
+    nop.0[1] = tpbsim_isa::INST_WORD_LEN;
+    events(None, Some(4)).write(&mut nop.0, 4);
+    let copy = |ev: Events, src: u32| {
+        activate(
+            ev,
+            1, // identity
+            1.0,
+            ImmBias::Imm(0.0),
+            0,
+            row(sbuf(src), 512),
+            row(sbuf(16384), 512),
+        )
+    };
+    p.streams[Engine::Act as usize] = vec![
+        copy(events(Some((1, 2)), Some(3)), 0),
+        copy(events(Some((4, 1)), Some(3)), 4096),
+    ];
+    p.streams[Engine::Dve as usize] = vec![
+        dve_add(dec(events(Some((3, 1)), None)), 16384, 4096, 8192),
+        nop,
+        dve_add(events(Some((3, 1)), Some(2)), 16384, 8192, 8192),
+    ];
+    p
+}
+
 /// ACT waits for semaphore 5, which only DVE increments, after waiting for semaphore 6, which
 /// only ACT increments: a wait-for cycle. SP's output trigger waits behind it.
 fn deadlock_cycle() -> Package {
@@ -1302,6 +1343,7 @@ fn main() {
         race_engines(),
         race_counter_partial(),
         counter_join(),
+        credit_handoff(),
         deadlock_cycle(),
         deadlock_missing(),
         uninit_read(),

@@ -94,6 +94,46 @@ fn sp_round_trip_with_semaphore_handshake() {
 }
 
 #[test]
+fn direct2d_adds_its_semaphore_increment() {
+    // Each transfer adds 3 to semaphore 0 (byte 14), not 1: PE's wait for >= 6 holds only
+    // after both.
+    let sbuf = 0x40000 * 2;
+    let with_inc = |mut b: Bundle| {
+        b.set_u8(14, 3);
+        b
+    };
+    let k = kernel([
+        vec![with_wait(bundle(0xA4), 5, 0, 6), bundle(0xA1)],
+        vec![],
+        vec![],
+        vec![],
+        vec![
+            with_inc(direct2d((1, 0, 32), (0, sbuf, 0x40000), 4, 32, 0)),
+            with_inc(direct2d((0, sbuf, 0x40000), (2, 0, 32), 4, 32, 0)),
+        ],
+    ]);
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    m.run(&RunOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(m.sync.sems[0], 6);
+}
+
+#[test]
+fn a_cross_core_barrier_is_not_simulated() {
+    let mut b = bundle(0xD8);
+    b.set_u32(0x0C, 5);
+    b.set_u32(0x10, 2);
+    let k = kernel([vec![], vec![], vec![], vec![], vec![b]]);
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert_eq!(f.kind(), "not-simulated");
+    let t = f.to_string();
+    assert!(
+        t.contains("cross-core barrier (CORE_BARRIER id 5, index 2)"),
+        "{t}"
+    );
+}
+
+#[test]
 fn deadlock_reports_the_waits() {
     let k = kernel([
         vec![with_wait(bundle(0xA4), 5, 3, 1)],
@@ -273,4 +313,92 @@ fn dma_trigger_runs_the_named_block() {
             .contains("block 4 of queue `io`, whose blocks are [3, 7]"),
         "{f}"
     );
+}
+
+#[test]
+fn direct2d_elem_size_zero_moves_65536_bytes() {
+    // An element size of 0 is a 65536-byte chunk: x (64 KiB) to SBUF partition 0 and back to
+    // y, one chunk per side.
+    let var = |id, name: &str, kind| VarSpec {
+        id,
+        name: name.into(),
+        kind,
+        format: Format::Float32,
+        shape: vec![16384],
+        size: 65536,
+        init: None,
+    };
+    let mut streams: [Vec<Bundle>; 5] = Default::default();
+    streams[Engine::Sp as usize] = vec![
+        direct2d((1, 0, 0), (0, 0, 0), 1, 0, 0),
+        direct2d((0, 0, 0), (2, 0, 0), 1, 0, 0),
+    ];
+    let k = Kernel {
+        gen: Some(Gen::V3),
+        streams,
+        vars: vec![var(1, "x", VarKind::Input), var(2, "y", VarKind::Output)],
+        queues: Default::default(),
+    };
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    let data: Vec<u8> = (0..65536u32).map(|i| (i * 7 + i / 256) as u8).collect();
+    m.set_var("x", &data).unwrap();
+    let st = m.run(&RunOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(st.dma_bytes, 2 * 65536);
+    assert_eq!(m.var("y").unwrap(), &data[..]);
+}
+
+#[test]
+fn a_sidecar_size_of_zero_is_refused_at_load() {
+    use tpbsim_isa::neff::{DmaEntry, Neff, ReadOptions, VarKind as NeffKind, VarRef};
+    use tpbsim_sim::machine::load::kernel_from_neff;
+    use tpbsim_sim::machine::pack::Package;
+    let mut p = Package::new("size0", Gen::V3);
+    p.onchip();
+    p.queue("in", None);
+    p.var("x", NeffKind::Input, Format::Float32, &[4, 8], None)
+        .unwrap();
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![DmaEntry::copy(
+            VarRef::Name("x".into()),
+            VarRef::Name("state_buffer".into()),
+            vec![4, 0],
+        )],
+    );
+    let err = p
+        .to_neff()
+        .map_err(|e| e.to_string())
+        .and_then(|n| n.to_bytes().map_err(|e| e.to_string()))
+        .and_then(|b| Neff::from_bytes(&b, &ReadOptions::default()).map_err(|e| e.to_string()))
+        .and_then(|n| kernel_from_neff(&n).map(|_| ()).map_err(|e| e.to_string()))
+        .expect_err("a transfer dimension of size 0 is refused");
+    assert!(err.contains("size 0"), "{err}");
+    assert!(err.contains("_sizes[1]"), "{err}");
+}
+
+#[test]
+fn a_v2_transposed_ldweights_is_not_simulated() {
+    // CoreV2's transposed load: 0x80 in the source ADDR4's top byte (+0x13).
+    let mut b = bundle(0x01);
+    b.set_u32(16, 0x8000_0100);
+    b.set_u16(20, 1);
+    b.set_u16(22, 1);
+    b.set_u16(24, 1);
+    b.set_u16(26, 128);
+    b.set_u16(28, 1);
+    b.set_u16(30, 1);
+    b.set_u8(32, 0x06); // bf16
+    b.set_u8(38, 128);
+    b.set_u8(39, 128);
+    b.set_u8(44, 0x0F);
+    b.set_u8(45, 0x0F);
+    b.set_u8(46, 0x10);
+    let mut k = kernel([vec![b], vec![], vec![], vec![], vec![]]);
+    k.gen = Some(Gen::V2);
+    let mut m = Machine::new(&k, Gen::V2).unwrap();
+    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    assert_eq!(f.kind(), "not-simulated", "{f}");
+    assert!(f.to_string().contains("v2 transposed LdWeights"), "{f}");
 }

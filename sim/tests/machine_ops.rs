@@ -441,22 +441,63 @@ fn quantize_mx_on_dve_matches_the_mx_model() {
     };
     let k = kernel(G4, Engine::Dve, vec![q.to_bundle()]);
     let m = run(&k, G4, |m| put_flat(m, sb(G4, 0, 0), &src, 2 * F)).unwrap();
-    let shape = MxShape {
-        partitions: P,
-        free: F,
+    // An independent oracle (OCP MX, not the library the machine calls): per block of 8
+    // partitions × 4 elements, the scale is the largest biased exponent minus e4m3's emax 8
+    // (at least 1); each element divided by 2^(scale − 127) goes to the nearest e4m3fn code
+    // (ties to the even code), saturating at ±448.
+    let e4m3 = |c: u8| -> f64 {
+        let (e, m) = ((c >> 3) & 0xF, c & 7);
+        let v = if e == 0 {
+            f64::from(m) / 8.0 * 2f64.powi(-6)
+        } else {
+            (1.0 + f64::from(m) / 8.0) * 2f64.powi(i32::from(e) - 7)
+        };
+        if c & 0x80 != 0 {
+            -v
+        } else {
+            v
+        }
     };
+    let nearest = |v: f64| -> u8 {
+        let mut best = 0u8;
+        for c in 0..=255u8 {
+            if c & 0x7F == 0x7F {
+                continue; // NaN
+            }
+            let (d, db) = ((e4m3(c) - v).abs(), (e4m3(best) - v).abs());
+            if d < db || (d == db && c & 1 == 0 && best & 1 == 1) {
+                best = c;
+            }
+        }
+        best
+    };
+    let xs: Vec<f64> = src
+        .chunks_exact(2)
+        .map(|c| {
+            f64::from(f32::from_bits(
+                u32::from(u16::from_le_bytes([c[0], c[1]])) << 16,
+            ))
+        })
+        .collect();
     let mut data = vec![0u8; P * F];
-    let mut scales = vec![0u8; shape.scale_buffer_bytes()];
-    mx::quantize(
-        &src,
-        Format::Bfloat16,
-        shape,
-        Format::Float8E4m3fnX4,
-        &mut data,
-        &mut scales,
-        &MxConfig::default(),
-    )
-    .unwrap();
+    let mut scales = vec![0u8; (P / 8) * (F / 4)];
+    for bi in 0..P / 8 {
+        for bj in 0..F / 4 {
+            let idx = |p: usize, f: usize| (bi * 8 + p) * F + bj * 4 + f;
+            let emax = (0..8)
+                .flat_map(|p| (0..4).map(move |f| (p, f)))
+                .map(|(p, f)| ((xs[idx(p, f)] as f32).to_bits() >> 23 & 0xFF) as i32)
+                .max()
+                .unwrap();
+            let s = if emax > 8 { emax - 8 } else { 1 };
+            scales[bi * (F / 4) + bj] = s as u8;
+            for p in 0..8 {
+                for f in 0..4 {
+                    data[idx(p, f)] = nearest(xs[idx(p, f)] * 2f64.powi(127 - s));
+                }
+            }
+        }
+    }
     assert_eq!(get(&m, sb(G4, 0, 256), P as u32, F as u32), data);
     assert_eq!(get(&m, sb(G4, 4, 512), 4, (F / 4) as u32), scales);
     assert!(scales.iter().all(|&s| s > 1), "the blocks are not all tiny");
@@ -1457,4 +1498,48 @@ fn scalar_tensor_tensor_on_later_generations() {
         .map(|k| (x[k / 2][k % 2] - col[k / 2]) * y[k / 2][k % 2])
         .collect();
     assert_eq!(i32s(&get(&m, sb(g, 0, 128), 2, 8)), want);
+}
+
+/// 0x47 Cast fp32 → int32 of one partition of 8 values on `engine`.
+fn cast_to_int32(engine: Engine, opcode: u8, x: &[f32; 8]) -> Vec<i32> {
+    const G: Gen = Gen::V3;
+    let b = TensorReduce::V2(TensorReduceV2 {
+        header: Header::new(Opcode(opcode)),
+        src: tensor(sb(G, 0, 0), [8, 1, 1, 1]),
+        in_dtype: tag(Format::Float32, G),
+        out_dtype: tag(Format::Int32, G),
+        num_active_channels: 1,
+        dst: tensor(sb(G, 0, 64), [8, 1, 1, 1]),
+        ..Default::default()
+    })
+    .to_bundle();
+    let k = kernel(G, engine, vec![b]);
+    let m = run(&k, G, |m| {
+        put(m, sb(G, 0, 0), 1, &[le(x, f32::to_le_bytes)])
+    })
+    .unwrap();
+    get(&m, sb(G, 0, 64), 1, 32)
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn copy_and_cast_round_to_nearest_even_on_dve_and_act_and_truncate_on_pool() {
+    // Halfway cases and fractions on both sides: RNE and truncation differ on each of them
+    // but 2.0.
+    let x = [2.5f32, 3.5, -2.5, 2.7, -2.7, 0.5, 1.5, 2.0];
+    let rne = vec![2, 4, -2, 3, -3, 0, 2, 2];
+    let trunc = vec![2, 3, -2, 2, -2, 0, 1, 2];
+    for op in [0x46, 0x47] {
+        for e in [Engine::Dve, Engine::Act] {
+            assert_eq!(cast_to_int32(e, op, &x), rne, "{e} 0x{op:02x}");
+        }
+        // The POOL cast kernel converts float to int toward zero (docs/numerics.md §3).
+        assert_eq!(
+            cast_to_int32(Engine::Pool, op, &x),
+            trunc,
+            "pool 0x{op:02x}"
+        );
+    }
 }

@@ -69,10 +69,27 @@ proptest! {
     fn machine_never_panics_on_l2_valid_streams(seed in any::<u64>(), g in 0usize..3, n in 1usize..6) {
         let gen = [Gen::V2, Gen::V3, Gen::V4][g];
         let k = kernel(gen, streams(seed, gen, n));
-        if let Ok(mut m) = Machine::new(&k, gen) {
-            let _ = m.set_var("x", &[0x3Fu8; 128]);
-            // Ok or a fault, never a panic; the step budget bounds runaway loops.
-            let _ = m.run(&RunOptions { max_steps: 20_000, ..Default::default() }, &mut |_| {});
+        // The kernel's two variables are well formed: setting it up cannot fail.
+        let mut m = Machine::new(&k, gen)
+            .map_err(|e| TestCaseError::fail(format!("setup: {e}")))?;
+        m.set_var("x", &[0x3Fu8; 128])
+            .map_err(|e| TestCaseError::fail(format!("set_var: {e}")))?;
+        // Ok or a fault, never a panic; the step budget bounds runaway loops.
+        match m.run(&RunOptions { max_steps: 20_000, ..Default::default() }, &mut |_| {}) {
+            Ok(st) => {
+                prop_assert!(st.sched.steps <= 20_000);
+                prop_assert_eq!(st.sched.per_engine.iter().sum::<u64>(), st.sched.steps);
+            }
+            Err(f) => {
+                // A fault names its kind and where it happened.
+                let text = f.to_string();
+                prop_assert!(
+                    ["deadlock", "out-of-bounds", "invalid-bundle", "not-simulated", "step-budget", "execution"]
+                        .contains(&f.kind()),
+                    "{}", f.kind()
+                );
+                prop_assert!(text.contains("bundle #") || text.contains(" #"), "{}", text);
+            }
         }
     }
 }

@@ -199,7 +199,8 @@ for g in ("v2", "v3", "v4"):
 # Matmul accumulate flags and v4-only behaviour.
 add("v4", "pe", "valid", "-", "-", mm("v4", acc=6), "accumulate flags 6 legal on v4")
 add("v4", "pe", "error", "mm_psum_flags", 934, mm("v4", acc=5), "accumulate flags 5 (START|ACCUMULATE)")
-add("v3", "pe", "error", "mm_psum_flags", 1000, mm("v3", acc=4), "accumulate flag 4 is v4+")
+add("v3", "pe", "valid", "-", "-", mm("v3", acc=4), "accumulate flag 4 is legal on v3 (docs/isa.md P10)")
+add("v3", "pe", "error", "mm_psum_flags", 1000, mm("v3", acc=7), "accumulate flags 7 (START|STOP|ACCUMULATE)")
 add("v4", "pe", "valid", "-", "-", mm("v4", out=BF16), "v4 matmul writes bf16 to PSUM")
 add("v3", "pe", "error", "has_valid_mm_out_dtype", 1000, mm("v3", out=BF16), "v3 matmul bf16 output")
 add("v2", "pe", "error", "s3d3_mm_valid_xbus_sel", 999, mm("v2", colg=0x8, cols=0x20, dst=PSUM + (96 << 15), xbus=0x08),
@@ -328,6 +329,33 @@ for g in ("v2", "v3", "v4"):
     add(g, "dve", "error", "is_valid_select_reduce.ops", FMT[g], select_reduce(op1=0x09), "SelectReduce reduce op MIN")
     add(g, "dve", "error", "is_valid_select_reduce.dtypes", FMT[g], select_reduce(data=INT32), "SelectReduce int32 data")
     add(g, "pool", "error", "is_valid_s3d3_ts_select", FMT[g], ts_select(pred_dt=UINT32), "predicate wider than the data")
+
+
+
+def raw(hexs):
+    b = bytearray(64)
+    h = bytes.fromhex(hexs)
+    b[: len(h)] = h
+    return b
+
+
+# Records the runtime and compiler emit (docs/isa.md conflicts P9..P11).
+for g in ("v2", "v3", "v4"):
+    add(g, "sp", "valid", "-", "-", raw("a810000000000000000000000408010005000000070000002a"),
+        "the runtime's add_add32_imm record (CTRL_AL dst_dtype 0)")
+    cb = raw("d810")
+    cb[12:16] = (5).to_bytes(4, "little")
+    cb[16:20] = (2).to_bytes(4, "little")
+    add(g, "sp", "valid", "-", "-", cb, "CoreBarrier id 5, index 2")
+    cb[0x14] = 1
+    add(g, "sp", "error", "reserved_zero", FMT[g], cb, "CoreBarrier with a non-zero byte between index and companion")
+    add(g, "sp", "valid", "-", "-", nop(b4=1, b32=1, b34=0x13), "EventSemaphore with EQ waits")
+t = lw("v2")
+t[0x13] = 0x80
+add("v2", "pe", "valid", "-", "-", t, "v2 transposed LdWeights (0x80 at +0x13)")
+t = lw("v3")
+t[0x13] = 0x80
+add("v3", "pe", "error", "tensor_start_addr_valid", 1000, t, "0x80 at +0x13 is the ADDR4 register marker on v3")
 
 print(__doc__.strip().replace("\n", "\n# ").join(["# ", ""]))
 for note, *r in rows:

@@ -55,6 +55,9 @@ fn every_valid_bundle_passes_l2() {
 #[test]
 fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
     let mut seen = std::collections::BTreeSet::new();
+    // The rules the mutations broke (and saw rejected), and the formats they broke them in.
+    let hit_rules = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    let hit_formats = std::cell::RefCell::new(std::collections::BTreeSet::new());
     for (layout, gen) in fuzzgen::layouts().filter(|(_, g)| l2::GENS.contains(g)) {
         let gated = fuzzgen::generated_opcodes(layout, gen)
             .iter()
@@ -90,6 +93,10 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
                         m.engine
                     )));
                 }
+                hit_rules.borrow_mut().insert(rule);
+                if let Some(r) = recipes::recipe_for(gen, m.bundle.0[0]) {
+                    hit_formats.borrow_mut().insert((r.gate, r.format));
+                }
                 Ok(())
             });
             match r {
@@ -112,6 +119,32 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
             "{} never applied to a gated format",
             kind.name()
         );
+    }
+    // Every recipe's format had a broken rule rejected, and every enum rule a recipe names
+    // was broken and rejected at least once.
+    let (rules, formats) = (hit_rules.into_inner(), hit_formats.into_inner());
+    for r in recipes::RECIPES {
+        assert!(
+            formats.contains(&(r.gate, r.format)),
+            "no mutation of {} ({}) was rejected",
+            r.format,
+            r.gate
+        );
+        for e in r.enums {
+            assert!(
+                rules.contains(e.rule),
+                "{} ({}): rule {} was never broken",
+                r.format,
+                e.field,
+                e.rule
+            );
+        }
+        if !r.dtypes.is_empty() {
+            assert!(
+                rules.contains("is_valid_dtype"),
+                "is_valid_dtype never broken"
+            );
+        }
     }
 }
 

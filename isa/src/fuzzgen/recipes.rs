@@ -472,6 +472,7 @@ pub const RECIPES: &[Recipe] = &[
     opaque_recipe("is_valid_drain", "Drain", &[0xA2]),
     opaque_recipe("is_valid_write", "Write", &[0xA5]),
     opaque_recipe("is_valid_dma_direct2d", "DmaDirect2d", &[0xD4]),
+    opaque_recipe("is_valid_core_barrier", "CoreBarrier", &[0xD8]),
     Recipe {
         gate: "is_valid_memset",
         format: "Memset",
@@ -660,8 +661,14 @@ pub const RECIPES: &[Recipe] = &[
         enums: &[
             e("op", 12, "is_valid_enum(ALU_OP)", tr_alu_op),
             e("src1_datasrc", 14, "is_valid_enum(DATASRC)", upto1),
+            e(
+                "dst_dtype",
+                15,
+                "is_valid_ctrl_al.dst_dtype",
+                ctrl_al_dst_dtype,
+            ),
         ],
-        dtypes: &[dt("dtype", 13), dt("dst_dtype", 15)],
+        dtypes: &[dt("dtype", 13)],
     },
     Recipe {
         gate: "is_valid_ctrl_br",
@@ -978,11 +985,8 @@ fn perf_opt_v2v3(gen: Gen, v: u8) -> bool {
 fn pe_fp32mode(gen: Gen, v: u8) -> bool {
     enum_members("PE_FP32MODE", gen).contains(&v)
 }
-fn psum_flags(gen: Gen, v: u8) -> bool {
-    match gen {
-        Gen::V2 | Gen::V3 => v <= 3,
-        _ => matches!(v, 0 | 1 | 2 | 3 | 4 | 6),
-    }
+fn psum_flags(_gen: Gen, v: u8) -> bool {
+    matches!(v, 0 | 1 | 2 | 3 | 4 | 6)
 }
 fn zero_region(gen: Gen, v: u8) -> bool {
     match gen {
@@ -2124,7 +2128,17 @@ fn fill_ctrl_al(c: &mut Ctx<'_>) {
     c.b.0[14] = c.rng.range(0, 1) as u8;
     let plain = compute_dtypes(gen, false);
     c.b.0[13] = c.rng.pick(&plain);
-    c.b.0[15] = c.rng.pick(&plain);
+    // The runtime's own records leave dst_dtype 0 (docs/l2.md, is_valid_ctrl_al).
+    c.b.0[15] = if c.rng.range(0, 3) == 0 {
+        0
+    } else {
+        c.rng.pick(&plain)
+    };
+}
+
+/// CTRL_AL `dst_dtype`: 0 or a plain wire dtype.
+fn ctrl_al_dst_dtype(gen: Gen, v: u8) -> bool {
+    v == 0 || compute_dtypes(gen, false).contains(&v)
 }
 
 fn fill_compare_branch(c: &mut Ctx<'_>) {

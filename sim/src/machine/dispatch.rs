@@ -167,6 +167,16 @@ impl Machine<'_> {
                 _ => Err(self.not_simulated(site, inst)),
             },
             Inst::Drain(_) | Inst::EventSemaphore(_) => Ok(Flow::Next),
+            // The model has one NeuronCore: the other cores a cross-core barrier waits for
+            // are not modelled.
+            Inst::CoreBarrier(x) => Err(Fault::NotSimulated {
+                site,
+                name: format!(
+                    "cross-core barrier (CORE_BARRIER id {}, index {})",
+                    x.id, x.index
+                ),
+                engine: e,
+            }),
             Inst::PseudoInst(x) => match x.sub_op.0 {
                 1 => Ok(Flow::Finish),
                 s => Err(Fault::NotSimulated {
@@ -434,6 +444,16 @@ impl Machine<'_> {
                 Ok(Flow::Next)
             }
             Inst::LdWeights(x) if e == Engine::Pe => {
+                if let LdWeights::V2(v) = x {
+                    // The v2 transpose flag in the source ADDR4's top byte (docs/isa.md P9).
+                    if (v.src.addr.0 >> 24) as u8 == 0x80 {
+                        return Err(Fault::NotSimulated {
+                            site,
+                            name: "v2 transposed LdWeights (+0x13 = 0x80)".into(),
+                            engine: e,
+                        });
+                    }
+                }
                 let f = self.format(site, "in", x.in_dtype())?;
                 let src = match x {
                     LdWeights::V2(v) => v.src,

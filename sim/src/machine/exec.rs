@@ -649,7 +649,9 @@ impl Machine<'_> {
                 *v = div.apply(1.0, *v);
             }
         }
-        let policy = if kind == Unary::Copy {
+        // The cast unit of DVE/ACT rounds to nearest even; the POOL cast kernel, like the ALU
+        // paths, converts float to int toward zero (docs/numerics.md §3).
+        let policy = if kind == Unary::Copy && site.engine != Engine::Pool {
             CastPolicy::REFERENCE
         } else {
             CastPolicy::DEVICE

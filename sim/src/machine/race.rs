@@ -50,6 +50,7 @@ use super::geometry::{Geometry, Space};
 use super::pattern::Resolved;
 use super::skeleton::Skeleton;
 use super::sync::{SyncState, Update, UpdateOp, Wait, When};
+use super::timeline::Stamp;
 use crate::numerics::pe::PsumFlags;
 
 /// Index of an agent (engine, DMA queue).
@@ -441,7 +442,7 @@ struct Agg {
 struct SemEntry {
     value: u32,
     cum: VClock,
-    time: f64,
+    time: Stamp,
     agent: Agent,
 }
 
@@ -449,7 +450,7 @@ struct SemEntry {
 struct SemHist {
     base_value: u32,
     base: VClock,
-    base_time: f64,
+    base_time: Stamp,
     base_agent: Option<Agent>,
     entries: Vec<SemEntry>,
 }
@@ -458,7 +459,7 @@ struct SemHist {
 struct EvHist {
     state: bool,
     clock: VClock,
-    time: f64,
+    time: Stamp,
     agent: Option<Agent>,
 }
 
@@ -536,7 +537,7 @@ impl Checker {
                 .map(|_| SemHist {
                     base_value: 0,
                     base: VClock::zero(n),
-                    base_time: 0.0,
+                    base_time: Stamp::default(),
                     base_agent: None,
                     entries: Vec::new(),
                 })
@@ -545,7 +546,7 @@ impl Checker {
                 .map(|_| EvHist {
                     state: false,
                     clock: VClock::zero(n),
-                    time: 0.0,
+                    time: Stamp::default(),
                     agent: None,
                 })
                 .collect(),
@@ -669,16 +670,18 @@ impl Checker {
         }
     }
 
-    /// Apply update `u` by `agent` to `sync` and release its clock into the semaphore or event.
+    /// Apply update `u` by `agent` to `sync` and release its clock into the semaphore or event
+    /// at `time` (a bare time: the end of the slice that makes the update).
     pub fn update(
         &mut self,
         agent: Agent,
         u: &Update,
         sync: &mut SyncState,
         regs: &[u32],
-        time: f64,
+        time: impl Into<Stamp>,
         at: &str,
     ) {
+        let time = time.into();
         let i = u.idx as usize;
         match u.op {
             UpdateOp::EventSet | UpdateOp::EventClear => {
@@ -696,7 +699,7 @@ impl Checker {
     }
 
     /// Record that `agent` changed semaphore `idx` from `before` to `after` (a write when
-    /// `reset`) at `time`.
+    /// `reset`) at `time` (a bare time: the end of its slice).
     #[allow(clippy::too_many_arguments)]
     pub fn sem_release(
         &mut self,
@@ -705,9 +708,10 @@ impl Checker {
         before: u32,
         after: u32,
         reset: bool,
-        time: f64,
+        time: impl Into<Stamp>,
         at: &str,
     ) {
+        let time = time.into();
         let i = idx as usize;
         let n = self.labels.len();
         let clock = self.clocks[agent as usize].clone();
@@ -768,14 +772,23 @@ impl Checker {
         self.tick(agent);
     }
 
-    /// Record that `agent` set event `idx` to `state` at `time`.
-    pub fn event_release(&mut self, agent: Agent, idx: u8, state: bool, time: f64, at: &str) {
+    /// Record that `agent` set event `idx` to `state` at `time` (a bare time: the end of its
+    /// slice).
+    pub fn event_release(
+        &mut self,
+        agent: Agent,
+        idx: u8,
+        state: bool,
+        time: impl Into<Stamp>,
+        at: &str,
+    ) {
+        let time = time.into();
         let clock = self.clocks[agent as usize].clone();
         self.skeleton.event(agent, idx, state, clock.clone());
         let h = &mut self.events[idx as usize];
         if h.state == state {
             h.clock.join(&clock);
-            if time >= h.time {
+            if time.t >= h.time.t {
                 h.time = time;
                 h.agent = Some(agent);
             }
@@ -801,8 +814,8 @@ impl Checker {
         w: &Wait,
         sync: &SyncState,
         regs: &[u32],
-    ) -> (VClock, f64, Option<Agent>) {
-        let none = || (VClock::zero(self.labels.len()), 0.0, None);
+    ) -> (VClock, Stamp, Option<Agent>) {
+        let none = || (VClock::zero(self.labels.len()), Stamp::default(), None);
         match *w {
             Wait::Sem { idx, .. } => {
                 let h = &self.sems[idx as usize];
@@ -873,7 +886,7 @@ impl Checker {
                 tl.pending_flows.push((from, t, SyncRefText::of(w)));
             }
         }
-        t
+        t.t
     }
 
     /// Issue-time synchronisation of a bundle by `agent`: acquire the waits, apply their side
@@ -900,11 +913,11 @@ impl Checker {
             } = *w
             {
                 w.on_satisfied(sync);
-                self.event_release(agent, idx, !until, time.max(ready), &at);
+                self.event_release(agent, idx, !until, Stamp::start(time.max(ready)), &at);
             }
         }
         for u in ev.updates.iter().flatten().filter(|u| u.when == When::Read) {
-            self.update(agent, u, sync, regs, time.max(ready), &at);
+            self.update(agent, u, sync, regs, Stamp::start(time.max(ready)), &at);
         }
         ready
     }

@@ -13,8 +13,10 @@
 //! * A wait in a segment **needs** `n` of the weight in one direction: `sem >= v` needs
 //!   `v − base value` of increments, `sem <= v` `base value − v` of decrements, `==` whichever
 //!   direction leads from the base value to `v`, an event wait one update to the awaited
-//!   state. Decrements that may or may not have happened are assumed absent, which can only
-//!   lower `n`.
+//!   state, plus the weight of the other direction that certainly came before the wait (the
+//!   waiter's clock covers it: its own earlier decrement of the semaphore it waits on, as in a
+//!   credit hand-off). Decrements that may or may not have happened are assumed absent, which
+//!   can only lower `n`.
 //! * The **candidates** are the entries of the segment, in the whole run, that are not ordered
 //!   after the wait (their clock does not cover the waiter's epoch at the wait): each could
 //!   have arrived before the wait in some interleaving, including those that arrived after it
@@ -62,8 +64,10 @@ struct Release {
 enum Need {
     /// Nothing recorded to acquire (the value changed outside the model's view).
     Nothing,
-    /// `n` of the segment's weight in one direction (`n == 0`: the base alone).
-    Count { seg: u32, up: bool, n: u64 },
+    /// `n` of the segment's weight in one direction, plus the weight of the other direction
+    /// that is certainly applied before the wait (`n <= 0` and nothing certain: the base
+    /// alone).
+    Count { seg: u32, up: bool, n: i64 },
 }
 
 #[derive(Clone, Debug)]
@@ -221,8 +225,10 @@ impl Skeleton {
         self.push_entry(agent, seg, 1, 0, clock);
     }
 
-    /// What a satisfied wait on semaphore `idx` for `cmp` against `rhs` needs.
-    pub fn sem_need(&self, idx: u8, cmp: super::sync::Cmp, rhs: u32) -> Option<(u32, bool, u64)> {
+    /// What a satisfied wait on semaphore `idx` for `cmp` against `rhs` needs: the segment,
+    /// the direction and the weight in that direction beyond the base value (negative when the
+    /// base value already has a margin that updates in the other direction may consume).
+    pub fn sem_need(&self, idx: u8, cmp: super::sync::Cmp, rhs: u32) -> Option<(u32, bool, i64)> {
         use super::sync::Cmp;
         let seg = self.sem_seg[idx as usize]?;
         let b = i64::from(self.segs[seg as usize].base_value);
@@ -235,14 +241,14 @@ impl Skeleton {
             Cmp::Eq if r >= b => (true, r - b),
             Cmp::Eq => (false, b - r),
         };
-        Some((seg, up, n.max(0) as u64))
+        Some((seg, up, n))
     }
 
     /// The current segment of event `idx` when it is in state `state`.
-    pub fn event_need(&self, idx: u8, state: bool) -> Option<(u32, bool, u64)> {
+    pub fn event_need(&self, idx: u8, state: bool) -> Option<(u32, bool, i64)> {
         let seg = self.event_seg[idx as usize]?;
         let sg = &self.segs[seg as usize];
-        ((sg.base_value == 1) == state).then_some((seg, true, u64::from(!sg.from_start)))
+        ((sg.base_value == 1) == state).then_some((seg, true, i64::from(!sg.from_start)))
     }
 
     /// `agent` (at its own epoch `epoch`) passed a wait needing `need` (`None`: nothing known)
@@ -251,7 +257,7 @@ impl Skeleton {
         &mut self,
         agent: Agent,
         epoch: u32,
-        need: Option<(u32, bool, u64)>,
+        need: Option<(u32, bool, i64)>,
         clock: VClock,
     ) -> usize {
         let id = self.acquires.len();
@@ -282,8 +288,9 @@ impl Skeleton {
                 .all(|(a, b)| (a.agent, a.epoch, &a.need) == (b.agent, b.epoch, &b.need))
     }
 
-    /// The clock every interleaving guarantees acquisition `a` under release clocks `rel`.
-    fn guaranteed(&self, a: &Acquire, rel: &[VClock]) -> VClock {
+    /// The clock every interleaving guarantees acquisition `a` under release clocks `rel`,
+    /// the waiter holding `held` just before it.
+    fn guaranteed(&self, a: &Acquire, rel: &[VClock], held: &VClock) -> VClock {
         let Need::Count { seg, up, n } = a.need else {
             return VClock::zero(self.agents);
         };
@@ -291,9 +298,49 @@ impl Skeleton {
         let mut out = s
             .base
             .map_or_else(|| VClock::zero(self.agents), |b| rel[b as usize].clone());
-        if n == 0 {
+        let (cum, cum_other) = if up {
+            (&s.cum_up, &s.cum_down)
+        } else {
+            (&s.cum_down, &s.cum_up)
+        };
+        // Updates in the other direction that certainly came before the wait (the waiter's
+        // clock covers them: its own earlier bundles, or what it acquired) were applied; the
+        // wait needs that much more weight in its own direction.
+        let before = |i: usize| {
+            let r = &self.releases[s.entries[i] as usize];
+            let t = rel[s.entries[i] as usize].get(r.agent);
+            if r.agent == a.agent {
+                t < a.epoch
+            } else {
+                t <= held.get(r.agent)
+            }
+        };
+        let other: u64 = if s.multi {
+            (0..s.entries.len())
+                .filter(|&i| before(i))
+                .map(|i| {
+                    let r = &self.releases[s.entries[i] as usize];
+                    if up {
+                        r.down
+                    } else {
+                        r.up
+                    }
+                })
+                .sum()
+        } else {
+            // One agent: its entries are in program order and those before the wait a prefix.
+            let k = prefix_len(s.entries.len(), before);
+            if k == 0 {
+                0
+            } else {
+                cum_other[k - 1]
+            }
+        };
+        let n = n + other as i64;
+        if n <= 0 {
             return out;
         }
+        let n = n as u64;
         let weight = |i: usize| {
             let r = &self.releases[s.entries[i] as usize];
             if up {
@@ -306,7 +353,6 @@ impl Skeleton {
         if !s.multi {
             // One agent: its entries are in program order, their clocks ascend, and the
             // eligible ones are a prefix. The guaranteed set is the shortest prefix of weight n.
-            let cum = if up { &s.cum_up } else { &s.cum_down };
             let k = cum.partition_point(|&c| c < n);
             if k < s.entries.len() && eligible(k) {
                 out.join(&rel[s.entries[k] as usize]);
@@ -370,7 +416,7 @@ impl Skeleton {
                     }
                     Step::Acquire(id) => {
                         let a = &self.acquires[id as usize];
-                        let c = self.guaranteed(a, &rel);
+                        let c = self.guaranteed(a, &rel, &clocks[a.agent as usize]);
                         clocks[a.agent as usize].join(&c);
                         if acq[id as usize] != c {
                             acq[id as usize] = c;
@@ -386,6 +432,20 @@ impl Skeleton {
         let same = acq.iter().zip(&self.acquires).all(|(x, a)| *x == a.clock);
         (!same).then_some(acq)
     }
+}
+
+/// The length of the prefix of `0..len` on which `p` holds (`p` holds on a prefix).
+fn prefix_len(len: usize, p: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if p(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 #[cfg(test)]
@@ -465,5 +525,56 @@ mod tests {
         assert_eq!(need.map(|x| x.2), Some(0));
         s.acquire(2, 1, need, clock(&[1, 0, 0]));
         assert_eq!(s.resolve().unwrap()[0], clock(&[0, 0, 0]));
+    }
+
+    #[test]
+    fn a_decrement_before_the_wait_raises_what_it_needs() {
+        use crate::machine::sync::Cmp;
+        // Credit hand-off on semaphore 3: ACT (agent 0) increments it; DVE (agent 1) waits
+        // for >= 1, decrements it, then releases semaphore 4; ACT waits for that and
+        // increments semaphore 3 again; DVE waits for >= 1 once more. After its own
+        // decrement only ACT's second increment can satisfy DVE's second wait.
+        let mut s = Skeleton::new(2);
+        s.sem(0, 3, 0, 1, false, false, clock(&[1, 0]));
+        let need = s.sem_need(3, Cmp::Ge, 1);
+        s.acquire(1, 1, need, clock(&[1, 0]));
+        s.sem(1, 3, 1, 0, false, false, clock(&[1, 1]));
+        s.sem(1, 4, 0, 1, false, false, clock(&[1, 2]));
+        let need = s.sem_need(4, Cmp::Ge, 1);
+        s.acquire(0, 2, need, clock(&[1, 2]));
+        s.sem(0, 3, 0, 1, false, false, clock(&[2, 2]));
+        let need = s.sem_need(3, Cmp::Ge, 1);
+        assert_eq!(need.map(|x| x.2), Some(1));
+        s.acquire(1, 3, need, clock(&[2, 2]));
+        assert_eq!(
+            s.resolve(),
+            None,
+            "the second wait acquires ACT's second increment"
+        );
+        // The same with the decrement made by a third agent that nothing orders with the
+        // wait: it may come after it, and then ACT's first increment satisfies it alone.
+        let mut s = Skeleton::new(3);
+        s.sem(0, 3, 0, 1, false, false, clock(&[1, 0, 0]));
+        let need = s.sem_need(3, Cmp::Ge, 1);
+        s.acquire(1, 1, need, clock(&[1, 0, 0]));
+        s.sem(2, 3, 1, 0, false, false, clock(&[0, 0, 1]));
+        s.sem(1, 4, 0, 1, false, false, clock(&[1, 1, 0]));
+        let need = s.sem_need(4, Cmp::Ge, 1);
+        s.acquire(0, 2, need, clock(&[1, 1, 0]));
+        s.sem(0, 3, 0, 1, false, false, clock(&[2, 1, 0]));
+        let need = s.sem_need(3, Cmp::Ge, 1);
+        s.acquire(1, 2, need, clock(&[2, 1, 1]));
+        assert_eq!(s.resolve().unwrap()[2], clock(&[1, 0, 0]));
+        // A base with a margin: 5, two decrements of the waiter, then `>= 4` needs one
+        // increment (5 - 2 + 1 >= 4), not none.
+        let mut s = Skeleton::new(2);
+        s.sem(0, 9, 0, 5, true, false, clock(&[1, 0]));
+        s.sem(1, 9, 5, 4, false, false, clock(&[0, 1]));
+        s.sem(1, 9, 4, 3, false, false, clock(&[0, 2]));
+        s.sem(0, 9, 3, 4, false, false, clock(&[2, 0]));
+        let need = s.sem_need(9, Cmp::Ge, 4);
+        assert_eq!(need.map(|x| x.2), Some(-1));
+        s.acquire(1, 3, need, clock(&[2, 2]));
+        assert_eq!(s.resolve().unwrap()[0], clock(&[2, 0]));
     }
 }

@@ -53,6 +53,36 @@ pub fn dma_ns(bytes: u64) -> f64 {
     DMA_LATENCY_NS + bytes as f64 / DMA_BYTES_PER_NS
 }
 
+/// When an update was made: its time, and whether it closes the slice of its track that made
+/// it (a `_COMPLETE` update, a DMA transfer's updates) or opens it (issue-time updates and
+/// event flips). Where one slice of a track ends exactly when the next starts, the time alone
+/// does not say which of the two made the update.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Stamp {
+    /// Time in ns.
+    pub t: f64,
+    /// Made at the end of its slice.
+    pub end: bool,
+}
+
+impl Stamp {
+    /// An update made when its slice starts, at `t`.
+    pub fn start(t: f64) -> Stamp {
+        Stamp { t, end: false }
+    }
+    /// An update made when its slice ends, at `t`.
+    pub fn end(t: f64) -> Stamp {
+        Stamp { t, end: true }
+    }
+}
+
+/// A bare time is an update made at the end of its slice.
+impl From<f64> for Stamp {
+    fn from(t: f64) -> Stamp {
+        Stamp::end(t)
+    }
+}
+
 /// One slice of a track.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Slice {
@@ -70,14 +100,14 @@ pub struct Slice {
     pub waited: f64,
     /// The (agent, time) whose update or trigger determined the start, when it was not the
     /// end of the track's previous slice.
-    pub dep: Option<(Agent, f64)>,
+    pub dep: Option<(Agent, Stamp)>,
 }
 
 /// A wait satisfied by an update of another track.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Flow {
     /// Releasing track and time.
-    pub from: (Agent, f64),
+    pub from: (Agent, Stamp),
     /// Waiting slice index.
     pub to: usize,
     /// Semaphore or event.
@@ -96,10 +126,10 @@ pub struct Timeline {
     /// Flows.
     pub flows: Vec<Flow>,
     /// Flows into the bundle being issued: (from agent, time, name).
-    pub(crate) pending_flows: Vec<(Agent, f64, String)>,
+    pub(crate) pending_flows: Vec<(Agent, Stamp, String)>,
     /// Start of the bundle being executed, per engine.
     pub(crate) cur_start: [f64; 5],
-    cur_ready: [(f64, Option<(Agent, f64)>); 5],
+    cur_ready: [(f64, Option<(Agent, Stamp)>); 5],
 }
 
 impl Timeline {
@@ -122,7 +152,7 @@ impl Timeline {
         let dep = self
             .pending_flows
             .iter()
-            .filter(|f| f.1 >= start && f.1 > free)
+            .filter(|f| f.1.t >= start && f.1.t > free)
             .map(|f| (f.0, f.1))
             .next();
         self.cur_ready[i] = (start - free, dep);
@@ -162,7 +192,7 @@ impl Timeline {
         let free = self.now[q as usize];
         let start = free.max(not_before);
         let dur = dma_ns(bytes);
-        let dep = (not_before >= free).then_some((by, not_before));
+        let dep = (not_before >= free).then_some((by, Stamp::start(not_before)));
         self.slices.push(Slice {
             agent: q,
             name,
@@ -190,12 +220,26 @@ impl Timeline {
         v
     }
 
-    /// The slice of `agent` covering time `t` (the latest starting at or before it), found in
-    /// `by_agent` ([`Timeline::by_agent`]) by binary search.
-    fn slice_at(&self, by_agent: &[Vec<usize>], agent: Agent, t: f64) -> Option<usize> {
+    /// The slice of `agent` that made an update at `at`, found in `by_agent`
+    /// ([`Timeline::by_agent`]) by binary search: for an update made at the start of its slice
+    /// the latest slice starting at or before `at.t`; for one made at the end, the latest
+    /// starting before it (so not the next slice when it starts the moment this one ends),
+    /// or a zero-length slice starting at it.
+    fn slice_at(&self, by_agent: &[Vec<usize>], agent: Agent, at: Stamp) -> Option<usize> {
         let list = by_agent.get(agent as usize)?;
-        let n = list.partition_point(|&i| self.slices[i].start <= t + 1e-9);
-        n.checked_sub(1).map(|k| list[k])
+        let k = list.partition_point(|&i| self.slices[i].start <= at.t + 1e-9);
+        let mut k = k.checked_sub(1)?;
+        if at.end {
+            // Step back over slices that start at the update's time but do not end there.
+            while k > 0 {
+                let s = &self.slices[list[k]];
+                if s.start + 1e-9 < at.t || (s.start + s.dur - at.t).abs() <= 1e-9 {
+                    break;
+                }
+                k -= 1;
+            }
+        }
+        Some(list[k])
     }
 
     /// Chrome trace-event JSON (`traceEvents`): one named track per engine and DMA queue that
@@ -242,6 +286,7 @@ impl Timeline {
             let from_ts = f
                 .from
                 .1
+                .t
                 .clamp(s.start + inset(s.dur), s.start + s.dur - inset(s.dur));
             let to_ts = to.start + inset(to.dur);
             ev.push(json!({"ph": "s", "id": id, "pid": PID, "tid": tid(f.from.0 as usize), "ts": from_ts / 1e3, "name": f.name, "cat": "sync"}));
@@ -399,7 +444,8 @@ mod tests {
             CONTROL_CYCLES,
         );
         // DVE waits for it.
-        t.pending_flows.push((5, end, "semaphore 1".into()));
+        t.pending_flows
+            .push((5, Stamp::end(end), "semaphore 1".into()));
         let s = t.start(Engine::Dve, end);
         assert_eq!(s, end);
         t.finish(Engine::Dve, "TENSOR_TENSOR_ARITH_OP", "src0".into(), 576);
@@ -417,5 +463,47 @@ mod tests {
         assert_eq!(evs.iter().filter(|e| e["ph"] == "s").count(), 1);
         assert_eq!(evs.iter().filter(|e| e["ph"] == "f").count(), 1);
         assert_eq!(evs.iter().filter(|e| e["ph"] == "X").count(), 3);
+    }
+
+    #[test]
+    fn a_flow_starts_in_the_slice_that_released_it() {
+        let labels = ["pe", "act", "pool", "dve", "sp"]
+            .map(String::from)
+            .to_vec();
+        let mut t = Timeline::new(labels);
+        // ACT bundle 0 releases at its end; bundle 1 starts the moment it ends and releases
+        // at its start (an issue-time update).
+        t.start(Engine::Act, 0.0);
+        let end0 = t.finish(Engine::Act, "A0", String::new(), 140);
+        t.start(Engine::Act, 0.0);
+        let end1 = t.finish(Engine::Act, "A1", String::new(), 140);
+        t.pending_flows
+            .push((Engine::Act as Agent, Stamp::end(end0), "semaphore 3".into()));
+        t.start(Engine::Dve, end0);
+        t.finish(Engine::Dve, "D0", String::new(), 112);
+        t.pending_flows.push((
+            Engine::Act as Agent,
+            Stamp::start(end0),
+            "semaphore 4".into(),
+        ));
+        t.start(Engine::Dve, end0);
+        t.finish(Engine::Dve, "D1", String::new(), 112);
+        assert!((end1 - 2.0 * end0).abs() < 1e-9);
+        let j = t.to_chrome();
+        let evs = j["traceEvents"].as_array().unwrap();
+        let s: Vec<f64> = evs
+            .iter()
+            .filter(|e| e["ph"] == "s")
+            .map(|e| e["ts"].as_f64().unwrap() * 1e3)
+            .collect();
+        assert_eq!(s.len(), 2);
+        assert!(s[0] > 0.0 && s[0] < end0, "{s:?} (A0 is 0..{end0})");
+        assert!(s[1] > end0 && s[1] < end1, "{s:?} (A1 is {end0}..{end1})");
+        // The critical path follows the same binding: D0 waited for A0's end.
+        let d0 = t.slices.iter().position(|x| x.name == "D0").unwrap();
+        assert_eq!(
+            t.slices[d0].dep,
+            Some((Engine::Act as Agent, Stamp::end(end0)))
+        );
     }
 }

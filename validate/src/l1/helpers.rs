@@ -480,6 +480,26 @@ mod tests {
     }
 
     #[test]
+    fn half_array_crossing_at_the_boundary() {
+        // From partition 0: 64 partitions end on the boundary, 65 cross it.
+        let halves = |start, parts| {
+            check_partition_access(
+                &sb("x", Dtype::Float32, start, parts, 1),
+                PartitionRule::Halves,
+                128,
+            )
+        };
+        assert_eq!(halves(0, 64), Vec::<String>::new());
+        let v = halves(0, 65);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("crosses 64th partition boundary"), "{v:?}");
+        // From partition 64 nothing crosses; the bounds rule stops at 128.
+        assert_eq!(halves(64, 64), Vec::<String>::new());
+        assert_eq!(halves(64, 65).len(), 1);
+        assert!(halves(64, 65)[0].contains("> 128 partitions"));
+    }
+
+    #[test]
     fn dtype_rule() {
         let ok = module(ArchLevel::CoreV4, vec![tensor_tensor("a", "b", "c")]);
         assert!(run(Property::DataType, &ok).is_empty());

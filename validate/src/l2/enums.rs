@@ -131,13 +131,11 @@ pub const PE_FP32MODE: ByteSet = ByteSet::range(0, 3);
 /// `PERF_OPT_MODE`: None 0, DoubleRow 1, DoubleColumn 2, DoublePixel 3.
 pub const PERF_OPT_MODE: ByteSet = ByteSet::range(0, 3);
 
-/// Legal `psum_accumulate_flags` bytes. v2/v3 headers accept the two-bit group modes {0..3};
-/// v4 adds the ACCUMULATE bit: {0,1,2,3,4,6} (START with ACCUMULATE is illegal).
-const fn psum_accumulate_flags_of(gen: Gen) -> ByteSet {
-    match gen {
-        Gen::V2 | Gen::V3 => ByteSet::range(0, 3),
-        _ => ByteSet::of(&[0, 1, 2, 3, 4, 6]),
-    }
+/// Legal `psum_accumulate_flags` bytes on every generation: {0,1,2,3,4,6} (START with
+/// ACCUMULATE is illegal). The CoreV2 encoder itself sets the ACCUMULATE bit and its
+/// `checkAccumulationFlag` validates the byte (docs/isa.md conflict P10).
+const fn psum_accumulate_flags_of(_gen: Gen) -> ByteSet {
+    ByteSet::of(&[0, 1, 2, 3, 4, 6])
 }
 
 /// Legal `psum_zero_region` codes: v2/v3 headers define only SIZE2048 = 0; v4 adds 1..3.
@@ -291,7 +289,7 @@ mod tests {
         assert!(WAIT_MODE.has(0x85) && !WAIT_MODE.has(8));
         assert!(UPDATE_MODE.has(0x19) && !UPDATE_MODE.has(6));
         assert!(psum_accumulate_flags(Gen::V4).has(6) && !psum_accumulate_flags(Gen::V4).has(5));
-        assert!(!psum_accumulate_flags(Gen::V3).has(4));
+        assert!(psum_accumulate_flags(Gen::V3).has(4) && !psum_accumulate_flags(Gen::V3).has(5));
         assert_eq!(ByteSet::range(250, 255).iter().count(), 6);
         assert!(tt_arith(Gen::V3).has(POW) && !tt_arith(Gen::V3).has(CRC32));
     }

@@ -784,6 +784,14 @@ fn finish(
             let (b, meta) = &mut bundles[0];
             set_if(b, meta, "target_mode", 3);
         }
+        // The SELECT_REDUCE of a Select: the validator allows op0 BYPASS and op1 MAX only
+        // (`is_valid_select_reduce.ops`), so MAX is the derived reduce op, not a parameter
+        // left 0.
+        C::Select => {
+            if let Some((b, meta)) = bundles.iter_mut().find(|(b, _)| b.opcode() == 0xEA) {
+                set_if(b, meta, "reduce_op", 0x08);
+            }
+        }
         C::Exit => {
             let (b, meta) = &mut bundles[0];
             set_if(b, meta, "sub_op", 1);

@@ -339,6 +339,7 @@ macro_rules! control_form {
 control_form!(ES, "EventSemaphore", ["events_ext"]);
 control_form!(CTRL, "Control", []);
 control_form!(DRAIN, "Drain", ["count"]);
+control_form!(CORE_BARRIER, "CoreBarrier", ["id", "index"]);
 control_form!(
     RANGE_CLEAR,
     "EventSemaphoreRangeClear",
@@ -460,6 +461,7 @@ pub(crate) static SINGLES: &[(u8, InstClass, &Form)] = &[
     (0xA8, InstClass::RegisterAlu, &REG_ALU),
     (0xC1, InstClass::DmaTrigger, &DMA_TRIGGER),
     (0xD3, InstClass::Call, &CALL),
+    (0xD8, InstClass::CoreBarrier, &CORE_BARRIER),
     (0xDF, InstClass::Exit, &PSEUDO),
     // Operands not decoded (no published layout): class only, body kept in `wire`.
     (0xA7, InstClass::RegisterMove, &OPAQUE),
@@ -467,7 +469,6 @@ pub(crate) static SINGLES: &[(u8, InstClass, &Form)] = &[
     (0xB3, InstClass::Wait, &OPAQUE),
     (0xB4, InstClass::Wait, &OPAQUE),
     (0xD5, InstClass::AllEngineBarrier, &OPAQUE),
-    (0xD8, InstClass::CoreBarrier, &OPAQUE),
     (0xD2, InstClass::Return, &OPAQUE),
     (0xB5, InstClass::BranchHint, &OPAQUE),
     (0xDD, InstClass::BranchHint, &OPAQUE),

@@ -391,3 +391,31 @@ fn activate_applies_scale_bias_and_accumulates() {
     );
     assert!(matches!(e, Err(ActError::Alu(AluError::Shape { .. }))));
 }
+
+#[test]
+fn scale_and_bias_round_twice_not_fused() {
+    // x·k = 1 + 2⁻¹¹ + 2⁻²⁴ exactly; rounded to fp32 it is 1 + 2⁻¹¹ (a tie, to even), and
+    // adding b = −(1 + 2⁻¹¹) gives 0. A fused multiply-add keeps the 2⁻²⁴.
+    let x = 1.0 + 2f32.powi(-12);
+    let b = -(1.0 + 2f32.powi(-11));
+    assert_ne!(
+        x.mul_add(x, b),
+        0.0,
+        "the inputs separate FMA from two roundings"
+    );
+    let shape = TileShape::new(1, &[1]).expect("shape");
+    let mut out = [f32::NAN; 1];
+    activate(
+        &ClosedForm,
+        ActFunction::Identity,
+        shape,
+        &[x],
+        Scalar::Imm(x),
+        Scalar::Imm(b),
+        0.0,
+        &mut out,
+        None,
+    )
+    .expect("activate");
+    assert_eq!(out[0].to_bits(), 0.0f32.to_bits());
+}

@@ -38,6 +38,23 @@ mod tests {
             ["has_valid_neuron_events.is_valid_enum(UPDATE_MODE)"]
         );
     }
+
+    #[test]
+    fn eq_waits_are_accepted_on_event_semaphore() {
+        // The runtime's wait-eq-and-clear records: EQ (1) in the ordinary wait and in the
+        // extended wait (docs/isa.md conflict P11).
+        for gen in [Gen::V2, Gen::V3, Gen::V4] {
+            let mut b = hdr(0xA0);
+            b.0[4] = 0x01;
+            b.0[5] = 9;
+            b.0[0x20] = 0x01;
+            b.0[0x21] = 9;
+            b.0[0x22] = 0x19; // SEM_WRITE at completion
+            b.0[0x23] = 9;
+            let f = crate::l2::cascade::check_collect(gen, tpbsim_isa::Engine::Sp, &b);
+            assert!(f.is_empty(), "{gen}: {f:?}");
+        }
+    }
 }
 
 // ---- CTRL_NO (ActivationTableLoad 0x23, Notify 0xA6) and the plain CTRL formats ----
@@ -122,7 +139,13 @@ pub const AL_DATASRC: Field = Field::new("src1_datasrc", 14, 1);
 /// CTRL_AL destination dtype.
 pub const AL_DST_DTYPE: Field = Field::new("dst_dtype", 15, 1);
 
-/// `is_valid_ctrl_al`: the scalar-register ALU 0xA8.
+rule!(CTRL_AL_DST_DTYPE, "is_valid_ctrl_al.dst_dtype", Format,
+    public "R isa/pseudo-instruction-lowering.md (add_add32_imm / add_sub32 / add_max32 / add_min32 store the word 0x10804 / 0x805 / 0x808 / 0x809 at +0x0C, leaving dst_dtype 0, and every emitted record passes is_valid_neuron_instruction)",
+    "CTRL_AL dst_dtype is 0 (not stated: the operation's dtype) or a wire dtype");
+
+/// `is_valid_ctrl_al`: the scalar-register ALU 0xA8. The runtime's own ALU builders leave
+/// `dst_dtype` 0 ([`CTRL_AL_DST_DTYPE`]): 0 is accepted there, any other value must be a
+/// wire dtype; `dtype` must always be one.
 pub fn is_valid_ctrl_al<S: Sink>(ck: &mut Ck<S>) {
     super::act2::alu_op_enum(ck, AL_OP);
     enum_check(
@@ -136,9 +159,113 @@ pub fn is_valid_ctrl_al<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    for f in [AL_DTYPE, AL_DST_DTYPE] {
-        let d = ck.get(f) as u8;
-        dtype_check(ck, f, d, DtypeOpts::PLAIN);
+    let d = ck.get(AL_DTYPE) as u8;
+    dtype_check(ck, AL_DTYPE, d, DtypeOpts::PLAIN);
+    let d = ck.get(AL_DST_DTYPE) as u8;
+    if d != 0 && !super::super::dtype::is_valid(ck.gen, d, false, false, false) {
+        ck.fail(
+            &CTRL_AL_DST_DTYPE,
+            AL_DST_DTYPE,
+            d as u64,
+            Allowed::Text("0 or a wire dtype of this generation"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod ctrl_al_tests {
+    use super::super::testutil::*;
+    use super::*;
+    use tpbsim_isa::{Bundle, Engine, Gen};
+
+    /// The record the runtime's `add_add32_imm(dst 7, src0 5, imm 42)` emits.
+    fn add32_imm() -> Bundle {
+        let hex = "a810000000000000000000000408010005000000070000002a";
+        let mut b = Bundle::ZERO;
+        for (i, c) in hex.as_bytes().chunks(2).enumerate() {
+            b.0[i] = u8::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap();
+        }
+        b
+    }
+
+    #[test]
+    fn the_runtimes_alu_records_pass_on_every_generation() {
+        let mut recs = vec![add32_imm()];
+        // add_sub32 / add_max32 / add_min32: register src1, descriptor words 0x805 / 0x808 /
+        // 0x809 (dst_dtype 0 as well).
+        for word in [0x805u32, 0x808, 0x809] {
+            let mut b = hdr(0xA8);
+            b.set_u32(0x0C, word);
+            b.0[0x10] = 1;
+            b.0[0x12] = 2;
+            b.0[0x14] = 3;
+            recs.push(b);
+        }
+        for b in &recs {
+            assert_eq!(b.0[0x0F], 0, "dst_dtype is left 0");
+            for gen in [Gen::V2, Gen::V3, Gen::V4] {
+                let f = crate::l2::cascade::check_collect(gen, Engine::Sp, b);
+                assert!(f.is_empty(), "{gen:?} {b:?}: {f:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn dst_dtype_zero_or_a_wire_dtype() {
+        let mut b = add32_imm();
+        b.0[0x0F] = 0x08; // INT32
+        assert!(fails(&b, Gen::V3, None, is_valid_ctrl_al).is_empty());
+        b.0[0x0F] = 0xEE;
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_ctrl_al),
+            ["is_valid_ctrl_al.dst_dtype"]
+        );
+        // dtype itself stays required.
+        let mut b = add32_imm();
+        b.0[0x0D] = 0;
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_ctrl_al),
+            ["is_valid_dtype"]
+        );
+    }
+}
+
+rule!(CORE_BARRIER_COMPANION, "is_valid_core_barrier.companion", Format,
+    project "C isa/sp-sync-encoding.md §6d gives CoreBarrier's id (+0x0C) and index (+0x10) as certain and names a companion access at +0x20 whose layout is not published; reported as not checked",
+    "CoreBarrier's companion access (+0x20..+0x3F)");
+
+/// CoreBarrier companion access.
+pub const CB_COMPANION: Field = Field::new("companion", 32, 32);
+
+/// `is_valid_core_barrier`: CoreBarrier 0xD8. The id and index are any u32 (no bound is
+/// published); the bytes between them and the companion access are reserved; the companion
+/// access is reported as not checked.
+pub fn is_valid_core_barrier<S: Sink>(ck: &mut Ck<S>) {
+    spec_reserved(ck);
+    ck.not_checked(
+        &CORE_BARRIER_COMPANION,
+        CB_COMPANION,
+        Allowed::Text("no public layout"),
+    );
+}
+
+#[cfg(test)]
+mod core_barrier_tests {
+    use super::super::testutil::*;
+    use super::*;
+    use tpbsim_isa::Gen;
+
+    #[test]
+    fn id_and_index_are_free_and_the_gap_is_reserved() {
+        let mut b = hdr(0xD8);
+        b.set_u32(0x0C, 0xDEAD_BEEF);
+        b.set_u32(0x10, 7);
+        assert!(fails(&b, Gen::V3, None, is_valid_core_barrier).is_empty());
+        b.0[0x14] = 1;
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_core_barrier),
+            ["reserved_zero"]
+        );
     }
 }
 
@@ -250,7 +377,10 @@ mod ctrl_tests {
             ["is_valid_enum(ALU_OP)"]
         );
         assert!(fails(&b, Gen::V3, None, is_valid_ctrl_al).is_empty());
+        // dst_dtype 0 is the runtime's own encoding; dtype 0 is not a dtype.
         b.0[15] = 0;
+        assert!(fails(&b, Gen::V3, None, is_valid_ctrl_al).is_empty());
+        b.0[13] = 0;
         assert_eq!(
             fails(&b, Gen::V3, None, is_valid_ctrl_al),
             ["is_valid_dtype"]

@@ -100,6 +100,8 @@ pub enum Format {
     Pseudo,
     /// `EXTENDED_INST` 0xF0 (sub-opcode selected).
     Extended,
+    /// CoreBarrier pseudo 0xD8.
+    CoreBarrier,
 }
 
 impl Format {
@@ -142,6 +144,7 @@ impl Format {
             Format::DmaDirect2d => "is_valid_dma_direct2d",
             Format::Pseudo => "is_valid_pseudo",
             Format::Extended => "is_valid_extended",
+            Format::CoreBarrier => "is_valid_core_barrier",
         }
     }
 }
@@ -193,6 +196,7 @@ pub const fn format_of(gen: Gen, opcode: u8) -> Option<Format> {
         0xD4 => Format::DmaDirect2d,
         0xC1 | 0xC6 | 0xD1 | 0xD3 | 0xDF => Format::Pseudo,
         0xF0 => Format::Extended,
+        0xD8 => Format::CoreBarrier,
         _ => return None,
     })
 }
@@ -236,6 +240,7 @@ pub fn run<S: Sink>(fmt: Format, ck: &mut Ck<S>) {
         Format::DmaDirect2d => dma::is_valid_dma_direct2d(ck),
         Format::Pseudo => dma::is_valid_pseudo(ck),
         Format::Extended => dma::is_valid_extended(ck),
+        Format::CoreBarrier => ctrl::is_valid_core_barrier(ck),
     }
 }
 

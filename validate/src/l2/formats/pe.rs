@@ -67,8 +67,8 @@ rule!(PERF_OPT_ENUM, "is_valid_enum(PERF_OPT_MODE)", Format,
     public "isa-facts §4.1/§6.5 (perf mode None, DoubleRow, DoubleColumn, DoublePixel)",
     "perf_opt is a PERF_OPT_MODE member");
 rule!(MM_PSUM_FLAGS, "mm_psum_flags", Format,
-    public "G dma/sbuf-psum-banks.md §5.4 (v2/v3 {0..3}); C isa/pe-matmul-encoding.md (checkAccumulationFlag v4 {0,1,2,3,4,6})",
-    "psum_accumulate_flags is a legal group mode: {0,1,2,3} on v2/v3, {0,1,2,3,4,6} on v4 (START with ACCUMULATE is illegal)");
+    public "C isa/pe-matmul-encoding.md (CoreV2 generateMatMul sets START 0x1 / STOP 0x2 / ACCUMULATE 0x4 inline, validated by CoreV2 checkAccumulationFlag; {0,1,2,3,4,6}); C isa/isa-enum-ordinals.md ({0,1,2,3,4,6}, no generation); docs/isa.md conflict P10",
+    "psum_accumulate_flags is a legal group mode: {0,1,2,3,4,6} on every generation (START with ACCUMULATE is illegal)");
 rule!(MM_ZERO_REGION, "is_valid_enum(MATMUL_ZERO_REGION)", Format,
     public "G dma/sbuf-psum-banks.md §5.3 (SIZE2048 only on v2/v3; SIZE2048..SIZE16384 on v4)",
     "psum_zero_region is 0 on v2/v3 and 0..=3 on v4");
@@ -299,7 +299,27 @@ pub fn is_valid_s3_lw<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    // (6) format: AP geometry, groups, quadrants
+    // (6) format: AP geometry, groups, quadrants. A v2 transposed load carries the transpose
+    // flag 0x80 in the source ADDR4's top byte (+0x13); the address is checked without it.
+    if gen == Gen::V2 && ck.u8(V2_LW_TRANSPOSE_BYTE) == V2_LW_TRANSPOSE {
+        let mut cleared = *ck.b;
+        cleared.0[V2_LW_TRANSPOSE_BYTE] = 0;
+        let mut sub = Ck::new(&cleared, gen, ck.engine, ck.gate, &mut *ck.sink);
+        s3_lw_operands(&mut sub, dt);
+    } else {
+        s3_lw_operands(ck, dt);
+    }
+}
+
+/// The byte of a v2 LdWeights that holds the transpose flag: the top byte of the source ADDR4
+/// (C isa/pe-matmul-encoding.md, CoreV2 `generateLoadWeights`: `b[0x13] = 0x80`).
+pub const V2_LW_TRANSPOSE_BYTE: usize = 0x13;
+/// The v2 LdWeights transpose flag value.
+pub const V2_LW_TRANSPOSE: u8 = 0x80;
+
+/// `is_valid_s3_lw` step (6): the source pattern, the groups and the per-generation checks.
+fn s3_lw_operands<S: Sink>(ck: &mut Ck<S>, dt: u8) {
+    let gen = ck.gen;
     addr::tensor_valid(ck, SRC, 3, dt, Placement::READ_SBUF);
     col_group_active_columns(ck);
     row_group_and_sbuf_quadrant(ck, SRC);
@@ -679,6 +699,47 @@ mod tests {
     }
 
     #[test]
+    fn psum_accumulate_flags_4_and_6_on_every_generation() {
+        for g in [Gen::V2, Gen::V3, Gen::V4] {
+            for (flags, ok) in [
+                (0, true),
+                (3, true),
+                (4, true),
+                (6, true),
+                (5, false),
+                (7, false),
+            ] {
+                let mut b = mm(g);
+                b.0[43] = flags;
+                let f = mmf(&b, g);
+                if ok {
+                    assert!(f.is_empty(), "{g} flags {flags}: {f:?}");
+                } else {
+                    assert_eq!(f, ["mm_psum_flags"], "{g} flags {flags}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn v2_transposed_lw_is_legal_on_v2_only() {
+        // CoreV2 generateLoadWeights stores 0x80 at +0x13 for a transposed load.
+        let mut b = lw(Gen::V2);
+        b.0[0x13] = 0x80;
+        assert!(lwf(&b, Gen::V2).is_empty(), "{:?}", lwf(&b, Gen::V2));
+        assert!(crate::l2::cascade::check_collect(Gen::V2, tpbsim_isa::Engine::Pe, &b).is_empty());
+        // The address under the flag is still checked (a bf16 source on an odd byte).
+        b.set_u32(16, 0x8000_0101);
+        assert_eq!(lwf(&b, Gen::V2), ["addr_aligned_dtype"]);
+        // On v3 and v4 the byte is the ADDR4 marker: a register word with address bits set.
+        for g in [Gen::V3, Gen::V4] {
+            let mut b = lw(g);
+            b.0[0x13] = 0x80;
+            assert_eq!(lwf(&b, g), ["tensor_start_addr_valid"], "{g}");
+        }
+    }
+
+    #[test]
     fn lw_column_bounds() {
         let mut b = lw(Gen::V4);
         b.0[39] = 0x81;
@@ -801,9 +862,9 @@ mod tests {
         for (v, ok4, ok3) in [
             (0, true, true),
             (3, true, true),
-            (4, true, false),
+            (4, true, true),
             (5, false, false),
-            (6, true, false),
+            (6, true, true),
             (7, false, false),
         ] {
             let mut b = mm(Gen::V4);

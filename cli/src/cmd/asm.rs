@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use tpbsim_isa::text::parse_text;
+use tpbsim_isa::text::{parse_text, render_error};
 use tpbsim_isa::Gen;
 
 use crate::exit::{CliError, Outcome};
@@ -10,7 +10,7 @@ use crate::exit::{CliError, Outcome};
 /// Arguments of `sim asm`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The text form (as written by `sim disasm`).
+    /// The text form (`docs/asm.md`; either syntax `sim disasm` writes).
     pub file: PathBuf,
     /// Output stream file (written through a temporary file and a rename).
     #[arg(short = 'o', long = "output")]
@@ -25,12 +25,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| CliError::Io(format!("{}: {e}", a.file.display())))?;
     let bundles = parse_text(&text, a.arch).map_err(|(line, e)| {
-        CliError::Usage(format!(
-            "{}:{line}:{}: {}",
-            a.file.display(),
-            e.column,
-            e.message
-        ))
+        CliError::Usage(render_error(&a.file.display().to_string(), &text, line, &e))
     })?;
     let mut bytes = Vec::with_capacity(bundles.len() * 64);
     for b in &bundles {

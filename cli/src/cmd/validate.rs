@@ -15,6 +15,7 @@ use tpbsim_isa::stream::EngineStream;
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_validate::diag::{Mode, Severity};
 use tpbsim_validate::l2::{self, StreamSpec};
+use tpbsim_validate::lint;
 
 use crate::exit::{CliError, Outcome};
 
@@ -39,6 +40,17 @@ pub struct Args {
     /// Worker threads (default: all available cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Treat lint warnings (docs/asm.md, "Lint") as errors (exit 1).
+    #[arg(long)]
+    pub deny_warnings: bool,
+}
+
+/// Print lint findings to stderr; true when `deny` and a warning was found.
+pub(crate) fn report_lint(findings: &[tpbsim_validate::Diagnostic], deny: bool) -> bool {
+    for d in findings {
+        eprintln!("{d}");
+    }
+    deny && findings.iter().any(|d| d.severity == Severity::Warning)
 }
 
 /// Run `sim validate`.
@@ -66,6 +78,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     };
     // Open every input before validating any, so usage and I/O errors come first.
     let mut streams: Vec<(String, EngineStream)> = Vec::new();
+    let mut lint_findings = Vec::new();
     for f in &a.files {
         let ext = f
             .extension()
@@ -78,6 +91,16 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
                 .subgraphs()
                 .map_err(|e| CliError::Io(format!("{}: {e}", f.display())))?;
             for sg in sgs {
+                let ls: Vec<lint::LintStream<'_>> = sg
+                    .streams
+                    .iter()
+                    .map(|(e, sm)| lint::LintStream {
+                        file: format!("{}:{}", f.display(), sm.member),
+                        engine: Some(*e),
+                        bundles: sm.stream.bundles(),
+                    })
+                    .collect();
+                lint_findings.extend(lint::lint(&ls, a.arch, Some(&sg)));
                 for (_, sm) in sg.streams {
                     streams.push((format!("{}:{}", f.display(), sm.member), sm.stream));
                 }
@@ -89,6 +112,15 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
                     "{e}; pass --engine pe|act|pool|dve|sp if the name does not tell"
                 )),
             })?;
+            lint_findings.extend(lint::lint(
+                &[lint::LintStream {
+                    file: f.display().to_string(),
+                    engine: Some(s.engine()),
+                    bundles: s.bundles(),
+                }],
+                a.arch,
+                None,
+            ));
             streams.push((f.display().to_string(), s));
         }
     }
@@ -137,6 +169,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     }
     out.flush()
         .map_err(|e| CliError::Io(format!("stdout: {e}")))?;
+    any_invalid |= report_lint(&lint_findings, a.deny_warnings);
     Ok(if any_invalid {
         Outcome::Invalid
     } else {

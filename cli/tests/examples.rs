@@ -66,3 +66,61 @@ fn example_traps_are_denied() {
         assert!(!dir.path().join("Activation.bin").exists());
     }
 }
+
+/// Tutorial, kernel 4: without the wait for the store of `out0`, `sim check` reports the race.
+#[test]
+fn double_buffer_without_its_wait_races() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/4_double_buffer");
+    let dir = tempfile::tempdir().unwrap();
+    let k = dir.path().join("k");
+    let o = Command::new("cp")
+        .arg("-r")
+        .arg(root.join("pack"))
+        .arg(&k)
+        .status()
+        .unwrap();
+    assert!(o.success());
+    let dve = std::fs::read_to_string(root.join("src/DVE.s")).unwrap();
+    assert!(dve.contains("NOP $S[5]>=1;"));
+    let broken: String = dve
+        .lines()
+        .filter(|l| !l.starts_with("NOP $S[5]>=1;"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dir.path().join("DVE.s"), broken).unwrap();
+    let sim = |args: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_sim"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let d = dir.path();
+    for (src, out) in [
+        (d.join("DVE.s"), k.join("sg00/DVE.bin")),
+        (root.join("src/SP.s"), k.join("sg00/SP.bin")),
+    ] {
+        let o = sim(&[
+            "asm".as_ref(),
+            src.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--arch".as_ref(),
+            "v3".as_ref(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let neff = d.join("k.neff");
+    let o = sim(&[
+        "neff".as_ref(),
+        "pack".as_ref(),
+        k.as_os_str(),
+        "-o".as_ref(),
+        neff.as_os_str(),
+    ]);
+    assert!(o.status.success());
+    let o = sim(&["check".as_ref(), neff.as_os_str()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("race: write of dve bundle #2"), "{out}");
+    assert!(out.contains("race check: 1 finding"), "{out}");
+}

@@ -19,7 +19,8 @@
 //! * A bundle that does not decode for the generation is written `.bundle HEX128`.
 //! * `;` starts a comment.
 //!
-//! [`parse_line`] reads this syntax back; `parse(disasm(b)) == b` for every bundle.
+//! [`parse_line`] reads this syntax back, and the toolchain's dialect ([`neuron`]) beside it;
+//! `parse(disasm(b)) == b` for every bundle in either syntax. `docs/asm.md` is the reference.
 
 use crate::desc::{Addr4, Addr8, MxIndirect16b, MxMemPattern1d};
 use crate::formats::Opcode;

@@ -146,3 +146,19 @@ fn registry_lists_every_rule_with_a_unique_code() {
     c.dedup();
     assert_eq!(c, vec![9001, 9002, 9003, 9004]);
 }
+
+#[test]
+fn docs_asm_md_lists_every_rule_with_its_code_and_fix() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/asm.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    for r in RULES {
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` | {} |", r.name, r.code)))
+            .unwrap_or_else(|| panic!("docs/asm.md has no row for {}", r.name));
+        let scope = if r.kernel { "kernel" } else { "stream" };
+        assert!(row.contains(&format!("| {scope} |")), "{row}");
+        // The fix as written in the row (backquotes aside) is the one the finding names.
+        assert!(row.replace('`', "").contains(r.fix), "{row} / {}", r.fix);
+    }
+}

@@ -158,6 +158,12 @@ fn check_spec() {
                 if fr.prov.is_empty() {
                     fail(format!("field {}.{} has no provenance", f.name, fr.name));
                 }
+                if fr.float && fr.ty != FieldType::U32 {
+                    fail(format!(
+                        "field {}.{} is marked float but is not u32",
+                        f.name, fr.name
+                    ));
+                }
                 match fr.ty {
                     FieldType::Enum(e) => {
                         enum_index(e);
@@ -709,11 +715,11 @@ fn gen_layouts(out: &mut String, layouts: &[Layout]) {
         let f = &FORMATS[l.fmt];
         writeln!(out, "    LayoutMeta {{\n        rust_name: {:?},\n        format: Some(&crate::spec::FORMATS[{}]),\n        gens: {:?},\n        fields: &[", l.rust, l.fmt, l.gens).unwrap();
         for r in HEADER_FIELDS.iter().chain(EVENTS_FIELDS.iter()) {
-            writeln!(out, "            FieldMeta {{ name: {:?}, offset: {}, ty: {}, prov: {:?}, note: {:?} }},", r.name, r.at[0], field_type_expr(&r.ty), r.prov, r.note).unwrap();
+            writeln!(out, "            FieldMeta {{ name: {:?}, offset: {}, ty: {}, prov: {:?}, note: {:?}, float: {}, zero: {:?} }},", r.name, r.at[0], field_type_expr(&r.ty), r.prov, r.note, r.float, r.zero).unwrap();
         }
         for &(i, o) in &l.fields {
             let r = &f.fields[i];
-            writeln!(out, "            FieldMeta {{ name: {:?}, offset: {o}, ty: {}, prov: {:?}, note: {:?} }},", r.name, field_type_expr(&r.ty), r.prov, r.note).unwrap();
+            writeln!(out, "            FieldMeta {{ name: {:?}, offset: {o}, ty: {}, prov: {:?}, note: {:?}, float: {}, zero: {:?} }},", r.name, field_type_expr(&r.ty), r.prov, r.note, r.float, r.zero).unwrap();
         }
         writeln!(
             out,
@@ -727,16 +733,18 @@ fn gen_layouts(out: &mut String, layouts: &[Layout]) {
     for r in HEADER_FIELDS.iter().chain(EVENTS_FIELDS.iter()) {
         writeln!(
             out,
-            "        FieldMeta {{ name: {:?}, offset: {}, ty: {}, prov: {:?}, note: {:?} }},",
+            "        FieldMeta {{ name: {:?}, offset: {}, ty: {}, prov: {:?}, note: {:?}, float: {}, zero: {:?} }},",
             r.name,
             r.at[0],
             field_type_expr(&r.ty),
             r.prov,
-            r.note
+            r.note,
+            r.float,
+            r.zero
         )
         .unwrap();
     }
-    writeln!(out, "        FieldMeta {{ name: \"body\", offset: 12, ty: FieldType::Opaque(52), prov: \"project-defined\", note: \"body of an opcode without a typed format\" }},\n    ],\n    reserved: &[],\n}};\n").unwrap();
+    writeln!(out, "        FieldMeta {{ name: \"body\", offset: 12, ty: FieldType::Opaque(52), prov: \"project-defined\", note: \"body of an opcode without a typed format\", float: false, zero: \"\" }},\n    ],\n    reserved: &[],\n}};\n").unwrap();
 }
 
 // ------------------------------------------------------------------ Inst, decode, encode

@@ -404,22 +404,38 @@ pub struct FieldRow {
     pub prov: &'static str,
     /// Remarks.
     pub note: &'static str,
+    /// A u32 field that may hold an fp32 immediate: the text form accepts a decimal float
+    /// and stores its bits.
+    pub float: bool,
+    /// What the default (all bytes zero, the value of an omitted field) means, when it is
+    /// worth saying ("" = nothing beyond the zero value itself).
+    pub zero: &'static str,
 }
 
 /// A field row.
 pub const fn fld(name: &'static str, ty: FieldType, at: [u8; 4], prov: &'static str) -> FieldRow {
-    FieldRow { name, ty, at, prov, note: "" }
+    FieldRow { name, ty, at, prov, note: "", float: false, zero: "" }
 }
 
 /// A field row at the same offset in every generation.
 pub const fn fall(name: &'static str, ty: FieldType, off: u8, prov: &'static str) -> FieldRow {
-    FieldRow { name, ty, at: [off; 4], prov, note: "" }
+    FieldRow { name, ty, at: [off; 4], prov, note: "", float: false, zero: "" }
 }
 
 impl FieldRow {
     /// Same row with a note.
     pub const fn note(mut self, n: &'static str) -> FieldRow {
         self.note = n;
+        self
+    }
+    /// Same row marked as holding an fp32 immediate in a u32.
+    pub const fn float(mut self) -> FieldRow {
+        self.float = true;
+        self
+    }
+    /// Same row with the meaning of its zero default.
+    pub const fn zero(mut self, z: &'static str) -> FieldRow {
+        self.zero = z;
         self
     }
 }

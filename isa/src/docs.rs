@@ -6,6 +6,10 @@ use crate::spec::{self, presence_at, FieldType, NA};
 use crate::Gen;
 use std::fmt::Write as _;
 
+#[path = "docs_asm.rs"]
+mod asm;
+pub use asm::asm_markdown;
+
 fn esc(s: &str) -> String {
     s.replace('|', "\\|")
 }
@@ -111,8 +115,10 @@ pairs `LO|HI`, strings are quoted with `\xNN` escapes, unpublished bytes are hex
 decimal when that round-trips (else `0x` bits). Non-zero reserved bytes appear as
 `reserved@OFFSET=HEX`. A bundle that does not decode on the generation is written
 `.bundle <128 hex digits>` with the reason as a comment. `sim asm FILE.s -o OUT.bin --arch vN`
-parses the same syntax (`;` comments, the index/offset prefix is optional); parse errors name the
-line and column. `asm(disasm(s)) == s` for every stream.
+parses the same syntax (`;` comments, the index/offset prefix is optional) and the toolchain's
+neuron dialect, which `sim disasm --syntax neuron` writes; parse errors name the line and column
+with a caret. `asm(disasm(s)) == s` for every stream in either syntax. The language, its lint
+and a tutorial are in `docs/asm.md`.
 
 `sim decode FILE --arch vN --json` writes JSON Lines: `{"index","offset","opcode","mnemonic",
 "format","fields":{...},"reserved_nonzero":[{"offset","len","hex"}]}`. Numbers are JSON numbers;

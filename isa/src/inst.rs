@@ -144,6 +144,10 @@ pub struct FieldMeta {
     pub prov: &'static str,
     /// Remarks.
     pub note: &'static str,
+    /// A u32 that may hold an fp32 immediate (the text form accepts decimal floats).
+    pub float: bool,
+    /// What the zero default means ("" = nothing to add).
+    pub zero: &'static str,
 }
 
 impl FieldMeta {

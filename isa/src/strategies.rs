@@ -172,7 +172,7 @@ pub fn arb_gen() -> impl Strategy<Value = Gen> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::text::{disasm_bundle, parse_line};
+    use crate::text::{disasm_bundle, disasm_bundle_as, parse_line, Syntax};
     use proptest::test_runner::TestRunner;
 
     #[test]
@@ -215,10 +215,12 @@ mod tests {
             runner
                 .run(&strategy, |inst| {
                     let b = inst.encode();
-                    let t = disasm_bundle(&b, gen);
-                    let back = parse_line(&t, gen)
-                        .map_err(|e| TestCaseError::fail(format!("{t}: {e}")))?;
-                    prop_assert_eq!(back, Some(b), "{}", t);
+                    for syntax in [Syntax::Tpbsim, Syntax::Neuron] {
+                        let t = disasm_bundle_as(&b, gen, syntax);
+                        let back = parse_line(&t, gen)
+                            .map_err(|e| TestCaseError::fail(format!("{t}: {e}")))?;
+                        prop_assert_eq!(back, Some(b), "{}", t);
+                    }
                     Ok(())
                 })
                 .unwrap_or_else(|e| panic!("{} on {gen}: {e}", layout.rust_name));
@@ -262,6 +264,8 @@ mod tests {
         #[test]
         fn asm_of_disasm_is_identity(b in arb_bytes(), gen in arb_gen()) {
             let t = disasm_bundle(&b, gen);
+            prop_assert_eq!(parse_line(&t, gen).map_err(|e| TestCaseError::fail(format!("{t}: {e}")))?, Some(b), "{}", t);
+            let t = disasm_bundle_as(&b, gen, Syntax::Neuron);
             prop_assert_eq!(parse_line(&t, gen).map_err(|e| TestCaseError::fail(format!("{t}: {e}")))?, Some(b), "{}", t);
         }
 

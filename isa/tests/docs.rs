@@ -1,14 +1,24 @@
-//! `docs/isa.md` is generated from the spec; this test fails when the committed file differs.
-//! `TPBSIM_BLESS=1 cargo test -p tpbsim-isa` rewrites it.
+//! `docs/isa.md` and `docs/asm.md` are generated from the spec (and the examples); these tests
+//! fail when a committed file differs. `TPBSIM_BLESS=1 cargo test -p tpbsim-isa` rewrites them.
 
 use std::path::PathBuf;
 
 #[test]
 fn isa_md_matches_the_spec() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/isa.md");
-    let want = tpbsim_isa::docs::isa_markdown();
+    matches_generator("isa.md", &tpbsim_isa::docs::isa_markdown());
+}
+
+#[test]
+fn asm_md_matches_the_spec_and_the_examples() {
+    matches_generator("asm.md", &tpbsim_isa::docs::asm_markdown());
+}
+
+fn matches_generator(name: &str, want: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs")
+        .join(name);
     if std::env::var("TPBSIM_BLESS").is_ok_and(|v| v == "1") {
-        std::fs::write(&path, &want).expect("write docs/isa.md");
+        std::fs::write(&path, want).expect("write the doc");
         return;
     }
     let have = std::fs::read_to_string(&path).unwrap_or_default();
@@ -20,6 +30,6 @@ fn isa_md_matches_the_spec() {
             .map_or(have.lines().count().min(want.lines().count()) + 1, |i| {
                 i + 1
             });
-        panic!("docs/isa.md is out of date with the spec (first difference at line {line}); run `TPBSIM_BLESS=1 cargo test -p tpbsim-isa --test docs`");
+        panic!("docs/{name} is out of date with its generator (first difference at line {line}); run `TPBSIM_BLESS=1 cargo test -p tpbsim-isa --test docs`");
     }
 }

@@ -44,6 +44,8 @@ pub enum Layer {
     L1,
     /// Silicon checks over encoded bundles (the wire validator).
     L2,
+    /// Legal bundles that likely do not do what was meant (`crate::lint`).
+    Lint,
 }
 
 /// A named byte range inside a bundle.
@@ -167,6 +169,7 @@ impl Diagnostic {
             match self.layer {
                 Layer::L1 => "L1",
                 Layer::L2 => "L2",
+                Layer::Lint => "lint",
             }
             .into(),
         );

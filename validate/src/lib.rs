@@ -8,6 +8,7 @@ pub mod fuzz;
 pub mod l1;
 pub mod l2;
 pub mod lift;
+pub mod lint;
 pub mod registry;
 #[cfg(feature = "proptest")]
 pub mod strategies;

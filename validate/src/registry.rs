@@ -533,6 +533,12 @@ impl<'r> Instrument<'r> {
     }
 }
 
+/// The lint rules (bundle level, `crate::lint`): name, code, scope, what each finds and the fix
+/// it names. Codes 9001.. are project-defined.
+pub fn lint_rules() -> &'static [crate::lint::LintRule] {
+    crate::lint::RULES
+}
+
 /// Counts of a diagnostics list.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Summary {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use tpbsim_isa::text::parse_text;
+use tpbsim_isa::text::{parse_text, render_error};
 use tpbsim_isa::Gen;
 
 use crate::exit::{CliError, Outcome};
@@ -10,7 +10,7 @@ use crate::exit::{CliError, Outcome};
 /// Arguments of `sim asm`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The text form (as written by `sim disasm`).
+    /// The text form (`docs/asm.md`; either syntax `sim disasm` writes).
     pub file: PathBuf,
     /// Output stream file (written through a temporary file and a rename).
     #[arg(short = 'o', long = "output")]
@@ -18,6 +18,12 @@ pub struct Args {
     /// Generation to assemble for.
     #[arg(long)]
     pub arch: Gen,
+    /// Treat lint warnings (docs/asm.md, "Lint") as errors: nothing is written.
+    #[arg(long)]
+    pub deny_warnings: bool,
+    /// Engine of the stream, for the lint locations (default: from the output file name).
+    #[arg(long)]
+    pub engine: Option<tpbsim_isa::Engine>,
 }
 
 /// Run `sim asm`.
@@ -31,13 +37,26 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         )));
     }
     let bundles = parse_text(&text, a.arch).map_err(|(line, e)| {
-        CliError::Usage(format!(
-            "{}:{line}:{}: {}",
-            a.file.display(),
-            e.column,
-            e.message
-        ))
+        CliError::Usage(render_error(&a.file.display().to_string(), &text, line, &e))
     })?;
+    let engine = a
+        .engine
+        .or_else(|| tpbsim_isa::Engine::from_file_name(&a.output));
+    let findings = tpbsim_validate::lint::lint(
+        &[tpbsim_validate::lint::LintStream {
+            file: a.file.display().to_string(),
+            engine,
+            bundles: &bundles,
+        }],
+        a.arch,
+        None,
+    );
+    if crate::cmd::validate::report_lint(&findings, a.deny_warnings) {
+        return Err(CliError::Usage(format!(
+            "{}: lint warnings denied (--deny-warnings); nothing written",
+            a.file.display()
+        )));
+    }
     let mut bytes = Vec::with_capacity(bundles.len() * 64);
     for b in &bundles {
         bytes.extend_from_slice(&b.0);

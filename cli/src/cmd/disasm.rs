@@ -4,7 +4,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use tpbsim_isa::stream::{EngineStream, StreamError};
-use tpbsim_isa::text::disasm_line;
+use tpbsim_isa::text::{disasm_line_as, Syntax};
 use tpbsim_isa::{decode, Engine, Gen};
 
 use crate::exit::{CliError, Outcome};
@@ -30,6 +30,11 @@ pub struct Args {
     /// Input stream.
     #[command(flatten)]
     pub input: StreamArgs,
+    /// Text dialect: `tpbsim` (name=value fields) or `neuron` (the toolchain's `.asm` /
+    /// profile form: `$S[i]>=v`, `$S[i]++@complete`, `dtype@addr[steps][counts]`, `;`).
+    /// `sim asm` reads both (docs/asm.md).
+    #[arg(long, default_value = "tpbsim", value_name = "tpbsim|neuron")]
+    pub syntax: Syntax,
 }
 
 /// Open a stream; the engine is `engine`, else the file name's, else unknown (`None`).
@@ -78,6 +83,7 @@ pub(crate) fn report_undecodable(path: &Path, gen: Gen, stream: &EngineStream) -
 
 /// Run `sim disasm`.
 pub fn run(args: Args) -> Result<Outcome, CliError> {
+    let syntax = args.syntax;
     let a = args.input;
     let (stream, engine) = open_stream(&a.file, a.engine)?;
     let stdout = std::io::stdout();
@@ -94,7 +100,7 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
     )
     .map_err(io)?;
     for (i, b) in stream.bundles().iter().enumerate() {
-        writeln!(out, "{}", disasm_line(i, b, a.arch, engine)).map_err(io)?;
+        writeln!(out, "{}", disasm_line_as(i, b, a.arch, engine, syntax)).map_err(io)?;
     }
     out.flush().map_err(io)?;
     Ok(report_undecodable(&a.file, a.arch, &stream))

@@ -15,6 +15,7 @@ use tpbsim_isa::stream::EngineStream;
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_validate::diag::{Mode, Severity};
 use tpbsim_validate::l2::{self, StreamSpec};
+use tpbsim_validate::lint;
 
 use crate::exit::{CliError, Outcome};
 
@@ -44,6 +45,9 @@ pub struct Args {
     /// Allow --threads above the machine's available parallelism (at most 1024).
     #[arg(long)]
     pub force_threads: bool,
+    /// Treat lint warnings (docs/asm.md, "Lint") as errors (exit 1).
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 /// Most worker threads `--force-threads` allows.
@@ -89,6 +93,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     };
     // Open every input before validating any, so usage and I/O errors come first.
     let mut streams: Vec<(String, EngineStream, Gen)> = Vec::new();
+    let mut lint_findings = Vec::new();
     for f in &a.files {
         let ext = f
             .extension()
@@ -106,6 +111,16 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             }
             let sgs = crate::cmd::neff::checked_subgraphs(&neff, &shown)?;
             for sg in sgs {
+                let ls: Vec<lint::LintStream<'_>> = sg
+                    .streams
+                    .iter()
+                    .map(|(e, sm)| lint::LintStream {
+                        file: format!("{}:{}", f.display(), sm.member),
+                        engine: Some(*e),
+                        bundles: sm.stream.bundles(),
+                    })
+                    .collect();
+                lint_findings.extend(lint::lint(&ls, gen, Some(&sg)));
                 for (_, sm) in sg.streams {
                     streams.push((format!("{shown}:{}", sm.member), sm.stream, gen));
                 }
@@ -123,6 +138,15 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
                     f.display()
                 ))
             })?;
+            lint_findings.extend(lint::lint(
+                &[lint::LintStream {
+                    file: f.display().to_string(),
+                    engine: Some(s.engine()),
+                    bundles: s.bundles(),
+                }],
+                gen,
+                None,
+            ));
             streams.push((f.display().to_string(), s, gen));
         }
     }
@@ -172,9 +196,17 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     }
     out.flush()
         .map_err(|e| CliError::Io(format!("stdout: {e}")))?;
+    any_invalid |= report_lint(&lint_findings, a.deny_warnings);
     Ok(if any_invalid {
         Outcome::Invalid
     } else {
         Outcome::Ok
     })
 }
+
+/// Print lint findings to stderr; true when `deny` and a warning was found.
+pub(crate) fn report_lint(findings: &[tpbsim_validate::Diagnostic], deny: bool) -> bool {
+    for d in findings {
+        eprintln!("{d}");
+    }
+    deny && findings.iter().any(|d| d.severity == Severity::Warning)

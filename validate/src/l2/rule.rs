@@ -274,7 +274,10 @@ pub struct Collect {
 impl Sink for Collect {
     const STOP_EARLY: bool = false;
     fn push(&mut self, f: Failure) {
-        self.failures.push(f);
+        // A gate reached twice (once per operand) reports the same finding once.
+        if !self.failures.contains(&f) {
+            self.failures.push(f);
+        }
     }
     fn failed(&self) -> bool {
         self.failures.iter().any(|f| f.outcome == Outcome::Fail)

@@ -27,6 +27,7 @@ fn key(d: &Diagnostic, stream: usize, seq: usize) -> (usize, u64, u8, usize) {
     let layer = match d.layer {
         Layer::L2 => 0,
         Layer::L1 => 1,
+        Layer::Lint => 2,
     };
     (stream, d.location.index.unwrap_or(u64::MAX), layer, seq)
 }

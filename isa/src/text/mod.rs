@@ -19,7 +19,8 @@
 //! * A bundle that does not decode for the generation is written `.bundle HEX128`.
 //! * `;` starts a comment.
 //!
-//! [`parse_line`] reads this syntax back; `parse(disasm(b)) == b` for every bundle.
+//! [`parse_line`] reads this syntax back, and the toolchain's dialect ([`neuron`]) beside it;
+//! `parse(disasm(b)) == b` for every bundle in either syntax. `docs/asm.md` is the reference.
 
 use crate::desc::{Addr4, Addr8, MxIndirect16b, MxMemPattern1d};
 use crate::formats::Opcode;
@@ -29,6 +30,8 @@ use crate::wire::{EventsExt, F32Bits, Wire, INST_WORD_LEN};
 use crate::{Bundle, Engine, Gen, Inst};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
+
+pub mod neuron;
 
 /// A text-form parse error, with the 1-based column where it was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -178,12 +181,23 @@ fn shown(m: &FieldMeta, b: &Bundle) -> bool {
 
 /// The fields part of a line (everything after the mnemonic) for a decoded instruction.
 pub fn fields_text(inst: &Inst) -> String {
+    fields_text_with(inst, &|m, v| Some(value_text(m, v)))
+}
+
+/// [`fields_text`] with the value text of each shown field from `text` (`None` leaves the
+/// field out).
+pub(crate) fn fields_text_with(
+    inst: &Inst,
+    text: &dyn Fn(&FieldMeta, &FieldValue<'_>) -> Option<String>,
+) -> String {
     let b = inst.encode();
     let meta = inst.meta();
     let mut parts = Vec::new();
     for m in meta.fields {
         if shown(m, &b) {
-            parts.push(format!("{}={}", m.name, value_text(m, &m.read(&b))));
+            if let Some(t) = text(m, &m.read(&b)) {
+                parts.push(format!("{}={t}", m.name));
+            }
         }
     }
     for r in meta.nonzero_reserved(&b) {
@@ -208,13 +222,54 @@ pub fn disasm_bundle(b: &Bundle, gen: Gen) -> String {
     }
 }
 
+/// The text dialect of a disassembly (`sim disasm --syntax`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Syntax {
+    /// tpbsim's own form: `name=value` for every non-zero field.
+    #[default]
+    Tpbsim,
+    /// The toolchain's public dialect: `$S[i]>=v`, `$S[i]++@complete`,
+    /// `dtype@address[steps][counts]`, statements ending in `;`.
+    Neuron,
+}
+
+impl std::str::FromStr for Syntax {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "tpbsim" => Ok(Syntax::Tpbsim),
+            "neuron" => Ok(Syntax::Neuron),
+            _ => Err(format!("`{s}`: the syntaxes are tpbsim and neuron")),
+        }
+    }
+}
+
+/// One disassembly line in `syntax` (without index/offset prefix).
+pub fn disasm_bundle_as(b: &Bundle, gen: Gen, syntax: Syntax) -> String {
+    match syntax {
+        Syntax::Tpbsim => disasm_bundle(b, gen),
+        Syntax::Neuron => neuron::disasm_bundle(b, gen),
+    }
+}
+
 /// A full disassembly line: `INDEX 0xOFFSET:  TEXT`, plus an engine-legality comment when
 /// `engine` is given and the catalog's engine classes do not include it.
 pub fn disasm_line(index: usize, b: &Bundle, gen: Gen, engine: Option<Engine>) -> String {
+    disasm_line_as(index, b, gen, engine, Syntax::Tpbsim)
+}
+
+/// [`disasm_line`] in `syntax`.
+pub fn disasm_line_as(
+    index: usize,
+    b: &Bundle,
+    gen: Gen,
+    engine: Option<Engine>,
+    syntax: Syntax,
+) -> String {
     let mut s = format!(
         "{index:>6}  {:#08x}:  {}",
         index * 64,
-        disasm_bundle(b, gen)
+        disasm_bundle_as(b, gen, syntax)
     );
     if let (Some(e), Some(row)) = (engine, spec::opcode(b.0[0])) {
         if row.is_present(gen) && !row.runs_on(e) {
@@ -226,6 +281,22 @@ pub fn disasm_line(index: usize, b: &Bundle, gen: Gen, engine: Option<Engine>) -
         }
     }
     s
+}
+
+/// A parse error as a compiler writes it: `FILE:LINE:COL: MESSAGE`, then the line and a
+/// caret under the column.
+pub fn render_error(file: &str, text: &str, line: usize, e: &ParseError) -> String {
+    let src = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    let pad: String = src
+        .chars()
+        .take(e.column.saturating_sub(1))
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let gutter = line.to_string().len();
+    format!(
+        "{file}:{line}:{}: {}\n {line} | {src}\n {:gutter$} | {pad}^",
+        e.column, e.message, ""
+    )
 }
 
 // ------------------------------------------------------------------ parsing
@@ -346,9 +417,24 @@ fn parse_enum(s: &str, def: &EnumDef) -> Result<u8, String> {
     if let Some(v) = def.by_name(s) {
         return Ok(v.value);
     }
-    parse_uint(s, 0xFF)
-        .map(|v| v as u8)
-        .map_err(|_| format!("`{s}` is not a {} value", def.name))
+    parse_uint(s, 0xFF).map(|v| v as u8).map_err(|_| {
+        let names: Vec<&str> = def.values.iter().map(|v| v.name).collect();
+        format!(
+            "`{s}` is not a {} value (names, any case: {}; or a number)",
+            def.name,
+            names.join(", ")
+        )
+    })
+}
+
+/// Whether `s` is written as a decimal float (a `.`, an exponent, or inf/nan), not an integer.
+fn looks_float(s: &str) -> bool {
+    let t = s.trim_start_matches(['-', '+']);
+    if t.starts_with("0x") || t.starts_with("0X") {
+        return false;
+    }
+    let l = t.to_ascii_lowercase();
+    l.contains('.') || l.contains('e') || l == "inf" || l == "infinity" || l == "nan"
 }
 
 fn parse_f32(s: &str) -> Result<u32, String> {
@@ -451,22 +537,57 @@ fn parse_hex(s: &str, n: usize) -> Result<Vec<u8>, String> {
 }
 
 fn parse_bits(s: &str, def: &BitfieldDef) -> Result<u8, String> {
-    let (head, mut pairs) = parse_group(s, '{', '}')?;
+    if !s.starts_with('{') {
+        return parse_uint(s, 0xFF).map(|v| v as u8).map_err(|_| {
+            format!(
+                "`{s}` is not a {} value: write an integer or {{name=value ...}} with names {}",
+                def.name,
+                def.bits
+                    .iter()
+                    .map(|d| d.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
+    }
+    // Sub-fields may be separated by spaces or commas.
+    let spaced = s.replace(',', " ");
+    let (head, mut pairs) = parse_group(&spaced, '{', '}')?;
     if let Some(h) = head {
         return Err(format!("unexpected `{h}` in bitfield"));
     }
     let mut raw = 0u8;
     for d in def.bits {
         if let Some(v) = take(&mut pairs, d.name) {
-            let v = parse_uint(v, (1u64 << d.width) - 1)?;
+            let v = parse_uint(v, (1u64 << d.width) - 1).map_err(|e| format!("{}: {e}", d.name))?;
             raw |= (v as u8) << d.lsb;
         }
     }
     if let Some(v) = take(&mut pairs, "rsv") {
         raw |= parse_uint(v, 0xFF)? as u8;
     }
-    no_rest(&pairs)?;
+    if let Some((k, _)) = pairs.first() {
+        return Err(format!(
+            "{} has no sub-field `{k}` (sub-fields: {})",
+            def.name,
+            def.bits
+                .iter()
+                .map(|d| d.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     Ok(raw)
+}
+
+/// Write an access pattern (address, then `n` steps, then `n` counts) at `o`.
+fn write_pattern(w: &mut [u8; 64], o: usize, addr: u32, step: &[i64], num: &[i64]) {
+    let n = step.len();
+    addr.write(w, o);
+    for i in 0..n {
+        (step[i] as i16).write(w, o + 4 + 2 * i);
+        (num[i] as u16).write(w, o + 4 + 2 * n + 2 * i);
+    }
 }
 
 /// Parse the text of one field value and write it into `b`.
@@ -476,6 +597,7 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
     match m.ty {
         FieldType::U8 => w[o] = parse_uint(s, 0xFF)? as u8,
         FieldType::U16 => (parse_uint(s, 0xFFFF)? as u16).write(w, o),
+        FieldType::U32 if m.float && looks_float(s) => parse_f32(s)?.write(w, o),
         FieldType::U32 => (parse_uint(s, u32::MAX as u64)? as u32).write(w, o),
         FieldType::U64 => parse_uint(s, u64::MAX)?.write(w, o),
         FieldType::I16 => (parse_int(s, i16::MIN as i64, i16::MAX as i64)? as i16).write(w, o),
@@ -495,6 +617,10 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
         }
         FieldType::Bits(bf) => w[o] = parse_bits(s, spec::bitfield(bf).ok_or("unknown bitfield")?)?,
         FieldType::Addr4 => (parse_uint(s, u32::MAX as u64)? as u32).write(w, o),
+        FieldType::Tensor(n) | FieldType::MemPattern(n) if !s.starts_with('[') => {
+            let (addr, step, num) = neuron::parse_operand(s, n as usize)?;
+            write_pattern(w, o, addr, &step, &num);
+        }
         FieldType::Tensor(n) | FieldType::MemPattern(n) => {
             let n = n as usize;
             let (head, mut pairs) = parse_group(s, '[', ']')?;
@@ -512,11 +638,7 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
                 u16::MAX as i64,
             )?;
             no_rest(&pairs)?;
-            addr.write(w, o);
-            for i in 0..n {
-                (step[i] as i16).write(w, o + 4 + 2 * i);
-                (num[i] as u16).write(w, o + 4 + 2 * n + 2 * i);
-            }
+            write_pattern(w, o, addr, &step, &num);
         }
         FieldType::MxMemPattern1d => {
             let (head, mut pairs) = parse_group(s, '[', ']')?;
@@ -598,7 +720,36 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
     Ok(())
 }
 
-/// Parse one line of the text form. `Ok(None)` for a blank or comment-only line.
+/// One `name=value` item of a line, with the column of its first character. Items that the
+/// dialect forms expand to (`$S[3]>=1` → `wait_mode`, `wait_idx`, `semaphore_value`) carry
+/// the column of the token they came from.
+struct Item {
+    key: String,
+    value: String,
+    col: usize,
+    /// Where the item came from when it was not written as `name=value` (for messages).
+    from: Option<String>,
+}
+
+/// The opcode row a mnemonic names: exactly (any case), else uniquely when underscores are
+/// ignored (`PSEUDO_DMA_TRIGGER` for `PSEUDO_DMATRIGGER`).
+fn mnemonic_row(m: &str) -> Option<&'static spec::OpcodeRow> {
+    if let Some(r) = spec::opcode_by_mnemonic(m) {
+        return Some(r);
+    }
+    let squash = |s: &str| s.replace('_', "").to_ascii_uppercase();
+    let want = squash(m);
+    let mut found = spec::opcodes()
+        .iter()
+        .filter(|r| squash(r.mnemonic()) == want);
+    match (found.next(), found.next()) {
+        (Some(r), None) => Some(r),
+        _ => None,
+    }
+}
+
+/// Parse one line of the text form (either syntax; `docs/asm.md`). `Ok(None)` for a blank or
+/// comment-only line.
 pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
     let toks = tokenize(line)?;
     let mut it = toks.iter().peekable();
@@ -624,7 +775,7 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
             .map(Some)
             .ok_or_else(|| perr(h.col, "expected 128 hex digits"));
     }
-    let row = spec::opcode_by_mnemonic(first.text)
+    let row = mnemonic_row(first.text)
         .ok_or_else(|| perr(first.col, format!("unknown mnemonic `{}`", first.text)))?;
     if !row.is_present(gen) {
         return Err(perr(
@@ -632,14 +783,37 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
             format!("{} ({:#04x}) is absent on {gen}", row.mnemonic(), row.code),
         ));
     }
-    let mut fields: Vec<(&str, &str, usize)> = Vec::new();
-    for t in it {
-        let (k, v) = t
-            .text
-            .split_once('=')
-            .ok_or_else(|| perr(t.col, format!("expected name=value, got `{}`", t.text)))?;
-        fields.push((k, v, t.col));
+    let rest: Vec<&Tok<'_>> = it.collect();
+    let mut items: Vec<Item> = Vec::new();
+    let mut positional: Vec<&Tok<'_>> = Vec::new();
+    let mut sync = neuron::Sync::default();
+    let mut i = 0;
+    while i < rest.len() {
+        let t = rest[i];
+        if neuron::is_sync_token(t.text) {
+            // The profile form names the semaphore after a space: `S[5] (Tensor)++@complete`.
+            let mut text = t.text.to_string();
+            if text.ends_with(']') {
+                if let Some(n) = rest.get(i + 1).filter(|n| n.text.starts_with('(')) {
+                    text.push_str(n.text);
+                    i += 1;
+                }
+            }
+            sync.add(&text, t.col).map_err(|m| perr(t.col, m))?;
+        } else if let Some((k, v)) = t.text.split_once('=') {
+            if k.is_empty() {
+                return Err(perr(
+                    t.col,
+                    format!("expected name=value, got `{}`", t.text),
+                ));
+            }
+            neuron::split_operand_dtype(k, v, t.col, &mut items).map_err(|m| perr(t.col, m))?;
+        } else {
+            positional.push(t);
+        }
+        i += 1;
     }
+    sync.items(&mut items).map_err(|(col, m)| perr(col, m))?;
     let mut base = Bundle::ZERO;
     base.0[0] = row.code;
     base.0[1] = INST_WORD_LEN;
@@ -652,19 +826,48 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
     };
     let mut b = base;
     let meta1 = layout_of(&b);
-    for &(k, v, col) in &fields {
-        if let Some(m) = meta1.field(k) {
+    for it in &items {
+        if let Some(m) = meta1.field(&it.key) {
             if m.name != "opcode" {
-                write_field(m, v, &mut b)
-                    .map_err(|e| perr(col + k.len() + 1, format!("{k}: {e}")))?;
+                write_field(m, &it.value, &mut b)
+                    .map_err(|e| perr(it.col + it.key.len() + 1, format!("{}: {e}", it.key)))?;
             }
         }
     }
     let meta = layout_of(&b);
+    // A bare word is the value of the format's one string field (`PSEUDO_DMA_TRIGGER q_in`).
+    for t in positional {
+        let m = meta
+            .fields
+            .iter()
+            .find(|m| matches!(m.ty, FieldType::Str(_)))
+            .filter(|_| !t.text.starts_with('"') || t.text.len() >= 2)
+            .ok_or_else(|| {
+                perr(
+                    t.col,
+                    format!(
+                        "`{}` is not name=value (and {} has no string field a bare word could fill)",
+                        t.text, meta.rust_name
+                    ),
+                )
+            })?;
+        let value = if t.text.starts_with('"') {
+            t.text.to_string()
+        } else {
+            format!("\"{}\"", t.text)
+        };
+        items.push(Item {
+            key: m.name.to_string(),
+            value,
+            col: t.col,
+            from: Some(t.text.to_string()),
+        });
+    }
     let mut b = base;
     let mut reserved: Vec<(usize, Vec<u8>, usize)> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
-    for &(k, v, col) in &fields {
+    for it in &items {
+        let (k, v, col) = (it.key.as_str(), it.value.as_str(), it.col);
         if let Some(off) = k.strip_prefix("reserved@") {
             let off: usize = off
                 .parse()
@@ -674,19 +877,34 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
             continue;
         }
         if seen.contains(&k) {
-            return Err(perr(col, format!("field `{k}` given twice")));
+            let how = it
+                .from
+                .as_ref()
+                .map(|f| format!(" (also set by `{f}`)"))
+                .unwrap_or_default();
+            return Err(perr(col, format!("field `{k}` given twice{how}")));
         }
         seen.push(k);
         let m = meta
             .field(k)
             .filter(|m| m.name != "opcode")
             .ok_or_else(|| {
+                let how = it
+                    .from
+                    .as_ref()
+                    .map(|f| format!(" (`{f}` writes `{k}`; write the fields by name instead)"))
+                    .unwrap_or_default();
                 perr(
                     col,
-                    format!("{} has no field `{k}` on {gen}", meta.rust_name),
+                    format!("{} has no field `{k}` on {gen}{how}", meta.rust_name),
                 )
             })?;
-        write_field(m, v, &mut b).map_err(|e| perr(col + k.len() + 1, format!("{k}: {e}")))?;
+        let vcol = if it.from.is_some() {
+            col
+        } else {
+            col + k.len() + 1
+        };
+        write_field(m, v, &mut b).map_err(|e| perr(vcol, format!("{k}: {e}")))?;
     }
     for (off, bytes, col) in reserved {
         for (i, &x) in bytes.iter().enumerate() {
@@ -968,5 +1186,111 @@ mod tests {
         assert_eq!(v["fields"]["psum_accumulate_flags"]["accumulate"], 1);
         assert_eq!(v["reserved_nonzero"][0]["offset"], 46);
         assert_eq!(v["reserved_nonzero"][0]["hex"], "10");
+    }
+
+    #[test]
+    fn floats_bitfields_and_enum_names() {
+        // A decimal float in a float-valued u32 field is stored as its bits; an integer as is.
+        let b = parse_line(
+            "TENSOR_SCALAR_ARITH_OP imm0=2.5 imm1=3 op0=mult op1=ADD",
+            Gen::V3,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(&b.0[40..44], &2.5f32.to_bits().to_le_bytes());
+        assert_eq!(&b.0[44..48], &3u32.to_le_bytes());
+        let e = parse_line("TENSOR_SCALAR_ARITH_OP op0=2.5", Gen::V3).unwrap_err();
+        assert!(e.message.contains("MULT"), "{e}");
+        // Bitfields: spaces, commas or a plain integer.
+        let want = parse_line(
+            "MATMUL psum_accumulate_flags={begin=1 accumulate=1}",
+            Gen::V3,
+        )
+        .unwrap()
+        .unwrap();
+        for alt in [
+            "MATMUL psum_accumulate_flags={begin=1,accumulate=1}",
+            "MATMUL psum_accumulate_flags={begin=1, accumulate=1}",
+        ] {
+            assert_eq!(parse_line(alt, Gen::V3).unwrap(), Some(want), "{alt}");
+        }
+        let raw = want.0[43];
+        let plain = format!("MATMUL psum_accumulate_flags={raw}");
+        assert_eq!(parse_line(&plain, Gen::V3).unwrap(), Some(want));
+        let e = parse_line("MATMUL psum_accumulate_flags={bgn=1}", Gen::V3).unwrap_err();
+        assert!(e.message.contains("sub-fields: "), "{e}");
+        // Wait mode names in any case; a wrong one lists the names.
+        let e = parse_line("MATMUL wait_mode=SEM_GE", Gen::V3).unwrap_err();
+        assert!(e.message.contains("SEM_GE_IMM"), "{e}");
+        assert!(parse_line("MATMUL wait_mode=sem_ge_imm", Gen::V3).is_ok());
+    }
+
+    #[test]
+    fn errors_render_with_a_caret() {
+        let text = "NOP\nMATMUL in_dtype=NOPE\n";
+        let (line, e) = parse_text(text, Gen::V3).unwrap_err();
+        let r = render_error("k.s", text, line, &e);
+        let lines: Vec<&str> = r.lines().collect();
+        assert!(lines[0].starts_with("k.s:2:17: in_dtype: `NOPE`"), "{r}");
+        assert_eq!(lines[1], " 2 | MATMUL in_dtype=NOPE");
+        assert_eq!(lines[2], "   |                 ^");
+    }
+
+    #[test]
+    fn neuron_dialect_parses() {
+        let native = parse_line(
+            "ACTIVATE wait_mode=SEM_GE_IMM wait_idx=3 update_mode=SEM_INC_COMPLETE update_idx=4 semaphore_value=1 src=[0x100 step=1,0,0 num=64,1,1] out_dtype=BF16",
+            Gen::V3,
+        )
+        .unwrap()
+        .unwrap();
+        for alt in [
+            "ACTIVATE $S[3]>=1 $S[4]++@complete src=0x100[1][64] out_dtype=BF16;",
+            "ACTIVATE S[3]>=1 S[4] (Tensor)++@complete src=0x100[1,0,0][64,1,1] dst=bf16@0x0[0][0]; trailing",
+        ] {
+            let mut b = parse_line(alt, Gen::V3).unwrap().unwrap();
+            b.0[48..64].copy_from_slice(&native.0[48..64]);
+            assert_eq!(b, native, "{alt}");
+        }
+        // A wait and a value-carrying update of different values cannot share a bundle.
+        let e = parse_line("NOP $S[3]>=1 $S[3]=0@complete", Gen::V3).unwrap_err();
+        assert!(e.message.contains("one semaphore_value"), "{e}");
+        // The producer's mnemonic spelling and a bare queue name.
+        let b = parse_line(
+            "PSEUDO_DMA_TRIGGER $S[22]>0 q_gradient_out block_id=0;",
+            Gen::V3,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(b.0[0], 0xC1);
+        assert_eq!(b.0[4], 0x04);
+        assert_eq!(b.0[5], 22);
+        assert_eq!(&b.0[12..26], b"q_gradient_out");
+        let e = parse_line("MATMUL 3*128", Gen::V3).unwrap_err();
+        assert!(e.message.contains("not name=value"), "{e}");
+        let e = parse_line("MATMUL src=fp16@0x0[1][1] in_dtype=bf16", Gen::V3).unwrap_err();
+        assert!(e.message.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn neuron_dialect_round_trips() {
+        let mut samples = vec![sample()];
+        for line in [
+            "ACTIVATE wait_mode=SEM_GE_IMM wait_idx=3 semaphore_value=0x1 accumulator_cmd=ZERO_ACCUMULATE src=[0x00000000 step=1,1,1 num=512,1,1] in_bias_dtypes=FP32|FP32 out_dtype=FP32 num_active_partitions=128 activation_func=EXP scale_value=1.0 bias=0x1000 dst=[0x00002000 step=1,1,1 num=512,1,1]",
+            "TENSOR_SCALAR_ARITH_OP update_mode=SEM_INC_COMPLETE update_idx=2 semaphore_value=7 src=[0x00002000 step=1,1,1 num=512,1,1] in_dtype=FP32 out_dtype=FP32 num_active_partitions=128 imm0_src=POINTER op0=MULT imm0=0x1080 dst=[0x00003000 step=1,1,1 num=512,1,1]",
+            "NOP wait_mode=SEM_GT wait_idx=9 update_mode=SEM_ADD_IMM_READ update_idx=1 semaphore_value=5",
+            "NOP wait_mode=SEM_GE_REG wait_idx=9 update_mode=SEM_WR_IMM_COMPLETE update_idx=1 semaphore_value=5",
+            "NOP wait_mode=EVT_SET wait_idx=9 semaphore_value=5",
+            "PSEUDO_DMATRIGGER wait_mode=SEM_GE_IMM wait_idx=2 semaphore_value=0x1 queue_name=\"out\"",
+        ] {
+            samples.push(parse_line(line, Gen::V3).unwrap().unwrap());
+        }
+        for b in samples {
+            let t = disasm_bundle_as(&b, Gen::V3, Syntax::Neuron);
+            assert!(t.ends_with(';'), "{t}");
+            assert_eq!(parse_line(&t, Gen::V3).unwrap(), Some(b), "{t}");
+        }
+        let t = disasm_bundle_as(&sample(), Gen::V3, Syntax::Neuron);
+        assert!(t.contains("src=bf16@0x40100[1,0,0][64,0,0]"), "{t}");
     }
 }

@@ -1,0 +1,381 @@
+//! Lint: legal bundles that almost certainly do not do what their author meant (`docs/asm.md`,
+//! "Lint"). Every finding is a warning naming the fix; `sim asm` and `sim validate` turn them
+//! into errors with `--deny-warnings`.
+//!
+//! Two scopes. A *stream* (`sim asm`, `sim validate FILE.bin`) shows one engine's bundles only,
+//! so the rules that need the other engines and the DMAs (who writes an address, who waits for a
+//! semaphore) are reported as not checked there. A *kernel* (`sim validate KERNEL.neff`) shows
+//! every engine's stream and every DMA of a subgraph: all rules run.
+
+use tpbsim_isa::inst::{decode, FieldValue};
+use tpbsim_isa::neff::schema::{contiguous_steps, VarKind};
+use tpbsim_isa::neff::Subgraph;
+use tpbsim_isa::spec::FieldType;
+use tpbsim_isa::{Addr4, Bundle, Engine, Events, Gen, Geometry, Inst, Wire};
+
+use crate::diag::{Diagnostic, Layer, Location, Severity};
+
+/// One lint rule of the registry (`crate::registry::lint_rules`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LintRule {
+    /// Kebab-case name.
+    pub name: &'static str,
+    /// Code (project-defined numbering, 9001..).
+    pub code: u32,
+    /// Whether the rule needs the whole kernel (every stream and DMA).
+    pub kernel: bool,
+    /// What it finds.
+    pub summary: &'static str,
+    /// The fix it names.
+    pub fix: &'static str,
+}
+
+/// ACTIVATE with an instruction scale of zero.
+pub const ACT_SCALE_ZERO: LintRule = LintRule {
+    name: "act-scale-zero",
+    code: 9001,
+    kernel: false,
+    summary: "ACTIVATE takes its scale from the instruction (scale_src=INSTRUCTION) and scale_value is 0: it computes f(0*x + bias)",
+    fix: "write scale_value=1.0 (or the scale you mean)",
+};
+
+/// A pointer-mode bias or scale at an address nothing writes.
+pub const POINTER_UNWRITTEN: LintRule = LintRule {
+    name: "pointer-unwritten",
+    code: 9002,
+    kernel: true,
+    summary: "ACTIVATE reads its bias (bias_src_n=POINTER, the default) or scale (scale_src=POINTER) from an SBUF/PSUM address that no instruction or DMA of the kernel writes",
+    fix: "write bias_src_n=INSTRUCTION bias=VALUE for an immediate bias, or write the column first",
+};
+
+/// A wait that the shared semaphore value makes always true or never satisfiable.
+pub const WAIT_DEGENERATE: LintRule = LintRule {
+    name: "wait-degenerate",
+    code: 9003,
+    kernel: false,
+    summary: "a semaphore wait that is always true or never satisfiable for its semaphore_value (one value per bundle, shared with the update)",
+    fix: "split the wait and the value-carrying update into two bundles, or give the wait the value it needs",
+};
+
+/// An update of a semaphore no bundle waits for.
+pub const UPDATE_UNWAITED: LintRule = LintRule {
+    name: "update-unwaited",
+    code: 9004,
+    kernel: true,
+    summary: "a bundle updates a semaphore that no bundle of the kernel waits for",
+    fix: "wait for it where the result is consumed (wait_idx), or drop the update",
+};
+
+/// Every lint rule, by code.
+pub const RULES: &[LintRule] = &[
+    ACT_SCALE_ZERO,
+    POINTER_UNWRITTEN,
+    WAIT_DEGENERATE,
+    UPDATE_UNWAITED,
+];
+
+/// One engine stream to lint.
+pub struct LintStream<'a> {
+    /// File or member name for locations.
+    pub file: String,
+    /// Engine.
+    pub engine: Option<Engine>,
+    /// Bundles.
+    pub bundles: &'a [Bundle],
+}
+
+fn diag(rule: &LintRule, s: &LintStream<'_>, index: usize, msg: String) -> Diagnostic {
+    let mut d = bare(rule, s, index, String::new());
+    d.message = format!("{msg}; fix: {}", rule.fix);
+    d
+}
+
+fn bare(rule: &LintRule, s: &LintStream<'_>, index: usize, msg: String) -> Diagnostic {
+    Diagnostic::error(Layer::Lint, rule.name, Some(rule.code), msg)
+        .with_severity(Severity::Warning)
+        .at(Location {
+            file: Some(s.file.clone()),
+            engine: s.engine,
+            index: Some(index as u64),
+            offset: Some(index as u64 * 64),
+            ..Location::default()
+        })
+}
+
+fn not_checked(rule: &LintRule, s: &LintStream<'_>, index: usize) -> Diagnostic {
+    bare(
+        rule,
+        s,
+        index,
+        "not checked: this rule needs every engine's stream and the DMAs (run `sim validate KERNEL.neff`)".into(),
+    )
+    .with_severity(Severity::NotChecked)
+}
+
+/// Semaphore wait modes (immediate compares) by wire value.
+const SEM_EQ: u8 = 0x01;
+const SEM_LT: u8 = 0x02;
+const SEM_LE: u8 = 0x03;
+const SEM_GT: u8 = 0x04;
+const SEM_GE: u8 = 0x05;
+
+fn is_sem_wait(mode: u8) -> bool {
+    matches!(mode & 0x7F, SEM_EQ..=SEM_GE)
+}
+
+fn is_sem_update(mode: u8) -> bool {
+    // SEM_INC .. SEM_WR (READ 0x03..0x09, COMPLETE +0x10, REG forms | 0x80).
+    matches!(mode & 0x6F, 0x03..=0x09)
+}
+
+/// Value-carrying immediate updates: ADD_IMM, SUB_IMM, WR_IMM (READ or COMPLETE).
+fn update_value_name(mode: u8) -> Option<&'static str> {
+    match mode {
+        0x05 | 0x15 => Some("adds"),
+        0x07 | 0x17 => Some("subtracts"),
+        0x09 | 0x19 => Some("writes"),
+        _ => None,
+    }
+}
+
+/// Byte ranges written, as flat addresses `[lo, hi)` in the on-chip address space.
+#[derive(Default)]
+struct Writes(Vec<(u64, u64)>);
+
+impl Writes {
+    fn covers(&self, a: u64) -> bool {
+        self.0.iter().any(|&(lo, hi)| (lo..hi).contains(&a))
+    }
+}
+
+fn elem_bytes(inst: &Inst, field: &str) -> u64 {
+    let meta = inst.meta();
+    let b = inst.encode();
+    meta.field(field)
+        .and_then(|m| match m.read(&b) {
+            FieldValue::Enum { raw, def } => def.value(raw).map(|v| v.bits as u64 / 8),
+            _ => None,
+        })
+        .filter(|&n| n > 0)
+        .unwrap_or(4)
+}
+
+fn partitions(inst: &Inst) -> u64 {
+    let meta = inst.meta();
+    let b = inst.encode();
+    ["num_active_partitions", "num_active_channels"]
+        .iter()
+        .find_map(|n| meta.field(n).map(|m| b.0[m.offset as usize] as u64))
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
+/// What the destination operands (`dst*`) of a bundle write, per partition.
+fn add_bundle_writes(inst: &Inst, gen: Gen, w: &mut Writes) {
+    let stride = Geometry::of(gen).sbuf_partition_stride as u64;
+    let meta = inst.meta();
+    let b = inst.encode();
+    let elem = elem_bytes(inst, "out_dtype");
+    let parts = partitions(inst);
+    for m in meta.fields.iter().filter(|m| m.name.starts_with("dst")) {
+        if !matches!(m.ty, FieldType::Tensor(_) | FieldType::MemPattern(_)) {
+            continue;
+        }
+        if let FieldValue::Pattern(p) = m.read(&b) {
+            let n = p.dims as usize;
+            let span: i64 = (0..n)
+                .map(|i| (p.num[i].max(1) as i64 - 1) * p.step[i] as i64)
+                .sum();
+            let base = p.addr.address() as u64;
+            let (lo, hi) = if span >= 0 {
+                (0, span as u64 + 1)
+            } else {
+                (span.unsigned_abs(), 1)
+            };
+            for q in 0..parts {
+                let start = (base + q * stride).saturating_sub(lo * elem);
+                w.0.push((start, base + q * stride + hi * elem));
+            }
+        }
+    }
+}
+
+/// What a subgraph's DMAs write into the state buffer (flat byte ranges, outermost dimension
+/// enumerated).
+fn add_dma_writes(sg: &Subgraph, w: &mut Writes) {
+    for sc in sg.sidecars.values() {
+        for e in sc.sidecar.dma.iter().flat_map(|b| &b.desc) {
+            let Some(to) = sg.def.resolve(&e.to) else {
+                continue;
+            };
+            if to.kind != VarKind::StateBuffer {
+                continue;
+            }
+            let from_dtype = e
+                .from
+                .as_ref()
+                .and_then(|f| sg.def.resolve(f))
+                .and_then(|v| v.dtype);
+            let elem = e
+                .to_dtype
+                .or(to.dtype)
+                .or(from_dtype)
+                .map_or(1, |d| d.size() as u64);
+            let sizes = &e.to_sizes;
+            if sizes.is_empty() {
+                continue;
+            }
+            let steps = e
+                .to_steps
+                .clone()
+                .unwrap_or_else(|| contiguous_steps(sizes));
+            let inner: u64 = sizes
+                .iter()
+                .zip(&steps)
+                .skip(1)
+                .map(|(&n, &s)| (n.saturating_sub(1)).saturating_mul(s))
+                .sum();
+            for j in 0..sizes[0].min(4096) {
+                let lo = e.to_offset + j * steps.first().copied().unwrap_or(0) * elem;
+                w.0.push((lo, lo + (inner + 1) * elem));
+            }
+        }
+    }
+}
+
+/// Lint streams. With `kernel` (every stream of a subgraph and its DMAs), the kernel-scope
+/// rules run; without, they are reported as not checked (once per rule and stream).
+pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut writes = Writes::default();
+    let mut waited = [false; 256];
+    let decoded: Vec<Vec<Option<Inst>>> = streams
+        .iter()
+        .map(|s| s.bundles.iter().map(|b| decode(b, gen).ok()).collect())
+        .collect();
+    for (s, insts) in streams.iter().zip(&decoded) {
+        for (b, inst) in s.bundles.iter().zip(insts) {
+            let ev = Events::read(&b.0, 4);
+            if is_sem_wait(ev.wait_mode.0) && ev.wait_mode.0 & 0x80 == 0 {
+                waited[ev.wait_idx as usize] = true;
+            }
+            if let Some(i) = inst {
+                add_bundle_writes(i, gen, &mut writes);
+            }
+        }
+    }
+    if let Some(sg) = kernel {
+        add_dma_writes(sg, &mut writes);
+    }
+    for (s, insts) in streams.iter().zip(&decoded) {
+        let mut reported_nc = [false; 2];
+        for (index, (b, inst)) in s.bundles.iter().zip(insts).enumerate() {
+            let ev = Events::read(&b.0, 4);
+            let v = ev.semaphore_value;
+            // wait-degenerate.
+            if is_sem_wait(ev.wait_mode.0) && ev.wait_mode.0 & 0x80 == 0 {
+                let verdict = match ev.wait_mode.0 {
+                    SEM_GE if v == 0 => Some("always true (a semaphore is never below 0)"),
+                    SEM_LE if v == u32::MAX => Some("always true"),
+                    SEM_LT if v == 0 => Some("never satisfiable (a semaphore is never below 0)"),
+                    SEM_GT if v == u32::MAX => Some("never satisfiable"),
+                    _ => None,
+                };
+                if let Some(verdict) = verdict {
+                    let op = match ev.wait_mode.0 {
+                        SEM_GE => ">=",
+                        SEM_LE => "<=",
+                        SEM_LT => "<",
+                        _ => ">",
+                    };
+                    let shared = update_value_name(ev.update_mode.0)
+                        .map(|how| {
+                            format!(
+                                "; the value is shared with this bundle's update, which {how} {v} on semaphore {}",
+                                ev.update_idx
+                            )
+                        })
+                        .unwrap_or_default();
+                    out.push(diag(
+                        &WAIT_DEGENERATE,
+                        s,
+                        index,
+                        format!(
+                            "wait on semaphore {} {op} {v} is {verdict}{shared}",
+                            ev.wait_idx
+                        ),
+                    ));
+                }
+            }
+            // update-unwaited.
+            if is_sem_update(ev.update_mode.0) && ev.update_mode.0 & 0x80 == 0 {
+                if kernel.is_none() {
+                    if !reported_nc[1] {
+                        out.push(not_checked(&UPDATE_UNWAITED, s, index));
+                        reported_nc[1] = true;
+                    }
+                } else if !waited[ev.update_idx as usize] {
+                    out.push(diag(
+                        &UPDATE_UNWAITED,
+                        s,
+                        index,
+                        format!(
+                            "semaphore {} is updated but no bundle waits for it",
+                            ev.update_idx
+                        ),
+                    ));
+                }
+            }
+            let Some(Inst::Activate(a)) = inst else {
+                continue;
+            };
+            // act-scale-zero.
+            if a.scale_src.0 == 0 && a.scale_value.to_f32() == 0.0 {
+                out.push(diag(
+                    &ACT_SCALE_ZERO,
+                    s,
+                    index,
+                    "ACTIVATE scale_value is 0 with scale_src=INSTRUCTION: the function sees 0*x + bias".into(),
+                ));
+            }
+            // pointer-unwritten.
+            let mut reads: Vec<(&str, u32)> = Vec::new();
+            if a.bias_src_n.0 == 0 {
+                reads.push(("bias (bias_src_n=POINTER)", a.bias));
+            }
+            if a.scale_src.0 == 1 {
+                reads.push(("scale (scale_src=POINTER)", a.scale_value.0));
+            }
+            if reads.is_empty() {
+                continue;
+            }
+            if kernel.is_none() {
+                if !reported_nc[0] {
+                    out.push(not_checked(&POINTER_UNWRITTEN, s, index));
+                    reported_nc[0] = true;
+                }
+                continue;
+            }
+            let stride = Geometry::of(gen).sbuf_partition_stride as u64;
+            let parts = a.num_active_partitions.max(1) as u64;
+            for (what, raw) in reads {
+                let addr = Addr4(raw).address() as u64;
+                if let Some(q) = (0..parts).find(|q| !writes.covers(addr + q * stride)) {
+                    out.push(diag(
+                        &POINTER_UNWRITTEN,
+                        s,
+                        index,
+                        format!(
+                            "ACTIVATE reads its {what} at {addr:#x} (partition {q} at {:#x}), which no instruction or DMA of the kernel writes",
+                            addr + q * stride
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

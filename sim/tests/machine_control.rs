@@ -338,6 +338,7 @@ fn direct2d_elem_size_zero_moves_65536_bytes() {
         streams,
         vars: vec![var(1, "x", VarKind::Input), var(2, "y", VarKind::Output)],
         queues: Default::default(),
+        world: 1,
     };
     let mut m = Machine::new(&k, Gen::V3).unwrap();
     let data: Vec<u8> = (0..65536u32).map(|i| (i * 7 + i / 256) as u8).collect();

@@ -210,3 +210,4 @@ pub(crate) fn report_lint(findings: &[tpbsim_validate::Diagnostic], deny: bool) 
         eprintln!("{d}");
     }
     deny && findings.iter().any(|d| d.severity == Severity::Warning)
+}

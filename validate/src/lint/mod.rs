@@ -229,15 +229,23 @@ fn add_dma_writes(sg: &Subgraph, w: &mut Writes) {
                 .to_steps
                 .clone()
                 .unwrap_or_else(|| contiguous_steps(sizes));
-            let inner: u64 = sizes
-                .iter()
-                .zip(&steps)
-                .skip(1)
-                .map(|(&n, &s)| (n.saturating_sub(1)).saturating_mul(s))
-                .sum();
+            // Signed steps: the inner dimensions reach `lo_in..=hi_in` elements around each row.
+            let (mut lo_in, mut hi_in) = (0i128, 0i128);
+            for (&n, &s) in sizes.iter().zip(&steps).skip(1) {
+                let reach = i128::from(n.saturating_sub(1)) * i128::from(s);
+                if reach < 0 {
+                    lo_in += reach;
+                } else {
+                    hi_in += reach;
+                }
+            }
+            let elem = i128::from(elem);
+            let row = i128::from(steps.first().copied().unwrap_or(0));
             for j in 0..sizes[0].min(4096) {
-                let lo = e.to_offset + j * steps.first().copied().unwrap_or(0) * elem;
-                w.0.push((lo, lo + (inner + 1) * elem));
+                let base = i128::from(e.to_offset) + i128::from(j) * row * elem;
+                let lo = u64::try_from((base + lo_in * elem).max(0)).unwrap_or(u64::MAX);
+                let hi = u64::try_from((base + (hi_in + 1) * elem).max(0)).unwrap_or(u64::MAX);
+                w.0.push((lo, hi));
             }
         }
     }

@@ -27,6 +27,10 @@ pub const OPERAND_EXPANSION: u64 = 8;
 /// trace-event JSON when the trace is written).
 pub const TIMELINE_ENTRY_BYTES: u64 = 512;
 
+/// Bytes charged per record the race check keeps for its reports (a release description or
+/// an operand origin, with its string).
+pub const RACE_RECORD_BYTES: u64 = 128;
+
 /// A budgeted resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -112,8 +112,9 @@ pub struct Machine<'k> {
     max_steps: u64,
     bundles: u64,
     work: u64,
-    /// Timeline entries charged to the memory budget.
+    /// Timeline entries and race-check records charged to the memory budget.
     timeline_charged: u64,
+    records_charged: u64,
 }
 
 /// The state a run starts from, kept for a replay.
@@ -233,6 +234,7 @@ impl<'k> Machine<'k> {
             bundles: 0,
             work: 0,
             timeline_charged: 0,
+            records_charged: 0,
         })
     }
 
@@ -246,8 +248,23 @@ impl<'k> Machine<'k> {
         self.budget.charge_memory(|| what.to_string(), bytes)
     }
 
-    /// Charge the timeline entries recorded since the last charge (at `site`).
+    /// Charge the timeline entries and the race check's growing records made since the last
+    /// charge (at `site`).
     fn charge_timeline(&mut self, site: Site) -> Result<(), Fault> {
+        let Some(c) = self.race.as_ref() else {
+            return Ok(());
+        };
+        let records = c.growing_records();
+        if records > self.records_charged {
+            let bytes = (records - self.records_charged) * budget::RACE_RECORD_BYTES;
+            self.budget
+                .charge_memory(
+                    || format!("the race check's records ({records} releases and origins)"),
+                    bytes,
+                )
+                .map_err(|e| Fault::budget(site, e))?;
+            self.records_charged = records;
+        }
         let Some(t) = self.race.as_ref().and_then(|c| c.timeline.as_ref()) else {
             return Ok(());
         };
@@ -600,7 +617,9 @@ impl<'k> Machine<'k> {
             self.bundles,
             self.work,
             self.timeline_charged,
+            self.records_charged,
         );
+        self.records_charged = 0;
         self.bundles = 0;
         self.work = 0;
         let mut first = self.race.take();
@@ -615,7 +634,13 @@ impl<'k> Machine<'k> {
         self.regs = end.regs;
         self.engines = end.engines;
         (self.dma_bytes, self.dma_transfers) = counters;
-        (self.budget, self.bundles, self.work, self.timeline_charged) = charged;
+        (
+            self.budget,
+            self.bundles,
+            self.work,
+            self.timeline_charged,
+            self.records_charged,
+        ) = charged;
         chip.log = self.chip.log.take();
         self.chip = chip;
         let replay = self.race.take();

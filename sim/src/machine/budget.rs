@@ -165,6 +165,22 @@ impl Budget {
         Ok(())
     }
 
+    /// Charge a collection that has grown to `count` entries of `per_entry` bytes, of which
+    /// `charged` were charged before (updated on success).
+    pub fn charge_growth(
+        &mut self,
+        what: impl FnOnce() -> String,
+        count: u64,
+        charged: &mut u64,
+        per_entry: u64,
+    ) -> Result<(), Exceeded> {
+        if count > *charged {
+            self.charge_memory(what, (count - *charged).saturating_mul(per_entry))?;
+            *charged = count;
+        }
+        Ok(())
+    }
+
     /// Return `bytes` of memory charged earlier.
     pub fn release_memory(&mut self, bytes: u64) {
         self.memory = self.memory.saturating_sub(bytes);

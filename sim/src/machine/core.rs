@@ -255,31 +255,26 @@ impl<'k> Machine<'k> {
             return Ok(());
         };
         let records = c.growing_records();
-        if records > self.records_charged {
-            let bytes = (records - self.records_charged) * budget::RACE_RECORD_BYTES;
-            self.budget
-                .charge_memory(
-                    || format!("the race check's records ({records} releases and origins)"),
-                    bytes,
-                )
-                .map_err(|e| Fault::budget(site, e))?;
-            self.records_charged = records;
-        }
-        let Some(t) = self.race.as_ref().and_then(|c| c.timeline.as_ref()) else {
-            return Ok(());
-        };
-        let entries = (t.slices.len() + t.flows.len()) as u64;
-        if entries > self.timeline_charged {
-            let bytes = (entries - self.timeline_charged) * budget::TIMELINE_ENTRY_BYTES;
-            self.budget
-                .charge_memory(
+        let entries = c
+            .timeline
+            .as_ref()
+            .map_or(0, |t| (t.slices.len() + t.flows.len()) as u64);
+        self.budget
+            .charge_growth(
+                || format!("the race check's records ({records} releases and origins)"),
+                records,
+                &mut self.records_charged,
+                budget::RACE_RECORD_BYTES,
+            )
+            .and_then(|()| {
+                self.budget.charge_growth(
                     || format!("the timeline ({entries} slices and flows)"),
-                    bytes,
+                    entries,
+                    &mut self.timeline_charged,
+                    budget::TIMELINE_ENTRY_BYTES,
                 )
-                .map_err(|e| Fault::budget(site, e))?;
-            self.timeline_charged = entries;
-        }
-        Ok(())
+            })
+            .map_err(|e| Fault::budget(site, e))
     }
 
     /// Check that an operand of `bytes` bytes fits the memory budget as working memory.

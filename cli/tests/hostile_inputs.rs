@@ -457,6 +457,9 @@ fn run_case(group: &Path, c: &serde_json::Value) -> (Vec<String>, Duration) {
         .collect();
     let before = listing(group);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sim"));
+    for (k, v) in c["env"].as_object().into_iter().flatten() {
+        cmd.env(k, x(v.as_str().unwrap()));
+    }
     cmd.args(&args)
         .current_dir(&cwd)
         .stdout(Stdio::piped())

@@ -55,8 +55,29 @@ fn too_large(len: u64, limit: u64) -> io::Error {
 }
 
 /// Check that `path` may be replaced by [`write_atomic`]: it does not exist, or it is a
-/// regular file (not a symbolic link, directory, device, FIFO or socket).
+/// regular file (not a symbolic link, directory, device, FIFO or socket; a FIFO or device is
+/// accepted with [`ALLOW_SPECIAL_ENV`] set to `1`).
 pub fn check_target(path: &Path) -> io::Result<()> {
+    if allow_special_env() && is_special(path) {
+        return Ok(());
+    }
+    check_regular(path)
+}
+
+fn allow_special_env() -> bool {
+    std::env::var_os(ALLOW_SPECIAL_ENV).is_some_and(|v| v == "1")
+}
+
+/// Whether `path` exists as a FIFO, device or socket (not a symbolic link or directory).
+fn is_special(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| {
+        let t = m.file_type();
+        !t.is_file() && !t.is_dir() && !t.is_symlink()
+    })
+}
+
+/// `path` does not exist or is a regular file.
+fn check_regular(path: &Path) -> io::Result<()> {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
@@ -77,32 +98,37 @@ pub fn check_target(path: &Path) -> io::Result<()> {
             };
             Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("{what}; only regular files are replaced"),
+                if t.is_symlink() || t.is_dir() {
+                    format!("{what}; only regular files are replaced")
+                } else {
+                    format!(
+                        "{what}; only regular files are replaced ({ALLOW_SPECIAL_ENV}=1 writes to FIFOs and devices)"
+                    )
+                },
             ))
         }
     }
 }
 
+/// Environment variable that, set to `1`, lets [`write_atomic`] write to an existing FIFO or
+/// device (`-o /dev/null`); symbolic links and directories are refused regardless.
+pub const ALLOW_SPECIAL_ENV: &str = "TPBSIM_WRITE_SPECIAL";
+
 /// Write `bytes` to `path` through a temporary file in the same directory and a rename, so a
 /// reader never sees a half-written file. An existing target must be a regular file
-/// ([`check_target`]).
+/// ([`check_target`]), or, with [`ALLOW_SPECIAL_ENV`] set to `1`, a FIFO or device.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_atomic_with(path, bytes, false)
+    write_atomic_with(path, bytes, allow_special_env())
 }
 
 /// [`write_atomic`]; with `allow_special`, an existing non-regular target other than a
 /// directory or symbolic link (a device, a FIFO) is written to directly instead.
 pub fn write_atomic_with(path: &Path, bytes: &[u8], allow_special: bool) -> io::Result<()> {
-    if let Err(e) = check_target(path) {
-        let special = std::fs::symlink_metadata(path)
-            .map(|m| !m.is_dir() && !m.file_type().is_symlink())
-            .unwrap_or(false);
-        if !(allow_special && special) {
-            return Err(e);
-        }
+    if allow_special && is_special(path) {
         let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
         return f.write_all(bytes);
     }
+    check_regular(path)?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

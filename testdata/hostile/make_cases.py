@@ -5,7 +5,8 @@ files and a `cases.json` that `cli/tests/hostile_inputs.rs` runs.
 Every case is an object
 
     {"name": "...", "args": ["run", "{case}/k.neff", "--out-dir", "{out}"],
-     "stdin": "file in the group dir, or an absolute path" (optional),
+     "stdin": "file in the group dir (fed through a pipe), or a device path" (optional),
+     "env": {"NAME": "value"} (optional),
      "setup": [{"op": "symlink"|"fifo"|"sparse"|"mkdir"|"file", "path": "...", ...}] (optional),
      "exit": 2, "stderr": "a substring of the named error",
      "exists": ["paths that must exist afterwards"] (optional),
@@ -169,6 +170,20 @@ def run_group():
     write(g, "tt_huge.neff", variant(extra={"sg00/dve_instr": huge_tt()}))
     case(g, "TensorTensor num=65535^3 step 0", ["run", "{case}/tt_huge.neff", "--no-validate", "--out-dir", "{out}"], 3,
          "budget fault: dve bundle #0 (opcode 0x41, byte offset 0x0): memory budget exceeded: operand `")
+    # The same through a MEMSET that the L2 validator accepts (validation on).
+    def memset(nums):
+        b = iw.bundle(0x49)
+        b[32] = iw.FP32
+        b[34] = P
+        struct.pack_into("<hhhh", b, 48, 0, 0, 0, 0)
+        struct.pack_into("<HHHH", b, 56, *nums)
+        return bytes(b)
+    for nums, label in [((65535,) * 4, "65535^4"), ((65535, 65535, 1, 1), "65535,65535,1,1")]:
+        fname = "memset_" + label.replace("^", "p").replace(",", "_") + ".neff"
+        write(g, fname, variant(extra={"sg00/dve_instr": memset(nums)}))
+        for cmd in ["run", "check", "profile"]:
+            case(g, f"{cmd}: MEMSET dst num={label} step 0 (L2-valid)", [cmd, "{case}/" + fname, "--out-dir", "{out}"], 3,
+                 "budget fault: dve bundle #0 (opcode 0x49, byte offset 0x0): memory budget exceeded: operand `dst`")
     # 3./4. runaway loops, traced and profiled
     write(g, "runaway.neff", variant(extra={"sg00/Activation.bin": branch(0)}))
     case(g, "runaway loop, traced: trace up to the fault", ["run", "{case}/runaway.neff", "--max-steps", "20000", "--trace", "{out}/t.json", "--out-dir", "{out}/o"], 3,
@@ -177,6 +192,12 @@ def run_group():
          "memory budget exceeded: the timeline")
     case(g, "runaway loop, traced under a memory budget", ["run", "{case}/runaway.neff", "--max-memory", "64M", "--trace", "{out}/t.json", "--out-dir", "{out}/o"], 3,
          "memory budget exceeded: the timeline", exists=["{out}/t.json"])
+    # A loop releasing a semaphore on every pass: the race check's records are budgeted too.
+    sync_loop = bytearray(branch(0))
+    sync_loop[6], sync_loop[7] = 0x13, 5  # SEM_INC_COMPLETE semaphore 5
+    write(g, "sync_loop.neff", variant(extra={"sg00/Activation.bin": bytes(sync_loop)}))
+    case(g, "semaphore loop under the race check", ["check", "{case}/sync_loop.neff", "--max-memory", "40M"], 3,
+         "memory budget exceeded: the race check's records")
     # 4. a two-bundle loop moving 512 KiB per trigger: DMA bytes count against the step budget
     def loop_sp(sp):
         sp["dma"].append({"queue": "big", "id": 0, "desc": [{
@@ -264,6 +285,8 @@ def io_group():
          setup=[{"op": "symlink", "path": "{scratch}/link", "to": "{scratch}/victim"}], absent=["{scratch}/victim"])
     case(g, "lift output to a device", ["lift", "{case}/one/PE.bin", "--arch", "v3", "-o", "/dev/null"], 2,
          "/dev/null: a device; only regular files are replaced")
+    case(g, "lift output to a device, explicitly allowed", ["lift", "{case}/one/PE.bin", "--arch", "v3", "-o", "/dev/null"], 0,
+         "lifted into 1 instruction(s)", env={"TPBSIM_WRITE_SPECIAL": "1"})
     # BIR JSON
     write(g, "dup.bir.json", '{"arch": 40, "arch": 30, "functions": []}\n')
     case(g, "BIR JSON duplicate key", ["verify", "{case}/dup.bir.json"], 2, "duplicate key \"arch\" in one object")

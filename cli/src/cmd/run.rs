@@ -865,3 +865,29 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     );
     Some(b)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_with_suffixes() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("512M"), Ok(512 << 20));
+        assert_eq!(parse_bytes("3g"), Ok(3 << 30));
+        assert!(parse_bytes("16777216T").unwrap_err().contains("2^64"));
+        assert!(parse_bytes("3X").unwrap_err().contains("unknown suffix"));
+        assert!(parse_bytes("M").is_err());
+    }
+
+    #[test]
+    fn output_names_are_plain_file_names() {
+        for ok in ["out", "a.b", "x-1", "..a", "a..b"] {
+            assert!(check_output_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "../x", "/abs/x", "a/b", "a\\b", "a\0b"] {
+            assert!(check_output_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_output_name(&"x".repeat(251)).is_err());
+    }
+}

@@ -27,6 +27,10 @@ pub const OPERAND_EXPANSION: u64 = 8;
 /// trace-event JSON when the trace is written).
 pub const TIMELINE_ENTRY_BYTES: u64 = 512;
 
+/// Bytes charged per record the race check keeps for its reports (a release description or
+/// an operand origin, with its string).
+pub const RACE_RECORD_BYTES: u64 = 128;
+
 /// A budgeted resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -158,6 +162,22 @@ impl Budget {
     ) -> Result<(), Exceeded> {
         self.check_memory(what, bytes)?;
         self.memory += bytes;
+        Ok(())
+    }
+
+    /// Charge a collection that has grown to `count` entries of `per_entry` bytes, of which
+    /// `charged` were charged before (updated on success).
+    pub fn charge_growth(
+        &mut self,
+        what: impl FnOnce() -> String,
+        count: u64,
+        charged: &mut u64,
+        per_entry: u64,
+    ) -> Result<(), Exceeded> {
+        if count > *charged {
+            self.charge_memory(what, (count - *charged).saturating_mul(per_entry))?;
+            *charged = count;
+        }
         Ok(())
     }
 

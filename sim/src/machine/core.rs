@@ -112,8 +112,9 @@ pub struct Machine<'k> {
     max_steps: u64,
     bundles: u64,
     work: u64,
-    /// Timeline entries charged to the memory budget.
+    /// Timeline entries and race-check records charged to the memory budget.
     timeline_charged: u64,
+    records_charged: u64,
 }
 
 /// The state a run starts from, kept for a replay.
@@ -233,6 +234,7 @@ impl<'k> Machine<'k> {
             bundles: 0,
             work: 0,
             timeline_charged: 0,
+            records_charged: 0,
         })
     }
 
@@ -246,23 +248,33 @@ impl<'k> Machine<'k> {
         self.budget.charge_memory(|| what.to_string(), bytes)
     }
 
-    /// Charge the timeline entries recorded since the last charge (at `site`).
+    /// Charge the timeline entries and the race check's growing records made since the last
+    /// charge (at `site`).
     fn charge_timeline(&mut self, site: Site) -> Result<(), Fault> {
-        let Some(t) = self.race.as_ref().and_then(|c| c.timeline.as_ref()) else {
+        let Some(c) = self.race.as_ref() else {
             return Ok(());
         };
-        let entries = (t.slices.len() + t.flows.len()) as u64;
-        if entries > self.timeline_charged {
-            let bytes = (entries - self.timeline_charged) * budget::TIMELINE_ENTRY_BYTES;
-            self.budget
-                .charge_memory(
+        let records = c.growing_records();
+        let entries = c
+            .timeline
+            .as_ref()
+            .map_or(0, |t| (t.slices.len() + t.flows.len()) as u64);
+        self.budget
+            .charge_growth(
+                || format!("the race check's records ({records} releases and origins)"),
+                records,
+                &mut self.records_charged,
+                budget::RACE_RECORD_BYTES,
+            )
+            .and_then(|()| {
+                self.budget.charge_growth(
                     || format!("the timeline ({entries} slices and flows)"),
-                    bytes,
+                    entries,
+                    &mut self.timeline_charged,
+                    budget::TIMELINE_ENTRY_BYTES,
                 )
-                .map_err(|e| Fault::budget(site, e))?;
-            self.timeline_charged = entries;
-        }
-        Ok(())
+            })
+            .map_err(|e| Fault::budget(site, e))
     }
 
     /// Check that an operand of `bytes` bytes fits the memory budget as working memory.
@@ -600,7 +612,9 @@ impl<'k> Machine<'k> {
             self.bundles,
             self.work,
             self.timeline_charged,
+            self.records_charged,
         );
+        self.records_charged = 0;
         self.bundles = 0;
         self.work = 0;
         let mut first = self.race.take();
@@ -615,7 +629,13 @@ impl<'k> Machine<'k> {
         self.regs = end.regs;
         self.engines = end.engines;
         (self.dma_bytes, self.dma_transfers) = counters;
-        (self.budget, self.bundles, self.work, self.timeline_charged) = charged;
+        (
+            self.budget,
+            self.bundles,
+            self.work,
+            self.timeline_charged,
+            self.records_charged,
+        ) = charged;
         chip.log = self.chip.log.take();
         self.chip = chip;
         let replay = self.race.take();

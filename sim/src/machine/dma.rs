@@ -46,7 +46,10 @@ pub struct DmaSide {
 impl DmaSide {
     /// Number of elements.
     pub fn elems(&self) -> u64 {
-        self.dims.iter().map(|d| d.1 as u64).product()
+        // Saturating: a count past 2^64 is refused by the budgets, not wrapped.
+        self.dims
+            .iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(d.1 as u64))
     }
 
     /// The bytes of one run (the dense innermost dimensions merged) and the dimensions that
@@ -56,11 +59,12 @@ impl DmaSide {
         let mut dims = self.dims.iter().filter(|d| d.1 > 1).copied().peekable();
         let mut run = eb;
         while let Some(&(step, n)) = dims.peek() {
-            if step == run {
-                run *= n as i64;
-                dims.next();
-            } else {
-                break;
+            match run.checked_mul(n as i64) {
+                Some(r) if step == run => {
+                    run = r;
+                    dims.next();
+                }
+                _ => break,
             }
         }
         (run, dims)
@@ -467,8 +471,14 @@ fn transfer_with(
     buf: &mut Vec<u8>,
     fast: bool,
 ) -> Result<u64, DmaError> {
-    let nf = desc.from.elems() * desc.from.format.lanes() as u64;
-    let nt = desc.to.elems() * desc.to.format.lanes() as u64;
+    let nf = desc
+        .from
+        .elems()
+        .saturating_mul(desc.from.format.lanes() as u64);
+    let nt = desc
+        .to
+        .elems()
+        .saturating_mul(desc.to.format.lanes() as u64);
     if nf != nt {
         return Err(DmaError::Count { from: nf, to: nt });
     }
@@ -679,7 +689,7 @@ fn streamed(
         err,
     })?;
     let from = desc.from.format;
-    let total = desc.from.elems() * from.lanes() as u64;
+    let total = desc.from.elems().saturating_mul(from.lanes() as u64);
     let (mut src, mut dst) = (RunCursor::new(&desc.from), RunCursor::new(&desc.to));
     let mut converted = Vec::new();
     let (mut moved, mut written) = (0u64, 0u64);

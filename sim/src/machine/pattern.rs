@@ -69,12 +69,16 @@ impl TensorPattern {
 
     /// Elements per partition (product of the counts).
     pub fn elems_per_partition(&self) -> u64 {
-        self.free_dims().iter().map(|d| d.num as u64).product()
+        // Saturating: a count past 2^64 is refused by the budget, not wrapped.
+        self.free_dims()
+            .iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(d.num as u64))
     }
 
     /// Elements in total.
     pub fn elems(&self) -> u64 {
-        self.elems_per_partition() * self.partitions as u64
+        self.elems_per_partition()
+            .saturating_mul(self.partitions as u64)
     }
 }
 
@@ -254,13 +258,14 @@ impl Resolved {
             run_bytes: run as u32,
             loops,
             nloops,
-            bytes_per_partition: p.elems_per_partition() * p.elem_bytes as u64,
+            bytes_per_partition: p.elems_per_partition().saturating_mul(p.elem_bytes as u64),
         })
     }
 
     /// Total bytes the pattern covers.
     pub fn total_bytes(&self) -> u64 {
-        self.bytes_per_partition * self.partitions as u64
+        self.bytes_per_partition
+            .saturating_mul(self.partitions as u64)
     }
 
     /// The bytes of each partition the pattern touches, `[lowest, highest + 1)` (every run

@@ -651,6 +651,12 @@ impl Checker {
 
     // ---- synchronisation ----
 
+    /// Records kept for the reports that grow with the run (release descriptions, operand
+    /// origins); charged to the memory budget by the machine.
+    pub(crate) fn growing_records(&self) -> u64 {
+        (self.releases.iter().map(Vec::len).sum::<usize>() + self.origins.len()) as u64
+    }
+
     fn release_desc(&mut self, agent: Agent, desc: impl FnOnce() -> String) {
         let epoch = self.clocks[agent as usize].get(agent);
         let rel = &mut self.releases[agent as usize];

@@ -118,7 +118,10 @@ impl Machine<'_> {
         if !a.is_var_id() {
             return Err(Fault::NotSimulated {
                 site,
-                name: format!("DMA `{what}` ADDR8 mode 0x{:02x}", a.marker_byte()),
+                name: format!(
+                    "DMA `{what}` ADDR8 mode 0x{:02x} (C isa/dma-encoding.md gives the DGE forms 0x20/0x28, not the DGE queue they use)",
+                    a.marker_byte()
+                ),
                 engine: site.engine,
             });
         }

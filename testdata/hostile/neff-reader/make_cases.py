@@ -17,7 +17,10 @@ import io
 import json
 import os
 import struct
+import sys
 import tarfile
+
+sys.dont_write_bytecode = True
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CARVE = os.path.join(HERE, "..", "..", "real", "make_concrete_carve.py")

@@ -71,6 +71,8 @@ pub struct Slice {
     /// The (agent, time) whose update or trigger determined the start, when it was not the
     /// end of the track's previous slice.
     pub dep: Option<(Agent, f64)>,
+    /// Index of the bundle in its engine's stream (engine slices; `None` for DMA transfers).
+    pub bundle: Option<usize>,
 }
 
 /// A wait satisfied by an update of another track.
@@ -144,6 +146,7 @@ impl Timeline {
             dur,
             waited,
             dep,
+            bundle: None,
         });
         for (from, t, n) in self.pending_flows.drain(..) {
             self.flows.push(Flow {
@@ -171,6 +174,7 @@ impl Timeline {
             dur,
             waited: 0.0,
             dep,
+            bundle: None,
         });
         self.now[q as usize] = start + dur;
         start + dur

@@ -36,6 +36,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Same as `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
     /// Also write a Chrome/Perfetto trace-event JSON of the timeline.
     #[arg(long, value_name = "OUT.json")]
     trace: Option<PathBuf>,
@@ -43,10 +46,11 @@ pub struct Args {
 
 /// Run `sim profile`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    let mut r = a.kernel.into_run(a.format == Format::Json);
+    let format = if a.json { Format::Json } else { a.format };
+    let mut r = a.kernel.into_run(format == Format::Json);
     r.profile = true;
     r.trace = a.trace;
-    if a.format == Format::NeuronProfileJson {
+    if format == Format::NeuronProfileJson {
         r.timeline_json = Some(neuron_profile_json);
     }
     run::execute(r, false)

@@ -2,6 +2,7 @@
 
 mod cmd;
 mod exit;
+mod help;
 
 use clap::{Parser, Subcommand};
 use exit::CliError;
@@ -21,34 +22,47 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Print the generations tpbsim knows and their geometry.
+    #[command(after_help = help::INFO)]
     Info(cmd::info::Args),
     /// Disassemble an engine stream into the text form, one line per bundle.
+    #[command(after_help = help::DISASM)]
     Disasm(cmd::disasm::Args),
     /// Assemble the text form back into an engine stream.
+    #[command(after_help = help::ASM)]
     Asm(cmd::asm::Args),
     /// Decode an engine stream (JSON Lines with --json).
+    #[command(after_help = help::DECODE)]
     Decode(cmd::decode::Args),
     /// Inspect, unpack and pack NEFF containers.
+    #[command(after_help = help::NEFF)]
     Neff(cmd::neff::Args),
     /// Lift engine streams (.bin, .neff) to BIR JSON.
+    #[command(after_help = help::LIFT)]
     Lift(cmd::lift::Args),
     /// Verify a BIR module with the L1 rules (birverifier); engine streams and NEFFs are lifted
     /// and checked with both L1 and L2.
+    #[command(after_help = help::VERIFY)]
     Verify(cmd::verify::Args),
     /// Run a kernel NEFF on the machine model, write its outputs and compare them with references.
+    #[command(after_help = help::RUN)]
     Run(cmd::run::Args),
     /// Check a kernel for synchronisation bugs: cross-engine races, uninitialised reads, PSUM
     /// accumulation onto unzeroed banks, deadlocks (with the wait-for graph).
+    #[command(after_help = help::CHECK)]
     Check(cmd::check::Args),
     /// Profile a kernel on the timeline cost model: per-engine busy/idle/wait time and the
     /// critical path.
+    #[command(after_help = help::PROFILE)]
     Profile(cmd::profile::Args),
     /// Check engine streams with the L2 wire validator (silicon legality per generation).
+    #[command(after_help = help::VALIDATE)]
     Validate(cmd::validate::Args),
     /// Cast bit patterns (hex, one per line on stdin) or one value between number formats.
+    #[command(after_help = help::CONVERT)]
     Convert(cmd::convert::Args),
     /// Fuzz a generation's formats through decode, L2, lift and L1 and report where the
     /// layers disagree.
+    #[command(after_help = help::FUZZ)]
     Fuzz(cmd::fuzz::Args),
 }
 

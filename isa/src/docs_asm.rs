@@ -141,8 +141,9 @@ What is not public, and therefore not accepted (each is an error naming the toke
   trailing count column (`3*128`): their mapping is not published;
 * register-compare waits (`SEM_*_REG`), event waits and updates (`EVT_*`): the dialect's form
   for them is not published; write them as fields (`sim disasm --syntax neuron` does);
-* pseudo instructions without a published layout (`PSEUDO_TRIGGER_COLLECTIVE`'s `ctype=`,
-  `input_tensor_id=`, ...): they assemble only as `.bundle` lines.
+* the fields of instructions without a published body layout (`PSEUDO_TRIGGER_COLLECTIVE`'s
+  `ctype=`, `input_tensor_id=`, ...): such a mnemonic takes its header fields (the waits and
+  updates above included) and `body=HEX`, or a `.bundle` line.
 
 ### Lint
 

@@ -2,21 +2,33 @@
 //! detector, uninitialised reads, PSUM accumulation onto unzeroed banks, and the wait-for graph
 //! of a deadlock. Outputs are written only with `--out-dir`. See `docs/races.md`.
 
+use crate::cmd::kernel_args::KernelArgs;
 use crate::cmd::run;
 use crate::exit::{CliError, Outcome};
 
-/// Arguments of `sim check`: those of `sim run`; the race check is always on.
+/// Arguments of `sim check` (the race check is always on).
 #[derive(clap::Args)]
-#[group(skip)]
 pub struct Args {
     #[command(flatten)]
-    run: run::Args,
+    kernel: KernelArgs,
+    /// Print the summary, comparisons and findings as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Run under N legal interleavings (the first round-robin, the others seeded) and report
+    /// every output or finding that differs between them.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    schedules: u32,
+    /// Seed of the first seeded interleaving (schedule i uses SEED + i - 1).
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
 }
 
 /// Run `sim check`. Exit 0 when nothing is found (and outputs match their references), 1 on
 /// a finding or mismatch, 3 on a fault (a deadlock, with its wait-for graph).
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    let mut r = a.run;
+    let mut r = a.kernel.into_run(a.json);
     r.check_races = true;
+    r.schedules = a.schedules;
+    r.seed = a.seed;
     run::execute(r, false)
 }

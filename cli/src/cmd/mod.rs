@@ -7,6 +7,7 @@ pub mod decode;
 pub mod disasm;
 pub mod fuzz;
 pub mod info;
+pub mod kernel_args;
 pub mod lift;
 pub mod neff;
 pub mod profile;

@@ -21,10 +21,13 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Action {
     /// Print the header, the members, and each subgraph's variables, queues and streams.
+    #[command(after_help = crate::help::NEFF_INFO)]
     Info(InfoArgs),
     /// Extract every member into a directory.
+    #[command(after_help = crate::help::NEFF_UNPACK)]
     Unpack(UnpackArgs),
     /// Build a NEFF from a directory (each file becomes a member under its relative path).
+    #[command(after_help = crate::help::NEFF_PACK)]
     Pack(PackArgs),
 }
 

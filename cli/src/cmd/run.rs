@@ -88,6 +88,10 @@ pub struct Args {
     /// Print the timeline profile (set by `sim profile`).
     #[arg(skip)]
     pub profile: bool,
+    /// Print this rendering of the timeline instead of the run's report (set by
+    /// `sim profile --format neuron-profile-json`).
+    #[arg(skip)]
+    pub timeline_json: Option<fn(&Timeline, &Kernel, Gen) -> Value>,
 }
 
 /// A byte count with an optional K, M, G or T suffix (powers of 1024).
@@ -695,6 +699,10 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     let matched = comparisons.iter().all(Comparison::passed);
     let clean = base.findings.is_empty() && diffs.is_empty() && finding_changes.is_empty();
     let ok = matched && clean;
+    if let (Some(render), Some(t)) = (a.timeline_json, &base.timeline) {
+        println!("{}", render(t, &kernel, gen));
+        return Ok(if ok { Outcome::Ok } else { Outcome::Invalid });
+    }
     if a.json {
         let mut obj = json!({
             "kernel": a.kernel.display().to_string(),

@@ -846,7 +846,7 @@ impl Program for Machine<'_> {
         let r = self.dispatch(site, &inst, sync);
         self.flush_chip_log();
         if let Some(c) = self.race.as_mut() {
-            c.finish_bundle(e, site.opcode, inst.mnemonic());
+            c.finish_bundle(e, site.index, site.opcode, inst.mnemonic());
         }
         let flow = r?;
         self.charge_timeline(site)?;

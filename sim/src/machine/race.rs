@@ -950,8 +950,8 @@ impl Checker {
 
     // ---- memory ----
 
-    /// The bundle of engine `e` finished: place it on the timeline (when one is built).
-    pub fn finish_bundle(&mut self, e: Engine, opcode: u8, mnemonic: &str) {
+    /// Bundle `index` of engine `e` finished: place it on the timeline (when one is built).
+    pub fn finish_bundle(&mut self, e: Engine, index: usize, opcode: u8, mnemonic: &str) {
         let Some(t) = self.timeline.as_mut() else {
             return;
         };
@@ -971,6 +971,9 @@ impl Checker {
             })
             .collect();
         t.finish(e, mnemonic, args.join("; "), cycles);
+        if let Some(s) = t.slices.last_mut() {
+            s.bundle = Some(index);
+        }
     }
 
     /// Attribute the logged on-chip accesses to the current bundle.

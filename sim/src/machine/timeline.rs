@@ -101,6 +101,8 @@ pub struct Slice {
     /// The (agent, time) whose update or trigger determined the start, when it was not the
     /// end of the track's previous slice.
     pub dep: Option<(Agent, Stamp)>,
+    /// Index of the bundle in its engine's stream (engine slices; `None` for DMA transfers).
+    pub bundle: Option<usize>,
 }
 
 /// A wait satisfied by an update of another track.
@@ -174,6 +176,7 @@ impl Timeline {
             dur,
             waited,
             dep,
+            bundle: None,
         });
         for (from, t, n) in self.pending_flows.drain(..) {
             self.flows.push(Flow {
@@ -201,6 +204,7 @@ impl Timeline {
             dur,
             waited: 0.0,
             dep,
+            bundle: None,
         });
         self.now[q as usize] = start + dur;
         start + dur

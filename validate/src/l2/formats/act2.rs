@@ -283,11 +283,8 @@ mod tests {
         b.0[34] = 0;
         assert_eq!(
             f(&b),
-            [
-                "check_active_channels",
-                "start_addr_active_channels",
-                "start_addr_active_channels"
-            ]
+            // The src and dst gates find the same thing once.
+            ["check_active_channels", "start_addr_active_channels"]
         );
     }
 

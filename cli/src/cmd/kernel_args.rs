@@ -1,0 +1,77 @@
+//! The options `sim check` and `sim profile` share with `sim run` (each command lists only the
+//! options it takes; `sim run` keeps its own, `cmd::run::Args`).
+
+use std::path::PathBuf;
+
+use tpbsim_isa::Gen;
+use tpbsim_sim::machine::DEFAULT_MAX_STEPS;
+
+use crate::cmd::run;
+
+/// Kernel, data, references and run limits.
+#[derive(clap::Args)]
+pub struct KernelArgs {
+    /// The kernel NEFF.
+    pub kernel: PathBuf,
+    /// Input data for a def.json input variable (repeatable).
+    #[arg(long = "input", value_name = "NAME=FILE.npy")]
+    pub inputs: Vec<String>,
+    /// Also write the output `.npy` files into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Reference for one output (repeatable).
+    #[arg(long = "ref", value_name = "NAME=FILE.npy", conflicts_with = "ref_dir")]
+    pub refs: Vec<String>,
+    /// Directory of references `NAME.npy` (and optionally `tolerance.json`)
+    /// [default: KERNEL.ref next to the NEFF, when it exists].
+    #[arg(long, value_name = "DIR")]
+    pub ref_dir: Option<PathBuf>,
+    /// Absolute tolerance (overrides tolerance.json).
+    #[arg(long)]
+    pub atol: Option<f64>,
+    /// Relative tolerance (overrides tolerance.json).
+    #[arg(long)]
+    pub rtol: Option<f64>,
+    /// Ulp tolerance (overrides tolerance.json).
+    #[arg(long)]
+    pub ulp: Option<u64>,
+    /// Generation to run on [default: the NEFF's target].
+    #[arg(long, value_name = "v2|v3|v4|v5")]
+    pub arch: Option<Gen>,
+    /// Step budget: bundles executed before the run is stopped as a runaway loop.
+    #[arg(long, default_value_t = DEFAULT_MAX_STEPS)]
+    pub max_steps: u64,
+    /// Skip the L2 validation of each bundle before it executes.
+    #[arg(long)]
+    pub no_validate: bool,
+    /// NEFF reader options (digest check, archive size limits).
+    #[command(flatten)]
+    pub read: super::neff::ReadArgs,
+}
+
+impl KernelArgs {
+    /// The `sim run` arguments with these options and every other option at its default.
+    pub fn into_run(self, json: bool) -> run::Args {
+        run::Args {
+            kernel: self.kernel,
+            inputs: self.inputs,
+            out_dir: self.out_dir,
+            refs: self.refs,
+            ref_dir: self.ref_dir,
+            atol: self.atol,
+            rtol: self.rtol,
+            ulp: self.ulp,
+            arch: self.arch,
+            json,
+            max_steps: self.max_steps,
+            no_validate: self.no_validate,
+            read: self.read,
+            check_races: false,
+            schedules: 1,
+            seed: 1,
+            trace: None,
+            profile: false,
+            timeline_json: None,
+        }
+    }
+}

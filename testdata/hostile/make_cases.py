@@ -246,13 +246,13 @@ def run_group():
         pass
     write(g, "arch_zzz.neff", variant(extra={"neff.json": js({"target_arch": "zzz"})}))
     case(g, "unknown target_arch", ["run", "{case}/arch_zzz.neff", "--out-dir", "{out}"], 2,
-         "neff.json target_arch `zzz` is not a generation tpbsim knows")
+         "neff.json target_arch: unknown target `zzz`")
 
     def no_member(d):
         next(v for v in d["var"] if v["name"] == "x")["file_name"] = "nope.npy"
     write(g, "missing_file_name.neff", variant(no_member))
     case(g, "file_name names a missing member", ["run", "{case}/missing_file_name.neff", "--out-dir", "{out}"], 2,
-         "variable `x`: file_name `nope.npy` names member `sg00/nope.npy`, which the NEFF does not hold")
+         "missing member `sg00/nope.npy` (named by sg00/def.json var[1].file_name)")
     case(g, "control: the kernel runs", ["run", "{case}/ok.neff", "--out-dir", "{out}"], 0, "",
          exists=["{out}/out.npy"])
 

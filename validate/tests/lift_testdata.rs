@@ -133,6 +133,10 @@ fn every_testdata_stream_lowers_back_on_every_generation() {
     assert!(all.iter().any(|s| s.name.ends_with(".bin")));
     let mut bundles = 0usize;
     for s in &all {
+        // The rebuilt real NEFF ships engine streams that are empty on the page.
+        if s.bundles.is_empty() && s.name.starts_with("real/") {
+            continue;
+        }
         assert!(!s.bundles.is_empty(), "{}: empty", s.name);
         bundles += s.bundles.len();
         for gen in Gen::ALL {

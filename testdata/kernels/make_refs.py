@@ -77,6 +77,14 @@ def counter_join(a):
     return {"out": (x + x).astype(np.float32)}
 
 
+def credit_handoff(a):
+    # DVE: out = tile + y with the tile = x (ACT's first copy), then out = tile + out with the
+    # tile = y (ACT's second copy, after DVE's decrement hands the credit back).
+    x, y = a["x"].astype(np.float32), a["y"].astype(np.float32)
+    first = (x + y).astype(np.float32)
+    return {"out": (y + first).astype(np.float32)}
+
+
 def iadd_pool(a):
     # int32 add with two's-complement wrap-around (numpy int32 arithmetic wraps).
     with np.errstate(over="ignore"):
@@ -162,6 +170,7 @@ KERNELS = {
     "vadd": (vadd, {"default": {"ulp": 0}}),
     "iadd_pool": (iadd_pool, {"default": {"ulp": 0}}),
     "counter_join": (counter_join, {"default": {"ulp": 0}}),
+    "credit_handoff": (credit_handoff, {"default": {"ulp": 0}}),
     "softmax": (softmax, {"default": {"rtol": 1e-5, "atol": 1e-7}}),
     "rmsnorm": (rmsnorm, {"default": {"rtol": 1e-5, "atol": 1e-6}}),
     "matmul_bf16": (matmul_bf16, {"default": {"rtol": 1e-5, "atol": 1e-4}}),

@@ -122,7 +122,41 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
     }
     // Every recipe's format had a broken rule rejected, and every enum rule a recipe names
     // was broken and rejected at least once.
-    let (rules, formats) = (hit_rules.into_inner(), hit_formats.into_inner());
+    let (mut rules, formats) = (hit_rules.into_inner(), hit_formats.into_inner());
+    // An enum rule the random cases above did not reach gets up to 256 more enum mutations of
+    // its format, drawn from the same strategy, until one breaks it (and is rejected by it).
+    for r in recipes::RECIPES {
+        for er in r.enums {
+            if rules.contains(er.rule) {
+                continue;
+            }
+            let mut runner = TestRunner::new(config());
+            'draw: for (layout, gen) in fuzzgen::layouts()
+                .filter(|(l, g)| l2::GENS.contains(g) && l.format_name() == r.format)
+            {
+                let Some(s) = arb_mutation(layout, gen, Some(MutationKind::EnumOutOfRange)) else {
+                    continue;
+                };
+                for _ in 0..256 {
+                    let Ok(t) = proptest::strategy::Strategy::new_tree(&s, &mut runner) else {
+                        continue;
+                    };
+                    let m = proptest::strategy::ValueTree::current(&t);
+                    if m.rule == Some(er.rule) {
+                        assert!(
+                            errors(gen, m.engine, &m.bundle).contains(&er.rule),
+                            "{gen} {}: {} not rejected by {}",
+                            r.format,
+                            m.bundle.to_hex(),
+                            er.rule
+                        );
+                        rules.insert(er.rule);
+                        break 'draw;
+                    }
+                }
+            }
+        }
+    }
     for r in recipes::RECIPES {
         assert!(
             formats.contains(&(r.gate, r.format)),

@@ -443,6 +443,7 @@ mod tests {
         assert!(!w(2, 5).holds(&s, &regs));
         assert!(w(3, 5).holds(&s, &regs));
         assert!(w(4, 4).holds(&s, &regs));
+        assert!(!w(4, 5).holds(&s, &regs), "5 > 5 does not hold");
         assert!(w(5, 5).holds(&s, &regs));
         assert!(!w(5, 6).holds(&s, &regs));
         // SEM_GE_REG: compare with r1 = 7.

@@ -38,9 +38,17 @@ pub struct KernelArgs {
     /// Generation to run on [default: the NEFF's target].
     #[arg(long, value_name = "v2|v3|v4|v5")]
     pub arch: Option<Gen>,
-    /// Step budget: bundles executed before the run is stopped as a runaway loop.
+    /// Step budget: bundles issued, plus one step per 64 bytes moved by DMA, before the run
+    /// is stopped as a runaway loop.
     #[arg(long, default_value_t = DEFAULT_MAX_STEPS)]
     pub max_steps: u64,
+    /// Memory budget of the run (bytes; K, M, G suffixes): variables, on-chip memories,
+    /// operands' working memory, the race check and the timeline (docs/robustness.md).
+    #[arg(long, value_name = "BYTES", default_value = "3G", value_parser = run::parse_bytes)]
+    pub max_memory: u64,
+    /// Bytes all DMA transfers of a run may move together (K, M, G suffixes).
+    #[arg(long, value_name = "BYTES", default_value = "16G", value_parser = run::parse_bytes)]
+    pub max_dma_bytes: u64,
     /// Skip the L2 validation of each bundle before it executes.
     #[arg(long)]
     pub no_validate: bool,
@@ -64,6 +72,8 @@ impl KernelArgs {
             arch: self.arch,
             json,
             max_steps: self.max_steps,
+            max_memory: self.max_memory,
+            max_dma_bytes: self.max_dma_bytes,
             no_validate: self.no_validate,
             read: self.read,
             check_races: false,

@@ -95,7 +95,7 @@ pub struct Args {
 }
 
 /// A byte count with an optional K, M, G or T suffix (powers of 1024).
-fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, shift) = match t.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {

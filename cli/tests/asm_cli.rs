@@ -80,7 +80,7 @@ fn every_subcommand_help_shows_two_examples_and_only_its_options() {
 fn disasm_neuron_syntax_assembles_back_to_the_same_stream() {
     let dir = tempfile::tempdir().unwrap();
     let k = unpack(&kernel("softmax.neff"), dir.path());
-    for s in ["DVE", "Activation", "SP"] {
+    for s in ["dve", "act", "sp"] {
         let bin = k.join(format!("sg00/{s}.bin"));
         let o = sim(&[
             "disasm",
@@ -90,7 +90,7 @@ fn disasm_neuron_syntax_assembles_back_to_the_same_stream() {
             "--syntax",
             "neuron",
         ]);
-        assert!(o.status.success());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let text = String::from_utf8(o.stdout).unwrap();
         assert!(
             text.lines().skip(1).all(|l| l.trim_end().ends_with(';')),
@@ -135,12 +135,12 @@ fn validate_lints_a_kernel_and_denies_warnings_on_request() {
     let dir = tempfile::tempdir().unwrap();
     let k = unpack(&kernel("matmul_bf16.neff"), dir.path());
     // The trap: the PSUM copy's ACTIVATE without its scale.
-    let act = k.join("sg00/Activation.bin");
+    let act = k.join("sg00/act.bin");
     let o = sim(&["disasm", act.to_str().unwrap(), "--arch", "v3"]);
     let text = String::from_utf8(o.stdout)
         .unwrap()
         .replace(" scale_value=1.0", "");
-    let src = dir.path().join("Activation.s");
+    let src = dir.path().join("act.s");
     std::fs::write(&src, text).unwrap();
     let o = asm(&src, &act);
     assert!(o.status.success());
@@ -222,7 +222,7 @@ fn profile_writes_the_neuron_profile_json_shape() {
 #[test]
 fn one_bad_field_is_reported_once_per_rule() {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("Activation.s");
+    let src = dir.path().join("act.s");
     std::fs::write(
         &src,
         "ACTIVATE bias_src_n=INSTRUCTION src=[0x0 step=1,1,1 num=8,1,1] in_bias_dtypes=FP32|FP32 out_dtype=FP32 num_active_partitions=200 activation_func=EXP scale_value=1.0 dst=[0x100 step=1,1,1 num=8,1,1]\n",

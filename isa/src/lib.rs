@@ -37,6 +37,7 @@ pub mod spec;
 pub mod strategies;
 pub mod stream;
 pub mod text;
+pub mod visit;
 pub mod wire;
 
 pub use arch::Gen;
@@ -49,4 +50,5 @@ pub use inst::{
     decode, DecodeError, FieldMeta, FieldValue, LayoutMeta, OwnedFieldValue, PatternValue, RawInst,
 };
 pub use stream::{EngineStream, StreamError};
+pub use visit::{InstVisitor, VISITOR_METHODS};
 pub use wire::{DtypePair, Events, EventsExt, F32Bits, Header, Wire, INST_WORD_LEN};

@@ -2,16 +2,16 @@
 
 use std::time::{Duration, Instant};
 
-use tpbsim_isa::{decode, Bundle, Engine, Gen, Inst};
+use tpbsim_isa::{decode, Bundle, Engine, Gen, Inst, RawInst};
 
 use super::budget::{self, Budget, Exceeded, Limits};
 use super::control::NUM_REGS;
 use super::dma::{self, DmaDesc};
-use super::exec::EngineState;
 use super::fault::{Fault, Site};
 use super::geometry::Geometry;
 use super::kernel::Kernel;
 use super::memory::{Dram, DramVar, OnChip};
+use super::ops::EngineState;
 use super::race::{AccessKind, Agent, Checker, Finding, Mem};
 use super::sched::{self, Flow, Order, Program, SchedStats};
 use super::sync::{Events, SyncState};
@@ -822,7 +822,16 @@ impl Program for Machine<'_> {
 
     fn events(&mut self, e: Engine, pc: usize) -> Result<Events, Fault> {
         let b = self.bundle(e, pc);
-        Events::from_bundle(&b.0, b.opcode() == 0xA0).map_err(|err| Fault::InvalidBundle {
+        // The decoded bundle's events (decoded here without validation when the bundle has
+        // not been reached yet; a bundle that does not decode has its plain events block).
+        let ev = match self.decoded[e as usize][pc] {
+            Some(inst) => Events::of_inst(&inst),
+            None => match decode(b, self.gen) {
+                Ok(inst) => Events::of_inst(&inst),
+                Err(_) => Events::of_inst(&Inst::Raw(RawInst(*b))),
+            },
+        };
+        ev.map_err(|err| Fault::InvalidBundle {
             site: self.site(e, pc),
             reason: err.to_string(),
         })
@@ -863,10 +872,15 @@ impl Program for Machine<'_> {
         };
         let mut v = Vec::new();
         for (pc, b) in stream.iter().enumerate().skip(from) {
-            if let Ok(ev) = Events::from_bundle(&b.0, b.opcode() == 0xA0) {
+            let inst = decode(b, self.gen);
+            let ev = match &inst {
+                Ok(inst) => Events::of_inst(inst),
+                Err(_) => Events::of_inst(&Inst::Raw(RawInst(*b))),
+            };
+            if let Ok(ev) = ev {
                 v.extend(ev.pending_updates(pc));
             }
-            match decode(b, self.gen) {
+            match inst {
                 Ok(Inst::DmaTrigger(x)) => {
                     let name = queue_name(&x.queue_name);
                     let Some(q) = self.kernel.queues[e as usize]

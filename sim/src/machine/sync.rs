@@ -355,21 +355,14 @@ impl Events {
         })
     }
 
-    /// Events of a bundle: the block at bytes 4..11, plus the extended block at +0x20..+0x2B
-    /// when `extended` (EventSemaphore 0xA0).
-    pub fn from_bundle(b: &[u8; 64], extended: bool) -> Result<Events, SyncError> {
-        let value = u32::from_le_bytes([b[8], b[9], b[10], b[11]]);
-        let mut ev = Events {
-            waits: [Wait::from_wire(b[4], b[5], value)?, None],
-            updates: [Update::from_wire(b[6], b[7], value)?, None],
+    /// Events of a decoded bundle: its events block, plus the extended block an
+    /// EventSemaphore (0xA0) carries at +0x20..+0x2B.
+    pub fn of_inst(inst: &tpbsim_isa::Inst) -> Result<Events, SyncError> {
+        let ext = match inst {
+            tpbsim_isa::Inst::EventSemaphore(x) => Some(&x.events_ext),
+            _ => None,
         };
-        if extended {
-            let wv = u32::from_le_bytes([b[0x24], b[0x25], b[0x26], b[0x27]]);
-            let uv = u32::from_le_bytes([b[0x28], b[0x29], b[0x2A], b[0x2B]]);
-            ev.waits[1] = Wait::from_wire(b[0x20], b[0x21], wv)?;
-            ev.updates[1] = Update::from_wire(b[0x22], b[0x23], uv)?;
-        }
-        Ok(ev)
+        Events::from_isa(&inst.events(), ext)
     }
 
     /// The first wait that does not hold.
@@ -519,7 +512,10 @@ mod tests {
         b[0x22] = 0x15; // SEM_ADD_IMM_COMPLETE
         b[0x23] = 9;
         b[0x28] = 4;
-        let ev = Events::from_bundle(&b, true).unwrap();
+        let decode = |b: &[u8; 64]| {
+            tpbsim_isa::decode(&tpbsim_isa::Bundle(*b), tpbsim_isa::Gen::V3).unwrap()
+        };
+        let ev = Events::of_inst(&decode(&b)).unwrap();
         let mut s = SyncState::default();
         assert!(matches!(
             ev.blocking(&s, &[]),
@@ -536,8 +532,9 @@ mod tests {
         assert_eq!(s.sems[9], 0, "a _COMPLETE update does not apply at issue");
         ev.complete(&mut s, &[]);
         assert_eq!(s.sems[9], 4);
-        // Without `extended` the +0x20 block is ignored.
-        let ev = Events::from_bundle(&b, false).unwrap();
+        // Outside EventSemaphore the +0x20 block is not an events block.
+        b[0] = 0xA4;
+        let ev = Events::of_inst(&decode(&b)).unwrap();
         assert_eq!(ev.waits[1], None);
         assert_eq!(ev.updates[1], None);
     }

@@ -7,17 +7,22 @@
 //! the op records a note ([`notes`]) that `sim run` reports, so a result that rests on it is
 //! never mistaken for a publicly backed one.
 
-use super::core::Machine;
-use super::exec::{is_int, same_count, tile, widen, ScalarSrc};
-use super::fault::{Fault, Site};
-use super::ops::{containers, to_bytes, unpacked};
-use super::pattern::{Dim, TensorPattern};
+use tpbsim_isa::{
+    AffineSelect, Engine, RangeSelect, SelectReduce, TensorDequantize, TensorScalarSelect,
+};
+
+use super::{
+    column, containers, integer_operand, is_int, same_count, tile, to_bytes, unpacked, widen,
+    ScalarSrc,
+};
+use crate::machine::core::Machine;
+use crate::machine::fault::{Fault, Site};
+use crate::machine::pattern::TensorPattern;
 use crate::numerics::alu::{self, AluOp};
 use crate::numerics::cast::{self, CastPolicy};
 use crate::numerics::dequant::{self, DequantError, DequantFmt};
 use crate::numerics::reduce::AccumCmd;
 use crate::numerics::Format;
-use tpbsim_isa::Engine;
 
 /// The project-defined details each op's simulation relies on (the note `sim run` reports once
 /// a kernel executes the op).
@@ -36,98 +41,6 @@ pub mod notes {
     pub const TT_SCAN: &str = "TENSOR_TENSOR_SCAN (0xE5): the recurrence runs over all free elements of a partition in access-pattern order (dim 0 innermost, no restart per row), the carry stays at datapath precision between steps, and reverse bit 0 / bit 1 put the carry / src1 on the left; project-defined (docs/numerics.md)";
     /// AffineSelect.
     pub const AFFINE_SELECT: &str = "TENSOR_SCALAR_AFFINE_SELECT (0x92): the mask ramp walks its dimension 0 innermost in wrapping int32; project-defined (docs/numerics.md)";
-}
-
-/// RangeSelect (0xBC) operands.
-#[derive(Clone, Copy, Debug)]
-pub struct RangeSelectArgs {
-    /// REDUCE_CMD byte.
-    pub reduce_cmd: u8,
-    /// Reduce ALU op byte (MAX).
-    pub reduce_op: u8,
-    /// `fill_val` bits (−FLT_MAX).
-    pub fill: u32,
-    /// Comparison op bytes (IS_EQ..IS_LT) against `bounds[0]` and `bounds[1]`.
-    pub comp: [u8; 2],
-    /// The two fp32 bounds.
-    pub bounds: [ScalarSrc; 2],
-    /// Input format.
-    pub input: Format,
-    /// Output format.
-    pub out: Format,
-    /// Source.
-    pub src: TensorPattern,
-    /// Destination.
-    pub dst: TensorPattern,
-}
-
-/// SelectReduce (0xEA) operands.
-#[derive(Clone, Copy, Debug)]
-pub struct SelectReduceArgs {
-    /// op0 byte (BYPASS).
-    pub bypass_op: u8,
-    /// op1 byte (MAX).
-    pub reduce_op: u8,
-    /// TENS_SCALAR_REV_OPS byte.
-    pub reverse: u8,
-    /// ACCUM_CMD byte.
-    pub accumulate: u8,
-    /// Predicate format.
-    pub mask_format: Format,
-    /// Data format.
-    pub src_format: Format,
-    /// Output format.
-    pub out: Format,
-    /// Predicate.
-    pub mask: TensorPattern,
-    /// Data.
-    pub src: TensorPattern,
-    /// Destination.
-    pub dst: TensorPattern,
-}
-
-/// TensorScalarSelect (0x98) operands.
-#[derive(Clone, Copy, Debug)]
-pub struct TsSelectArgs {
-    /// `reversed_pred` byte.
-    pub reversed: u8,
-    /// The one data format (src, scalar, dst).
-    pub format: Format,
-    /// Predicate format.
-    pub pred_format: Format,
-    /// The scalar operand.
-    pub imm: ScalarSrc,
-    /// The predicate.
-    pub pred: ScalarSrc,
-    /// Tensor operand.
-    pub src: TensorPattern,
-    /// Destination.
-    pub dst: TensorPattern,
-}
-
-/// AffineSelect (0x92) operands.
-#[derive(Clone, Copy, Debug)]
-pub struct AffineSelectArgs {
-    /// AFFINE_SELECT_CMP byte.
-    pub mode: u8,
-    /// Register holding the fp32 fill.
-    pub fill_reg: u8,
-    /// Mask ramp start.
-    pub base: i32,
-    /// Mask ramp steps (dimension 0 innermost).
-    pub step: [i16; 4],
-    /// Mask ramp counts.
-    pub num: [u16; 4],
-    /// Per-partition ramp offset.
-    pub channel_multiplier: i32,
-    /// Input format.
-    pub input: Format,
-    /// Output format.
-    pub out: Format,
-    /// Source.
-    pub src: TensorPattern,
-    /// Destination.
-    pub dst: TensorPattern,
 }
 
 /// The element count of each partition, which must not be zero for per-partition loops.
@@ -181,28 +94,13 @@ fn accum_cmd(site: Site, op: &str, byte: u8) -> Result<AccumCmd, Fault> {
 }
 
 impl Machine<'_> {
-    pub(super) fn note_project_defined(&mut self, note: &'static str) {
-        self.engines.project_defined.insert(note);
-    }
-
-    /// The project-defined details the ops executed so far rely on (one note per op kind).
-    pub fn project_defined_notes(&self) -> Vec<&'static str> {
-        self.engines.project_defined.iter().copied().collect()
-    }
-
     /// TensorDequantize (0x7B): each partition's UINT32 transport words expanded to FP8 by the
     /// [`dequant`] model; `in` and `out` must be UINT32.
-    #[allow(clippy::too_many_arguments)]
-    pub fn exec_dequantize(
-        &mut self,
-        site: Site,
-        fmt: u8,
-        group_size: u8,
-        input: Format,
-        out: Format,
-        src: &TensorPattern,
-        dst: &TensorPattern,
-    ) -> Result<(), Fault> {
+    pub(crate) fn dequantize(&mut self, site: Site, x: &TensorDequantize) -> Result<(), Fault> {
+        let dtypes = (x.in_dtype, x.out_dtype);
+        let (input, out, src, dst) =
+            self.in_out(site, dtypes, &x.src, &x.dst, x.num_active_partitions)?;
+        let group_size = x.group_size;
         for (what, f) in [("in_dtype", input), ("out_dtype", out)] {
             if f != Format::Uint32 {
                 return Err(Fault::exec(
@@ -215,7 +113,7 @@ impl Machine<'_> {
             }
         }
         let err = |e: DequantError| Fault::exec(site, e.to_string());
-        let fmt = DequantFmt::from_wire(fmt).map_err(err)?;
+        let fmt = DequantFmt::from_wire(x.dequant_fmt.0).map_err(err)?;
         if src.partitions != dst.partitions {
             return Err(Fault::exec(
                 site,
@@ -225,10 +123,10 @@ impl Machine<'_> {
                 ),
             ));
         }
-        let (sw, dw) = (free_len(site, "src", src)?, free_len(site, "dst", dst)?);
+        let (sw, dw) = (free_len(site, "src", &src)?, free_len(site, "dst", &dst)?);
         let (rs, rd) = (
-            self.operand(site, "src", src)?,
-            self.operand(site, "dst", dst)?,
+            self.operand(site, "src", &src)?,
+            self.operand(site, "dst", &dst)?,
         );
         let words = widen(&self.chip.gather(&rs), Format::Uint32);
         let mut bytes = vec![0u8; dst.partitions as usize * dw * 4];
@@ -244,22 +142,34 @@ impl Machine<'_> {
     /// RangeSelect (0xBC, DVE): `dst = (x comp0 bound0) && (x comp1 bound1) ? x : −FLT_MAX`,
     /// compared in fp32; with a reduce command each partition's outputs fold by MAX into the
     /// DVE accumulators (read back by 0x9B).
-    pub fn exec_range_select(&mut self, site: Site, a: &RangeSelectArgs) -> Result<(), Fault> {
-        same_count(site, ("src", &a.src), ("dst", &a.dst))?;
-        if a.fill != 0xFF7F_FFFF {
+    pub(crate) fn range_select(&mut self, site: Site, x: &RangeSelect) -> Result<(), Fault> {
+        let (input, out) = (
+            self.format(site, "in", x.in_out_dtypes.lo())?,
+            self.format(site, "out", x.in_out_dtypes.hi())?,
+        );
+        let n = x.num_active_partitions;
+        let bounds = [
+            self.scalar(site, x.bound0_src, x.bound0, Format::Float32)?,
+            self.scalar(site, x.bound1_src, x.bound1, Format::Float32)?,
+        ];
+        let src = self.pattern(site, "src", &x.src, n, input)?;
+        let dst = self.pattern(site, "dst", &x.dst, n, out)?;
+        let (fill_bits, comp) = (x.fill_val.0, [x.comp_op0.0, x.comp_op1.0]);
+        same_count(site, ("src", &src), ("dst", &dst))?;
+        if fill_bits != 0xFF7F_FFFF {
             return Err(Fault::exec(
                 site,
-                format!("fill_val 0x{:08x} is not -FLT_MAX (0xff7fffff)", a.fill),
+                format!("fill_val 0x{:08x} is not -FLT_MAX (0xff7fffff)", fill_bits),
             ));
         }
-        if a.reduce_op != AluOp::MAX.wire() {
+        if x.reduce_op.0 != AluOp::MAX.wire() {
             return Err(Fault::exec(
                 site,
-                format!("reduce_op 0x{:02x} is not MAX (0x08)", a.reduce_op),
+                format!("reduce_op 0x{:02x} is not MAX (0x08)", x.reduce_op.0),
             ));
         }
-        let cmd = accum_cmd(site, "RangeSelect reduce_cmd", a.reduce_cmd)?;
-        for (w, f) in [("in", a.input), ("out", a.out)] {
+        let cmd = accum_cmd(site, "RangeSelect reduce_cmd", x.reduce_cmd.0)?;
+        for (w, f) in [("in", input), ("out", out)] {
             if is_int(f) {
                 return Err(Fault::exec(
                     site,
@@ -273,7 +183,7 @@ impl Machine<'_> {
         }
         let err = |e: alu::AluError| Fault::exec(site, e.to_string());
         let ctx = self.ctx(site.engine);
-        for c in a.comp {
+        for c in comp {
             if !(AluOp::IS_EQ.wire()..=AluOp::IS_LT.wire()).contains(&c) {
                 return Err(Fault::exec(
                     site,
@@ -284,19 +194,19 @@ impl Machine<'_> {
             ctx.fp_op(AluOp::from_wire(c).map_err(err)?).map_err(err)?;
         }
         let (rs, rd) = (
-            self.operand(site, "src", &a.src)?,
-            self.operand(site, "dst", &a.dst)?,
+            self.operand(site, "src", &src)?,
+            self.operand(site, "dst", &dst)?,
         );
-        let f = tile(site, &a.src)?.free_len();
-        let b0 = self.scalar_f32(site, "bound0", a.bounds[0], &a.src)?;
-        let b1 = self.scalar_f32(site, "bound1", a.bounds[1], &a.src)?;
-        let mut x = self.load_f32(site, &rs, a.input)?;
-        let fill = f32::from_bits(a.fill);
+        let f = tile(site, &src)?.free_len();
+        let b0 = self.scalar_f32(site, "bound0", bounds[0], &src)?;
+        let b1 = self.scalar_f32(site, "bound1", bounds[1], &src)?;
+        let mut xs = self.load_f32(site, &rs, input)?;
+        let fill = f32::from_bits(fill_bits);
         let mut keep = vec![true; f];
-        for (p, row) in x.chunks_exact_mut(f).enumerate() {
+        for (p, row) in xs.chunks_exact_mut(f).enumerate() {
             keep.fill(true);
-            compare_into(a.comp[0], row, b0.at(p), &mut keep);
-            compare_into(a.comp[1], row, b1.at(p), &mut keep);
+            compare_into(comp[0], row, b0.at(p), &mut keep);
+            compare_into(comp[1], row, b1.at(p), &mut keep);
             for (v, &k) in row.iter_mut().zip(&keep) {
                 if !k {
                     *v = fill;
@@ -305,14 +215,14 @@ impl Machine<'_> {
         }
         if cmd != AccumCmd::Idle {
             let max = ctx.fp_op(AluOp::MAX).map_err(err)?;
-            for (p, row) in x.chunks_exact(f).enumerate() {
+            for (p, row) in xs.chunks_exact(f).enumerate() {
                 self.engines
                     .dve_acc
                     .fold(cmd, max, p, None, row)
                     .map_err(|e| Fault::exec(site, e.to_string()))?;
             }
         }
-        self.store_f32(site, &rd, a.out, &x, &CastPolicy::DEVICE)?;
+        self.store_f32(site, &rd, out, &xs, &CastPolicy::DEVICE)?;
         self.note_project_defined(notes::RANGE_SELECT);
         Ok(())
     }
@@ -321,19 +231,28 @@ impl Machine<'_> {
     /// (op0 BYPASS; converted to `out` when the formats differ), the others keep `dst`; with an
     /// accumulate command the predicate-true data values of each partition fold by MAX (fp32,
     /// NaN-suppressing) into the DVE accumulators.
-    pub fn exec_select_reduce(&mut self, site: Site, a: &SelectReduceArgs) -> Result<(), Fault> {
-        same_count(site, ("mask", &a.mask), ("src", &a.src))?;
-        same_count(site, ("mask", &a.mask), ("dst", &a.dst))?;
-        if a.bypass_op != AluOp::BYPASS.wire() || a.reduce_op != AluOp::MAX.wire() {
+    pub(crate) fn select_reduce(&mut self, site: Site, x: &SelectReduce) -> Result<(), Fault> {
+        let (mask_format, src_format) = (
+            self.format(site, "mask", x.mask_src_dtypes.lo())?,
+            self.format(site, "src", x.mask_src_dtypes.hi())?,
+        );
+        let out = self.format(site, "out", x.out_dtype)?;
+        let n = x.num_active_partitions;
+        let mask = self.pattern(site, "mask", &x.mask, n, mask_format)?;
+        let src = self.pattern(site, "src", &x.src, n, src_format)?;
+        let dst = self.pattern(site, "dst", &x.dst, n, out)?;
+        same_count(site, ("mask", &mask), ("src", &src))?;
+        same_count(site, ("mask", &mask), ("dst", &dst))?;
+        if x.bypass_op.0 != AluOp::BYPASS.wire() || x.reduce_op.0 != AluOp::MAX.wire() {
             return Err(Fault::exec(
                 site,
                 format!(
                     "op0/op1 are 0x{:02x}/0x{:02x}; SelectReduce copies with BYPASS and reduces with MAX",
-                    a.bypass_op, a.reduce_op
+                    x.bypass_op.0, x.reduce_op.0
                 ),
             ));
         }
-        match a.reverse {
+        match x.reverse {
             0 => {}
             1 => {
                 return Err(Fault::NotSimulated {
@@ -349,7 +268,7 @@ impl Machine<'_> {
                 ))
             }
         }
-        let cmd = accum_cmd(site, "SelectReduce accumulator_cmd", a.accumulate)?;
+        let cmd = accum_cmd(site, "SelectReduce accumulator_cmd", x.accumulator_cmd.0)?;
         if cmd != AccumCmd::Idle && site.engine != Engine::Dve {
             return Err(Fault::NotSimulated {
                 site,
@@ -357,56 +276,44 @@ impl Machine<'_> {
                 engine: site.engine,
             });
         }
-        if !is_int(a.mask_format) {
-            return Err(Fault::exec(
-                site,
-                format!(
-                    "mask format {} is not an integer format",
-                    a.mask_format.name()
-                ),
-            ));
-        }
-        Self::check_int(site, a.mask_format)?;
-        if is_int(a.src_format) && a.src_format.container_bytes() == 4 {
+        integer_operand(site, "mask", mask_format)?;
+        if is_int(src_format) && src_format.container_bytes() == 4 {
             return Err(Fault::exec(
                 site,
                 format!(
                     "data format {} is a 32-bit integer, which SelectReduce excludes",
-                    a.src_format.name()
+                    src_format.name()
                 ),
             ));
         }
-        for (w, f) in [("src", a.src_format), ("dst", a.out)] {
+        for (w, f) in [("src", src_format), ("dst", out)] {
             unpacked(site, w, f)?;
         }
         let (rm, rs, rd) = (
-            self.operand(site, "mask", &a.mask)?,
-            self.operand(site, "src", &a.src)?,
-            self.operand(site, "dst", &a.dst)?,
+            self.operand(site, "mask", &mask)?,
+            self.operand(site, "src", &src)?,
+            self.operand(site, "dst", &dst)?,
         );
-        let mask = widen(&self.chip.gather(&rm), a.mask_format);
-        let data = containers(&self.chip.gather(&rs), a.src_format.container_bytes());
-        let moved: Vec<u64> = data
-            .iter()
-            .map(|&c| convert(a.src_format, a.out, c))
-            .collect();
-        let n = a.out.container_bytes();
+        let bits = widen(&self.chip.gather(&rm), mask_format);
+        let data = containers(&self.chip.gather(&rs), src_format.container_bytes());
+        let moved: Vec<u64> = data.iter().map(|&c| convert(src_format, out, c)).collect();
+        let n = out.container_bytes();
         let mut cur = containers(&self.chip.gather(&rd), n);
-        alu::copy_predicated(&mask, &moved, &mut cur)
+        alu::copy_predicated(&bits, &moved, &mut cur)
             .map_err(|e| Fault::exec(site, e.to_string()))?;
         self.chip.scatter(&rd, &to_bytes(&cur, n));
         if cmd != AccumCmd::Idle {
-            let f = free_len(site, "mask", &a.mask)?;
+            let f = free_len(site, "mask", &mask)?;
             let max = self
                 .ctx(site.engine)
                 .fp_op(AluOp::MAX)
                 .map_err(|e| Fault::exec(site, e.to_string()))?;
-            for (p, (m, d)) in mask.chunks_exact(f).zip(data.chunks_exact(f)).enumerate() {
+            for (p, (m, d)) in bits.chunks_exact(f).zip(data.chunks_exact(f)).enumerate() {
                 let vals: Vec<f32> = m
                     .iter()
                     .zip(d)
                     .filter(|(&m, _)| m != 0)
-                    .map(|(_, &c)| cast::to_f32(a.src_format, c))
+                    .map(|(_, &c)| cast::to_f32(src_format, c))
                     .filter(|v| !v.is_nan())
                     .collect();
                 self.engines
@@ -440,7 +347,7 @@ impl Machine<'_> {
                 vec![u64::from(bits) & mask; partitions as usize]
             }
             ScalarSrc::Pointer { addr, .. } => {
-                let p = TensorPattern::new(addr, partitions, n as u32, &[Dim::new(1, 1)]);
+                let p = column(addr, partitions, format);
                 let r = self.operand(site, name, &p)?;
                 containers(&self.chip.gather(&r), n)
             }
@@ -450,27 +357,35 @@ impl Machine<'_> {
     /// TensorScalarSelect (0x98): per partition `dst = pred ? src : imm` (`reversed_pred`
     /// swaps the arms); the predicate is an immediate 0/1 or one integer per partition; the data
     /// moves bit for bit in its one format.
-    pub fn exec_ts_select(&mut self, site: Site, a: &TsSelectArgs) -> Result<(), Fault> {
-        same_count(site, ("src", &a.src), ("dst", &a.dst))?;
-        if a.reversed > 1 {
+    pub(crate) fn ts_select(&mut self, site: Site, x: &TensorScalarSelect) -> Result<(), Fault> {
+        let format = self.format(site, "dtype", x.dtype)?;
+        let pred_format = self.format(site, "pred", x.pred_dtype)?;
+        let n = x.num_active_partitions;
+        let imm_src = self.scalar(site, x.imm_src, x.imm, format)?;
+        let pred_src = self.scalar(site, x.pred_src, x.pred, pred_format)?;
+        let src = self.pattern(site, "src", &x.src, n, format)?;
+        let dst = self.pattern(site, "dst", &x.dst, n, format)?;
+        let reversed = x.reversed_pred;
+        same_count(site, ("src", &src), ("dst", &dst))?;
+        if reversed > 1 {
             return Err(Fault::exec(
                 site,
-                format!("reversed_pred is {} (0 or 1)", a.reversed),
+                format!("reversed_pred is {} (0 or 1)", reversed),
             ));
         }
-        unpacked(site, "dtype", a.format)?;
-        if !is_int(a.pred_format) || a.pred_format.container_bytes() != a.format.container_bytes() {
+        unpacked(site, "dtype", format)?;
+        if !is_int(pred_format) || pred_format.container_bytes() != format.container_bytes() {
             return Err(Fault::exec(
                 site,
                 format!(
                     "predicate format {} must be an integer format as wide as {}",
-                    a.pred_format.name(),
-                    a.format.name()
+                    pred_format.name(),
+                    format.name()
                 ),
             ));
         }
-        Self::check_int(site, a.pred_format)?;
-        if let ScalarSrc::Imm(v) = a.pred {
+        Self::check_int(site, pred_format)?;
+        if let ScalarSrc::Imm(v) = pred_src {
             if v > 1 {
                 return Err(Fault::exec(
                     site,
@@ -478,23 +393,23 @@ impl Machine<'_> {
                 ));
             }
         }
-        let parts = a.src.partitions;
-        let pred = self.scalar_codes(site, "pred", a.pred, a.pred_format, parts)?;
-        let imm = self.scalar_codes(site, "imm", a.imm, a.format, parts)?;
+        let parts = src.partitions;
+        let pred = self.scalar_codes(site, "pred", pred_src, pred_format, parts)?;
+        let imm = self.scalar_codes(site, "imm", imm_src, format, parts)?;
         let (rs, rd) = (
-            self.operand(site, "src", &a.src)?,
-            self.operand(site, "dst", &a.dst)?,
+            self.operand(site, "src", &src)?,
+            self.operand(site, "dst", &dst)?,
         );
-        let n = a.format.container_bytes();
-        let f = free_len(site, "src", &a.src)?;
+        let n = format.container_bytes();
+        let f = free_len(site, "src", &src)?;
         let mut v = containers(&self.chip.gather(&rs), n);
         for (p, row) in v.chunks_exact_mut(f).enumerate() {
-            if (pred[p] != 0) == (a.reversed == 1) {
+            if (pred[p] != 0) == (reversed == 1) {
                 row.fill(imm[p]);
             }
         }
         self.chip.scatter(&rd, &to_bytes(&v, n));
-        if matches!(a.imm, ScalarSrc::Imm(_)) && n < 4 {
+        if matches!(imm_src, ScalarSrc::Imm(_)) && n < 4 {
             self.note_project_defined(notes::TS_SELECT);
         }
         Ok(())
@@ -503,66 +418,66 @@ impl Machine<'_> {
     /// AffineSelect (0x92): `mask = base + Σ idx_d · step_d + partition · channel_multiplier`
     /// over the mask's 4-D walk (one value per source element); lanes where `mask cmp 0` holds
     /// take `src` (converted to `out`), the others the fp32 fill read from register `fill_reg`.
-    pub fn exec_affine_select(&mut self, site: Site, a: &AffineSelectArgs) -> Result<(), Fault> {
-        same_count(site, ("src", &a.src), ("dst", &a.dst))?;
-        let f = free_len(site, "src", &a.src)?;
-        let count: u64 = a.num.iter().map(|&n| u64::from(n)).product();
+    pub(crate) fn affine_select(&mut self, site: Site, x: &AffineSelect) -> Result<(), Fault> {
+        let dtypes = (x.in_out_dtypes.lo(), x.in_out_dtypes.hi());
+        let (input, out, src, dst) =
+            self.in_out(site, dtypes, &x.src, &x.dst, x.num_active_partitions)?;
+        let step = x.mask_step.map(|s| s as i16);
+        same_count(site, ("src", &src), ("dst", &dst))?;
+        let f = free_len(site, "src", &src)?;
+        let count: u64 = x.mask_num.iter().map(|&n| u64::from(n)).product();
         if count != f as u64 {
             return Err(Fault::exec(
                 site,
                 format!("the mask ramp has {count} elements, `src` {f} per partition"),
             ));
         }
-        if a.mode > 3 {
+        if x.fill_mode.0 > 3 {
             return Err(Fault::exec(
                 site,
                 format!(
                     "fill_mode {} is not an AFFINE_SELECT_CMP value (0..=3)",
-                    a.mode
+                    x.fill_mode.0
                 ),
             ));
         }
         let fill_bits = self.regs[site.engine as usize]
-            .get(a.fill_reg as usize)
+            .get(x.fill_reg as usize)
             .copied()
-            .ok_or_else(|| Fault::exec(site, format!("register {} does not exist", a.fill_reg)))?;
-        for (w, fm) in [("in", a.input), ("out", a.out)] {
+            .ok_or_else(|| Fault::exec(site, format!("register {} does not exist", x.fill_reg)))?;
+        for (w, fm) in [("in", input), ("out", out)] {
             unpacked(site, w, fm)?;
         }
         let (rs, rd) = (
-            self.operand(site, "src", &a.src)?,
-            self.operand(site, "dst", &a.dst)?,
+            self.operand(site, "src", &src)?,
+            self.operand(site, "dst", &dst)?,
         );
-        let fill = cast::from_f32(a.out, f32::from_bits(fill_bits), &CastPolicy::DEVICE);
-        let x = containers(&self.chip.gather(&rs), a.input.container_bytes());
-        let mut out = Vec::with_capacity(x.len());
-        for (p, row) in x.chunks_exact(f).enumerate() {
-            let start = a
-                .base
-                .wrapping_add((p as i32).wrapping_mul(a.channel_multiplier));
+        let fill = cast::from_f32(out, f32::from_bits(fill_bits), &CastPolicy::DEVICE);
+        let xs = containers(&self.chip.gather(&rs), input.container_bytes());
+        let mut res = Vec::with_capacity(xs.len());
+        for (p, row) in xs.chunks_exact(f).enumerate() {
+            let start = x
+                .mask_base
+                .wrapping_add((p as i32).wrapping_mul(x.channel_multiplier));
             for (k, &c) in row.iter().enumerate() {
                 let mut rest = k;
                 let mut m = start;
-                for (&s, &n) in a.step.iter().zip(&a.num) {
+                for (&s, &n) in step.iter().zip(&x.mask_num) {
                     let n = usize::from(n);
                     m = m.wrapping_add(((rest % n) as i32).wrapping_mul(i32::from(s)));
                     rest /= n;
                 }
-                let pass = match a.mode {
+                let pass = match x.fill_mode.0 {
                     0 => m > 0,
                     1 => m >= 0,
                     2 => m == 0,
                     _ => m != 0,
                 };
-                out.push(if pass {
-                    convert(a.input, a.out, c)
-                } else {
-                    fill
-                });
+                res.push(if pass { convert(input, out, c) } else { fill });
             }
         }
         self.chip
-            .scatter(&rd, &to_bytes(&out, a.out.container_bytes()));
+            .scatter(&rd, &to_bytes(&res, out.container_bytes()));
         self.note_project_defined(notes::AFFINE_SELECT);
         Ok(())
     }

@@ -12,11 +12,12 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
-use tpbsim_isa::{decode, Addr4, Bundle, Engine, Gen, LayoutMeta, BUNDLE_SIZE};
+use tpbsim_isa::{decode, Addr4, Bundle, Engine, Gen, InstVisitor, LayoutMeta, BUNDLE_SIZE};
 
 use super::ap;
 use super::dtype::{bir_dtype, DtypeCtx};
 use super::fields::{self, layout_of, read_uint};
+use super::groups::{self, Shape};
 use super::lower::{
     self, arity, bindings, build, plan, primary, read_desc, read_mx, Bind, Piece, Slot,
 };
@@ -127,10 +128,6 @@ fn unlifted(kind: &'static str, detail: impl Into<String>) -> Unlifted {
     }
 }
 
-fn op_at(bundles: &[Bundle], i: usize) -> Option<u8> {
-    bundles.get(i).map(Bundle::opcode)
-}
-
 /// Classes whose opaque lift leaves tensor operands undecoded (reported as not checked).
 fn has_hidden_operands(c: InstClass) -> bool {
     !matches!(
@@ -153,105 +150,156 @@ fn has_bias(b: &Bundle, gen: Gen) -> bool {
 /// Recognise the group starting at bundle `i`.
 fn recognise(bundles: &[Bundle], i: usize, gen: Gen) -> Result<Group, Unlifted> {
     let b = &bundles[i];
-    let op = b.opcode();
-    let next = op_at(bundles, i + 1);
-    if let Err(e) = decode(b, gen) {
-        return Err(unlifted("unknown opcode", e.to_string()));
+    let inst = decode(b, gen).map_err(|e| unlifted("unknown opcode", e.to_string()))?;
+    let nargs_act = || activate_inputs(b, gen);
+    match groups::recognise(bundles, i, gen) {
+        Err(why) => return Err(unlifted("unpaired", why)),
+        Ok(Some(found)) => {
+            let g = found.def;
+            let nargs = g.nargs.unwrap_or_else(nargs_act);
+            return Ok(match g.shape {
+                Shape::Passes => {
+                    let len = if is_fp32_quad(bundles, i, gen) { 4 } else { 2 };
+                    Group::new(mm_class(&bundles[i + 1], gen), len, nargs)
+                }
+                Shape::Repeat => Group::new(g.classes[0], found.len, nargs)
+                    .attr(ATTR_PAYLOADS, (found.len - 1).into()),
+                Shape::Pair => Group::new(g.classes[0], found.len, nargs),
+            });
+        }
+        Ok(None) => {}
     }
-    let mm_class = |mm: &Bundle| {
-        if is_transpose_mm(mm, gen) {
-            InstClass::Transpose
-        } else {
-            InstClass::Matmult
+    inst.accept(&mut Single { b, gen })
+}
+
+/// Matmult, or Transpose when the MATMUL transposes.
+fn mm_class(mm: &Bundle, gen: Gen) -> InstClass {
+    if is_transpose_mm(mm, gen) {
+        InstClass::Transpose
+    } else {
+        InstClass::Matmult
+    }
+}
+
+/// ACTIVATE's inputs: the source, and the bias when it has one.
+fn activate_inputs(b: &Bundle, gen: Gen) -> usize {
+    if has_bias(b, gen) {
+        2
+    } else {
+        1
+    }
+}
+
+/// A bundle lifted alone, per format: the formats the lifter reads itself (MATMUL without its
+/// LDWEIGHTS, QUANTIZE_MX, ACTIVATE, the v5 INT_WIDE pair, the cumulative TensorScalarCache),
+/// and the per-opcode forms of [`rules`] for every other format and for the raw form.
+struct Single<'a> {
+    b: &'a Bundle,
+    gen: Gen,
+}
+
+impl Single<'_> {
+    /// The bundle's per-opcode lifting form.
+    fn by_rule(&self) -> Result<Group, Unlifted> {
+        let op = self.b.opcode();
+        match rules::single(op, self.b) {
+            Some((class, form)) => Ok(Group::new(class, 1, form.args.len())),
+            None => Err(unlifted(
+                "no lifting rule",
+                format!("no lifting rule for {}", lower::mnemonic(op)),
+            )),
         }
+    }
+}
+
+/// Visitor methods that lift by the per-opcode form.
+macro_rules! by_rule {
+    ($($method:ident: $format:ty),* $(,)?) => {
+        $(
+            fn $method(&mut self, _: &$format) -> Self::Output {
+                self.by_rule()
+            }
+        )*
     };
-    Ok(match op {
-        0x01 if next == Some(0x02) => {
-            if is_fp32_quad(bundles, i, gen) {
-                Group::new(mm_class(&bundles[i + 1]), 4, 2)
-            } else {
-                Group::new(mm_class(&bundles[i + 1]), 2, 2)
-            }
+}
+
+impl InstVisitor for Single<'_> {
+    type Output = Result<Group, Unlifted>;
+
+    fn matmul(&mut self, _: &tpbsim_isa::Matmul) -> Self::Output {
+        Ok(Group::new(mm_class(self.b, self.gen), 1, 1))
+    }
+    fn quantize_mx(&mut self, _: &tpbsim_isa::QuantizeMx) -> Self::Output {
+        Ok(Group::new(InstClass::QuantizeMx, 1, 1))
+    }
+    fn activate(&mut self, _: &tpbsim_isa::Activate) -> Self::Output {
+        Ok(Group::new(
+            InstClass::Activation,
+            1,
+            activate_inputs(self.b, self.gen),
+        ))
+    }
+    fn tensor_tensor_int_wide(&mut self, _: &tpbsim_isa::TensorTensorIntWide) -> Self::Output {
+        Ok(Group::new(InstClass::TensorTensor, 1, 2).attr(ATTR_WIDE, true.into()))
+    }
+    fn tensor_scalar_int_wide(&mut self, _: &tpbsim_isa::TensorScalarIntWide) -> Self::Output {
+        Ok(Group::new(InstClass::TensorScalar, 1, 1).attr(ATTR_WIDE, true.into()))
+    }
+    fn tensor_scalar(&mut self, _: &tpbsim_isa::TensorScalar) -> Self::Output {
+        // TENSOR_SCALAR_CACHE_CUMULATIVE shares the layout; its mode is an attribute.
+        if self.b.opcode() == 0xE6 {
+            Ok(Group::new(InstClass::TensorScalarCache, 1, 1)
+                .attr(ATTR_TSC_MODE, "Cumulative".into()))
+        } else {
+            self.by_rule()
         }
-        0x02 => Group::new(mm_class(b), 1, 1),
-        0x09 if next == Some(0x0A) => Group::new(InstClass::MatmultMx, 2, 4),
-        0x09 => {
-            return Err(unlifted(
-                "unpaired",
-                "LDWEIGHTS_MX without the MATMUL_MX that always follows it",
-            ))
-        }
-        0x0A => {
-            return Err(unlifted(
-                "unpaired",
-                "MATMUL_MX without the LDWEIGHTS_MX that always precedes it",
-            ))
-        }
-        0xE3 => Group::new(InstClass::QuantizeMx, 1, 1),
-        0x21 => {
-            let nargs = if has_bias(b, gen) { 2 } else { 1 };
-            if next == Some(0x24) && b.0[14] != 0 {
-                Group::new(InstClass::Activation, 2, nargs)
-            } else {
-                Group::new(InstClass::Activation, 1, nargs)
-            }
-        }
-        0x9A if next == Some(0x9B) => Group::new(InstClass::TensorScalar, 2, 1),
-        0x46 | 0x47 if next == Some(0xEA) && select_dsts_agree(bundles, i, gen) => {
-            Group::new(InstClass::Select, 2, 3)
-        }
-        0x69 => match next {
-            Some(0x6A) => Group::new(InstClass::StreamShuffle, 2, 1),
-            Some(0x6B) => Group::new(InstClass::StreamTranspose, 2, 1),
-            _ => {
-                return Err(unlifted(
-                    "unpaired",
-                    "LOAD_MASK_SELECT without the STREAM_SHUFFLE / STREAM_TRANSPOSE it feeds",
-                ))
-            }
-        },
-        0x6D if next == Some(0x6E) => Group::new(InstClass::MaxIndex, 2, 0),
-        0x6D | 0x6E => {
-            return Err(unlifted(
-                "unpaired",
-                "MATCH_VALUE_LOAD and FIND_INDEX8 come as a pair (MaxIndex)",
-            ))
-        }
-        0x67 if next == Some(0x68) => Group::new(InstClass::Gather, 2, 0),
-        0x67 | 0x68 => {
-            return Err(unlifted(
-                "unpaired",
-                "POOL_BUFFER_LOAD and GATHER come as a pair (Gather)",
-            ))
-        }
-        0x85 => {
-            let n = bundles[i + 1..]
-                .iter()
-                .take_while(|x| x.opcode() == 0x86)
-                .count();
-            Group::new(InstClass::CustomOp, 1 + n, 0).attr(ATTR_PAYLOADS, n.into())
-        }
-        0x86 => {
-            return Err(unlifted(
-                "unpaired",
-                "CUSTOM_OP_PAYLOAD without its CUSTOM_OP_HEADER",
-            ))
-        }
-        0xF3 => Group::new(InstClass::TensorTensor, 1, 2).attr(ATTR_WIDE, true.into()),
-        0xF4 => Group::new(InstClass::TensorScalar, 1, 1).attr(ATTR_WIDE, true.into()),
-        0xE6 => {
-            Group::new(InstClass::TensorScalarCache, 1, 1).attr(ATTR_TSC_MODE, "Cumulative".into())
-        }
-        _ => match rules::single(op, b) {
-            Some((class, form)) => Group::new(class, 1, form.args.len()),
-            None => {
-                return Err(unlifted(
-                    "no lifting rule",
-                    format!("no lifting rule for {}", lower::mnemonic(op)),
-                ))
-            }
-        },
-    })
+    }
+    fn raw(&mut self, _: &tpbsim_isa::RawInst) -> Self::Output {
+        self.by_rule()
+    }
+
+    by_rule! {
+        ld_weights: tpbsim_isa::LdWeights,
+        matmul_sparse: tpbsim_isa::MatmulSparse,
+        ld_tags: tpbsim_isa::LdTags,
+        pe_manage_seed: tpbsim_isa::PeManageSeed,
+        ld_weights_mx: tpbsim_isa::LdWeightsMx,
+        matmul_mx: tpbsim_isa::MatmulMx,
+        activate_quantize: tpbsim_isa::ActivateQuantize,
+        act_table_load: tpbsim_isa::ActTableLoad,
+        notify: tpbsim_isa::Notify,
+        read_accumulator: tpbsim_isa::ReadAccumulator,
+        activate2: tpbsim_isa::Activate2,
+        tensor_tensor: tpbsim_isa::TensorTensor,
+        tensor_reduce: tpbsim_isa::TensorReduce,
+        pool: tpbsim_isa::Pool,
+        memset: tpbsim_isa::Memset,
+        iota: tpbsim_isa::Iota,
+        scalar_tensor_tensor: tpbsim_isa::ScalarTensorTensor,
+        select_reduce: tpbsim_isa::SelectReduce,
+        tensor_scalar_select: tpbsim_isa::TensorScalarSelect,
+        affine_select: tpbsim_isa::AffineSelect,
+        copy_pred_scalar: tpbsim_isa::CopyPredScalar,
+        tensor_dequantize: tpbsim_isa::TensorDequantize,
+        range_select: tpbsim_isa::RangeSelect,
+        extended_tta: tpbsim_isa::ExtendedTta,
+        rdma_desc_gen: tpbsim_isa::RdmaDescGen,
+        extended: tpbsim_isa::Extended,
+        event_semaphore: tpbsim_isa::EventSemaphore,
+        control: tpbsim_isa::Control,
+        drain: tpbsim_isa::Drain,
+        write: tpbsim_isa::Write,
+        event_semaphore_range_clear: tpbsim_isa::EventSemaphoreRangeClear,
+        core_barrier: tpbsim_isa::CoreBarrier,
+        alu_op_inst: tpbsim_isa::AluOpInst,
+        compare_branch: tpbsim_isa::CompareBranch,
+        dma_direct2d: tpbsim_isa::DmaDirect2d,
+        dma_trigger: tpbsim_isa::DmaTrigger,
+        load_act_func_set: tpbsim_isa::LoadActFuncSet,
+        function_begin: tpbsim_isa::FunctionBegin,
+        function_call: tpbsim_isa::FunctionCall,
+        pseudo_inst: tpbsim_isa::PseudoInst,
+    }
 }
 
 /// v3/v4 `transpose_mode` or the v4/v5 MATMUL_FLAGS `xpose` bit marks a PE transpose.
@@ -304,18 +352,15 @@ fn mm_pieces(gen: Gen) -> Vec<Piece> {
     bindings(InstClass::Matmult, &[0x01, 0x02], 2, gen).unwrap_or_default()
 }
 
-/// The copy's and the SELECT_REDUCE's destinations are the same pattern.
-fn select_dsts_agree(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
+/// Whether output role `ra` of bundle `a` and `rb` of bundle `b` read as the same pattern.
+pub(crate) fn same_output(a: &Bundle, ra: &Role, b: &Bundle, rb: &Role, gen: Gen) -> bool {
     let read = |b: &Bundle, r: &Role| {
         layout_of(b, gen)
             .ok()
             .and_then(|m| read_role(b, m, r, gen).ok())
     };
-    match (
-        read(&bundles[i], &rules::TR.outs[0]),
-        read(&bundles[i + 1], &rules::SELRED.outs[0]),
-    ) {
-        (Some(a), Some(b)) => a == b,
+    match (read(a, ra), read(b, rb)) {
+        (Some(x), Some(y)) => x == y,
         _ => false,
     }
 }

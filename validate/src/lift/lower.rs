@@ -14,11 +14,9 @@ use tpbsim_isa::{decode, spec, Addr4, Bundle, FieldValue, Gen, LayoutMeta, Wire}
 use super::ap::{self, Desc, MxDesc};
 use super::dtype::{bir_dtype, wire_tag, DtypeCtx};
 use super::fields::{self, canonical, layout_of, write_uint};
+use super::groups;
 use super::rules::{self, Dt, Form, Role};
-use super::{
-    LowerError, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_OPCODE, ATTR_PAYLOADS, ATTR_WIDE,
-    ATTR_WIRE,
-};
+use super::{LowerError, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_OPCODE, ATTR_WIRE};
 use crate::bir::{AccessPattern, ClassFields, Dtype, InstClass, Instruction};
 
 /// An operand position of an instruction.
@@ -56,7 +54,7 @@ pub(crate) struct Piece {
     pub binds: Vec<Bind>,
 }
 
-fn piece(opcode: u8, form: &'static Form, binds: Vec<Bind>) -> Piece {
+pub(crate) fn piece(opcode: u8, form: &'static Form, binds: Vec<Bind>) -> Piece {
     Piece {
         opcode,
         form,
@@ -65,7 +63,7 @@ fn piece(opcode: u8, form: &'static Form, binds: Vec<Bind>) -> Piece {
 }
 
 /// The form's own operands bound in order (`args[i]` / `outs[j]` + offsets).
-fn form_binds(form: &'static Form, arg0: usize, out0: usize) -> Vec<Bind> {
+pub(crate) fn form_binds(form: &'static Form, arg0: usize, out0: usize) -> Vec<Bind> {
     form.args
         .iter()
         .enumerate()
@@ -79,30 +77,13 @@ fn form_binds(form: &'static Form, arg0: usize, out0: usize) -> Vec<Bind> {
         .collect()
 }
 
-/// The PE in_dtype role of a matmul operand.
-fn pe_role(field: &'static str, part: &'static str) -> Role {
-    Role {
-        field,
-        dt: Dt::Field("in_dtype"),
-        part,
-        ctx: DtypeCtx::Plain,
+/// ACTIVATE's own operands, and the bias pointer as `args[1]` when it has two inputs.
+pub(crate) fn activate_piece(nargs: usize) -> Piece {
+    let mut b = form_binds(&rules::ACT, 0, 0);
+    if nargs == 2 {
+        b.push(Bind::Bias(Slot::Arg(1)));
     }
-}
-
-/// The matmul PSUM destination role: `out_dtype` from v3, fixed float32 on v2 (the v2 layout
-/// has no output dtype byte; PSUM holds fp32 there).
-fn mm_dst(gen: Gen) -> Role {
-    let dt = if gen == Gen::V2 {
-        Dt::Fixed(Dtype::Float32)
-    } else {
-        Dt::PsumOut("out_dtype")
-    };
-    Role {
-        field: "dst",
-        dt,
-        part: "num_active_cols",
-        ctx: DtypeCtx::Plain,
-    }
+    piece(0x21, &rules::ACT, b)
 }
 
 /// The bundles a class with `nargs` inputs lowers to for `opcodes`, with their bindings.
@@ -116,60 +97,11 @@ pub(crate) fn bindings(
     use InstClass as C;
     use Slot::*;
     let bad = || format!("{class} does not lower to opcodes {}", mnemonics(opcodes));
+    if let Some(g) = groups::find(class, opcodes) {
+        return Ok(groups::pieces(g, opcodes, nargs, gen));
+    }
     Ok(match (class, opcodes) {
-        (C::Matmult | C::Transpose, ops)
-            if matches!(ops, [0x02] | [0x01, 0x02] | [0x01, 0x02, 0x01, 0x02]) =>
-        {
-            let mm = vec![
-                Bind::Role(pe_role("src", "num_active_rows"), Arg(0)),
-                Bind::Role(mm_dst(gen), Out(0)),
-            ];
-            let ldw = vec![Bind::Role(pe_role("src", "num_active_rows"), Arg(1))];
-            ops.iter()
-                .map(|&op| {
-                    if op == 0x01 {
-                        piece(op, &rules::LDW, ldw.clone())
-                    } else {
-                        piece(op, &MM_FORM, mm.clone())
-                    }
-                })
-                .collect()
-        }
-        (C::MatmultMx, [0x09, 0x0A]) => vec![
-            piece(
-                0x09,
-                &LDWMX_FORM,
-                vec![Bind::Mx {
-                    field: "src",
-                    dt: "in_dtype",
-                    part: "num_active_rows",
-                    data: Arg(1),
-                    scale: Arg(3),
-                }],
-            ),
-            piece(
-                0x0A,
-                &MMX_FORM,
-                vec![
-                    Bind::Mx {
-                        field: "src",
-                        dt: "in_dtype",
-                        part: "num_active_rows",
-                        data: Arg(0),
-                        scale: Arg(2),
-                    },
-                    Bind::Role(
-                        Role {
-                            field: "dst",
-                            dt: Dt::Field("out_dtype"),
-                            part: "num_active_cols",
-                            ctx: DtypeCtx::Plain,
-                        },
-                        Out(0),
-                    ),
-                ],
-            ),
-        ],
+        (C::Matmult | C::Transpose, [0x02]) => groups::pe_pieces(opcodes, nargs, gen),
         (C::QuantizeMx, [0xE3]) => vec![piece(
             0xE3,
             &QMX_FORM,
@@ -192,52 +124,7 @@ pub(crate) fn bindings(
                 },
             ],
         )],
-        (C::Activation, [0x21, 0x24]) => {
-            let mut b = form_binds(&rules::ACT, 0, 0);
-            if nargs == 2 {
-                b.push(Bind::Bias(Arg(1)));
-            }
-            vec![
-                piece(0x21, &rules::ACT, b),
-                piece(0x24, &rules::RDACC, form_binds(&rules::RDACC, 0, 1)),
-            ]
-        }
-        (C::Activation, [0x21]) => {
-            let mut b = form_binds(&rules::ACT, 0, 0);
-            if nargs == 2 {
-                b.push(Bind::Bias(Arg(1)));
-            }
-            vec![piece(0x21, &rules::ACT, b)]
-        }
-        (C::TensorScalar, [0x9A, 0x9B]) => vec![
-            piece(0x9A, &rules::TS, form_binds(&rules::TS, 0, 0)),
-            piece(0x9B, &rules::RDACC, form_binds(&rules::RDACC, 0, 1)),
-        ],
-        (C::Select, [c @ (0x46 | 0x47), 0xEA]) => vec![
-            piece(
-                *c,
-                &rules::TR,
-                vec![
-                    Bind::Role(rules::TR.args[0], Arg(2)),
-                    Bind::Role(rules::TR.outs[0], Out(0)),
-                ],
-            ),
-            piece(0xEA, &rules::SELRED, form_binds(&rules::SELRED, 0, 0)),
-        ],
-        (C::StreamShuffle, [0x69, 0x6A]) | (C::StreamTranspose, [0x69, 0x6B]) => {
-            vec![
-                piece(0x69, &rules::OPAQUE, vec![]),
-                piece(opcodes[1], &rules::TR, form_binds(&rules::TR, 0, 0)),
-            ]
-        }
-        (C::MaxIndex, [0x6D, 0x6E]) | (C::Gather, [0x67, 0x68]) => opcodes
-            .iter()
-            .map(|&op| piece(op, &rules::OPAQUE, vec![]))
-            .collect(),
-        (C::CustomOp, [0x85, rest @ ..]) if rest.iter().all(|&o| o == 0x86) => opcodes
-            .iter()
-            .map(|&op| piece(op, &rules::OPAQUE, vec![]))
-            .collect(),
+        (C::Activation, [0x21]) => vec![activate_piece(nargs)],
         (_, [op]) => {
             let (_, form) = rules::forms_of(class)
                 .find(|(o, _)| o == op)
@@ -299,7 +186,7 @@ fn opcode_by_name(v: &Value) -> Result<u8, String> {
         .ok_or_else(|| format!("attrs.{ATTR_OPCODE}: unknown mnemonic `{s}`"))
 }
 
-fn is_two_pass(inst: &Instruction) -> bool {
+pub(crate) fn is_two_pass(inst: &Instruction) -> bool {
     inst.args.len() == 2
         && inst.args.iter().any(|a| a.dtype == Dtype::Float32)
         && inst.attrs.get(ATTR_FP32_PASSES).and_then(Value::as_u64) != Some(1)
@@ -308,48 +195,12 @@ fn is_two_pass(inst: &Instruction) -> bool {
 /// The opcode sequence an instruction lowers to: the fan-in, then the `opcode` attribute.
 pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
     use InstClass as C;
-    let wide = inst
-        .attrs
-        .get(ATTR_WIDE)
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let mut ops: Vec<u8> = match inst.class {
-        C::Matmult | C::Transpose => match inst.args.len() {
-            1 => vec![0x02],
-            2 if is_two_pass(inst) => vec![0x01, 0x02, 0x01, 0x02],
-            2 => vec![0x01, 0x02],
-            n => {
-                return Err(format!(
-                    "{} takes 1 (weights already loaded) or 2 inputs, found {n}",
-                    inst.class
-                ))
-            }
+    let mut ops: Vec<u8> = match groups::plan(inst)? {
+        Some(ops) => ops,
+        None => match inst.class {
+            C::QuantizeMx => vec![0xE3],
+            _ => vec![rules::default_opcode(inst, gen)?],
         },
-        C::MatmultMx => vec![0x09, 0x0A],
-        C::QuantizeMx => vec![0xE3],
-        C::Activation if inst.outs.len() == 2 => vec![0x21, 0x24],
-        C::TensorScalar if inst.outs.len() == 2 && !wide => vec![0x9A, 0x9B],
-        C::Select => {
-            let (Some(src), Some(dst)) = (inst.args.get(2), inst.outs.first()) else {
-                return Err("Select takes [predicate, on_true, on_false] and one output".into());
-            };
-            vec![if src.dtype == dst.dtype { 0x46 } else { 0x47 }, 0xEA]
-        }
-        C::StreamShuffle => vec![0x69, 0x6A],
-        C::StreamTranspose => vec![0x69, 0x6B],
-        C::MaxIndex => vec![0x6D, 0x6E],
-        C::Gather => vec![0x67, 0x68],
-        C::CustomOp => {
-            let n = inst.attrs.get(ATTR_PAYLOADS).map_or(Ok(1), |v| {
-                v.as_u64()
-                    .filter(|&n| n < 4096)
-                    .ok_or_else(|| format!("attrs.{ATTR_PAYLOADS}: expected a count, found {v}"))
-            })?;
-            std::iter::once(0x85)
-                .chain(std::iter::repeat_n(0x86, n as usize))
-                .collect()
-        }
-        _ => vec![rules::default_opcode(inst, gen)?],
     };
     match inst.attrs.get(ATTR_OPCODE) {
         None | Some(Value::Null) => {}

@@ -34,6 +34,7 @@
 pub mod ap;
 pub mod dtype;
 mod fields;
+mod groups;
 mod lifter;
 mod lower;
 mod rules;

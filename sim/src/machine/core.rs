@@ -824,8 +824,8 @@ impl Program for Machine<'_> {
         let b = self.bundle(e, pc);
         // The decoded bundle's events (decoded here without validation when the bundle has
         // not been reached yet; a bundle that does not decode has its plain events block).
-        let ev = match self.decoded[e as usize][pc] {
-            Some(inst) => Events::of_inst(&inst),
+        let ev = match &self.decoded[e as usize][pc] {
+            Some(inst) => Events::of_inst(inst),
             None => match decode(b, self.gen) {
                 Ok(inst) => Events::of_inst(&inst),
                 Err(_) => Events::of_inst(&Inst::Raw(RawInst(*b))),

@@ -24,6 +24,10 @@ pub(crate) enum Shape {
     Repeat,
 }
 
+/// A group's lowering choice: its opcodes for an instruction, or `None` when the instruction
+/// lowers otherwise.
+pub(crate) type Lowers = fn(&Instruction, &GroupDef) -> Result<Option<Vec<u8>>, String>;
+
 /// One multi-bundle group.
 pub(crate) struct GroupDef {
     /// The class the group lifts to (the PE group: Matmult, or Transpose when the MATMUL
@@ -44,7 +48,7 @@ pub(crate) struct GroupDef {
     /// Lifting: whether the bundles from `i` (lead and follower present) form the group.
     pub lifts: fn(&[Bundle], usize, Gen) -> bool,
     /// Lowering: the group's opcodes for `inst`, or `None` when `inst` lowers otherwise.
-    pub lowers: fn(&Instruction, &GroupDef) -> Result<Option<Vec<u8>>, String>,
+    pub lowers: Lowers,
     /// The bundles' operand bindings for the opcodes found or chosen and `nargs` inputs.
     pub pieces: fn(&[u8], usize, Gen) -> Vec<Piece>,
 }

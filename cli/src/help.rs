@@ -25,7 +25,7 @@ pub const NEFF: &str = "Examples:
 /// `sim neff info`.
 pub const NEFF_INFO: &str = "Examples:
   sim neff info testdata/kernels/softmax.neff
-  sim neff info kernel.neff --json";
+  sim neff info testdata/real/concrete_carve.neff --arch v2 --json";
 /// `sim neff unpack`.
 pub const NEFF_UNPACK: &str = "Examples:
   sim neff unpack testdata/kernels/softmax.neff -o softmax.d

@@ -348,3 +348,62 @@ fn hostile_reader_cases() {
         assert_eq!(written, 0, "{name}: wrote into the output directory");
     }
 }
+
+#[test]
+fn info_cross_checks_each_stream_against_its_asm_member() {
+    let o = sim(&["neff", "info", &carve(), "--arch", "v2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("sg00/pe.bin vs sg00/pe.asm: 1 bundle(s) match"),
+        "{t}"
+    );
+    assert!(
+        t.contains("sg00/pool.bin vs sg00/pool.asm: 3 bundle(s) match"),
+        "{t}"
+    );
+    // A `*` target without --arch: not checked, and why.
+    let t = text(&sim(&["neff", "info", &carve()]));
+    assert!(
+        t.contains("sg00/pe.bin vs sg00/pe.asm: not checked: the NEFF names no single generation; pass --arch"),
+        "{t}"
+    );
+    // A packed fixture whose .asm disagrees with its stream: the first difference, named.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let o = sim(&["neff", "unpack", &carve(), "-o", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let pool = dir.join("sg00/pool.asm");
+    let src = std::fs::read_to_string(&pool).unwrap();
+    std::fs::write(&pool, src.replace("$S[22]>0", "$S[21]>0")).unwrap();
+    let neff = tmp.path().join("k.neff");
+    let o = sim(&[
+        "neff",
+        "pack",
+        dir.to_str().unwrap(),
+        "-o",
+        neff.to_str().unwrap(),
+        "--keep-layout",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = sim(&[
+        "neff",
+        "info",
+        neff.to_str().unwrap(),
+        "--arch",
+        "v2",
+        "--json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["asm_cross_check"].as_array().unwrap();
+    let pool = rows
+        .iter()
+        .find(|r| r["stream"] == "sg00/pool.bin")
+        .unwrap();
+    assert_eq!(pool["status"], "differ", "{pool}");
+    assert_eq!(pool["bundle"], 1);
+    assert_eq!(pool["byte"], 5);
+    assert_eq!(pool["field"], "wait_idx");
+    let pe = rows.iter().find(|r| r["stream"] == "sg00/pe.bin").unwrap();
+    assert_eq!(pe["status"], "match", "{pe}");
+}

@@ -124,35 +124,82 @@ both round-trip to the same bytes.
 | `$S[i]++@complete`, `$S[i]--@read` | increment / decrement on completion / after the read | `update_mode=SEM_INC_COMPLETE update_idx=i` |
 | `$S[i]+=v`, `-=v`, `=v` (`@complete` or `@read`; `@complete` when omitted) | add, subtract, write an immediate | `SEM_ADD_IMM_*`, `SEM_SUB_IMM_*`, `SEM_WR_IMM_*` and `semaphore_value=v` |
 | `S[5] (Tensor)++@complete` | the profile names the semaphore in parentheses: ignored | |
+| `$S[i]>=$R[r]` (also `>`, `<`, `<=`, `==`; `R[r]` without `$`) | compare with the issuing engine's register r (**project-defined** spelling) | `wait_mode=SEM_GE_REG wait_idx=i semaphore_value=r` (`SEM_GT_REG`, `SEM_LT_REG`, `SEM_LE_REG`, `SEM_EQ_REG`) |
+| `$S[i]+=$R[r]@read`, `-=$R[r]`, `=$R[r]` | add, subtract, write register r (**project-defined** spelling) | `SEM_ADD_REG_*`, `SEM_SUB_REG_*`, `SEM_WR_REG_*` and `semaphore_value=r` |
+| `$E[i]==1`, `$E[i]==0` | wait until event i is set / clear (**project-defined** spelling) | `wait_mode=EVT_SET wait_idx=i`, `EVT_CLEAR` |
+| `$E[i]==1->0`, `$E[i]==0->1` | wait until set (clear) and then flip it | `EVT_SET_THEN_CLEAR`, `EVT_CLEAR_THEN_SET` |
+| `$E[i]=1@complete`, `$E[i]=0@read` | set / clear event i | `update_mode=EVT_SET_COMPLETE update_idx=i`, `EVT_CLR_READ` |
 | `src=fp32@0x400[1,1,1][512,1,1]` | operand with its dtype | `src=[0x400 step=1,1,1 num=512,1,1] in_dtype=FP32` |
 | `dst=bf16@0x0[1][64]` | | `dst=[...] out_dtype=BF16` |
+| `acc_flags=3` | the profile's name of `psum_accumulate_flags` (**project-defined** alias) | `psum_accumulate_flags=3` |
+| `row_grp=q0` .. `row_grp=q3` | the 32-row quadrant of the PE array as the profile writes it | `row_grp=1`, `2`, `4`, `8` |
+| `3*128` | the profile's trailing size term: accepted and not encoded | (nothing) |
+| `ctype=ALL_REDUCE input_tensor_id=3 output_tensor_id=4 num_elements=32 dtype=fp32 op=ADD group_id=0` | PSEUDO_TRIGGER_COLLECTIVE's record, as the producer's `.asm` writes it | the `body` bytes (below) |
 | `key=value` | any field | same |
 | `STATEMENT;` | end of statement | |
 
 A wait and a value-carrying update on one line must agree on the value (one
-`semaphore_value`): `$S[3]>=1 $S[3]=0@complete` is an error that says so.
+`semaphore_value`): `$S[3]>=1 $S[3]=0@complete` is an error that says so. A register form
+puts the register's index in that value, so `$S[9]>=$R[3] $S[1]=4@read` is the same error.
+Event waits and updates, `++` and `--` use no value.
+
+The issue line of a profile assembles as pasted:
+
+```text
+MATMUL S[5] (Tensor)++@complete acc_flags=3 row_grp=q0 src=fp16@0x5600[1,0,0][3,1,1] dst=0x2000000[1,0,0][3,1,1] 3*128
+```
+
+is `MATMUL update_mode=SEM_INC_COMPLETE update_idx=5 psum_accumulate_flags={begin=1 end=1}
+row_grp=1 src=[0x5600 step=1,0,0 num=3,1,1] in_dtype=FP16 dst=[0x2000000 step=1,0,0 num=3,1,1]`.
+What each profile-only piece is taken to mean, and on what evidence:
+
+* `acc_flags`: MATMUL's only accumulate-flags field is `psum_accumulate_flags` (+43, bits
+  begin/end/accumulate; 3 = begin and end, a legal byte). The name mapping is
+  **project-defined**: no public page lists the profile's field names.
+* `row_grp=qN`: `row_grp` is the spec's own field name; for a row group of at most 32 rows
+  the compiler's row-group code is 1, 2, 4, 8 by quadrant (isa-facts, "Row/col group code"),
+  and tpbsim reads `qN` as that quadrant's code, `1 << N` (**project-defined** reading of the
+  `q` spelling). Any other value is an integer as usual.
+* `N*M` (`3*128`): its meaning is not published (it reads like elements times partitions,
+  but nothing confirms it). It is accepted and **not encoded, and not checked** against the
+  fields.
+
+PSEUDO_TRIGGER_COLLECTIVE (0xC8) has no typed format; its record is the raw form's `body`
+bytes, which G `neff/concrete-carve.md` §5.1 decodes byte for byte: `op` u8 +0x0C (`ADD` =
+0x04), `dtype` u8 +0x0D (DTYPE; `fp32` = 0x0A), `group_id` u8 +0x0E, `input_tensor_id` u32
++0x10 and `output_tensor_id` u32 +0x14 (variable ids), `num_elements` u64 +0x18, `ctype` u32
++0x20 (`ALL_REDUCE` = 0x01). Only the names the page shows are accepted; other codes are
+numbers. `sim disasm --syntax neuron` writes the record this way (the producer's line exactly)
+when no other body byte is set, and `body=HEX` otherwise; `body=HEX` is accepted in both
+syntaxes, but not together with the named fields.
 
 What is not public, and therefore not accepted (each is an error naming the token):
 
 * which field an operand's dtype goes to: tpbsim maps `src*` to `in_dtype` and `dst*` to
   `out_dtype` (**project-defined**) and refuses the prefix on a format without that field
   (ACTIVATE keeps its input dtype in `in_bias_dtypes`; write the field by name there);
-* the profile's field names that differ from the spec's (`acc_flags`, `row_grp=q0`) and its
-  trailing count column (`3*128`): their mapping is not published;
-* register-compare waits (`SEM_*_REG`), event waits and updates (`EVT_*`): the dialect's form
-  for them is not published; write them as fields (`sim disasm --syntax neuron` does);
-* the fields of instructions without a published body layout (`PSEUDO_TRIGGER_COLLECTIVE`'s
-  `ctype=`, `input_tensor_id=`, ...): such a mnemonic takes its header fields (the waits and
-  updates above included) and `body=HEX`, or a `.bundle` line.
+* other profile field names than `acc_flags`: write the spec's name;
+* the fields of the other instructions without a published body layout: such a mnemonic
+  takes its header fields (the waits and updates above included) and `body=HEX`, or a
+  `.bundle` line.
+
+`sim neff info` cross-checks every stream of a NEFF against the producer's `.asm` member
+shipped beside it (`sg00/pe.bin` and `sg00/pe.asm`): the text is assembled and compared
+bundle by bundle, and the result is a match, the first differing bundle with its byte and
+field, a differing count, or the line that does not assemble.
 
 ### Lint
 
 `sim asm` and `sim validate` warn about legal bundles that almost certainly do not do what was
 meant; `--deny-warnings` makes the warnings errors (`sim asm` then writes nothing, `sim
 validate` exits 1). Each finding names its rule, its code and the fix. `sim asm` and `sim
-validate FILE.bin` see one stream, so the rules that need the other engines and the DMAs are
-reported there as *not checked*; `sim validate KERNEL.neff` sees every stream and every DMA of
-each subgraph and runs them all.
+validate FILE.bin` see one stream. The two rules of kernel scope need the other engines and the
+DMAs; on one stream they still run over what that stream shows and report a **note** (not a
+warning, so `--deny-warnings` does not refuse it) that states the scope: `pointer-unwritten`
+names a pointer read that no bundle of the stream writes, `update-unwaited` (once per
+semaphore) an update that no bundle of the stream waits for; another engine or a DMA may
+supply either. `sim validate KERNEL.neff` sees every stream and every DMA of each subgraph and
+runs them all as warnings.
 
 | Rule | Code | Scope | Finds | Fix |
 |---|---|---|---|---|

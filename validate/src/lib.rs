@@ -12,5 +12,6 @@ pub mod lint;
 pub mod registry;
 #[cfg(feature = "proptest")]
 pub mod strategies;
+pub mod verify;
 
 pub use diag::{Diagnostic, Layer, Location, Mode, Severity};

@@ -121,10 +121,9 @@ pub(crate) fn load(
     }
 }
 
-/// Lift every loaded stream into one module named after the input file.
-pub(crate) fn lift_loaded(path: &Path, l: &Loaded) -> Lifted {
-    let inputs: Vec<StreamInput<'_>> = l
-        .streams
+/// The loaded streams as lifter inputs.
+pub(crate) fn stream_inputs(l: &Loaded) -> Vec<StreamInput<'_>> {
+    l.streams
         .iter()
         .map(|s| StreamInput {
             function: s.function.clone(),
@@ -132,12 +131,19 @@ pub(crate) fn lift_loaded(path: &Path, l: &Loaded) -> Lifted {
             engine: s.stream.engine(),
             bundles: s.stream.bundles(),
         })
-        .collect();
-    let name = path
-        .file_name()
+        .collect()
+}
+
+/// The module name of an input: its file name.
+pub(crate) fn module_name(path: &Path) -> Option<String> {
+    path.file_name()
         .and_then(|n| n.to_str())
-        .map(str::to_string);
-    lift::lift_streams(&inputs, l.gen, name)
+        .map(str::to_string)
+}
+
+/// Lift every loaded stream into one module named after the input file.
+pub(crate) fn lift_loaded(path: &Path, l: &Loaded) -> Lifted {
+    lift::lift_streams(&stream_inputs(l), l.gen, module_name(path))
 }
 
 /// Run `sim lift`.

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use tpbsim_isa::neff::{
     header::hex, Layout, Limits, Neff, NeffError, ReadOptions, Subgraph, Target, Unmodelled,
 };
+use tpbsim_isa::text::{cross_check, AsmCheck};
 use tpbsim_isa::Gen;
 use tpbsim_sim::machine::load;
 
@@ -66,6 +67,9 @@ struct InfoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Generation to assemble the `.asm` members for when the NEFF names none (`*`).
+    #[arg(long)]
+    arch: Option<Gen>,
     #[command(flatten)]
     read: ReadArgs,
 }
@@ -265,8 +269,11 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
             note(&e);
         }
     }
+    let gen = a.arch.or_else(|| load::target_gen(&n).ok().flatten());
+    let asm_rows = asm_cross_checks(&n, &loaded, gen);
     if a.json {
         let doc = json!({
+            "asm_cross_check": asm_rows.iter().map(AsmRow::json).collect::<Vec<_>>(),
             "file": a.file.display().to_string(),
             "layout": layout_name(n.layout),
             "header": if n.layout == Layout::Headered { header_json(&n) } else { Value::Null },
@@ -301,11 +308,85 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
                 println!("  {u}");
             }
         }
+        if asm_rows.is_empty() {
+            println!("asm cross-check: no stream has a .asm member beside it");
+        } else {
+            println!("asm cross-check (each stream against the .asm member beside it):");
+            for r in &asm_rows {
+                println!("  {} vs {}: {}", r.stream, r.asm, r.message());
+            }
+        }
     }
     match first_error {
         Some(e) => Err(CliError::Io(e)),
         None => Ok(Outcome::Ok),
     }
+}
+
+/// One stream cross-checked against the producer's `.asm` member beside it.
+struct AsmRow {
+    stream: String,
+    asm: String,
+    /// The comparison, or why it was not made.
+    result: Result<AsmCheck, String>,
+}
+
+impl AsmRow {
+    fn message(&self) -> String {
+        match &self.result {
+            Ok(c) => c.to_string(),
+            Err(why) => format!("not checked: {why}"),
+        }
+    }
+
+    fn json(&self) -> Value {
+        let status = match &self.result {
+            Ok(AsmCheck::Match(_)) => "match",
+            Ok(AsmCheck::Differ { .. }) | Ok(AsmCheck::Count(..)) => "differ",
+            Ok(AsmCheck::Unparsed(..)) => "unparsed",
+            Err(_) => "not-checked",
+        };
+        let mut v = json!({
+            "stream": self.stream, "asm": self.asm, "status": status, "message": self.message(),
+        });
+        if let Ok(AsmCheck::Differ {
+            index, byte, field, ..
+        }) = &self.result
+        {
+            v["bundle"] = json!(index);
+            v["byte"] = json!(byte);
+            v["field"] = json!(field);
+        }
+        v
+    }
+}
+
+/// Each stream member `X.bin` with an `X.asm` member beside it, assembled for `gen` and
+/// compared bundle by bundle.
+fn asm_cross_checks(n: &Neff, sgs: &[&Subgraph], gen: Option<Gen>) -> Vec<AsmRow> {
+    let mut rows = Vec::new();
+    for sg in sgs {
+        for sm in sg.streams.values() {
+            let stem = sm.member.strip_suffix(".bin").unwrap_or(&sm.member);
+            let asm = format!("{stem}.asm");
+            let Some(data) = n.members.get(&asm) else {
+                continue;
+            };
+            let result = match (std::str::from_utf8(data), gen) {
+                (Err(e), _) => Err(format!("the member is not UTF-8 text ({e})")),
+                (Ok(_), None) => {
+                    Err("the NEFF names no single generation; pass --arch".to_string())
+                }
+                (Ok(text), Some(g)) => Ok(cross_check(sm.stream.bundles(), text, g)),
+            };
+            rows.push(AsmRow {
+                stream: sm.member.clone(),
+                asm,
+                result,
+            });
+        }
+    }
+    rows
 }
 
 fn print_text(

@@ -12,7 +12,8 @@ use crate::spec::{self, FieldType};
 use crate::wire::Wire;
 use crate::{Bundle, Events, Gen};
 
-/// Comparison operators of a wait, longest first, with their WAIT_MODE names.
+/// Comparison operators of a wait, longest first, with their WAIT_MODE names (the register
+/// forms add `_REG` to the base name: `SEM_GE_REG`, ...).
 const WAITS: &[(&str, &str)] = &[
     (">=", "SEM_GE_IMM"),
     ("<=", "SEM_LE"),
@@ -21,29 +22,39 @@ const WAITS: &[(&str, &str)] = &[
     ("<", "SEM_LT"),
 ];
 
-/// Whether a token is a semaphore wait or update (`$S[3]>=1`, `S[5]`, `$S[2]++@complete`).
+/// Event waits (project-defined spelling; the toolchain's form is not published):
+/// `$E[i]==1` waits until event i is set, `$E[i]==0` until it is clear, and `->v` flips it to
+/// `v` once the wait holds.
+const EVENT_WAITS: &[(&str, &str)] = &[
+    ("==1->0", "EVT_SET_THEN_CLEAR"),
+    ("==0->1", "EVT_CLEAR_THEN_SET"),
+    ("==1", "EVT_SET"),
+    ("==0", "EVT_CLEAR"),
+];
+
+/// Whether a token is a semaphore or event wait or update (`$S[3]>=1`, `S[5]`,
+/// `$S[2]++@complete`, `$E[4]==1`).
 pub fn is_sync_token(t: &str) -> bool {
     let t = t.strip_prefix('$').unwrap_or(t);
-    t.starts_with("S[")
+    t.starts_with("S[") || t.starts_with("E[")
 }
+
+/// One wait or update read from the dialect: (mode, index, value it needs in
+/// `semaphore_value`, column, token).
+type SyncPart = (u8, u8, Option<u32>, usize, String);
 
 /// The waits and updates of one line.
 #[derive(Default)]
 pub struct Sync {
-    wait: Option<(u8, u8, u32, usize, String)>,
-    update: Option<(u8, u8, Option<u32>, usize, String)>,
+    wait: Option<SyncPart>,
+    update: Option<SyncPart>,
 }
 
-fn wait_code(name: &str) -> u8 {
-    spec::enum_def("WAIT_MODE")
+fn mode_code(def: &str, name: &str) -> Result<u8, String> {
+    spec::enum_def(def)
         .and_then(|d| d.by_name(name))
-        .map_or(0, |v| v.value)
-}
-
-fn update_code(name: &str) -> u8 {
-    spec::enum_def("UPDATE_MODE")
-        .and_then(|d| d.by_name(name))
-        .map_or(0, |v| v.value)
+        .map(|v| v.value)
+        .ok_or_else(|| format!("{def} has no {name}"))
 }
 
 fn num(s: &str, what: &str) -> Result<u32, String> {
@@ -52,32 +63,68 @@ fn num(s: &str, what: &str) -> Result<u32, String> {
         .map_err(|e| format!("{what}: {e}"))
 }
 
+/// A value operand: an immediate, or `$R[r]` / `R[r]` (the issuing engine's register r, the
+/// `_REG` modes; the register index goes to `semaphore_value`).
+fn operand(s: &str, what: &str) -> Result<(bool, u32), String> {
+    let r = s.strip_prefix('$').unwrap_or(s);
+    if let Some(r) = r.strip_prefix("R[") {
+        let r = r
+            .strip_suffix(']')
+            .ok_or_else(|| format!("`{s}`: missing `]`"))?;
+        let r = parse_uint(r, 0xFF).map_err(|e| format!("{what} register: {e}"))?;
+        return Ok((true, r as u32));
+    }
+    Ok((false, num(s, what)?))
+}
+
 impl Sync {
     /// Add one token.
     pub fn add(&mut self, token: &str, col: usize) -> Result<(), String> {
         let t = token.strip_prefix('$').unwrap_or(token);
-        let inner = t.strip_prefix("S[").ok_or("expected S[index]")?;
+        let event = t.starts_with('E');
+        let inner = t
+            .strip_prefix("S[")
+            .or_else(|| t.strip_prefix("E["))
+            .ok_or("expected S[index] or E[index]")?;
         let (idx, mut rest) = inner
             .split_once(']')
             .ok_or_else(|| format!("`{token}`: missing `]`"))?;
-        let idx = parse_uint(idx, 0xFF).map_err(|e| format!("semaphore index: {e}"))? as u8;
+        let what = if event { "event" } else { "semaphore" };
+        let idx = parse_uint(idx, 0xFF).map_err(|e| format!("{what} index: {e}"))? as u8;
         // The profile's name of the semaphore, `(Tensor)`, is informational.
         if let Some(r) = rest.strip_prefix('(') {
             rest = r.split_once(')').map(|(_, r)| r).ok_or("missing `)`")?;
         }
-        for (op, mode) in WAITS {
-            if let Some(v) = rest.strip_prefix(op) {
-                if self.wait.is_some() {
-                    return Err("a bundle has one wait".into());
+        let set_wait = |s: &mut Self, part: SyncPart| {
+            if s.wait.is_some() {
+                return Err("a bundle has one wait".to_string());
+            }
+            s.wait = Some(part);
+            Ok(())
+        };
+        if event {
+            if let Some((_, mode)) = EVENT_WAITS.iter().find(|(op, _)| rest == *op) {
+                let part = (mode_code("WAIT_MODE", mode)?, idx, None, col, token.into());
+                return set_wait(self, part);
+            }
+        } else {
+            for (op, mode) in WAITS {
+                if let Some(v) = rest.strip_prefix(op) {
+                    let (reg, v) = operand(v, "wait value")?;
+                    let mode = if reg {
+                        format!("{}_REG", mode.trim_end_matches("_IMM"))
+                    } else {
+                        mode.to_string()
+                    };
+                    let part = (
+                        mode_code("WAIT_MODE", &mode)?,
+                        idx,
+                        Some(v),
+                        col,
+                        token.into(),
+                    );
+                    return set_wait(self, part);
                 }
-                self.wait = Some((
-                    wait_code(mode),
-                    idx,
-                    num(v, "wait value")?,
-                    col,
-                    token.into(),
-                ));
-                return Ok(());
             }
         }
         let (op, when) = match rest.rsplit_once('@') {
@@ -89,25 +136,42 @@ impl Sync {
             "read" => "READ",
             w => return Err(format!("`@{w}`: an update happens @read or @complete")),
         };
-        let (mode, value) = if op == "++" {
-            ("SEM_INC", None)
+        let (mode, value) = if event {
+            match op {
+                "=1" => ("EVT_SET".to_string(), None),
+                "=0" => ("EVT_CLR".to_string(), None),
+                _ => {
+                    return Err(format!(
+                        "`{token}`: expected a wait (==1, ==0, ==1->0, ==0->1) or an update (=1, =0) after E[{idx}]"
+                    ))
+                }
+            }
+        } else if op == "++" {
+            ("SEM_INC".to_string(), None)
         } else if op == "--" {
-            ("SEM_DEC", None)
-        } else if let Some(v) = op.strip_prefix("+=") {
-            ("SEM_ADD_IMM", Some(num(v, "update value")?))
-        } else if let Some(v) = op.strip_prefix("-=") {
-            ("SEM_SUB_IMM", Some(num(v, "update value")?))
-        } else if let Some(v) = op.strip_prefix('=') {
-            ("SEM_WR_IMM", Some(num(v, "update value")?))
+            ("SEM_DEC".to_string(), None)
         } else {
-            return Err(format!(
-                "`{token}`: expected a wait (>=v, >v, ==v, <v, <=v) or an update (++, --, +=v, -=v, =v) after S[{idx}]"
-            ));
+            let (base, v) = if let Some(v) = op.strip_prefix("+=") {
+                ("SEM_ADD", v)
+            } else if let Some(v) = op.strip_prefix("-=") {
+                ("SEM_SUB", v)
+            } else if let Some(v) = op.strip_prefix('=') {
+                ("SEM_WR", v)
+            } else {
+                return Err(format!(
+                    "`{token}`: expected a wait (>=v, >v, ==v, <v, <=v) or an update (++, --, +=v, -=v, =v) after S[{idx}]"
+                ));
+            };
+            let (reg, v) = operand(v, "update value")?;
+            (
+                format!("{base}_{}", if reg { "REG" } else { "IMM" }),
+                Some(v),
+            )
         };
         if self.update.is_some() {
-            return Err("a bundle has one semaphore update".into());
+            return Err("a bundle has one update".into());
         }
-        let code = update_code(&format!("{mode}_{suffix}"));
+        let code = mode_code("UPDATE_MODE", &format!("{mode}_{suffix}"))?;
         self.update = Some((code, idx, value, col, token.into()));
         Ok(())
     }
@@ -125,7 +189,9 @@ impl Sync {
         if let Some((mode, idx, v, col, from)) = &self.wait {
             out.push(item("wait_mode", mode.to_string(), *col, from));
             out.push(item("wait_idx", idx.to_string(), *col, from));
-            value = Some((*v, *col, from));
+            if let Some(v) = v {
+                value = Some((*v, *col, from));
+            }
         }
         if let Some((mode, idx, v, col, from)) = &self.update {
             out.push(item("update_mode", mode.to_string(), *col, from));
@@ -151,6 +217,45 @@ impl Sync {
             }
         }
         Ok(())
+    }
+}
+
+/// The profile's names for fields of the spec (`neuron-profile` operands column; the mapping
+/// is project-defined, see `docs/asm.md`, "The neuron dialect"): `acc_flags` is
+/// `psum_accumulate_flags`.
+pub const FIELD_ALIASES: &[(&str, &str)] = &[("acc_flags", "psum_accumulate_flags")];
+
+/// The spec's name of a field the profile may name differently.
+pub fn field_alias(key: &str) -> Option<&'static str> {
+    FIELD_ALIASES
+        .iter()
+        .find(|(a, _)| *a == key)
+        .map(|(_, f)| *f)
+}
+
+/// `row_grp=qN`: the 32-row quadrant N of the PE array, written as its row-group code
+/// `1 << N` (the compiler's row-group codes for a group of at most 32 rows are 1, 2, 4, 8 by
+/// quadrant, isa-facts "Row/col group code"; the profile's `q` spelling is read that way,
+/// project-defined).
+pub fn row_group_value(v: &str) -> Option<u8> {
+    let q = v.strip_prefix(['q', 'Q'])?;
+    match q {
+        "0" | "1" | "2" | "3" => Some(1u8 << q.parse::<u8>().ok()?),
+        _ => None,
+    }
+}
+
+/// The profile's trailing size term `N*M` (`3*128`): accepted and not encoded; its meaning is
+/// not published, so nothing is checked against it.
+pub fn is_size_term(t: &str) -> bool {
+    match t.split_once('*') {
+        Some((a, b)) => {
+            !a.is_empty()
+                && !b.is_empty()
+                && a.bytes().all(|c| c.is_ascii_digit())
+                && b.bytes().all(|c| c.is_ascii_digit())
+        }
+        None => false,
     }
 }
 
@@ -233,28 +338,57 @@ pub fn parse_operand(s: &str, n: usize) -> Result<(u32, Vec<i64>, Vec<i64>), Str
 fn wait_text(b: &Bundle) -> Option<String> {
     let e = Events::read(&b.0, 4);
     let name = spec::enum_def("WAIT_MODE")?.value(e.wait_mode.0)?.name;
+    let (i, v) = (e.wait_idx, e.semaphore_value);
+    if let Some((op, _)) = EVENT_WAITS.iter().find(|(_, m)| *m == name) {
+        return Some(format!("$E[{i}]{op}"));
+    }
+    if let Some(base) = name.strip_suffix("_REG") {
+        let op = WAITS
+            .iter()
+            .find(|(_, m)| m.trim_end_matches("_IMM") == base)?
+            .0;
+        return (v <= 0xFF).then(|| format!("$S[{i}]{op}$R[{v}]"));
+    }
     let op = WAITS.iter().find(|(_, m)| *m == name)?.0;
-    Some(format!("$S[{}]{op}{}", e.wait_idx, e.semaphore_value))
+    Some(format!("$S[{i}]{op}{v}"))
 }
 
-fn update_text(b: &Bundle) -> Option<String> {
+/// The update token and whether it uses `semaphore_value`.
+fn update_text(b: &Bundle) -> Option<(String, bool)> {
     let e = Events::read(&b.0, 4);
     let name = spec::enum_def("UPDATE_MODE")?.value(e.update_mode.0)?.name;
     let (mode, when) = name.rsplit_once('_')?;
-    let v = e.semaphore_value;
-    let op = match mode {
-        "SEM_INC" => "++".to_string(),
-        "SEM_DEC" => "--".to_string(),
-        "SEM_ADD_IMM" => format!("+={v}"),
-        "SEM_SUB_IMM" => format!("-={v}"),
-        "SEM_WR_IMM" => format!("={v}"),
+    let (i, v) = (e.update_idx, e.semaphore_value);
+    let when = when.to_ascii_lowercase();
+    let (reg, mode) = match mode.strip_suffix("_REG") {
+        Some(m) => (true, m),
+        None => (false, mode.trim_end_matches("_IMM")),
+    };
+    if reg && v > 0xFF {
+        return None;
+    }
+    let val = if reg {
+        format!("$R[{v}]")
+    } else {
+        v.to_string()
+    };
+    let (s, uses) = match mode {
+        "EVT_SET" => (format!("$E[{i}]=1"), false),
+        "EVT_CLR" => (format!("$E[{i}]=0"), false),
+        "SEM_INC" => (format!("$S[{i}]++"), false),
+        "SEM_DEC" => (format!("$S[{i}]--"), false),
+        "SEM_ADD" => (format!("$S[{i}]+={val}"), true),
+        "SEM_SUB" => (format!("$S[{i}]-={val}"), true),
+        "SEM_WR" => (format!("$S[{i}]={val}"), true),
         _ => return None,
     };
-    Some(format!(
-        "$S[{}]{op}@{}",
-        e.update_idx,
-        when.to_ascii_lowercase()
-    ))
+    Some((format!("{s}@{when}"), uses))
+}
+
+/// Whether a wait mode uses `semaphore_value` (every semaphore compare; not the event waits).
+fn wait_uses_value(b: &Bundle) -> bool {
+    let m = Events::read(&b.0, 4).wait_mode.0 & 0x7F;
+    (0x01..=0x05).contains(&m)
 }
 
 /// One line in the neuron dialect, ending in `;`, or the native `.bundle` form when the bundle
@@ -266,19 +400,23 @@ pub fn disasm_bundle(b: &Bundle, gen: Gen) -> String {
     };
     let e = Events::read(&b.0, 4);
     let wait = wait_text(b);
-    // The value field is shared: a value-carrying update is written in the dialect only when
-    // the wait does not use the value or uses the same one.
+    // The value field is shared: the wait and a value-carrying update both write it.
     let update = update_text(b);
     let mut parts: Vec<String> = Vec::new();
     let mut skip: Vec<&str> = Vec::new();
-    let value_written = wait.is_some() || update.as_ref().is_some_and(|u| u.contains('='));
+    let value_written =
+        (wait.is_some() && wait_uses_value(b)) || update.as_ref().is_some_and(|(_, uses)| *uses);
     if let Some(w) = &wait {
         parts.push(w.clone());
         skip.extend(["wait_mode", "wait_idx"]);
     }
-    if let Some(u) = &update {
+    if let Some((u, _)) = &update {
         parts.push(u.clone());
         skip.extend(["update_mode", "update_idx"]);
+    }
+    let record = super::collective::text(b);
+    if record.is_some() {
+        skip.push("body");
     }
     if value_written && e.semaphore_value != 0 {
         skip.push("semaphore_value");
@@ -347,6 +485,7 @@ pub fn disasm_bundle(b: &Bundle, gen: Gen) -> String {
     if !rest.is_empty() {
         parts.push(rest);
     }
+    parts.extend(record);
     let mut s = inst.mnemonic().to_string();
     for p in parts {
         s.push(' ');

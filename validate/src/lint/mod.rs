@@ -2,10 +2,12 @@
 //! "Lint"). Every finding is a warning naming the fix; `sim asm` and `sim validate` turn them
 //! into errors with `--deny-warnings`.
 //!
-//! Two scopes. A *stream* (`sim asm`, `sim validate FILE.bin`) shows one engine's bundles only,
-//! so the rules that need the other engines and the DMAs (who writes an address, who waits for a
-//! semaphore) are reported as not checked there. A *kernel* (`sim validate KERNEL.neff`) shows
-//! every engine's stream and every DMA of a subgraph: all rules run.
+//! Two scopes. A *stream* (`sim asm`, `sim validate FILE.bin`) shows one engine's bundles only:
+//! the rules that need the other engines and the DMAs (who writes an address, who waits for a
+//! semaphore) run over what the stream shows and report a note naming that scope (another
+//! engine or a DMA may supply what the stream lacks, so it is not a warning). A *kernel*
+//! (`sim validate KERNEL.neff`) shows every engine's stream and every DMA of a subgraph: all
+//! rules run and warn.
 
 use tpbsim_isa::inst::{decode, FieldValue};
 use tpbsim_isa::neff::schema::{contiguous_steps, VarKind};
@@ -102,14 +104,20 @@ fn bare(rule: &LintRule, s: &LintStream<'_>, index: usize, msg: String) -> Diagn
         })
 }
 
-fn not_checked(rule: &LintRule, s: &LintStream<'_>, index: usize) -> Diagnostic {
+/// A kernel-scope rule run on the streams given without the rest of the kernel: what those
+/// streams show is reported as a note naming the scope (another engine's stream or a DMA may
+/// supply what they lack), never as a warning.
+fn stream_scope(rule: &LintRule, s: &LintStream<'_>, index: usize, msg: String) -> Diagnostic {
     bare(
         rule,
         s,
         index,
-        "not checked: this rule needs every engine's stream and the DMAs (run `sim validate KERNEL.neff`)".into(),
+        format!(
+            "{msg} (stream scope: only the streams given are seen, not the other engines' streams or the DMAs; `sim validate KERNEL.neff` checks the whole kernel); if nothing else supplies it, fix: {}",
+            rule.fix
+        ),
     )
-    .with_severity(Severity::NotChecked)
+    .with_severity(Severity::Note)
 }
 
 /// Semaphore wait modes (immediate compares) by wire value.
@@ -252,7 +260,8 @@ fn add_dma_writes(sg: &Subgraph, w: &mut Writes) {
 }
 
 /// Lint streams. With `kernel` (every stream of a subgraph and its DMAs), the kernel-scope
-/// rules run; without, they are reported as not checked (once per rule and stream).
+/// rules warn; without, they run over the streams given and report notes naming that scope
+/// (9004 once per semaphore and stream).
 pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut writes = Writes::default();
@@ -264,7 +273,7 @@ pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> 
     for (s, insts) in streams.iter().zip(&decoded) {
         for (b, inst) in s.bundles.iter().zip(insts) {
             let ev = Events::read(&b.0, 4);
-            if is_sem_wait(ev.wait_mode.0) && ev.wait_mode.0 & 0x80 == 0 {
+            if is_sem_wait(ev.wait_mode.0) {
                 waited[ev.wait_idx as usize] = true;
             }
             if let Some(i) = inst {
@@ -276,7 +285,7 @@ pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> 
         add_dma_writes(sg, &mut writes);
     }
     for (s, insts) in streams.iter().zip(&decoded) {
-        let mut reported_nc = [false; 2];
+        let mut noted = [false; 256];
         for (index, (b, inst)) in s.bundles.iter().zip(insts).enumerate() {
             let ev = Events::read(&b.0, 4);
             let v = ev.semaphore_value;
@@ -316,21 +325,22 @@ pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> 
                 }
             }
             // update-unwaited.
-            if is_sem_update(ev.update_mode.0) && ev.update_mode.0 & 0x80 == 0 {
-                if kernel.is_none() {
-                    if !reported_nc[1] {
-                        out.push(not_checked(&UPDATE_UNWAITED, s, index));
-                        reported_nc[1] = true;
-                    }
-                } else if !waited[ev.update_idx as usize] {
+            if is_sem_update(ev.update_mode.0) && !waited[ev.update_idx as usize] {
+                let idx = ev.update_idx;
+                if kernel.is_some() {
                     out.push(diag(
                         &UPDATE_UNWAITED,
                         s,
                         index,
-                        format!(
-                            "semaphore {} is updated but no bundle waits for it",
-                            ev.update_idx
-                        ),
+                        format!("semaphore {idx} is updated but no bundle waits for it"),
+                    ));
+                } else if !noted[idx as usize] {
+                    noted[idx as usize] = true;
+                    out.push(stream_scope(
+                        &UPDATE_UNWAITED,
+                        s,
+                        index,
+                        format!("semaphore {idx} is updated but no bundle of the stream(s) given waits for it"),
                     ));
                 }
             }
@@ -357,27 +367,31 @@ pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> 
             if reads.is_empty() {
                 continue;
             }
-            if kernel.is_none() {
-                if !reported_nc[0] {
-                    out.push(not_checked(&POINTER_UNWRITTEN, s, index));
-                    reported_nc[0] = true;
-                }
-                continue;
-            }
             let stride = Geometry::of(gen).sbuf_partition_stride as u64;
             let parts = a.num_active_partitions.max(1) as u64;
             for (what, raw) in reads {
                 let addr = Addr4(raw).address() as u64;
                 if let Some(q) = (0..parts).find(|q| !writes.covers(addr + q * stride)) {
-                    out.push(diag(
-                        &POINTER_UNWRITTEN,
-                        s,
-                        index,
-                        format!(
-                            "ACTIVATE reads its {what} at {addr:#x} (partition {q} at {:#x}), which no instruction or DMA of the kernel writes",
-                            addr + q * stride
-                        ),
-                    ));
+                    let at = addr + q * stride;
+                    out.push(if kernel.is_some() {
+                        diag(
+                            &POINTER_UNWRITTEN,
+                            s,
+                            index,
+                            format!(
+                                "ACTIVATE reads its {what} at {addr:#x} (partition {q} at {at:#x}), which no instruction or DMA of the kernel writes"
+                            ),
+                        )
+                    } else {
+                        stream_scope(
+                            &POINTER_UNWRITTEN,
+                            s,
+                            index,
+                            format!(
+                                "ACTIVATE reads its {what} at {addr:#x} (partition {q} at {at:#x}), which no bundle of the stream(s) given writes"
+                            ),
+                        )
+                    });
                 }
             }
         }

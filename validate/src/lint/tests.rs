@@ -122,9 +122,35 @@ fn pointer_unwritten_trap_and_fix() {
         kcodes(&kernel(&format!("{act} bias=0x204"), "", "")),
         Vec::<u32>::new()
     );
-    // Stream scope: not checked.
+    // Stream scope: a note naming the scope for the trap, nothing for the fix.
     let c = codes(act);
-    assert!(c.contains(&(9002, Severity::NotChecked)), "{c:?}");
+    assert!(c.contains(&(9002, Severity::Note)), "{c:?}");
+    let b = stream(act);
+    let d = lint(
+        &[LintStream {
+            file: "t.s".into(),
+            engine: Some(Engine::Act),
+            bundles: &b,
+        }],
+        Gen::V3,
+        None,
+    );
+    assert!(d[0].message.contains("stream scope"), "{}", d[0].message);
+    assert!(
+        d[0].message.contains("bias_src_n=INSTRUCTION"),
+        "{}",
+        d[0].message
+    );
+    assert!(!codes(&format!("{act} bias_src_n=INSTRUCTION"))
+        .iter()
+        .any(|c| c.0 == 9002));
+    // The stream's own write of the column is seen.
+    let own = format!("TENSOR_SCALAR_ARITH_OP src=[0x0 step=1,1,1 num=1,1,1] in_dtype=FP32 out_dtype=FP32 num_active_partitions=1 dst=[0x40 step=1,1,1 num=1,1,1]\n{act} bias=0x40");
+    assert!(
+        !codes(&own).iter().any(|c| c.0 == 9002),
+        "{:?}",
+        codes(&own)
+    );
 }
 
 #[test]
@@ -135,7 +161,16 @@ fn update_unwaited_trap_and_fix() {
     let sp =
         "PSEUDO_DMATRIGGER wait_mode=SEM_GE_IMM wait_idx=2 semaphore_value=1 queue_name=\"in\"";
     assert_eq!(kcodes(&kernel(act, "", sp)), Vec::<u32>::new());
-    assert!(codes(act).contains(&(9004, Severity::NotChecked)));
+    // Stream scope: a note once per semaphore; a wait in the stream(s) given is the fix.
+    let twice = format!("{act}\n{act}");
+    let c = codes(&twice);
+    assert_eq!(
+        c.iter().filter(|c| c.0 == 9004).collect::<Vec<_>>(),
+        vec![&(9004, Severity::Note)],
+        "{c:?}"
+    );
+    let fixed = format!("{act}\nNOP wait_mode=SEM_GE_REG wait_idx=2 semaphore_value=1");
+    assert!(!codes(&fixed).iter().any(|c| c.0 == 9004));
 }
 
 #[test]

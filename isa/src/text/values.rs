@@ -1,0 +1,343 @@
+//! The parsers of each field type, and writing a parsed value into a bundle.
+
+use super::*;
+
+pub(crate) fn parse_u64(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+pub(crate) fn parse_i64(s: &str) -> Option<i64> {
+    let s = s.trim();
+    match s.strip_prefix('-') {
+        Some(r) => parse_u64(r).and_then(|v| i64::try_from(v).ok()).map(|v| -v),
+        None => parse_u64(s).and_then(|v| i64::try_from(v).ok()),
+    }
+}
+
+pub(crate) fn parse_uint(s: &str, max: u64) -> Result<u64, String> {
+    match parse_u64(s) {
+        Some(v) if v <= max => Ok(v),
+        Some(v) => Err(format!("{v} does not fit (max {max})")),
+        None => Err(format!("`{s}` is not an integer")),
+    }
+}
+
+pub(crate) fn parse_int(s: &str, min: i64, max: i64) -> Result<i64, String> {
+    match parse_i64(s) {
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        Some(v) => Err(format!("{v} is out of range {min}..={max}")),
+        None => Err(format!("`{s}` is not an integer")),
+    }
+}
+
+pub(crate) fn parse_enum(s: &str, def: &EnumDef) -> Result<u8, String> {
+    if let Some(v) = def.by_name(s) {
+        return Ok(v.value);
+    }
+    parse_uint(s, 0xFF).map(|v| v as u8).map_err(|_| {
+        let names: Vec<&str> = def.values.iter().map(|v| v.name).collect();
+        format!(
+            "`{s}` is not a {} value (names, any case: {}; or a number)",
+            def.name,
+            names.join(", ")
+        )
+    })
+}
+
+/// Whether `s` is written as a decimal float (a `.`, an exponent, or inf/nan), not an integer.
+pub(crate) fn looks_float(s: &str) -> bool {
+    let t = s.trim_start_matches(['-', '+']);
+    if t.starts_with("0x") || t.starts_with("0X") {
+        return false;
+    }
+    let l = t.to_ascii_lowercase();
+    l.contains('.') || l.contains('e') || l == "inf" || l == "infinity" || l == "nan"
+}
+
+pub(crate) fn parse_f32(s: &str) -> Result<u32, String> {
+    if s.starts_with("0x") || s.starts_with("0X") {
+        return parse_uint(s, u32::MAX as u64).map(|v| v as u32);
+    }
+    s.parse::<f32>()
+        .map(f32::to_bits)
+        .map_err(|_| format!("`{s}` is not a float"))
+}
+
+pub(crate) fn parse_list(s: &str, n: usize, min: i64, max: i64) -> Result<Vec<i64>, String> {
+    let v: Vec<&str> = s.split(',').collect();
+    if v.len() != n {
+        return Err(format!("expected {n} comma-separated values, got `{s}`"));
+    }
+    v.iter().map(|x| parse_int(x, min, max)).collect()
+}
+
+/// A bracketed value split into its optional head and `key=value` pairs.
+pub(crate) type Group<'a> = (Option<&'a str>, Vec<(&'a str, &'a str)>);
+
+/// `[head key=value ...]` or `{key=value ...}` → (head, pairs).
+pub(crate) fn parse_group(s: &str, open: char, close: char) -> Result<Group<'_>, String> {
+    let inner = s
+        .strip_prefix(open)
+        .and_then(|r| r.strip_suffix(close))
+        .ok_or_else(|| format!("expected `{open}...{close}`, got `{s}`"))?;
+    let mut head = None;
+    let mut pairs = Vec::new();
+    for (i, part) in inner.split_whitespace().enumerate() {
+        match part.split_once('=') {
+            Some((k, v)) => pairs.push((k, v)),
+            None if i == 0 => head = Some(part),
+            None => return Err(format!("expected key=value, got `{part}`")),
+        }
+    }
+    Ok((head, pairs))
+}
+
+pub(crate) fn take<'a>(pairs: &mut Vec<(&str, &'a str)>, key: &str) -> Option<&'a str> {
+    let i = pairs.iter().position(|(k, _)| *k == key)?;
+    Some(pairs.remove(i).1)
+}
+
+pub(crate) fn no_rest(pairs: &[(&str, &str)]) -> Result<(), String> {
+    match pairs.first() {
+        Some((k, _)) => Err(format!("unknown or repeated key `{k}`")),
+        None => Ok(()),
+    }
+}
+
+pub(crate) fn parse_str(s: &str, n: usize) -> Result<Vec<u8>, String> {
+    let inner = s
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .ok_or_else(|| format!("expected a quoted string, got `{s}`"))?;
+    let mut out = Vec::new();
+    let mut it = inner.chars();
+    while let Some(c) = it.next() {
+        if c == '\\' {
+            match it.next() {
+                Some('x') => {
+                    let h: String = it.by_ref().take(2).collect();
+                    out.push(u8::from_str_radix(&h, 16).map_err(|_| format!("bad escape \\x{h}"))?);
+                }
+                Some(c @ ('"' | '\\')) => out.push(c as u8),
+                other => {
+                    return Err(format!(
+                        "bad escape \\{}",
+                        other.map(String::from).unwrap_or_default()
+                    ))
+                }
+            }
+        } else if c.is_ascii() {
+            out.push(c as u8);
+        } else {
+            return Err(format!("non-ASCII character `{c}` (use \\xNN)"));
+        }
+    }
+    if out.len() > n {
+        return Err(format!("string of {} bytes does not fit in {n}", out.len()));
+    }
+    out.resize(n, 0);
+    Ok(out)
+}
+
+pub(crate) fn parse_hex(s: &str, n: usize) -> Result<Vec<u8>, String> {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!("`{s}` is not an even number of hex digits"));
+    }
+    let mut out: Vec<u8> = (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
+        .collect();
+    if out.len() > n {
+        return Err(format!("{} bytes do not fit in {n}", out.len()));
+    }
+    out.resize(n, 0);
+    Ok(out)
+}
+
+pub(crate) fn parse_bits(s: &str, def: &BitfieldDef) -> Result<u8, String> {
+    if !s.starts_with('{') {
+        return parse_uint(s, 0xFF).map(|v| v as u8).map_err(|_| {
+            format!(
+                "`{s}` is not a {} value: write an integer or {{name=value ...}} with names {}",
+                def.name,
+                def.bits
+                    .iter()
+                    .map(|d| d.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
+    }
+    // Sub-fields may be separated by spaces or commas.
+    let spaced = s.replace(',', " ");
+    let (head, mut pairs) = parse_group(&spaced, '{', '}')?;
+    if let Some(h) = head {
+        return Err(format!("unexpected `{h}` in bitfield"));
+    }
+    let mut raw = 0u8;
+    for d in def.bits {
+        if let Some(v) = take(&mut pairs, d.name) {
+            let v = parse_uint(v, (1u64 << d.width) - 1).map_err(|e| format!("{}: {e}", d.name))?;
+            raw |= (v as u8) << d.lsb;
+        }
+    }
+    if let Some(v) = take(&mut pairs, "rsv") {
+        raw |= parse_uint(v, 0xFF)? as u8;
+    }
+    if let Some((k, _)) = pairs.first() {
+        return Err(format!(
+            "{} has no sub-field `{k}` (sub-fields: {})",
+            def.name,
+            def.bits
+                .iter()
+                .map(|d| d.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(raw)
+}
+
+/// Write an access pattern (address, then `n` steps, then `n` counts) at `o`.
+pub(crate) fn write_pattern(w: &mut [u8; 64], o: usize, addr: u32, step: &[i64], num: &[i64]) {
+    let n = step.len();
+    addr.write(w, o);
+    for i in 0..n {
+        (step[i] as i16).write(w, o + 4 + 2 * i);
+        (num[i] as u16).write(w, o + 4 + 2 * n + 2 * i);
+    }
+}
+
+/// Parse the text of one field value and write it into `b`.
+pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String> {
+    let o = m.offset as usize;
+    let w = &mut b.0;
+    match m.ty {
+        FieldType::U8 => w[o] = parse_uint(s, 0xFF)? as u8,
+        FieldType::U16 => (parse_uint(s, 0xFFFF)? as u16).write(w, o),
+        FieldType::U32 if m.float && looks_float(s) => parse_f32(s)?.write(w, o),
+        FieldType::U32 => (parse_uint(s, u32::MAX as u64)? as u32).write(w, o),
+        FieldType::U64 => parse_uint(s, u64::MAX)?.write(w, o),
+        FieldType::I16 => (parse_int(s, i16::MIN as i64, i16::MAX as i64)? as i16).write(w, o),
+        FieldType::I32 => (parse_int(s, i32::MIN as i64, i32::MAX as i64)? as i32).write(w, o),
+        FieldType::F32 => parse_f32(s)?.write(w, o),
+        FieldType::Enum(e) => w[o] = parse_enum(s, spec::enum_def(e).ok_or("unknown enum")?)?,
+        FieldType::DtypePair => {
+            let (lo, hi) = s
+                .split_once('|')
+                .ok_or_else(|| format!("expected LO|HI, got `{s}`"))?;
+            let dt = spec::enum_def("DTYPE").ok_or("DTYPE")?;
+            let (lo, hi) = (parse_enum(lo, dt)?, parse_enum(hi, dt)?);
+            if lo > 0xF || hi > 0xF {
+                return Err("dtype pair codes must be <= 0x0F".into());
+            }
+            w[o] = lo | hi << 4;
+        }
+        FieldType::Bits(bf) => w[o] = parse_bits(s, spec::bitfield(bf).ok_or("unknown bitfield")?)?,
+        FieldType::Addr4 => (parse_uint(s, u32::MAX as u64)? as u32).write(w, o),
+        FieldType::Tensor(n) | FieldType::MemPattern(n) if !s.starts_with('[') => {
+            let (addr, step, num) = neuron::parse_operand(s, n as usize)?;
+            write_pattern(w, o, addr, &step, &num);
+        }
+        FieldType::Tensor(n) | FieldType::MemPattern(n) => {
+            let n = n as usize;
+            let (head, mut pairs) = parse_group(s, '[', ']')?;
+            let addr = parse_uint(head.ok_or("missing address")?, u32::MAX as u64)? as u32;
+            let step = parse_list(
+                take(&mut pairs, "step").ok_or("missing step=")?,
+                n,
+                i16::MIN as i64,
+                i16::MAX as i64,
+            )?;
+            let num = parse_list(
+                take(&mut pairs, "num").ok_or("missing num=")?,
+                n,
+                0,
+                u16::MAX as i64,
+            )?;
+            no_rest(&pairs)?;
+            write_pattern(w, o, addr, &step, &num);
+        }
+        FieldType::MxMemPattern1d => {
+            let (head, mut pairs) = parse_group(s, '[', ']')?;
+            if let Some(h) = head {
+                return Err(format!("unexpected `{h}`"));
+            }
+            let mut g = |k: &str, max: u64| -> Result<u64, String> {
+                parse_uint(take(&mut pairs, k).ok_or(format!("missing {k}="))?, max)
+            };
+            let x = MxMemPattern1d {
+                data: Addr4(g("data", u32::MAX as u64)? as u32),
+                scale: Addr4(g("scale", u32::MAX as u64)? as u32),
+                k: g("k", 0xFFFF)? as u16,
+                step_sign: g("step_sign", 0xFF)? as u8,
+                scale_partition: g("scale_partition", 0xFF)? as u8,
+                reserved: [0; 4],
+            };
+            no_rest(&pairs)?;
+            x.write(w, o);
+        }
+        FieldType::MxIndirect16b => {
+            let (head, mut pairs) = parse_group(s, '[', ']')?;
+            if let Some(h) = head {
+                return Err(format!("unexpected `{h}`"));
+            }
+            let mut g = |k: &str, max: u64| -> Result<u64, String> {
+                parse_uint(take(&mut pairs, k).ok_or(format!("missing {k}="))?, max)
+            };
+            let x = MxIndirect16b {
+                indices: Addr4(g("indices", u32::MAX as u64)? as u32),
+                data: Addr4(g("data", u32::MAX as u64)? as u32),
+                scale: Addr4(g("scale", u32::MAX as u64)? as u32),
+                k: g("k", 0xFFFF)? as u16,
+                byte_0e: g("byte_0e", 0xFF)? as u8,
+                scale_partition: g("scale_partition", 0xFF)? as u8,
+            };
+            no_rest(&pairs)?;
+            x.write(w, o);
+        }
+        FieldType::Addr8 => Addr8(parse_uint(s, u64::MAX)?).write(w, o),
+        FieldType::EventsExt => {
+            let (head, mut pairs) = parse_group(s, '[', ']')?;
+            if let Some(h) = head {
+                return Err(format!("unexpected `{h}`"));
+            }
+            let wm = spec::enum_def("WAIT_MODE").ok_or("WAIT_MODE")?;
+            let um = spec::enum_def("UPDATE_MODE").ok_or("UPDATE_MODE")?;
+            let mut get = |k: &str| take(&mut pairs, k).ok_or(format!("missing {k}="));
+            let e = EventsExt {
+                wait_mode: crate::formats::WaitMode(parse_enum(get("wait_mode")?, wm)?),
+                wait_idx: parse_uint(get("wait_idx")?, 0xFF)? as u8,
+                update_mode: crate::formats::UpdateMode(parse_enum(get("update_mode")?, um)?),
+                update_idx: parse_uint(get("update_idx")?, 0xFF)? as u8,
+                sem_wait_value: parse_uint(get("sem_wait_value")?, u32::MAX as u64)? as u32,
+                sem_update_value: parse_uint(get("sem_update_value")?, u32::MAX as u64)? as u32,
+            };
+            no_rest(&pairs)?;
+            e.write(w, o);
+        }
+        FieldType::I32Array(n) => {
+            for (i, v) in parse_list(s, n as usize, i32::MIN as i64, i32::MAX as i64)?
+                .into_iter()
+                .enumerate()
+            {
+                (v as i32).write(w, o + 4 * i);
+            }
+        }
+        FieldType::U16Array(n) => {
+            for (i, v) in parse_list(s, n as usize, 0, u16::MAX as i64)?
+                .into_iter()
+                .enumerate()
+            {
+                (v as u16).write(w, o + 2 * i);
+            }
+        }
+        FieldType::Str(n) => w[o..o + n as usize].copy_from_slice(&parse_str(s, n as usize)?),
+        FieldType::Opaque(n) => w[o..o + n as usize].copy_from_slice(&parse_hex(s, n as usize)?),
+    }
+    Ok(())
+}

@@ -1,0 +1,394 @@
+use super::*;
+use crate::machine::pattern::{Dim, TensorPattern};
+use crate::machine::sync::{Cmp, Operand};
+use tpbsim_isa::Gen;
+
+fn checker() -> (Checker, Geometry) {
+    let g = Geometry::of(Gen::V3);
+    let labels = ["pe", "act", "pool", "dve", "sp", "sp:in"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    (Checker::new(g, labels, BTreeMap::new()), g)
+}
+
+fn rows(g: &Geometry, offset: u32, bytes: u32) -> Resolved {
+    Resolved::new(
+        g,
+        &TensorPattern::dense(g.sbuf_address(0, offset), 4, 4, bytes / 4),
+    )
+    .unwrap()
+}
+
+fn site(e: Engine, index: usize) -> Site {
+    Site {
+        engine: e,
+        index,
+        opcode: 0x41,
+    }
+}
+
+/// Run `accesses` as bundle `index` of engine `e`.
+fn bundle(c: &mut Checker, e: Engine, index: usize, accesses: Vec<ChipAccess>) {
+    c.begin(e as Agent, site(e, index), "OP");
+    let mut log = accesses;
+    c.flush(&mut log);
+}
+
+fn sem_ge(idx: u8, v: u32) -> Wait {
+    Wait::Sem {
+        idx,
+        cmp: Cmp::Ge,
+        rhs: Operand::Imm(v),
+    }
+}
+
+#[test]
+fn unordered_write_then_read_is_a_race_ordered_is_not() {
+    let (mut c, g) = checker();
+    let r = rows(&g, 0x100, 64);
+    bundle(
+        &mut c,
+        Engine::Act,
+        0,
+        vec![
+            ChipAccess::Operand("dst".into(), r.clone()),
+            ChipAccess::Write(r.clone()),
+        ],
+    );
+    bundle(
+        &mut c,
+        Engine::Dve,
+        0,
+        vec![
+            ChipAccess::Operand("src0".into(), r.clone()),
+            ChipAccess::Read(r.clone()),
+        ],
+    );
+    let f = c.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    let FindingKind::Race { a, b, missing } = &f[0].kind else {
+        panic!("{f:?}")
+    };
+    assert_eq!(
+        (a.origin.agent.as_str(), a.kind, a.origin.operand.as_str()),
+        ("act", AccessKind::Write, "dst")
+    );
+    assert_eq!(
+        (b.origin.agent.as_str(), b.kind, b.origin.operand.as_str()),
+        ("dve", AccessKind::Read, "src0")
+    );
+    assert_eq!(f[0].extent.partitions, Some((0, 4)));
+    assert_eq!(f[0].extent.bytes, (0x100, 0x140));
+    assert_eq!(f[0].extent.count, 256);
+    assert!(
+        missing.contains("act bundle #0 makes no semaphore or event update"),
+        "{missing}"
+    );
+
+    // The same with ACT releasing semaphore 3 at completion and DVE waiting for it.
+    let (mut c, g) = checker();
+    let r = rows(&g, 0x100, 64);
+    let mut sync = SyncState::default();
+    bundle(&mut c, Engine::Act, 0, vec![ChipAccess::Write(r.clone())]);
+    let u = Update {
+        idx: 3,
+        op: UpdateOp::SemInc,
+        when: When::Complete,
+    };
+    c.update(Engine::Act as Agent, &u, &mut sync, &[], 0.0, "act #0");
+    c.acquire(Engine::Dve as Agent, &sem_ge(3, 1), &sync, &[]);
+    bundle(&mut c, Engine::Dve, 0, vec![ChipAccess::Read(r.clone())]);
+    assert!(c.findings().is_empty(), "{:?}", c.findings());
+}
+
+#[test]
+fn a_release_before_the_access_does_not_cover_it() {
+    // A `_READ` update releases before the bundle's accesses: a waiter is not ordered
+    // after them.
+    let (mut c, g) = checker();
+    let r = rows(&g, 0, 16);
+    let mut sync = SyncState::default();
+    let u = Update {
+        idx: 1,
+        op: UpdateOp::SemInc,
+        when: When::Read,
+    };
+    c.update(Engine::Act as Agent, &u, &mut sync, &[], 0.0, "act #0");
+    bundle(&mut c, Engine::Act, 0, vec![ChipAccess::Write(r.clone())]);
+    c.acquire(Engine::Dve as Agent, &sem_ge(1, 1), &sync, &[]);
+    bundle(&mut c, Engine::Dve, 0, vec![ChipAccess::Read(r)]);
+    assert_eq!(c.findings().len(), 1);
+}
+
+#[test]
+fn a_counter_wait_acquires_only_the_updates_it_needs() {
+    // The DMA queue writes two regions, incrementing semaphore 1 after each; a wait for
+    // >= 1 is ordered after the first only.
+    let (mut c, g) = checker();
+    let q: Agent = 5;
+    let mut sync = SyncState::default();
+    let inc = Update {
+        idx: 1,
+        op: UpdateOp::SemInc,
+        when: When::Complete,
+    };
+    c.begin(q, site(Engine::Sp, 0), "DMA");
+    c.dma_access(
+        q,
+        "in[0].desc[0].to",
+        Mem::Chip(Space::Sbuf, 0),
+        0,
+        64,
+        AccessKind::Write,
+    );
+    c.update(q, &inc, &mut sync, &[], 0.0, "in[0].desc[0]");
+    c.dma_access(
+        q,
+        "in[0].desc[1].to",
+        Mem::Chip(Space::Sbuf, 0),
+        64,
+        128,
+        AccessKind::Write,
+    );
+    c.update(q, &inc, &mut sync, &[], 0.0, "in[0].desc[1]");
+    let one = Resolved::new(&g, &TensorPattern::dense(g.sbuf_address(0, 0), 1, 4, 32)).unwrap();
+    c.acquire(Engine::Dve as Agent, &sem_ge(1, 1), &sync, &[]);
+    bundle(&mut c, Engine::Dve, 0, vec![ChipAccess::Read(one.clone())]);
+    let f = c.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].extent.bytes, (64, 128));
+    let FindingKind::Race { b, .. } = &f[0].kind else {
+        panic!()
+    };
+    assert_eq!(b.origin.operand, "in[0].desc[1].to");
+    assert_eq!(
+        b.next_release.as_deref(),
+        Some("semaphore 1 += 1 (in[0].desc[1])")
+    );
+    // Waiting for >= 2 acquires both.
+    c.acquire(Engine::Pool as Agent, &sem_ge(1, 2), &sync, &[]);
+    bundle(&mut c, Engine::Pool, 0, vec![ChipAccess::Read(one)]);
+    assert_eq!(c.findings().len(), 1, "{:#?}", c.findings());
+}
+
+#[test]
+fn uninitialised_reads_and_psum_groups() {
+    let (mut c, g) = checker();
+    let r = rows(&g, 0x40, 32);
+    bundle(
+        &mut c,
+        Engine::Dve,
+        0,
+        vec![
+            ChipAccess::Operand("src".into(), r.clone()),
+            ChipAccess::Read(r),
+        ],
+    );
+    let f = c.findings();
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].kind_name(), "uninit-read");
+    assert_eq!(f[0].extent.bytes, (0x40, 0x60));
+
+    // PSUM: START zeroes and writes, END closes, a MID after it accumulates onto a closed
+    // group.
+    let (mut c, g) = checker();
+    let p = Resolved::new(&g, &TensorPattern::dense(g.psum_address(0, 0), 2, 4, 8)).unwrap();
+    let flags = |b| PsumFlags::from_wire(b).unwrap();
+    let mm = |f: PsumFlags, zero: bool| {
+        let mut v = vec![
+            ChipAccess::Operand("dst".into(), p.clone()),
+            ChipAccess::Accumulate(p.clone(), f),
+        ];
+        if zero {
+            v.push(ChipAccess::Zero {
+                space: Space::Psum,
+                first: 0,
+                count: 2,
+                lo: 0,
+                hi: 2048,
+            });
+        }
+        v.push(ChipAccess::Read(p.clone()));
+        v.push(ChipAccess::Write(p.clone()));
+        v
+    };
+    bundle(&mut c, Engine::Pe, 0, mm(flags(1), true));
+    bundle(&mut c, Engine::Pe, 1, mm(flags(0), false));
+    bundle(&mut c, Engine::Pe, 2, mm(flags(2), false));
+    assert!(c.findings().is_empty(), "{:?}", c.findings());
+    bundle(&mut c, Engine::Pe, 3, mm(flags(0), false));
+    let f = c.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    let FindingKind::PsumUnzeroed { at, last } = &f[0].kind else {
+        panic!()
+    };
+    assert_eq!(at.index, 3);
+    assert_eq!(last.as_ref().map(|o| o.index), Some(2));
+    // BEGIN_ACCUM only needs written bytes; never-written bytes are reported.
+    let (mut c, g) = checker();
+    let p = Resolved::new(&g, &TensorPattern::dense(g.psum_address(0, 0), 1, 4, 4)).unwrap();
+    c.begin(0, site(Engine::Pe, 0), "MATMUL");
+    c.flush(&mut vec![
+        ChipAccess::Accumulate(p.clone(), flags(4)),
+        ChipAccess::Read(p.clone()),
+        ChipAccess::Write(p),
+    ]);
+    let f = c.findings();
+    assert_eq!(f.len(), 1);
+    assert!(matches!(
+        &f[0].kind,
+        FindingKind::PsumUnzeroed { last: None, .. }
+    ));
+}
+
+#[test]
+fn a_declared_read_modify_write_of_the_destination_is_checked_for_uninitialised_bytes() {
+    let (mut c, g) = checker();
+    let r = rows(&g, 0x200, 64);
+    let half = rows(&g, 0x200, 32);
+    // DVE wrote the first half earlier.
+    bundle(&mut c, Engine::Dve, 0, vec![ChipAccess::Write(half)]);
+    // A gather of the destination that the operation does not use (predicated lanes):
+    // not a use of the bytes.
+    let preserve = |c: &mut Checker, i| {
+        bundle(
+            c,
+            Engine::Dve,
+            i,
+            vec![
+                ChipAccess::Operand("dst".into(), r.clone()),
+                ChipAccess::Read(r.clone()),
+                ChipAccess::Write(r.clone()),
+            ],
+        )
+    };
+    preserve(&mut c, 1);
+    assert!(c.findings().is_empty(), "{:?}", c.findings());
+    // The same bytes read by an operation that accumulates into its destination.
+    let (mut c, g) = checker();
+    let r = rows(&g, 0x200, 64);
+    bundle(
+        &mut c,
+        Engine::Dve,
+        0,
+        vec![ChipAccess::Write(rows(&g, 0x200, 32))],
+    );
+    bundle(
+        &mut c,
+        Engine::Dve,
+        1,
+        vec![
+            ChipAccess::Operand("dst".into(), r.clone()),
+            ChipAccess::ReadModifyWrite(r.clone()),
+            ChipAccess::Read(r.clone()),
+            ChipAccess::Write(r),
+        ],
+    );
+    let f = c.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    let FindingKind::UninitRead { at } = &f[0].kind else {
+        panic!("{f:?}")
+    };
+    assert_eq!((at.index, at.operand.as_str()), (1, "dst"));
+    assert_eq!(f[0].extent.bytes, (0x220, 0x240));
+    assert_eq!(f[0].extent.count, 4 * 32);
+}
+
+#[test]
+fn psum_accumulation_onto_unwritten_bytes_is_one_finding() {
+    // The matmul's read of its PSUM destination is a read-modify-write: its uninitialised
+    // bytes are reported once, as the PSUM finding.
+    let (mut c, g) = checker();
+    let p = Resolved::new(&g, &TensorPattern::dense(g.psum_address(0, 0), 2, 4, 8)).unwrap();
+    bundle(
+        &mut c,
+        Engine::Pe,
+        0,
+        vec![
+            ChipAccess::Operand("dst".into(), p.clone()),
+            ChipAccess::Accumulate(p.clone(), PsumFlags::from_wire(0).unwrap()),
+            ChipAccess::Read(p.clone()),
+            ChipAccess::Write(p),
+        ],
+    );
+    let f = c.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].kind_name(), "psum-unzeroed");
+}
+
+#[test]
+fn operand_runs_are_merged_before_the_shadow_update() {
+    let g = Geometry::of(Gen::V3);
+    let at = |dims: &[Dim]| {
+        Resolved::new(
+            &g,
+            &TensorPattern::new(g.sbuf_address(0, 0x100), 2, 4, dims),
+        )
+        .unwrap()
+    };
+    // A 4×4 transpose visits 16 four-byte runs that cover one range.
+    let t = at(&[Dim::new(4, 4), Dim::new(1, 4)]);
+    let mut n = 0;
+    t.for_each_run_in_partition(|_, _| n += 1);
+    assert_eq!(n, 16);
+    assert_eq!(merged_runs(&t), vec![(0x100, 0x140)]);
+    // A broadcast repeats one run; a strided pattern keeps its gaps.
+    assert_eq!(merged_runs(&at(&[Dim::new(0, 8)])), vec![(0x100, 0x104)]);
+    assert_eq!(
+        merged_runs(&at(&[Dim::new(2, 3)])),
+        vec![(0x100, 0x104), (0x108, 0x10C), (0x110, 0x114)]
+    );
+    // One shadow segment per partition after the transposed write, and a later read of a
+    // part of it by another engine is one race over exactly the bytes read.
+    let (mut c, _) = checker();
+    bundle(
+        &mut c,
+        Engine::Act,
+        0,
+        vec![
+            ChipAccess::Operand("dst".into(), t.clone()),
+            ChipAccess::Write(t),
+        ],
+    );
+    assert_eq!((c.sbuf[0].0.len(), c.sbuf[1].0.len()), (1, 1));
+    let part = at(&[Dim::new(1, 4)]);
+    bundle(
+        &mut c,
+        Engine::Dve,
+        0,
+        vec![
+            ChipAccess::Operand("src".into(), part.clone()),
+            ChipAccess::Read(part),
+        ],
+    );
+    let f = c.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].extent.bytes, (0x100, 0x110));
+    assert_eq!(f[0].extent.count, 2 * 16);
+}
+
+#[test]
+fn interval_map_splits_and_coalesces() {
+    let mut m = IMap::default();
+    let cell = |o| Cell {
+        w: Some(Acc {
+            agent: 0,
+            epoch: 1,
+            origin: o,
+        }),
+        ..Cell::default()
+    };
+    m.0.insert(0, (100, cell(1)));
+    m.split(40);
+    m.split(60);
+    assert_eq!(m.keys_in(0, 100), vec![0, 40, 60]);
+    assert_eq!(m.0[&40].0, 60);
+    m.coalesce(40);
+    assert_eq!(m.keys_in(0, 100), vec![0]);
+    assert_eq!(m.0[&0].0, 100);
+    m.0.get_mut(&0).unwrap().0 = 40;
+    m.0.insert(40, (100, cell(2)));
+    m.coalesce(40);
+    assert_eq!(m.keys_in(0, 100), vec![0, 40]);
+}

@@ -657,8 +657,9 @@ impl Kernel {
 
 #[pymethods]
 impl Stream {
-    /// `k.<engine>.<mnemonic>`: the instruction of that mnemonic (lower case; a unique prefix
-    /// of the engine's mnemonics also names it, `tensor_tensor` for `TENSOR_TENSOR_ARITH_OP`).
+    /// `k.<engine>.<mnemonic>`: the instruction of that mnemonic (any case). A prefix that
+    /// ends before a `_` of the engine's mnemonics names the one mnemonic it starts, or among
+    /// several their `_ARITH_OP` form: `tensor_tensor` is TENSOR_TENSOR_ARITH_OP.
     fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Instr> {
         let gen = self.kernel.borrow(py).gen;
         let up = name.to_ascii_uppercase();
@@ -671,7 +672,13 @@ impl Stream {
             Some(m) => *m,
             None => {
                 let pre = format!("{up}_");
-                let c: Vec<&&str> = ops.iter().filter(|m| m.starts_with(&pre)).collect();
+                let arith = format!("{up}_ARITH_OP");
+                let mut c: Vec<&&str> = ops.iter().filter(|m| m.starts_with(&pre)).collect();
+                // An ambiguous prefix names its arithmetic form when there is one
+                // (`tensor_tensor` is TENSOR_TENSOR_ARITH_OP; the BITVEC form is spelled out).
+                if c.len() > 1 && c.iter().any(|m| ***m == arith) {
+                    c.retain(|m| ***m == arith);
+                }
                 match c.as_slice() {
                     [one] => **one,
                     [] => {

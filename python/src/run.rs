@@ -259,7 +259,29 @@ fn run<'py>(
     Ok(r)
 }
 
+/// The kernel's DRAM variables: one dict per variable with `name`, `kind` (`input`,
+/// `output`, ...), `dtype` (numpy name), `shape` and `size` (bytes).
+#[pyfunction]
+fn variables<'py>(py: Python<'py>, neff: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let (n, source) = read_neff(py, neff)?;
+    let kernel = api::load_kernel(&n).map_err(|e| run_error(py, &source, e))?;
+    kernel
+        .vars
+        .iter()
+        .map(|v| {
+            let d = PyDict::new(py);
+            d.set_item("name", &v.name)?;
+            d.set_item("kind", format!("{:?}", v.kind).to_ascii_lowercase())?;
+            d.set_item("dtype", numpy_dtype(v))?;
+            d.set_item("shape", v.shape.clone())?;
+            d.set_item("size", v.size)?;
+            Ok(d)
+        })
+        .collect()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(variables, m)?)?;
     m.add_class::<Run>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     Ok(())

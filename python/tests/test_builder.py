@@ -134,6 +134,28 @@ def test_double_buffer():
     assert r.findings == [] and r.schedule_diffs == []
 
 
+def test_tensor_tensor_add():
+    """z = x + y with the DVE's tensor-tensor form, inputs on two queues of 64 partitions."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 256)).astype(F32)
+    y = rng.standard_normal((64, 256)).astype(F32)
+    k = tpbsim.Kernel("v3")
+    xin, yin = k.input("x", x.shape, F32), k.input("y", y.shape, F32)
+    z = k.output("z", x.shape, F32)
+    a = k.sbuf((32, 96), 0x0, (256,), F32)
+    b = k.sbuf((32, 96), 0x400, (256,), F32)
+    c = k.sbuf((32, 96), 0x800, (256,), F32)
+    k.sp.pseudo_dmatrigger(queue_name="x", block_id=k.dma("x", a, xin, signal="in"))
+    k.sp.pseudo_dmatrigger(queue_name="y", block_id=k.dma("y", b, yin, signal="in"))
+    k.dve.tensor_tensor(wait=("in", 2), signal="done", src0=a, src1=b, dst=c, op="add",
+                        in_dtypes="FP32|FP32", out_dtype="FP32", num_active_partitions=64)
+    k.sp.pseudo_dmatrigger(wait=("done", 1), queue_name="z", block_id=k.dma("z", z, c))
+    assert "TENSOR_TENSOR_ARITH_OP" in k.text()["dve"]
+    r = tpbsim.run(k, {"x": x, "y": y}, check_races=True)
+    assert r.outputs["z"].tobytes() == (x + y).tobytes()
+    assert r.findings == []
+
+
 def test_input_data_is_packed_and_saved(tmp_path):
     x = np.arange(128 * 512, dtype=F32).reshape(128, 512)
     k = tpbsim.Kernel("v3")

@@ -176,3 +176,13 @@ def test_neff_error_without_a_member():
     with pytest.raises(tpbsim.NeffError) as e:
         tpbsim.run(b"\x01" + b"\x00" * 1500)
     assert e.value.member is None and e.value.path is None
+
+
+def test_variables_describe_the_kernel():
+    v = {x["name"]: x for x in tpbsim.variables(VADD)}
+    out = tpbsim.run(VADD).outputs["out"]
+    assert v["out"]["kind"] == "output"
+    assert tuple(v["out"]["shape"]) == out.shape
+    assert v["out"]["dtype"] == out.dtype.name
+    assert v["out"]["size"] == out.nbytes
+    assert v["x"]["kind"] == "input"

@@ -181,6 +181,13 @@ def convert(array, to, *, saturate=True, nan_selector=False):
     return _native.convert(array, to, saturate=saturate, nan_selector=nan_selector)
 
 
+def variables(neff):
+    """The DRAM variables of a NEFF's kernel (path, bytes or :class:`Kernel`): a list of
+    dicts with ``name``, ``kind`` (``input``, ``output``, ...), ``dtype``, ``shape`` and
+    ``size`` in bytes."""
+    return _native.variables(_neff_arg(neff))
+
+
 def streams(neff):
     """The engine streams of a NEFF (path, bytes or :class:`Kernel`): a list of dicts with
     ``member``, ``subgraph``, ``engine`` and ``data`` (the stream's bytes)."""
@@ -215,4 +222,5 @@ __all__ = [
     "convert",
     "spec",
     "streams",
+    "variables",
 ]

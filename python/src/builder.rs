@@ -371,7 +371,12 @@ impl Kernel {
                                 "{key}: `{s}` holds whitespace or a quote"
                             )));
                         }
-                        if key.ends_with("_name") {
+                        // String fields are quoted in the text form; names of enumeration
+                        // values and bitfields are not.
+                        let is_str = fields
+                            .iter()
+                            .any(|f| f.name == key && matches!(f.ty, spec::FieldType::Str(_)));
+                        if is_str {
                             format!("\"{s}\"")
                         } else {
                             s

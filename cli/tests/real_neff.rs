@@ -103,12 +103,14 @@ fn a_star_target_needs_arch_for_every_command() {
     assert!(!out.exists());
 }
 
-#[test]
-fn run_copies_the_input_through_the_single_rank_all_reduce() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("o");
-    let reference = real("concrete_carve.ref/output.npy");
-    let o = sim(&[
+/// `sim run KERNEL --out-dir OUT`.
+fn run_into(kernel: &str, out: &Path) -> Output {
+    sim(&["run", kernel, "--out-dir", out.to_str().unwrap()])
+}
+
+/// `sim run` of the concrete-carve fixture on v2 with its input, compared with `reference`.
+fn run_carve(reference: &str, out: &Path) -> Output {
+    sim(&[
         "run",
         &carve(),
         "--arch",
@@ -119,7 +121,14 @@ fn run_copies_the_input_through_the_single_rank_all_reduce() {
         &format!("output={reference}"),
         "--out-dir",
         out.to_str().unwrap(),
-    ]);
+    ])
+}
+
+#[test]
+fn run_copies_the_input_through_the_single_rank_all_reduce() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("o");
+    let o = run_carve(&real("concrete_carve.ref/output.npy"), &out);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         text(&o).contains("32 elements (float32), 0 mismatches"),
@@ -136,18 +145,7 @@ fn run_copies_the_input_through_the_single_rank_all_reduce() {
     let n = z.len();
     z[n - 128..].fill(0);
     std::fs::write(&zeros, z).unwrap();
-    let o = sim(&[
-        "run",
-        &carve(),
-        "--arch",
-        "v2",
-        "--input",
-        &format!("input={}", real("concrete_carve.input.npy")),
-        "--ref",
-        &format!("output={}", zeros.display()),
-        "--out-dir",
-        tmp.path().join("o2").to_str().unwrap(),
-    ]);
+    let o = run_carve(&zeros.display().to_string(), &tmp.path().join("o2"));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
 
@@ -194,12 +192,7 @@ fn kernels_run_from_the_runtime_layout_and_the_earlier_dialect() {
     ] {
         let o = sim(&["neff", "info", &k(name)]);
         assert!(text(&o).contains(reader), "{name}: {}", text(&o));
-        let o = sim(&[
-            "run",
-            &k(name),
-            "--out-dir",
-            tmp.path().join(name).to_str().unwrap(),
-        ]);
+        let o = run_into(&k(name), &tmp.path().join(name));
         assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
     }
 }
@@ -261,7 +254,7 @@ fn pack_writes_the_runtime_layout_from_todays_directory_form() {
     // Same outputs as the original.
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     for (n, d) in [(vadd.to_str().unwrap(), &a), (packed.to_str().unwrap(), &b)] {
-        let o = sim(&["run", n, "--out-dir", d.to_str().unwrap()]);
+        let o = run_into(n, d);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     }
     assert_eq!(

@@ -12,6 +12,7 @@ use crate::machine::core::SetupError;
 use crate::machine::load::{self, LoadError};
 use crate::machine::race::Finding;
 use crate::machine::sched::Order;
+use crate::machine::timeline::Timeline;
 use crate::machine::{
     Fault, Kernel, Limits, Machine, RunOptions, RunStats, VarKind, DEFAULT_MAX_STEPS,
 };
@@ -33,6 +34,9 @@ pub struct RunConfig {
     pub limits: Limits,
     /// Validate each bundle with L2 before it executes.
     pub validate: bool,
+    /// Record the timeline of the round-robin run (cost model in `docs/trace.md`), for
+    /// [`RunOutput::timeline`] and its profile.
+    pub timeline: bool,
 }
 
 impl Default for RunConfig {
@@ -45,6 +49,7 @@ impl Default for RunConfig {
             max_steps: DEFAULT_MAX_STEPS,
             limits: Limits::default(),
             validate: true,
+            timeline: false,
         }
     }
 }
@@ -64,6 +69,39 @@ pub struct ScheduleDiff {
     pub bytes_differing: usize,
 }
 
+/// An output whose bytes differ between two runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputDiff {
+    /// The output variable.
+    pub output: String,
+    /// First byte that differs.
+    pub first_byte: usize,
+    /// Bytes that differ.
+    pub bytes_differing: usize,
+}
+
+/// The outputs of `a` whose bytes differ in `b` (outputs missing from `b` are skipped).
+pub fn diff_outputs(
+    a: &BTreeMap<String, Vec<u8>>,
+    b: &BTreeMap<String, Vec<u8>>,
+) -> Vec<OutputDiff> {
+    let mut v = Vec::new();
+    for (name, x) in a {
+        let Some(y) = b.get(name) else {
+            continue;
+        };
+        let n = x.iter().zip(y).filter(|(p, q)| p != q).count();
+        if n > 0 {
+            v.push(OutputDiff {
+                output: name.clone(),
+                first_byte: x.iter().zip(y).position(|(p, q)| p != q).unwrap_or(0),
+                bytes_differing: n,
+            });
+        }
+    }
+    v
+}
+
 /// The result of a run.
 #[derive(Clone, Debug)]
 pub struct RunOutput {
@@ -77,6 +115,10 @@ pub struct RunOutput {
     pub findings: Vec<Finding>,
     /// Outputs that differ between schedules.
     pub schedule_diffs: Vec<ScheduleDiff>,
+    /// The timeline of the round-robin run (with [`RunConfig::timeline`]).
+    pub timeline: Option<Timeline>,
+    /// Project-defined details the executed ops relied on (not backed by public facts).
+    pub project_defined: Vec<&'static str>,
 }
 
 /// Why a run did not complete.
@@ -98,6 +140,8 @@ pub enum RunError {
         fault: Fault,
         /// Which schedule faulted.
         schedule: u32,
+        /// The timeline up to the fault (with [`RunConfig::timeline`]).
+        timeline: Option<Box<Timeline>>,
     },
 }
 
@@ -106,17 +150,21 @@ pub fn load_kernel(neff: &Neff) -> Result<Kernel, RunError> {
     Ok(load::kernel_from_neff(neff)?)
 }
 
-/// Run `kernel` with `inputs` (raw little-endian bytes by input name; inputs not given take the
-/// NEFF's own data).
-pub fn run_kernel(
-    kernel: &Kernel,
-    inputs: &BTreeMap<String, Vec<u8>>,
-    cfg: &RunConfig,
-) -> Result<RunOutput, RunError> {
-    let gen = cfg.arch.or(kernel.gen).ok_or_else(|| {
+/// The generation to run `kernel` on: `arch`, else the NEFF's target.
+pub fn generation(kernel: &Kernel, arch: Option<Gen>) -> Result<Gen, RunError> {
+    arch.or(kernel.gen).ok_or_else(|| {
         RunError::Usage("the NEFF names no known target generation; pass an arch".into())
-    })?;
+    })
+}
+
+/// Check `inputs` against the kernel's input variables: each names an input of the right size,
+/// and every input without data in the NEFF is given.
+pub fn check_inputs<D: AsRef<[u8]>>(
+    kernel: &Kernel,
+    inputs: &BTreeMap<String, D>,
+) -> Result<(), RunError> {
     for (name, data) in inputs {
+        let data = data.as_ref();
         let var = kernel
             .var(name)
             .ok_or_else(|| RunError::Usage(format!("the kernel has no variable `{name}`")))?;
@@ -143,29 +191,43 @@ pub fn run_kernel(
             )));
         }
     }
-    let schedules = cfg.schedules.max(1);
-    let base =
-        run_once(kernel, gen, inputs, cfg, Order::RoundRobin).map_err(|e| with_schedule(e, 0))?;
+    Ok(())
+}
+
+/// The order of schedule `i` (0 = round-robin, then seeded from `seed`).
+pub fn order_of(seed: u64, i: u32) -> Order {
+    if i == 0 {
+        Order::RoundRobin
+    } else {
+        Order::Seeded(seed.wrapping_add(i as u64 - 1))
+    }
+}
+
+/// Run `kernel` with `inputs` (raw little-endian bytes by input name, copied once into the
+/// machine; inputs not given take the NEFF's own data) under `cfg.schedules` interleavings.
+pub fn run_kernel<D: AsRef<[u8]>>(
+    kernel: &Kernel,
+    inputs: &BTreeMap<String, D>,
+    cfg: &RunConfig,
+) -> Result<RunOutput, RunError> {
+    let gen = generation(kernel, cfg.arch)?;
+    check_inputs(kernel, inputs)?;
+    let base = run_schedule(kernel, gen, inputs, cfg, 0, &mut |_| {})?;
     let mut schedule_diffs = Vec::new();
-    for i in 1..schedules {
+    for i in 1..cfg.schedules.max(1) {
+        let other = run_schedule(kernel, gen, inputs, cfg, i, &mut |_| {})?;
         let seed = cfg.seed.wrapping_add(i as u64 - 1);
-        let other = run_once(kernel, gen, inputs, cfg, Order::Seeded(seed))
-            .map_err(|e| with_schedule(e, i))?;
-        for (name, x) in &base.outputs {
-            let Some(y) = other.outputs.get(name) else {
-                continue;
-            };
-            let n = x.iter().zip(y).filter(|(p, q)| p != q).count();
-            if n > 0 {
-                schedule_diffs.push(ScheduleDiff {
-                    output: name.clone(),
+        schedule_diffs.extend(
+            diff_outputs(&base.outputs, &other.outputs)
+                .into_iter()
+                .map(|d| ScheduleDiff {
+                    output: d.output,
                     schedule: i,
                     seed,
-                    first_byte: x.iter().zip(y).position(|(p, q)| p != q).unwrap_or(0),
-                    bytes_differing: n,
-                });
-            }
-        }
+                    first_byte: d.first_byte,
+                    bytes_differing: d.bytes_differing,
+                }),
+        );
     }
     Ok(RunOutput {
         schedule_diffs,
@@ -173,23 +235,22 @@ pub fn run_kernel(
     })
 }
 
-fn with_schedule(e: RunError, schedule: u32) -> RunError {
-    match e {
-        RunError::Fault { fault, .. } => RunError::Fault { fault, schedule },
-        e => e,
-    }
-}
-
-fn run_once(
+/// One run of `kernel` on `gen` under schedule `schedule` of `cfg` (see [`order_of`]), the
+/// inputs already checked ([`check_inputs`]); `progress` is told the steps issued. The
+/// timeline is recorded for schedule 0 with [`RunConfig::timeline`]; the copies of the outputs
+/// are charged to the memory budget.
+pub fn run_schedule<D: AsRef<[u8]>>(
     kernel: &Kernel,
     gen: Gen,
-    inputs: &BTreeMap<String, Vec<u8>>,
+    inputs: &BTreeMap<String, D>,
     cfg: &RunConfig,
-    order: Order,
+    schedule: u32,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<RunOutput, RunError> {
+    let order = order_of(cfg.seed, schedule);
     let mut m = Machine::with_limits(kernel, gen, cfg.limits)?;
     for (name, data) in inputs {
-        m.set_var(name, data)?;
+        m.set_var(name, data.as_ref())?;
     }
     if cfg.validate {
         m.validate_with_l2();
@@ -197,15 +258,40 @@ fn run_once(
     if cfg.check_races {
         m.enable_race_check();
     }
-    let stats = m
-        .run(
-            &RunOptions {
-                max_steps: cfg.max_steps,
-                order,
+    if cfg.timeline && schedule == 0 {
+        m.enable_timeline();
+    }
+    let opts = RunOptions {
+        max_steps: cfg.max_steps,
+        order,
+    };
+    let fault = |m: &Machine, fault: Fault| RunError::Fault {
+        fault,
+        schedule,
+        timeline: m.timeline().cloned().map(Box::new),
+    };
+    let stats = match m.run(&opts, progress) {
+        Ok(s) => s,
+        Err(f) => return Err(fault(&m, f)),
+    };
+    // The copies of the outputs (and their encodings) are charged like the run's own memory.
+    let out_bytes: u64 = kernel
+        .vars
+        .iter()
+        .filter(|v| v.kind == VarKind::Output)
+        .map(|v| v.size)
+        .sum();
+    if let Err(exceeded) = m.charge_memory("the copies of the outputs", out_bytes.saturating_mul(2))
+    {
+        return Err(RunError::Fault {
+            fault: Fault::Budget {
+                at: "after the run".into(),
+                exceeded,
             },
-            &mut |_| {},
-        )
-        .map_err(|fault| RunError::Fault { fault, schedule: 0 })?;
+            schedule,
+            timeline: None,
+        });
+    }
     let outputs = kernel
         .vars
         .iter()
@@ -218,5 +304,7 @@ fn run_once(
         stats,
         findings: m.race_findings(),
         schedule_diffs: Vec::new(),
+        timeline: m.timeline().cloned(),
+        project_defined: m.project_defined_notes(),
     })
 }

@@ -26,7 +26,7 @@ pub struct Args {
 /// Run `sim check`. Exit 0 when nothing is found (and outputs match their references), 1 on
 /// a finding or mismatch, 3 on a fault (a deadlock, with its wait-for graph).
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    let mut r = a.kernel.into_run(a.json);
+    let mut r = run::Args::with_common(a.kernel, a.json);
     r.check_races = true;
     r.schedules = a.schedules;
     r.seed = a.seed;

@@ -1,5 +1,5 @@
-//! The options `sim check` and `sim profile` share with `sim run` (each command lists only the
-//! options it takes; `sim run` keeps its own, `cmd::run::Args`).
+//! The options `sim run`, `sim check` and `sim profile` share: kernel, data, references and
+//! run limits (each command flattens them into its own arguments).
 
 use std::path::PathBuf;
 
@@ -55,33 +55,4 @@ pub struct KernelArgs {
     /// NEFF reader options (digest check, archive size limits).
     #[command(flatten)]
     pub read: super::neff::ReadArgs,
-}
-
-impl KernelArgs {
-    /// The `sim run` arguments with these options and every other option at its default.
-    pub fn into_run(self, json: bool) -> run::Args {
-        run::Args {
-            kernel: self.kernel,
-            inputs: self.inputs,
-            out_dir: self.out_dir,
-            refs: self.refs,
-            ref_dir: self.ref_dir,
-            atol: self.atol,
-            rtol: self.rtol,
-            ulp: self.ulp,
-            arch: self.arch,
-            json,
-            max_steps: self.max_steps,
-            max_memory: self.max_memory,
-            max_dma_bytes: self.max_dma_bytes,
-            no_validate: self.no_validate,
-            read: self.read,
-            check_races: false,
-            schedules: 1,
-            seed: 1,
-            trace: None,
-            profile: false,
-            timeline_json: None,
-        }
-    }
 }

@@ -47,7 +47,7 @@ pub struct Args {
 /// Run `sim profile`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
     let format = if a.json { Format::Json } else { a.format };
-    let mut r = a.kernel.into_run(format == Format::Json);
+    let mut r = run::Args::with_common(a.kernel, format == Format::Json);
     r.profile = true;
     r.trace = a.trace;
     if format == Format::NeuronProfileJson {

@@ -8,68 +8,30 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::{Engine, Gen};
+use tpbsim_sim::api::{self, RunConfig, RunError};
 use tpbsim_sim::machine::compare::{compare, Comparison, Tolerance};
 use tpbsim_sim::machine::core::SetupError;
 use tpbsim_sim::machine::load::{self, dtype_of};
 use tpbsim_sim::machine::race::Finding;
 use tpbsim_sim::machine::sched::Order;
 use tpbsim_sim::machine::timeline::{Profile, Timeline};
-use tpbsim_sim::machine::{
-    Fault, Kernel, Limits, Machine, RunOptions, RunStats, VarKind, VarSpec, DEFAULT_MAX_STEPS,
-};
+use tpbsim_sim::machine::{Fault, Kernel, Limits, RunStats, VarKind, VarSpec};
 
+use crate::cmd::kernel_args::KernelArgs;
 use crate::exit::{CliError, Outcome};
 
 /// Arguments of `sim run`.
 #[derive(clap::Args)]
+#[command(mut_arg("out_dir", |a| a.help(
+    "Directory for the output `.npy` files [default: KERNEL.out in the current directory]"
+)))]
 pub struct Args {
-    /// The kernel NEFF.
-    pub kernel: PathBuf,
-    /// Input data for a def.json input variable (repeatable).
-    #[arg(long = "input", value_name = "NAME=FILE.npy")]
-    pub inputs: Vec<String>,
-    /// Directory for the output `.npy` files [default: KERNEL.out in the current directory].
-    #[arg(long, value_name = "DIR")]
-    pub out_dir: Option<PathBuf>,
-    /// Reference for one output (repeatable).
-    #[arg(long = "ref", value_name = "NAME=FILE.npy", conflicts_with = "ref_dir")]
-    pub refs: Vec<String>,
-    /// Directory of references `NAME.npy` (and optionally `tolerance.json`)
-    /// [default: KERNEL.ref next to the NEFF, when it exists].
-    #[arg(long, value_name = "DIR")]
-    pub ref_dir: Option<PathBuf>,
-    /// Absolute tolerance (overrides tolerance.json).
-    #[arg(long)]
-    pub atol: Option<f64>,
-    /// Relative tolerance (overrides tolerance.json).
-    #[arg(long)]
-    pub rtol: Option<f64>,
-    /// Ulp tolerance (overrides tolerance.json).
-    #[arg(long)]
-    pub ulp: Option<u64>,
-    /// Generation to run on [default: the NEFF's target].
-    #[arg(long, value_name = "v2|v3|v4|v5")]
-    pub arch: Option<Gen>,
+    /// Kernel, data, references and run limits (shared with `sim check` and `sim profile`).
+    #[command(flatten)]
+    pub common: KernelArgs,
     /// Print the summary and comparisons as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Step budget: bundles issued, plus one step per 64 bytes moved by DMA, before the run
-    /// is stopped as a runaway loop.
-    #[arg(long, default_value_t = DEFAULT_MAX_STEPS)]
-    pub max_steps: u64,
-    /// Memory budget of the run (bytes; K, M, G suffixes): variables, on-chip memories,
-    /// operands' working memory, the race check and the timeline (docs/robustness.md).
-    #[arg(long, value_name = "BYTES", default_value = "3G", value_parser = parse_bytes)]
-    pub max_memory: u64,
-    /// Bytes all DMA transfers of a run may move together (K, M, G suffixes).
-    #[arg(long, value_name = "BYTES", default_value = "16G", value_parser = parse_bytes)]
-    pub max_dma_bytes: u64,
-    /// Skip the L2 validation of each bundle before it executes.
-    #[arg(long)]
-    pub no_validate: bool,
-    /// NEFF reader options (digest check, archive size limits).
-    #[command(flatten)]
-    pub read: super::neff::ReadArgs,
     /// Check for cross-engine races, uninitialised reads and PSUM accumulation onto unzeroed
     /// banks (happens-before over semaphores, events and DMA completions; docs/races.md).
     #[arg(long)]
@@ -118,30 +80,36 @@ pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
 }
 
 impl Args {
-    fn limits(&self) -> Limits {
-        Limits {
-            max_memory: self.max_memory,
-            max_dma_bytes: self.max_dma_bytes,
+    /// `sim run` over `common` with `--json` as given and every other option at its default.
+    pub fn with_common(common: KernelArgs, json: bool) -> Args {
+        Args {
+            common,
+            json,
+            check_races: false,
+            schedules: 1,
+            seed: 1,
+            trace: None,
+            profile: false,
+            timeline_json: None,
         }
     }
-}
 
-/// One simulated run: outputs by name, counters and the race findings.
-struct RunResult {
-    outputs: BTreeMap<String, Vec<u8>>,
-    stats: RunStats,
-    findings: Vec<Finding>,
-    timeline: Option<Timeline>,
-    /// Project-defined details the executed ops relied on (not backed by public facts).
-    project_defined: Vec<&'static str>,
-}
-
-/// The order of schedule `i` of `a`.
-fn order_of(a: &Args, i: u32) -> Order {
-    if i == 0 {
-        Order::RoundRobin
-    } else {
-        Order::Seeded(a.seed.wrapping_add(i as u64 - 1))
+    /// The library's run configuration of these options.
+    fn config(&self, gen: Gen) -> RunConfig {
+        let c = &self.common;
+        RunConfig {
+            arch: Some(gen),
+            check_races: self.check_races,
+            schedules: self.schedules,
+            seed: self.seed,
+            max_steps: c.max_steps,
+            limits: Limits {
+                max_memory: c.max_memory,
+                max_dma_bytes: c.max_dma_bytes,
+            },
+            validate: !c.no_validate,
+            timeline: self.trace.is_some() || self.profile,
+        }
     }
 }
 
@@ -152,95 +120,6 @@ fn describe_order(o: Order) -> String {
     }
 }
 
-fn simulate(
-    a: &Args,
-    kernel: &Kernel,
-    gen: Gen,
-    given: &BTreeMap<String, Vec<u8>>,
-    order: Order,
-    show_progress: bool,
-) -> Result<RunResult, (Fault, Option<Timeline>)> {
-    // Set-up was checked by the caller; a failure here is still reported, never a panic.
-    let setup = |e: SetupError| {
-        (
-            Fault::Exec {
-                site: tpbsim_sim::machine::Site {
-                    engine: Engine::Sp,
-                    index: 0,
-                    opcode: 0,
-                },
-                message: e.to_string(),
-            },
-            None,
-        )
-    };
-    let mut m = Machine::with_limits(kernel, gen, a.limits()).map_err(setup)?;
-    for (name, data) in given {
-        m.set_var(name, data).map_err(setup)?;
-    }
-    if !a.no_validate {
-        m.validate_with_l2();
-    }
-    if a.check_races {
-        m.enable_race_check();
-    }
-    let timed = order == Order::RoundRobin && (a.trace.is_some() || a.profile);
-    if timed {
-        m.enable_timeline();
-    }
-    let bar = if show_progress { progress_bar() } else { None };
-    let result = m.run(
-        &RunOptions {
-            max_steps: a.max_steps,
-            order,
-        },
-        &mut |steps| {
-            if let Some(b) = &bar {
-                b.set_position(steps);
-            }
-        },
-    );
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    let stats = match result {
-        Ok(s) => s,
-        // The timeline up to the fault, for the trace.
-        Err(f) => return Err((f, m.timeline().cloned())),
-    };
-    // The copies of the outputs (and their .npy encoding) are charged like the run's own
-    // memory.
-    let out_bytes: u64 = kernel
-        .vars
-        .iter()
-        .filter(|v| v.kind == VarKind::Output)
-        .map(|v| v.size)
-        .sum();
-    m.charge_memory("the copies of the outputs", out_bytes.saturating_mul(2))
-        .map_err(|exceeded| {
-            (
-                Fault::Budget {
-                    at: "after the run".into(),
-                    exceeded,
-                },
-                None,
-            )
-        })?;
-    let outputs = kernel
-        .vars
-        .iter()
-        .filter(|v| v.kind == VarKind::Output)
-        .map(|v| (v.name.clone(), m.var(&v.name).unwrap_or_default().to_vec()))
-        .collect();
-    Ok(RunResult {
-        outputs,
-        stats,
-        findings: m.race_findings(),
-        timeline: m.timeline().cloned(),
-        project_defined: m.project_defined_notes(),
-    })
-}
-
 /// A difference between the outputs of two schedules.
 #[derive(serde::Serialize)]
 struct ScheduleDiff {
@@ -249,31 +128,6 @@ struct ScheduleDiff {
     order: String,
     first_byte: usize,
     bytes_differing: usize,
-}
-
-fn diff_outputs(
-    base: &RunResult,
-    other: &RunResult,
-    schedule: u32,
-    order: Order,
-) -> Vec<ScheduleDiff> {
-    let mut v = Vec::new();
-    for (name, x) in &base.outputs {
-        let Some(y) = other.outputs.get(name) else {
-            continue;
-        };
-        let n = x.iter().zip(y).filter(|(p, q)| p != q).count();
-        if n > 0 {
-            v.push(ScheduleDiff {
-                output: name.clone(),
-                schedule,
-                order: describe_order(order),
-                first_byte: x.iter().zip(y).position(|(p, q)| p != q).unwrap_or(0),
-                bytes_differing: n,
-            });
-        }
-    }
-    v
 }
 
 fn usage(m: impl Into<String>) -> CliError {
@@ -408,7 +262,7 @@ struct Refs {
     tolerances: ToleranceFile,
 }
 
-fn find_refs(a: &Args, kernel: &Kernel) -> Result<Refs, CliError> {
+fn find_refs(a: &KernelArgs, kernel: &Kernel) -> Result<Refs, CliError> {
     let mut files = BTreeMap::new();
     let dir = if !a.refs.is_empty() {
         for r in &a.refs {
@@ -467,7 +321,7 @@ fn find_refs(a: &Args, kernel: &Kernel) -> Result<Refs, CliError> {
     Ok(Refs { files, tolerances })
 }
 
-fn tolerance_for(a: &Args, refs: &Refs, name: &str) -> Tolerance {
+fn tolerance_for(a: &KernelArgs, refs: &Refs, name: &str) -> Tolerance {
     let mut t = refs
         .tolerances
         .outputs
@@ -537,30 +391,30 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
 
 /// Run a kernel; write the outputs (`write_outputs`, or when `--out-dir` is given).
 pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
-    let write_outputs = write_outputs || a.out_dir.is_some();
-    let n = Neff::read(&a.kernel, &a.read.options())
-        .map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
-    let kernel =
-        load::kernel_from_neff(&n).map_err(|e| usage(format!("{}: {e}", a.kernel.display())))?;
-    let gen = a.arch.or(kernel.gen).ok_or_else(|| {
+    let c = &a.common;
+    let write_outputs = write_outputs || c.out_dir.is_some();
+    let n = Neff::read(&c.kernel, &c.read.options())
+        .map_err(|e| usage(format!("{}: {e}", c.kernel.display())))?;
+    let kernel = api::load_kernel(&n).map_err(|e| usage(format!("{}: {e}", c.kernel.display())))?;
+    let gen = c.arch.or(kernel.gen).ok_or_else(|| {
         usage(format!(
             "{}: the NEFF names {}; pass --arch v2|v3|v4|v5",
-            a.kernel.display(),
+            c.kernel.display(),
             load::target_source(&n)
         ))
     })?;
     for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
         check_output_name(&v.name)?;
     }
-    let out_dir = a
+    let out_dir = c
         .out_dir
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}.out", stem(&a.kernel))));
+        .unwrap_or_else(|| PathBuf::from(format!("{}.out", stem(&c.kernel))));
     check_targets(&a, &kernel, write_outputs.then_some(out_dir.as_path()))?;
 
     // Inputs: --input first, else the NEFF's own data.
     let mut given: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for s in &a.inputs {
+    for s in &c.inputs {
         let (name, file) = split_kv("input", s)?;
         let var = kernel.var(name).ok_or_else(|| {
             usage(format!(
@@ -575,7 +429,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         let data = checked_data(var, read_npy(Path::new(file), var.size)?, file)?;
         given.insert(name.to_string(), data);
     }
-    let refs = find_refs(&a, &kernel)?;
+    let refs = find_refs(c, &kernel)?;
     for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Input) {
         if !given.contains_key(&v.name) && v.init.is_none() {
             return Err(usage(format!(
@@ -585,23 +439,21 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         }
     }
 
-    // Set-up errors are usage errors (a refused budget charge a fault): check them once
-    // before any schedule runs.
-    {
-        let setup = |e: SetupError| match e {
-            SetupError::Budget(_) => {
-                CliError::Fault(format!("{}: budget fault: {e}", a.kernel.display()))
-            }
-            e => usage(format!("{}: {e}", a.kernel.display())),
-        };
-        let mut m = Machine::with_limits(&kernel, gen, a.limits()).map_err(setup)?;
-        for (name, data) in &given {
-            m.set_var(name, data).map_err(setup)?;
+    let cfg = a.config(gen);
+    let bar = progress_bar();
+    let first = api::run_schedule(&kernel, gen, &given, &cfg, 0, &mut |steps| {
+        if let Some(b) = &bar {
+            b.set_position(steps);
         }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
     }
-    let base = match simulate(&a, &kernel, gen, &given, Order::RoundRobin, true) {
+    let base = match first {
         Ok(r) => r,
-        Err((f, timeline)) => {
+        Err(RunError::Fault {
+            fault: f, timeline, ..
+        }) => {
             let err = fault(&a, gen, &f);
             // The trace up to the fault.
             if let (Some(path), Some(t)) = (&a.trace, &timeline) {
@@ -614,23 +466,35 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             }
             return Err(err);
         }
+        Err(e) => return Err(run_error(c, e)),
     };
     let stats = base.stats;
     let mut diffs: Vec<ScheduleDiff> = Vec::new();
     let mut finding_changes: Vec<(u32, String)> = Vec::new();
     for i in 1..a.schedules {
-        let order = order_of(&a, i);
-        let r = match simulate(&a, &kernel, gen, &given, order, false) {
+        let order = api::order_of(a.seed, i);
+        let r = match api::run_schedule(&kernel, gen, &given, &cfg, i, &mut |_| {}) {
             Ok(r) => r,
-            Err((f, _)) => {
+            Err(RunError::Fault { fault: f, .. }) => {
                 return Err(fault(
                     &a,
                     gen,
                     &annotate(f, &format!("schedule {i} ({})", describe_order(order))),
                 ))
             }
+            Err(e) => return Err(run_error(c, e)),
         };
-        diffs.extend(diff_outputs(&base, &r, i, order));
+        diffs.extend(
+            api::diff_outputs(&base.outputs, &r.outputs)
+                .into_iter()
+                .map(|d| ScheduleDiff {
+                    output: d.output,
+                    schedule: i,
+                    order: describe_order(order),
+                    first_byte: d.first_byte,
+                    bytes_differing: d.bytes_differing,
+                }),
+        );
         if r.findings != base.findings {
             finding_changes.push((i, describe_order(order)));
         }
@@ -651,7 +515,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         let path = out_dir.join(format!("{}.npy", v.name));
         pending.push((v.name.clone(), path, bytes));
         if let Some(rp) = refs.files.get(&v.name) {
-            let r = read_npy(rp, a.max_memory)?;
+            let r = read_npy(rp, c.max_memory)?;
             let rdata = checked_reference(v, &r, rp)?;
             let rshape: Vec<usize> = r.shape.iter().map(|&d| d as usize).collect();
             let c = compare(
@@ -661,7 +525,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
                 data,
                 &rshape,
                 rdata,
-                tolerance_for(&a, &refs, &v.name),
+                tolerance_for(c, &refs, &v.name),
             )
             .map_err(|e| usage(format!("{}: {e}", rp.display())))?;
             comparisons.push(c);
@@ -705,7 +569,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     }
     if a.json {
         let mut obj = json!({
-            "kernel": a.kernel.display().to_string(),
+            "kernel": a.common.kernel.display().to_string(),
             "arch": gen.short(),
             "status": if !matched { "mismatch" } else if !clean { "findings" } else { "ok" },
             "summary": summary_json(&stats),
@@ -845,10 +709,25 @@ fn checked_reference<'r>(
     Ok(&r.data)
 }
 
+/// A set-up error is a usage error, a refused budget charge a fault.
+fn run_error(c: &KernelArgs, e: RunError) -> CliError {
+    match e {
+        RunError::Setup(e @ SetupError::Budget(_)) => {
+            CliError::Fault(format!("{}: budget fault: {e}", c.kernel.display()))
+        }
+        RunError::Fault { fault, .. } => CliError::Fault(format!(
+            "{}: {} fault: {fault}",
+            c.kernel.display(),
+            fault.kind()
+        )),
+        e => usage(format!("{}: {e}", c.kernel.display())),
+    }
+}
+
 fn fault(a: &Args, gen: Gen, f: &Fault) -> CliError {
     if a.json {
         let obj = json!({
-            "kernel": a.kernel.display().to_string(),
+            "kernel": a.common.kernel.display().to_string(),
             "arch": gen.short(),
             "status": "fault",
             "fault": { "kind": f.kind(), "message": f.to_string() },
@@ -859,7 +738,11 @@ fn fault(a: &Args, gen: Gen, f: &Fault) -> CliError {
         }
         println!("{obj}");
     }
-    CliError::Fault(format!("{}: {} fault: {f}", a.kernel.display(), f.kind()))
+    CliError::Fault(format!(
+        "{}: {} fault: {f}",
+        a.common.kernel.display(),
+        f.kind()
+    ))
 }
 
 fn progress_bar() -> Option<indicatif::ProgressBar> {

@@ -1,0 +1,288 @@
+//! `run`: a kernel NEFF (path, bytes or a built kernel's bytes) with numpy inputs, through
+//! `tpbsim_sim::api`; and the profile of its timeline.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use serde_json::json;
+use tpbsim_sim::api::{self, RunConfig, RunError};
+use tpbsim_sim::machine::load::dtype_of;
+use tpbsim_sim::machine::timeline::Timeline;
+use tpbsim_sim::machine::{Fault, Kernel, VarKind, VarSpec};
+
+use crate::{json_to_py, load_error, parse_gen, raise, read_neff};
+
+/// The numpy dtype name of a variable (ml_dtypes names for the narrow floats).
+pub(crate) fn numpy_dtype(v: &VarSpec) -> &'static str {
+    match dtype_of(v.format).map(|d| d.name()) {
+        Some("float32r") => "float32",
+        Some(n) => n,
+        None => "uint8",
+    }
+}
+
+fn fault_error(py: Python<'_>, f: &Fault, schedule: u32) -> PyErr {
+    let class = match f {
+        Fault::Deadlock(_) => "Deadlock",
+        Fault::OutOfBounds { .. } => "OutOfBounds",
+        Fault::InvalidBundle { .. } => "InvalidBundle",
+        Fault::NotSimulated { .. } => "NotSimulated",
+        Fault::StepBudget { .. } => "StepBudgetExhausted",
+        Fault::Budget { .. } => "BudgetExceeded",
+        Fault::Exec { .. } => "ExecutionError",
+    };
+    let site = match f {
+        Fault::OutOfBounds { site, .. }
+        | Fault::InvalidBundle { site, .. }
+        | Fault::NotSimulated { site, .. }
+        | Fault::Exec { site, .. } => Some(*site),
+        _ => None,
+    };
+    let engine = site.map(|s| s.engine.short().to_string());
+    let index = site.map(|s| s.index);
+    let offset = site.map(|s| s.index * 64);
+    raise(
+        py,
+        class,
+        (f.to_string(), f.kind(), engine, index, offset, schedule),
+    )
+}
+
+fn run_error(py: Python<'_>, source: &str, e: RunError) -> PyErr {
+    match e {
+        RunError::Load(e) => load_error(py, source, &e),
+        RunError::Usage(m) => PyValueError::new_err(m),
+        RunError::Setup(e) => PyValueError::new_err(e.to_string()),
+        RunError::Fault {
+            fault, schedule, ..
+        } => fault_error(py, &fault, schedule),
+    }
+}
+
+/// The per-engine profile of a timeline (`sim profile --json`'s `profile` object) with its
+/// slices for plotting: `{"makespan_ns", "tracks", "critical_path", "slices"}`.
+fn profile_json(t: &Timeline) -> serde_json::Value {
+    let mut v = json!(t.profile());
+    v["slices"] = t
+        .slices
+        .iter()
+        .map(|s| {
+            json!({
+                "track": t.labels.get(s.agent as usize).cloned().unwrap_or_default(),
+                "name": s.name,
+                "start_ns": s.start,
+                "dur_ns": s.dur,
+                "wait_ns": s.waited,
+                "bundle": s.bundle,
+            })
+        })
+        .collect();
+    v
+}
+
+/// What a `Result` needs to build its profile later: the kernel, its inputs and the run's
+/// configuration (the round-robin run is deterministic, so a rerun with the timeline on has
+/// the same outputs).
+#[pyclass(module = "tpbsim._native", frozen)]
+pub struct Run {
+    kernel: Arc<Kernel>,
+    /// The input arrays as flat `uint8` views (kept alive, borrowed again for the rerun).
+    inputs: Vec<(String, Py<PyArray1<u8>>)>,
+    cfg: RunConfig,
+    source: String,
+    profile: Option<serde_json::Value>,
+}
+
+#[pymethods]
+impl Run {
+    /// The profile of the round-robin run's timeline (recorded by the run itself with
+    /// `profile=True`, else by one more round-robin run with the timeline on).
+    fn profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(p) = &self.profile {
+            return json_to_py(py, p);
+        }
+        let cfg = RunConfig {
+            timeline: true,
+            schedules: 1,
+            ..self.cfg.clone()
+        };
+        let kernel = self.kernel.clone();
+        let views: Vec<_> = self
+            .inputs
+            .iter()
+            .map(|(n, a)| (n.clone(), a.bind(py).readonly()))
+            .collect();
+        let given = borrowed(&views)?;
+        let out = py
+            .allow_threads(|| {
+                let gen = api::generation(&kernel, cfg.arch)?;
+                api::run_schedule(&kernel, gen, &given, &cfg, 0, &mut |_| {})
+            })
+            .map_err(|e| run_error(py, &self.source, e))?;
+        let t = out
+            .timeline
+            .ok_or_else(|| PyValueError::new_err("the run recorded no timeline"))?;
+        json_to_py(py, &profile_json(&t))
+    }
+}
+
+/// The bytes of a C-contiguous array as a flat `uint8` array (no copy).
+fn byte_view<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<u8>>> {
+    let flat = arr.call_method1("reshape", (-1,))?;
+    let bytes = flat.call_method1("view", ("uint8",))?;
+    Ok(bytes.downcast_into::<PyArray1<u8>>()?)
+}
+
+/// The bytes of each input view.
+fn borrowed<'a>(
+    views: &'a [(String, PyReadonlyArray1<'_, u8>)],
+) -> PyResult<BTreeMap<String, &'a [u8]>> {
+    views
+        .iter()
+        .map(|(n, v)| Ok((n.clone(), v.as_slice()?)))
+        .collect::<Result<_, numpy::NotContiguousError>>()
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Run a kernel; returns a dict with `outputs`, `stats`, `findings`, `schedule_diffs`, `arch`
+/// and `run` (the [`Run`] that builds the profile).
+#[pyfunction]
+#[pyo3(signature = (neff, inputs=None, *, arch=None, check_races=false, schedules=1, max_steps=None, profile=false))]
+#[allow(clippy::too_many_arguments)]
+fn run<'py>(
+    py: Python<'py>,
+    neff: &Bound<'py, PyAny>,
+    inputs: Option<&Bound<'py, PyDict>>,
+    arch: Option<&str>,
+    check_races: bool,
+    schedules: u32,
+    max_steps: Option<u64>,
+    profile: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (n, source) = read_neff(py, neff)?;
+    let kernel = api::load_kernel(&n).map_err(|e| run_error(py, &source, e))?;
+    let np = py.import("numpy")?;
+    py.import("ml_dtypes")?;
+    // Each input is checked against its variable and borrowed as bytes; the library copies
+    // it once into the machine.
+    let mut arrays = Vec::new();
+    if let Some(d) = inputs {
+        for (k, arr) in d.iter() {
+            let name: String = k.extract()?;
+            let var = kernel
+                .var(&name)
+                .filter(|v| v.kind == VarKind::Input)
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!("the kernel has no input variable `{name}`"))
+                })?;
+            let want = numpy_dtype(var);
+            let arr = np.getattr("ascontiguousarray")?.call1((arr,))?;
+            let got: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
+            if got != want {
+                return Err(PyValueError::new_err(format!(
+                    "input `{name}`: dtype {got}, the variable is {want}"
+                )));
+            }
+            let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+            if shape != var.shape {
+                return Err(PyValueError::new_err(format!(
+                    "input `{name}`: shape {shape:?}, the variable has shape {:?}",
+                    var.shape
+                )));
+            }
+            arrays.push((name, byte_view(&arr)?));
+        }
+    }
+    let views: Vec<_> = arrays
+        .iter()
+        .map(|(n, a)| (n.clone(), a.readonly()))
+        .collect();
+    let given = borrowed(&views)?;
+    let mut cfg = RunConfig {
+        check_races,
+        schedules: schedules.max(1),
+        timeline: profile,
+        ..RunConfig::default()
+    };
+    if let Some(a) = arch {
+        cfg.arch = Some(parse_gen(a)?);
+    }
+    if let Some(s) = max_steps {
+        cfg.max_steps = s;
+    }
+    let out = py
+        .allow_threads(|| api::run_kernel(&kernel, &given, &cfg))
+        .map_err(|e| run_error(py, &source, e))?;
+    let profile = out.timeline.as_ref().map(profile_json);
+    drop(given);
+    drop(views);
+    let outputs = PyDict::new(py);
+    let mut bytes_by_name = out.outputs;
+    for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
+        let Some(bytes) = bytes_by_name.remove(&v.name) else {
+            continue;
+        };
+        // The output's buffer becomes the array's (no copy), viewed with the variable's dtype.
+        let a = PyArray1::from_vec(py, bytes)
+            .into_any()
+            .call_method1("view", (np.getattr("dtype")?.call1((numpy_dtype(v),))?,))?
+            .call_method1("reshape", (v.shape.clone(),))?;
+        outputs.set_item(&v.name, a)?;
+    }
+    let r = PyDict::new(py);
+    r.set_item("outputs", outputs)?;
+    r.set_item("stats", json_to_py(py, &out.stats)?)?;
+    let findings = PyList::empty(py);
+    for f in &out.findings {
+        let d = json_to_py(py, f)?;
+        d.set_item("kind", f.kind_name())?;
+        findings.append(d)?;
+    }
+    r.set_item("findings", findings)?;
+    r.set_item("schedule_diffs", json_to_py(py, &out.schedule_diffs)?)?;
+    r.set_item("arch", out.gen.short())?;
+    cfg.arch = Some(out.gen);
+    r.set_item(
+        "run",
+        Run {
+            kernel: Arc::new(kernel),
+            inputs: arrays.into_iter().map(|(n, a)| (n, a.unbind())).collect(),
+            cfg,
+            source,
+            profile,
+        },
+    )?;
+    Ok(r)
+}
+
+/// The kernel's DRAM variables: one dict per variable with `name`, `kind` (`input`,
+/// `output`, ...), `dtype` (numpy name), `shape` and `size` (bytes).
+#[pyfunction]
+fn variables<'py>(py: Python<'py>, neff: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let (n, source) = read_neff(py, neff)?;
+    let kernel = api::load_kernel(&n).map_err(|e| run_error(py, &source, e))?;
+    kernel
+        .vars
+        .iter()
+        .map(|v| {
+            let d = PyDict::new(py);
+            d.set_item("name", &v.name)?;
+            d.set_item("kind", format!("{:?}", v.kind).to_ascii_lowercase())?;
+            d.set_item("dtype", numpy_dtype(v))?;
+            d.set_item("shape", v.shape.clone())?;
+            d.set_item("size", v.size)?;
+            Ok(d)
+        })
+        .collect()
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(variables, m)?)?;
+    m.add_class::<Run>()?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    Ok(())
+}

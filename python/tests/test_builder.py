@@ -1,0 +1,223 @@
+"""The four examples/ kernels rebuilt with tpbsim.Kernel and compared with numpy; the builder's
+errors; faults raised from built kernels."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tpbsim
+
+F32 = np.float32
+
+
+def dve_affine(x):
+    k = tpbsim.Kernel(arch="v3")
+    xin = k.input("x", x.shape, F32)
+    out = k.output("out", x.shape, F32)
+    a = k.sbuf(partitions=(0, 128), offset=0x0, shape=(512,), dtype=F32)
+    b = k.sbuf(partitions=(0, 128), offset=0x1000, shape=(512,), dtype=F32)
+    load = k.dma("in", a, xin, signal="x_in")
+    store = k.dma("out", out, b)
+    k.sp.pseudo_dmatrigger(queue_name="in", block_id=load)
+    k.dve.tensor_scalar_arith_op(
+        wait=("x_in", 1), signal="done", src=a, dst=b, in_dtype="FP32", out_dtype="FP32",
+        num_active_partitions=128, op0="MULT", imm0=2.5, op1="ADD", imm1=1.0,
+    )
+    k.sp.pseudo_dmatrigger(wait=("done", 1), queue_name="out", block_id=store)
+    return k
+
+
+def test_dve_affine():
+    x = np.random.default_rng(1).standard_normal((128, 512)).astype(F32)
+    k = dve_affine(x)
+    r = tpbsim.run(k, {"x": x})
+    assert r.outputs["out"].tobytes() == (x * F32(2.5) + F32(1.0)).tobytes()
+    # The same kernel as saved bytes, validated, with the race check.
+    assert not [d for d in tpbsim.validate(k) if d.severity == "error"]
+    assert tpbsim.run(k.neff(), {"x": x}, check_races=True).findings == []
+
+
+def test_act_bias_accumulate():
+    x = np.random.default_rng(2).standard_normal((128, 512)).astype(F32)
+    k = tpbsim.Kernel("v3")
+    xin = k.input("x", x.shape, F32)
+    y = k.output("y", x.shape, F32)
+    s = k.output("s", (128, 1), F32)
+    a = k.sbuf(128, 0x0, (512,), F32)
+    b = k.sbuf(128, 0x1000, (512,), F32)
+    acc = k.sbuf(128, 0x2000, (1,), F32)
+    load = k.dma("in", a, xin, signal="x_in")
+    store = k.dma("out", [y, s], [b, acc])
+    k.sp.pseudo_dmatrigger(queue_name="in", block_id=load)
+    k.act.activate(
+        wait=("x_in", 1), accumulator_cmd="ZERO_ACCUMULATE", bias_src_n="INSTRUCTION",
+        src=a, dst=b, in_bias_dtypes="FP32|FP32", out_dtype="FP32",
+        num_active_partitions=128, activation_func="EXP", scale_value=0.5, bias=-1.0,
+    )
+    k.act.activation_read_accumulator(
+        signal="done", dst_element_count=1, dtype="FP32", num_active_partitions=128, dst=acc,
+    )
+    k.sp.pseudo_dmatrigger(wait=("done", 1), queue_name="out", block_id=store)
+    r = tpbsim.run(k, {"x": x})
+    want = np.exp(F32(0.5) * x - F32(1.0), dtype=F32)
+    np.testing.assert_allclose(r.outputs["y"], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        r.outputs["s"], want.sum(axis=1, keepdims=True, dtype=F32), rtol=1e-5, atol=1e-4
+    )
+
+
+def test_pe_matmul_psum():
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16)
+    x = rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16)
+    bf = ml_dtypes.bfloat16
+    k = tpbsim.Kernel("v3")
+    win = k.input("w", w.shape, bf)
+    xin = k.input("x", x.shape, bf)
+    out = k.output("out", (128, 128), F32)
+    w0, w1 = k.sbuf(128, 0x0, (128,), bf), k.sbuf(128, 0x100, (128,), bf)
+    x0, x1 = k.sbuf(128, 0x400, (128,), bf), k.sbuf(128, 0x500, (128,), bf)
+    ps = k.psum(128, 0x0, (128,), F32)
+    res = k.sbuf(128, 0x1000, (128,), F32)
+    load = k.dma("in", [w0, w1, x0, x1], [win[:128], win[128:], xin[:128], xin[128:]],
+                 signal="loaded")
+    store = k.dma("out", out, res)
+    k.sp.pseudo_dmatrigger(queue_name="in", block_id=load)
+    common = dict(in_dtype="BF16", num_active_rows=128, num_active_cols=128, row_grp=15,
+                  col_grp=15)
+    k.pe.ldweights(wait=("loaded", 4), src=w0, **common)
+    k.pe.matmul(src=x0, dst=ps, out_dtype="FP32", psum_accumulate_flags="{begin=1}", **common)
+    k.pe.ldweights(src=w1, **common)
+    k.pe.matmul(signal="mm", src=x1, dst=ps, out_dtype="FP32",
+                psum_accumulate_flags="{end=1}", **common)
+    k.act.activate(
+        wait=("mm", 1), signal="done", bias_src_n="INSTRUCTION", src=ps, dst=res,
+        in_bias_dtypes="FP32|FP32", out_dtype="FP32", num_active_partitions=128,
+        activation_func="IDENTITY", scale_value=1.0,
+    )
+    k.sp.pseudo_dmatrigger(wait=("done", 1), queue_name="out", block_id=store)
+    r = tpbsim.run(k, {"w": w, "x": x})
+    want = (w.astype(np.float64).T @ x.astype(np.float64)).astype(F32)
+    np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-5, atol=1e-4)
+
+
+def test_double_buffer():
+    x = np.random.default_rng(4).standard_normal((512, 256)).astype(F32)
+    k = tpbsim.Kernel("v3")
+    xin = k.input("x", x.shape, F32)
+    out = k.output("out", x.shape, F32)
+    src = [k.sbuf(128, 0x0, (256,), F32), k.sbuf(128, 0x400, (256,), F32)]
+    dst = [k.sbuf(128, 0x800, (256,), F32), k.sbuf(128, 0xC00, (256,), F32)]
+    loads = [k.dma("in", src[i % 2], xin[128 * i:128 * (i + 1)], signal=f"in{i % 2}")
+             for i in range(4)]
+    stores = [k.dma("out", out[128 * i:128 * (i + 1)], dst[i % 2], signal=f"free{i % 2}")
+              for i in range(4)]
+    for i in range(4):
+        b = i % 2
+        if i >= 2:
+            k.dve.nop(wait=(f"free{b}", 1))
+        k.dve.tensor_scalar_arith_op(
+            wait=(f"in{b}", i // 2 + 1), signal=f"out{b}", src=src[b], dst=dst[b],
+            in_dtype="FP32", out_dtype="FP32", num_active_partitions=128,
+            op0="MULT", imm0=3.0, op1="ADD", imm1=-0.5,
+        )
+    order = [("in", 0), ("in", 1), ("out", 0), ("in", 2), ("out", 1), ("in", 3), ("out", 2),
+             ("out", 3)]
+    for q, i in order:
+        if q == "in":
+            k.sp.pseudo_dmatrigger(queue_name="in", block_id=loads[i])
+        else:
+            k.sp.pseudo_dmatrigger(wait=(f"out{i % 2}", i // 2 + 1), queue_name="out",
+                                   block_id=stores[i])
+    r = tpbsim.run(k, {"x": x}, check_races=True, schedules=4)
+    assert r.outputs["out"].tobytes() == (x * F32(3.0) + F32(-0.5)).tobytes()
+    assert r.findings == [] and r.schedule_diffs == []
+
+
+def test_tensor_tensor_add():
+    """z = x + y with the DVE's tensor-tensor form, inputs on two queues of 64 partitions."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 256)).astype(F32)
+    y = rng.standard_normal((64, 256)).astype(F32)
+    k = tpbsim.Kernel("v3")
+    xin, yin = k.input("x", x.shape, F32), k.input("y", y.shape, F32)
+    z = k.output("z", x.shape, F32)
+    a = k.sbuf((32, 96), 0x0, (256,), F32)
+    b = k.sbuf((32, 96), 0x400, (256,), F32)
+    c = k.sbuf((32, 96), 0x800, (256,), F32)
+    k.sp.pseudo_dmatrigger(queue_name="x", block_id=k.dma("x", a, xin, signal="in"))
+    k.sp.pseudo_dmatrigger(queue_name="y", block_id=k.dma("y", b, yin, signal="in"))
+    k.dve.tensor_tensor(wait=("in", 2), signal="done", src0=a, src1=b, dst=c, op="add",
+                        in_dtypes="FP32|FP32", out_dtype="FP32", num_active_partitions=64)
+    k.sp.pseudo_dmatrigger(wait=("done", 1), queue_name="z", block_id=k.dma("z", z, c))
+    assert "TENSOR_TENSOR_ARITH_OP" in k.text()["dve"]
+    r = tpbsim.run(k, {"x": x, "y": y}, check_races=True)
+    assert r.outputs["z"].tobytes() == (x + y).tobytes()
+    assert r.findings == []
+
+
+def test_input_data_is_packed_and_saved(tmp_path):
+    x = np.arange(128 * 512, dtype=F32).reshape(128, 512)
+    k = tpbsim.Kernel("v3")
+    xin = k.input("x", x.shape, F32, data=x)
+    out = k.output("out", x.shape, F32)
+    a = k.sbuf(128, 0, (512,), F32)
+    k.sp.pseudo_dmatrigger(queue_name="in", block_id=k.dma("in", a, xin, signal="x_in"))
+    k.sp.pseudo_dmatrigger(wait=("x_in", 1), queue_name="out",
+                           block_id=k.dma("out", out, a))
+    path = tmp_path / "copy.neff"
+    k.save(path)
+    r = tpbsim.run(str(path))
+    assert r.outputs["out"].tobytes() == x.tobytes()
+    assert path.read_bytes() == k.neff()
+
+
+def test_builder_refuses_unknown_fields_and_instructions():
+    k = tpbsim.Kernel("v3")
+    with pytest.raises(ValueError) as e:
+        k.dve.tensor_scalar_arith_op(no_such_field=1)
+    assert "no_such_field" in str(e.value)
+    with pytest.raises(ValueError):
+        k.dve.tensor_scalar_arith_op(op0="NO_SUCH_OP")
+    with pytest.raises(AttributeError):
+        k.pe.no_such_instruction
+    with pytest.raises(ValueError):
+        k.sbuf((0, 129), 0, (4,), F32)
+    with pytest.raises(ValueError):
+        k.input("x", (4,), F32, data=np.zeros(5, F32))
+
+
+def test_builder_fields_come_from_the_spec():
+    k = tpbsim.Kernel("v3")
+    names = [f[0] for f in k.dve.tensor_scalar_arith_op.fields]
+    spec = tpbsim.spec("v3")
+    op = next(o for o in spec["opcodes"] if o["mnemonic"] == "TENSOR_SCALAR_ARITH_OP")
+    assert names == [f["name"] for f in spec["formats"][op["format"]]]
+    assert "op0" in names and "imm0" in names
+
+
+def test_out_of_bounds_raises():
+    k = tpbsim.Kernel("v3")
+    out = k.output("out", (128, 512), F32)
+    near_end = k.sbuf(128, 0x3F000, (512,), F32)  # 0x3F000 + 2048 > 256 KiB partition span
+    k.dve.tensor_scalar_arith_op(
+        signal="done", src=near_end, dst=near_end, in_dtype="FP32", out_dtype="FP32",
+        num_active_partitions=128, op0="MULT", imm0=1.0, op1="ADD", imm1=0.0,
+    )
+    k.sp.pseudo_dmatrigger(wait=("done", 1), queue_name="out",
+                           block_id=k.dma("out", out, k.sbuf(128, 0, (512,), F32)))
+    with pytest.raises(tpbsim.OutOfBounds) as e:
+        tpbsim.run(k)
+    assert e.value.engine == "dve"
+    assert e.value.bundle_index == 0 and e.value.byte_offset == 0
+
+
+def test_deadlock_of_a_built_kernel():
+    k = tpbsim.Kernel("v3")
+    out = k.output("out", (128, 4), F32)
+    a = k.sbuf(128, 0, (4,), F32)
+    k.dve.nop(wait=("never", 1))
+    k.sp.pseudo_dmatrigger(wait=("never", 1), queue_name="out", block_id=k.dma("out", out, a))
+    with pytest.raises(tpbsim.Deadlock) as e:
+        tpbsim.run(k)
+    assert e.value.engine is None

@@ -550,6 +550,23 @@ pub const SETS: &[SetDef] = &[
         note: "legal flag bytes; 5 and 7 (START with ACCUMULATE) are illegal",
         members: &[sm(0), sm(1), sm(2), sm(3), sm(4), sm(6)],
     },
+    SetDef {
+        name: "update_mode_listed",
+        of: "UPDATE_MODE",
+        prov: "R isa/instruction-record.md",
+        note: "the update modes the header lists (the L2 events gate accepts these; the REG forms inferred by the | 0x80 rule are not listed)",
+        members: &[
+            sm(0x00), sm(0x01), sm(0x02), sm(0x03), sm(0x04), sm(0x05), sm(0x07), sm(0x09), sm(0x11),
+            sm(0x12), sm(0x13), sm(0x14), sm(0x15), sm(0x17), sm(0x19), sm(0x97), sm(0x99),
+        ],
+    },
+    SetDef {
+        name: "psum_zero_region_legal",
+        of: "ZERO_REGION",
+        prov: "G dma/sbuf-psum-banks.md",
+        note: "v2/v3 headers define only SIZE2048; v4 adds SIZE4096..SIZE16384 (section 5.3)",
+        members: &[sm(0), smg(1, "--YY"), smg(2, "--YY"), smg(3, "--YY")],
+    },
 ];
 
 /// One-byte bitfields (generated with the `bitfield-struct` crate).

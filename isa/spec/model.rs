@@ -502,3 +502,16 @@ pub struct GeomRow {
     /// Remarks.
     pub note: &'static str,
 }
+
+/// One L2 format gate: its validator name and the spec formats it checks.
+#[derive(Clone, Copy, Debug)]
+pub struct GateDef {
+    /// Variant name of the generated `FormatGate` enum (`S3d3Ts`).
+    pub variant: &'static str,
+    /// The gate's name as the shipped validators spell it (`is_valid_s3d3_ts`).
+    pub gate: &'static str,
+    /// Spec formats (`FormatDef::name`) it checks.
+    pub formats: &'static [&'static str],
+    /// Source.
+    pub prov: &'static str,
+}

@@ -43,14 +43,18 @@ rewrites it. Do not edit it by hand.
 ## The spec and what is derived from it
 
 The spec is Rust-syntax constant data: the row types live in `isa/spec/model.rs`, the tables in
-`isa/spec/opcodes.rs`, `enums.rs`, `formats.rs`, `conflicts.rs` and `geometry.rs`. The same files
+`isa/spec/opcodes.rs`, `enums.rs`, `formats.rs`, `conflicts.rs`, `geometry.rs` and `gates.rs`. The same files
 are `include!`d twice:
 
 * by `isa/build.rs`, which checks them (unique ascending opcode rows, well-formed presence
   strings, known enum/bitfield/format names, fields inside bytes 12..64 without overlaps, a
   provenance on every row) and generates into `OUT_DIR` the enum newtypes, the bitfields, the
   `Opcode` constants, one struct per (format, layout), the per-format enums, `Inst`, the decode
-  dispatch table and encode;
+  dispatch table and encode, and the tables the other layers read instead of restating the
+  spec: field locators (`formats::loc::<format>::<FIELD>`, a `FieldLoc` with the byte offset
+  and type per generation, `<FIELD>_<BIT>` `BitLoc`s for bitfield sub-fields), enumeration
+  members and predicate sets per generation as 256-bit `ByteSet`s (`formats::members::ALU_OP`,
+  `formats::sets::ARITH`), and the opcode → L2 format gate binding (`FormatGate::of`);
 * by the library as `tpbsim_isa::spec`, the runtime metadata that the validator, the text and
   JSON forms and this document read (`spec::opcodes()` gives the engine classes and
   per-generation presence the L2 engine gate is built from).
@@ -353,6 +357,29 @@ pub fn isa_markdown() -> String {
             members.join(", "),
             s.prov,
             esc(s.note)
+        );
+    }
+
+    // Format gates.
+    o.push_str("\n## L2 format gates\n\nAn opcode is checked by the gate that lists its format, in a generation where the opcode is present and not dormant and its format has a layout (`FormatGate::of`). Generation v5 has no L2 validator.\n\n| Gate | Formats | Opcodes | Source |\n|---|---|---|---|\n");
+    for g in crate::FormatGate::ALL {
+        let d = g.def();
+        let ops: Vec<String> = spec::opcodes()
+            .iter()
+            .filter(|r| {
+                crate::Gen::ALL
+                    .iter()
+                    .any(|&gen| crate::FormatGate::of(gen, r.code) == Some(g))
+            })
+            .map(|r| format!("{:#04x}", r.code))
+            .collect();
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} |",
+            d.gate,
+            d.formats.join(", "),
+            ops.join(" "),
+            d.prov
         );
     }
 

@@ -126,6 +126,21 @@ impl Geometry {
         &ALL[gen.index()]
     }
 
+    /// Geometry of `gen`, by value in a `const` context.
+    pub const fn at(gen: Gen) -> Geometry {
+        build(gen)
+    }
+
+    /// SBUF partition stride as an address shift (18 on v2..v4, 20 on v5).
+    pub const fn sbuf_partition_shift(&self) -> u32 {
+        self.sbuf_partition_stride.trailing_zeros()
+    }
+
+    /// PSUM partition stride as an address shift (15).
+    pub const fn psum_partition_shift(&self) -> u32 {
+        self.psum_partition_stride.trailing_zeros()
+    }
+
     /// Whether `addr` (partition-folded, marker stripped) lies in the PSUM window:
     /// `(addr - psum_base) <= 0x3FFFFF` unsigned (the validators' predicate).
     pub const fn is_psum(&self, addr: u32) -> bool {

@@ -14,6 +14,7 @@ include!("../spec/enums.rs");
 include!("../spec/formats.rs");
 include!("../spec/conflicts.rs");
 include!("../spec/geometry.rs");
+include!("../spec/gates.rs");
 
 use crate::{Engine, Gen};
 
@@ -289,5 +290,295 @@ mod tests {
             opcode_by_mnemonic("pseudo_dma_direct2d").unwrap().code,
             0xD4
         );
+    }
+}
+
+/// A set of byte values (bit `v` set iff `v` is a member): the form the generated enumeration
+/// and predicate sets take (`formats::members`, `formats::sets`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ByteSet(pub [u64; 4]);
+
+impl ByteSet {
+    /// The empty set.
+    pub const EMPTY: ByteSet = ByteSet([0; 4]);
+
+    /// Set of the listed values.
+    pub const fn of(vals: &[u8]) -> ByteSet {
+        let mut s = [0u64; 4];
+        let mut i = 0;
+        while i < vals.len() {
+            let v = vals[i] as usize;
+            s[v >> 6] |= 1 << (v & 63);
+            i += 1;
+        }
+        ByteSet(s)
+    }
+
+    /// Set of the inclusive range `lo..=hi`.
+    pub const fn range(lo: u8, hi: u8) -> ByteSet {
+        let mut s = [0u64; 4];
+        let mut v = lo as usize;
+        while v <= hi as usize {
+            s[v >> 6] |= 1 << (v & 63);
+            v += 1;
+        }
+        ByteSet(s)
+    }
+
+    /// Union.
+    pub const fn or(self, o: ByteSet) -> ByteSet {
+        ByteSet([
+            self.0[0] | o.0[0],
+            self.0[1] | o.0[1],
+            self.0[2] | o.0[2],
+            self.0[3] | o.0[3],
+        ])
+    }
+
+    /// Difference.
+    pub const fn minus(self, o: ByteSet) -> ByteSet {
+        ByteSet([
+            self.0[0] & !o.0[0],
+            self.0[1] & !o.0[1],
+            self.0[2] & !o.0[2],
+            self.0[3] & !o.0[3],
+        ])
+    }
+
+    /// Add one value.
+    pub const fn with(self, v: u8) -> ByteSet {
+        let mut s = self.0;
+        s[(v as usize) >> 6] |= 1 << (v & 63);
+        ByteSet(s)
+    }
+
+    /// Membership.
+    #[inline]
+    pub const fn has(&self, v: u8) -> bool {
+        (self.0[(v as usize) >> 6] >> (v & 63)) & 1 == 1
+    }
+
+    /// Number of members.
+    pub const fn len(&self) -> u32 {
+        self.0[0].count_ones()
+            + self.0[1].count_ones()
+            + self.0[2].count_ones()
+            + self.0[3].count_ones()
+    }
+
+    /// True when empty.
+    pub const fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Union of a per-generation set over every generation.
+    pub const fn union_of(per_gen: &[ByteSet; 4]) -> ByteSet {
+        per_gen[0].or(per_gen[1]).or(per_gen[2]).or(per_gen[3])
+    }
+
+    /// Members in ascending order.
+    pub fn iter(self) -> impl Iterator<Item = u8> {
+        (0u16..256).map(|v| v as u8).filter(move |v| self.has(*v))
+    }
+}
+
+/// Where one named field of a format sits in each generation (generated as
+/// `formats::loc::<format>::<FIELD>`). Rows that share a name (a `Tensor` in one generation, a
+/// `MemPattern` in another) are one locator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldLoc {
+    /// Format name (`Matmul`); empty for header and events fields.
+    pub format: &'static str,
+    /// Field name (`num_active_rows`).
+    pub name: &'static str,
+    /// Byte offset in v2, v3, v4, v5 (`NA` = absent).
+    pub at: [u8; 4],
+    /// Type in v2, v3, v4, v5 (`None` = absent).
+    pub ty: [Option<FieldType>; 4],
+}
+
+impl FieldLoc {
+    /// Byte offset in `gen`.
+    #[inline]
+    pub const fn at(&self, gen: Gen) -> Option<u8> {
+        match self.at[gen.index()] {
+            NA => None,
+            o => Some(o),
+        }
+    }
+
+    /// Type in `gen`.
+    #[inline]
+    pub const fn ty(&self, gen: Gen) -> Option<FieldType> {
+        self.ty[gen.index()]
+    }
+
+    /// Width in bytes in `gen`.
+    pub const fn width(&self, gen: Gen) -> Option<u8> {
+        match self.ty[gen.index()] {
+            Some(t) => Some(t.width()),
+            None => None,
+        }
+    }
+
+    /// Bit range `lo..hi` within the bundle in `gen`.
+    pub const fn bits(&self, gen: Gen) -> Option<(u16, u16)> {
+        match (self.at(gen), self.width(gen)) {
+            (Some(o), Some(w)) => Some((8 * o as u16, 8 * (o as u16 + w as u16))),
+            _ => None,
+        }
+    }
+
+    /// Enumeration or bitfield the field ranges over, by header name (`DTYPE`).
+    pub const fn set(&self, gen: Gen) -> Option<&'static str> {
+        match self.ty[gen.index()] {
+            Some(FieldType::Enum(e)) | Some(FieldType::Bits(e)) => Some(e),
+            Some(FieldType::DtypePair) => Some("DTYPE"),
+            _ => None,
+        }
+    }
+
+    /// The offset the field has in every generation with an L2 validator (v2, v3, v4) where
+    /// it is present. Evaluated in a `const`, a locator whose offset moves between those
+    /// generations (or that is absent in all of them) fails to compile.
+    pub const fn l2_offset(&self) -> u8 {
+        let mut off = NA;
+        let mut gi = 0;
+        while gi < 3 {
+            let o = self.at[gi];
+            if o != NA {
+                if off != NA && off != o {
+                    panic!("field offset differs between the L2 generations");
+                }
+                off = o;
+            }
+            gi += 1;
+        }
+        if off == NA {
+            panic!("field absent in every L2 generation");
+        }
+        off
+    }
+
+    /// The width in bytes the field has in the L2 generations (see [`FieldLoc::l2_offset`]).
+    pub const fn l2_width(&self) -> u8 {
+        let mut w = 0u8;
+        let mut gi = 0;
+        while gi < 3 {
+            if let Some(t) = self.ty[gi] {
+                let x = t.width();
+                if w != 0 && w != x {
+                    panic!("field width differs between the L2 generations");
+                }
+                w = x;
+            }
+            gi += 1;
+        }
+        if w == 0 {
+            panic!("field absent in every L2 generation");
+        }
+        w
+    }
+}
+
+/// Bits `lsb..lsb + width` of a bitfield byte (generated as `formats::loc::<format>::<FIELD>_<BIT>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BitLoc {
+    /// The byte holding the bits.
+    pub field: FieldLoc,
+    /// Sub-field name (`seed_mode`).
+    pub name: &'static str,
+    /// Lowest bit.
+    pub lsb: u8,
+    /// Width in bits.
+    pub width: u8,
+}
+
+impl BitLoc {
+    /// The sub-field's value in the byte `v`.
+    pub const fn get(&self, v: u8) -> u8 {
+        (v >> self.lsb) & (((1u16 << self.width) - 1) as u8)
+    }
+}
+
+#[cfg(test)]
+mod locator_tests {
+    use super::*;
+    use crate::formats::{loc, members, sets, LAYOUT_META};
+    use crate::FormatGate;
+
+    #[test]
+    fn every_layout_field_has_its_locator_at_the_same_offset() {
+        for m in LAYOUT_META.iter() {
+            let f = m.format.expect("typed layout");
+            let fi = FORMATS.iter().position(|x| x.name == f.name).unwrap();
+            for fm in &m.fields[9..] {
+                let l = loc::BY_FORMAT[fi]
+                    .iter()
+                    .find(|l| l.name == fm.name)
+                    .unwrap_or_else(|| panic!("{}.{} has no locator", f.name, fm.name));
+                for gen in Gen::ALL.into_iter().filter(|g| m.gens[g.index()]) {
+                    assert_eq!(l.at(gen), Some(fm.offset), "{}.{} {gen}", f.name, fm.name);
+                    assert_eq!(l.ty(gen), Some(fm.ty), "{}.{} {gen}", f.name, fm.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn locator_accessors() {
+        let l = loc::matmul::NUM_ACTIVE_ROWS;
+        assert_eq!((l.at(Gen::V3), l.at(Gen::V5)), (Some(38), Some(35)));
+        assert_eq!(l.l2_offset(), 38);
+        assert_eq!(l.bits(Gen::V5), Some((280, 288)));
+        let o = loc::matmul::OUT_DTYPE;
+        assert_eq!(
+            (o.at(Gen::V2), o.l2_offset(), o.set(Gen::V4)),
+            (None, 40, Some("DTYPE"))
+        );
+        let src = loc::matmul::SRC;
+        assert_eq!(src.ty(Gen::V3), Some(FieldType::Tensor(3)));
+        assert_eq!(src.ty(Gen::V4), Some(FieldType::MemPattern(3)));
+        assert_eq!(src.width(Gen::V4), Some(16));
+        let b = loc::matmul::FLAGS_SEED_MODE;
+        assert_eq!((b.field.at(Gen::V4), b.get(0b0000_1100)), (Some(42), 3));
+        assert_eq!(loc::events::UPDATE_MODE.at(Gen::V2), Some(6));
+    }
+
+    #[test]
+    fn generated_sets_follow_the_rows() {
+        assert_eq!(
+            members::ALU_OP.map(|s| s.len()),
+            [33, 60, 64, 65],
+            "the ALU_OP note gives 33 / 60 / 64 / 65"
+        );
+        assert_eq!(sets::ARITH[Gen::V3.index()].len(), 26);
+        assert_eq!(sets::ARITH[Gen::V4.index()].len(), 30);
+        assert!(sets::PSUM_ZERO_REGION_LEGAL[Gen::V3.index()] == ByteSet::of(&[0]));
+        assert!(
+            !members::DTYPE[Gen::V3.index()].has(0x10) && members::DTYPE[Gen::V4.index()].has(0x10)
+        );
+    }
+
+    #[test]
+    fn gate_binding_follows_the_format_column() {
+        assert_eq!(FormatGate::of(Gen::V3, 0x43), Some(FormatGate::S3d3Ts));
+        assert_eq!(FormatGate::of(Gen::V3, 0x44), None, "dormant");
+        assert_eq!(FormatGate::of(Gen::V2, 0x7B), None, "no layout on v2");
+        assert_eq!(
+            FormatGate::of(Gen::V5, 0xF3),
+            None,
+            "no gate lists the format"
+        );
+        for gen in Gen::ALL {
+            for op in 0..=255u8 {
+                if let Some(g) = FormatGate::of(gen, op) {
+                    let r = opcode(op).expect("catalog row");
+                    assert!(g.def().formats.contains(&r.format), "{gen} {op:#x}");
+                    let p = r.presence_for(gen);
+                    assert!(p.is_present() && p != Presence::Dormant, "{gen} {op:#x}");
+                }
+            }
+        }
     }
 }

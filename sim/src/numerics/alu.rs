@@ -21,6 +21,8 @@
 
 use std::fmt;
 
+use tpbsim_isa::formats::{members, sets};
+use tpbsim_isa::spec::ByteSet;
 use tpbsim_isa::{Engine, Gen};
 
 use super::cast::{CastError, CastPolicy};
@@ -129,74 +131,18 @@ impl fmt::Display for Signedness {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AluOp(u8);
 
-/// (code, name, first generation) for every member of the enum (65 on v5).
-const OPS: [(u8, &str, Gen); 65] = [
-    (0x00, "BYPASS", Gen::V2),
-    (0x01, "BITWISE_NOT", Gen::V2),
-    (0x02, "ARITH_SHIFT_LEFT", Gen::V2),
-    (0x03, "ARITH_SHIFT_RIGHT", Gen::V2),
-    (0x04, "ADD", Gen::V2),
-    (0x05, "SUBTRACT", Gen::V2),
-    (0x06, "MULT", Gen::V2),
-    (0x07, "DIVIDE", Gen::V2),
-    (0x08, "MAX", Gen::V2),
-    (0x09, "MIN", Gen::V2),
-    (0x0A, "BITWISE_AND", Gen::V2),
-    (0x0B, "BITWISE_OR", Gen::V2),
-    (0x0C, "BITWISE_XOR", Gen::V2),
-    (0x0D, "LOGICAL_AND", Gen::V2),
-    (0x0E, "LOGICAL_OR", Gen::V2),
-    (0x0F, "LOGICAL_XOR", Gen::V2),
-    (0x10, "LOGICAL_SHIFT_LEFT", Gen::V2),
-    (0x11, "LOGICAL_SHIFT_RIGHT", Gen::V2),
-    (0x12, "IS_EQ", Gen::V2),
-    (0x13, "IS_GT", Gen::V2),
-    (0x14, "IS_GE", Gen::V2),
-    (0x15, "IS_LE", Gen::V2),
-    (0x16, "IS_LT", Gen::V2),
-    (0x17, "ABSOLUTE_DIFF", Gen::V2),
-    (0x18, "IS_NE", Gen::V2),
-    (0x19, "ABSOLUTE_VALUE", Gen::V2),
-    (0x1A, "POW", Gen::V2),
-    (0x1B, "MOD", Gen::V2),
-    (0x1C, "CRC32", Gen::V2),
-    (0x1D, "RSQRT", Gen::V2),
-    (0x20, "ABS_MAX", Gen::V4),
-    (0x21, "ABS_MIN", Gen::V4),
-    (0x22, "RE_LU", Gen::V4),
-    (0x23, "SQUARE", Gen::V4),
-    (0x24, "SYMMETRIC_CLAMP", Gen::V5),
-    (0xC4, "ADD_INT", Gen::V2),
-    (0xC5, "MULT_INT", Gen::V2),
-    (0xC6, "SUBTRACT_INT", Gen::V2),
-    (0xC7, "DIVIDE_INT", Gen::V3),
-    (0xC8, "MOD_INT", Gen::V3),
-    (0xC9, "IS_EQUAL_INT", Gen::V3),
-    (0xCA, "IS_NE_INT", Gen::V3),
-    (0xCB, "ABS_MAX_INT", Gen::V3),
-    (0xCC, "ABS_MIN_INT", Gen::V3),
-    (0xCD, "ABS_DIFF_INT", Gen::V3),
-    (0xCE, "ABS_VALUE_INT", Gen::V3),
-    (0xCF, "MAX_INT", Gen::V3),
-    (0xD0, "MIN_INT", Gen::V3),
-    (0xD1, "IS_GT_INT", Gen::V3),
-    (0xD2, "IS_GE_INT", Gen::V3),
-    (0xD3, "IS_LE_INT", Gen::V3),
-    (0xD4, "IS_LT_INT", Gen::V3),
-    (0xD5, "MAX_UINT", Gen::V3),
-    (0xD6, "MIN_UINT", Gen::V3),
-    (0xD7, "IS_GT_UINT", Gen::V3),
-    (0xD8, "IS_GE_UINT", Gen::V3),
-    (0xD9, "IS_LE_UINT", Gen::V3),
-    (0xDA, "IS_LT_UINT", Gen::V3),
-    (0xDB, "MULT_UINT", Gen::V3),
-    (0xDC, "DIVIDE_UINT", Gen::V3),
-    (0xDD, "MOD_UINT", Gen::V3),
-    (0xDE, "AMAX_INT", Gen::V3),
-    (0xDF, "AMIN_INT", Gen::V3),
-    (0xE0, "AMAX_UINT", Gen::V3),
-    (0xE1, "AMIN_UINT", Gen::V3),
-];
+/// Members of the spec's `ALU_OP` enumeration on any generation (65, all present on v5).
+const ANY_GEN: ByteSet = ByteSet::union_of(&members::ALU_OP);
+
+/// A per-generation spec set read from v3 on: the predicates below answer for ops that exist
+/// only from v3 (the int band 0xC7..) on v2 too; whether an op exists on a generation is
+/// [`AluOp::exists_in`]'s question.
+const fn from_v3(per_gen: &[ByteSet; 4], gen: Gen) -> ByteSet {
+    match gen {
+        Gen::V2 => per_gen[Gen::V3.index()],
+        g => per_gen[g.index()],
+    }
+}
 
 impl AluOp {
     /// Pass-through of src0 (legal in both classes).
@@ -332,20 +278,16 @@ impl AluOp {
 
     /// Every member of the enum, in code order.
     pub fn all() -> impl Iterator<Item = AluOp> {
-        OPS.iter().map(|&(c, _, _)| AluOp(c))
+        ANY_GEN.iter().map(AluOp)
     }
 
     /// The op for a wire byte, if the byte is a member of the enum on some generation.
     pub fn from_wire(byte: u8) -> Result<AluOp, AluError> {
-        if Self::entry(byte).is_some() {
+        if ANY_GEN.has(byte) {
             Ok(AluOp(byte))
         } else {
             Err(AluError::UnknownOp(byte))
         }
-    }
-
-    fn entry(byte: u8) -> Option<&'static (u8, &'static str, Gen)> {
-        OPS.iter().find(|e| e.0 == byte)
     }
 
     /// The wire byte.
@@ -356,12 +298,15 @@ impl AluOp {
 
     /// The header name without the `NEURON_ISA_TPB_ALU_OP_` prefix.
     pub fn name(self) -> &'static str {
-        Self::entry(self.0).map_or("?", |e| e.1)
+        tpbsim_isa::AluOp(self.0).name().unwrap_or("?")
     }
 
     /// The first generation whose enum has this op.
     pub fn since(self) -> Gen {
-        Self::entry(self.0).map_or(Gen::V5, |e| e.2)
+        Gen::ALL
+            .into_iter()
+            .find(|g| members::ALU_OP[g.index()].has(self.0))
+            .unwrap_or(Gen::V5)
     }
 
     /// Whether the op exists on `gen`.
@@ -388,48 +333,42 @@ impl AluOp {
 
     /// `is_bitvec_op`: BYPASS, BITWISE_NOT, the four shifts, AND/OR/XOR, CRC32.
     pub const fn is_bitvec(self) -> bool {
-        matches!(self.0, 0x00..=0x03 | 0x0A..=0x0C | 0x10 | 0x11 | 0x1C)
+        ByteSet::union_of(&sets::BITVEC).has(self.0)
     }
 
     /// `is_general_bitvec_op` (legal for 0x51 / 0x53): bitvec minus CRC32.
     pub const fn is_general_bitvec(self) -> bool {
-        self.is_bitvec() && self.0 != 0x1C
+        ByteSet::union_of(&sets::GENERAL_BITVEC).has(self.0)
     }
 
     /// `is_valid_int_aluop`: 0xC4..=0xDD except ABS_VALUE_INT, plus MOD (26 ops).
     pub const fn is_valid_int_aluop(self) -> bool {
-        matches!(self.0, 0xC4..=0xCD | 0xCF..=0xDD | 0x1B)
+        ByteSet::union_of(&sets::VALID_INT_ALUOP).has(self.0)
     }
 
     /// `is_arith_op` on `gen` (26 ops before v4, 30 from v4).
     pub fn is_arith(self, gen: Gen) -> bool {
-        let base = matches!(
-            self.0,
-            0x00 | 0x04..=0x09 | 0x0D..=0x0F | 0x12..=0x19 | 0x1A | 0x1B | 0x1D | 0xC4..=0xC8
-        );
-        base || (gen >= Gen::V4 && matches!(self.0, 0x20..=0x23))
+        from_v3(&sets::ARITH, gen).has(self.0)
     }
 
     /// `is_general_arith_op` on `gen` (17 before v4, 21 from v4).
     pub fn is_general_arith(self, gen: Gen) -> bool {
-        self.is_arith(gen)
-            && !matches!(self.0, 0x07 | 0x1A | 0x1B | 0x1D)
-            && !self.is_valid_int_aluop()
+        from_v3(&sets::GENERAL_ARITH, gen).has(self.0)
     }
 
     /// `is_signed_alu_op`.
     pub const fn is_signed_legal(self) -> bool {
-        matches!(self.0, 0xC4..=0xC8 | 0x1B | 0xC9..=0xCD | 0xCF..=0xD4)
+        ByteSet::union_of(&sets::SIGNED_LEGAL).has(self.0)
     }
 
     /// `is_unsigned_alu_op`.
     pub const fn is_unsigned_legal(self) -> bool {
-        matches!(self.0, 0xC4..=0xCA | 0x1B | 0xD5..=0xDD)
+        ByteSet::union_of(&sets::UNSIGNED_LEGAL).has(self.0)
     }
 
     /// `is_valid_int_aluop_dve` (v5): the DVE integer subset (15 ops).
     pub const fn is_dve_int(self) -> bool {
-        matches!(self.0, 0x00 | 0xC4..=0xC6 | 0xC9..=0xCD | 0xCF..=0xD4)
+        ByteSet::union_of(&sets::DVE_INT_SUBSET).has(self.0)
     }
 
     /// Signedness fixed by the op itself (integer band and arg ops), if any.

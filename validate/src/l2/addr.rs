@@ -7,18 +7,21 @@
 //! C isa/tensor-descriptors.md (`tensor2d_valid` / `tensor3d_valid` bodies),
 //! C isa/pe-matmul-encoding.md (`mxmem1d_valid`).
 
-use tpbsim_isa::Gen;
+use tpbsim_isa::{Gen, Geometry};
 
 use super::dtype;
 use super::enums::NUM_ADDR_REGISTERS;
 use super::rule::{rule, Allowed, Ck, Field, Sink};
 
+/// The geometry of the generations with an L2 validator (v2..v4 share the address map).
+const L2_GEOMETRY: Geometry = Geometry::at(Gen::V4);
+
 /// Partition address mask (`TPB_PARTITION_ADDR_MASK`).
-pub const ADDR_MASK: u32 = 0x1FFF_FFFF;
+pub const ADDR_MASK: u32 = L2_GEOMETRY.partition_addr_mask;
 /// PSUM window base (`PSUM_BUF_OFFSET`).
-pub const PSUM_BASE: u32 = 0x0200_0000;
+pub const PSUM_BASE: u32 = L2_GEOMETRY.psum_base;
 /// PSUM window span minus one (`PSUM_BUF_SZ - 1`).
-pub const PSUM_SPAN: u32 = 0x003F_FFFF;
+pub const PSUM_SPAN: u32 = L2_GEOMETRY.psum_buf_size - 1;
 
 /// ADDR4 byte-3 marker: address from a register.
 pub const MARKER_ADDR_REG: u8 = 0x80;
@@ -52,14 +55,19 @@ pub const fn in_sbuf(word: u32) -> bool {
 /// SBUF partition stride as an address shift (256 KiB on v2–v4, 1 MiB on v5).
 #[inline]
 pub const fn sbuf_partition_shift(gen: Gen) -> u32 {
-    match gen {
-        Gen::V5 => 20,
-        _ => 18,
-    }
+    SBUF_PARTITION_SHIFT[gen.index()]
 }
 
+/// [`sbuf_partition_shift`] per generation, evaluated once from the spec geometry.
+const SBUF_PARTITION_SHIFT: [u32; 4] = [
+    Geometry::at(Gen::V2).sbuf_partition_shift(),
+    Geometry::at(Gen::V3).sbuf_partition_shift(),
+    Geometry::at(Gen::V4).sbuf_partition_shift(),
+    Geometry::at(Gen::V5).sbuf_partition_shift(),
+];
+
 /// PSUM partition stride as an address shift (32 KiB).
-pub const PSUM_PARTITION_SHIFT: u32 = 15;
+pub const PSUM_PARTITION_SHIFT: u32 = L2_GEOMETRY.psum_partition_shift();
 
 /// Start partition of an immediate address (SBUF or PSUM).
 #[inline]
@@ -257,6 +265,13 @@ impl Operand {
     /// Operand `name` at `off`.
     pub const fn new(name: &'static str, off: u8) -> Operand {
         Operand { name, off }
+    }
+    /// The descriptor operand a spec locator names, at its offset in the L2 generations.
+    pub const fn at(loc: tpbsim_isa::spec::FieldLoc) -> Operand {
+        Operand {
+            name: loc.name,
+            off: loc.l2_offset(),
+        }
     }
     /// The descriptor's ADDR4 start word.
     pub const fn addr(&self) -> Field {

@@ -1,42 +1,42 @@
 //! Wire dtype predicates: `is_valid_dtype`, `is_valid_dtype_64`, `is_valid_dtype_inc_fp4`,
 //! element sizes and the integer/signedness classes (isa-facts §6.1, R validator-architecture).
 
-use tpbsim_isa::Gen;
+use tpbsim_isa::{Dtype, Gen};
 
 /// INVALID.
-pub const INVALID: u8 = 0x00;
+pub const INVALID: u8 = Dtype::INVALID.0;
 /// UINT64.
-pub const UINT64: u8 = 0x01;
+pub const UINT64: u8 = Dtype::UINT64.0;
 /// INT8.
-pub const INT8: u8 = 0x02;
+pub const INT8: u8 = Dtype::INT8.0;
 /// UINT8 (also the E8M0 scale byte).
-pub const UINT8: u8 = 0x03;
+pub const UINT8: u8 = Dtype::UINT8.0;
 /// INT16.
-pub const INT16: u8 = 0x04;
+pub const INT16: u8 = Dtype::INT16.0;
 /// UINT16.
-pub const UINT16: u8 = 0x05;
+pub const UINT16: u8 = Dtype::UINT16.0;
 /// BF16.
-pub const BF16: u8 = 0x06;
+pub const BF16: u8 = Dtype::BF16.0;
 /// FP16.
-pub const FP16: u8 = 0x07;
+pub const FP16: u8 = Dtype::FP16.0;
 /// INT32.
-pub const INT32: u8 = 0x08;
+pub const INT32: u8 = Dtype::INT32.0;
 /// UINT32.
-pub const UINT32: u8 = 0x09;
+pub const UINT32: u8 = Dtype::UINT32.0;
 /// FP32.
-pub const FP32: u8 = 0x0A;
+pub const FP32: u8 = Dtype::FP32.0;
 /// FP32R.
-pub const FP32R: u8 = 0x0B;
+pub const FP32R: u8 = Dtype::FP32R.0;
 /// INT64.
-pub const INT64: u8 = 0x0C;
+pub const INT64: u8 = Dtype::INT64.0;
 /// FP8 E3M4.
-pub const FP8_EXP3: u8 = 0x0D;
+pub const FP8_EXP3: u8 = Dtype::FP8_EXP3.0;
 /// FP8 E4M3.
-pub const FP8_EXP4: u8 = 0x0E;
+pub const FP8_EXP4: u8 = Dtype::FP8_EXP4.0;
 /// FP8 E5M2.
-pub const FP8_EXP5: u8 = 0x0F;
+pub const FP8_EXP5: u8 = Dtype::FP8_EXP5.0;
 /// FP4 E2M1 (×4 in 2 bytes), v4+.
-pub const FP4_EXP2: u8 = 0x10;
+pub const FP4_EXP2: u8 = Dtype::FP4_EXP2.0;
 
 /// Wire dtype name, for messages.
 pub const fn name(t: u8) -> &'static str {

@@ -125,6 +125,27 @@ impl Field {
         }
     }
 
+    /// The field a spec locator names, at the offset it has in the L2 generations (v2..v4).
+    /// A locator whose offset or width moves between those generations fails to compile.
+    pub const fn at(loc: tpbsim_isa::spec::FieldLoc) -> Field {
+        Field {
+            name: loc.name,
+            sub: "",
+            start: loc.l2_offset(),
+            len: loc.l2_width(),
+        }
+    }
+
+    /// A part (`sub`) of the one-byte field a spec locator names (a nibble of a dtype pair).
+    pub const fn sub_at(loc: tpbsim_isa::spec::FieldLoc, sub: &'static str) -> Field {
+        Field {
+            name: loc.name,
+            sub,
+            start: loc.l2_offset(),
+            len: 1,
+        }
+    }
+
     /// A sub-field of a descriptor operand named `name`.
     pub const fn sub(name: &'static str, sub: &'static str, start: u8, len: u8) -> Field {
         Field {

@@ -8,35 +8,36 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::{dtype_check, enum_check, float_finite, pool_no_psum, spec_reserved, DtypeOpts};
+use tpbsim_isa::formats::loc;
 
 /// `imm_src` (IMM_SRC).
-pub const IMM_SRC: Field = Field::new("imm_src", 12, 1);
+pub const IMM_SRC: Field = Field::at(loc::activate::IMM_SRC);
 /// `scale_src` (IMM_SRC).
-pub const SCALE_SRC: Field = Field::new("scale_src", 13, 1);
+pub const SCALE_SRC: Field = Field::at(loc::activate::SCALE_SRC);
 /// `accumulator_cmd` (ACCUM_CMD).
-pub const ACC_CMD: Field = Field::new("accumulator_cmd", 14, 1);
+pub const ACC_CMD: Field = Field::at(loc::activate::ACCUMULATOR_CMD);
 /// `bias_src_n` (IMM_SRC_N, inverted).
-pub const BIAS_SRC_N: Field = Field::new("bias_src_n", 15, 1);
+pub const BIAS_SRC_N: Field = Field::at(loc::activate::BIAS_SRC_N);
 /// Source pattern.
-pub const SRC: Operand = Operand::new("src", 16);
+pub const SRC: Operand = Operand::at(loc::activate::SRC);
 /// Input dtype (low nibble of the pair byte).
-pub const IN_DTYPE: Field = Field::sub("in_bias_dtypes", "in (low nibble)", 32, 1);
+pub const IN_DTYPE: Field = Field::sub_at(loc::activate::IN_BIAS_DTYPES, "in (low nibble)");
 /// Bias dtype (high nibble of the pair byte).
-pub const BIAS_DTYPE: Field = Field::sub("in_bias_dtypes", "bias (high nibble)", 32, 1);
+pub const BIAS_DTYPE: Field = Field::sub_at(loc::activate::IN_BIAS_DTYPES, "bias (high nibble)");
 /// Output dtype.
-pub const OUT_DTYPE: Field = Field::new("out_dtype", 33, 1);
+pub const OUT_DTYPE: Field = Field::at(loc::activate::OUT_DTYPE);
 /// Active partitions.
-pub const NUM_ACTIVE: Field = Field::new("num_active_partitions", 34, 1);
+pub const NUM_ACTIVE: Field = Field::at(loc::activate::NUM_ACTIVE_PARTITIONS);
 /// Wire activation function code.
-pub const FUNC: Field = Field::new("activation_func", 35, 1);
+pub const FUNC: Field = Field::at(loc::activate::ACTIVATION_FUNC);
 /// Scale immediate (f32), read when `scale_src` is INSTRUCTION.
-pub const SCALE: Field = Field::new("scale_value", 36, 4);
+pub const SCALE: Field = Field::at(loc::activate::SCALE_VALUE);
 /// Bias: an ADDR4 (POINTER) or an f32 (INSTRUCTION).
-pub const BIAS: Field = Field::new("bias", 40, 4);
+pub const BIAS: Field = Field::at(loc::activate::BIAS);
 /// Function parameter immediate.
-pub const IMM: Field = Field::new("imm", 44, 4);
+pub const IMM: Field = Field::at(loc::activate::IMM);
 /// Destination pattern.
-pub const DST: Operand = Operand::new("dst", 48);
+pub const DST: Operand = Operand::at(loc::activate::DST);
 
 rule!(IMM_SRC_ENUM, "is_valid_enum(IMM_SRC)", Format,
     public "isa-facts §6.7 (IMM_SRC INSTRUCTION 0, POINTER 1, REG_PTR 2; IMM_SRC_N POINTER 0, INSTRUCTION 1, REG 2)",

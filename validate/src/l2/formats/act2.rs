@@ -12,6 +12,7 @@ use super::super::enums::{self, ByteSet};
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::act::{ACT_FUNC_ENUM, IMM_SRC_ENUM};
 use super::{active_channels, dtype_check, enum_check, float_finite, spec_reserved, DtypeOpts};
+use tpbsim_isa::formats::loc;
 
 rule!(ALU_OP_ENUM, "is_valid_enum(ALU_OP)", Format,
     public "isa-facts §6.3 (NEURON_ISA_TPB_ALU_OP members per generation: 33 / 60 / 64)",
@@ -62,33 +63,33 @@ pub fn alu_op_enum<S: Sink>(ck: &mut Ck<S>, f: Field) {
 // ---- Activate2 0x25 (S2D2_AC) ----
 
 /// Activate2 source (TENSOR2D, inferred slot).
-pub const AC2_SRC: Operand = Operand::new("src", 12);
+pub const AC2_SRC: Operand = Operand::at(loc::activate2::SRC);
 /// `relu_param_src` (IMM_SRC).
-pub const AC2_RELU_SRC: Field = Field::new("relu_param_src", 24, 1);
+pub const AC2_RELU_SRC: Field = Field::at(loc::activate2::RELU_PARAM_SRC);
 /// `imm0_src` (IMM_SRC).
-pub const AC2_IMM0_SRC: Field = Field::new("imm0_src", 25, 1);
+pub const AC2_IMM0_SRC: Field = Field::at(loc::activate2::IMM0_SRC);
 /// `reduce_cmd` (REDUCE_CMD).
-pub const AC2_REDUCE_CMD: Field = Field::new("reduce_cmd", 26, 1);
+pub const AC2_REDUCE_CMD: Field = Field::at(loc::activate2::REDUCE_CMD);
 /// `imm_dtype`.
-pub const AC2_IMM_DTYPE: Field = Field::new("imm_dtype", 28, 1);
+pub const AC2_IMM_DTYPE: Field = Field::at(loc::activate2::IMM_DTYPE);
 /// `op0`.
-pub const AC2_OP0: Field = Field::new("op0", 29, 1);
+pub const AC2_OP0: Field = Field::at(loc::activate2::OP0);
 /// `op1`.
-pub const AC2_OP1: Field = Field::new("op1", 30, 1);
+pub const AC2_OP1: Field = Field::at(loc::activate2::OP1);
 /// `reduce_op`.
-pub const AC2_REDUCE_OP: Field = Field::new("reduce_op", 31, 1);
+pub const AC2_REDUCE_OP: Field = Field::at(loc::activate2::REDUCE_OP);
 /// Input dtype.
-pub const AC2_IN: Field = Field::new("in_dtype", 32, 1);
+pub const AC2_IN: Field = Field::at(loc::activate2::IN_DTYPE);
 /// Output dtype.
-pub const AC2_OUT: Field = Field::new("out_dtype", 33, 1);
+pub const AC2_OUT: Field = Field::at(loc::activate2::OUT_DTYPE);
 /// Active partitions.
-pub const AC2_NUM: Field = Field::new("num_active_partitions", 34, 1);
+pub const AC2_NUM: Field = Field::at(loc::activate2::NUM_ACTIVE_PARTITIONS);
 /// Activation function.
-pub const AC2_FUNC: Field = Field::new("activation_func", 35, 1);
+pub const AC2_FUNC: Field = Field::at(loc::activate2::ACTIVATION_FUNC);
 /// Destination (TENSOR2D, inferred slot).
-pub const AC2_DST: Operand = Operand::new("dst", 48);
+pub const AC2_DST: Operand = Operand::at(loc::activate2::DST);
 /// Saturate / reverse byte.
-pub const AC2_REVERSE_F: Field = Field::new("reverse", 60, 1);
+pub const AC2_REVERSE_F: Field = Field::at(loc::activate2::REVERSE);
 
 /// `is_valid_s2d2_ac`: Activate2 0x25.
 pub fn is_valid_s2d2_ac<S: Sink>(ck: &mut Ck<S>) {
@@ -141,25 +142,26 @@ pub fn is_valid_s2d2_ac<S: Sink>(ck: &mut Ck<S>) {
 // ---- ActivateQuantize 0x22 (S3D3_AQ) ----
 
 /// `quant_scale` (f32).
-pub const AQ_QUANT_SCALE: Field = Field::new("quant_scale", 12, 4);
+pub const AQ_QUANT_SCALE: Field = Field::at(loc::activate_quantize::QUANT_SCALE);
 /// Source.
-pub const AQ_SRC: Operand = Operand::new("src", 16);
+pub const AQ_SRC: Operand = Operand::at(loc::activate_quantize::SRC);
 /// Input dtype (low nibble of the pair).
-pub const AQ_IN: Field = Field::sub("in_bias_dtypes", "in (low nibble)", 32, 1);
+pub const AQ_IN: Field = Field::sub_at(loc::activate_quantize::IN_BIAS_DTYPES, "in (low nibble)");
 /// Bias dtype (high nibble of the pair).
-pub const AQ_BIAS_DT: Field = Field::sub("in_bias_dtypes", "bias (high nibble)", 32, 1);
+pub const AQ_BIAS_DT: Field =
+    Field::sub_at(loc::activate_quantize::IN_BIAS_DTYPES, "bias (high nibble)");
 /// Output dtype.
-pub const AQ_OUT: Field = Field::new("out_dtype", 33, 1);
+pub const AQ_OUT: Field = Field::at(loc::activate2::OUT_DTYPE);
 /// Active partitions.
-pub const AQ_NUM: Field = Field::new("num_active_partitions", 34, 1);
+pub const AQ_NUM: Field = Field::at(loc::activate2::NUM_ACTIVE_PARTITIONS);
 /// Activation function.
-pub const AQ_FUNC: Field = Field::new("activation_func", 35, 1);
+pub const AQ_FUNC: Field = Field::at(loc::activate2::ACTIVATION_FUNC);
 /// `dequant_scale` (f32).
-pub const AQ_DEQUANT_SCALE: Field = Field::new("dequant_scale", 36, 4);
+pub const AQ_DEQUANT_SCALE: Field = Field::at(loc::activate_quantize::DEQUANT_SCALE);
 /// Bias address.
-pub const AQ_BIAS: Field = Field::new("bias_addr", 40, 4);
+pub const AQ_BIAS: Field = Field::at(loc::activate_quantize::BIAS_ADDR);
 /// Destination.
-pub const AQ_DST: Operand = Operand::new("dst", 48);
+pub const AQ_DST: Operand = Operand::at(loc::activate2::DST);
 
 /// `is_valid_s3d3_aq`: ActivateQuantize 0x22.
 pub fn is_valid_s3d3_aq<S: Sink>(ck: &mut Ck<S>) {
@@ -195,15 +197,15 @@ pub fn is_valid_s3d3_aq<S: Sink>(ck: &mut Ck<S>) {
 // ---- ReadAccumulator 0x24 / 0x9B (D1_RD) ----
 
 /// `dst_element_count`.
-pub const RD_COUNT: Field = Field::new("dst_element_count", 28, 4);
+pub const RD_COUNT: Field = Field::at(loc::read_accumulator::DST_ELEMENT_COUNT);
 /// Destination dtype.
-pub const RD_DTYPE: Field = Field::new("dtype", 32, 1);
+pub const RD_DTYPE: Field = Field::at(loc::read_accumulator::DTYPE);
 /// `negated`.
-pub const RD_NEG: Field = Field::new("negated", 33, 1);
+pub const RD_NEG: Field = Field::at(loc::read_accumulator::NEGATED);
 /// Active partitions.
-pub const RD_NUM: Field = Field::new("num_active_partitions", 34, 1);
+pub const RD_NUM: Field = Field::at(loc::activate2::NUM_ACTIVE_PARTITIONS);
 /// Destination (TENSOR1D).
-pub const RD_DST: Operand = Operand::new("dst", 44);
+pub const RD_DST: Operand = Operand::at(loc::read_accumulator::DST);
 
 /// `is_valid_d1_rd`: ReadAccumulator 0x24 (ACT) / DveReadAccumulator 0x9B (DVE).
 pub fn is_valid_d1_rd<S: Sink>(ck: &mut Ck<S>) {

@@ -3,6 +3,7 @@
 
 use super::super::header;
 use super::super::rule::{Ck, Field, Sink};
+use tpbsim_isa::formats::loc;
 
 /// Extended wait mode.
 pub const X_WAIT_MODE: Field = Field::new("events_ext.wait_mode", 0x20, 1);
@@ -86,7 +87,7 @@ rule!(RANGE_CLEAR_ORDER, "is_valid_event_semaphore_range_clear.range", Format,
     "RANGE mode: first <= last");
 
 /// ActivationTableLoad's set selector (+0x23).
-pub const ACT_TABLE_SET: Field = Field::new("act_table_set", 35, 1);
+pub const ACT_TABLE_SET: Field = Field::at(loc::act_table_load::ACT_TABLE_SET);
 /// Notify's payload (first bytes).
 pub const NOTIFY_PAYLOAD: Field = Field::new("payload", 12, 8);
 
@@ -131,13 +132,13 @@ pub fn is_valid_write<S: Sink>(ck: &mut Ck<S>) {
 }
 
 /// CTRL_AL op.
-pub const AL_OP: Field = Field::new("op", 12, 1);
+pub const AL_OP: Field = Field::at(loc::alu_op_inst::OP);
 /// CTRL_AL dtype.
-pub const AL_DTYPE: Field = Field::new("dtype", 13, 1);
+pub const AL_DTYPE: Field = Field::at(loc::alu_op_inst::DTYPE);
 /// CTRL_AL src1 data source.
-pub const AL_DATASRC: Field = Field::new("src1_datasrc", 14, 1);
+pub const AL_DATASRC: Field = Field::at(loc::alu_op_inst::SRC1_DATASRC);
 /// CTRL_AL destination dtype.
-pub const AL_DST_DTYPE: Field = Field::new("dst_dtype", 15, 1);
+pub const AL_DST_DTYPE: Field = Field::at(loc::alu_op_inst::DST_DTYPE);
 
 rule!(CTRL_AL_DST_DTYPE, "is_valid_ctrl_al.dst_dtype", Format,
     public "R isa/pseudo-instruction-lowering.md (add_add32_imm / add_sub32 / add_max32 / add_min32 store the word 0x10804 / 0x805 / 0x808 / 0x809 at +0x0C, leaving dst_dtype 0, and every emitted record passes is_valid_neuron_instruction)",
@@ -235,7 +236,7 @@ rule!(CORE_BARRIER_COMPANION, "is_valid_core_barrier.companion", Format,
     "CoreBarrier's companion access (+0x20..+0x3F)");
 
 /// CoreBarrier companion access.
-pub const CB_COMPANION: Field = Field::new("companion", 32, 32);
+pub const CB_COMPANION: Field = Field::at(loc::core_barrier::COMPANION);
 
 /// `is_valid_core_barrier`: CoreBarrier 0xD8. The id and index are any u32 (no bound is
 /// published); the bytes between them and the companion access are reserved; the companion
@@ -270,11 +271,11 @@ mod core_barrier_tests {
 }
 
 /// CTRL_BR compare op.
-pub const BR_CMP: Field = Field::new("cmp_op", 12, 1);
+pub const BR_CMP: Field = Field::at(loc::compare_branch::CMP_OP);
 /// CTRL_BR compare dtype.
-pub const BR_DTYPE: Field = Field::new("dtype", 13, 1);
+pub const BR_DTYPE: Field = Field::at(loc::alu_op_inst::DTYPE);
 /// CTRL_BR target mode.
-pub const BR_MODE: Field = Field::new("target_mode", 14, 1);
+pub const BR_MODE: Field = Field::at(loc::compare_branch::TARGET_MODE);
 
 /// `is_valid_ctrl_br`: CompareBranch 0xA9.
 pub fn is_valid_ctrl_br<S: Sink>(ck: &mut Ck<S>) {
@@ -299,11 +300,11 @@ pub fn is_valid_ctrl_br<S: Sink>(ck: &mut Ck<S>) {
 }
 
 /// Range-clear mode.
-pub const RC_MODE: Field = Field::new("mode", 12, 1);
+pub const RC_MODE: Field = Field::at(loc::event_semaphore_range_clear::MODE);
 /// First event.
-pub const RC_FIRST: Field = Field::new("first", 13, 1);
+pub const RC_FIRST: Field = Field::at(loc::event_semaphore_range_clear::FIRST);
 /// Last event.
-pub const RC_LAST: Field = Field::new("last", 14, 1);
+pub const RC_LAST: Field = Field::at(loc::event_semaphore_range_clear::LAST);
 
 /// `is_valid_event_semaphore_range_clear`: EventSemaphoreRangeClear 0xB0.
 pub fn is_valid_event_semaphore_range_clear<S: Sink>(ck: &mut Ck<S>) {

@@ -11,6 +11,7 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::enums::ByteSet;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use tpbsim_isa::formats::loc;
 
 rule!(DGE_OPCODE_ENUM, "is_valid_enum(DGE_OPCODE)", Format,
     public "G dma/descriptor-ring-field-tables.md (DMA_DIRECT2D +15 dge_op: DIRECT2D 0, INDIRECT1D 1, TRANSPOSE 2, GATHER_TRANSPOSE 3); the compiler's sync-command reading (COPY 3, TRANSPOSE 1) stays inside the same range (isa-facts §10 #34)",
@@ -35,9 +36,9 @@ rule!(EXT_PAYLOAD, "is_valid_extended.payload", Format,
     "the extended payload of this sub-opcode");
 
 /// DMA_DIRECT2D dge_op / sync-command byte.
-pub const DMA_DGE_OP: Field = Field::new("dge_op", 15, 1);
+pub const DMA_DGE_OP: Field = Field::at(loc::dma_direct2d::DGE_OP);
 /// DMA_DIRECT2D source ADDR8.
-pub const DMA_SRC: Field = Field::new("src", 16, 8);
+pub const DMA_SRC: Field = Field::at(loc::dma_direct2d::SRC);
 
 /// `is_valid_dma_direct2d`: DMA_DIRECT2D pseudo 0xD4.
 pub fn is_valid_dma_direct2d<S: Sink>(ck: &mut Ck<S>) {
@@ -75,7 +76,7 @@ pub fn is_padded_name(bytes: &[u8]) -> bool {
 }
 
 /// PSEUDO_INST sub-op.
-pub const PSEUDO_SUB_OP: Field = Field::new("sub_op", 12, 1);
+pub const PSEUDO_SUB_OP: Field = Field::at(loc::pseudo_inst::SUB_OP);
 
 /// `is_valid_pseudo`: DmaTrigger 0xC1, LoadActFuncSet 0xC6, FunctionBegin 0xD1, FunctionCall
 /// 0xD3 (name strings) and PSEUDO_INST 0xDF (sub-op).
@@ -108,23 +109,23 @@ pub fn is_valid_pseudo<S: Sink>(ck: &mut Ck<S>) {
 }
 
 /// Extended sub-opcode.
-pub const EXT_OP: Field = Field::new("ext_opcode", 12, 1);
+pub const EXT_OP: Field = Field::at(loc::extended::EXT_OPCODE);
 /// Extended completion info.
-pub const EXT_COMPLETION: Field = Field::new("completion_info", 13, 1);
+pub const EXT_COMPLETION: Field = Field::at(loc::extended::COMPLETION_INFO);
 /// EXTENDED_TTA source dtypes.
-pub const TTA_IN0: Field = Field::sub("in_dtypes", "src0 (low nibble)", 14, 1);
+pub const TTA_IN0: Field = Field::sub_at(loc::extended_tta::IN_DTYPES, "src0 (low nibble)");
 /// EXTENDED_TTA second source dtype.
-pub const TTA_IN1: Field = Field::sub("in_dtypes", "src1 (high nibble)", 14, 1);
+pub const TTA_IN1: Field = Field::sub_at(loc::extended_tta::IN_DTYPES, "src1 (high nibble)");
 /// EXTENDED_TTA output dtype.
-pub const TTA_OUT: Field = Field::new("out_dtype", 15, 1);
+pub const TTA_OUT: Field = Field::at(loc::extended_tta::OUT_DTYPE);
 /// EXTENDED_TTA op.
-pub const TTA_OP: Field = Field::new("op", 16, 1);
+pub const TTA_OP: Field = Field::at(loc::extended_tta::OP);
 /// EXTENDED_TTA sources and destination.
-pub const TTA_SRC0: Operand = Operand::new("src0", 20);
+pub const TTA_SRC0: Operand = Operand::at(loc::extended_tta::SRC0);
 /// Second source.
-pub const TTA_SRC1: Operand = Operand::new("src1", 32);
+pub const TTA_SRC1: Operand = Operand::at(loc::extended_tta::SRC1);
 /// Destination.
-pub const TTA_DST: Operand = Operand::new("dst", 44);
+pub const TTA_DST: Operand = Operand::at(loc::extended_tta::DST);
 
 /// `is_valid_extended`: EXTENDED_INST 0xF0; the TENSOR_TENSOR_ARITH sub-opcode (2) is checked
 /// in full, the others for their sub-opcode and reserved bytes.

@@ -10,22 +10,23 @@ use super::super::enums::{self, ByteSet};
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::pe::{self, IN_DTYPE, PSUM_ACC, ZERO_REGION};
 use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use tpbsim_isa::formats::loc;
 
 /// MX source descriptor (MXMEM_PATTERN1D) of LdWeightsMx / MatmulMx.
-pub const MX_SRC: Operand = Operand::new("src", 16);
+pub const MX_SRC: Operand = Operand::at(loc::ld_weights_mx::SRC);
 /// MatmulMx `out_dtype`.
-pub const MX_OUT_DTYPE: Field = Field::new("out_dtype", 40, 1);
+pub const MX_OUT_DTYPE: Field = Field::at(loc::matmul_mx::OUT_DTYPE);
 
 /// QuantizeMx source pattern.
-pub const Q_SRC: Operand = Operand::new("src", 16);
+pub const Q_SRC: Operand = Operand::at(loc::ld_weights_mx::SRC);
 /// QuantizeMx source partition count.
-pub const Q_SRC_PARTITIONS: Field = Field::new("num_active_partitions", 33, 1);
+pub const Q_SRC_PARTITIONS: Field = Field::at(loc::quantize_mx::NUM_ACTIVE_PARTITIONS);
 /// QuantizeMx source dtype.
-pub const Q_SRC_DTYPE: Field = Field::new("in_dtype", 34, 1);
+pub const Q_SRC_DTYPE: Field = Field::at(loc::quantize_mx::IN_DTYPE);
 /// QuantizeMx data-out dtype.
-pub const Q_OUT_DTYPE: Field = Field::new("out_dtype", 35, 1);
+pub const Q_OUT_DTYPE: Field = Field::at(loc::quantize_mx::OUT_DTYPE);
 /// QuantizeMx MX output descriptor.
-pub const Q_DST: Operand = Operand::new("dst", 48);
+pub const Q_DST: Operand = Operand::at(loc::matmul_mx::DST);
 
 rule!(MX_DTYPE, "is_valid_mx_dtype", Format,
     public "G firmware/kernels/pe-matmul.md §7 (is_valid_mx_dtype: FP8_EXP3/4/5, FP4_EXP2 on v4; FP8_EXP2, INT4 from v5)",

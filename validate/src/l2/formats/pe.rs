@@ -6,6 +6,7 @@
 //! §2.4). Group table: G dma/sbuf-psum-banks.md §5.2 (`valid_mm_psum_quadrant`,
 //! `s3d3_mm_valid_col_group_active_columns`, `s3d3_mm_valid_xbus_sel`, `valid_mm_sbuf_quadrant`).
 
+use tpbsim_isa::formats::loc;
 use tpbsim_isa::Gen;
 
 use super::super::addr::{self, Operand, Placement};
@@ -17,37 +18,37 @@ use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
 // ---- fields shared by S3_LW / S3D3_MM ----
 
 /// Source pattern (weights for LdWeights, moving ifmap for Matmul).
-pub const SRC: Operand = Operand::new("src", 16);
+pub const SRC: Operand = Operand::at(loc::ld_weights::SRC);
 /// PSUM destination (Matmul).
-pub const DST: Operand = Operand::new("dst", 48);
+pub const DST: Operand = Operand::at(loc::matmul::DST);
 /// `in_dtype`.
-pub const IN_DTYPE: Field = Field::new("in_dtype", 32, 1);
+pub const IN_DTYPE: Field = Field::at(loc::ld_weights::IN_DTYPE);
 /// `fp32_mode` (PE_FP32MODE).
-pub const FP32_MODE: Field = Field::new("fp32_mode", 33, 1);
+pub const FP32_MODE: Field = Field::at(loc::ld_weights::FP32_MODE);
 /// `transpose_mode` (v3+).
-pub const TRANSPOSE_MODE: Field = Field::new("transpose_mode", 34, 1);
+pub const TRANSPOSE_MODE: Field = Field::at(loc::ld_weights::TRANSPOSE_MODE);
 /// `perf_opt` (PERF_OPT_MODE).
-pub const PERF_OPT: Field = Field::new("perf_opt", 35, 1);
+pub const PERF_OPT: Field = Field::at(loc::ld_weights::PERF_OPT);
 /// `num_active_rows`.
-pub const NUM_ACTIVE_ROWS: Field = Field::new("num_active_rows", 38, 1);
+pub const NUM_ACTIVE_ROWS: Field = Field::at(loc::ld_weights::NUM_ACTIVE_ROWS);
 /// `num_active_cols`.
-pub const NUM_ACTIVE_COLS: Field = Field::new("num_active_cols", 39, 1);
+pub const NUM_ACTIVE_COLS: Field = Field::at(loc::ld_weights::NUM_ACTIVE_COLS);
 /// `out_dtype` (Matmul, v3+).
-pub const OUT_DTYPE: Field = Field::new("out_dtype", 40, 1);
+pub const OUT_DTYPE: Field = Field::at(loc::matmul::OUT_DTYPE);
 /// `flags` (MATMUL_FLAGS, Matmul v4).
-pub const MM_FLAGS: Field = Field::new("flags", 42, 1);
+pub const MM_FLAGS: Field = Field::at(loc::matmul::FLAGS);
 /// `psum_accumulate_flags`.
-pub const PSUM_ACC: Field = Field::new("psum_accumulate_flags", 43, 1);
+pub const PSUM_ACC: Field = Field::at(loc::matmul::PSUM_ACCUMULATE_FLAGS);
 /// `row_grp`.
-pub const ROW_GRP: Field = Field::new("row_grp", 44, 1);
+pub const ROW_GRP: Field = Field::at(loc::ld_weights::ROW_GRP);
 /// `col_grp`.
-pub const COL_GRP: Field = Field::new("col_grp", 45, 1);
+pub const COL_GRP: Field = Field::at(loc::ld_weights::COL_GRP);
 /// `xbus_sel` (v2).
-pub const XBUS_SEL: Field = Field::new("xbus_sel", 46, 1);
+pub const XBUS_SEL: Field = Field::at(loc::ld_weights::XBUS_SEL);
 /// `psum_zero_region`.
-pub const ZERO_REGION: Field = Field::new("psum_zero_region", 47, 1);
+pub const ZERO_REGION: Field = Field::at(loc::matmul::PSUM_ZERO_REGION);
 /// `flags` (LD_WEIGHT_FLAGS, LdWeights v4).
-pub const LW_FLAGS: Field = Field::new("flags", 47, 1);
+pub const LW_FLAGS: Field = Field::at(loc::ld_weights::FLAGS);
 
 // ---- rules ----
 
@@ -568,9 +569,9 @@ pub fn mm_dst<S: Sink>(ck: &mut Ck<S>, dst: Operand, in_dt: u8, out: u8) {
 }
 
 /// MatmulSparse (`S4D3_MM`, v3+) fields.
-pub const SPARSE_SRC: Operand = Operand::new("src", 12);
+pub const SPARSE_SRC: Operand = Operand::at(loc::matmul_sparse::SRC);
 /// `out_dtype` of S4D3_MM.
-pub const SPARSE_OUT_DTYPE: Field = Field::new("out_dtype", 34, 1);
+pub const SPARSE_OUT_DTYPE: Field = Field::at(loc::matmul_sparse::OUT_DTYPE);
 
 /// `is_valid_s4d3_mm`: MatmulSparse 0x07 (v3+).
 pub fn is_valid_s4d3_mm<S: Sink>(ck: &mut Ck<S>) {

@@ -10,6 +10,7 @@ use super::super::dtype;
 use super::super::enums::ByteSet;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use tpbsim_isa::formats::loc;
 
 rule!(LT_GROUPS, "is_valid_s3_lt.groups", Format,
     public "isa-facts §4.1 (LdTags col_grp derived from the row group: 1, 3, 15 → 0; 2 → 4; 4, 12 → 8; 8 → 0x0C; other row groups invalid)",
@@ -22,13 +23,13 @@ rule!(SEED_SHAPE, "is_valid_pe_manage_seed.shape", Format,
     "PE_MANAGE_SEED row/column counts and seed tensor dtype");
 
 /// LdTags tags descriptor.
-pub const LT_TAGS: Operand = Operand::new("tags", 16);
+pub const LT_TAGS: Operand = Operand::at(loc::ld_tags::TAGS);
 /// LdTags tags dtype.
-pub const LT_DTYPE: Field = Field::new("tags_dtype", 32, 1);
+pub const LT_DTYPE: Field = Field::at(loc::ld_tags::TAGS_DTYPE);
 /// LdTags column group.
-pub const LT_COL_GRP: Field = Field::new("col_grp", 33, 1);
+pub const LT_COL_GRP: Field = Field::at(loc::ld_tags::COL_GRP);
 /// LdTags row group.
-pub const LT_ROW_GRP: Field = Field::new("row_grp", 44, 1);
+pub const LT_ROW_GRP: Field = Field::at(loc::ld_tags::ROW_GRP);
 
 /// The column group the compiler derives from an LdTags row group.
 pub const fn lt_col_group(row: u8) -> Option<u8> {
@@ -71,17 +72,17 @@ pub fn is_valid_s3_lt<S: Sink>(ck: &mut Ck<S>) {
 }
 
 /// Seed source.
-pub const SEED_SRC: Operand = Operand::new("src_seed", 12);
+pub const SEED_SRC: Operand = Operand::at(loc::pe_manage_seed::SRC_SEED);
 /// Identity tensor.
-pub const SEED_IDENTITY: Operand = Operand::new("identity", 24);
+pub const SEED_IDENTITY: Operand = Operand::at(loc::pe_manage_seed::IDENTITY);
 /// Identity dtype.
-pub const SEED_ID_DTYPE: Field = Field::new("identity_dtype", 32, 1);
+pub const SEED_ID_DTYPE: Field = Field::at(loc::pe_manage_seed::IDENTITY_DTYPE);
 /// Mode.
-pub const SEED_MODE_F: Field = Field::new("mode", 33, 1);
+pub const SEED_MODE_F: Field = Field::at(loc::pe_manage_seed::MODE);
 /// Rows.
-pub const SEED_ROWS: Field = Field::new("num_active_rows", 34, 1);
+pub const SEED_ROWS: Field = Field::at(loc::pe_manage_seed::NUM_ACTIVE_ROWS);
 /// Seed destination.
-pub const SEED_DST: Operand = Operand::new("dst_seed", 36);
+pub const SEED_DST: Operand = Operand::at(loc::pe_manage_seed::DST_SEED);
 
 /// Seed tensors: placement only (their dtype is not public, so no alignment or PSUM-write
 /// dtype rule applies).

@@ -17,6 +17,7 @@ use super::{
     active_channels, dtype_check, enum_check, flag, float_finite, pool_no_psum, spec_reserved,
     DtypeOpts,
 };
+use tpbsim_isa::formats::loc;
 
 /// `is_valid_dtype_64`: 64-bit dtypes allowed, FP32R not.
 const B64: DtypeOpts = DtypeOpts {
@@ -77,13 +78,13 @@ fn in_out<S: Sink>(
 // ---- Memset 0x49 ----
 
 /// Memset count word.
-pub const MS_COUNT: Field = Field::new("count", 28, 4);
+pub const MS_COUNT: Field = Field::at(loc::memset::COUNT);
 /// Memset dtype.
-pub const MS_DTYPE: Field = Field::new("dtype", 32, 1);
+pub const MS_DTYPE: Field = Field::at(loc::memset::DTYPE);
 /// Memset active channels.
-pub const MS_NUM: Field = Field::new("num_active_channels", 34, 1);
+pub const MS_NUM: Field = Field::at(loc::memset::NUM_ACTIVE_CHANNELS);
 /// Memset destination.
-pub const MS_DST: Operand = Operand::new("dst", 44);
+pub const MS_DST: Operand = Operand::at(loc::memset::DST);
 
 /// `is_valid_memset`: Memset 0x49 (compiler layout, family C).
 pub fn is_valid_memset<S: Sink>(ck: &mut Ck<S>) {
@@ -127,11 +128,11 @@ fn fill_gate<S: Sink>(
 /// Iota source band.
 pub const IOTA_BAND: Field = Field::new("src_band", 16, 8);
 /// Iota output dtype.
-pub const IOTA_OUT: Field = Field::new("out_dtype", 33, 1);
+pub const IOTA_OUT: Field = Field::at(loc::iota::OUT_DTYPE);
 /// Iota active channels.
-pub const IOTA_NUM: Field = Field::new("num_active_channels", 34, 1);
+pub const IOTA_NUM: Field = Field::at(loc::memset::NUM_ACTIVE_CHANNELS);
 /// Iota destination.
-pub const IOTA_DST: Operand = Operand::new("dst", 44);
+pub const IOTA_DST: Operand = Operand::at(loc::memset::DST);
 
 /// `is_valid_iota`: Iota 0x7E (compiler layout, family C).
 pub fn is_valid_iota<S: Sink>(ck: &mut Ck<S>) {
@@ -147,19 +148,19 @@ pub fn is_valid_iota<S: Sink>(ck: &mut Ck<S>) {
 // ---- TensorDequantize 0x7B ----
 
 /// Source (packed codes).
-pub const DQ_SRC: Operand = Operand::new("src", 12);
+pub const DQ_SRC: Operand = Operand::at(loc::tensor_dequantize::SRC);
 /// `in_dtype`.
-pub const DQ_IN: Field = Field::new("in_dtype", 32, 1);
+pub const DQ_IN: Field = Field::at(loc::tensor_dequantize::IN_DTYPE);
 /// `out_dtype`.
-pub const DQ_OUT: Field = Field::new("out_dtype", 33, 1);
+pub const DQ_OUT: Field = Field::at(loc::iota::OUT_DTYPE);
 /// Active channels.
-pub const DQ_NUM: Field = Field::new("num_active_partitions", 34, 1);
+pub const DQ_NUM: Field = Field::at(loc::tensor_dequantize::NUM_ACTIVE_PARTITIONS);
 /// `dequant_fmt`.
-pub const DQ_FMT_F: Field = Field::new("dequant_fmt", 35, 1);
+pub const DQ_FMT_F: Field = Field::at(loc::tensor_dequantize::DEQUANT_FMT);
 /// `group_size`.
-pub const DQ_GROUP_F: Field = Field::new("group_size", 36, 1);
+pub const DQ_GROUP_F: Field = Field::at(loc::tensor_dequantize::GROUP_SIZE);
 /// Destination (FP8 codes).
-pub const DQ_DST: Operand = Operand::new("dst", 44);
+pub const DQ_DST: Operand = Operand::at(loc::memset::DST);
 
 /// `shape_from_register`: the SHAPE_REG / ADDR_SHAPE_REG markers (byte 3 bit 6).
 fn shape_from_register(word: u32) -> bool {
@@ -231,19 +232,19 @@ pub fn is_valid_tensor_dequantize<S: Sink>(ck: &mut Ck<S>) {
 // ---- CopyPredicatedScalar 0xE8 ----
 
 /// Destination.
-pub const CPS_DST: Operand = Operand::new("dst", 16);
+pub const CPS_DST: Operand = Operand::at(loc::copy_pred_scalar::DST);
 /// Mask dtype.
-pub const CPS_MASK_DT: Field = Field::new("mask_dtype", 32, 1);
+pub const CPS_MASK_DT: Field = Field::at(loc::copy_pred_scalar::MASK_DTYPE);
 /// `use_false_fill`.
-pub const CPS_FILL: Field = Field::new("use_false_fill", 33, 1);
+pub const CPS_FILL: Field = Field::at(loc::copy_pred_scalar::USE_FALSE_FILL);
 /// Active partitions.
-pub const CPS_NUM: Field = Field::new("num_active_partitions", 34, 1);
+pub const CPS_NUM: Field = Field::at(loc::tensor_dequantize::NUM_ACTIVE_PARTITIONS);
 /// Source (scalar) dtype.
-pub const CPS_SRC_DT: Field = Field::new("src_dtype", 41, 1);
+pub const CPS_SRC_DT: Field = Field::at(loc::copy_pred_scalar::SRC_DTYPE);
 /// Output dtype.
-pub const CPS_OUT: Field = Field::new("out_dtype", 42, 1);
+pub const CPS_OUT: Field = Field::at(loc::copy_pred_scalar::OUT_DTYPE);
 /// Mask.
-pub const CPS_MASK: Operand = Operand::new("mask", 48);
+pub const CPS_MASK: Operand = Operand::at(loc::copy_pred_scalar::MASK);
 
 /// `is_valid_s3d3_cp_pred_scalar`: CopyPredicatedScalar 0xE8 (compiler layout).
 pub fn is_valid_s3d3_cp_pred_scalar<S: Sink>(ck: &mut Ck<S>) {
@@ -273,33 +274,33 @@ pub fn is_valid_s3d3_cp_pred_scalar<S: Sink>(ck: &mut Ck<S>) {
 // num +42, imm0_dtype +43, accumulator_cmd +44, dst +48, imm0 +60.
 
 /// First source (SelectReduce: the integer predicate).
-pub const STT_SRC0: Operand = Operand::new("src0", 12);
+pub const STT_SRC0: Operand = Operand::at(loc::scalar_tensor_tensor::SRC0);
 /// Second source (SelectReduce: the data).
-pub const STT_SRC1: Operand = Operand::new("src1", 24);
+pub const STT_SRC1: Operand = Operand::at(loc::scalar_tensor_tensor::SRC1);
 /// `op0`.
-pub const STT_OP0: Field = Field::new("op0", 36, 1);
+pub const STT_OP0: Field = Field::at(loc::scalar_tensor_tensor::OP0);
 /// `op1`.
-pub const STT_OP1: Field = Field::new("op1", 37, 1);
+pub const STT_OP1: Field = Field::at(loc::scalar_tensor_tensor::OP1);
 /// `reverse`.
-pub const STT_REV: Field = Field::new("reverse", 38, 1);
+pub const STT_REV: Field = Field::at(loc::select_reduce::REVERSE);
 /// `imm0_src`.
-pub const STT_IMM0_SRC: Field = Field::new("imm0_src", 39, 1);
+pub const STT_IMM0_SRC: Field = Field::at(loc::select_reduce::IMM0_SRC);
 /// Source dtypes (`in | in1 << 4`).
-pub const STT_IN0: Field = Field::sub("in_dtypes", "in (low nibble)", 40, 1);
+pub const STT_IN0: Field = Field::sub_at(loc::scalar_tensor_tensor::IN_DTYPES, "in (low nibble)");
 /// Second source dtype (high nibble).
-pub const STT_IN1: Field = Field::sub("in_dtypes", "in1 (high nibble)", 40, 1);
+pub const STT_IN1: Field = Field::sub_at(loc::scalar_tensor_tensor::IN_DTYPES, "in1 (high nibble)");
 /// Output dtype.
-pub const STT_OUT: Field = Field::new("out_dtype", 41, 1);
+pub const STT_OUT: Field = Field::at(loc::select_reduce::OUT_DTYPE);
 /// Active partitions.
-pub const STT_NUM: Field = Field::new("num_active_partitions", 42, 1);
+pub const STT_NUM: Field = Field::at(loc::select_reduce::NUM_ACTIVE_PARTITIONS);
 /// `imm0_dtype`.
-pub const STT_IMM0_DT: Field = Field::new("imm0_dtype", 43, 1);
+pub const STT_IMM0_DT: Field = Field::at(loc::select_reduce::IMM0_DTYPE);
 /// Accumulator command.
-pub const STT_ACC_F: Field = Field::new("accumulator_cmd", 44, 1);
+pub const STT_ACC_F: Field = Field::at(loc::select_reduce::ACCUMULATOR_CMD);
 /// Destination.
-pub const STT_DST: Operand = Operand::new("dst", 48);
+pub const STT_DST: Operand = Operand::at(loc::select_reduce::DST);
 /// `imm0` (an immediate or an ADDR4, per `imm0_src`).
-pub const STT_IMM0: Field = Field::new("imm0", 60, 4);
+pub const STT_IMM0: Field = Field::at(loc::select_reduce::IMM0);
 
 rule!(SR_OPS, "is_valid_select_reduce.ops", Format,
     public "G firmware/kernels/copypredicatedreduce.md (validator: op0 BYPASS, op1 MAX, reverse NONE or FIRST, accumulator_cmd IDLE / ACCUMULATE / ZERO_ACCUMULATE)",
@@ -449,25 +450,25 @@ pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
 // ---- TensorScalarSelect 0x98 (S3D3_TS_SELECT) ----
 
 /// Source (operand A).
-pub const TSS_SRC: Operand = Operand::new("src", 16);
+pub const TSS_SRC: Operand = Operand::at(loc::tensor_scalar_select::SRC);
 /// `reversed_pred`.
-pub const TSS_REV: Field = Field::new("reversed_pred", 32, 1);
+pub const TSS_REV: Field = Field::at(loc::tensor_scalar_select::REVERSED_PRED);
 /// Active partitions.
-pub const TSS_NUM: Field = Field::new("num_active_partitions", 33, 1);
+pub const TSS_NUM: Field = Field::at(loc::tensor_scalar_select::NUM_ACTIVE_PARTITIONS);
 /// Data dtype (src, scalar, dst).
-pub const TSS_DTYPE: Field = Field::new("dtype", 34, 1);
+pub const TSS_DTYPE: Field = Field::at(loc::tensor_scalar_select::DTYPE);
 /// Predicate dtype.
-pub const TSS_PRED_DT: Field = Field::new("pred_dtype", 35, 1);
+pub const TSS_PRED_DT: Field = Field::at(loc::tensor_scalar_select::PRED_DTYPE);
 /// `imm_src`.
-pub const TSS_IMM_SRC: Field = Field::new("imm_src", 38, 1);
+pub const TSS_IMM_SRC: Field = Field::at(loc::tensor_scalar_select::IMM_SRC);
 /// `pred_src`.
-pub const TSS_PRED_SRC: Field = Field::new("pred_src", 39, 1);
+pub const TSS_PRED_SRC: Field = Field::at(loc::tensor_scalar_select::PRED_SRC);
 /// Scalar (operand B): an immediate or an ADDR4.
-pub const TSS_IMM: Field = Field::new("imm", 40, 4);
+pub const TSS_IMM: Field = Field::at(loc::tensor_scalar_select::IMM);
 /// Predicate: 0/1 or an ADDR4.
-pub const TSS_PRED: Field = Field::new("pred", 44, 4);
+pub const TSS_PRED: Field = Field::at(loc::tensor_scalar_select::PRED);
 /// Destination.
-pub const TSS_DST: Operand = Operand::new("dst", 48);
+pub const TSS_DST: Operand = Operand::at(loc::select_reduce::DST);
 
 rule!(TSS_RULE, "is_valid_s3d3_ts_select", Format,
     public "G firmware/kernels/ts-select.md (header S3D3_TS_SELECT: reversed_pred 0 or 1; pred_dtype an integer of dtype's width; an instruction predicate is 0 or 1)",
@@ -516,17 +517,17 @@ pub fn is_valid_s3d3_ts_select<S: Sink>(ck: &mut Ck<S>) {
 // ---- TensorScalarAffineSelect 0x92 (S2D2_TS_AS) ----
 
 /// Active partitions.
-pub const AS_NUM: Field = Field::new("num_active_partitions", 12, 1);
+pub const AS_NUM: Field = Field::at(loc::affine_select::NUM_ACTIVE_PARTITIONS);
 /// In / out dtypes (`in | out << 4`).
-pub const AS_IN: Field = Field::sub("in_out_dtypes", "in (low nibble)", 13, 1);
+pub const AS_IN: Field = Field::sub_at(loc::affine_select::IN_OUT_DTYPES, "in (low nibble)");
 /// Output dtype (high nibble).
-pub const AS_OUT: Field = Field::sub("in_out_dtypes", "out (high nibble)", 13, 1);
+pub const AS_OUT: Field = Field::sub_at(loc::affine_select::IN_OUT_DTYPES, "out (high nibble)");
 /// Fill comparison.
-pub const AS_FILL_MODE: Field = Field::new("fill_mode", 14, 1);
+pub const AS_FILL_MODE: Field = Field::at(loc::affine_select::FILL_MODE);
 /// Source.
-pub const AS_SRC: Operand = Operand::new("src", 36);
+pub const AS_SRC: Operand = Operand::at(loc::affine_select::SRC);
 /// Destination.
-pub const AS_DST: Operand = Operand::new("dst", 48);
+pub const AS_DST: Operand = Operand::at(loc::select_reduce::DST);
 
 rule!(AS_CMP_ENUM, "is_valid_enum(AFFINE_SELECT_CMP)", Format,
     public "G firmware/kernels/affineselect.md (fill_mode GREATER_THAN 0, GREATER_THAN_EQ 1, EQ 2, NOT_EQ 3)",
@@ -566,21 +567,21 @@ pub fn is_valid_s2d2_ts_as<S: Sink>(ck: &mut Ck<S>) {
 // ---- Pool 0x45 / MaxPoolSelect 0x58 (S4D4_PL) ----
 
 /// Source.
-pub const PL_SRC: Operand = Operand::new("src", 12);
+pub const PL_SRC: Operand = Operand::at(loc::tensor_dequantize::SRC);
 /// Input dtype.
-pub const PL_IN: Field = Field::new("in_dtype", 32, 1);
+pub const PL_IN: Field = Field::at(loc::tensor_dequantize::IN_DTYPE);
 /// Output dtype.
-pub const PL_OUT: Field = Field::new("out_dtype", 33, 1);
+pub const PL_OUT: Field = Field::at(loc::iota::OUT_DTYPE);
 /// Active channels.
-pub const PL_NUM: Field = Field::new("num_active_channels", 34, 1);
+pub const PL_NUM: Field = Field::at(loc::memset::NUM_ACTIVE_CHANNELS);
 /// Pool type.
-pub const PL_TYPE: Field = Field::new("pool_type", 36, 1);
+pub const PL_TYPE: Field = Field::at(loc::pool::POOL_TYPE);
 /// Mode.
-pub const PL_MODE: Field = Field::new("mode", 37, 1);
+pub const PL_MODE: Field = Field::at(loc::pool::MODE);
 /// Scale (f32).
-pub const PL_SCALE: Field = Field::new("scale", 40, 4);
+pub const PL_SCALE: Field = Field::at(loc::pool::SCALE);
 /// Destination.
-pub const PL_DST: Operand = Operand::new("dst", 44);
+pub const PL_DST: Operand = Operand::at(loc::memset::DST);
 
 /// `is_valid_s4d4_pl`: Pool 0x45 / MaxPoolSelect 0x58.
 pub fn is_valid_s4d4_pl<S: Sink>(ck: &mut Ck<S>) {

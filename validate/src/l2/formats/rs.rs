@@ -6,31 +6,32 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::enums::{self, ByteSet};
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::{dtype_check, enum_check, float_finite, spec_reserved, DtypeOpts};
+use tpbsim_isa::formats::loc;
 
 /// Active partitions.
-pub const NUM: Field = Field::new("num_active_partitions", 12, 1);
+pub const NUM: Field = Field::at(loc::range_select::NUM_ACTIVE_PARTITIONS);
 /// In/out dtype pair.
-pub const DTYPES: Field = Field::new("in_out_dtypes", 13, 1);
+pub const DTYPES: Field = Field::at(loc::range_select::IN_OUT_DTYPES);
 /// Reduce command.
-pub const REDUCE_CMD: Field = Field::new("reduce_cmd", 14, 1);
+pub const REDUCE_CMD: Field = Field::at(loc::range_select::REDUCE_CMD);
 /// Reduce op.
-pub const REDUCE_OP: Field = Field::new("reduce_op", 15, 1);
+pub const REDUCE_OP: Field = Field::at(loc::range_select::REDUCE_OP);
 /// Base (f32).
-pub const BASE: Field = Field::new("base", 16, 4);
+pub const BASE: Field = Field::at(loc::range_select::BASE);
 /// Fill value (f32 bits).
-pub const FILL: Field = Field::new("fill_val", 20, 4);
+pub const FILL: Field = Field::at(loc::range_select::FILL_VAL);
 /// Source.
-pub const SRC: Operand = Operand::new("src", 24);
+pub const SRC: Operand = Operand::at(loc::range_select::SRC);
 /// Comparison ops.
-pub const COMP0: Field = Field::new("comp_op0", 36, 1);
+pub const COMP0: Field = Field::at(loc::range_select::COMP_OP0);
 /// Second comparison op.
-pub const COMP1: Field = Field::new("comp_op1", 37, 1);
+pub const COMP1: Field = Field::at(loc::range_select::COMP_OP1);
 /// Bound sources.
-pub const BOUND0_SRC: Field = Field::new("bound0_src", 38, 1);
+pub const BOUND0_SRC: Field = Field::at(loc::range_select::BOUND0_SRC);
 /// Second bound source.
-pub const BOUND1_SRC: Field = Field::new("bound1_src", 39, 1);
+pub const BOUND1_SRC: Field = Field::at(loc::range_select::BOUND1_SRC);
 /// Destination.
-pub const DST: Operand = Operand::new("dst", 48);
+pub const DST: Operand = Operand::at(loc::range_select::DST);
 
 rule!(RS_FIELDS, "is_valid_s2d2_rs", Format,
     public "isa-facts §4.3 (RangeSelect: reduce_op MAX, fill -FLT_MAX, comparison ops IS_EQ..IS_LT, base <= 2^24)",

@@ -10,23 +10,24 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, spec_reserved, DtypeOpts};
+use tpbsim_isa::formats::loc;
 
 /// Source.
-pub const SRC: Operand = Operand::new("src", 12);
+pub const SRC: Operand = Operand::at(loc::tensor_reduce::SRC);
 /// Input dtype.
-pub const IN_DTYPE: Field = Field::new("in_dtype", 32, 1);
+pub const IN_DTYPE: Field = Field::at(loc::tensor_reduce::IN_DTYPE);
 /// Output dtype.
-pub const OUT_DTYPE: Field = Field::new("out_dtype", 33, 1);
+pub const OUT_DTYPE: Field = Field::at(loc::tensor_reduce::OUT_DTYPE);
 /// Active channels.
-pub const NUM: Field = Field::new("num_active_channels", 34, 1);
+pub const NUM: Field = Field::at(loc::tensor_reduce::NUM_ACTIVE_CHANNELS);
 /// `negated`.
-pub const NEGATED: Field = Field::new("negated", 35, 1);
+pub const NEGATED: Field = Field::at(loc::tensor_reduce::NEGATED);
 /// ALU op.
-pub const OP: Field = Field::new("op", 36, 1);
+pub const OP: Field = Field::at(loc::tensor_reduce::OP);
 /// `op_dim` (TENSOR_SUBDIM).
-pub const OP_DIM: Field = Field::new("op_dim", 37, 1);
+pub const OP_DIM: Field = Field::at(loc::tensor_reduce::OP_DIM);
 /// Destination.
-pub const DST: Operand = Operand::new("dst", 44);
+pub const DST: Operand = Operand::at(loc::tensor_reduce::DST);
 
 rule!(TR_NEGATED, "is_valid_s4d4_tr.negated", Format,
     project "negated is a flag byte; tpbsim accepts 0 and 1",

@@ -9,29 +9,30 @@ use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, spec_reserved, DtypeOpts};
+use tpbsim_isa::formats::loc;
 
 /// `accumulator_cmd`.
-pub const ACC_CMD: Field = Field::new("accumulator_cmd", 12, 1);
+pub const ACC_CMD: Field = Field::at(loc::tensor_scalar::ACCUMULATOR_CMD);
 /// Source.
-pub const SRC: Operand = Operand::new("src", 16);
+pub const SRC: Operand = Operand::at(loc::tensor_scalar::SRC);
 /// Input dtype.
-pub const IN_DTYPE: Field = Field::new("in_dtype", 32, 1);
+pub const IN_DTYPE: Field = Field::at(loc::tensor_scalar::IN_DTYPE);
 /// Output dtype.
-pub const OUT_DTYPE: Field = Field::new("out_dtype", 33, 1);
+pub const OUT_DTYPE: Field = Field::at(loc::tensor_scalar::OUT_DTYPE);
 /// Active partitions.
-pub const NUM: Field = Field::new("num_active_partitions", 34, 1);
+pub const NUM: Field = Field::at(loc::tensor_scalar::NUM_ACTIVE_PARTITIONS);
 /// `imm0_src`.
-pub const IMM0_SRC: Field = Field::new("imm0_src", 35, 1);
+pub const IMM0_SRC: Field = Field::at(loc::tensor_scalar::IMM0_SRC);
 /// `op0`.
-pub const OP0: Field = Field::new("op0", 36, 1);
+pub const OP0: Field = Field::at(loc::tensor_scalar::OP0);
 /// `op1`.
-pub const OP1: Field = Field::new("op1", 37, 1);
+pub const OP1: Field = Field::at(loc::tensor_scalar::OP1);
 /// `reverse` (bit0 op0, bit1 op1).
-pub const REVERSE: Field = Field::new("reverse", 38, 1);
+pub const REVERSE: Field = Field::at(loc::tensor_scalar::REVERSE);
 /// `imm1_src`.
-pub const IMM1_SRC: Field = Field::new("imm1_src", 39, 1);
+pub const IMM1_SRC: Field = Field::at(loc::tensor_scalar::IMM1_SRC);
 /// Destination.
-pub const DST: Operand = Operand::new("dst", 48);
+pub const DST: Operand = Operand::at(loc::tensor_scalar::DST);
 
 rule!(TS_ACC_CMD, "is_valid_s3d3_ts.accumulator_cmd", Format,
     public "isa-facts §4.3 (forced IDLE for 0x43/0x53; cache ops ZeroAccumulate/Accumulate/LoadAccumulate)",

@@ -11,23 +11,24 @@ use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::{alu_pool_only, dtype_check, pool_no_psum, spec_reserved, DtypeOpts};
+use tpbsim_isa::formats::loc;
 
 /// Source 0.
-pub const SRC0: Operand = Operand::new("src0", 16);
+pub const SRC0: Operand = Operand::at(loc::tensor_tensor::SRC0);
 /// Source 1.
-pub const SRC1: Operand = Operand::new("src1", 32);
+pub const SRC1: Operand = Operand::at(loc::tensor_tensor::SRC1);
 /// Destination.
-pub const DST: Operand = Operand::new("dst", 48);
+pub const DST: Operand = Operand::at(loc::tensor_tensor::DST);
 /// src0 dtype (low nibble).
-pub const DT0: Field = Field::sub("in_dtypes", "src0 (low nibble)", 12, 1);
+pub const DT0: Field = Field::sub_at(loc::tensor_tensor::IN_DTYPES, "src0 (low nibble)");
 /// src1 dtype (high nibble).
-pub const DT1: Field = Field::sub("in_dtypes", "src1 (high nibble)", 12, 1);
+pub const DT1: Field = Field::sub_at(loc::tensor_tensor::IN_DTYPES, "src1 (high nibble)");
 /// Output dtype.
-pub const OUT: Field = Field::new("out_dtype", 13, 1);
+pub const OUT: Field = Field::at(loc::tensor_tensor::OUT_DTYPE);
 /// ALU op.
-pub const OP: Field = Field::new("op", 14, 1);
+pub const OP: Field = Field::at(loc::tensor_tensor::OP);
 /// Active partitions.
-pub const NUM: Field = Field::new("num_active_partitions", 15, 1);
+pub const NUM: Field = Field::at(loc::tensor_tensor::NUM_ACTIVE_PARTITIONS);
 
 rule!(TT_ALU_OP, "is_valid_s3s3d3_tt.alu_op", Format,
     public "isa-facts §4.3 (0x41: general arith ∪ {POW} ∪ valid int aluop; 0x51: general bitvec; predicated forms: BYPASS); other S3S3D3_TT members (0x65, v2 0x8A/0x8B/0x8F): ALU_OP enum membership",

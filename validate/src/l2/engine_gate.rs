@@ -9,6 +9,7 @@
 //! mask — v4 ACT `0x1000000000FE7F41` indexed by `opcode − 88` — overrides the derived ACT
 //! rows for opcodes 88..=151 on v4.
 
+use tpbsim_isa::formats::loc;
 use tpbsim_isa::{Engine, Gen};
 
 use super::catalog;
@@ -82,7 +83,7 @@ rule!(DVE_OP66_SUBDECODE, "neuron_isa_check_opcode_on_engine.dve_op66", Engine,
     "v4 DVE TENSOR_REDUCE_ARITH_OP special sub-decode");
 
 /// The opcode field.
-pub const OPCODE: Field = Field::new("opcode", 0, 1);
+pub const OPCODE: Field = Field::at(loc::header::OPCODE);
 
 /// Run the engine gate of `gen` for the bundle on wire engine `engine`.
 pub fn engine_gate<S: Sink>(ck: &mut Ck<S>, engine: Engine) {

@@ -4,6 +4,7 @@
 //!
 //! Sources: R isa/validator-architecture.md §3 (preamble), isa-facts §2.
 
+use tpbsim_isa::formats::loc;
 use tpbsim_isa::Gen;
 
 use super::catalog;
@@ -11,9 +12,9 @@ use super::enums::{self, ByteSet, NUM_ADDR_REGISTERS};
 use super::rule::{rule, Allowed, Ck, Field, Sink};
 
 /// Header fields.
-pub const OPCODE: Field = Field::new("opcode", 0, 1);
+pub const OPCODE: Field = Field::at(loc::header::OPCODE);
 /// `inst_word_len`.
-pub const INST_WORD_LEN: Field = Field::new("inst_word_len", 1, 1);
+pub const INST_WORD_LEN: Field = Field::at(loc::header::INST_WORD_LEN);
 /// Events block fields.
 pub const WAIT_MODE: Field = Field::new("events.wait_mode", 4, 1);
 /// Semaphore/event index the wait reads.

@@ -1,0 +1,291 @@
+//! Generators of the tables the other layers read instead of restating the spec: field
+//! locators, enumeration members and predicate sets, and the opcode → L2 format gate binding.
+
+use super::*;
+
+fn snake(name: &str) -> String {
+    let mut s = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            if prev_lower {
+                s.push('_');
+            }
+            s.push(c.to_ascii_lowercase());
+            prev_lower = false;
+        } else {
+            s.push(c);
+            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        }
+    }
+    s
+}
+
+/// Rows merged by name: (name, offset per generation, type per generation).
+fn merged_fields(
+    rows: &[FieldRow],
+    gens: PresenceStr,
+) -> Vec<(&'static str, [u8; 4], [Option<FieldType>; 4])> {
+    let mut out: Vec<(&'static str, [u8; 4], [Option<FieldType>; 4])> = Vec::new();
+    for r in rows {
+        let k = match out.iter().position(|(n, _, _)| *n == r.name) {
+            Some(k) => k,
+            None => {
+                out.push((r.name, [NA; 4], [None; 4]));
+                out.len() - 1
+            }
+        };
+        for gi in 0..4 {
+            if r.at[gi] == NA || !presence_at(gens, gi).is_present() {
+                continue;
+            }
+            if out[k].1[gi] != NA {
+                fail(format!(
+                    "field {} has two rows in {}",
+                    r.name, GEN_NAMES[gi]
+                ));
+            }
+            out[k].1[gi] = r.at[gi];
+            out[k].2[gi] = Some(r.ty);
+        }
+    }
+    out
+}
+
+fn write_locators(
+    out: &mut String,
+    module: &str,
+    doc: &str,
+    format: &str,
+    rows: &[FieldRow],
+    gens: PresenceStr,
+) -> Vec<String> {
+    writeln!(out, "    /// {doc}\n    pub mod {module} {{\n        #[allow(unused_imports)]\n        use super::*;").unwrap();
+    let mut names = Vec::new();
+    for (name, at, ty) in merged_fields(rows, gens) {
+        let c = upper_ident(name);
+        let tys: Vec<String> = ty
+            .iter()
+            .map(|t| match t {
+                Some(t) => format!("Some({})", field_type_expr(t)),
+                None => "None".into(),
+            })
+            .collect();
+        writeln!(
+            out,
+            "        /// `{name}`: offset per generation v2..v5 ({}).\n        pub const {c}: FieldLoc = FieldLoc {{ format: {format:?}, name: {name:?}, at: {at:?}, ty: [{}] }};",
+            at.iter()
+                .map(|&o| if o == NA { "-".to_string() } else { o.to_string() })
+                .collect::<Vec<_>>()
+                .join(", "),
+            tys.join(", ")
+        )
+        .unwrap();
+        names.push(format!("{module}::{c}"));
+        // Sub-fields of a bitfield.
+        if let Some(FieldType::Bits(b)) = ty.iter().flatten().next() {
+            for d in BITFIELDS[bitfield_index(b)].bits {
+                writeln!(
+                    out,
+                    "        /// `{name}.{}`: bits {}..{} of `{name}`.\n        pub const {c}_{}: BitLoc = BitLoc {{ field: {c}, name: {:?}, lsb: {}, width: {} }};",
+                    d.name,
+                    d.lsb,
+                    d.lsb + d.width,
+                    upper_ident(d.name),
+                    d.name,
+                    d.lsb,
+                    d.width
+                )
+                .unwrap();
+            }
+        }
+    }
+    writeln!(out, "    }}").unwrap();
+    names
+}
+
+pub(crate) fn gen_locators(out: &mut String) {
+    writeln!(out, "/// Field locators of every format, per generation: `loc::<format>::<FIELD>` (byte offset,").unwrap();
+    writeln!(out, "/// type and enumeration per generation), `loc::header` / `loc::events` for bytes 0..12 and").unwrap();
+    writeln!(
+        out,
+        "/// `<FIELD>_<BIT>` bit locators for the sub-fields of a bitfield byte."
+    )
+    .unwrap();
+    writeln!(out, "pub mod loc {{\n    #[allow(unused_imports)]\n    use crate::spec::{{BitLoc, FieldLoc, FieldType}};").unwrap();
+    write_locators(
+        out,
+        "header",
+        "Header fields (bytes 0..4).",
+        "",
+        HEADER_FIELDS,
+        "YYYY",
+    );
+    write_locators(
+        out,
+        "events",
+        "Events fields (bytes 4..12).",
+        "",
+        EVENTS_FIELDS,
+        "YYYY",
+    );
+    let mut all = Vec::new();
+    for f in FORMATS {
+        let names = write_locators(
+            out,
+            &snake(f.name),
+            &format!("`{}` body fields.", f.name),
+            f.name,
+            f.fields,
+            f.gens,
+        );
+        all.push(names);
+    }
+    writeln!(out, "    /// Every format's locators, indexed like `spec::FORMATS`.\n    pub static BY_FORMAT: [&[FieldLoc]; {}] = [", FORMATS.len()).unwrap();
+    for names in all {
+        writeln!(out, "        &[{}],", names.join(", ")).unwrap();
+    }
+    writeln!(out, "    ];\n}}\n").unwrap();
+}
+
+fn byteset_expr(members: impl Iterator<Item = u8>) -> String {
+    let mut w = [0u64; 4];
+    for v in members {
+        w[v as usize >> 6] |= 1 << (v & 63);
+    }
+    format!(
+        "crate::spec::ByteSet([{:#x}, {:#x}, {:#x}, {:#x}])",
+        w[0], w[1], w[2], w[3]
+    )
+}
+
+pub(crate) fn gen_sets(out: &mut String) {
+    writeln!(out, "/// Members of every enumeration per generation v2..v5 (`members::ALU_OP[gen.index()]`).\npub mod members {{").unwrap();
+    for e in ENUMS {
+        let per: Vec<String> = (0..4)
+            .map(|gi| {
+                byteset_expr(
+                    e.values
+                        .iter()
+                        .filter(|v| presence_at(v.gens, gi).is_present())
+                        .map(|v| v.value),
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "    /// `{}` members in v2, v3, v4, v5.\n    pub const {}: [crate::spec::ByteSet; 4] = [{}];",
+            e.name,
+            upper_ident(e.name),
+            per.join(", ")
+        )
+        .unwrap();
+    }
+    writeln!(out, "}}\n").unwrap();
+    writeln!(out, "/// Every predicate set per generation v2..v5 (`sets::ARITH[gen.index()]`); a member counts in\n/// a generation where both the set row and the enumeration value are present.\npub mod sets {{").unwrap();
+    for s in SETS {
+        let e = ENUMS.iter().find(|e| e.name == s.of);
+        let per: Vec<String> = (0..4)
+            .map(|gi| {
+                byteset_expr(
+                    s.members
+                        .iter()
+                        .filter(|m| presence_at(m.gens, gi).is_present())
+                        .filter(|m| match e {
+                            Some(e) => e
+                                .value(m.value)
+                                .is_some_and(|v| presence_at(v.gens, gi).is_present()),
+                            None => true,
+                        })
+                        .map(|m| m.value),
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "    /// `{}` (over `{}`) in v2, v3, v4, v5.\n    pub const {}: [crate::spec::ByteSet; 4] = [{}];",
+            s.name,
+            s.of,
+            upper_ident(s.name),
+            per.join(", ")
+        )
+        .unwrap();
+    }
+    writeln!(out, "}}\n").unwrap();
+}
+
+pub(crate) fn gen_gates(out: &mut String, layouts: &[Layout]) {
+    let mut gate_of_format = vec![None; FORMATS.len()];
+    for (gi, g) in GATES.iter().enumerate() {
+        for f in g.formats {
+            let fi = format_index(f);
+            if gate_of_format[fi].replace(gi).is_some() {
+                fail(format!("format {f} is listed by two gates"));
+            }
+        }
+    }
+    writeln!(
+        out,
+        "/// The L2 format gates (`spec::GATES`), one per validator `is_valid_<fmt>` function."
+    )
+    .unwrap();
+    writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum FormatGate {{").unwrap();
+    for g in GATES {
+        writeln!(
+            out,
+            "    /// `{}`: formats {}.\n    {},",
+            g.gate,
+            g.formats.join(", "),
+            g.variant
+        )
+        .unwrap();
+    }
+    writeln!(out, "}}").unwrap();
+    let mut table = [[u8::MAX; 256]; 4];
+    for r in OPCODES {
+        if r.format.is_empty() {
+            continue;
+        }
+        let fi = format_index(r.format);
+        let Some(g) = gate_of_format[fi] else {
+            continue;
+        };
+        for gi in 0..4 {
+            let p = r.presence_in(gi);
+            let has_layout = layouts.iter().any(|l| l.fmt == fi && l.gens[gi]);
+            if p.is_present() && p != Presence::Dormant && has_layout {
+                table[gi][r.code as usize] = g as u8;
+            }
+        }
+    }
+    writeln!(out, "impl FormatGate {{").unwrap();
+    writeln!(
+        out,
+        "    /// Every gate, in `spec::GATES` order.\n    pub const ALL: [FormatGate; {}] = [{}];",
+        GATES.len(),
+        GATES
+            .iter()
+            .map(|g| format!("FormatGate::{}", g.variant))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+    .unwrap();
+    writeln!(out, "    /// The gate's name as the shipped validators spell it.\n    pub const fn gate_name(self) -> &'static str {{\n        match self {{").unwrap();
+    for g in GATES {
+        writeln!(
+            out,
+            "            FormatGate::{} => {:?},",
+            g.variant, g.gate
+        )
+        .unwrap();
+    }
+    writeln!(out, "        }}\n    }}").unwrap();
+    writeln!(out, "    /// The spec row of the gate.\n    pub fn def(self) -> &'static crate::spec::GateDef {{ &crate::spec::GATES[self as usize] }}").unwrap();
+    writeln!(out, "    /// The gate that checks `opcode` on `gen`, from the opcode's format column: `None` when the\n    /// opcode is absent or dormant there, its format has no layout there or no gate lists it.\n    #[inline]\n    pub const fn of(gen: Gen, opcode: u8) -> Option<FormatGate> {{\n        let i = GATE_OF[gen.index()][opcode as usize] as usize;\n        if i < Self::ALL.len() {{ Some(Self::ALL[i]) }} else {{ None }}\n    }}\n}}").unwrap();
+    writeln!(out, "/// Gate index (into `FormatGate::ALL`) per generation and opcode byte; 0xFF = none.\nconst GATE_OF: [[u8; 256]; 4] = [").unwrap();
+    for t in &table {
+        let v: Vec<String> = t.iter().map(|x| x.to_string()).collect();
+        writeln!(out, "    [{}],", v.join(", ")).unwrap();
+    }
+    writeln!(out, "];\n").unwrap();
+}

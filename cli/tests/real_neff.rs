@@ -342,6 +342,27 @@ fn hostile_reader_cases() {
     }
 }
 
+/// The concrete-carve NEFF unpacked, changed by `edit` (given the directory) and packed as it
+/// is; the temporary directory holds it.
+fn repacked(edit: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let o = sim(&["neff", "unpack", &carve(), "-o", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    edit(&dir);
+    let neff = tmp.path().join("k.neff");
+    let o = sim(&[
+        "neff",
+        "pack",
+        dir.to_str().unwrap(),
+        "-o",
+        neff.to_str().unwrap(),
+        "--keep-layout",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    (tmp, neff)
+}
+
 #[test]
 fn info_cross_checks_each_stream_against_its_asm_member() {
     let o = sim(&["neff", "info", &carve(), "--arch", "v2"]);
@@ -362,23 +383,11 @@ fn info_cross_checks_each_stream_against_its_asm_member() {
         "{t}"
     );
     // A packed fixture whose .asm disagrees with its stream: the first difference, named.
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("d");
-    let o = sim(&["neff", "unpack", &carve(), "-o", dir.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let pool = dir.join("sg00/pool.asm");
-    let src = std::fs::read_to_string(&pool).unwrap();
-    std::fs::write(&pool, src.replace("$S[22]>0", "$S[21]>0")).unwrap();
-    let neff = tmp.path().join("k.neff");
-    let o = sim(&[
-        "neff",
-        "pack",
-        dir.to_str().unwrap(),
-        "-o",
-        neff.to_str().unwrap(),
-        "--keep-layout",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (_tmp, neff) = repacked(|dir| {
+        let pool = dir.join("sg00/pool.asm");
+        let src = std::fs::read_to_string(&pool).unwrap();
+        std::fs::write(&pool, src.replace("$S[22]>0", "$S[21]>0")).unwrap();
+    });
     let o = sim(&[
         "neff",
         "info",
@@ -399,4 +408,34 @@ fn info_cross_checks_each_stream_against_its_asm_member() {
     assert_eq!(pool["field"], "wait_idx");
     let pe = rows.iter().find(|r| r["stream"] == "sg00/pe.bin").unwrap();
     assert_eq!(pe["status"], "match", "{pe}");
+}
+
+#[test]
+fn check_orders_the_collective_before_its_completion_update() {
+    let input = format!("input={}", real("concrete_carve.input.npy"));
+    let o = sim(&["check", &carve(), "--arch", "v2", "--input", &input]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("race check: 0 findings"), "{t}");
+    // The same collective updating its semaphore after the read (`@read`) orders nothing
+    // about its output: the race with the output DMA is reported.
+    let (_tmp, neff) = repacked(|dir| {
+        let pe = dir.join("sg00/pe.bin");
+        let mut b = std::fs::read(&pe).unwrap();
+        assert_eq!(b[6], 0x13);
+        b[6] = 0x03;
+        std::fs::write(&pe, b).unwrap();
+        std::fs::remove_file(dir.join("sg00/pe.asm")).unwrap();
+    });
+    let o = sim(&[
+        "check",
+        neff.to_str().unwrap(),
+        "--arch",
+        "v2",
+        "--input",
+        &input,
+    ]);
+    let t = text(&o);
+    assert!(t.contains("race: write of DMA queue pe:direct"), "{t}");
+    assert!(t.contains("race check: 1 finding"), "{t}");
 }

@@ -320,6 +320,21 @@ impl Checker {
         time: f64,
     ) {
         let at = self.where_();
+        let completes = ev
+            .updates
+            .iter()
+            .flatten()
+            .any(|u| u.when == When::Complete);
+        // A bundle's completion follows the transfer it handed its direct DMA (a
+        // DMA_DIRECT2D, a single-rank collective): its `_COMPLETE` updates release that too.
+        if let Some(d) = self.direct_done[agent as usize]
+            .take()
+            .filter(|_| completes)
+        {
+            self.skeleton.handoff(d, agent);
+            let c = self.clocks[d as usize].clone();
+            self.clocks[agent as usize].join(&c);
+        }
         for u in ev
             .updates
             .iter()

@@ -100,6 +100,9 @@ pub struct Checker {
     skeleton: Skeleton,
     /// Acquired clocks imposed on the waits (a replay of the run with resolved clocks).
     forced: Option<Vec<VClock>>,
+    /// Per engine agent: the direct-DMA agent its current bundle handed a transfer to, whose
+    /// clock the bundle's `_COMPLETE` updates include (the update follows the transfer).
+    direct_done: Vec<Option<Agent>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -115,6 +118,7 @@ impl Checker {
         let n = labels.len();
         let clocks = (0..n).map(|i| VClock::unit(n, i as Agent)).collect();
         Checker {
+            direct_done: vec![None; n],
             geom,
             clocks,
             releases: vec![Vec::new(); n],
@@ -194,6 +198,7 @@ impl Checker {
     pub fn begin(&mut self, agent: Agent, site: Site, mnemonic: &'static str) {
         self.cur_agent = agent;
         self.cur_site = Some(site);
+        self.direct_done[agent as usize] = None;
         self.cur_mnemonic = mnemonic;
         self.operands.clear();
         self.accumulate = None;
@@ -209,6 +214,9 @@ impl Checker {
             return;
         }
         self.skeleton.handoff(by, q);
+        if self.labels[q as usize].ends_with(":direct") {
+            self.direct_done[by as usize] = Some(q);
+        }
         let c = self.clocks[by as usize].clone();
         self.clocks[q as usize].join(&c);
         // The transfer is ordered after what `by` did so far, not after what it does next.

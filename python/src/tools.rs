@@ -254,7 +254,7 @@ fn streams<'py>(py: Python<'py>, neff: &Bound<'py, PyAny>) -> PyResult<Vec<Bound
 
 /// The bundles of `data` (a whole number of 64-byte bundles).
 fn bundles_of(data: &[u8]) -> PyResult<Vec<Bundle>> {
-    if data.len() % 64 != 0 {
+    if !data.len().is_multiple_of(64) {
         return Err(PyValueError::new_err(format!(
             "{} bytes: not a whole number of 64-byte bundles",
             data.len()

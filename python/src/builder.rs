@@ -718,10 +718,44 @@ impl Instr {
     /// Append the instruction with these fields (spec names; enumeration values by name;
     /// tiles as operands; `wait=NAME` or `(NAME, VALUE)`, `signal=NAME` for semaphores).
     /// Returns its bundle index.
-    #[pyo3(signature = (**kwargs))]
-    fn __call__(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<usize> {
+    /// Positional arguments are the instruction's tensor operands, destinations first, then
+    /// sources in the spec's field order (`k.dve.tensor_tensor(dst, a, b, op="add")`); see
+    /// `operands`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<usize> {
+        let gen = self.kernel.borrow(py).gen;
+        let fields = PyDict::new(py);
+        if !args.is_empty() {
+            let names = operand_names(self.mnemonic, gen);
+            if args.len() > names.len() {
+                return Err(PyValueError::new_err(format!(
+                    "{}: {} positional operands given, the instruction has {} ({})",
+                    self.mnemonic,
+                    args.len(),
+                    names.len(),
+                    names.join(", ")
+                )));
+            }
+            for (name, v) in names.iter().zip(args.iter()) {
+                if kwargs.is_some_and(|kw| kw.contains(*name).unwrap_or(false)) {
+                    return Err(PyValueError::new_err(format!(
+                        "{}: operand `{name}` given by position and by keyword",
+                        self.mnemonic
+                    )));
+                }
+                fields.set_item(*name, v)?;
+            }
+        }
+        if let Some(kw) = kwargs {
+            fields.update(kw.as_mapping())?;
+        }
         let mut k = self.kernel.borrow_mut(py);
-        let line = k.line(self.mnemonic, kwargs)?;
+        let line = k.line(self.mnemonic, Some(&fields))?;
         match parse_line(&line, k.gen) {
             Ok(Some(_)) => {}
             Ok(None) => return Err(PyValueError::new_err("empty instruction")),
@@ -739,6 +773,13 @@ impl Instr {
         Ok(s.len() - 1)
     }
 
+    /// The names positional arguments bind to: the tensor operands of the instruction's
+    /// format on this generation, destinations first, then sources in spec order.
+    #[getter]
+    fn operands(&self, py: Python<'_>) -> Vec<&'static str> {
+        operand_names(self.mnemonic, self.kernel.borrow(py).gen)
+    }
+
     /// The instruction's fields in the spec (name, type, byte offset) for this generation.
     #[getter]
     fn fields(&self, py: Python<'_>) -> PyResult<Vec<(String, String, u8)>> {
@@ -753,6 +794,28 @@ impl Instr {
             .map(|r| (r.name.to_string(), format!("{:?}", r.ty), r.at[gen.index()]))
             .collect())
     }
+}
+
+/// The tensor operands of a mnemonic's format present on `gen`: names starting with `dst`
+/// first, then the others, each in the spec's field order.
+fn operand_names(mnemonic: &str, gen: Gen) -> Vec<&'static str> {
+    let rows = spec::opcode_by_mnemonic(mnemonic)
+        .and_then(|row| spec::format(row.format))
+        .map(|f| f.fields)
+        .unwrap_or_default();
+    let mut names: Vec<&'static str> = Vec::new();
+    for r in rows.iter().filter(|r| r.at[gen.index()] != spec::NA) {
+        let operand = matches!(
+            r.ty,
+            spec::FieldType::Tensor(_) | spec::FieldType::MemPattern(_)
+        );
+        if operand && !names.contains(&r.name) {
+            names.push(r.name);
+        }
+    }
+    let (mut dst, src): (Vec<_>, Vec<_>) = names.into_iter().partition(|n| n.starts_with("dst"));
+    dst.extend(src);
+    dst
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -147,7 +147,8 @@ def test_tensor_tensor_add():
     c = k.sbuf((32, 96), 0x800, (256,), F32)
     k.sp.pseudo_dmatrigger(queue_name="x", block_id=k.dma("x", a, xin, signal="in"))
     k.sp.pseudo_dmatrigger(queue_name="y", block_id=k.dma("y", b, yin, signal="in"))
-    k.dve.tensor_tensor(wait=("in", 2), signal="done", src0=a, src1=b, dst=c, op="add",
+    assert k.dve.tensor_tensor.operands == ["dst", "src0", "src1"]
+    k.dve.tensor_tensor(c, a, b, op="add", wait=("in", 2), signal="done",
                         in_dtypes="FP32|FP32", out_dtype="FP32", num_active_partitions=64)
     k.sp.pseudo_dmatrigger(wait=("done", 1), queue_name="z", block_id=k.dma("z", z, c))
     assert "TENSOR_TENSOR_ARITH_OP" in k.text()["dve"]
@@ -221,3 +222,13 @@ def test_deadlock_of_a_built_kernel():
     with pytest.raises(tpbsim.Deadlock) as e:
         tpbsim.run(k)
     assert e.value.engine is None
+
+
+def test_positional_operands_are_checked():
+    k = tpbsim.Kernel("v3")
+    a = k.sbuf((0, 64), 0x0, (16,), F32)
+    with pytest.raises(ValueError, match="3 positional operands given, the instruction has 2"):
+        k.act.activate(a, a, a)
+    with pytest.raises(ValueError, match="operand `dst` given by position and by keyword"):
+        k.dve.tensor_tensor(a, a, a, dst=a)
+    assert k.pe.matmul.operands == ["dst", "src"]

@@ -26,7 +26,7 @@ use spec::*;
 
 #[path = "build_tables.rs"]
 mod tables;
-use tables::{gen_gates, gen_locators, gen_sets};
+use tables::{gen_gates, gen_locators, gen_sets, snake};
 
 const GEN_NAMES: [&str; 4] = ["V2", "V3", "V4", "V5"];
 
@@ -956,22 +956,6 @@ fn gen_inst(out: &mut String, layouts: &[Layout]) {
 
 // ------------------------------------------------------------------ visitor over Inst
 
-/// `LdWeights` -> `ld_weights`, `DmaDirect2d` -> `dma_direct2d`.
-fn snake_ident(name: &str) -> String {
-    let mut s = String::new();
-    for (i, c) in name.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                s.push('_');
-            }
-            s.push(c.to_ascii_lowercase());
-        } else {
-            s.push(c);
-        }
-    }
-    s
-}
-
 /// The `InstVisitor` trait (one required method per format that has a layout, plus the raw
 /// form; no default methods), `Inst::accept` and the table of visitor methods.
 fn gen_visitor(layouts: &[Layout]) -> String {
@@ -994,7 +978,7 @@ fn gen_visitor(layouts: &[Layout]) -> String {
             out,
             "    /// [`Inst::{}`] ({what}).\n    fn {}(&mut self, x: &{}) -> Self::Output;",
             f.name,
-            snake_ident(f.name),
+            snake(f.name),
             f.name
         )
         .unwrap();
@@ -1006,7 +990,7 @@ fn gen_visitor(layouts: &[Layout]) -> String {
             out,
             "            Inst::{}(x) => v.{}(x),",
             f.name,
-            snake_ident(f.name)
+            snake(f.name)
         )
         .unwrap();
     }
@@ -1017,7 +1001,7 @@ fn gen_visitor(layouts: &[Layout]) -> String {
     .unwrap();
     writeln!(out, "/// Every `(format, visitor method)` pair of [`InstVisitor`] in `Inst` variant order; the raw\n/// form is `(\"Raw\", \"raw\")`, last.\npub const VISITOR_METHODS: [(&str, &str); {}] = [", fmts.len() + 1).unwrap();
     for f in &fmts {
-        writeln!(out, "    ({:?}, {:?}),", f.name, snake_ident(f.name)).unwrap();
+        writeln!(out, "    ({:?}, {:?}),", f.name, snake(f.name)).unwrap();
     }
     writeln!(out, "    (\"Raw\", \"raw\"),\n];").unwrap();
     out

@@ -3,7 +3,8 @@
 
 use super::*;
 
-fn snake(name: &str) -> String {
+/// `LdWeights` -> `ld_weights`, `DmaDirect2d` -> `dma_direct2d`.
+pub(crate) fn snake(name: &str) -> String {
     let mut s = String::new();
     let mut prev_lower = false;
     for c in name.chars() {

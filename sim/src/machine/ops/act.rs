@@ -3,7 +3,7 @@
 
 use tpbsim_isa::{ActTableLoad, Activate, Activate2, Engine, ReadAccumulator};
 
-use super::{same_count, tile, ScalarSrc};
+use super::ScalarSrc;
 use crate::machine::core::Machine;
 use crate::machine::fault::{Fault, Site};
 use crate::numerics::act::{self, AccumulateInto, ActFunction, ClosedForm};
@@ -36,12 +36,7 @@ impl Machine<'_> {
         let scale = self.scalar(site, x.scale_src, x.scale_value.0, Format::Float32)?;
         let src = self.pattern(site, "src", &x.src, n, input)?;
         let dst = self.pattern(site, "dst", &x.dst, n, out)?;
-        same_count(site, ("src", &src), ("dst", &dst))?;
-        let (rs, rd) = (
-            self.operand(site, "src", &src)?,
-            self.operand(site, "dst", &dst)?,
-        );
-        let shape = tile(site, &src)?;
+        let (rs, rd, shape) = self.elementwise(site, &src, &dst)?;
         let func = ActFunction::from_wire(x.activation_func.0)
             .map_err(|e| Fault::exec(site, e.to_string()))?;
         let cmd = AccumCmd::from_wire(x.accumulator_cmd.0)
@@ -132,12 +127,7 @@ impl Machine<'_> {
         let s1 = ScalarSrc::Imm(x.imm1);
         let src = self.pattern(site, "src", &x.src, n, input)?;
         let dst = self.pattern(site, "dst", &x.dst, n, out)?;
-        same_count(site, ("src", &src), ("dst", &dst))?;
-        let (rs, rd) = (
-            self.operand(site, "src", &src)?,
-            self.operand(site, "dst", &dst)?,
-        );
-        let shape = tile(site, &src)?;
+        let (rs, rd, shape) = self.elementwise(site, &src, &dst)?;
         let err = |e: alu::AluError| Fault::exec(site, e.to_string());
         let ctx = self.ctx(site.engine);
         let (op0, op1) = (

@@ -488,6 +488,20 @@ impl Machine<'_> {
         Ok((input, out, src, dst))
     }
 
+    /// A one-source elementwise op's regions: `src` and `dst` hold the same element count, each
+    /// is bounds-checked in that order, and the tile shape is `src`'s.
+    pub(crate) fn elementwise(
+        &self,
+        site: Site,
+        src: &TensorPattern,
+        dst: &TensorPattern,
+    ) -> Result<(Resolved, Resolved, TileShape), Fault> {
+        same_count(site, ("src", src), ("dst", dst))?;
+        let rs = self.operand(site, "src", src)?;
+        let rd = self.operand(site, "dst", dst)?;
+        Ok((rs, rd, tile(site, src)?))
+    }
+
     pub(crate) fn scalar(
         &self,
         site: Site,

@@ -104,12 +104,7 @@ impl Machine<'_> {
         let s1 = self.scalar(site, x.imm1_src, x.imm1, input)?;
         let src = self.pattern(site, "src", &x.src, n, input)?;
         let dst = self.pattern(site, "dst", &x.dst, n, out)?;
-        same_count(site, ("src", &src), ("dst", &dst))?;
-        let (rs, rd) = (
-            self.operand(site, "src", &src)?,
-            self.operand(site, "dst", &dst)?,
-        );
-        let shape = tile(site, &src)?;
+        let (rs, rd, shape) = self.elementwise(site, &src, &dst)?;
         let err = |e: alu::AluError| Fault::exec(site, e.to_string());
         let (op0, op1) = (
             AluOp::from_wire(x.op0.0).map_err(err)?,

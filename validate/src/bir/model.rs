@@ -1,12 +1,14 @@
 //! The BIR object model: module → functions → basic blocks → instructions, and the access
 //! patterns instructions read and write.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{ArchLevel, CollectiveKind, Dtype, EngineType, InstClass, MemoryType};
 use crate::diag::Location;
 
-/// One free dimension of an access pattern: `num` elements `step` elements apart.
+/// One free dimension of an access pattern: `num` elements `step` elements apart. Written
+/// `[step, num]` in BIR JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Dim {
     /// Distance between consecutive elements, in elements of the pattern's dtype (may be
@@ -24,25 +26,37 @@ pub const EXACT_SET_LIMIT: u64 = 1 << 16;
 ///
 /// Addresses are in elements of `dtype`: element `(i0, i1, ...)` of partition `p` sits at
 /// `offset + Σ i_k · pattern[k].step` in partition `start_partition + p` of `buffer`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AccessPattern {
     /// Memory type of the location.
+    #[serde(with = "super::json::by_name")]
     pub mem: MemoryType,
     /// The memory location (buffer) the pattern indexes; two patterns alias only when they
     /// name the same buffer in the same memory.
     pub buffer: String,
     /// Element type.
+    #[serde(with = "super::json::dtype")]
     pub dtype: Dtype,
     /// First partition.
+    #[serde(default, deserialize_with = "super::json::or_default")]
     pub start_partition: u64,
     /// Partitions accessed (the partition dimension's count).
+    #[serde(default = "super::json::one", deserialize_with = "super::json::or_one")]
     pub partitions: u64,
     /// Free dimensions, outermost first.
+    #[serde(default, deserialize_with = "super::json::or_default")]
     pub pattern: Vec<Dim>,
     /// Element offset of the first element within each partition.
+    #[serde(default, deserialize_with = "super::json::or_default")]
     pub offset: i64,
     /// The addresses come from another tensor or a register (indirect / dynamic pattern),
     /// not from the pattern alone.
+    #[serde(
+        default,
+        deserialize_with = "super::json::or_default",
+        skip_serializing_if = "super::json::is_false"
+    )]
     pub indirect: bool,
 }
 
@@ -196,7 +210,8 @@ impl AccessPattern {
 }
 
 /// MX tile descriptor: four parallel vectors, one entry per tile; `-1` means "not tiled".
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "super::json::TilesJson")]
 pub struct MxTiles {
     /// Row tile positions.
     pub row_pos: Vec<i64>,
@@ -221,18 +236,20 @@ impl MxTiles {
 }
 
 /// Fields of `MatmultMx`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct MatmultMxFields {
     /// Weight-replication shift amount.
     pub replication_shift: i64,
     /// Tile descriptor, when the matmul is tiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tiles: Option<MxTiles>,
 }
 
 /// Fields of `NKIKernel`: the buffers the kernel declares.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct NkiKernelFields {
     /// Name of the module function holding the kernel body.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub func: Option<String>,
     /// SBUF partitions per buffer.
     pub sb_num_partitions: i64,
@@ -249,13 +266,19 @@ pub struct NkiKernelFields {
 }
 
 /// Fields of the collective classes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct CollectiveFields {
     /// Collective kind (required on `CollectiveCompute`, implied by the coarse-grain classes).
+    #[serde(
+        serialize_with = "super::json::by_name::opt::serialize",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub kind: Option<CollectiveKind>,
     /// Shape of the replica groups: `[number of groups, ranks per group]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_groups_shape: Option<Vec<u64>>,
     /// Ranks each input is received from (SendRecv).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub recv_from_rank: Option<Vec<i64>>,
     /// The collective carries an SBUF scratch-pad output.
     pub sb_scratchpad: bool,
@@ -273,9 +296,10 @@ impl CollectiveFields {
 }
 
 /// Fields of `GPSIMDSB2SB`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Sb2SbFields {
     /// The context constant the compatibility check compares against 2.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ctx: Option<u64>,
 }
 
@@ -332,7 +356,8 @@ impl FieldsKind {
     }
 }
 
-/// One BIR instruction.
+/// One BIR instruction. Its JSON form (`Serialize` / `Deserialize` in `bir/json.rs`) flattens
+/// the class fields beside the common keys; the class decides which it may carry.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instruction {
     /// Optional instruction name.
@@ -437,14 +462,18 @@ impl Instruction {
 }
 
 /// A basic block.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Block {
     /// Block name (unique among its siblings).
+    #[serde(deserialize_with = "super::json::block_name")]
     pub name: String,
     /// The block belongs to a dynamic control-flow region (its trip count is decided at run
     /// time).
+    #[serde(default, deserialize_with = "super::json::or_default")]
     pub dynamic_cfg: bool,
     /// Instructions in program order.
+    #[serde(default, deserialize_with = "super::json::or_default")]
     pub instructions: Vec<Instruction>,
 }
 
@@ -452,13 +481,20 @@ pub struct Block {
 pub const ATTR_SKIP_ENGINE_CHECK: &str = "skip_engine_check";
 
 /// A function.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Function {
     /// Function name (unique in the module).
     pub name: String,
     /// Attributes; `skip_engine_check: true` disables the engine gate.
+    #[serde(
+        default,
+        deserialize_with = "super::json::or_default",
+        skip_serializing_if = "Map::is_empty"
+    )]
     pub attrs: Map<String, Value>,
     /// Basic blocks.
+    #[serde(default, deserialize_with = "super::json::or_default")]
     pub blocks: Vec<Block>,
 }
 
@@ -473,11 +509,14 @@ impl Function {
 }
 
 /// A BIR module.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Module {
     /// Optional module name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Target architecture level.
+    #[serde(with = "super::json::arch")]
     pub arch: ArchLevel,
     /// Functions; the verifier walks them in this order.
     pub functions: Vec<Function>,

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
-use tpbsim_isa::spec::{self, FieldType};
+use tpbsim_isa::spec::{self, FieldLoc, FieldType};
 use tpbsim_isa::{decode, Bundle, FieldMeta, Gen, LayoutMeta, INST_WORD_LEN};
 
 /// The canonical empty bundle of an opcode: `{opcode, 0x10, 0, 0}`, everything else zero.
@@ -21,8 +21,12 @@ pub(crate) fn layout_of(b: &Bundle, gen: Gen) -> Result<&'static LayoutMeta, Str
     decode(b, gen).map(|i| i.meta()).map_err(|e| e.to_string())
 }
 
-/// A field of a layout by name.
-pub(crate) fn field(meta: &'static LayoutMeta, name: &str) -> Result<&'static FieldMeta, String> {
+/// A field of a decoded layout, named by its generated locator.
+pub(crate) fn field(
+    meta: &'static LayoutMeta,
+    loc: FieldLoc,
+) -> Result<&'static FieldMeta, String> {
+    let name = loc.name;
     meta.field(name).ok_or_else(|| {
         if meta.format.is_none() {
             format!("no typed layout in this generation (field `{name}` not published)")
@@ -30,6 +34,13 @@ pub(crate) fn field(meta: &'static LayoutMeta, name: &str) -> Result<&'static Fi
             format!("layout {} has no field `{name}`", meta.rust_name)
         }
     })
+}
+
+/// The field of a decoded layout among `locs` (the locators of one field in the formats that
+/// carry it): the one of the layout's format, when this layout has it.
+pub(crate) fn located(meta: &'static LayoutMeta, locs: &[FieldLoc]) -> Option<&'static FieldMeta> {
+    let loc = locs.iter().find(|l| l.format == meta.format_name())?;
+    meta.field(loc.name)
 }
 
 /// Read `width` (1..=8) bytes at `off` as a little-endian unsigned integer.

@@ -6,6 +6,10 @@
 //! group added here is found in a stream, chosen for an instruction and bound in one place.
 
 use serde_json::Value;
+use tpbsim_isa::formats::loc::{
+    ld_weights as ldw_loc, ld_weights_mx as ldwmx_loc, matmul as mm_loc, matmul_mx as mmx_loc,
+};
+use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{Bundle, Gen};
 
 use super::lower::{piece, Bind, Piece, Slot};
@@ -351,13 +355,8 @@ fn pe_passes(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, String
 // ------------------------------------------------------------------ bindings
 
 /// The PE in_dtype role of a matmul operand.
-fn pe_role(field: &'static str, part: &'static str) -> Role {
-    Role {
-        field,
-        dt: Dt::Field("in_dtype"),
-        part,
-        ctx: super::dtype::DtypeCtx::Plain,
-    }
+fn pe_role(field: FieldLoc, dt: FieldLoc, part: FieldLoc) -> Role {
+    rules::role(field, Dt::Field(dt), part)
 }
 
 /// The matmul PSUM destination role: `out_dtype` from v3, fixed float32 on v2 (the v2 layout
@@ -366,24 +365,25 @@ fn mm_dst(gen: Gen) -> Role {
     let dt = if gen == Gen::V2 {
         Dt::Fixed(crate::bir::Dtype::Float32)
     } else {
-        Dt::PsumOut("out_dtype")
+        Dt::PsumOut(mm_loc::OUT_DTYPE)
     };
-    Role {
-        field: "dst",
-        dt,
-        part: "num_active_cols",
-        ctx: super::dtype::DtypeCtx::Plain,
-    }
+    rules::role(mm_loc::DST, dt, mm_loc::NUM_ACTIVE_COLS)
 }
 
 /// MATMUL (moving input `args[0]`, PSUM `outs[0]`) after each LDWEIGHTS (weights `args[1]`).
 pub(crate) fn pe_pieces(ops: &[u8], _: usize, gen: Gen) -> Vec<Piece> {
     use Slot::*;
     let mm = vec![
-        Bind::Role(pe_role("src", "num_active_rows"), Arg(0)),
+        Bind::Role(
+            pe_role(mm_loc::SRC, mm_loc::IN_DTYPE, mm_loc::NUM_ACTIVE_ROWS),
+            Arg(0),
+        ),
         Bind::Role(mm_dst(gen), Out(0)),
     ];
-    let ldw = vec![Bind::Role(pe_role("src", "num_active_rows"), Arg(1))];
+    let ldw = vec![Bind::Role(
+        pe_role(ldw_loc::SRC, ldw_loc::IN_DTYPE, ldw_loc::NUM_ACTIVE_ROWS),
+        Arg(1),
+    )];
     ops.iter()
         .map(|&op| {
             if op == 0x01 {
@@ -404,9 +404,9 @@ fn mx_pieces(ops: &[u8], _: usize, _: Gen) -> Vec<Piece> {
             ops[0],
             &super::lower::LDWMX_FORM,
             vec![Bind::Mx {
-                field: "src",
-                dt: "in_dtype",
-                part: "num_active_rows",
+                field: ldwmx_loc::SRC,
+                dt: ldwmx_loc::IN_DTYPE,
+                part: ldwmx_loc::NUM_ACTIVE_ROWS,
                 data: Arg(1),
                 scale: Arg(3),
             }],
@@ -416,19 +416,18 @@ fn mx_pieces(ops: &[u8], _: usize, _: Gen) -> Vec<Piece> {
             &super::lower::MMX_FORM,
             vec![
                 Bind::Mx {
-                    field: "src",
-                    dt: "in_dtype",
-                    part: "num_active_rows",
+                    field: mmx_loc::SRC,
+                    dt: mmx_loc::IN_DTYPE,
+                    part: mmx_loc::NUM_ACTIVE_ROWS,
                     data: Arg(0),
                     scale: Arg(2),
                 },
                 Bind::Role(
-                    Role {
-                        field: "dst",
-                        dt: Dt::Field("out_dtype"),
-                        part: "num_active_cols",
-                        ctx: super::dtype::DtypeCtx::Plain,
-                    },
+                    rules::role(
+                        mmx_loc::DST,
+                        Dt::Field(mmx_loc::OUT_DTYPE),
+                        mmx_loc::NUM_ACTIVE_COLS,
+                    ),
                     Out(0),
                 ),
             ],

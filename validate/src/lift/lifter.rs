@@ -12,6 +12,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
+use tpbsim_isa::formats::loc::{activate as act_loc, ld_weights as ldw_loc, matmul as mm_loc};
+use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{decode, Addr4, Bundle, Engine, Gen, InstVisitor, LayoutMeta, BUNDLE_SIZE};
 
 use super::ap;
@@ -23,9 +25,9 @@ use super::lower::{
 };
 use super::rules::{self, Dt, Role};
 use super::{
-    bir_engine, Origin, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_MNEMONIC, ATTR_OPCODE,
-    ATTR_ORIGIN, ATTR_PAYLOADS, ATTR_TSC_MODE, ATTR_UNLIFTED, ATTR_WIDE, ATTR_WIRE, FN_ATTR_ENGINE,
-    FN_ATTR_FILE, LIFT_RULE,
+    bir_engine, LiftError, Origin, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_MNEMONIC,
+    ATTR_OPCODE, ATTR_ORIGIN, ATTR_PAYLOADS, ATTR_TSC_MODE, ATTR_UNLIFTED, ATTR_WIDE, ATTR_WIRE,
+    FN_ATTR_ENGINE, FN_ATTR_FILE, LIFT_RULE,
 };
 use crate::bir::{
     AccessPattern, ArchLevel, Block, Dtype, EngineType, Function, InstClass, Instruction, Module,
@@ -113,21 +115,6 @@ impl Group {
     }
 }
 
-/// Why a bundle stays `Generic`.
-struct Unlifted {
-    /// Short reason used to group reports.
-    kind: &'static str,
-    /// Full reason.
-    detail: String,
-}
-
-fn unlifted(kind: &'static str, detail: impl Into<String>) -> Unlifted {
-    Unlifted {
-        kind,
-        detail: detail.into(),
-    }
-}
-
 /// Classes whose opaque lift leaves tensor operands undecoded (reported as not checked).
 fn has_hidden_operands(c: InstClass) -> bool {
     !matches!(
@@ -148,12 +135,12 @@ fn has_bias(b: &Bundle, gen: Gen) -> bool {
 }
 
 /// Recognise the group starting at bundle `i`.
-fn recognise(bundles: &[Bundle], i: usize, gen: Gen) -> Result<Group, Unlifted> {
+fn recognise(bundles: &[Bundle], i: usize, gen: Gen) -> Result<Group, LiftError> {
     let b = &bundles[i];
-    let inst = decode(b, gen).map_err(|e| unlifted("unknown opcode", e.to_string()))?;
+    let inst = decode(b, gen).map_err(LiftError::Decode)?;
     let nargs_act = || activate_inputs(b, gen);
     match groups::recognise(bundles, i, gen) {
-        Err(why) => return Err(unlifted("unpaired", why)),
+        Err(why) => return Err(LiftError::Unpaired(why)),
         Ok(Some(found)) => {
             let g = found.def;
             let nargs = g.nargs.unwrap_or_else(nargs_act);
@@ -200,14 +187,11 @@ struct Single<'a> {
 
 impl Single<'_> {
     /// The bundle's per-opcode lifting form.
-    fn by_rule(&self) -> Result<Group, Unlifted> {
+    fn by_rule(&self) -> Result<Group, LiftError> {
         let op = self.b.opcode();
         match rules::single(op, self.b) {
             Some((class, form)) => Ok(Group::new(class, 1, form.args.len())),
-            None => Err(unlifted(
-                "no lifting rule",
-                format!("no lifting rule for {}", lower::mnemonic(op)),
-            )),
+            None => Err(LiftError::NoRule { opcode: op }),
         }
     }
 }
@@ -224,7 +208,7 @@ macro_rules! by_rule {
 }
 
 impl InstVisitor for Single<'_> {
-    type Output = Result<Group, Unlifted>;
+    type Output = Result<Group, LiftError>;
 
     fn matmul(&mut self, _: &tpbsim_isa::Matmul) -> Self::Output {
         Ok(Group::new(mm_class(self.b, self.gen), 1, 1))
@@ -307,13 +291,14 @@ fn is_transpose_mm(mm: &Bundle, gen: Gen) -> bool {
     let Ok(meta) = layout_of(mm, gen) else {
         return false;
     };
-    let get = |n: &str| meta.field(n).map(|m| mm.0[m.offset as usize]);
-    get("transpose_mode").is_some_and(|v| v != 0) || get("flags").is_some_and(|v| v & 0x20 != 0)
+    let get = |l: FieldLoc| fields::located(meta, &[l]).map(|m| mm.0[m.offset as usize]);
+    get(mm_loc::TRANSPOSE_MODE).is_some_and(|v| v != 0)
+        || get(mm_loc::FLAGS).is_some_and(|v| v & 0x20 != 0)
 }
 
 fn fp32_mode(b: &Bundle, gen: Gen) -> Option<u8> {
     let meta = layout_of(b, gen).ok()?;
-    meta.field("fp32_mode").map(|m| b.0[m.offset as usize])
+    fields::located(meta, &[ldw_loc::FP32_MODE, mm_loc::FP32_MODE]).map(|m| b.0[m.offset as usize])
 }
 
 /// LDWEIGHTS + MATMUL twice over the same operands, where some FP32-tagged input runs its Low
@@ -329,7 +314,7 @@ fn is_fp32_quad(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
     let fp32 = |b: &Bundle| {
         layout_of(b, gen)
             .ok()
-            .and_then(|m| m.field("in_dtype"))
+            .and_then(|m| fields::located(m, &[ldw_loc::IN_DTYPE, mm_loc::IN_DTYPE]))
             .is_some_and(|m| b.0[m.offset as usize] == 0x0A)
     };
     let mut split = false;
@@ -365,14 +350,21 @@ pub(crate) fn same_output(a: &Bundle, ra: &Role, b: &Bundle, rb: &Role, gen: Gen
     }
 }
 
-fn read_parts(b: &Bundle, meta: &'static LayoutMeta, field: &str, gen: Gen) -> Result<u64, String> {
+fn read_parts(
+    b: &Bundle,
+    meta: &'static LayoutMeta,
+    field: FieldLoc,
+    gen: Gen,
+) -> Result<u64, String> {
     let m = fields::field(meta, field)?;
     let v = b.0[m.offset as usize] as u64;
-    Ok(if v == 0 && gen == Gen::V5 && field == "num_active_cols" {
-        256
-    } else {
-        v
-    })
+    Ok(
+        if v == 0 && gen == Gen::V5 && field.name == mm_loc::NUM_ACTIVE_COLS.name {
+            256
+        } else {
+            v
+        },
+    )
 }
 
 fn read_tag(
@@ -382,9 +374,11 @@ fn read_tag(
 ) -> Result<Option<(u8, &'static str)>, String> {
     Ok(match dt {
         Dt::Fixed(_) => None,
-        Dt::Field(n) | Dt::PsumOut(n) => Some((b.0[fields::field(meta, n)?.offset as usize], n)),
-        Dt::Lo(n) => Some((b.0[fields::field(meta, n)?.offset as usize] & 0x0F, n)),
-        Dt::Hi(n) => Some((b.0[fields::field(meta, n)?.offset as usize] >> 4, n)),
+        Dt::Field(n) | Dt::PsumOut(n) => {
+            Some((b.0[fields::field(meta, n)?.offset as usize], n.name))
+        }
+        Dt::Lo(n) => Some((b.0[fields::field(meta, n)?.offset as usize] & 0x0F, n.name)),
+        Dt::Hi(n) => Some((b.0[fields::field(meta, n)?.offset as usize] >> 4, n.name)),
     })
 }
 
@@ -414,7 +408,7 @@ fn read_role(
     let d = read_desc(b, m)?;
     let dtype = read_dtype(b, meta, r.dt, r.ctx, gen)?;
     let parts = read_parts(b, meta, r.part, gen)?;
-    ap::lift_desc(&d, dtype, parts, gen).map_err(|e| format!("{}: {e}", r.field))
+    ap::lift_desc(&d, dtype, parts, gen).map_err(|e| format!("{}: {e}", r.field.name))
 }
 
 type Operands = (Vec<AccessPattern>, Vec<AccessPattern>);
@@ -448,17 +442,20 @@ fn read_operands(bundles: &[Bundle], pieces: &[Piece], gen: Gen) -> Result<Opera
                     let x = read_mx(b, fields::field(meta, field)?)?;
                     let dtype = read_dtype(b, meta, Dt::Field(dt), DtypeCtx::MxData, gen)?;
                     let parts = read_parts(b, meta, part, gen)?;
-                    let (d, sc) =
-                        ap::lift_mx(&x, dtype, parts, gen).map_err(|e| format!("{field}: {e}"))?;
+                    let (d, sc) = ap::lift_mx(&x, dtype, parts, gen)
+                        .map_err(|e| format!("{}: {e}", field.name))?;
                     set(data, d);
                     set(scale, sc);
                 }
                 Bind::Bias(s) => {
-                    let addr =
-                        Addr4(read_uint(b, fields::field(meta, "bias")?.offset as usize, 4) as u32);
-                    let dtype =
-                        read_dtype(b, meta, Dt::Hi("in_bias_dtypes"), DtypeCtx::Plain, gen)?;
-                    let parts = read_parts(b, meta, "num_active_partitions", gen)?;
+                    let addr = Addr4(read_uint(
+                        b,
+                        fields::field(meta, act_loc::BIAS)?.offset as usize,
+                        4,
+                    ) as u32);
+                    let bias_dt = Dt::Hi(act_loc::IN_BIAS_DTYPES);
+                    let dtype = read_dtype(b, meta, bias_dt, DtypeCtx::Plain, gen)?;
+                    let parts = read_parts(b, meta, act_loc::NUM_ACTIVE_PARTITIONS, gen)?;
                     let pl = ap::place(addr, dtype, gen).map_err(|e| format!("bias: {e}"))?;
                     set(
                         s,
@@ -508,7 +505,12 @@ fn lift_group(
                 0
             };
             let meta = layout_of(&bundles[k], gen)?;
-            let tag = bundles[k].0[fields::field(meta, "in_dtype")?.offset as usize];
+            let in_dtype = if p.opcode == 0x01 {
+                ldw_loc::IN_DTYPE
+            } else {
+                mm_loc::IN_DTYPE
+            };
+            let tag = bundles[k].0[fields::field(meta, in_dtype)?.offset as usize];
             if tag == 0x0A && fp32_mode(&bundles[k], gen) == Some(2) {
                 args[slot].dtype = Dtype::Float32r;
             }
@@ -524,9 +526,9 @@ fn lift_group(
     let k = primary(&pieces);
     let pmeta = layout_of(&bundles[k], gen)?;
     for p in pieces[k].form.params {
-        if let Some(m) = pmeta.field(p) {
+        if let Some(m) = pmeta.field(p.name) {
             inst.attrs
-                .insert(p.to_string(), fields::param_value(m, &bundles[k]));
+                .insert(p.name.to_string(), fields::param_value(m, &bundles[k]));
         }
     }
     // The opcode the fan-in picks, or the one found, recorded.
@@ -548,10 +550,10 @@ fn lift_group(
     let mut canon = build(&inst, &pieces, gen)?;
     let cmeta = canon[k].1;
     for p in pieces[k].form.params {
-        if let Some(m) = cmeta.field(p) {
+        if let Some(m) = cmeta.field(p.name) {
             let r = m.range();
             if bundles[k].0[r.clone()] == canon[k].0 .0[r] {
-                inst.attrs.remove(*p);
+                inst.attrs.remove(p.name);
             }
         }
     }
@@ -654,14 +656,10 @@ pub fn lift_stream(input: &StreamInput<'_>, gen: Gen) -> LiftedStream {
             let (class, len) = (g.class, g.len);
             lift_group(&bundles[i..i + len], g, engine, gen)
                 .map(|inst| (inst, len, class))
-                .map_err(|e| {
-                    unlifted(
-                        "not liftable",
-                        format!(
-                            "{} as {class}: {e}",
-                            lower::mnemonics(&opcodes_of(&bundles[i..i + len]))
-                        ),
-                    )
+                .map_err(|reason| LiftError::NotLiftable {
+                    opcodes: opcodes_of(&bundles[i..i + len]),
+                    class,
+                    reason,
                 })
         });
         let (mut inst, len) = match result {
@@ -700,8 +698,9 @@ pub fn lift_stream(input: &StreamInput<'_>, gen: Gen) -> LiftedStream {
             }
             Err(u) => {
                 kept += 1;
-                reports.note(i as u64, op, u.kind, u.detail.clone(), &mut first);
-                (generic(&bundles[i], engine, &u.detail), 1)
+                let detail = u.to_string();
+                reports.note(i as u64, op, u.kind(), detail.clone(), &mut first);
+                (generic(&bundles[i], engine, &detail), 1)
             }
         };
         let origin = Origin {

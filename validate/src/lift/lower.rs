@@ -8,7 +8,11 @@
 //! bundle produced decodes in the target generation.
 
 use serde_json::{Map, Value};
-use tpbsim_isa::spec::FieldType;
+use tpbsim_isa::formats::loc::{
+    self, activate as act_loc, ld_weights as ldw_loc, ld_weights_mx as ldwmx_loc, matmul as mm_loc,
+    matmul_mx as mmx_loc, quantize_mx as qmx_loc, read_accumulator as rdacc_loc,
+};
+use tpbsim_isa::spec::{FieldLoc, FieldType};
 use tpbsim_isa::{decode, spec, Addr4, Bundle, FieldValue, Gen, LayoutMeta, Wire};
 
 use super::ap::{self, Desc, MxDesc};
@@ -35,9 +39,9 @@ pub(crate) enum Bind {
     Role(Role, Slot),
     /// An MXMEM_PATTERN1D holding data and scales, its data dtype tag in `dt`.
     Mx {
-        field: &'static str,
-        dt: &'static str,
-        part: &'static str,
+        field: FieldLoc,
+        dt: FieldLoc,
+        part: FieldLoc,
         data: Slot,
         scale: Slot,
     },
@@ -107,18 +111,17 @@ pub(crate) fn bindings(
             &QMX_FORM,
             vec![
                 Bind::Role(
-                    Role {
-                        field: "src",
-                        dt: Dt::Field("in_dtype"),
-                        part: "num_active_partitions",
-                        ctx: DtypeCtx::Plain,
-                    },
+                    rules::role(
+                        qmx_loc::SRC,
+                        Dt::Field(qmx_loc::IN_DTYPE),
+                        qmx_loc::NUM_ACTIVE_PARTITIONS,
+                    ),
                     Arg(0),
                 ),
                 Bind::Mx {
-                    field: "dst",
-                    dt: "out_dtype",
-                    part: "num_active_partitions",
+                    field: qmx_loc::DST,
+                    dt: qmx_loc::OUT_DTYPE,
+                    part: qmx_loc::NUM_ACTIVE_PARTITIONS,
                     data: Out(0),
                     scale: Out(1),
                 },
@@ -281,30 +284,31 @@ pub(crate) fn arity(pieces: &[Piece]) -> (usize, usize) {
 }
 
 /// Tracks the partition counts written into one bundle, so two operands never disagree.
-struct Parts(Vec<(&'static str, u64)>);
+struct Parts(Vec<(FieldLoc, u64)>);
 
 impl Parts {
     fn put(
         &mut self,
         b: &mut Bundle,
         meta: &'static LayoutMeta,
-        field: &'static str,
+        field: FieldLoc,
         n: u64,
         gen: Gen,
     ) -> Result<(), String> {
+        let name = field.name;
         if let Some((_, prev)) = self.0.iter().find(|(f, _)| *f == field) {
             if *prev != n {
                 return Err(format!(
-                    "operands disagree on `{field}`: {prev} vs {n} partitions"
+                    "operands disagree on `{name}`: {prev} vs {n} partitions"
                 ));
             }
             return Ok(());
         }
         let m = fields::field(meta, field)?;
-        let v = if n == 256 && gen == Gen::V5 && field == "num_active_cols" {
+        let v = if n == 256 && gen == Gen::V5 && name == mm_loc::NUM_ACTIVE_COLS.name {
             0
         } else {
-            u8::try_from(n).map_err(|_| format!("{n} partitions do not fit `{field}`"))?
+            u8::try_from(n).map_err(|_| format!("{n} partitions do not fit `{name}`"))?
         };
         b.0[m.offset as usize] = v;
         self.0.push((field, n));
@@ -433,9 +437,10 @@ fn write_piece(
                 let a = get(s)?;
                 let m = fields::field(meta, r.field)?;
                 let d = ap::lower_desc(a, dims_of(m)?, gen)
-                    .map_err(|e| format!("{s:?} ({}): {e}", r.field))?;
+                    .map_err(|e| format!("{s:?} ({}): {e}", r.field.name))?;
                 write_desc(b, m, &d);
-                let pe_in = pe && r.dt == Dt::Field("in_dtype");
+                let pe_in = pe
+                    && matches!(r.dt, Dt::Field(l) if l == ldw_loc::IN_DTYPE || l == mm_loc::IN_DTYPE);
                 write_tag(b, meta, r.dt, a.dtype, r.ctx, pe_in, gen)
                     .map_err(|e| format!("{s:?}: {e}"))?;
                 parts
@@ -456,8 +461,8 @@ fn write_piece(
                         sa.dtype
                     ));
                 }
-                let x =
-                    ap::lower_mx(da, sa, gen).map_err(|e| format!("{data:?} ({field}): {e}"))?;
+                let x = ap::lower_mx(da, sa, gen)
+                    .map_err(|e| format!("{data:?} ({}): {e}", field.name))?;
                 let o = fields::field(meta, field)?.offset as usize;
                 x.data.write(&mut b.0, o);
                 x.scale.write(&mut b.0, o + 4);
@@ -489,14 +494,14 @@ fn write_piece(
                     ap::address_of(a, gen).map_err(|e| format!("{s:?} (bias): {e}"))?;
                 write_uint(
                     b,
-                    fields::field(meta, "bias")?.offset as usize,
+                    fields::field(meta, act_loc::BIAS)?.offset as usize,
                     4,
                     addr.0 as u64,
                 );
                 write_tag(
                     b,
                     meta,
-                    Dt::Hi("in_bias_dtypes"),
+                    Dt::Hi(act_loc::IN_BIAS_DTYPES),
                     a.dtype,
                     DtypeCtx::Plain,
                     false,
@@ -504,7 +509,7 @@ fn write_piece(
                 )
                 .map_err(|e| format!("{s:?}: {e}"))?;
                 parts
-                    .put(b, meta, "num_active_partitions", a.partitions, gen)
+                    .put(b, meta, act_loc::NUM_ACTIVE_PARTITIONS, a.partitions, gen)
                     .map_err(|e| format!("{s:?}: {e}"))?;
             }
         }
@@ -512,9 +517,10 @@ fn write_piece(
     Ok(())
 }
 
-/// Write `v` into a field when the layout has it.
-fn set_if(b: &mut Bundle, meta: &'static LayoutMeta, name: &str, v: u64) {
-    if let Some(m) = meta.field(name) {
+/// Write `v` into a field when the layout has it (`locs`: the field's locator in each format
+/// the bundle may have).
+fn set_if(b: &mut Bundle, meta: &'static LayoutMeta, locs: &[FieldLoc], v: u64) {
+    if let Some(m) = fields::located(meta, locs) {
         write_uint(b, m.offset as usize, m.width() as usize, v);
     }
 }
@@ -545,21 +551,21 @@ fn finish(
                     Dtype::Float32 if two => [1, 2][pass],
                     _ => 0,
                 };
-                set_if(b, meta, "fp32_mode", mode);
+                set_if(b, meta, &[ldw_loc::FP32_MODE, mm_loc::FP32_MODE], mode);
                 set_if(
                     b,
                     meta,
-                    "row_grp",
+                    &[ldw_loc::ROW_GRP, mm_loc::ROW_GRP],
                     rules::group_code(operand.start_partition, operand.partitions) as u64,
                 );
                 set_if(
                     b,
                     meta,
-                    "col_grp",
+                    &[ldw_loc::COL_GRP, mm_loc::COL_GRP],
                     rules::group_code(out.start_partition, out.partitions) as u64,
                 );
                 if gen == Gen::V2 {
-                    set_if(b, meta, "xbus_sel", 0x10);
+                    set_if(b, meta, &[ldw_loc::XBUS_SEL, mm_loc::XBUS_SEL], 0x10);
                 }
                 if pieces[k].opcode == 0x01 {
                     let cols = if out.partitions == 256 && gen == Gen::V5 {
@@ -573,7 +579,7 @@ fn finish(
                             out.partitions
                         )
                     })?;
-                    set_if(b, meta, "num_active_cols", cols as u64);
+                    set_if(b, meta, &[ldw_loc::NUM_ACTIVE_COLS], cols as u64);
                 } else if inst.class == C::Transpose {
                     match gen {
                         Gen::V2 => {
@@ -581,8 +587,8 @@ fn finish(
                                 "no transpose marker is known for the v2 matmul layout".into()
                             )
                         }
-                        Gen::V3 | Gen::V4 => set_if(b, meta, "transpose_mode", 1),
-                        Gen::V5 => set_if(b, meta, "flags", 0x20),
+                        Gen::V3 | Gen::V4 => set_if(b, meta, &[mm_loc::TRANSPOSE_MODE], 1),
+                        Gen::V5 => set_if(b, meta, &[mm_loc::FLAGS], 0x20),
                     }
                 }
             }
@@ -590,7 +596,7 @@ fn finish(
         // A float32r weight load is the FP32 tag with fp32_mode High, as in a matmul.
         C::LoadWeights if ap(Slot::Arg(0)).is_some_and(|a| a.dtype == Dtype::Float32r) => {
             let (b, meta) = &mut bundles[0];
-            set_if(b, meta, "fp32_mode", 2);
+            set_if(b, meta, &[ldw_loc::FP32_MODE], 2);
         }
         C::MatmultMx => {
             if let ClassFields::MatmultMx(f) = &inst.fields {
@@ -605,47 +611,47 @@ fn finish(
                 set_if(
                     b,
                     meta,
-                    "row_grp",
+                    &[ldwmx_loc::ROW_GRP, mmx_loc::ROW_GRP],
                     rules::group_code(data.start_partition, data.partitions) as u64,
                 );
-                set_if(b, meta, "col_grp", 0x0F);
+                set_if(b, meta, &[ldwmx_loc::COL_GRP, mmx_loc::COL_GRP], 0x0F);
                 if k == 0 {
                     let cols = u8::try_from(out.partitions)
                         .map_err(|_| "output partitions do not fit num_active_cols".to_string())?;
-                    set_if(b, meta, "num_active_cols", cols as u64);
+                    set_if(b, meta, &[ldwmx_loc::NUM_ACTIVE_COLS], cols as u64);
                 }
             }
         }
         C::Activation if bundles.len() == 2 => {
             // A second (accumulator) output needs an accumulating command.
             let (b, meta) = &mut bundles[0];
-            set_if(b, meta, "accumulator_cmd", 3);
+            set_if(b, meta, &[act_loc::ACCUMULATOR_CMD], 3);
             let (b, meta) = &mut bundles[1];
-            set_if(b, meta, "dst_element_count", 1);
+            set_if(b, meta, &[rdacc_loc::DST_ELEMENT_COUNT], 1);
         }
         C::TensorScalar if bundles.len() == 2 => {
             let (b, meta) = &mut bundles[1];
-            set_if(b, meta, "dst_element_count", 1);
+            set_if(b, meta, &[rdacc_loc::DST_ELEMENT_COUNT], 1);
         }
         C::ReadActivationAccumulator | C::DveReadAccumulator => {
             let (b, meta) = &mut bundles[0];
-            set_if(b, meta, "dst_element_count", 1);
+            set_if(b, meta, &[rdacc_loc::DST_ELEMENT_COUNT], 1);
         }
         C::CompareAndBranch | C::UnconditionalBranch => {
             let (b, meta) = &mut bundles[0];
-            set_if(b, meta, "target_mode", 3);
+            set_if(b, meta, &[loc::compare_branch::TARGET_MODE], 3);
         }
         // The SELECT_REDUCE of a Select: the validator allows op0 BYPASS and op1 MAX only
         // (`is_valid_select_reduce.ops`), so MAX is the derived reduce op, not a parameter
         // left 0.
         C::Select => {
             if let Some((b, meta)) = bundles.iter_mut().find(|(b, _)| b.opcode() == 0xEA) {
-                set_if(b, meta, "reduce_op", 0x08);
+                set_if(b, meta, &[loc::select_reduce::REDUCE_OP], 0x08);
             }
         }
         C::Exit => {
             let (b, meta) = &mut bundles[0];
-            set_if(b, meta, "sub_op", 1);
+            set_if(b, meta, &[loc::pseudo_inst::SUB_OP], 1);
         }
         _ => {}
     }
@@ -699,7 +705,8 @@ pub(crate) fn apply_params(
     form: &Form,
 ) -> Result<(), String> {
     for p in form.params {
-        let Some(v) = attrs.get(*p) else { continue };
+        let p = p.name;
+        let Some(v) = attrs.get(p) else { continue };
         if v.is_null() {
             continue;
         }
@@ -806,26 +813,28 @@ fn fp32_mode_is_free(inst: &Instruction, pieces: &[Piece], k: usize) -> Result<(
 
 /// Lower one instruction to its bundles for `gen`.
 pub fn lower_instruction(inst: &Instruction, gen: Gen) -> Result<Vec<Bundle>, LowerError> {
-    let err = |message: String| LowerError {
-        class: inst.class,
-        gen,
-        message,
-    };
-    if inst.class == InstClass::Generic {
-        let out = generic_bundles(inst).map_err(err)?;
-        return Ok(out);
+    let class = inst.class;
+    if class == InstClass::Generic {
+        return generic_bundles(inst).map_err(|reason| LowerError::GenericBundle {
+            class,
+            gen,
+            reason,
+        });
     }
-    let ops = plan(inst, gen).map_err(err)?;
-    let pieces = bindings(inst.class, &ops, inst.args.len(), gen).map_err(err)?;
-    let mut bundles = build(inst, &pieces, gen).map_err(err)?;
+    let opcode = |reason| LowerError::Opcode { class, gen, reason };
+    let operands = |reason| LowerError::Operands { class, gen, reason };
+    let attribute = |reason| LowerError::Attribute { class, gen, reason };
+    let ops = plan(inst, gen).map_err(opcode)?;
+    let pieces = bindings(class, &ops, inst.args.len(), gen).map_err(opcode)?;
+    let mut bundles = build(inst, &pieces, gen).map_err(operands)?;
     let k = primary(&pieces);
-    fp32_mode_is_free(inst, &pieces, k).map_err(err)?;
+    fp32_mode_is_free(inst, &pieces, k).map_err(attribute)?;
     let (b, meta) = &mut bundles[k];
-    apply_params(&inst.attrs, b, meta, pieces[k].form).map_err(err)?;
-    apply_overrides(&inst.attrs, &mut bundles).map_err(err)?;
+    apply_params(&inst.attrs, b, meta, pieces[k].form).map_err(attribute)?;
+    apply_overrides(&inst.attrs, &mut bundles).map_err(attribute)?;
     let mut out = Vec::with_capacity(bundles.len());
     for (b, _) in bundles {
-        decode(&b, gen).map_err(|e| err(e.to_string()))?;
+        decode(&b, gen).map_err(|error| LowerError::Decode { class, gen, error })?;
         out.push(b);
     }
     Ok(out)

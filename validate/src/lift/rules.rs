@@ -8,41 +8,51 @@
 //! for its dtypes, engine, ALU op and generation.
 
 use serde_json::Value;
+use tpbsim_isa::formats::loc::{
+    self, activate as act, activate2 as act2, activate_quantize as actq, affine_select as aff,
+    iota, ld_weights as ldw, matmul as mm, matmul_mx as mmx, memset, pool, range_select as rs,
+    read_accumulator as rdacc, scalar_tensor_tensor as stt, select_reduce as selred,
+    tensor_dequantize as deq, tensor_reduce as tr, tensor_scalar as ts,
+    tensor_scalar_int_wide as tsw, tensor_tensor as tt, tensor_tensor_int_wide as ttw,
+};
+use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{spec, Gen};
 
 use super::dtype::DtypeCtx;
 use crate::bir::{Dtype, EngineType, InstClass, Instruction};
 
-/// Where an operand's dtype tag sits.
+/// Where an operand's dtype tag sits. Fields are named by their generated locators
+/// (`tpbsim_isa::formats::loc::<format>::<FIELD>`), so a field renamed or dropped in the spec
+/// fails to build here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Dt {
     /// A DTYPE field.
-    Field(&'static str),
+    Field(FieldLoc),
     /// The low nibble of a dtype-pair field.
-    Lo(&'static str),
+    Lo(FieldLoc),
     /// The high nibble of a dtype-pair field.
-    Hi(&'static str),
+    Hi(FieldLoc),
     /// No tag on the wire: the dtype is fixed.
     Fixed(Dtype),
     /// The dense matmul's PSUM dtype field: tag 0 (not written) reads as float32, the PSUM
     /// accumulation format of v2/v3 (facts §9.5); lowering writes the tag.
-    PsumOut(&'static str),
+    PsumOut(FieldLoc),
 }
 
 /// One operand of a form: its descriptor field, dtype tag and partition-count field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Role {
     /// Descriptor field (TENSORnD / MEM_PATTERNnD).
-    pub field: &'static str,
+    pub field: FieldLoc,
     /// Dtype tag.
     pub dt: Dt,
     /// Field holding the partition count (active partitions / channels / rows / cols).
-    pub part: &'static str,
+    pub part: FieldLoc,
     /// How the tag is read.
     pub ctx: DtypeCtx,
 }
 
-const fn role(field: &'static str, dt: Dt, part: &'static str) -> Role {
+pub(crate) const fn role(field: FieldLoc, dt: Dt, part: FieldLoc) -> Role {
     Role {
         field,
         dt,
@@ -61,327 +71,519 @@ pub(crate) struct Form {
     /// Outputs, positional.
     pub outs: &'static [Role],
     /// Parameter fields (kept in `attrs` by field name).
-    pub params: &'static [&'static str],
+    pub params: &'static [FieldLoc],
 }
 
-const NAP: &str = "num_active_partitions";
-const NAC: &str = "num_active_channels";
+impl Form {
+    /// The parameter field named `key`.
+    pub(crate) fn param(&self, key: &str) -> Option<FieldLoc> {
+        self.params.iter().copied().find(|p| p.name == key)
+    }
+}
 
 /// TENSOR_TENSOR: `args = [src0, src1]`, `outs = [dst]`.
 pub(crate) static TT: Form = Form {
     format: "TensorTensor",
     args: &[
-        role("src0", Dt::Lo("in_dtypes"), NAP),
-        role("src1", Dt::Hi("in_dtypes"), NAP),
+        role(tt::SRC0, Dt::Lo(tt::IN_DTYPES), tt::NUM_ACTIVE_PARTITIONS),
+        role(tt::SRC1, Dt::Hi(tt::IN_DTYPES), tt::NUM_ACTIVE_PARTITIONS),
     ],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
-    params: &["op"],
+    outs: &[role(
+        tt::DST,
+        Dt::Field(tt::OUT_DTYPE),
+        tt::NUM_ACTIVE_PARTITIONS,
+    )],
+    params: &[tt::OP],
 };
 /// COPY/CAST_PREDICATED on the TT layout: `args = [data (src1), predicate (src0)]`.
 pub(crate) static CP: Form = Form {
     format: "TensorTensor",
     args: &[
-        role("src1", Dt::Hi("in_dtypes"), NAP),
-        role("src0", Dt::Lo("in_dtypes"), NAP),
+        role(tt::SRC1, Dt::Hi(tt::IN_DTYPES), tt::NUM_ACTIVE_PARTITIONS),
+        role(tt::SRC0, Dt::Lo(tt::IN_DTYPES), tt::NUM_ACTIVE_PARTITIONS),
     ],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
-    params: &["op"],
+    outs: &[role(
+        tt::DST,
+        Dt::Field(tt::OUT_DTYPE),
+        tt::NUM_ACTIVE_PARTITIONS,
+    )],
+    params: &[tt::OP],
 };
 /// TENSOR_TENSOR_INT_WIDE: `outs = [low, high]`.
 pub(crate) static TT_WIDE: Form = Form {
     format: "TensorTensorIntWide",
     args: &[
-        role("src0", Dt::Lo("in_dtypes"), NAP),
-        role("src1", Dt::Hi("in_dtypes"), NAP),
+        role(
+            ttw::SRC0,
+            Dt::Lo(ttw::IN_DTYPES),
+            ttw::NUM_ACTIVE_PARTITIONS,
+        ),
+        role(
+            ttw::SRC1,
+            Dt::Hi(ttw::IN_DTYPES),
+            ttw::NUM_ACTIVE_PARTITIONS,
+        ),
     ],
     outs: &[
-        role("dst0", Dt::Lo("out_dtypes"), NAP),
-        role("dst1", Dt::Hi("out_dtypes"), NAP),
+        role(
+            ttw::DST0,
+            Dt::Lo(ttw::OUT_DTYPES),
+            ttw::NUM_ACTIVE_PARTITIONS,
+        ),
+        role(
+            ttw::DST1,
+            Dt::Hi(ttw::OUT_DTYPES),
+            ttw::NUM_ACTIVE_PARTITIONS,
+        ),
     ],
-    params: &["op"],
+    params: &[ttw::OP],
 };
 /// The S3D3_TS family.
 pub(crate) static TS: Form = Form {
     format: "TensorScalar",
-    args: &[role("src", Dt::Field("in_dtype"), NAP)],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    args: &[role(
+        ts::SRC,
+        Dt::Field(ts::IN_DTYPE),
+        ts::NUM_ACTIVE_PARTITIONS,
+    )],
+    outs: &[role(
+        ts::DST,
+        Dt::Field(ts::OUT_DTYPE),
+        ts::NUM_ACTIVE_PARTITIONS,
+    )],
     params: &[
-        "accumulator_cmd",
-        "imm0_src",
-        "op0",
-        "op1",
-        "reverse",
-        "imm1_src",
-        "imm0",
-        "imm1",
+        ts::ACCUMULATOR_CMD,
+        ts::IMM0_SRC,
+        ts::OP0,
+        ts::OP1,
+        ts::REVERSE,
+        ts::IMM1_SRC,
+        ts::IMM0,
+        ts::IMM1,
     ],
 };
 /// TENSOR_SCALAR_AFFINE_SELECT (header struct S2D2_TS_AS).
 pub(crate) static AS: Form = Form {
     format: "AffineSelect",
-    args: &[role("src", Dt::Lo("in_out_dtypes"), NAP)],
-    outs: &[role("dst", Dt::Hi("in_out_dtypes"), NAP)],
+    args: &[role(
+        aff::SRC,
+        Dt::Lo(aff::IN_OUT_DTYPES),
+        aff::NUM_ACTIVE_PARTITIONS,
+    )],
+    outs: &[role(
+        aff::DST,
+        Dt::Hi(aff::IN_OUT_DTYPES),
+        aff::NUM_ACTIVE_PARTITIONS,
+    )],
     params: &[
-        "fill_mode",
-        "fill_reg",
-        "mask_base",
-        "mask_step",
-        "mask_num",
-        "channel_multiplier",
+        aff::FILL_MODE,
+        aff::FILL_REG,
+        aff::MASK_BASE,
+        aff::MASK_STEP,
+        aff::MASK_NUM,
+        aff::CHANNEL_MULTIPLIER,
     ],
 };
 /// TENSOR_SCALAR_INT_WIDE: `outs = [low, high]`.
 pub(crate) static TS_WIDE: Form = Form {
     format: "TensorScalarIntWide",
-    args: &[role("src", Dt::Lo("in_imm_dtypes"), NAP)],
+    args: &[role(
+        tsw::SRC,
+        Dt::Lo(tsw::IN_IMM_DTYPES),
+        tsw::NUM_ACTIVE_PARTITIONS,
+    )],
     outs: &[
-        role("dst0", Dt::Lo("out_dtypes"), NAP),
-        role("dst1", Dt::Hi("out_dtypes"), NAP),
+        role(
+            tsw::DST0,
+            Dt::Lo(tsw::OUT_DTYPES),
+            tsw::NUM_ACTIVE_PARTITIONS,
+        ),
+        role(
+            tsw::DST1,
+            Dt::Hi(tsw::OUT_DTYPES),
+            tsw::NUM_ACTIVE_PARTITIONS,
+        ),
     ],
-    params: &["op", "imm_src", "imm"],
+    params: &[tsw::OP, tsw::IMM_SRC, tsw::IMM],
 };
 /// The S4D4_TR family (reduce, copy, cast, reciprocal, cumulative, shuffle, transpose).
 pub(crate) static TR: Form = Form {
     format: "TensorReduce",
-    args: &[role("src", Dt::Field("in_dtype"), NAC)],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAC)],
-    params: &["negated", "op", "op_dim", "mask_enable"],
+    args: &[role(
+        tr::SRC,
+        Dt::Field(tr::IN_DTYPE),
+        tr::NUM_ACTIVE_CHANNELS,
+    )],
+    outs: &[role(
+        tr::DST,
+        Dt::Field(tr::OUT_DTYPE),
+        tr::NUM_ACTIVE_CHANNELS,
+    )],
+    params: &[tr::NEGATED, tr::OP, tr::OP_DIM, tr::MASK_ENABLE],
 };
 /// POOL / MAX_POOL_SELECT.
 pub(crate) static POOL: Form = Form {
     format: "Pool",
-    args: &[role("src", Dt::Field("in_dtype"), NAC)],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAC)],
-    params: &["pool_type", "mode", "scale"],
+    args: &[role(
+        pool::SRC,
+        Dt::Field(pool::IN_DTYPE),
+        pool::NUM_ACTIVE_CHANNELS,
+    )],
+    outs: &[role(
+        pool::DST,
+        Dt::Field(pool::OUT_DTYPE),
+        pool::NUM_ACTIVE_CHANNELS,
+    )],
+    params: &[pool::POOL_TYPE, pool::MODE, pool::SCALE],
 };
 /// MEMSET.
 pub(crate) static MEMSET: Form = Form {
     format: "Memset",
     args: &[],
-    outs: &[role("dst", Dt::Field("dtype"), NAC)],
-    params: &["count", "fill_value"],
+    outs: &[role(
+        memset::DST,
+        Dt::Field(memset::DTYPE),
+        memset::NUM_ACTIVE_CHANNELS,
+    )],
+    params: &[memset::COUNT, memset::FILL_VALUE],
 };
 /// IOTA.
 pub(crate) static IOTA: Form = Form {
     format: "Iota",
     args: &[],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAC)],
-    params: &["start_value"],
+    outs: &[role(
+        iota::DST,
+        Dt::Field(iota::OUT_DTYPE),
+        iota::NUM_ACTIVE_CHANNELS,
+    )],
+    params: &[iota::START_VALUE],
 };
 /// ACTIVATE (the optional bias operand `args[1]` is handled by the Activation recipe).
 pub(crate) static ACT: Form = Form {
     format: "Activate",
-    args: &[role("src", Dt::Lo("in_bias_dtypes"), NAP)],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    args: &[role(
+        act::SRC,
+        Dt::Lo(act::IN_BIAS_DTYPES),
+        act::NUM_ACTIVE_PARTITIONS,
+    )],
+    outs: &[role(
+        act::DST,
+        Dt::Field(act::OUT_DTYPE),
+        act::NUM_ACTIVE_PARTITIONS,
+    )],
     params: &[
-        "imm_src",
-        "scale_src",
-        "accumulator_cmd",
-        "bias_src_n",
-        "activation_func",
-        "scale_value",
-        "bias",
-        "imm",
+        act::IMM_SRC,
+        act::SCALE_SRC,
+        act::ACCUMULATOR_CMD,
+        act::BIAS_SRC_N,
+        act::ACTIVATION_FUNC,
+        act::SCALE_VALUE,
+        act::BIAS,
+        act::IMM,
     ],
 };
 /// ACTIVATE2 (v4+; descriptor slots inferred by the spec).
 pub(crate) static ACT2: Form = Form {
     format: "Activate2",
-    args: &[role("src", Dt::Field("in_dtype"), NAP)],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    args: &[role(
+        act2::SRC,
+        Dt::Field(act2::IN_DTYPE),
+        act2::NUM_ACTIVE_PARTITIONS,
+    )],
+    outs: &[role(
+        act2::DST,
+        Dt::Field(act2::OUT_DTYPE),
+        act2::NUM_ACTIVE_PARTITIONS,
+    )],
     params: &[
-        "relu_param_src",
-        "imm0_src",
-        "reduce_cmd",
-        "arg2",
-        "imm_dtype",
-        "op0",
-        "op1",
-        "reduce_op",
-        "activation_func",
-        "imm0",
-        "imm1",
-        "relu_param",
-        "reverse",
+        act2::RELU_PARAM_SRC,
+        act2::IMM0_SRC,
+        act2::REDUCE_CMD,
+        act2::ARG2,
+        act2::IMM_DTYPE,
+        act2::OP0,
+        act2::OP1,
+        act2::REDUCE_OP,
+        act2::ACTIVATION_FUNC,
+        act2::IMM0,
+        act2::IMM1,
+        act2::RELU_PARAM,
+        act2::REVERSE,
     ],
 };
 /// ACTIVATE_QUANTIZE.
 pub(crate) static ACTQ: Form = Form {
     format: "ActivateQuantize",
-    args: &[role("src", Dt::Lo("in_bias_dtypes"), NAP)],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    args: &[role(
+        actq::SRC,
+        Dt::Lo(actq::IN_BIAS_DTYPES),
+        actq::NUM_ACTIVE_PARTITIONS,
+    )],
+    outs: &[role(
+        actq::DST,
+        Dt::Field(actq::OUT_DTYPE),
+        actq::NUM_ACTIVE_PARTITIONS,
+    )],
     params: &[
-        "quant_scale",
-        "activation_func",
-        "dequant_scale",
-        "bias_addr",
-        "quant_zero",
+        actq::QUANT_SCALE,
+        actq::ACTIVATION_FUNC,
+        actq::DEQUANT_SCALE,
+        actq::BIAS_ADDR,
+        actq::QUANT_ZERO,
     ],
 };
 /// ACTIVATION_READ_ACCUMULATOR / DVE_READ_ACCUMULATOR.
 pub(crate) static RDACC: Form = Form {
     format: "ReadAccumulator",
     args: &[],
-    outs: &[role("dst", Dt::Field("dtype"), NAP)],
-    params: &["dst_element_count", "negated"],
+    outs: &[role(
+        rdacc::DST,
+        Dt::Field(rdacc::DTYPE),
+        rdacc::NUM_ACTIVE_PARTITIONS,
+    )],
+    params: &[rdacc::DST_ELEMENT_COUNT, rdacc::NEGATED],
 };
 /// TENSOR_DEQUANTIZE.
 pub(crate) static DEQ: Form = Form {
     format: "TensorDequantize",
-    args: &[role("src", Dt::Field("in_dtype"), NAP)],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
-    params: &["dequant_fmt", "group_size"],
+    args: &[role(
+        deq::SRC,
+        Dt::Field(deq::IN_DTYPE),
+        deq::NUM_ACTIVE_PARTITIONS,
+    )],
+    outs: &[role(
+        deq::DST,
+        Dt::Field(deq::OUT_DTYPE),
+        deq::NUM_ACTIVE_PARTITIONS,
+    )],
+    params: &[deq::DEQUANT_FMT, deq::GROUP_SIZE],
 };
 /// SCALAR_TENSOR_TENSOR_* / TENSOR_TENSOR_SCAN_ARITH.
 pub(crate) static STT: Form = Form {
     format: "ScalarTensorTensor",
     args: &[
-        role("src0", Dt::Lo("in_dtypes"), NAP),
-        role("src1", Dt::Hi("in_dtypes"), NAP),
+        role(
+            stt::SRC0,
+            Dt::Lo(stt::IN_DTYPES),
+            stt::NUM_ACTIVE_PARTITIONS,
+        ),
+        role(
+            stt::SRC1,
+            Dt::Hi(stt::IN_DTYPES),
+            stt::NUM_ACTIVE_PARTITIONS,
+        ),
     ],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    outs: &[role(
+        stt::DST,
+        Dt::Field(stt::OUT_DTYPE),
+        stt::NUM_ACTIVE_PARTITIONS,
+    )],
     params: &[
-        "op0",
-        "op1",
-        "reverse",
-        "imm0_src",
-        "imm0_dtype",
-        "accumulator_cmd",
-        "imm0",
+        stt::OP0,
+        stt::OP1,
+        stt::REVERSE,
+        stt::IMM0_SRC,
+        stt::IMM0_DTYPE,
+        stt::ACCUMULATOR_CMD,
+        stt::IMM0,
     ],
 };
 /// SELECT_REDUCE as the second bundle of Select: `args = [predicate (mask), on_true (src)]`.
 pub(crate) static SELRED: Form = Form {
     format: "SelectReduce",
     args: &[
-        role("mask", Dt::Lo("mask_src_dtypes"), NAP),
-        role("src", Dt::Hi("mask_src_dtypes"), NAP),
+        role(
+            selred::MASK,
+            Dt::Lo(selred::MASK_SRC_DTYPES),
+            selred::NUM_ACTIVE_PARTITIONS,
+        ),
+        role(
+            selred::SRC,
+            Dt::Hi(selred::MASK_SRC_DTYPES),
+            selred::NUM_ACTIVE_PARTITIONS,
+        ),
     ],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    outs: &[role(
+        selred::DST,
+        Dt::Field(selred::OUT_DTYPE),
+        selred::NUM_ACTIVE_PARTITIONS,
+    )],
     params: &[
-        "bypass_op",
-        "reduce_op",
-        "reverse",
-        "imm0_src",
-        "imm0_dtype",
-        "accumulator_cmd",
-        "imm0",
+        selred::BYPASS_OP,
+        selred::REDUCE_OP,
+        selred::REVERSE,
+        selred::IMM0_SRC,
+        selred::IMM0_DTYPE,
+        selred::ACCUMULATOR_CMD,
+        selred::IMM0,
     ],
 };
 /// SELECT_REDUCE as a CopyPredicated form: `args = [data (src), predicate (mask)]`.
 pub(crate) static CP_SELRED: Form = Form {
     format: "SelectReduce",
     args: &[
-        role("src", Dt::Hi("mask_src_dtypes"), NAP),
-        role("mask", Dt::Lo("mask_src_dtypes"), NAP),
+        role(
+            selred::SRC,
+            Dt::Hi(selred::MASK_SRC_DTYPES),
+            selred::NUM_ACTIVE_PARTITIONS,
+        ),
+        role(
+            selred::MASK,
+            Dt::Lo(selred::MASK_SRC_DTYPES),
+            selred::NUM_ACTIVE_PARTITIONS,
+        ),
     ],
-    outs: &[role("dst", Dt::Field("out_dtype"), NAP)],
+    outs: &[role(
+        selred::DST,
+        Dt::Field(selred::OUT_DTYPE),
+        selred::NUM_ACTIVE_PARTITIONS,
+    )],
     params: SELRED.params,
 };
 /// RANGE_SELECT.
 pub(crate) static RS: Form = Form {
     format: "RangeSelect",
-    args: &[role("src", Dt::Lo("in_out_dtypes"), NAP)],
-    outs: &[role("dst", Dt::Hi("in_out_dtypes"), NAP)],
+    args: &[role(
+        rs::SRC,
+        Dt::Lo(rs::IN_OUT_DTYPES),
+        rs::NUM_ACTIVE_PARTITIONS,
+    )],
+    outs: &[role(
+        rs::DST,
+        Dt::Hi(rs::IN_OUT_DTYPES),
+        rs::NUM_ACTIVE_PARTITIONS,
+    )],
     params: &[
-        "reduce_cmd",
-        "reduce_op",
-        "base",
-        "fill_val",
-        "comp_op0",
-        "comp_op1",
-        "bound0_src",
-        "bound1_src",
-        "bound0",
-        "bound1",
+        rs::REDUCE_CMD,
+        rs::REDUCE_OP,
+        rs::BASE,
+        rs::FILL_VAL,
+        rs::COMP_OP0,
+        rs::COMP_OP1,
+        rs::BOUND0_SRC,
+        rs::BOUND1_SRC,
+        rs::BOUND0,
+        rs::BOUND1,
     ],
 };
 /// LDWEIGHTS alone (LoadWeights): `args = [weights]`.
 pub(crate) static LDW: Form = Form {
     format: "LdWeights",
-    args: &[role("src", Dt::Field("in_dtype"), "num_active_rows")],
+    args: &[role(
+        ldw::SRC,
+        Dt::Field(ldw::IN_DTYPE),
+        ldw::NUM_ACTIVE_ROWS,
+    )],
     outs: &[],
     params: &[
-        "fp32_mode",
-        "transpose_mode",
-        "perf_opt",
-        "quant_offset",
-        "num_active_cols",
-        "tile_size",
-        "tile_sel",
-        "flags",
-        "perf_mode",
-        "bg_xpose_mode",
+        ldw::FP32_MODE,
+        ldw::TRANSPOSE_MODE,
+        ldw::PERF_OPT,
+        ldw::QUANT_OFFSET,
+        ldw::NUM_ACTIVE_COLS,
+        ldw::TILE_SIZE,
+        ldw::TILE_SEL,
+        ldw::FLAGS,
+        ldw::PERF_MODE,
+        ldw::BG_XPOSE_MODE,
     ],
 };
 /// MATMUL parameters (the operands are placed by the matmul recipe).
-pub(crate) const MM_PARAMS: &[&str] = &[
-    "fp32_mode",
-    "transpose_mode",
-    "perf_opt",
-    "quant_offset",
-    "tile_size",
-    "tile_sel",
-    "flags",
-    "perf_mode",
-    "psum_accumulate_flags",
-    "psum_zero_region",
+pub(crate) const MM_PARAMS: &[FieldLoc] = &[
+    mm::FP32_MODE,
+    mm::TRANSPOSE_MODE,
+    mm::PERF_OPT,
+    mm::QUANT_OFFSET,
+    mm::TILE_SIZE,
+    mm::TILE_SEL,
+    mm::FLAGS,
+    mm::PERF_MODE,
+    mm::PSUM_ACCUMULATE_FLAGS,
+    mm::PSUM_ZERO_REGION,
 ];
 /// MATMUL_MX parameters.
-pub(crate) const MMX_PARAMS: &[&str] = &["psum_accumulate_flags", "psum_zero_region"];
+pub(crate) const MMX_PARAMS: &[FieldLoc] = &[mmx::PSUM_ACCUMULATE_FLAGS, mmx::PSUM_ZERO_REGION];
 
 macro_rules! control_form {
-    ($name:ident, $fmt:literal, [$($p:literal),*]) => {
+    ($name:ident, $fmt:literal, $m:ident, [$($p:ident),*]) => {
         /// A control form without operands.
-        pub(crate) static $name: Form = Form { format: $fmt, args: &[], outs: &[], params: &[$($p),*] };
+        pub(crate) static $name: Form = Form {
+            format: $fmt,
+            args: &[],
+            outs: &[],
+            params: &[$(loc::$m::$p),*],
+        };
     };
 }
-control_form!(ES, "EventSemaphore", ["events_ext"]);
-control_form!(CTRL, "Control", []);
-control_form!(DRAIN, "Drain", ["count"]);
-control_form!(CORE_BARRIER, "CoreBarrier", ["id", "index"]);
+control_form!(ES, "EventSemaphore", event_semaphore, [EVENTS_EXT]);
+control_form!(CTRL, "Control", control, []);
+control_form!(DRAIN, "Drain", drain, [COUNT]);
+control_form!(CORE_BARRIER, "CoreBarrier", core_barrier, [ID, INDEX]);
 control_form!(
     RANGE_CLEAR,
     "EventSemaphoreRangeClear",
-    ["mode", "first", "last"]
+    event_semaphore_range_clear,
+    [MODE, FIRST, LAST]
 );
 control_form!(
     BRANCH,
     "CompareBranch",
+    compare_branch,
     [
-        "cmp_op",
-        "dtype",
-        "target_mode",
-        "cmp_imm",
-        "cmp_reg0",
-        "cmp_reg1",
-        "target_reg_lo",
-        "target_reg_hi",
-        "br_immediate"
+        CMP_OP,
+        DTYPE,
+        TARGET_MODE,
+        CMP_IMM,
+        CMP_REG0,
+        CMP_REG1,
+        TARGET_REG_LO,
+        TARGET_REG_HI,
+        BR_IMMEDIATE
     ]
 );
 control_form!(
     REG_ALU,
     "AluOpInst",
+    alu_op_inst,
     [
-        "op",
-        "dtype",
-        "src1_datasrc",
-        "dst_dtype",
-        "src0_reg_lo",
-        "src0_reg_hi",
-        "src1_reg_lo",
-        "src1_reg_hi",
-        "dst_reg_lo",
-        "dst_reg_hi",
-        "imm"
+        OP,
+        DTYPE,
+        SRC1_DATASRC,
+        DST_DTYPE,
+        SRC0_REG_LO,
+        SRC0_REG_HI,
+        SRC1_REG_LO,
+        SRC1_REG_HI,
+        DST_REG_LO,
+        DST_REG_HI,
+        IMM
     ]
 );
-control_form!(DMA_TRIGGER, "DmaTrigger", ["queue_name", "block_id"]);
-control_form!(ACT_SET_PSEUDO, "LoadActFuncSet", ["act_set_name"]);
-control_form!(ACT_TABLE_LOAD, "ActTableLoad", ["act_table_set"]);
-control_form!(CALL, "FunctionCall", ["name", "args_table_var_id"]);
-control_form!(PSEUDO, "PseudoInst", []);
+control_form!(
+    DMA_TRIGGER,
+    "DmaTrigger",
+    dma_trigger,
+    [QUEUE_NAME, BLOCK_ID]
+);
+control_form!(
+    ACT_SET_PSEUDO,
+    "LoadActFuncSet",
+    load_act_func_set,
+    [ACT_SET_NAME]
+);
+control_form!(
+    ACT_TABLE_LOAD,
+    "ActTableLoad",
+    act_table_load,
+    [ACT_TABLE_SET]
+);
+control_form!(
+    CALL,
+    "FunctionCall",
+    function_call,
+    [NAME, ARGS_TABLE_VAR_ID]
+);
+control_form!(PSEUDO, "PseudoInst", pseudo_inst, []);
 /// Any opcode whose operand layout is not decoded: the body is carried in `wire`.
 pub(crate) static OPAQUE: Form = Form {
     format: "",
@@ -715,17 +917,25 @@ mod tests {
                 }
                 assert_eq!(meta.format_name(), form.format, "{op:#x} {class} {gen}");
                 for r in form.args.iter().chain(form.outs) {
-                    assert!(meta.field(r.field).is_some(), "{op:#x} {gen} {}", r.field);
-                    assert!(meta.field(r.part).is_some(), "{op:#x} {gen} {}", r.part);
+                    for l in [r.field, r.part] {
+                        assert_eq!(l.format, form.format, "{op:#x} {}", l.name);
+                        assert!(meta.field(l.name).is_some(), "{op:#x} {gen} {}", l.name);
+                    }
+                    if let Dt::Field(l) | Dt::Lo(l) | Dt::Hi(l) | Dt::PsumOut(l) = r.dt {
+                        assert_eq!(l.format, form.format, "{op:#x} {}", l.name);
+                        assert!(meta.field(l.name).is_some(), "{op:#x} {gen} {}", l.name);
+                    }
                 }
                 for (seen, p) in params_seen.iter_mut().zip(form.params) {
-                    *seen |= meta.field(p).is_some();
+                    assert_eq!(p.format, form.format, "{op:#x} {}", p.name);
+                    *seen |= meta.field(p.name).is_some();
                 }
             }
             for (seen, p) in params_seen.iter().zip(form.params) {
                 assert!(
                     *seen || form.format.is_empty(),
-                    "{op:#x} {class}: parameter `{p}` is in no layout"
+                    "{op:#x} {class}: parameter `{}` is in no layout",
+                    p.name
                 );
             }
         }

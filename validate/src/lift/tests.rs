@@ -3,6 +3,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Map, Value};
+use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{
     Addr4, AluOp, Bundle, Dtype as W, DtypePair, Engine, Gen, Header, LdWeightsMx, LdWeightsV3,
     MatmulMx, MatmulV3, Opcode, Tensor, TensorReduceV2, TensorScalar, TensorTensor,
@@ -661,7 +662,7 @@ fn lowering_rejects_what_does_not_encode() {
         .with_outs(vec![ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0)]);
     assert!(lower_instruction(&i, gen)
         .unwrap_err()
-        .message
+        .reason()
         .contains("disagree"));
     i.args[1].partitions = 8;
     assert!(lower_instruction(&i, gen).is_ok());
@@ -671,7 +672,7 @@ fn lowering_rejects_what_does_not_encode() {
     i.attrs.insert("op".into(), "NOT_AN_OP".into());
     assert!(lower_instruction(&i, gen)
         .unwrap_err()
-        .message
+        .reason()
         .contains("attrs.op"));
     let mx = Instruction::new(InstClass::MatmultMx, EngineType::Pe);
     assert!(lower_instruction(&mx, gen).is_err());
@@ -694,9 +695,97 @@ fn lowering_rejects_what_does_not_encode() {
         )]);
     assert!(lower_instruction(&t, Gen::V2)
         .unwrap_err()
-        .message
+        .reason()
         .contains("transpose"));
     assert!(lower_instruction(&t, Gen::V3).is_ok());
+}
+
+#[test]
+fn lower_errors_say_which_step_failed() {
+    let gen = Gen::V3;
+    let tt = |parts: u64| {
+        Instruction::new(InstClass::TensorTensor, EngineType::Dve)
+            .with_args(vec![
+                ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0),
+                ap(MemoryType::Sb, Dtype::Float32, 0, parts, &[(1, 4)], 0),
+            ])
+            .with_outs(vec![ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0)])
+    };
+    let e = lower_instruction(&tt(16), gen).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LowerError::Operands {
+                class: InstClass::TensorTensor,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("TensorTensor on {gen}: {}", e.reason())
+    );
+    let mut i = tt(8);
+    i.attrs.insert("op".into(), "NOT_AN_OP".into());
+    let e = lower_instruction(&i, gen).unwrap_err();
+    assert!(
+        matches!(e, LowerError::Opcode { .. } | LowerError::Attribute { .. }),
+        "{e:?}"
+    );
+    let mut i = tt(8);
+    i.attrs.insert(ATTR_WIRE.into(), Value::from("x"));
+    let e = lower_instruction(&i, gen).unwrap_err();
+    assert!(matches!(e, LowerError::Attribute { .. }), "{e:?}");
+    let g = Instruction::new(InstClass::Generic, EngineType::Dve);
+    let e = lower_instruction(&g, gen).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LowerError::GenericBundle {
+                class: InstClass::Generic,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let mut f = crate::bir::Function::default();
+    f.blocks.push(crate::bir::Block {
+        name: "b".into(),
+        dynamic_cfg: false,
+        instructions: vec![Instruction::new(InstClass::Loop, EngineType::All)],
+    });
+    let e = lower_function(&f, gen).unwrap_err();
+    assert_eq!(
+        e,
+        LowerError::Region {
+            class: InstClass::Loop,
+            gen
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("Loop on {gen}: structured regions do not lower to a flat stream")
+    );
+}
+
+#[test]
+fn lift_errors_are_typed_and_keep_their_messages() {
+    assert_eq!(LiftError::NoRule { opcode: 0x02 }.kind(), "no lifting rule");
+    assert_eq!(
+        LiftError::NoRule { opcode: 0x02 }.to_string(),
+        format!("no lifting rule for {}", super::lower::mnemonic(0x02))
+    );
+    let e = LiftError::NotLiftable {
+        opcodes: vec![0x01, 0x02],
+        class: InstClass::Matmult,
+        reason: "why".into(),
+    };
+    assert_eq!(
+        e.to_string(),
+        format!("{} as Matmult: why", super::lower::mnemonics(&[0x01, 0x02]))
+    );
+    assert_eq!(e.kind(), "not liftable");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -830,10 +919,12 @@ fn gen_params(r: &mut Rng, inst: &mut Instruction, gen: Gen, skip: &[&str]) {
     let (canon, meta) = built[k];
     let mut b = canon;
     for p in pieces[k].form.params {
-        if skip.contains(p) || !r.chance(50) {
+        if skip.contains(&p.name) || !r.chance(50) {
             continue;
         }
-        let Some(m) = meta.field(p) else { continue };
+        let Some(m) = meta.field(p.name) else {
+            continue;
+        };
         let range = m.range();
         for x in &mut b.0[range.clone()] {
             *x = r.next() as u8;
@@ -846,7 +937,8 @@ fn gen_params(r: &mut Rng, inst: &mut Instruction, gen: Gen, skip: &[&str]) {
         if b.0[range.clone()] == canon.0[range.clone()] {
             continue;
         }
-        inst.attrs.insert(p.to_string(), fields::param_value(m, &b));
+        inst.attrs
+            .insert(p.name.to_string(), fields::param_value(m, &b));
     }
 }
 
@@ -1282,7 +1374,7 @@ fn binding_inst(
         EngineType::Sp,
     ]);
     let mut inst = Instruction::new(class, engine);
-    let mut parts: Vec<(&str, u64)> = Vec::new();
+    let mut parts: Vec<(FieldLoc, u64)> = Vec::new();
     let (n_args, roles) = (
         form.args.len(),
         form.args.iter().chain(form.outs).collect::<Vec<_>>(),

@@ -54,13 +54,112 @@ pub(crate) struct Place {
     pub indirect: bool,
 }
 
+/// Why an address word or access pattern does not convert.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApError {
+    /// The address is not a whole number of elements into its partition.
+    #[error("address {addr:#x} ({mem} partition {partition}, byte {byte:#x}) is not aligned to {dtype} ({size} bytes)")]
+    Misaligned {
+        /// The address.
+        addr: u32,
+        /// Its memory.
+        mem: MemoryType,
+        /// Its partition.
+        partition: u32,
+        /// Its byte within the partition.
+        byte: u32,
+        /// The element type.
+        dtype: Dtype,
+        /// Bytes per element.
+        size: u32,
+    },
+    /// An `addr4:` buffer name without a `0x` word.
+    #[error("buffer `{0}` does not hold a 0x-prefixed ADDR4 word")]
+    RawWord(String),
+    /// An indirect pattern on a named buffer.
+    #[error("an indirect pattern has no encodable address (lifted indirect patterns name their ADDR4 word as `{RAW_ADDR_PREFIX}0x…`)")]
+    Indirect,
+    /// The byte offset leaves the partition's address window.
+    #[error("{} byte offset {byte} is outside a partition's {window:#x}-byte {}", if *.psum { "PSUM" } else { "SB" }, if *.psum { "window" } else { "address window" })]
+    OutsideWindow {
+        /// PSUM (else SB).
+        psum: bool,
+        /// The byte offset.
+        byte: i128,
+        /// The partition's window size.
+        window: u64,
+    },
+    /// Memory without an on-chip address.
+    #[error("{0} has no on-chip address (only SB and PSUM operands are encoded)")]
+    NotOnChip(MemoryType),
+    /// The partition is beyond the 29-bit address.
+    #[error("{mem} partition {partition} does not fit the 29-bit address")]
+    TooFar {
+        /// The memory.
+        mem: MemoryType,
+        /// The partition.
+        partition: i128,
+    },
+    /// The address reads back as another place (an SB partition reaching into the PSUM window).
+    #[error("{mem} partition {partition} byte {byte:#x} encodes as {addr:#x}, which reads back as {back_mem} partition {back_partition}")]
+    ReadsBack {
+        /// The memory.
+        mem: MemoryType,
+        /// The partition.
+        partition: i128,
+        /// The byte offset.
+        byte: i128,
+        /// The encoded address.
+        addr: i128,
+        /// The memory it reads back as.
+        back_mem: MemoryType,
+        /// The partition it reads back as.
+        back_partition: u64,
+    },
+    /// More free dimensions than the descriptor has pairs.
+    #[error("{found} free dimensions do not fit a {dims}-dimensional descriptor")]
+    Dims {
+        /// Free dimensions of the pattern.
+        found: usize,
+        /// Pairs of the descriptor.
+        dims: usize,
+    },
+    /// A step outside i16.
+    #[error("step {0} does not fit the signed 16-bit step field")]
+    Step(i64),
+    /// A count outside u16.
+    #[error("count {0} does not fit the 16-bit count field")]
+    Count(u64),
+    /// An MX step sign byte other than 0x01 / 0xFF.
+    #[error("MX step sign {0:#04x} is neither 0x01 nor 0xFF")]
+    MxStepSign(u8),
+    /// An MX K that is not a multiple of 4.
+    #[error("MX K = {0} is not a whole number of x4 containers")]
+    MxK(u16),
+    /// An MX data pattern with several free dimensions.
+    #[error("an MX data pattern has one free dimension, not {0}")]
+    MxDims(usize),
+    /// An MX data pattern stepping by other than ±1.
+    #[error("an MX data pattern steps by +1 or -1, not {0}")]
+    MxStep(i64),
+    /// Too many x4 containers for the K field.
+    #[error("{0} x4 containers do not fit the 16-bit K field")]
+    MxContainers(u64),
+}
+
+impl From<ApError> for String {
+    fn from(e: ApError) -> String {
+        e.to_string()
+    }
+}
+
 /// True when the address word is a plain immediate (no register / indirect marker bits).
 pub(crate) fn is_plain(a: Addr4) -> bool {
     a.byte3() & 0xE0 == 0
 }
 
 /// Read an address word as a place for elements of `dtype`.
-pub(crate) fn place(a: Addr4, dtype: Dtype, gen: Gen) -> Result<Place, String> {
+pub(crate) fn place(a: Addr4, dtype: Dtype, gen: Gen) -> Result<Place, ApError> {
     if !is_plain(a) {
         return Ok(Place {
             mem: MemoryType::Sb,
@@ -79,9 +178,14 @@ pub(crate) fn place(a: Addr4, dtype: Dtype, gen: Gen) -> Result<Place, String> {
     };
     let size = dtype.bytes() as u32;
     if byte % size != 0 {
-        return Err(format!(
-            "address {addr:#x} ({mem} partition {p}, byte {byte:#x}) is not aligned to {dtype} ({size} bytes)"
-        ));
+        return Err(ApError::Misaligned {
+            addr,
+            mem,
+            partition: p,
+            byte,
+            dtype,
+            size,
+        });
     }
     Ok(Place {
         mem,
@@ -93,23 +197,16 @@ pub(crate) fn place(a: Addr4, dtype: Dtype, gen: Gen) -> Result<Place, String> {
 }
 
 /// The address word of a pattern's first element.
-pub(crate) fn address_of(ap: &AccessPattern, gen: Gen) -> Result<Addr4, String> {
+pub(crate) fn address_of(ap: &AccessPattern, gen: Gen) -> Result<Addr4, ApError> {
     if let Some(h) = ap.buffer.strip_prefix(RAW_ADDR_PREFIX) {
         let word = h
             .strip_prefix("0x")
             .and_then(|x| u32::from_str_radix(x, 16).ok())
-            .ok_or_else(|| {
-                format!(
-                    "buffer `{}` does not hold a 0x-prefixed ADDR4 word",
-                    ap.buffer
-                )
-            })?;
+            .ok_or_else(|| ApError::RawWord(ap.buffer.clone()))?;
         return Ok(Addr4(word));
     }
     if ap.indirect {
-        return Err(format!(
-            "an indirect pattern has no encodable address (lifted indirect patterns name their ADDR4 word as `{RAW_ADDR_PREFIX}0x…`)"
-        ));
+        return Err(ApError::Indirect);
     }
     let g = Geometry::of(gen);
     let size = ap.dtype.bytes() as i128;
@@ -118,43 +215,45 @@ pub(crate) fn address_of(ap: &AccessPattern, gen: Gen) -> Result<Addr4, String> 
     let addr: i128 = match ap.mem {
         MemoryType::Sb => {
             if byte < 0 || byte >= g.sbuf_partition_stride as i128 {
-                return Err(format!(
-                    "SB byte offset {byte} is outside a partition's {:#x}-byte address window",
-                    g.sbuf_partition_stride
-                ));
+                return Err(ApError::OutsideWindow {
+                    psum: false,
+                    byte,
+                    window: g.sbuf_partition_stride as u64,
+                });
             }
             p * g.sbuf_partition_stride as i128 + byte
         }
         MemoryType::Psum => {
             if byte < 0 || byte >= g.psum_partition_stride as i128 {
-                return Err(format!(
-                    "PSUM byte offset {byte} is outside a partition's {:#x}-byte window",
-                    g.psum_partition_stride
-                ));
+                return Err(ApError::OutsideWindow {
+                    psum: true,
+                    byte,
+                    window: g.psum_partition_stride as u64,
+                });
             }
             g.psum_base as i128 + p * g.psum_partition_stride as i128 + byte
         }
-        other => {
-            return Err(format!(
-                "{other} has no on-chip address (only SB and PSUM operands are encoded)"
-            ))
-        }
+        other => return Err(ApError::NotOnChip(other)),
     };
     if addr < 0 || addr > Addr4::ADDR_MASK as i128 {
-        return Err(format!(
-            "{} partition {p} does not fit the 29-bit address",
-            ap.mem
-        ));
+        return Err(ApError::TooFar {
+            mem: ap.mem,
+            partition: p,
+        });
     }
     let a = Addr4(addr as u32);
     // The word must read back as the same place (an SB partition may not reach into the PSUM
     // window, nor a PSUM one beyond it).
     let back = place(a, ap.dtype, gen)?;
     if back.mem != ap.mem || back.partition != ap.start_partition || back.offset != ap.offset {
-        return Err(format!(
-            "{} partition {p} byte {byte:#x} encodes as {addr:#x}, which reads back as {} partition {}",
-            ap.mem, back.mem, back.partition
-        ));
+        return Err(ApError::ReadsBack {
+            mem: ap.mem,
+            partition: p,
+            byte,
+            addr,
+            back_mem: back.mem,
+            back_partition: back.partition,
+        });
     }
     Ok(a)
 }
@@ -165,7 +264,7 @@ pub(crate) fn lift_desc(
     dtype: Dtype,
     partitions: u64,
     gen: Gen,
-) -> Result<AccessPattern, String> {
+) -> Result<AccessPattern, ApError> {
     let pl = place(d.addr, dtype, gen)?;
     let mut n = d.step.len();
     while n > 0 && d.step[n - 1] == 1 && d.num[n - 1] == 1 {
@@ -191,21 +290,19 @@ pub(crate) fn lift_desc(
 }
 
 /// Lower an access pattern to a descriptor of `dims` pairs.
-pub(crate) fn lower_desc(ap: &AccessPattern, dims: usize, gen: Gen) -> Result<Desc, String> {
+pub(crate) fn lower_desc(ap: &AccessPattern, dims: usize, gen: Gen) -> Result<Desc, ApError> {
     if ap.pattern.len() > dims {
-        return Err(format!(
-            "{} free dimensions do not fit a {dims}-dimensional descriptor",
-            ap.pattern.len()
-        ));
+        return Err(ApError::Dims {
+            found: ap.pattern.len(),
+            dims,
+        });
     }
     let addr = address_of(ap, gen)?;
     let mut step = vec![1i16; dims];
     let mut num = vec![1u16; dims];
     for (i, d) in ap.pattern.iter().rev().enumerate() {
-        step[i] = i16::try_from(d.step)
-            .map_err(|_| format!("step {} does not fit the signed 16-bit step field", d.step))?;
-        num[i] = u16::try_from(d.num)
-            .map_err(|_| format!("count {} does not fit the 16-bit count field", d.num))?;
+        step[i] = i16::try_from(d.step).map_err(|_| ApError::Step(d.step))?;
+        num[i] = u16::try_from(d.num).map_err(|_| ApError::Count(d.num))?;
     }
     Ok(Desc { addr, step, num })
 }
@@ -228,17 +325,14 @@ pub(crate) fn lift_mx(
     dtype: Dtype,
     partitions: u64,
     gen: Gen,
-) -> Result<(AccessPattern, AccessPattern), String> {
+) -> Result<(AccessPattern, AccessPattern), ApError> {
     let step = match d.step_sign {
         0x01 => 1,
         0xFF => -1,
-        s => return Err(format!("MX step sign {s:#04x} is neither 0x01 nor 0xFF")),
+        s => return Err(ApError::MxStepSign(s)),
     };
     if !d.k.is_multiple_of(4) {
-        return Err(format!(
-            "MX K = {} is not a whole number of x4 containers",
-            d.k
-        ));
+        return Err(ApError::MxK(d.k));
     }
     let containers = (d.k / 4) as u64;
     let data = place(d.data, dtype, gen)?;
@@ -268,26 +362,21 @@ pub(crate) fn lower_mx(
     data: &AccessPattern,
     scale: &AccessPattern,
     gen: Gen,
-) -> Result<MxDesc, String> {
+) -> Result<MxDesc, ApError> {
     let (step, n) = match data.pattern.as_slice() {
         [] => (1, 1),
         [d] => (d.step, d.num),
-        more => {
-            return Err(format!(
-                "an MX data pattern has one free dimension, not {}",
-                more.len()
-            ))
-        }
+        more => return Err(ApError::MxDims(more.len())),
     };
     let step_sign = match step {
         1 => 0x01,
         -1 => 0xFF,
-        s => return Err(format!("an MX data pattern steps by +1 or -1, not {s}")),
+        s => return Err(ApError::MxStep(s)),
     };
     let k = n
         .checked_mul(4)
         .and_then(|k| u16::try_from(k).ok())
-        .ok_or_else(|| format!("{n} x4 containers do not fit the 16-bit K field"))?;
+        .ok_or(ApError::MxContainers(n))?;
     Ok(MxDesc {
         data: address_of(data, gen)?,
         scale: address_of(scale, gen)?,
@@ -373,7 +462,10 @@ mod tests {
             step: 1,
             num: 70_000,
         });
-        assert!(lower_desc(&ap, 3, Gen::V3).unwrap_err().contains("count"));
+        assert_eq!(
+            lower_desc(&ap, 3, Gen::V3).unwrap_err(),
+            ApError::Count(70_000)
+        );
         let mut ap = AccessPattern::contiguous(MemoryType::Dram, "x", Dtype::Float32, 0, 1, 4);
         assert!(lower_desc(&ap, 3, Gen::V3).is_err());
         ap.mem = MemoryType::Sb;

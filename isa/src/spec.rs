@@ -15,6 +15,7 @@ include!("../spec/formats.rs");
 include!("../spec/conflicts.rs");
 include!("../spec/geometry.rs");
 include!("../spec/gates.rs");
+include!("../spec/dtypes.rs");
 
 use crate::{Engine, Gen};
 

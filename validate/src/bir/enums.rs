@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use tpbsim_isa::{Engine, Gen};
+use tpbsim_isa::{Engine, Gen, Geometry};
 
 /// The compiler's `ArchLevel`: the architecture a BIR module targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,25 +88,24 @@ impl ArchLevel {
 
     /// PSUM geometry of this level: `(banks, bank bytes, partitions)`.
     ///
-    /// Sunda uses the shipped header's 16 × 1024 B (facts §10 #3, header over compiler table);
-    /// gen3 and later 8 × 2048 B; Inferentia 4 × 2048 B over 64 partitions (compiler geometry
-    /// table, the only source for that level).
+    /// Sunda and later read the spec geometry ([`Geometry`]: v2 the shipped header's
+    /// 16 × 1024 B, facts §10 #3, header over compiler table; gen3 and later 8 × 2048 B).
+    /// Inferentia, which the spec does not cover, is 4 × 2048 B over 64 partitions (compiler
+    /// geometry table, the only source for that level).
     pub const fn psum_geometry(self) -> PsumGeometry {
-        match self {
-            ArchLevel::Inferentia => PsumGeometry {
+        match self.gen() {
+            Some(g) => {
+                let g = Geometry::at(g);
+                PsumGeometry {
+                    banks: g.psum_banks,
+                    bank_bytes: g.psum_bank_bytes,
+                    partitions: g.sbuf_partitions,
+                }
+            }
+            None => PsumGeometry {
                 banks: 4,
                 bank_bytes: 2048,
                 partitions: 64,
-            },
-            ArchLevel::Sunda => PsumGeometry {
-                banks: 16,
-                bank_bytes: 1024,
-                partitions: 128,
-            },
-            ArchLevel::Gen3 | ArchLevel::CoreV4 | ArchLevel::CoreV5 => PsumGeometry {
-                banks: 8,
-                bank_bytes: 2048,
-                partitions: 128,
             },
         }
     }
@@ -140,8 +139,9 @@ pub struct PsumGeometry {
     pub partitions: u32,
 }
 
-/// Number of SBUF partitions on every level tpbsim knows (`NUM_PARTITIONS`).
-pub const NUM_PARTITIONS: u64 = 128;
+/// Number of SBUF partitions on every level tpbsim decodes (`NUM_PARTITIONS`, the spec
+/// geometry; the same on every generation).
+pub const NUM_PARTITIONS: u64 = Geometry::at(Gen::V2).sbuf_partitions as u64;
 
 /// The BIR `EngineType` an instruction is assigned to (facts §6.6). Distinct from the wire
 /// engine enum ([`Engine`]); [`EngineType::wire`] is the compiler's `convert()` remap.

@@ -291,6 +291,64 @@ pub(crate) fn gen_gates(out: &mut String, layouts: &[Layout]) {
     writeln!(out, "];\n").unwrap();
 }
 
+/// Wire engines (bit = wire id: PE 0, ACT 1, POOL 2, DVE 3, SP 4) of an engine-class set, as
+/// `OpcodeRow::runs_on` maps them: NX is every engine, DMA is SP.
+fn engine_bits(c: EngineClass) -> u8 {
+    if c.contains(EngineClass::NX) {
+        return 0x1F;
+    }
+    [
+        EngineClass::PE,
+        EngineClass::ACT,
+        EngineClass::POOL,
+        EngineClass::DVE,
+        EngineClass::DMA,
+    ]
+    .iter()
+    .enumerate()
+    .filter(|(_, k)| c.contains(**k))
+    .fold(0, |a, (i, _)| a | 1 << i)
+}
+
+/// The simulator's engine table: per opcode byte the engines of its engine column plus its
+/// `RUNS_ON` rows, and the `RUNS_ON` pairs themselves.
+pub(crate) fn gen_runs_on(out: &mut String) {
+    const ENGINES: [&str; 5] = ["Pe", "Act", "Pool", "Dve", "Sp"];
+    let mut table = [0u8; 256];
+    for r in OPCODES {
+        table[r.code as usize] = engine_bits(r.engines);
+    }
+    let mut pairs = Vec::new();
+    let mut last = -1i32;
+    for x in RUNS_ON {
+        if x.prov.is_empty() {
+            fail(format!("runs-on row 0x{:02X} has no provenance", x.code));
+        }
+        if (x.code as i32) <= last {
+            fail(format!("runs-on rows not ascending at 0x{:02X}", x.code));
+        }
+        last = x.code as i32;
+        let Some(r) = OPCODES.iter().find(|r| r.code == x.code) else {
+            fail(format!("runs-on row 0x{:02X} has no opcode row", x.code));
+        };
+        let bits = engine_bits(x.engines);
+        if bits == 0 || bits & engine_bits(r.engines) != 0 {
+            fail(format!(
+                "runs-on row 0x{:02X} adds no engine beyond the engine column",
+                x.code
+            ));
+        }
+        table[x.code as usize] |= bits;
+        for (i, e) in ENGINES.iter().enumerate() {
+            if bits & 1 << i != 0 {
+                pairs.push(format!("({:#04x}, crate::Engine::{e})", x.code));
+            }
+        }
+    }
+    writeln!(out, "/// Engines (bit = wire id) the simulator runs each opcode byte on: the engine column of its\n/// row (`OpcodeRow::runs_on`) plus its `spec::RUNS_ON` rows.\npub static RUNS_ON_ENGINES: [u8; 256] = [{}];\n", table.iter().map(|b| format!("{b:#04x}")).collect::<Vec<_>>().join(", ")).unwrap();
+    writeln!(out, "/// Every `(opcode, engine)` pair `spec::RUNS_ON` adds to the engine column.\npub const RUNS_ON_EXTRA: [(u8, crate::Engine); {}] = [{}];\n", pairs.len(), pairs.join(", ")).unwrap();
+}
+
 /// `NumFormat` (one variant per `NUM_FORMATS` row, the row index as discriminant), its subsets
 /// and the tag readings per generation, after checking the rows against the DTYPE enumeration.
 pub(crate) fn gen_num_formats() -> String {

@@ -20,13 +20,14 @@ mod spec {
     include!("spec/conflicts.rs");
     include!("spec/geometry.rs");
     include!("spec/gates.rs");
+    include!("spec/dtypes.rs");
 }
 
 use spec::*;
 
 #[path = "build_tables.rs"]
 mod tables;
-use tables::{gen_gates, gen_locators, gen_sets, snake};
+use tables::{gen_gates, gen_locators, gen_num_formats, gen_runs_on, gen_sets, snake};
 
 const GEN_NAMES: [&str; 4] = ["V2", "V3", "V4", "V5"];
 
@@ -39,6 +40,7 @@ fn main() {
         "conflicts.rs",
         "geometry.rs",
         "gates.rs",
+        "dtypes.rs",
     ] {
         println!("cargo:rerun-if-changed=spec/{f}");
     }
@@ -56,9 +58,11 @@ fn main() {
     gen_locators(&mut out);
     gen_sets(&mut out);
     gen_gates(&mut out, &layouts);
+    gen_runs_on(&mut out);
     let dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     std::fs::write(dir.join("isa_gen.rs"), out).expect("write generated code");
     std::fs::write(dir.join("visit_gen.rs"), gen_visitor(&layouts)).expect("write visitor");
+    std::fs::write(dir.join("dtype_gen.rs"), gen_num_formats()).expect("write number formats");
 }
 
 // ------------------------------------------------------------------ spec consistency

@@ -290,3 +290,205 @@ pub(crate) fn gen_gates(out: &mut String, layouts: &[Layout]) {
     }
     writeln!(out, "];\n").unwrap();
 }
+
+/// Wire engines (bit = wire id: PE 0, ACT 1, POOL 2, DVE 3, SP 4) of an engine-class set, as
+/// `OpcodeRow::runs_on` maps them: NX is every engine, DMA is SP.
+fn engine_bits(c: EngineClass) -> u8 {
+    if c.contains(EngineClass::NX) {
+        return 0x1F;
+    }
+    [
+        EngineClass::PE,
+        EngineClass::ACT,
+        EngineClass::POOL,
+        EngineClass::DVE,
+        EngineClass::DMA,
+    ]
+    .iter()
+    .enumerate()
+    .filter(|(_, k)| c.contains(**k))
+    .fold(0, |a, (i, _)| a | 1 << i)
+}
+
+/// The simulator's engine table: per opcode byte the engines of its engine column plus its
+/// `RUNS_ON` rows, and the `RUNS_ON` pairs themselves.
+pub(crate) fn gen_runs_on(out: &mut String) {
+    const ENGINES: [&str; 5] = ["Pe", "Act", "Pool", "Dve", "Sp"];
+    let mut table = [0u8; 256];
+    for r in OPCODES {
+        table[r.code as usize] = engine_bits(r.engines);
+    }
+    let mut pairs = Vec::new();
+    let mut last = -1i32;
+    for x in RUNS_ON {
+        if x.prov.is_empty() {
+            fail(format!("runs-on row 0x{:02X} has no provenance", x.code));
+        }
+        if (x.code as i32) <= last {
+            fail(format!("runs-on rows not ascending at 0x{:02X}", x.code));
+        }
+        last = x.code as i32;
+        let Some(r) = OPCODES.iter().find(|r| r.code == x.code) else {
+            fail(format!("runs-on row 0x{:02X} has no opcode row", x.code));
+        };
+        let bits = engine_bits(x.engines);
+        if bits == 0 || bits & engine_bits(r.engines) != 0 {
+            fail(format!(
+                "runs-on row 0x{:02X} adds no engine beyond the engine column",
+                x.code
+            ));
+        }
+        table[x.code as usize] |= bits;
+        for (i, e) in ENGINES.iter().enumerate() {
+            if bits & 1 << i != 0 {
+                pairs.push(format!("({:#04x}, crate::Engine::{e})", x.code));
+            }
+        }
+    }
+    writeln!(out, "/// Engines (bit = wire id) the simulator runs each opcode byte on: the engine column of its\n/// row (`OpcodeRow::runs_on`) plus its `spec::RUNS_ON` rows.\npub static RUNS_ON_ENGINES: [u8; 256] = [{}];\n", table.iter().map(|b| format!("{b:#04x}")).collect::<Vec<_>>().join(", ")).unwrap();
+    writeln!(out, "/// Every `(opcode, engine)` pair `spec::RUNS_ON` adds to the engine column.\npub const RUNS_ON_EXTRA: [(u8, crate::Engine); {}] = [{}];\n", pairs.len(), pairs.join(", ")).unwrap();
+}
+
+/// `NumFormat` (one variant per `NUM_FORMATS` row, the row index as discriminant), its subsets
+/// and the tag readings per generation, after checking the rows against the DTYPE enumeration.
+pub(crate) fn gen_num_formats() -> String {
+    let rows = NUM_FORMATS;
+    let dtype = &ENUMS[enum_index("DTYPE")];
+    let idx = |v: &str| {
+        rows.iter()
+            .position(|r| r.variant == v)
+            .unwrap_or_else(|| fail(format!("unknown number format {v}")))
+    };
+    let mut plain = [[0u8; 256]; 4];
+    let mut mx = [[0u8; 256]; 4];
+    for (i, r) in rows.iter().enumerate() {
+        if r.prov.is_empty() {
+            fail(format!("number format {} has no provenance", r.name));
+        }
+        if rows[..i]
+            .iter()
+            .any(|o| o.name == r.name || o.variant == r.variant)
+        {
+            fail(format!("number format {} listed twice", r.name));
+        }
+        if r.bir != NUM_NONE && r.bir as usize != i {
+            fail(format!("BIR format {} is not at row {}", r.name, r.bir));
+        }
+        if r.bir == NUM_NONE && rows[i..].iter().any(|o| o.bir != NUM_NONE) {
+            fail(format!("BIR formats must come first ({})", r.name));
+        }
+        if !r.element.is_empty() && rows[idx(r.element)].lanes != 1 {
+            fail(format!("element of {} is packed", r.name));
+        }
+        check_presence(r.plain, r.name);
+        check_presence(r.mx, r.name);
+        for gi in 0..4 {
+            let t = r.wire[gi];
+            if t == NUM_NONE {
+                if presence_at(r.plain, gi).is_present() || presence_at(r.mx, gi).is_present() {
+                    fail(format!(
+                        "{} is read from no tag in {}",
+                        r.name, GEN_NAMES[gi]
+                    ));
+                }
+                continue;
+            }
+            if !dtype
+                .value(t)
+                .is_some_and(|v| presence_at(v.gens, gi).is_present())
+            {
+                fail(format!(
+                    "{}: tag {t:#04x} is not a DTYPE member in {}",
+                    r.name, GEN_NAMES[gi]
+                ));
+            }
+            for (p, table) in [(r.plain, &mut plain), (r.mx, &mut mx)] {
+                if presence_at(p, gi).is_present() {
+                    if table[gi][t as usize] != 0 {
+                        fail(format!("tag {t:#04x} read twice in {}", GEN_NAMES[gi]));
+                    }
+                    table[gi][t as usize] = i as u8 + 1;
+                }
+            }
+        }
+    }
+    let list = |f: &dyn Fn(&NumFormatRow) -> bool| -> (usize, String) {
+        let v: Vec<String> = rows
+            .iter()
+            .filter(|r| f(r))
+            .map(|r| format!("NumFormat::{}", r.variant))
+            .collect();
+        (v.len(), v.join(", "))
+    };
+    let mut out = String::new();
+    out.push_str("// @generated by isa/build.rs from isa/spec/dtypes.rs. Do not edit.\n\n");
+    writeln!(out, "/// A number format: every element type BIR, the NEFF schema and the simulator name (one\n/// `spec::NUM_FORMATS` row each). The discriminant is the row index, which for the BIR formats\n/// is their BIR dtype ordinal.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]\n#[repr(u8)]\npub enum NumFormat {{").unwrap();
+    for (i, r) in rows.iter().enumerate() {
+        let bir = if r.bir == NUM_NONE {
+            "no BIR ordinal".to_string()
+        } else {
+            format!("BIR {}", r.bir)
+        };
+        let note = if r.note.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", r.note)
+        };
+        writeln!(
+            out,
+            "    /// `{}` ({bir}){note}.\n    {} = {i},",
+            r.name, r.variant
+        )
+        .unwrap();
+    }
+    writeln!(out, "}}\n").unwrap();
+    let every = list(&|_| true);
+    let bir = list(&|r| r.bir != NUM_NONE);
+    let device = list(&|r| r.device);
+    let neff = list(&|r| r.neff);
+    writeln!(out, "impl NumFormat {{").unwrap();
+    writeln!(out, "    /// Every format, in row (discriminant) order.\n    pub const EVERY: [NumFormat; {}] = [{}];", every.0, every.1).unwrap();
+    writeln!(out, "    /// The BIR formats, in BIR ordinal order.\n    pub const ALL: [NumFormat; {}] = [{}];", bir.0, bir.1).unwrap();
+    writeln!(out, "    /// The device formats (the simulator's value models): the BIR formats, then the unpacked\n    /// ones.\n    pub const DEVICE: [NumFormat; {}] = [{}];", device.0, device.1).unwrap();
+    writeln!(out, "    /// The formats the NEFF schema (`def.json`, `.npy`) spells.\n    pub const NEFF: [NumFormat; {}] = [{}];", neff.0, neff.1).unwrap();
+    writeln!(out, "}}\n").unwrap();
+    let elems: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "NumFormat::{}",
+                if r.element.is_empty() {
+                    r.variant
+                } else {
+                    r.element
+                }
+            )
+        })
+        .collect();
+    writeln!(
+        out,
+        "/// The format of one lane, per format.\nconst ELEMENT: [NumFormat; {}] = [{}];\n",
+        elems.len(),
+        elems.join(", ")
+    )
+    .unwrap();
+    for (name, doc, t) in [
+        ("PLAIN", "a plain operand's", &plain),
+        ("MX_DATA", "an MX operand's data", &mx),
+    ] {
+        writeln!(out, "/// The format {doc} wire tag reads as, per generation v2..v5 and tag: row index + 1,\n/// 0 for none.\nconst {name}: [[u8; 256]; 4] = [").unwrap();
+        for g in t.iter() {
+            writeln!(
+                out,
+                "    [{}],",
+                g.iter()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+            .unwrap();
+        }
+        writeln!(out, "];\n").unwrap();
+    }
+    out
+}

@@ -203,3 +203,36 @@ pub const OPCODES: &[OpcodeRow] = &[
     OpcodeRow::new(0xFF, "INVALID", OpKind::Invalid, EngineClass::NONE, "", "", "YYYY", LEDGER)
         .note("sentinel: member of the enum on every generation, never a valid instruction"),
 ];
+
+/// An engine the simulator executes an opcode on beyond the opcode row's engine column. The
+/// engine column (and with it the L2 engine gate) stays as the sources give it; these rows only
+/// widen where the machine runs the opcode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunsOnRow {
+    /// Opcode byte.
+    pub code: u8,
+    /// The extra engine classes (PE, ACT, POOL, DVE; DMA stands for SP as in the engine column).
+    pub engines: EngineClass,
+    /// Source, or `project-defined`.
+    pub prov: &'static str,
+    /// Remarks.
+    pub note: &'static str,
+}
+
+const RUNS_ON_ACT: &str = "project-defined: the ACT engine runs the POOL/DVE elementwise forms (docs/machine.md execution table)";
+
+/// The simulator's "runs on" column: engines each listed opcode also executes on. Every other
+/// opcode runs exactly on its engine column.
+pub const RUNS_ON: &[RunsOnRow] = &[
+    RunsOnRow { code: 0x42, engines: EngineClass::ACT, prov: RUNS_ON_ACT, note: "TensorReduce (arith)" },
+    RunsOnRow { code: 0x43, engines: EngineClass::ACT, prov: RUNS_ON_ACT, note: "TensorScalar (arith)" },
+    RunsOnRow { code: 0x46, engines: EngineClass::ACT, prov: RUNS_ON_ACT, note: "Copy" },
+    RunsOnRow { code: 0x47, engines: EngineClass::ACT, prov: RUNS_ON_ACT, note: "Cast" },
+    RunsOnRow { code: 0x48, engines: EngineClass::ACT, prov: RUNS_ON_ACT, note: "Reciprocal" },
+    RunsOnRow { code: 0x49, engines: EngineClass::ACT, prov: RUNS_ON_ACT, note: "Memset" },
+    RunsOnRow { code: 0x52, engines: EngineClass::ACT, prov: RUNS_ON_ACT, note: "TensorReduce (bit-vector)" },
+    RunsOnRow { code: 0x53, engines: EngineClass::ACT, prov: RUNS_ON_ACT, note: "TensorScalar (bit-vector)" },
+    RunsOnRow { code: 0x98, engines: EngineClass::DVE, prov: TSSP_ENGINE, note: "TensorScalarSelect: the header catalog lists POOL" },
+];
+
+const TSSP_ENGINE: &str = "G firmware/kernels/ts-select.md";

@@ -43,7 +43,8 @@ rewrites it. Do not edit it by hand.
 ## The spec and what is derived from it
 
 The spec is Rust-syntax constant data: the row types live in `isa/spec/model.rs`, the tables in
-`isa/spec/opcodes.rs`, `enums.rs`, `formats.rs`, `conflicts.rs`, `geometry.rs` and `gates.rs`. The same files
+`isa/spec/opcodes.rs`, `enums.rs`, `formats.rs`, `conflicts.rs`, `geometry.rs`, `gates.rs` and
+`dtypes.rs`. The same files
 are `include!`d twice:
 
 * by `isa/build.rs`, which checks them (unique ascending opcode rows, well-formed presence
@@ -54,7 +55,11 @@ are `include!`d twice:
   spec: field locators (`formats::loc::<format>::<FIELD>`, a `FieldLoc` with the byte offset
   and type per generation, `<FIELD>_<BIT>` `BitLoc`s for bitfield sub-fields), enumeration
   members and predicate sets per generation as 256-bit `ByteSet`s (`formats::members::ALU_OP`,
-  `formats::sets::ARITH`), and the opcode → L2 format gate binding (`FormatGate::of`);
+  `formats::sets::ARITH`), the opcode → L2 format gate binding (`FormatGate::of`), the simulator's engine table
+  (`RUNS_ON_ENGINES`: the engine column plus the "runs on" rows) and the one number-format type
+  `NumFormat` (BIR, the NEFF schema and the simulator name an element type with it; its
+  names, BIR ordinals, sizes, classes and wire-tag readings per generation come from the
+  `NUM_FORMATS` rows below);
 * by the library as `tpbsim_isa::spec`, the runtime metadata that the validator, the text and
   JSON forms and this document read (`spec::opcodes()` gives the engine classes and
   per-generation presence the L2 engine gate is built from).
@@ -108,6 +113,21 @@ const DESCRIPTORS: &str = r#"## Addresses and descriptors
 The `desc` module gives typed views of each (`Addr4::kind`, `Addr4::split`, `MemPattern::is_indirect`,
 `Addr8::header_marker` / `pseudo_marker`, ...); the `geometry` module gives the per-generation
 constants below.
+"#;
+
+const NUM_FORMATS_INTRO: &str = r#"
+## Number formats
+
+One row per element type BIR, the NEFF schema and the simulator name (`isa/spec/dtypes.rs`,
+generated `NumFormat`; the discriminant is the row index, the BIR ordinal for BIR formats).
+Tags: the wire DTYPE tag per generation v2 / v3 / v4 / v5. Plain: generations where a plain
+operand's tag reads as this format (the lifter's canonical dtype, the simulator's value model of
+a tag); MX: generations where a microscaled operand's data tag reads as it. Bits: one element's
+code; lanes: elements per container. Device: the simulator has a value model; NEFF: `def.json`
+and `.npy` spell it; numpy: numpy has a native dtype (otherwise `.npy` stores it as void).
+
+| Name | BIR | Compiler | Short | Tags | Plain | MX | Bits | Lanes | Class | Max finite | Device | NEFF | numpy | Source | Note |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 "#;
 
 const TEXT: &str = r#"## Text and JSON forms
@@ -221,6 +241,22 @@ pub fn isa_markdown() -> String {
         );
     }
 
+    // Runs-on rows.
+    o.push_str("\n### Runs on (simulator)\n\nThe simulator executes an opcode on the engines of its engine column (NX: every engine, DMA: SP) and on the engines these rows add (`spec::RUNS_ON`, generated `RUNS_ON_ENGINES`). The engine column, and with it the L2 engine gate, is unchanged by them.\n\n| Op | Mnemonic | Engine column | Also runs on | Source | Note |\n|---|---|---|---|---|---|\n");
+    for x in spec::runs_on_rows() {
+        let r = spec::opcode(x.code);
+        let _ = writeln!(
+            o,
+            "| {:#04x} | `{}` | {} | {} | {} | {} |",
+            x.code,
+            r.map_or("?", |r| r.mnemonic()),
+            r.map_or("-".to_string(), |r| r.engines.label()),
+            x.engines.label(),
+            esc(x.prov),
+            esc(x.note)
+        );
+    }
+
     // Formats.
     o.push_str("\n## Formats\n\nOffsets are bytes from the bundle start; `-` = absent in that generation. Every format starts with the header and events above.\n");
     for f in spec::formats() {
@@ -324,6 +360,64 @@ pub fn isa_markdown() -> String {
                 esc(v.note)
             );
         }
+    }
+
+    // Number formats.
+    o.push_str(NUM_FORMATS_INTRO);
+    for r in spec::num_format_rows() {
+        let tags: Vec<String> = r
+            .wire
+            .iter()
+            .map(|&t| {
+                if t == spec::NUM_NONE {
+                    "-".to_string()
+                } else {
+                    format!("{t:#04X}")
+                }
+            })
+            .collect();
+        let opt = |s: &str| {
+            if s.is_empty() {
+                "-".to_string()
+            } else {
+                format!("`{s}`")
+            }
+        };
+        let yes = |b: bool| if b { "yes" } else { "-" };
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {:?}{} | {} | {} | {} | {} | {} | {} |",
+            r.name,
+            if r.bir == spec::NUM_NONE {
+                "-".to_string()
+            } else {
+                r.bir.to_string()
+            },
+            opt(r.compiler),
+            opt(r.short),
+            tags.join(" / "),
+            r.plain,
+            r.mx,
+            r.bits,
+            r.lanes,
+            r.class,
+            if r.signed { ", signed" } else { "" },
+            if r.max_finite == 0 {
+                "-".to_string()
+            } else {
+                let m = f32::from_bits(r.max_finite);
+                if m < 1e6 {
+                    format!("{m}")
+                } else {
+                    format!("{m:e}")
+                }
+            },
+            yes(r.device),
+            yes(r.neff),
+            yes(r.numpy_native),
+            esc(r.prov),
+            esc(r.note)
+        );
     }
 
     // Sets.
@@ -482,6 +576,34 @@ pub fn isa_markdown() -> String {
         }
     }
     o.push_str("- `OpcodeRow::runs_on`: NX matches every engine, DMA matches SP.\n");
+    for x in spec::runs_on_rows() {
+        if x.prov.starts_with("project-defined") {
+            let _ = writeln!(
+                o,
+                "- Runs on {:#04x}: {} also executes it ({}).",
+                x.code,
+                x.engines.label(),
+                esc(x.prov.trim_start_matches("project-defined: "))
+            );
+        }
+    }
+    for r in spec::num_format_rows() {
+        if r.prov.starts_with("project-defined") {
+            let _ = writeln!(
+                o,
+                "- Number format `{}`: {}.",
+                r.name,
+                esc(r.prov.trim_start_matches("project-defined: "))
+            );
+        }
+        if !r.short.is_empty() {
+            let _ = writeln!(
+                o,
+                "- Number format `{}`: BIR JSON import also accepts `{}`.",
+                r.name, r.short
+            );
+        }
+    }
     o.push('\n');
     o.push_str(TEXT);
     o

@@ -113,12 +113,15 @@ const fn build(gen: Gen) -> Geometry {
     }
 }
 
-static ALL: [Geometry; 4] = [
+/// Every generation's geometry, evaluated at compile time.
+const TABLE: [Geometry; 4] = [
     build(Gen::V2),
     build(Gen::V3),
     build(Gen::V4),
     build(Gen::V5),
 ];
+
+static ALL: [Geometry; 4] = TABLE;
 
 impl Geometry {
     /// Geometry of `gen`.
@@ -128,7 +131,7 @@ impl Geometry {
 
     /// Geometry of `gen`, by value in a `const` context.
     pub const fn at(gen: Gen) -> Geometry {
-        build(gen)
+        TABLE[gen.index()]
     }
 
     /// SBUF partition stride as an address shift (18 on v2..v4, 20 on v5).
@@ -141,10 +144,15 @@ impl Geometry {
         self.psum_partition_stride.trailing_zeros()
     }
 
+    /// Size of the PSUM address window: every partition's stride (0x400000).
+    pub const fn psum_window(&self) -> u32 {
+        self.sbuf_partitions * self.psum_partition_stride
+    }
+
     /// Whether `addr` (partition-folded, marker stripped) lies in the PSUM window:
     /// `(addr - psum_base) <= 0x3FFFFF` unsigned (the validators' predicate).
     pub const fn is_psum(&self, addr: u32) -> bool {
-        addr.wrapping_sub(self.psum_base) <= 0x3F_FFFF
+        addr.wrapping_sub(self.psum_base) < self.psum_window()
     }
 
     /// `(partition, offset)` of an SBUF address.

@@ -15,6 +15,7 @@ include!("../spec/formats.rs");
 include!("../spec/conflicts.rs");
 include!("../spec/geometry.rs");
 include!("../spec/gates.rs");
+include!("../spec/dtypes.rs");
 
 use crate::{Engine, Gen};
 
@@ -80,6 +81,23 @@ pub fn bitfield(name: &str) -> Option<&'static BitfieldDef> {
 /// Every recorded conflict.
 pub fn conflicts() -> &'static [ConflictRow] {
     CONFLICTS
+}
+
+/// The simulator's "runs on" rows: engines an opcode also executes on beyond its engine column.
+pub fn runs_on_rows() -> &'static [RunsOnRow] {
+    RUNS_ON
+}
+
+/// Whether the simulator executes `opcode` on engine `e`: the engine column of its row
+/// ([`OpcodeRow::runs_on`]) or one of its [`RUNS_ON`] rows (generated table).
+#[inline]
+pub fn sim_runs_on(opcode: u8, e: Engine) -> bool {
+    crate::formats::RUNS_ON_ENGINES[opcode as usize] & (1 << e.wire_id()) != 0
+}
+
+/// Every number-format row.
+pub fn num_format_rows() -> &'static [NumFormatRow] {
+    NUM_FORMATS
 }
 
 /// Every geometry row.

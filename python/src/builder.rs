@@ -442,9 +442,7 @@ impl Kernel {
                 .downcast::<PyBytes>()?
                 .as_bytes()
                 .to_vec();
-            let dt: neff::Dtype = t
-                .dtype
-                .parse()
+            let dt = neff::Dtype::from_neff_name(&t.dtype)
                 .map_err(|_| PyValueError::new_err(format!("dtype {}: no .npy form", t.dtype)))?;
             let npy = neff::npy::encode_npy(dt, &shape, &raw)
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;

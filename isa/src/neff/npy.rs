@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn round_trip_every_dtype() {
-        for d in Dtype::ALL {
+        for d in Dtype::NEFF {
             let shape = [2u64, 3];
             let data: Vec<u8> = (0..6 * d.size()).map(|i| (i * 37 + 5) as u8).collect();
             let image = encode_npy(d, &shape, &data).unwrap();

@@ -9,7 +9,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -24,195 +23,10 @@ pub const MAX_DMA_QUEUES: usize = 11 * 16;
 /// `steps[8]` / `sizes[8]`, G `neff/format-reference.md` §8).
 pub const MAX_DMA_DIMS: usize = 8;
 
-/// An element type named in `def.json` (`dtype`), a sidecar, or an `.npy` file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dtype {
-    /// `bool` (npy `|b1`; host side only).
-    Bool,
-    /// `uint8`.
-    Uint8,
-    /// `int8`.
-    Int8,
-    /// `uint16`.
-    Uint16,
-    /// `int16`.
-    Int16,
-    /// `uint32`.
-    Uint32,
-    /// `int32`.
-    Int32,
-    /// `uint64`.
-    Uint64,
-    /// `int64`.
-    Int64,
-    /// `float16`.
-    Float16,
-    /// `bfloat16`.
-    Bfloat16,
-    /// `float32`.
-    Float32,
-    /// `float32r` (fp32 storage, reduced-precision PE rounding).
-    Float32r,
-    /// `float64` (npy `<f8`; host side only).
-    Float64,
-    /// `float8_e3m4` (BIR `float8e3`).
-    Float8E3m4,
-    /// `float8_e4m3` (BIR `float8e4`).
-    Float8E4m3,
-    /// `float8_e4m3fn`.
-    Float8E4m3fn,
-    /// `float8_e5m2` (BIR `float8e5`).
-    Float8E5m2,
-    /// `float8_e8m0fnu`.
-    Float8E8m0fnu,
-    /// `float4_e2m1fn_x4` (four FP4 values in 2 bytes).
-    Float4E2m1fnX4,
-    /// `float8_e4m3fn_x4` (four FP8 values in 4 bytes).
-    Float8E4m3fnX4,
-    /// `float8_e5m2_x4` (four FP8 values in 4 bytes).
-    Float8E5m2X4,
-}
-
-impl Dtype {
-    /// Every dtype.
-    pub const ALL: [Dtype; 22] = [
-        Dtype::Bool,
-        Dtype::Uint8,
-        Dtype::Int8,
-        Dtype::Uint16,
-        Dtype::Int16,
-        Dtype::Uint32,
-        Dtype::Int32,
-        Dtype::Uint64,
-        Dtype::Int64,
-        Dtype::Float16,
-        Dtype::Bfloat16,
-        Dtype::Float32,
-        Dtype::Float32r,
-        Dtype::Float64,
-        Dtype::Float8E3m4,
-        Dtype::Float8E4m3,
-        Dtype::Float8E4m3fn,
-        Dtype::Float8E5m2,
-        Dtype::Float8E8m0fnu,
-        Dtype::Float4E2m1fnX4,
-        Dtype::Float8E4m3fnX4,
-        Dtype::Float8E5m2X4,
-    ];
-
-    /// Canonical name (as written).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Dtype::Bool => "bool",
-            Dtype::Uint8 => "uint8",
-            Dtype::Int8 => "int8",
-            Dtype::Uint16 => "uint16",
-            Dtype::Int16 => "int16",
-            Dtype::Uint32 => "uint32",
-            Dtype::Int32 => "int32",
-            Dtype::Uint64 => "uint64",
-            Dtype::Int64 => "int64",
-            Dtype::Float16 => "float16",
-            Dtype::Bfloat16 => "bfloat16",
-            Dtype::Float32 => "float32",
-            Dtype::Float32r => "float32r",
-            Dtype::Float64 => "float64",
-            Dtype::Float8E3m4 => "float8_e3m4",
-            Dtype::Float8E4m3 => "float8_e4m3",
-            Dtype::Float8E4m3fn => "float8_e4m3fn",
-            Dtype::Float8E5m2 => "float8_e5m2",
-            Dtype::Float8E8m0fnu => "float8_e8m0fnu",
-            Dtype::Float4E2m1fnX4 => "float4_e2m1fn_x4",
-            Dtype::Float8E4m3fnX4 => "float8_e4m3fn_x4",
-            Dtype::Float8E5m2X4 => "float8_e5m2_x4",
-        }
-    }
-
-    /// Bytes of one stored element (a ×4 form counts its whole container).
-    pub const fn size(self) -> usize {
-        match self {
-            Dtype::Bool
-            | Dtype::Uint8
-            | Dtype::Int8
-            | Dtype::Float8E3m4
-            | Dtype::Float8E4m3
-            | Dtype::Float8E4m3fn
-            | Dtype::Float8E5m2
-            | Dtype::Float8E8m0fnu => 1,
-            Dtype::Uint16
-            | Dtype::Int16
-            | Dtype::Float16
-            | Dtype::Bfloat16
-            | Dtype::Float4E2m1fnX4 => 2,
-            Dtype::Uint32
-            | Dtype::Int32
-            | Dtype::Float32
-            | Dtype::Float32r
-            | Dtype::Float8E4m3fnX4
-            | Dtype::Float8E5m2X4 => 4,
-            Dtype::Uint64 | Dtype::Int64 | Dtype::Float64 => 8,
-        }
-    }
-
-    /// Whether numpy has a native dtype for this (otherwise `.npy` files store it as void).
-    pub const fn is_numpy_native(self) -> bool {
-        matches!(
-            self,
-            Dtype::Bool
-                | Dtype::Uint8
-                | Dtype::Int8
-                | Dtype::Uint16
-                | Dtype::Int16
-                | Dtype::Uint32
-                | Dtype::Int32
-                | Dtype::Uint64
-                | Dtype::Int64
-                | Dtype::Float16
-                | Dtype::Float32
-                | Dtype::Float32r
-                | Dtype::Float64
-        )
-    }
-}
-
-impl fmt::Display for Dtype {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Error for an unknown dtype name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown dtype `{0}`")]
-pub struct UnknownDtype(pub String);
-
-impl FromStr for Dtype {
-    type Err = UnknownDtype;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let alias = match s {
-            "float8e3" => Some(Dtype::Float8E3m4),
-            "float8e4" => Some(Dtype::Float8E4m3),
-            "float8e5" => Some(Dtype::Float8E5m2),
-            _ => None,
-        };
-        alias
-            .or_else(|| Dtype::ALL.into_iter().find(|d| d.name() == s))
-            .ok_or_else(|| UnknownDtype(s.to_string()))
-    }
-}
-
-impl Serialize for Dtype {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-impl<'de> Deserialize<'de> for Dtype {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
+/// An element type named in `def.json` (`dtype`), a sidecar, or an `.npy` file: the one
+/// number-format type ([`crate::NumFormat`]), read and written by its NEFF spelling
+/// ([`crate::NumFormat::NEFF`], serde through [`crate::NumFormat::from_neff_name`]).
+pub use crate::dtype::{NumFormat as Dtype, UnknownDtype};
 
 /// A string enum that keeps names it does not know.
 macro_rules! open_enum {
@@ -1305,11 +1119,14 @@ mod tests {
 
     #[test]
     fn dtype_names() {
-        for d in Dtype::ALL {
-            assert_eq!(d.name().parse::<Dtype>().unwrap(), d);
+        for d in Dtype::NEFF {
+            assert_eq!(Dtype::from_neff_name(d.name()).unwrap(), d);
         }
-        assert_eq!("float8e4".parse::<Dtype>().unwrap(), Dtype::Float8E4m3);
-        assert!("float8".parse::<Dtype>().is_err());
+        assert_eq!(
+            Dtype::from_neff_name("float8e4").unwrap(),
+            Dtype::Float8E4m3
+        );
+        assert!(Dtype::from_neff_name("float8").is_err());
     }
 
     #[test]

@@ -66,6 +66,8 @@ fn decode(f: Format, bits: u64) -> (f64, Option<i128>) {
         Format::Uint32 => int(bits as u32 as i128),
         Format::Int64 => int(bits as i64 as i128),
         Format::Uint64 => int(bits as i128),
+        Format::Bool => int(i128::from(bits as u8 != 0)),
+        Format::Float64 => float(11, 52, true, false),
         // Packed forms are split into lanes before decoding.
         Format::Float4E2m1fnX4 | Format::Float8E4m3fnX4 | Format::Float8E5m2X4 => {
             decode(f.element(), bits)

@@ -22,28 +22,16 @@ use super::ops::{control, not_simulated};
 use super::sched::Flow;
 use super::sync::SyncState;
 
-/// Engines the machine executes an opcode on beyond the spec's engine column (the
-/// `docs/machine.md` execution table): ACT runs the POOL/DVE TensorScalar (0x43 / 0x53),
-/// TensorReduce (0x42 / 0x52), Copy / Cast / Reciprocal (0x46..0x48) and Memset (0x49) forms,
-/// and DVE runs TensorScalarSelect (0x98).
-pub const EXTRA_ENGINES: [(u8, Engine); 9] = [
-    (0x42, Engine::Act),
-    (0x43, Engine::Act),
-    (0x46, Engine::Act),
-    (0x47, Engine::Act),
-    (0x48, Engine::Act),
-    (0x49, Engine::Act),
-    (0x52, Engine::Act),
-    (0x53, Engine::Act),
-    (0x98, Engine::Dve),
-];
+/// Engines the machine executes an opcode on beyond the spec's engine column: the spec's
+/// "runs on" rows (`tpbsim_isa::spec::RUNS_ON`, `docs/machine.md` execution table).
+pub use tpbsim_isa::RUNS_ON_EXTRA as EXTRA_ENGINES;
 
 /// Whether the machine executes `opcode` on engine `e`: the spec's engine column
-/// (`OpcodeRow::runs_on`: NX on every engine, DMA on SP), plus [`EXTRA_ENGINES`].
+/// (`OpcodeRow::runs_on`: NX on every engine, DMA on SP) plus its "runs on" rows, read from
+/// the generated table.
 #[inline]
 pub fn executes_on(opcode: u8, e: Engine) -> bool {
-    tpbsim_isa::spec::opcode(opcode).is_some_and(|r| r.runs_on(e))
-        || EXTRA_ENGINES.contains(&(opcode, e))
+    tpbsim_isa::spec::sim_runs_on(opcode, e)
 }
 
 impl Machine<'_> {

@@ -1,27 +1,46 @@
-//! Per-generation memory geometry of one NeuronCore as the machine models it.
-//!
-//! Numbers are the shipped header constants (isa-facts §1.2). v2 PSUM banking follows the
+//! Per-generation memory geometry of one NeuronCore as the machine models it, read from the
+//! spec's geometry rows ([`tpbsim_isa::Geometry`], isa-facts §1.2). v2 PSUM banking follows the
 //! header (16 × 1 KiB) rather than the compiler's table (8 × 2 KiB); see `docs/machine.md`.
 
 use tpbsim_isa::Gen;
 
+/// The spec geometry of v2: the constants below are the same on every generation (checked at
+/// compile time against every generation's row).
+const SPEC: tpbsim_isa::Geometry = tpbsim_isa::Geometry::at(Gen::V2);
+
 /// Number of SBUF and PSUM partitions on every generation.
-pub const PARTITIONS: u32 = 128;
+pub const PARTITIONS: u32 = SPEC.sbuf_partitions;
 
 /// First byte address of the PSUM window (PSUM_BUF_OFFSET), every generation.
-pub const PSUM_BASE: u32 = 0x0200_0000;
-
-/// Size of the PSUM address window: 128 partitions × 32 KiB stride.
-pub const PSUM_WINDOW: u32 = 0x0040_0000;
+pub const PSUM_BASE: u32 = SPEC.psum_base;
 
 /// Address distance between two PSUM partitions.
-pub const PSUM_PARTITION_STRIDE: u32 = 0x8000;
+pub const PSUM_PARTITION_STRIDE: u32 = SPEC.psum_partition_stride;
+
+/// Size of the PSUM address window: 128 partitions × 32 KiB stride.
+pub const PSUM_WINDOW: u32 = PARTITIONS * PSUM_PARTITION_STRIDE;
 
 /// Active PSUM bytes per partition.
-pub const PSUM_BYTES_PER_PARTITION: u32 = 16 * 1024;
+pub const PSUM_BYTES_PER_PARTITION: u32 = SPEC.psum_partition_bytes;
 
 /// Mask of the byte-address bits of an ADDR4 word.
-pub const ADDR4_ADDRESS_MASK: u32 = 0x1FFF_FFFF;
+pub const ADDR4_ADDRESS_MASK: u32 = SPEC.partition_addr_mask;
+
+const _: () = {
+    let mut i = 0;
+    while i < Gen::ALL.len() {
+        let g = tpbsim_isa::Geometry::at(Gen::ALL[i]);
+        assert!(
+            g.sbuf_partitions == PARTITIONS
+                && g.psum_base == PSUM_BASE
+                && g.psum_partition_stride == PSUM_PARTITION_STRIDE
+                && g.psum_partition_bytes == PSUM_BYTES_PER_PARTITION
+                && g.partition_addr_mask == ADDR4_ADDRESS_MASK
+                && g.sbuf_partition_stride.is_power_of_two()
+        );
+        i += 1;
+    }
+};
 
 /// Memory geometry of one generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,39 +57,30 @@ pub struct Geometry {
     pub psum_bank_bytes: u32,
 }
 
+const fn from_spec(gen: Gen) -> Geometry {
+    let g = tpbsim_isa::Geometry::at(gen);
+    Geometry {
+        gen,
+        sbuf_partition_shift: g.sbuf_partition_shift(),
+        sbuf_bytes_per_partition: g.sbuf_partition_bytes,
+        psum_banks: g.psum_banks,
+        psum_bank_bytes: g.psum_bank_bytes,
+    }
+}
+
+/// Every generation's geometry, evaluated at compile time.
+const ALL: [Geometry; 4] = [
+    from_spec(Gen::V2),
+    from_spec(Gen::V3),
+    from_spec(Gen::V4),
+    from_spec(Gen::V5),
+];
+
 impl Geometry {
     /// Geometry of `gen`.
+    #[inline]
     pub const fn of(gen: Gen) -> Geometry {
-        match gen {
-            Gen::V2 => Geometry {
-                gen,
-                sbuf_partition_shift: 18,
-                sbuf_bytes_per_partition: 192 * 1024,
-                psum_banks: 16,
-                psum_bank_bytes: 1024,
-            },
-            Gen::V3 => Geometry {
-                gen,
-                sbuf_partition_shift: 18,
-                sbuf_bytes_per_partition: 224 * 1024,
-                psum_banks: 8,
-                psum_bank_bytes: 2048,
-            },
-            Gen::V4 => Geometry {
-                gen,
-                sbuf_partition_shift: 18,
-                sbuf_bytes_per_partition: 256 * 1024,
-                psum_banks: 8,
-                psum_bank_bytes: 2048,
-            },
-            Gen::V5 => Geometry {
-                gen,
-                sbuf_partition_shift: 20,
-                sbuf_bytes_per_partition: 512 * 1024,
-                psum_banks: 8,
-                psum_bank_bytes: 2048,
-            },
-        }
+        ALL[gen.index()]
     }
 
     /// Address distance between two SBUF partitions.

@@ -232,7 +232,7 @@ fn var_spec(
     let host = host
         .filter(|_| v.dtype.is_none() && v.shape.is_none())
         .and_then(|(d, s)| {
-            let f = d.parse::<neff::Dtype>().ok().and_then(format_of)?;
+            let f = neff::Dtype::from_neff_name(d).ok().and_then(format_of)?;
             let elems = s.iter().try_fold(1u64, |a, &x| a.checked_mul(x))?;
             (elems.checked_mul(f.container_bytes() as u64) == Some(size)).then(|| (f, s.clone()))
         });

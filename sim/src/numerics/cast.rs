@@ -413,6 +413,9 @@ pub fn to_f32(format: Format, code: u64) -> f32 {
         Format::Float8E4m3fn => f32::from_bits(DEC_E4M3FN[usize::from(c8)]),
         Format::Float8E5m2 => f32::from_bits(DEC_E5M2[usize::from(c8)]),
         Format::Float4E2m1fn => f32::from_bits(DEC_E2M1[usize::from(c8 & 0xF)]),
+        // Host-side formats, numpy's reading: a non-zero byte is true; float64 rounds to fp32.
+        Format::Bool => f32::from(u8::from(c8 != 0)),
+        Format::Float64 => f64::from_bits(code) as f32,
         Format::Float4E2m1fnX4 | Format::Float8E4m3fnX4 | Format::Float8E5m2X4 => {
             unreachable!("element() is never a packed form")
         }
@@ -445,6 +448,8 @@ pub fn from_f32(format: Format, x: f32, policy: &CastPolicy) -> u64 {
         Format::Float8E4m3fn => mini_encode::<E4m3fn>(x, sat, sel).into(),
         Format::Float8E5m2 => mini_encode::<E5m2>(x, sat, sel).into(),
         Format::Float4E2m1fn => mini_encode::<E2m1>(x, sat, sel).into(),
+        Format::Bool => u64::from(x != 0.0),
+        Format::Float64 => f64::from(x).to_bits(),
         Format::Float4E2m1fnX4 | Format::Float8E4m3fnX4 | Format::Float8E5m2X4 => {
             unreachable!("element() is never a packed form")
         }
@@ -592,6 +597,8 @@ fn decode_into(src: &[u8], format: Format, out: &mut [f32]) {
         Format::Float8E4m3fn | Format::Float8E4m3fnX4 => lut(src, out, &DEC_E4M3FN),
         Format::Float8E5m2 | Format::Float8E5m2X4 => lut(src, out, &DEC_E5M2),
         Format::Float4E2m1fn => lut(src, out, &DEC_E2M1),
+        Format::Bool => decode_codes::<u8>(src, out, |c| f32::from(u8::from(c != 0))),
+        Format::Float64 => decode_codes::<u64>(src, out, |c| f64::from_bits(c) as f32),
         Format::Float4E2m1fnX4 => {
             for (o, &b) in out.chunks_exact_mut(2).zip(src) {
                 o[0] = f32::from_bits(DEC_E2M1[usize::from(b & 0xF)]);
@@ -634,6 +641,8 @@ fn encode_into(src: &[f32], format: Format, dst: &mut [u8], policy: &CastPolicy)
             encode_codes(src, dst, |x| mini_encode::<E5m2>(x, sat, sel) as u8)
         }
         Format::Float4E2m1fn => encode_codes(src, dst, |x| mini_encode::<E2m1>(x, sat, sel) as u8),
+        Format::Bool => encode_codes(src, dst, |x| u8::from(x != 0.0)),
+        Format::Float64 => encode_codes(src, dst, |x| f64::from(x).to_bits()),
         Format::Float4E2m1fnX4 => {
             for (b, x) in dst.iter_mut().zip(src.chunks_exact(2)) {
                 let lo = mini_encode::<E2m1>(x[0], sat, sel);
@@ -1104,12 +1113,12 @@ mod tests {
     fn misaligned_slices_take_the_byte_path_with_the_same_result() {
         let n = CHUNK + 12;
         let p = CastPolicy::DEVICE;
-        for src_f in Format::ALL {
+        for src_f in Format::DEVICE {
             let len = n / src_f.lanes() * src_f.container_bytes();
             let bytes: Vec<u8> = (0..len + 1)
                 .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
                 .collect();
-            for dst_f in Format::ALL {
+            for dst_f in Format::DEVICE {
                 let dlen = n / dst_f.lanes() * dst_f.container_bytes();
                 let mut aligned_src = vec![0u64; len.div_ceil(8)];
                 let a_src = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut aligned_src)[..len];
@@ -1129,7 +1138,7 @@ mod tests {
         // Every format pair over a buffer longer than one chunk, against the scalar path.
         let n = CHUNK * 2 + 8;
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        for src_f in Format::ALL {
+        for src_f in Format::DEVICE {
             let bytes = n / src_f.lanes() * src_f.container_bytes();
             let src: Vec<u8> = (0..bytes)
                 .map(|_| {
@@ -1141,7 +1150,7 @@ mod tests {
                 .collect();
             let mut vals = vec![0f32; n];
             to_f32_slice(&src, src_f, &mut vals).unwrap();
-            for dst_f in Format::ALL {
+            for dst_f in Format::DEVICE {
                 let policy = CastPolicy::REFERENCE;
                 let mut dst = vec![0u8; n / dst_f.lanes() * dst_f.container_bytes()];
                 assert_eq!(cast_slice(&src, src_f, &mut dst, dst_f, &policy), Ok(n));

@@ -1,4 +1,5 @@
-//! BIR enumerations: architecture levels, engines, dtypes, memory types and collective kinds.
+//! BIR enumerations: architecture levels, engines, memory types and collective kinds (dtypes are
+//! the one number-format type, re-exported as [`Dtype`]).
 //!
 //! Ordinals follow the compiler's in-memory enums (facts digest §1.1, §6.2, §6.6, §6.7; BIR
 //! memory-location page for `MemoryType`). Every enum has one canonical spelling used by the
@@ -6,7 +7,7 @@
 
 use std::fmt;
 
-use tpbsim_isa::{Engine, Gen};
+use tpbsim_isa::{Engine, Gen, Geometry};
 
 /// The compiler's `ArchLevel`: the architecture a BIR module targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -87,25 +88,24 @@ impl ArchLevel {
 
     /// PSUM geometry of this level: `(banks, bank bytes, partitions)`.
     ///
-    /// Sunda uses the shipped header's 16 × 1024 B (facts §10 #3, header over compiler table);
-    /// gen3 and later 8 × 2048 B; Inferentia 4 × 2048 B over 64 partitions (compiler geometry
-    /// table, the only source for that level).
+    /// Sunda and later read the spec geometry ([`Geometry`]: v2 the shipped header's
+    /// 16 × 1024 B, facts §10 #3, header over compiler table; gen3 and later 8 × 2048 B).
+    /// Inferentia, which the spec does not cover, is 4 × 2048 B over 64 partitions (compiler
+    /// geometry table, the only source for that level).
     pub const fn psum_geometry(self) -> PsumGeometry {
-        match self {
-            ArchLevel::Inferentia => PsumGeometry {
+        match self.gen() {
+            Some(g) => {
+                let g = Geometry::at(g);
+                PsumGeometry {
+                    banks: g.psum_banks,
+                    bank_bytes: g.psum_bank_bytes,
+                    partitions: g.sbuf_partitions,
+                }
+            }
+            None => PsumGeometry {
                 banks: 4,
                 bank_bytes: 2048,
                 partitions: 64,
-            },
-            ArchLevel::Sunda => PsumGeometry {
-                banks: 16,
-                bank_bytes: 1024,
-                partitions: 128,
-            },
-            ArchLevel::Gen3 | ArchLevel::CoreV4 | ArchLevel::CoreV5 => PsumGeometry {
-                banks: 8,
-                bank_bytes: 2048,
-                partitions: 128,
             },
         }
     }
@@ -139,8 +139,9 @@ pub struct PsumGeometry {
     pub partitions: u32,
 }
 
-/// Number of SBUF partitions on every level tpbsim knows (`NUM_PARTITIONS`).
-pub const NUM_PARTITIONS: u64 = 128;
+/// Number of SBUF partitions on every level tpbsim decodes (`NUM_PARTITIONS`, the spec
+/// geometry; the same on every generation).
+pub const NUM_PARTITIONS: u64 = Geometry::at(Gen::V2).sbuf_partitions as u64;
 
 /// The BIR `EngineType` an instruction is assigned to (facts §6.6). Distinct from the wire
 /// engine enum ([`Engine`]); [`EngineType::wire`] is the compiler's `convert()` remap.
@@ -338,169 +339,10 @@ impl fmt::Debug for EngineSet {
     }
 }
 
-/// BIR element data type (`bir::Dtype`, ordinals 0..=19, facts §6.2), named as `ml_dtypes`
-/// names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
-#[allow(non_camel_case_types)]
-pub enum Dtype {
-    /// 0
-    Uint8 = 0,
-    /// 1
-    Int8 = 1,
-    /// 2: four E2M1 values in a 2-byte container.
-    Float4E2m1fnX4 = 2,
-    /// 3 (BIR `float8e3`).
-    Float8E3m4 = 3,
-    /// 4 (BIR `float8e4`).
-    Float8E4m3 = 4,
-    /// 5
-    Float8E4m3fn = 5,
-    /// 6: E8M0 scale byte.
-    Float8E8m0fnu = 6,
-    /// 7 (BIR `float8e5`).
-    Float8E5m2 = 7,
-    /// 8: four E4M3FN values in a 4-byte container.
-    Float8E4m3fnX4 = 8,
-    /// 9: four E5M2 values in a 4-byte container.
-    Float8E5m2X4 = 9,
-    /// 10
-    Uint16 = 10,
-    /// 11
-    Int16 = 11,
-    /// 12
-    Bfloat16 = 12,
-    /// 13
-    Float16 = 13,
-    /// 14
-    Uint32 = 14,
-    /// 15
-    Int32 = 15,
-    /// 16
-    Float32 = 16,
-    /// 17: fp32 storage, PE reduced-precision rounding.
-    Float32r = 17,
-    /// 18
-    Uint64 = 18,
-    /// 19
-    Int64 = 19,
-}
-
-impl Dtype {
-    /// Every dtype in ordinal order.
-    pub const ALL: [Dtype; 20] = [
-        Dtype::Uint8,
-        Dtype::Int8,
-        Dtype::Float4E2m1fnX4,
-        Dtype::Float8E3m4,
-        Dtype::Float8E4m3,
-        Dtype::Float8E4m3fn,
-        Dtype::Float8E8m0fnu,
-        Dtype::Float8E5m2,
-        Dtype::Float8E4m3fnX4,
-        Dtype::Float8E5m2X4,
-        Dtype::Uint16,
-        Dtype::Int16,
-        Dtype::Bfloat16,
-        Dtype::Float16,
-        Dtype::Uint32,
-        Dtype::Int32,
-        Dtype::Float32,
-        Dtype::Float32r,
-        Dtype::Uint64,
-        Dtype::Int64,
-    ];
-
-    /// Container byte size, the compiler's 20-entry dtype size LUT (x4 types count their
-    /// container: 2 or 4 bytes).
-    pub const BYTES: [u8; 20] = [1, 1, 2, 1, 1, 1, 1, 1, 4, 4, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8];
-
-    /// Ordinal.
-    #[inline]
-    pub const fn ordinal(self) -> u8 {
-        self as u8
-    }
-
-    /// Dtype from its ordinal.
-    pub const fn from_ordinal(n: u64) -> Option<Dtype> {
-        if n < 20 {
-            Some(Dtype::ALL[n as usize])
-        } else {
-            None
-        }
-    }
-
-    /// Container bytes.
-    #[inline]
-    pub const fn bytes(self) -> u64 {
-        Dtype::BYTES[self as usize] as u64
-    }
-
-    /// True for the x4-packed MX containers {2, 8, 9}.
-    #[inline]
-    pub const fn is_x4(self) -> bool {
-        matches!(
-            self,
-            Dtype::Float4E2m1fnX4 | Dtype::Float8E4m3fnX4 | Dtype::Float8E5m2X4
-        )
-    }
-
-    /// True for the 64-bit integer types.
-    #[inline]
-    pub const fn is_64bit(self) -> bool {
-        matches!(self, Dtype::Uint64 | Dtype::Int64)
-    }
-
-    /// Canonical (`ml_dtypes`) name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Dtype::Uint8 => "uint8",
-            Dtype::Int8 => "int8",
-            Dtype::Float4E2m1fnX4 => "float4_e2m1fn_x4",
-            Dtype::Float8E3m4 => "float8_e3m4",
-            Dtype::Float8E4m3 => "float8_e4m3",
-            Dtype::Float8E4m3fn => "float8_e4m3fn",
-            Dtype::Float8E8m0fnu => "float8_e8m0fnu",
-            Dtype::Float8E5m2 => "float8_e5m2",
-            Dtype::Float8E4m3fnX4 => "float8_e4m3fn_x4",
-            Dtype::Float8E5m2X4 => "float8_e5m2_x4",
-            Dtype::Uint16 => "uint16",
-            Dtype::Int16 => "int16",
-            Dtype::Bfloat16 => "bfloat16",
-            Dtype::Float16 => "float16",
-            Dtype::Uint32 => "uint32",
-            Dtype::Int32 => "int32",
-            Dtype::Float32 => "float32",
-            Dtype::Float32r => "float32r",
-            Dtype::Uint64 => "uint64",
-            Dtype::Int64 => "int64",
-        }
-    }
-
-    /// Parse a canonical name, the compiler's own spelling (`float8e3`, `float8e4`, `float8e5`)
-    /// or a common short form (`bf16`, `fp32`, ...).
-    pub fn parse(s: &str) -> Option<Dtype> {
-        if let Some(d) = Dtype::ALL.into_iter().find(|d| d.name() == s) {
-            return Some(d);
-        }
-        Some(match s {
-            "float8e3" => Dtype::Float8E3m4,
-            "float8e4" => Dtype::Float8E4m3,
-            "float8e5" => Dtype::Float8E5m2,
-            "bf16" => Dtype::Bfloat16,
-            "fp16" => Dtype::Float16,
-            "fp32" => Dtype::Float32,
-            "fp32r" => Dtype::Float32r,
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Display for Dtype {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// BIR element data type (`bir::Dtype`, ordinals 0..=19, facts §6.2): the one number-format
+/// type, [`tpbsim_isa::NumFormat`]; BIR uses its [`NumFormat::ALL`](tpbsim_isa::NumFormat::ALL)
+/// formats, parsed by [`NumFormat::parse`](tpbsim_isa::NumFormat::parse).
+pub use tpbsim_isa::NumFormat as Dtype;
 
 /// BIR `MemoryType`: a power-of-two flag enum; DRAM, SB and PSUM are the placeable memories,
 /// Input/Output mark not-yet-placed module I/O tensors ("IO tensors").

@@ -1,7 +1,8 @@
 //! Wire dtype predicates: `is_valid_dtype`, `is_valid_dtype_64`, `is_valid_dtype_inc_fp4`,
 //! element sizes and the integer/signedness classes (isa-facts §6.1, R validator-architecture).
 
-use tpbsim_isa::{Dtype, Gen};
+use tpbsim_isa::dtype::Kind;
+use tpbsim_isa::{Dtype, Gen, NumFormat};
 
 /// INVALID.
 pub const INVALID: u8 = Dtype::INVALID.0;
@@ -38,42 +39,28 @@ pub const FP8_EXP5: u8 = Dtype::FP8_EXP5.0;
 /// FP4 E2M1 (×4 in 2 bytes), v4+.
 pub const FP4_EXP2: u8 = Dtype::FP4_EXP2.0;
 
-/// Wire dtype name, for messages.
-pub const fn name(t: u8) -> &'static str {
-    match t {
-        0x00 => "INVALID",
-        0x01 => "UINT64",
-        0x02 => "INT8",
-        0x03 => "UINT8",
-        0x04 => "INT16",
-        0x05 => "UINT16",
-        0x06 => "BF16",
-        0x07 => "FP16",
-        0x08 => "INT32",
-        0x09 => "UINT32",
-        0x0A => "FP32",
-        0x0B => "FP32R",
-        0x0C => "INT64",
-        0x0D => "FP8_EXP3",
-        0x0E => "FP8_EXP4",
-        0x0F => "FP8_EXP5",
-        0x10 => "FP4_EXP2",
-        0x11 => "FP8_EXP2",
-        0x12 => "INT4",
-        0x13..=0x16 => "SFP8",
-        0x19..=0x1F => "CPTC",
-        _ => "unknown",
+/// Wire dtype name, for messages: the DTYPE enumeration's name, the scale-only SFP8 and coded
+/// CPTC families by their family name, `unknown` for a value the spec does not name.
+pub fn name(t: u8) -> &'static str {
+    match Dtype(t).name() {
+        Some(n) if n.starts_with("SFP8") => "SFP8",
+        Some(n) if n.starts_with("CPTC") => "CPTC",
+        Some(n) => n,
+        None => "unknown",
     }
+}
+
+/// The number format a tag reads as (the newest generation's plain reading: a tag's class and
+/// size do not change between generations).
+const fn format(t: u8) -> Option<NumFormat> {
+    NumFormat::from_wire_tag(t, Gen::V5)
 }
 
 /// Element size in bytes of a wire tag (`get_type_size`), `None` when the tag has no byte
 /// size (INVALID, FP4, coded formats).
 pub const fn size(t: u8) -> Option<u32> {
-    match t {
-        0x02 | 0x03 | 0x0D | 0x0E | 0x0F => Some(1),
-        0x04..=0x07 => Some(2),
-        0x08..=0x0B => Some(4),
-        0x01 | 0x0C => Some(8),
+    match format(t) {
+        Some(f) if !f.is_packed() => Some(f.container_bytes() as u32),
         _ => None,
     }
 }
@@ -94,26 +81,23 @@ pub const fn is_valid(gen: Gen, t: u8, allow_fp32r: bool, allow_64: bool, allow_
 
 /// Integer tags (signed or unsigned, any width).
 pub const fn is_int(t: u8) -> bool {
-    matches!(t, 0x01 | 0x02 | 0x03 | 0x04 | 0x05 | 0x08 | 0x09 | 0x0C)
+    matches!(format(t), Some(f) if f.is_integer())
 }
 
 /// Signed integer tags.
 pub const fn is_signed_int(t: u8) -> bool {
-    matches!(t, INT8 | INT16 | INT32 | INT64)
+    matches!(format(t), Some(f) if matches!(f.kind(), Kind::Signed))
 }
 
 /// Float tags.
 pub const fn is_float(t: u8) -> bool {
-    matches!(
-        t,
-        BF16 | FP16 | FP32 | FP32R | FP8_EXP3 | FP8_EXP4 | FP8_EXP5 | FP4_EXP2
-    )
+    matches!(format(t), Some(f) if matches!(f.kind(), Kind::Float))
 }
 
 /// 4-byte tags {INT32, UINT32, FP32, FP32R}: the only ones a PSUM write may use
 /// (`type_size_check(dtype, 4)`).
 pub const fn is_4byte(t: u8) -> bool {
-    matches!(t, 0x08..=0x0B)
+    matches!(size(t), Some(4))
 }
 
 #[cfg(test)]
@@ -134,5 +118,38 @@ mod tests {
         assert_eq!(size(BF16), Some(2));
         assert_eq!(size(FP4_EXP2), None);
         assert!(is_4byte(FP32R) && !is_4byte(BF16));
+    }
+
+    #[test]
+    fn classes_and_names_follow_the_spec() {
+        let ints = [UINT64, INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64];
+        let floats = [
+            BF16, FP16, FP32, FP32R, FP8_EXP3, FP8_EXP4, FP8_EXP5, FP4_EXP2,
+        ];
+        for t in 0..=0xFFu8 {
+            assert_eq!(is_int(t), ints.contains(&t), "{t:#x}");
+            assert_eq!(is_float(t), floats.contains(&t), "{t:#x}");
+            assert_eq!(is_signed_int(t), [INT8, INT16, INT32, INT64].contains(&t));
+            assert_eq!(is_4byte(t), (0x08..=0x0B).contains(&t));
+        }
+        let sizes = [
+            (0x01, 8),
+            (0x02, 1),
+            (0x03, 1),
+            (0x04, 2),
+            (0x07, 2),
+            (0x0B, 4),
+        ];
+        for (t, n) in sizes {
+            assert_eq!(size(t), Some(n), "{t:#x}");
+        }
+        for t in [0x00, 0x10, 0x11, 0x12, 0x13, 0x19, 0x20] {
+            assert_eq!(size(t), None, "{t:#x}");
+        }
+        assert_eq!(name(0x0E), "FP8_EXP4");
+        assert_eq!(name(0x14), "SFP8");
+        assert_eq!(name(0x1C), "CPTC");
+        assert_eq!(name(0x17), "unknown");
+        assert_eq!(name(0x20), "unknown");
     }
 }

@@ -30,66 +30,22 @@ pub enum DtypeCtx {
     MxScale,
 }
 
-/// The wire tag of a BIR dtype in `gen` (the compiler's LUT, facts §6.2).
+/// The wire tag of a BIR dtype in `gen` (the compiler's LUT, facts §6.2, from the spec's
+/// number-format rows); INVALID (0) for a format without a tag there.
 pub const fn wire_tag(d: Dtype, gen: Gen) -> u8 {
-    let v4 = matches!(gen, Gen::V4 | Gen::V5);
-    match d {
-        Dtype::Uint8 | Dtype::Float8E8m0fnu => 0x03,
-        Dtype::Int8 => 0x02,
-        Dtype::Float4E2m1fnX4 => {
-            if v4 {
-                0x10
-            } else {
-                0x05
-            }
-        }
-        Dtype::Float8E3m4 => 0x0D,
-        Dtype::Float8E4m3 | Dtype::Float8E4m3fn | Dtype::Float8E4m3fnX4 => 0x0E,
-        Dtype::Float8E5m2 | Dtype::Float8E5m2X4 => 0x0F,
-        Dtype::Uint16 => 0x05,
-        Dtype::Int16 => 0x04,
-        Dtype::Bfloat16 => 0x06,
-        Dtype::Float16 => 0x07,
-        Dtype::Uint32 => 0x09,
-        Dtype::Int32 => 0x08,
-        Dtype::Float32 => 0x0A,
-        Dtype::Float32r => 0x0B,
-        Dtype::Uint64 => 0x01,
-        Dtype::Int64 => 0x0C,
+    match d.wire_tag(gen) {
+        Some(t) => t,
+        None => 0,
     }
 }
 
-/// The canonical BIR dtype of wire tag `tag` in `gen` for an operand read in context `ctx`.
+/// The canonical BIR dtype of wire tag `tag` in `gen` for an operand read in context `ctx`
+/// (the spec rows' plain and MX-data readings).
 pub const fn bir_dtype(tag: u8, gen: Gen, ctx: DtypeCtx) -> Option<Dtype> {
-    let v4 = matches!(gen, Gen::V4 | Gen::V5);
     match ctx {
         DtypeCtx::MxScale => Some(Dtype::Float8E8m0fnu),
-        DtypeCtx::MxData => match tag {
-            0x0E => Some(Dtype::Float8E4m3fnX4),
-            0x0F => Some(Dtype::Float8E5m2X4),
-            0x10 if v4 => Some(Dtype::Float4E2m1fnX4),
-            0x05 if !v4 => Some(Dtype::Float4E2m1fnX4),
-            _ => None,
-        },
-        DtypeCtx::Plain => match tag {
-            0x01 => Some(Dtype::Uint64),
-            0x02 => Some(Dtype::Int8),
-            0x03 => Some(Dtype::Uint8),
-            0x04 => Some(Dtype::Int16),
-            0x05 => Some(Dtype::Uint16),
-            0x06 => Some(Dtype::Bfloat16),
-            0x07 => Some(Dtype::Float16),
-            0x08 => Some(Dtype::Int32),
-            0x09 => Some(Dtype::Uint32),
-            0x0A => Some(Dtype::Float32),
-            0x0B => Some(Dtype::Float32r),
-            0x0C => Some(Dtype::Int64),
-            0x0D => Some(Dtype::Float8E3m4),
-            0x0E => Some(Dtype::Float8E4m3fn),
-            0x0F => Some(Dtype::Float8E5m2),
-            0x10 if v4 => Some(Dtype::Float4E2m1fnX4),
-            _ => None,
-        },
+        DtypeCtx::MxData => Dtype::from_mx_data_tag(tag, gen),
+        DtypeCtx::Plain => Dtype::from_wire_tag(tag, gen),
     }
 }
 

@@ -9,6 +9,7 @@ use tpbsim_isa::Gen;
 use super::dtype;
 use super::enums::ByteSet;
 use super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::table::{FieldRule, GateTable};
 
 pub mod act;
 pub mod act2;
@@ -75,6 +76,50 @@ pub fn run<S: Sink>(fmt: Format, ck: &mut Ck<S>) {
         Format::Pseudo => dma::is_valid_pseudo(ck),
         Format::Extended => dma::is_valid_extended(ck),
         Format::CoreBarrier => ctrl::is_valid_core_barrier(ck),
+    }
+}
+
+/// The rule data of `fmt`'s gate: the rows its generic checker evaluates (enum membership,
+/// numeric ranges, dtypes), which the fuzz generator and the boundary tests read.
+pub const fn table(fmt: Format) -> GateTable {
+    match fmt {
+        Format::S3Lw => pe::LW_TABLE,
+        Format::S3d3Mm => pe::MM_TABLE,
+        Format::S4d3Mm => pe::SPARSE_TABLE,
+        Format::Smx1Lw => mx::LW_TABLE,
+        Format::Smx1d3Mm => mx::MM_TABLE,
+        Format::S3dmx1Quant => mx::Q_TABLE,
+        Format::S3d3Ac => act::TABLE,
+        Format::S3s3d3Tt => tt::TABLE,
+        Format::S3d3Ts => ts::TABLE,
+        Format::S4d4Tr => tr::TABLE,
+        Format::S2d2Rs => rs::TABLE,
+        Format::S2d2Ac => act2::AC2_TABLE,
+        Format::S3d3Aq => act2::AQ_TABLE,
+        Format::D1Rd => act2::RD_TABLE,
+        Format::Memset => pool::MS_TABLE,
+        Format::Iota => pool::IOTA_TABLE,
+        Format::TensDequant => pool::DQ_TABLE,
+        Format::CpPredScalar => pool::CPS_TABLE,
+        Format::SelectReduce => pool::SR_TABLE,
+        Format::S2s2d2Stt => pool::STT_TABLE,
+        Format::S4d4Pl => pool::PL_TABLE,
+        Format::S3d3TsSelect => pool::TSS_TABLE,
+        Format::S2d2TsAs => pool::AS_TABLE,
+        Format::S3Lt => pe_aux::LT_TABLE,
+        Format::PeManageSeed => pe_aux::SEED_TABLE,
+        Format::CtrlAl => ctrl::AL_TABLE,
+        Format::CtrlBr => ctrl::BR_TABLE,
+        Format::RangeClear => ctrl::RC_TABLE,
+        Format::DmaDirect2d => dma::DMA_TABLE,
+        Format::Pseudo => dma::PSEUDO_TABLE,
+        Format::Extended => dma::EXT_TABLE,
+        Format::CtrlEs
+        | Format::CtrlNo
+        | Format::Ctrl
+        | Format::Drain
+        | Format::Write
+        | Format::CoreBarrier => GateTable::EMPTY,
     }
 }
 
@@ -305,23 +350,21 @@ rule!(FLAG_BYTE, "flag_byte", Format,
     project "a byte the layouts name as a boolean flag (negated, use_false_fill): tpbsim accepts 0 and 1",
     "a flag byte is 0 or 1");
 
+/// The `check_active_channels` row on the count in `f` (1..=128).
+pub const fn active_channels_row(f: Field) -> FieldRule {
+    FieldRule::range(&CHECK_ACTIVE_CHANNELS, f, 1, 128, Allowed::Text("1..=128"))
+}
+
+/// The `flag_byte` row on `f` (0 or 1).
+pub const fn flag_row(f: Field) -> FieldRule {
+    FieldRule::max(&FLAG_BYTE, f, 1)
+}
+
 /// `check_active_channels` on the count in `f`; returns the count.
 #[inline]
 pub fn active_channels<S: Sink>(ck: &mut Ck<S>, f: Field) -> u64 {
-    let n = ck.get(f);
-    ck.check(
-        (1..=128).contains(&n),
-        &CHECK_ACTIVE_CHANNELS,
-        f,
-        Allowed::Text("1..=128"),
-    );
-    n
-}
-
-/// A flag byte (0 or 1).
-#[inline]
-pub fn flag<S: Sink>(ck: &mut Ck<S>, f: Field) {
-    ck.check(ck.get(f) <= 1, &FLAG_BYTE, f, Allowed::Max(1));
+    active_channels_row(f).eval(ck);
+    ck.get(f)
 }
 
 /// Reject a NaN/Inf f32 immediate in `f`.

@@ -187,7 +187,7 @@ fn excluded_opcodes_are_exactly_the_gated_ones_without_a_recipe() {
     for gen in l2::GENS {
         for op in 0..=255u8 {
             let present = spec::opcode(op).is_some_and(|r| r.is_present(gen));
-            let gated = present && l2::formats::format_of(gen, op).is_some();
+            let gated = present && tpbsim_isa::FormatGate::of(gen, op).is_some();
             let recipe = fuzzgen::recipe_for(gen, op).is_some();
             let excluded = recipes::is_excluded(gen, op);
             if gated {
@@ -201,7 +201,7 @@ fn excluded_opcodes_are_exactly_the_gated_ones_without_a_recipe() {
             if let Some(e) = fuzzgen::EXCLUDED.iter().find(|e| e.0 == op) {
                 if gated {
                     assert_eq!(
-                        l2::formats::format_of(gen, op).map(|f| f.gate_name()),
+                        tpbsim_isa::FormatGate::of(gen, op).map(|f| f.gate_name()),
                         Some(e.1),
                         "{op:#04x}"
                     );

@@ -8,12 +8,13 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
 use super::act::{ACT_FUNC_ENUM, IMM_SRC_ENUM};
 use super::{active_channels_row, float_finite, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 rule!(ALU_OP_ENUM, "is_valid_enum(ALU_OP)", Format,
     public "isa-facts §6.3 (NEURON_ISA_TPB_ALU_OP members per generation: 33 / 60 / 64)",

@@ -60,10 +60,10 @@ mod tests {
 
 // ---- CTRL_NO (ActivationTableLoad 0x23, Notify 0xA6) and the plain CTRL formats ----
 
-use super::super::enums::ByteSet;
 use super::super::rule::{rule, Allowed};
 use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
 use super::{dtype_check, spec_reserved, DtypeOpts};
+use tpbsim_isa::spec::ByteSet;
 
 rule!(CTRL_NO_NOTIFICATION, "ctrl_no_valid_notification", Format,
     project "R isa/validators-per-arch.md names is_valid_ctrl_no / ctrl_no_valid_notification, but the notification word's placement and conditions are not public; reported as not checked",

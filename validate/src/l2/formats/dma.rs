@@ -8,11 +8,11 @@
 //! compiler-side layout fixes.
 
 use super::super::addr::{self, Operand, Placement};
-use super::super::enums::ByteSet;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::super::table::{check, FieldRule, GateTable};
 use super::{dtype_check, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 rule!(DGE_OPCODE_ENUM, "is_valid_enum(DGE_OPCODE)", Format,
     public "G dma/descriptor-ring-field-tables.md (DMA_DIRECT2D +15 dge_op: DIRECT2D 0, INDIRECT1D 1, TRANSPOSE 2, GATHER_TRANSPOSE 3); the compiler's sync-command reading (COPY 3, TRANSPOSE 1) stays inside the same range (isa-facts §10 #34)",

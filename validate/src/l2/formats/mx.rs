@@ -6,12 +6,13 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::super::table::{check, FieldRule, GateTable};
 use super::pe::{self, IN_DTYPE, PSUM_ACC, ZERO_REGION};
 use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 /// MX source descriptor (MXMEM_PATTERN1D) of LdWeightsMx / MatmulMx.
 pub const MX_SRC: Operand = Operand::at(loc::ld_weights_mx::SRC);

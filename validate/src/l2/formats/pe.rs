@@ -11,10 +11,11 @@ use tpbsim_isa::Gen;
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::super::table::{check, FieldRule, GateTable};
 use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use tpbsim_isa::spec::ByteSet;
 
 // ---- fields shared by S3_LW / S3D3_MM ----
 

@@ -7,11 +7,11 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::ByteSet;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
 use super::{spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 rule!(LT_GROUPS, "is_valid_s3_lt.groups", Format,
     public "isa-facts §4.1 (LdTags col_grp derived from the row group: 1, 3, 15 → 0; 2 → 4; 4, 12 → 8; 8 → 0x0C; other row groups invalid)",

@@ -10,7 +10,7 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Rule, Sink};
 use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
 use super::act2::ALU_OP_ENUM;
@@ -19,6 +19,7 @@ use super::{
     DtypeOpts,
 };
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 /// `is_valid_dtype_64`: 64-bit dtypes allowed, FP32R not.
 const B64: DtypeOpts = DtypeOpts {

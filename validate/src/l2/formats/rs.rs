@@ -3,11 +3,12 @@
 //! Layout and the published sub-checks: isa-facts §4.3 (G firmware/kernels/rangeselect.md).
 
 use super::super::addr::{self, Operand, Placement};
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
 use super::{float_finite, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 /// Active partitions.
 pub const NUM: Field = Field::at(loc::range_select::NUM_ACTIVE_PARTITIONS);

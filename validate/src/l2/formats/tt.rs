@@ -13,6 +13,7 @@ use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::super::table::{check, FieldRule, GateTable};
 use super::{alu_pool_only, dtype_check, pool_no_psum, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 /// Source 0.
 pub const SRC0: Operand = Operand::at(loc::tensor_tensor::SRC0);
@@ -69,7 +70,7 @@ pub const ENUMS: &[FieldRule] = &[
     FieldRule::set(
         &TT_ALU_OP,
         OP,
-        enums::ByteSet::of(&[enums::BYPASS]),
+        ByteSet::of(&[enums::BYPASS]),
         "BYPASS for a predicated copy/cast",
     )
     .except(OWN_SET),

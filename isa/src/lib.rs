@@ -26,7 +26,6 @@ pub mod docs;
 pub mod engine;
 pub mod formats;
 pub mod fsio;
-pub mod fuzzgen;
 pub mod geometry;
 pub mod inst;
 pub mod neff;

@@ -1,14 +1,15 @@
-//! The generators of `tpbsim_isa::fuzzgen` against the L2 validator: every bundle of a valid
+//! The generators of `tpbsim_validate::fuzz::generate` against the L2 validator: every bundle of a valid
 //! strategy passes L2, every mutation that breaks a documented rule is rejected by that rule,
 //! and the formats left out of the valid strategies are exactly the listed ones.
 //!
 //! Case counts: `TPBSIM_PROPTEST_CASES` (default 256) spread over the layouts.
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use tpbsim_isa::fuzzgen::{self, recipes, MutationKind};
-use tpbsim_isa::strategies::{arb_mutation, arb_valid_bundle, config};
+use tpbsim_isa::strategies::config;
 use tpbsim_isa::{spec, Gen};
+use tpbsim_validate::fuzz::generate::{self as fuzzgen, recipes, MutationKind};
 use tpbsim_validate::l2::{self, check_collect, Outcome};
+use tpbsim_validate::strategies::{arb_mutation, arb_valid_bundle};
 
 fn errors(gen: Gen, engine: tpbsim_isa::Engine, b: &tpbsim_isa::Bundle) -> Vec<&'static str> {
     check_collect(gen, engine, b)
@@ -120,14 +121,27 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
             kind.name()
         );
     }
-    // Every recipe's format had a broken rule rejected, and every enum rule a recipe names
-    // was broken and rejected at least once.
     let (mut rules, formats) = (hit_rules.into_inner(), hit_formats.into_inner());
-    // An enum rule the random cases above did not reach gets up to 256 more enum mutations of
+    // A rule row the random cases above did not break gets up to 256 more enum mutations of
     // its format, drawn from the same strategy, until one breaks it (and is rejected by it).
+    let row_rules = |r: &recipes::Recipe| -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = r
+            .gens
+            .iter()
+            .flat_map(|&g| {
+                r.opcodes
+                    .iter()
+                    .flat_map(move |&op| fuzzgen::rule_rows(g, op))
+            })
+            .map(|row| row.rule.name)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
     for r in recipes::RECIPES {
-        for er in r.enums {
-            if rules.contains(er.rule) {
+        for rule in row_rules(r) {
+            if rules.contains(rule) {
                 continue;
             }
             let mut runner = TestRunner::new(config());
@@ -142,21 +156,23 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
                         continue;
                     };
                     let m = proptest::strategy::ValueTree::current(&t);
-                    if m.rule == Some(er.rule) {
+                    if m.rule == Some(rule) {
                         assert!(
-                            errors(gen, m.engine, &m.bundle).contains(&er.rule),
+                            errors(gen, m.engine, &m.bundle).contains(&rule),
                             "{gen} {}: {} not rejected by {}",
                             r.format,
                             m.bundle.to_hex(),
-                            er.rule
+                            rule
                         );
-                        rules.insert(er.rule);
+                        rules.insert(rule);
                         break 'draw;
                     }
                 }
             }
         }
     }
+    // Every recipe's format had a broken rule rejected, and every rule row of its gate was
+    // broken and rejected at least once.
     for r in recipes::RECIPES {
         assert!(
             formats.contains(&(r.gate, r.format)),
@@ -164,16 +180,20 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
             r.format,
             r.gate
         );
-        for e in r.enums {
+        for rule in row_rules(r) {
             assert!(
-                rules.contains(e.rule),
-                "{} ({}): rule {} was never broken",
+                rules.contains(rule),
+                "{} ({}): rule {rule} was never broken",
                 r.format,
-                e.field,
-                e.rule
+                r.gate
             );
         }
-        if !r.dtypes.is_empty() {
+        let dtyped = r.gens.iter().any(|&g| {
+            r.opcodes
+                .iter()
+                .any(|&op| !fuzzgen::dtype_rows(g, op).is_empty())
+        });
+        if dtyped {
             assert!(
                 rules.contains("is_valid_dtype"),
                 "is_valid_dtype never broken"

@@ -15,8 +15,8 @@
 
 use std::collections::BTreeSet;
 
-use tpbsim_isa::fuzzgen::{layout_of, valid_bundle, SplitMix64};
 use tpbsim_isa::{spec, Bundle, Engine, FormatGate, Gen};
+use tpbsim_validate::fuzz::generate::{layout_of, valid_bundle, SplitMix64};
 use tpbsim_validate::l2::cascade::check_collect;
 use tpbsim_validate::l2::formats::table;
 use tpbsim_validate::l2::rule::{Allowed, Field, Outcome, Rule};

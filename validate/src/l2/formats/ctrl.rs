@@ -4,6 +4,7 @@
 use super::super::header;
 use super::super::rule::{Ck, Field, Sink};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::Gen;
 
 /// Extended wait mode.
 pub const X_WAIT_MODE: Field = Field::new("events_ext.wait_mode", 0x20, 1);
@@ -157,9 +158,27 @@ pub const AL_ENUMS: &[FieldRule] = &[
 ];
 /// CTRL_AL dtype stage (`dst_dtype` 0 is accepted and stays procedural).
 pub const AL_DTYPES: &[DtypeRule] = &[DtypeRule::byte(AL_DTYPE, DtypeOpts::PLAIN)];
+/// `dst_dtype` values of `gen`: 0 (not stated) or a wire dtype.
+fn al_dst_dtypes(gen: Gen) -> ByteSet {
+    static SETS: std::sync::OnceLock<[ByteSet; 4]> = std::sync::OnceLock::new();
+    SETS.get_or_init(|| {
+        Gen::ALL.map(|g| {
+            (1..=255u8)
+                .filter(|&d| super::super::dtype::is_valid(g, d, false, false, false))
+                .fold(ByteSet::of(&[0]), ByteSet::with)
+        })
+    })[gen.index()]
+}
+/// CTRL_AL `dst_dtype`, after the dtype stage.
+pub const AL_DST: &[FieldRule] = &[FieldRule::per_gen(
+    &CTRL_AL_DST_DTYPE,
+    AL_DST_DTYPE,
+    al_dst_dtypes,
+    "0 or a wire dtype of this generation",
+)];
 /// The rule data of `is_valid_ctrl_al`.
 pub const AL_TABLE: GateTable = GateTable {
-    fields: &[AL_ENUMS],
+    fields: &[AL_ENUMS, AL_DST],
     dtypes: &[AL_DTYPES],
 };
 
@@ -173,15 +192,7 @@ pub fn is_valid_ctrl_al<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     check_dtypes(ck, AL_DTYPES);
-    let d = ck.get(AL_DST_DTYPE) as u8;
-    if d != 0 && !super::super::dtype::is_valid(ck.gen, d, false, false, false) {
-        ck.fail(
-            &CTRL_AL_DST_DTYPE,
-            AL_DST_DTYPE,
-            d as u64,
-            Allowed::Text("0 or a wire dtype of this generation"),
-        );
-    }
+    check(ck, AL_DST);
 }
 
 #[cfg(test)]

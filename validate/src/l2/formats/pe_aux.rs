@@ -46,28 +46,31 @@ pub const fn lt_col_group(row: u8) -> Option<u8> {
 /// LdTags dtype stage.
 pub const LT_DTYPES: &[DtypeRule] = &[DtypeRule::byte(LT_DTYPE, DtypeOpts::PLAIN)];
 
-/// The rule data of `is_valid_s3_lt` (its group rule ties two fields and stays procedural).
+/// LdTags enum stage: the row groups with a column group (the column group's tie to the row
+/// group stays procedural).
+pub const LT_ENUMS: &[FieldRule] = &[FieldRule::set(
+    &LT_GROUPS,
+    LT_ROW_GRP,
+    ByteSet::of(&[1, 2, 3, 4, 8, 12, 15]),
+    "1, 2, 3, 4, 8, 12 or 15",
+)];
+
+/// The rule data of `is_valid_s3_lt`.
 pub const LT_TABLE: GateTable = GateTable {
-    fields: &[],
+    fields: &[LT_ENUMS],
     dtypes: &[LT_DTYPES],
 };
 
 /// `is_valid_s3_lt`: LdTags 0x06.
 pub fn is_valid_s3_lt<S: Sink>(ck: &mut Ck<S>) {
-    let row = ck.get(LT_ROW_GRP) as u8;
-    match lt_col_group(row) {
-        None => ck.fail(
-            &LT_GROUPS,
-            LT_ROW_GRP,
-            row as u64,
-            Allowed::Text("1, 2, 3, 4, 8, 12 or 15"),
-        ),
-        Some(c) => ck.check(
+    check(ck, LT_ENUMS);
+    if let Some(c) = lt_col_group(ck.get(LT_ROW_GRP) as u8) {
+        ck.check(
             ck.get(LT_COL_GRP) == c as u64,
             &LT_GROUPS,
             LT_COL_GRP,
             Allowed::Eq(c as u64),
-        ),
+        );
     }
     spec_reserved(ck);
     if ck.done() {

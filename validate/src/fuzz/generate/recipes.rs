@@ -10,8 +10,8 @@ use super::{
     address, bitfield_value, dtype_bytes, engines_for, enum_members, finite_f32, random_nums,
     random_steps, write_pattern, Entropy, Region,
 };
-use crate::spec;
-use crate::{Bundle, Engine, Gen};
+use tpbsim_isa::spec;
+use tpbsim_isa::{Bundle, Engine, Gen};
 
 /// What a recipe's fill step works on.
 pub struct Ctx<'a> {
@@ -51,17 +51,6 @@ pub struct EnumRule {
     pub spec_enum: &'static str,
 }
 
-/// A dtype byte (or nibble) the gate passes to `is_valid_dtype`.
-#[derive(Clone, Copy, Debug)]
-pub struct DtypeField {
-    /// Field name.
-    pub field: &'static str,
-    /// Byte offset.
-    pub off: u8,
-    /// `Some(false)` low nibble, `Some(true)` high nibble, `None` the whole byte.
-    pub nibble: Option<bool>,
-}
-
 /// One L2 format gate's recipe.
 pub struct Recipe {
     /// The gate (`is_valid_s3_lw`).
@@ -74,10 +63,6 @@ pub struct Recipe {
     pub gens: &'static [Gen],
     /// Apply the gate's constraints.
     pub fill: fn(&mut Ctx<'_>),
-    /// Enum-like fields the gate checks.
-    pub enums: &'static [EnumRule],
-    /// Dtype fields the gate passes to `is_valid_dtype` unconditionally.
-    pub dtypes: &'static [DtypeField],
 }
 
 const L2_GENS: &[Gen] = &[Gen::V2, Gen::V3, Gen::V4];
@@ -100,18 +85,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x01],
         gens: L2_GENS,
         fill: fill_ld_weights,
-        enums: &[EnumRule {
-            field: "perf_opt",
-            off: 35,
-            rule: "is_valid_enum(PERF_OPT_MODE)",
-            member: perf_opt_v2v3,
-            spec_enum: "",
-        }],
-        dtypes: &[DtypeField {
-            field: "in_dtype",
-            off: 32,
-            nibble: None,
-        }],
     },
     Recipe {
         gate: "is_valid_s3d3_mm",
@@ -119,12 +92,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x02],
         gens: L2_GENS,
         fill: fill_matmul,
-        enums: MM_ENUMS,
-        dtypes: &[DtypeField {
-            field: "in_dtype",
-            off: 32,
-            nibble: None,
-        }],
     },
     Recipe {
         gate: "is_valid_activate",
@@ -132,48 +99,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x21],
         gens: L2_GENS,
         fill: fill_activate,
-        enums: &[
-            EnumRule {
-                field: "imm_src",
-                off: 12,
-                rule: "is_valid_enum(IMM_SRC)",
-                member: imm_src,
-                spec_enum: "",
-            },
-            EnumRule {
-                field: "scale_src",
-                off: 13,
-                rule: "is_valid_enum(IMM_SRC)",
-                member: imm_src,
-                spec_enum: "",
-            },
-            EnumRule {
-                field: "accumulator_cmd",
-                off: 14,
-                rule: "is_valid_enum(ACCUM_CMD)",
-                member: accum_cmd,
-                spec_enum: "",
-            },
-            EnumRule {
-                field: "bias_src_n",
-                off: 15,
-                rule: "is_valid_enum(IMM_SRC)",
-                member: imm_src_n,
-                spec_enum: "",
-            },
-        ],
-        dtypes: &[
-            DtypeField {
-                field: "in_bias_dtypes",
-                off: 32,
-                nibble: Some(false),
-            },
-            DtypeField {
-                field: "out_dtype",
-                off: 33,
-                nibble: None,
-            },
-        ],
     },
     Recipe {
         gate: "is_valid_ctrl_es",
@@ -183,126 +108,24 @@ pub const RECIPES: &[Recipe] = &[
         // The spec-derived base already draws the extended events from the header-listed
         // modes with register ids below the register count, which is all the gate checks.
         fill: |_| {},
-        enums: &[
-            EnumRule {
-                field: "events_ext.wait_mode",
-                off: 0x20,
-                rule: "has_valid_neuron_events.is_valid_enum(WAIT_MODE)",
-                member: wait_mode,
-                spec_enum: "WAIT_MODE",
-            },
-            EnumRule {
-                field: "events_ext.update_mode",
-                off: 0x22,
-                rule: "has_valid_neuron_events.is_valid_enum(UPDATE_MODE)",
-                member: update_mode,
-                spec_enum: "UPDATE_MODE",
-            },
-        ],
-        dtypes: &[],
     },
     Recipe {
         gate: "is_valid_s3s3d3_tt",
         format: "TensorTensor",
-        opcodes: &[0x41],
+        opcodes: &[0x41, 0x51, 0x72, 0x99, 0x65],
         gens: L2_GENS,
         fill: fill_tensor_tensor,
-        enums: &[EnumRule {
-            field: "op",
-            off: 14,
-            rule: "is_valid_s3s3d3_tt.alu_op",
-            member: tt_arith_op,
-            spec_enum: "",
-        }],
-        dtypes: TT_DTYPES,
     },
-    Recipe {
-        gate: "is_valid_s3s3d3_tt",
-        format: "TensorTensor",
-        opcodes: &[0x51],
-        gens: L2_GENS,
-        fill: fill_tensor_tensor,
-        enums: &[EnumRule {
-            field: "op",
-            off: 14,
-            rule: "is_valid_s3s3d3_tt.alu_op",
-            member: tt_bitvec_op,
-            spec_enum: "",
-        }],
-        dtypes: TT_DTYPES,
-    },
-    Recipe {
-        gate: "is_valid_s3s3d3_tt",
-        format: "TensorTensor",
-        opcodes: &[0x72, 0x99],
-        gens: L2_GENS,
-        fill: fill_tensor_tensor,
-        enums: &[EnumRule {
-            field: "op",
-            off: 14,
-            rule: "is_valid_s3s3d3_tt.alu_op",
-            member: bypass_op,
-            spec_enum: "",
-        }],
-        dtypes: TT_DTYPES,
-    },
-    ts_recipe(
-        &[0x43],
-        &ts_enums(
-            zero,
-            ts_arith_op,
-            "tensor_scalar_valid_ops",
-            upto3,
-            "tensor_scalar_valid_ops",
-        ),
-    ),
-    ts_recipe(
-        &[0x53],
-        &ts_enums(
-            zero,
-            bitvec_op,
-            "tensor_scalar_valid_ops",
-            upto3,
-            "tensor_scalar_valid_ops",
-        ),
-    ),
-    ts_recipe(
-        &[0x93, 0x9A, 0xE6],
-        &ts_enums(
-            upto4,
-            ts_arith_op,
-            "tensor_scalar_valid_ops",
-            upto3,
-            "tensor_scalar_valid_ops",
-        ),
-    ),
-    ts_recipe(
-        &[0x30],
-        &ts_enums(
-            upto4,
-            zero,
-            "is_valid_s3d3_ts.exponential",
-            zero,
-            "is_valid_s3d3_ts.exponential",
-        ),
-    ),
-    tr_recipe(
-        &[0x42, 0x83, 0x4E, 0x46, 0x47, 0x48, 0x6A, 0x6B],
-        &tr_enums(tr_alu_op),
-    ),
-    tr_recipe(&[0x52, 0x84, 0x5E], &tr_enums(bitvec_op)),
+    ts_recipe(&[0x43, 0x53, 0x93, 0x9A, 0xE6, 0x30]),
+    tr_recipe(&[
+        0x42, 0x83, 0x4E, 0x46, 0x47, 0x48, 0x6A, 0x6B, 0x52, 0x84, 0x5E,
+    ]),
     Recipe {
         gate: "is_valid_s4d3_mm",
         format: "MatmulSparse",
         opcodes: &[0x07],
         gens: &[Gen::V3, Gen::V4],
         fill: fill_matmul_sparse,
-        enums: MM_ENUMS,
-        dtypes: &[DtypeField {
-            field: "in_dtype",
-            off: 32,
-            nibble: None,
-        }],
     },
     Recipe {
         gate: "is_valid_smx1d3_mm",
@@ -310,27 +133,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x0A],
         gens: &[Gen::V4],
         fill: fill_matmul_mx,
-        enums: &[
-            EnumRule {
-                field: "psum_accumulate_flags",
-                off: 43,
-                rule: "mm_psum_flags",
-                member: psum_flags,
-                spec_enum: "",
-            },
-            EnumRule {
-                field: "psum_zero_region",
-                off: 47,
-                rule: "is_valid_enum(MATMUL_ZERO_REGION)",
-                member: zero_region,
-                spec_enum: "",
-            },
-        ],
-        dtypes: &[DtypeField {
-            field: "in_dtype",
-            off: 32,
-            nibble: None,
-        }],
     },
     Recipe {
         gate: "is_valid_smx1_lw",
@@ -338,12 +140,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x09],
         gens: &[Gen::V4],
         fill: fill_ld_weights_mx,
-        enums: &[],
-        dtypes: &[DtypeField {
-            field: "in_dtype",
-            off: 32,
-            nibble: None,
-        }],
     },
     Recipe {
         gate: "is_valid_s3dmx1_quant",
@@ -351,19 +147,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xE3],
         gens: &[Gen::V4],
         fill: fill_quantize_mx,
-        enums: &[],
-        dtypes: &[
-            DtypeField {
-                field: "in_dtype",
-                off: 34,
-                nibble: None,
-            },
-            DtypeField {
-                field: "out_dtype",
-                off: 35,
-                nibble: None,
-            },
-        ],
     },
     Recipe {
         gate: "is_valid_s2d2_rs",
@@ -371,35 +154,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xBC],
         gens: &[Gen::V3, Gen::V4],
         fill: fill_range_select,
-        enums: &[
-            e("reduce_cmd", 14, "is_valid_s2d2_rs", upto3),
-            e("reduce_op", 15, "is_valid_s2d2_rs", is_max),
-            e("comp_op0", 36, "is_valid_s2d2_rs", comparison),
-            e("comp_op1", 37, "is_valid_s2d2_rs", comparison),
-            e("bound0_src", 38, "is_valid_s2d2_rs", upto2),
-            e("bound1_src", 39, "is_valid_s2d2_rs", upto2),
-        ],
-        dtypes: &[
-            DtypeField {
-                field: "in_out_dtypes",
-                off: 13,
-                nibble: Some(false),
-            },
-            DtypeField {
-                field: "in_out_dtypes",
-                off: 13,
-                nibble: Some(true),
-            },
-        ],
-    },
-    Recipe {
-        gate: "is_valid_s3s3d3_tt",
-        format: "TensorTensor",
-        opcodes: &[0x65],
-        gens: L2_GENS,
-        fill: fill_tensor_tensor,
-        enums: &[e("op", 14, "is_valid_s3s3d3_tt.alu_op", tr_alu_op)],
-        dtypes: TT_DTYPES,
     },
     Recipe {
         gate: "is_valid_s3s3d3_tt",
@@ -407,8 +161,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x8A, 0x8B, 0x8F],
         gens: &[Gen::V2],
         fill: fill_tensor_tensor,
-        enums: &[e("op", 14, "is_valid_s3s3d3_tt.alu_op", tr_alu_op)],
-        dtypes: TT_DTYPES,
     },
     Recipe {
         gate: "is_valid_s4d4_tr",
@@ -416,8 +168,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x8C, 0x8D],
         gens: &[Gen::V2],
         fill: fill_tensor_reduce,
-        enums: &tr_enums(tr_alu_op),
-        dtypes: IN_OUT_DTYPES,
     },
     Recipe {
         gate: "is_valid_s2d2_ac",
@@ -425,16 +175,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x25],
         gens: &[Gen::V4],
         fill: fill_activate2,
-        enums: &[
-            e("relu_param_src", 24, "is_valid_enum(IMM_SRC)", upto2),
-            e("imm0_src", 25, "is_valid_enum(IMM_SRC)", upto2),
-            e("reduce_cmd", 26, "is_valid_enum(REDUCE_CMD)", upto3),
-            e("op0", 29, "is_valid_enum(ALU_OP)", tr_alu_op),
-            e("op1", 30, "is_valid_enum(ALU_OP)", tr_alu_op),
-            e("reduce_op", 31, "is_valid_enum(ALU_OP)", tr_alu_op),
-            e("reverse", 60, "is_valid_s2d2_ac.reverse", upto3),
-        ],
-        dtypes: &[dt("in_dtype", 32), dt("out_dtype", 33)],
     },
     Recipe {
         gate: "is_valid_s3d3_aq",
@@ -442,29 +182,13 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x22],
         gens: L2_GENS,
         fill: fill_activate_quantize,
-        enums: &[],
-        dtypes: &[
-            dt_nibble("in_bias_dtypes", 32, false),
-            dt_nibble("in_bias_dtypes", 32, true),
-        ],
     },
     Recipe {
         gate: "is_valid_d1_rd",
         format: "ReadAccumulator",
-        opcodes: &[0x24],
+        opcodes: &[0x24, 0x9B],
         gens: L2_GENS,
         fill: fill_read_accumulator,
-        enums: &[e("negated", 33, "is_valid_d1_rd.negated", zero)],
-        dtypes: RD_DTYPES,
-    },
-    Recipe {
-        gate: "is_valid_d1_rd",
-        format: "ReadAccumulator",
-        opcodes: &[0x9B],
-        gens: L2_GENS,
-        fill: fill_read_accumulator,
-        enums: &[e("negated", 33, "is_valid_d1_rd.negated", upto1)],
-        dtypes: RD_DTYPES,
     },
     opaque_recipe("is_valid_ctrl_no", "ActTableLoad", &[0x23]),
     opaque_recipe("is_valid_ctrl_no", "Notify", &[0xA6]),
@@ -479,8 +203,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x49],
         gens: L2_GENS,
         fill: fill_memset,
-        enums: &[],
-        dtypes: &[dt("dtype", 32)],
     },
     Recipe {
         gate: "is_valid_iota",
@@ -488,8 +210,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x7E],
         gens: L2_GENS,
         fill: fill_iota,
-        enums: &[],
-        dtypes: &[dt("out_dtype", 33)],
     },
     Recipe {
         gate: "is_valid_tensor_dequantize",
@@ -497,11 +217,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x7B],
         gens: &[Gen::V3, Gen::V4],
         fill: fill_dequantize,
-        enums: &[
-            e("dequant_fmt", 35, "has_valid_dequant_fmt", dequant_fmt),
-            e("group_size", 36, "has_valid_group_size", group_size),
-        ],
-        dtypes: &[],
     },
     Recipe {
         gate: "is_valid_s3d3_cp_pred_scalar",
@@ -509,12 +224,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xE8],
         gens: L2_GENS,
         fill: fill_copy_pred_scalar,
-        enums: &[e("use_false_fill", 33, "flag_byte", upto1)],
-        dtypes: &[
-            dt("mask_dtype", 32),
-            dt("src_dtype", 41),
-            dt("out_dtype", 42),
-        ],
     },
     Recipe {
         gate: "is_valid_select_reduce",
@@ -522,18 +231,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xEA],
         gens: L2_GENS,
         fill: fill_select_reduce,
-        enums: &[
-            e("bypass_op", 36, "is_valid_select_reduce.ops", zero),
-            e("reduce_op", 37, "is_valid_select_reduce.ops", is_max),
-            e("reverse", 38, "is_valid_select_reduce.ops", upto1),
-            e("imm0_src", 39, "is_valid_enum(IMM_SRC)", upto2),
-            e("accumulator_cmd", 44, "is_valid_select_reduce.ops", sr_acc),
-        ],
-        dtypes: &[
-            dt_nibble("mask_src_dtypes", 40, false),
-            dt_nibble("mask_src_dtypes", 40, true),
-            dt("out_dtype", 41),
-        ],
     },
     Recipe {
         gate: "is_valid_s2s2d2_stt",
@@ -541,19 +238,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x9D],
         gens: L2_GENS,
         fill: fill_stt,
-        enums: &[
-            e("op0", 36, "is_valid_enum(ALU_OP)", general_arith_op),
-            e("op1", 37, "is_valid_enum(ALU_OP)", general_arith_op),
-            e("reverse", 38, "is_valid_s2s2d2_stt.reverse", upto3),
-            e("imm0_src", 39, "is_valid_enum(IMM_SRC)", upto2),
-            e(
-                "accumulator_cmd",
-                44,
-                "is_valid_s2s2d2_stt.accumulator_cmd",
-                upto4,
-            ),
-        ],
-        dtypes: STT_DTYPES,
     },
     Recipe {
         gate: "is_valid_s2s2d2_stt",
@@ -561,19 +245,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xE5],
         gens: L2_GENS,
         fill: fill_stt,
-        enums: &[
-            e("op0", 36, "is_valid_enum(ALU_OP)", general_arith_op),
-            e("op1", 37, "is_valid_enum(ALU_OP)", general_arith_op),
-            e("reverse", 38, "is_valid_s2s2d2_stt.reverse", upto3),
-            e("imm0_src", 39, "is_valid_enum(IMM_SRC)", upto2),
-            e(
-                "accumulator_cmd",
-                44,
-                "is_valid_s2s2d2_stt.accumulator_cmd",
-                zero,
-            ),
-        ],
-        dtypes: STT_DTYPES,
     },
     Recipe {
         gate: "is_valid_s2s2d2_stt",
@@ -581,19 +252,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x9E],
         gens: L2_GENS,
         fill: fill_stt,
-        enums: &[
-            e("op0", 36, "is_valid_enum(ALU_OP)", bitvec_op),
-            e("op1", 37, "is_valid_enum(ALU_OP)", bitvec_op),
-            e("reverse", 38, "is_valid_s2s2d2_stt.reverse", upto3),
-            e("imm0_src", 39, "is_valid_enum(IMM_SRC)", upto2),
-            e(
-                "accumulator_cmd",
-                44,
-                "is_valid_s2s2d2_stt.accumulator_cmd",
-                zero,
-            ),
-        ],
-        dtypes: STT_DTYPES,
     },
     Recipe {
         gate: "is_valid_s3d3_ts_select",
@@ -601,12 +259,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x98],
         gens: L2_GENS,
         fill: fill_ts_select,
-        enums: &[
-            e("reversed_pred", 32, "is_valid_s3d3_ts_select", upto1),
-            e("imm_src", 38, "is_valid_enum(IMM_SRC)", upto2),
-            e("pred_src", 39, "is_valid_enum(IMM_SRC)", upto2),
-        ],
-        dtypes: &[dt("dtype", 34), dt("pred_dtype", 35)],
     },
     Recipe {
         gate: "is_valid_s3_lt",
@@ -614,8 +266,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x06],
         gens: &[Gen::V3, Gen::V4],
         fill: fill_ld_tags,
-        enums: &[e("row_grp", 44, "is_valid_s3_lt.groups", lt_row_group)],
-        dtypes: &[dt("tags_dtype", 32)],
     },
     Recipe {
         gate: "is_valid_pe_manage_seed",
@@ -623,8 +273,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x08],
         gens: &[Gen::V4],
         fill: fill_pe_manage_seed,
-        enums: &[e("mode", 33, "is_valid_enum(PE_SEED_MODE)", upto2)],
-        dtypes: &[dt("identity_dtype", 32)],
     },
     Recipe {
         gate: "is_valid_s2d2_ts_as",
@@ -632,16 +280,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x92],
         gens: L2_GENS,
         fill: fill_affine_select,
-        enums: &[e(
-            "fill_mode",
-            14,
-            "is_valid_enum(AFFINE_SELECT_CMP)",
-            upto3,
-        )],
-        dtypes: &[
-            dt_nibble("in_out_dtypes", 13, false),
-            dt_nibble("in_out_dtypes", 13, true),
-        ],
     },
     Recipe {
         gate: "is_valid_s4d4_pl",
@@ -649,8 +287,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0x45, 0x58],
         gens: L2_GENS,
         fill: fill_pool,
-        enums: &[e("pool_type", 36, "is_valid_enum(POOL_TYPE)", upto2)],
-        dtypes: IN_OUT_DTYPES,
     },
     Recipe {
         gate: "is_valid_ctrl_al",
@@ -658,17 +294,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xA8],
         gens: L2_GENS,
         fill: fill_ctrl_al,
-        enums: &[
-            e("op", 12, "is_valid_enum(ALU_OP)", tr_alu_op),
-            e("src1_datasrc", 14, "is_valid_enum(DATASRC)", upto1),
-            e(
-                "dst_dtype",
-                15,
-                "is_valid_ctrl_al.dst_dtype",
-                ctrl_al_dst_dtype,
-            ),
-        ],
-        dtypes: &[dt("dtype", 13)],
     },
     Recipe {
         gate: "is_valid_ctrl_br",
@@ -676,16 +301,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xA9],
         gens: L2_GENS,
         fill: fill_compare_branch,
-        enums: &[
-            e("cmp_op", 12, "is_valid_enum(CMP_OP)", cmp_op),
-            e(
-                "target_mode",
-                14,
-                "is_valid_enum(BR_TARGET_MODE)",
-                br_target_mode,
-            ),
-        ],
-        dtypes: &[],
     },
     Recipe {
         gate: "is_valid_event_semaphore_range_clear",
@@ -693,13 +308,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xB0],
         gens: L2_GENS,
         fill: fill_range_clear,
-        enums: &[e(
-            "mode",
-            12,
-            "is_valid_enum(RANGE_CLEAR_MODE)",
-            range_clear_mode,
-        )],
-        dtypes: &[],
     },
     named_recipe("DmaTrigger", &[0xC1]),
     named_recipe("LoadActFuncSet", &[0xC6]),
@@ -711,13 +319,6 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xDF],
         gens: L2_GENS,
         fill: |_| {},
-        enums: &[e(
-            "sub_op",
-            12,
-            "is_valid_enum(PSEUDO_INST_OP)",
-            pseudo_inst_op,
-        )],
-        dtypes: &[],
     },
     Recipe {
         gate: "is_valid_extended",
@@ -725,28 +326,8 @@ pub const RECIPES: &[Recipe] = &[
         opcodes: &[0xF0],
         gens: L2_GENS,
         fill: fill_extended,
-        enums: &[],
-        dtypes: &[],
     },
 ];
-
-/// A dtype byte the gate passes to `is_valid_dtype`.
-const fn dt(field: &'static str, off: u8) -> DtypeField {
-    DtypeField {
-        field,
-        off,
-        nibble: None,
-    }
-}
-
-/// A dtype nibble (`hi`: the high one) the gate passes to `is_valid_dtype`.
-const fn dt_nibble(field: &'static str, off: u8, hi: bool) -> DtypeField {
-    DtypeField {
-        field,
-        off,
-        nibble: Some(hi),
-    }
-}
 
 /// A recipe for a format whose gate checks only reserved bytes (and reports its unpublished
 /// fields as not checked): the spec-derived base bundle is already legal.
@@ -757,8 +338,6 @@ const fn opaque_recipe(gate: &'static str, format: &'static str, opcodes: &'stat
         opcodes,
         gens: L2_GENS,
         fill: |_| {},
-        enums: &[],
-        dtypes: &[],
     }
 }
 
@@ -770,161 +349,30 @@ const fn named_recipe(format: &'static str, opcodes: &'static [u8]) -> Recipe {
         opcodes,
         gens: L2_GENS,
         fill: fill_pseudo_name,
-        enums: &[],
-        dtypes: &[],
     }
 }
 
-/// ReadAccumulator dtype field.
-const RD_DTYPES: &[DtypeField] = &[dt("dtype", 32)];
-
-/// ScalarTensorTensor dtype fields.
-const STT_DTYPES: &[DtypeField] = &[
-    dt_nibble("in_dtypes", 40, false),
-    dt_nibble("in_dtypes", 40, true),
-    dt("out_dtype", 41),
-    dt("scalar_dtype", 43),
-];
-
 /// A TensorScalar recipe for `opcodes` with its checked enum-like fields.
-const fn ts_recipe(opcodes: &'static [u8], enums: &'static [EnumRule]) -> Recipe {
+const fn ts_recipe(opcodes: &'static [u8]) -> Recipe {
     Recipe {
         gate: "is_valid_s3d3_ts",
         format: "TensorScalar",
         opcodes,
         gens: L2_GENS,
         fill: fill_tensor_scalar,
-        enums,
-        dtypes: IN_OUT_DTYPES,
-    }
-}
-
-/// TensorScalar enum-like fields: accumulator (membership `acc`), both immediate sources,
-/// op0/op1 (membership `op`, rule `op_rule`) and `reverse` (membership `rev`, rule `rev_rule`).
-const fn ts_enums(
-    acc: fn(Gen, u8) -> bool,
-    op: fn(Gen, u8) -> bool,
-    op_rule: &'static str,
-    rev: fn(Gen, u8) -> bool,
-    rev_rule: &'static str,
-) -> [EnumRule; 6] {
-    [
-        e(
-            "accumulator_cmd",
-            12,
-            "is_valid_s3d3_ts.accumulator_cmd",
-            acc,
-        ),
-        e("imm0_src", 35, "is_valid_enum(IMM_SRC)", upto2),
-        e("op0", 36, op_rule, op),
-        e("op1", 37, op_rule, op),
-        e("reverse", 38, rev_rule, rev),
-        e("imm1_src", 39, "is_valid_enum(IMM_SRC)", upto2),
-    ]
-}
-
-/// An enum-like field without a spec enum to avoid.
-const fn e(
-    field: &'static str,
-    off: u8,
-    rule: &'static str,
-    member: fn(Gen, u8) -> bool,
-) -> EnumRule {
-    EnumRule {
-        field,
-        off,
-        rule,
-        member,
-        spec_enum: "",
     }
 }
 
 /// A TensorReduce-family recipe for `opcodes`.
-const fn tr_recipe(opcodes: &'static [u8], enums: &'static [EnumRule]) -> Recipe {
+const fn tr_recipe(opcodes: &'static [u8]) -> Recipe {
     Recipe {
         gate: "is_valid_s4d4_tr",
         format: "TensorReduce",
         opcodes,
         gens: L2_GENS,
         fill: fill_tensor_reduce,
-        enums,
-        dtypes: IN_OUT_DTYPES,
     }
 }
-
-/// TensorReduce-family enum-like fields; `op` is the opcode class's ALU-op membership.
-const fn tr_enums(op: fn(Gen, u8) -> bool) -> [EnumRule; 3] {
-    [
-        e("negated", 35, "is_valid_s4d4_tr.negated", upto1),
-        e("op", 36, "tensor_reduce_valid_op", op),
-        e("op_dim", 37, "is_valid_enum(TENSOR_SUBDIM)", upto4),
-    ]
-}
-
-/// Enum-like fields of Matmul and MatmulSparse.
-const MM_ENUMS: &[EnumRule] = &[
-    EnumRule {
-        field: "fp32_mode",
-        off: 33,
-        rule: "is_valid_enum(PE_FP32MODE)",
-        member: pe_fp32mode,
-        spec_enum: "",
-    },
-    EnumRule {
-        field: "perf_opt",
-        off: 35,
-        rule: "is_valid_enum(PERF_OPT_MODE)",
-        member: perf_opt,
-        spec_enum: "",
-    },
-    EnumRule {
-        field: "psum_accumulate_flags",
-        off: 43,
-        rule: "mm_psum_flags",
-        member: psum_flags,
-        spec_enum: "",
-    },
-    EnumRule {
-        field: "psum_zero_region",
-        off: 47,
-        rule: "is_valid_enum(MATMUL_ZERO_REGION)",
-        member: zero_region,
-        spec_enum: "",
-    },
-];
-
-/// `in_dtype` (+32) and `out_dtype` (+33) of the TensorScalar and TensorReduce families.
-const IN_OUT_DTYPES: &[DtypeField] = &[
-    DtypeField {
-        field: "in_dtype",
-        off: 32,
-        nibble: None,
-    },
-    DtypeField {
-        field: "out_dtype",
-        off: 33,
-        nibble: None,
-    },
-];
-
-/// TensorTensor dtype fields (src0/src1 nibbles, output byte).
-const TT_DTYPES: &[DtypeField] = &[
-    DtypeField {
-        field: "in_dtypes",
-        off: 12,
-        nibble: Some(false),
-    },
-    DtypeField {
-        field: "in_dtypes",
-        off: 12,
-        nibble: Some(true),
-    },
-    DtypeField {
-        field: "out_dtype",
-        off: 13,
-        nibble: None,
-    },
-];
 
 /// The header events every known opcode's cascade checks (any generated bundle).
 pub const EVENT_ENUMS: &[EnumRule] = &[
@@ -975,34 +423,6 @@ pub fn engines(gen: Gen, opcode: u8) -> Vec<Engine> {
 
 // ---- membership sets (the L2 rules' documented sets) ----
 
-fn perf_opt(_: Gen, v: u8) -> bool {
-    v <= 3
-}
-fn perf_opt_v2v3(gen: Gen, v: u8) -> bool {
-    // v4 LdWeights reads byte 35 as the dual-FP8 selector instead (its own rule).
-    gen == Gen::V4 || v <= 3
-}
-fn pe_fp32mode(gen: Gen, v: u8) -> bool {
-    enum_members("PE_FP32MODE", gen).contains(&v)
-}
-fn psum_flags(_gen: Gen, v: u8) -> bool {
-    matches!(v, 0 | 1 | 2 | 3 | 4 | 6)
-}
-fn zero_region(gen: Gen, v: u8) -> bool {
-    match gen {
-        Gen::V2 | Gen::V3 => v == 0,
-        _ => enum_members("ZERO_REGION", gen).contains(&v),
-    }
-}
-fn imm_src(gen: Gen, v: u8) -> bool {
-    enum_members("IMM_SRC", gen).contains(&v)
-}
-fn imm_src_n(gen: Gen, v: u8) -> bool {
-    enum_members("IMM_SRC_N", gen).contains(&v)
-}
-fn accum_cmd(gen: Gen, v: u8) -> bool {
-    enum_members("ACCUM_CMD", gen).contains(&v)
-}
 fn wait_mode(gen: Gen, v: u8) -> bool {
     enum_members("WAIT_MODE", gen).contains(&v)
 }
@@ -1170,7 +590,9 @@ fn fill_matmul(c: &mut Ctx<'_>) {
         0
     };
     c.b.0[35] = c.rng.range(0, 3) as u8;
-    let flags: Vec<u8> = (0..=255u8).filter(|&v| psum_flags(gen, v)).collect();
+    let flags: Vec<u8> = crate::l2::enums::psum_accumulate_flags(gen)
+        .iter()
+        .collect();
     c.b.0[43] = c.rng.pick(&flags);
     c.b.0[47] = if gen == Gen::V4 {
         c.rng.pick(&enum_members("ZERO_REGION", gen))
@@ -1333,16 +755,6 @@ fn tt_ops(gen: Gen, opcode: u8) -> Vec<u8> {
         0x51 => GENERAL_BITVEC.to_vec(),
         _ => vec![0x00],
     }
-}
-
-fn tt_arith_op(gen: Gen, v: u8) -> bool {
-    tt_ops(gen, 0x41).contains(&v)
-}
-fn tt_bitvec_op(gen: Gen, v: u8) -> bool {
-    tt_ops(gen, 0x51).contains(&v)
-}
-fn bypass_op(_: Gen, v: u8) -> bool {
-    v == 0
 }
 
 /// 8/16/32-bit integer dtypes.
@@ -1527,34 +939,6 @@ fn engine_ops(c: &Ctx<'_>, set: Vec<u8>) -> Vec<u8> {
         .collect()
 }
 
-fn ts_arith_op(gen: Gen, v: u8) -> bool {
-    arith(gen).contains(&v)
-}
-fn bitvec_op(_: Gen, v: u8) -> bool {
-    GENERAL_BITVEC.contains(&v)
-}
-fn zero(_: Gen, v: u8) -> bool {
-    v == 0
-}
-fn upto2(_: Gen, v: u8) -> bool {
-    v <= 2
-}
-fn upto3(_: Gen, v: u8) -> bool {
-    v <= 3
-}
-fn upto4(_: Gen, v: u8) -> bool {
-    v <= 4
-}
-fn upto1(_: Gen, v: u8) -> bool {
-    v <= 1
-}
-fn tr_alu_op(gen: Gen, v: u8) -> bool {
-    alu_ops(gen).contains(&v)
-}
-fn general_arith_op(gen: Gen, v: u8) -> bool {
-    general_arith(gen).contains(&v)
-}
-
 /// A source and a destination pattern of `dims` dimensions with `n` active partitions: start
 /// partitions at most `128 - n`, PSUM only off Pool, a PSUM destination only with a 4-byte
 /// output dtype, addresses aligned to their dtypes.
@@ -1643,13 +1027,6 @@ fn fill_tensor_reduce(c: &mut Ctx<'_>) {
     src_dst(c, 4, [12, 44], [i, o], n);
 }
 
-fn is_max(_: Gen, v: u8) -> bool {
-    v == 0x08
-}
-fn comparison(_: Gen, v: u8) -> bool {
-    (0x12..=0x16).contains(&v)
-}
-
 fn fill_range_select(c: &mut Ctx<'_>) {
     let gen = c.gen;
     c.b.0[14] = c.rng.range(0, 3) as u8;
@@ -1728,7 +1105,9 @@ fn fill_matmul_mx(c: &mut Ctx<'_>) {
     let gen = c.gen;
     let dt = c.rng.pick(&[FP8_EXP3, FP8_EXP4, FP8_EXP5, FP4_EXP2]);
     c.b.0[32] = dt;
-    let flags: Vec<u8> = (0..=255u8).filter(|&v| psum_flags(gen, v)).collect();
+    let flags: Vec<u8> = crate::l2::enums::psum_accumulate_flags(gen)
+        .iter()
+        .collect();
     c.b.0[43] = c.rng.pick(&flags);
     c.b.0[47] = c.rng.pick(&enum_members("ZERO_REGION", gen));
     let out = c.rng.pick(&[0, FP32, BF16]);
@@ -1760,7 +1139,9 @@ fn fill_matmul_sparse(c: &mut Ctx<'_>) {
     };
     c.b.0[34] = out;
     c.b.0[35] = c.rng.range(0, 3) as u8;
-    let flags: Vec<u8> = (0..=255u8).filter(|&v| psum_flags(gen, v)).collect();
+    let flags: Vec<u8> = crate::l2::enums::psum_accumulate_flags(gen)
+        .iter()
+        .collect();
     c.b.0[43] = c.rng.pick(&flags);
     c.b.0[47] = if gen == Gen::V4 {
         c.rng.pick(&enum_members("ZERO_REGION", gen))
@@ -1795,25 +1176,6 @@ fn fill_matmul_sparse(c: &mut Ctx<'_>) {
 }
 
 // ---- recipes of the remaining typed formats ----
-
-fn dequant_fmt(_: Gen, v: u8) -> bool {
-    (1..=4).contains(&v)
-}
-fn group_size(_: Gen, v: u8) -> bool {
-    v == 0 || v == 8
-}
-fn cmp_op(_: Gen, v: u8) -> bool {
-    v <= 6 || (9..=14).contains(&v)
-}
-fn br_target_mode(_: Gen, v: u8) -> bool {
-    matches!(v, 1 | 3 | 4)
-}
-fn range_clear_mode(_: Gen, v: u8) -> bool {
-    v == 1 || v == 2
-}
-fn pseudo_inst_op(_: Gen, v: u8) -> bool {
-    v == 1 || v == 2
-}
 
 /// One access pattern of `dims` dimensions at `off` for `n` active partitions: start
 /// partition at most `128 - n`, aligned to `dt`, in PSUM sometimes when `psum_ok` (never
@@ -1948,10 +1310,6 @@ fn fill_copy_pred_scalar(c: &mut Ctx<'_>) {
     let n = num_active(c, 34);
     pattern(c, 16, 3, o, n, true, true);
     pattern(c, 48, 3, m, n, false, true);
-}
-
-fn sr_acc(_: Gen, v: u8) -> bool {
-    matches!(v, 0 | 2 | 3)
 }
 
 /// `imm0` of the S2S2D2_STT layout for its `imm0_src` (byte 39) and dtype: a finite f32 for an
@@ -2091,10 +1449,6 @@ fn fill_affine_select(c: &mut Ctx<'_>) {
 /// LdTags row groups and the column group the compiler derives from each.
 const LT_GROUPS: &[(u8, u8)] = &[(1, 0), (3, 0), (15, 0), (2, 4), (4, 8), (12, 8), (8, 0x0C)];
 
-fn lt_row_group(_: Gen, v: u8) -> bool {
-    LT_GROUPS.iter().any(|g| g.0 == v)
-}
-
 fn fill_ld_tags(c: &mut Ctx<'_>) {
     let (row, col) = c.rng.pick(LT_GROUPS);
     c.b.0[44] = row;
@@ -2134,11 +1488,6 @@ fn fill_ctrl_al(c: &mut Ctx<'_>) {
     } else {
         c.rng.pick(&plain)
     };
-}
-
-/// CTRL_AL `dst_dtype`: 0 or a plain wire dtype.
-fn ctrl_al_dst_dtype(gen: Gen, v: u8) -> bool {
-    v == 0 || compute_dtypes(gen, false).contains(&v)
 }
 
 fn fill_compare_branch(c: &mut Ctx<'_>) {

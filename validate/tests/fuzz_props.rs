@@ -125,14 +125,9 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
     // A rule row the random cases above did not break gets up to 256 more enum mutations of
     // its format, drawn from the same strategy, until one breaks it (and is rejected by it).
     let row_rules = |r: &recipes::Recipe| -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = r
-            .gens
-            .iter()
-            .flat_map(|&g| {
-                r.opcodes
-                    .iter()
-                    .flat_map(move |&op| fuzzgen::rule_rows(g, op))
-            })
+        let mut v: Vec<&'static str> = fuzzgen::recipe_opcodes(r)
+            .into_iter()
+            .flat_map(|(g, op)| fuzzgen::rule_rows(g, op))
             .map(|row| row.rule.name)
             .collect();
         v.sort();
@@ -188,11 +183,9 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
                 r.gate
             );
         }
-        let dtyped = r.gens.iter().any(|&g| {
-            r.opcodes
-                .iter()
-                .any(|&op| !fuzzgen::dtype_rows(g, op).is_empty())
-        });
+        let dtyped = fuzzgen::recipe_opcodes(r)
+            .into_iter()
+            .any(|(g, op)| !fuzzgen::dtype_rows(g, op).is_empty());
         if dtyped {
             assert!(
                 rules.contains("is_valid_dtype"),

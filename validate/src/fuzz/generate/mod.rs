@@ -125,6 +125,20 @@ pub fn generated_opcodes(layout: &'static LayoutMeta, gen: Gen) -> Vec<(u8, Opti
         .collect()
 }
 
+/// The opcodes (with their generation) that `r` builds: the L2 generations where the spec binds
+/// an opcode of its format to a gate.
+pub fn recipe_opcodes(r: &recipes::Recipe) -> Vec<(Gen, u8)> {
+    l2::GENS
+        .iter()
+        .flat_map(|&g| {
+            spec::opcodes()
+                .iter()
+                .filter(move |o| o.format == r.format && recipe_for(g, o.code).is_some())
+                .map(move |o| (g, o.code))
+        })
+        .collect()
+}
+
 /// The L2 rule rows of `opcode`'s format gate that apply on `gen` (none off the L2
 /// generations): what the generator draws legal values from and the mutations break.
 pub fn rule_rows(gen: Gen, opcode: u8) -> Vec<&'static FieldRule> {

@@ -100,6 +100,22 @@ pub struct LayoutMeta {
 }
 
 impl LayoutMeta {
+    /// Opcodes that decode to this layout in `gen`, with the sub-opcode selector (offset,
+    /// value) when the format is selected by a body byte.
+    pub fn opcodes(&self, gen: Gen) -> Vec<(u8, Option<(u8, u8)>)> {
+        let Some(f) = self.format else {
+            return Vec::new();
+        };
+        match f.sub {
+            Some(s) => vec![(s.opcode, Some((s.offset, s.value)))],
+            None => spec::opcodes()
+                .iter()
+                .filter(|r| r.format == f.name && r.is_present(gen))
+                .map(|r| (r.code, None))
+                .collect(),
+        }
+    }
+
     /// Format name (`Matmul`), or `Raw`.
     pub fn format_name(&self) -> &'static str {
         self.format.map(|f| f.name).unwrap_or("Raw")

@@ -27,7 +27,6 @@ pub mod dtype;
 pub mod engine;
 pub mod formats;
 pub mod fsio;
-pub mod fuzzgen;
 pub mod geometry;
 pub mod inst;
 pub mod neff;

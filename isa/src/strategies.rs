@@ -4,7 +4,6 @@
 //! Case counts default to 256; set `TPBSIM_PROPTEST_CASES` to raise them.
 
 use crate::formats::LAYOUT_META;
-use crate::fuzzgen::{self, layout_opcodes, Entropy, Generated, Mutation, MutationKind};
 use crate::inst::LayoutMeta;
 use crate::spec;
 use crate::{decode, Bundle, Gen, Inst};
@@ -81,7 +80,7 @@ pub fn layouts() -> impl Iterator<Item = (&'static LayoutMeta, Gen)> {
 /// in about half of the cases and arbitrary otherwise (non-canonical bundles). `None` when no
 /// opcode present in `gen` binds the layout.
 pub fn arb_layout_inst(layout: &'static LayoutMeta, gen: Gen) -> Option<BoxedStrategy<Inst>> {
-    let ops = layout_opcodes(layout, gen);
+    let ops = layout.opcodes(gen);
     if ops.is_empty() {
         return None;
     }
@@ -110,58 +109,6 @@ pub fn arb_layout_inst(layout: &'static LayoutMeta, gen: Gen) -> Option<BoxedStr
 /// Any decodable instruction of `gen`.
 pub fn arb_inst(gen: Gen) -> impl Strategy<Value = Inst> {
     arb_bundle(gen).prop_filter_map("decodes", move |b| decode(&b, gen).ok())
-}
-
-impl Entropy for proptest::test_runner::TestRng {
-    fn next_u64(&mut self) -> u64 {
-        proptest::prelude::Rng::next_u64(self)
-    }
-}
-
-/// Valid bundles of one typed layout in `gen`, with the engine stream that holds them
-/// ([`fuzzgen::valid_bundle`]: spec-derived fields plus the L2 recipe of the opcode's format
-/// gate). `None` when the layout has no generated opcode in `gen`. Shrinking is by case, not by
-/// field (the bundle is built from the runner's RNG).
-pub fn arb_valid_bundle(layout: &'static LayoutMeta, gen: Gen) -> Option<BoxedStrategy<Generated>> {
-    if fuzzgen::generated_opcodes(layout, gen).is_empty() {
-        return None;
-    }
-    Some(
-        Just(())
-            .prop_perturb(move |_, mut rng| {
-                fuzzgen::valid_bundle(&mut rng, layout, gen).expect("layout has generated opcodes")
-            })
-            .boxed(),
-    )
-}
-
-/// Valid bundles of any generated layout of `gen`.
-pub fn arb_any_valid_bundle(gen: Gen) -> BoxedStrategy<Generated> {
-    Just(())
-        .prop_perturb(move |_, mut rng| {
-            fuzzgen::any_valid_bundle(&mut rng, gen).expect("generated layouts exist")
-        })
-        .boxed()
-}
-
-/// Mutations of valid bundles of `layout` in `gen`: of `kind` when given (cases where the kind
-/// does not apply are rejected by the strategy's filter), of any applicable kind otherwise.
-/// Each comes with the L2 rule it must break ([`Mutation::rule`]).
-pub fn arb_mutation(
-    layout: &'static LayoutMeta,
-    gen: Gen,
-    kind: Option<MutationKind>,
-) -> Option<BoxedStrategy<Mutation>> {
-    let valid = arb_valid_bundle(layout, gen)?;
-    Some(
-        valid
-            .prop_perturb(move |g, mut rng| match kind {
-                Some(k) => fuzzgen::mutate_kind(&mut rng, gen, g, k),
-                None => Some(fuzzgen::mutate(&mut rng, gen, g)),
-            })
-            .prop_filter_map("mutation kind does not apply", |m| m)
-            .boxed(),
-    )
 }
 
 /// Any generation.

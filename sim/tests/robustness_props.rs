@@ -2,15 +2,15 @@
 //! every engine ends in a result or a reported fault (deadlock, out-of-bounds access,
 //! unsupported operation, step budget), within a bounded number of steps.
 //!
-//! Streams come from `tpbsim_isa::fuzzgen` (valid strategies, filtered through L2 so only
+//! Streams come from `tpbsim_validate::fuzz::generate` (valid strategies, filtered through L2 so only
 //! bundles the wire validator accepts are run). Case count: `TPBSIM_PROPTEST_CASES` / 4
 //! (default 64).
 
 use proptest::prelude::*;
-use tpbsim_isa::fuzzgen::{self, Entropy, SplitMix64};
 use tpbsim_isa::{Bundle, Gen};
 use tpbsim_sim::machine::{Kernel, Machine, RunOptions, VarKind, VarSpec};
 use tpbsim_sim::numerics::Format;
+use tpbsim_validate::fuzz::generate::{self as fuzzgen, Entropy, SplitMix64};
 use tpbsim_validate::l2;
 
 fn cases() -> u32 {

@@ -4,7 +4,7 @@
 //!   `tpbsim_isa::InstVisitor`, generated from the spec's format list with one required method
 //!   per format and no default: a format added to the spec does not build until each
 //!   implementor handles it. That part is checked by the compiler.
-//! * The L2 format gates are bound to opcodes by `l2::formats::format_of`. That binding is
+//! * The L2 format gates are bound to opcodes by `tpbsim_isa::FormatGate::of`. That binding is
 //!   data, so it is checked here: on every generation with an L2 validator, every maintained
 //!   opcode of the header enum that the spec binds to a typed format has a format gate, and so
 //!   does every typed format the generation has. Dormant opcodes (presence `n`: in the enum, not
@@ -62,7 +62,7 @@ fn every_typed_opcode_of_an_l2_generation_has_a_format_gate() {
                 continue;
             }
             let typed = typed_formats(gen).iter().any(|f| f.name == r.format);
-            if !typed || l2::formats::format_of(gen, r.code).is_some() {
+            if !typed || tpbsim_isa::FormatGate::of(gen, r.code).is_some() {
                 continue;
             }
             if r.presence_for(gen) == spec::Presence::Dormant {
@@ -103,7 +103,7 @@ fn every_typed_format_of_an_l2_generation_has_a_gated_opcode() {
         for f in typed_formats(gen) {
             let gated = bound_opcodes(f).into_iter().any(|op| {
                 spec::opcode(op).is_some_and(|r| l2::catalog::present(r, gen))
-                    && l2::formats::format_of(gen, op).is_some()
+                    && tpbsim_isa::FormatGate::of(gen, op).is_some()
             });
             if !gated {
                 missing.push(format!("{gen} {}", f.name));

@@ -1,14 +1,15 @@
-//! The generators of `tpbsim_isa::fuzzgen` against the L2 validator: every bundle of a valid
+//! The generators of `tpbsim_validate::fuzz::generate` against the L2 validator: every bundle of a valid
 //! strategy passes L2, every mutation that breaks a documented rule is rejected by that rule,
 //! and the formats left out of the valid strategies are exactly the listed ones.
 //!
 //! Case counts: `TPBSIM_PROPTEST_CASES` (default 256) spread over the layouts.
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use tpbsim_isa::fuzzgen::{self, recipes, MutationKind};
-use tpbsim_isa::strategies::{arb_mutation, arb_valid_bundle, config};
+use tpbsim_isa::strategies::config;
 use tpbsim_isa::{spec, Gen};
+use tpbsim_validate::fuzz::generate::{self as fuzzgen, recipes, MutationKind};
 use tpbsim_validate::l2::{self, check_collect, Outcome};
+use tpbsim_validate::strategies::{arb_mutation, arb_valid_bundle};
 
 fn errors(gen: Gen, engine: tpbsim_isa::Engine, b: &tpbsim_isa::Bundle) -> Vec<&'static str> {
     check_collect(gen, engine, b)
@@ -79,7 +80,7 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
             let cases = if gated { per_layout(16) } else { 2 };
             let mut runner = TestRunner::new(Config {
                 cases,
-                max_global_rejects: 100_000,
+                max_global_rejects: 5_000,
                 ..config()
             });
             let r = runner.run(&s, |m| {
@@ -103,8 +104,9 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
                 Ok(()) => {
                     seen.insert((kind.name(), gated));
                 }
-                // A kind that never applies to this layout (no reserved bytes, every engine
-                // executes the opcode) is rejected by the strategy's filter every time.
+                // A kind that never applies to this layout (no reserved bytes, no dtype row,
+                // every engine executes the opcode) is rejected by the strategy's filter every
+                // time; 5,000 rejections end the attempt.
                 Err(proptest::test_runner::TestError::Abort(_)) => {}
                 Err(e) => panic!("{} on {gen}, {}: {e}", layout.rust_name, kind.name()),
             }
@@ -120,14 +122,22 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
             kind.name()
         );
     }
-    // Every recipe's format had a broken rule rejected, and every enum rule a recipe names
-    // was broken and rejected at least once.
     let (mut rules, formats) = (hit_rules.into_inner(), hit_formats.into_inner());
-    // An enum rule the random cases above did not reach gets up to 256 more enum mutations of
+    // A rule row the random cases above did not break gets up to 256 more enum mutations of
     // its format, drawn from the same strategy, until one breaks it (and is rejected by it).
+    let row_rules = |r: &recipes::Recipe| -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = fuzzgen::recipe_opcodes(r)
+            .into_iter()
+            .flat_map(|(g, op)| fuzzgen::rule_rows(g, op))
+            .map(|row| row.rule.name)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
     for r in recipes::RECIPES {
-        for er in r.enums {
-            if rules.contains(er.rule) {
+        for rule in row_rules(r) {
+            if rules.contains(rule) {
                 continue;
             }
             let mut runner = TestRunner::new(config());
@@ -142,21 +152,23 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
                         continue;
                     };
                     let m = proptest::strategy::ValueTree::current(&t);
-                    if m.rule == Some(er.rule) {
+                    if m.rule == Some(rule) {
                         assert!(
-                            errors(gen, m.engine, &m.bundle).contains(&er.rule),
+                            errors(gen, m.engine, &m.bundle).contains(&rule),
                             "{gen} {}: {} not rejected by {}",
                             r.format,
                             m.bundle.to_hex(),
-                            er.rule
+                            rule
                         );
-                        rules.insert(er.rule);
+                        rules.insert(rule);
                         break 'draw;
                     }
                 }
             }
         }
     }
+    // Every recipe's format had a broken rule rejected, and every rule row of its gate was
+    // broken and rejected at least once.
     for r in recipes::RECIPES {
         assert!(
             formats.contains(&(r.gate, r.format)),
@@ -164,16 +176,18 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
             r.format,
             r.gate
         );
-        for e in r.enums {
+        for rule in row_rules(r) {
             assert!(
-                rules.contains(e.rule),
-                "{} ({}): rule {} was never broken",
+                rules.contains(rule),
+                "{} ({}): rule {rule} was never broken",
                 r.format,
-                e.field,
-                e.rule
+                r.gate
             );
         }
-        if !r.dtypes.is_empty() {
+        let dtyped = fuzzgen::recipe_opcodes(r)
+            .into_iter()
+            .any(|(g, op)| !fuzzgen::dtype_rows(g, op).is_empty());
+        if dtyped {
             assert!(
                 rules.contains("is_valid_dtype"),
                 "is_valid_dtype never broken"
@@ -187,7 +201,7 @@ fn excluded_opcodes_are_exactly_the_gated_ones_without_a_recipe() {
     for gen in l2::GENS {
         for op in 0..=255u8 {
             let present = spec::opcode(op).is_some_and(|r| r.is_present(gen));
-            let gated = present && l2::formats::format_of(gen, op).is_some();
+            let gated = present && tpbsim_isa::FormatGate::of(gen, op).is_some();
             let recipe = fuzzgen::recipe_for(gen, op).is_some();
             let excluded = recipes::is_excluded(gen, op);
             if gated {
@@ -201,7 +215,7 @@ fn excluded_opcodes_are_exactly_the_gated_ones_without_a_recipe() {
             if let Some(e) = fuzzgen::EXCLUDED.iter().find(|e| e.0 == op) {
                 if gated {
                     assert_eq!(
-                        l2::formats::format_of(gen, op).map(|f| f.gate_name()),
+                        tpbsim_isa::FormatGate::of(gen, op).map(|f| f.gate_name()),
                         Some(e.1),
                         "{op:#04x}"
                     );

@@ -6,11 +6,11 @@
 //! Case counts: `TPBSIM_PROPTEST_CASES` (default 256).
 
 use proptest::prelude::*;
-use tpbsim_isa::fuzzgen::{self, SplitMix64};
 use tpbsim_isa::strategies::{arb_bytes, config};
 use tpbsim_isa::{Bundle, Engine, Gen};
 use tpbsim_validate::diag::Mode;
 use tpbsim_validate::fuzz;
+use tpbsim_validate::fuzz::generate::{self as fuzzgen, SplitMix64};
 use tpbsim_validate::lift::{self, StreamInput};
 use tpbsim_validate::registry::{PropertySet, Registry};
 

@@ -1,5 +1,5 @@
 //! The layer differential behind `sim fuzz`: generate valid, mutated and random bundles
-//! (`tpbsim_isa::fuzzgen`), run each through decode → L2 → lift → L1, count the verdicts per
+//! ([`generate`]), run each through decode → L2 → lift → L1, count the verdicts per
 //! format and collect the bundles on which the two layers disagree.
 //!
 //! L1 and L2 are conjunctive, so disagreements are expected where a layer has a rule the other
@@ -9,11 +9,12 @@
 //!
 //! A run is a pure function of its [`Config`]: same seed, same cases, same report.
 
+pub mod generate;
 pub mod targets;
 
 use std::collections::BTreeMap;
 
-use tpbsim_isa::fuzzgen::{self, Entropy, Generated, MutationKind, SplitMix64};
+use generate::{Entropy, Generated, MutationKind, SplitMix64};
 use tpbsim_isa::{decode, Bundle, Engine, Gen, LayoutMeta};
 
 use crate::diag::{Mode, Severity};
@@ -289,7 +290,7 @@ fn reduce(
 
 /// Layouts of `gen` the run draws from (with generated opcodes, the format filter applied).
 fn candidate_layouts(cfg: &Config) -> Result<Vec<&'static LayoutMeta>, FuzzError> {
-    let ls: Vec<&'static LayoutMeta> = fuzzgen::layouts()
+    let ls: Vec<&'static LayoutMeta> = generate::layouts()
         .filter(|(_, g)| *g == cfg.gen)
         .map(|(l, _)| l)
         .filter(|l| {
@@ -298,11 +299,11 @@ fn candidate_layouts(cfg: &Config) -> Result<Vec<&'static LayoutMeta>, FuzzError
                 .is_none_or(|f| l.format_name().eq_ignore_ascii_case(f))
         })
         .filter(|l| {
-            fuzzgen::generated_opcodes(l, cfg.gen)
+            generate::generated_opcodes(l, cfg.gen)
                 .iter()
                 .any(|(op, _)| {
                     cfg.engine
-                        .is_none_or(|e| fuzzgen::recipes::engines(cfg.gen, *op).contains(&e))
+                        .is_none_or(|e| generate::recipes::engines(cfg.gen, *op).contains(&e))
                 })
         })
         .collect();
@@ -325,9 +326,9 @@ fn make_case(
     layouts: &[&'static LayoutMeta],
 ) -> Option<(Generated, Origin)> {
     let l = rng.pick(layouts);
-    let mut g = fuzzgen::valid_bundle(rng, l, cfg.gen)?;
+    let mut g = generate::valid_bundle(rng, l, cfg.gen)?;
     if let Some(e) = cfg.engine {
-        if !fuzzgen::recipes::engines(cfg.gen, g.bundle.0[0]).contains(&e) {
+        if !generate::recipes::engines(cfg.gen, g.bundle.0[0]).contains(&e) {
             return None;
         }
         g.engine = e;
@@ -343,7 +344,7 @@ fn make_case(
             (g, Origin::Random)
         }
         _ => {
-            let m = fuzzgen::mutate(rng, cfg.gen, g);
+            let m = generate::mutate(rng, cfg.gen, g);
             // A mutation that moves the bundle to another engine is kept only without an
             // engine filter.
             let engine = if cfg.engine.is_some() {

@@ -35,6 +35,8 @@ macro_rules! rule_meta {
     };
 }
 
+#[cfg(test)]
+mod boundaries;
 pub mod collective;
 pub mod drift;
 pub mod enum_arch;

@@ -49,7 +49,7 @@ pub fn format_cascade<S: Sink>(ck: &mut Ck<S>) {
     if !known || ck.done() {
         return;
     }
-    match formats::format_of(ck.gen, ck.u8(0)) {
+    match tpbsim_isa::FormatGate::of(ck.gen, ck.u8(0)) {
         Some(f) => formats::run(f, ck),
         None => ck.not_checked(
             &NO_FORMAT_GATE,

@@ -6,7 +6,7 @@
 use tpbsim_isa::spec::{presence_at, EngineClass, OpKind, OpcodeRow, OPCODES};
 use tpbsim_isa::Gen;
 
-use super::enums::ByteSet;
+use tpbsim_isa::spec::ByteSet;
 
 /// Bit of a wire engine in an engine mask (PE 0, ACT 1, POOL 2, DVE 3, SP 4).
 pub const PE: u8 = 1 << 0;

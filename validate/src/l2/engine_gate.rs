@@ -13,8 +13,8 @@ use tpbsim_isa::formats::loc;
 use tpbsim_isa::{Engine, Gen};
 
 use super::catalog;
-use super::enums::ByteSet;
 use super::rule::{rule, Allowed, Ck, Field, Sink};
+use tpbsim_isa::spec::ByteSet;
 use tpbsim_isa::spec::OpcodeRow;
 
 /// The published v4 ACT mask and its rebase (`_bittest64(0x1000000000FE7F41, opcode − 88)`).

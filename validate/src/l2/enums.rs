@@ -7,7 +7,7 @@
 use tpbsim_isa::{AluOp, Gen};
 
 use tpbsim_isa::formats::{members, sets};
-pub use tpbsim_isa::spec::ByteSet;
+use tpbsim_isa::spec::ByteSet;
 
 /// `NEURON_ISA_TPB_WAIT_MODE` members: NONE, SEM_EQ/LT/LE/GT/GE_IMM, EVT_SET,
 /// EVT_SET_THEN_CLEAR, EVT_CLEAR, EVT_CLEAR_THEN_SET and the header-listed REG forms

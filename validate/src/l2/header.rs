@@ -8,8 +8,9 @@ use tpbsim_isa::formats::loc;
 use tpbsim_isa::Gen;
 
 use super::catalog;
-use super::enums::{self, ByteSet, NUM_ADDR_REGISTERS};
+use super::enums::{self, NUM_ADDR_REGISTERS};
 use super::rule::{rule, Allowed, Ck, Field, Sink};
+use tpbsim_isa::spec::ByteSet;
 
 /// Header fields.
 pub const OPCODE: Field = Field::at(loc::header::OPCODE);

@@ -26,6 +26,7 @@ pub mod formats;
 pub mod header;
 pub mod report;
 pub mod rule;
+pub mod table;
 
 pub use batch::{validate_stream, StreamReport, StreamSpec, CHUNK};
 pub use cascade::{

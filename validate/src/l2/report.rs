@@ -8,7 +8,6 @@ use tpbsim_isa::spec::FieldType;
 use tpbsim_isa::{text, Bundle, Engine, Gen};
 
 use super::catalog;
-use super::formats;
 use super::rule::{Allowed, Failure, Outcome};
 use crate::diag::{Diagnostic, FieldLoc, Layer, Location, Severity};
 
@@ -45,7 +44,7 @@ fn found_text(f: &Failure) -> String {
 /// The message of a failure: the opcode and format gate, what the rule checks, the value
 /// found versus what was allowed.
 pub fn message(gen: Gen, opcode: u8, f: &Failure) -> String {
-    let gate = formats::format_of(gen, opcode).map(|g| g.gate_name());
+    let gate = tpbsim_isa::FormatGate::of(gen, opcode).map(|g| g.gate_name());
     let mut m = String::new();
     let _ = write!(m, "{} {:#04x}", catalog::name(opcode), opcode);
     if let Some(g) = gate {

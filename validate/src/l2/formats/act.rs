@@ -7,7 +7,8 @@
 use super::super::addr::{self, Operand, Placement};
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{dtype_check, enum_check, float_finite, pool_no_psum, spec_reserved, DtypeOpts};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::{dtype_check, float_finite, pool_no_psum, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 
 /// `imm_src` (IMM_SRC).
@@ -58,31 +59,41 @@ rule!(ACT_NUM_ACTIVE, "is_valid_activate.num_active_partitions", Format,
 /// The prelu-style function whose parameter immediate the compiler writes.
 pub const FUNC_PRELU: u8 = 4;
 
-/// `is_valid_activate`.
-pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
-    // (3) enums
-    enum_check(
-        ck,
-        &IMM_SRC_ENUM,
-        IMM_SRC,
-        enums::IMM_SRC,
-        "INSTRUCTION 0, POINTER 1, REG_PTR 2",
-    );
-    enum_check(
-        ck,
-        &IMM_SRC_ENUM,
-        SCALE_SRC,
-        enums::IMM_SRC,
-        "INSTRUCTION 0, POINTER 1, REG_PTR 2",
-    );
-    enum_check(ck, &ACCUM_CMD_ENUM, ACC_CMD, enums::ACCUM_CMD, "0..=4");
-    enum_check(
-        ck,
+/// The immediate-source codes, as the diagnostic lists them.
+const IMM_SRC_TEXT: &str = "INSTRUCTION 0, POINTER 1, REG_PTR 2";
+
+/// Enum stage.
+pub const ENUMS: &[FieldRule] = &[
+    FieldRule::set(&IMM_SRC_ENUM, IMM_SRC, enums::IMM_SRC, IMM_SRC_TEXT),
+    FieldRule::set(&IMM_SRC_ENUM, SCALE_SRC, enums::IMM_SRC, IMM_SRC_TEXT),
+    FieldRule::set(&ACCUM_CMD_ENUM, ACC_CMD, enums::ACCUM_CMD, "0..=4"),
+    FieldRule::set(
         &IMM_SRC_ENUM,
         BIAS_SRC_N,
         enums::IMM_SRC_N,
         "POINTER 0, INSTRUCTION 1, REG 2",
-    );
+    ),
+];
+
+/// Dtype stage (the bias dtype is checked only when the bias is a pointer).
+pub const DTYPES: &[DtypeRule] = &[
+    DtypeRule::nibble(IN_DTYPE, false, DtypeOpts::PLAIN),
+    DtypeRule::byte(OUT_DTYPE, DtypeOpts::FP32R),
+];
+
+/// Geometry stage.
+pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&ACT_NUM_ACTIVE, NUM_ACTIVE)];
+
+/// The rule data of `is_valid_activate`.
+pub const TABLE: GateTable = GateTable {
+    fields: &[ENUMS, GEOMETRY],
+    dtypes: &[DTYPES],
+};
+
+/// `is_valid_activate`.
+pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
+    // (3) enums
+    check(ck, ENUMS);
     let func = ck.get(FUNC) as u8;
     if !enums::ACT_FUNC_KNOWN.has(func) {
         ck.not_checked(
@@ -100,8 +111,7 @@ pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
     let pair = ck.u8(32);
     let (in_dt, bias_dt) = (pair & 0xF, pair >> 4);
     let out = ck.get(OUT_DTYPE) as u8;
-    dtype_check(ck, IN_DTYPE, in_dt, DtypeOpts::PLAIN);
-    dtype_check(ck, OUT_DTYPE, out, DtypeOpts::FP32R);
+    check_dtypes(ck, DTYPES);
     let bias_src = ck.get(BIAS_SRC_N) as u8;
     if bias_src == 0 {
         dtype_check(ck, BIAS_DTYPE, bias_dt, DtypeOpts::PLAIN);
@@ -123,13 +133,7 @@ pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
     if func == FUNC_PRELU && ck.get(IMM_SRC) == 0 {
         float_finite(ck, IMM);
     }
-    let n = ck.get(NUM_ACTIVE);
-    ck.check(
-        (1..=128).contains(&n),
-        &ACT_NUM_ACTIVE,
-        NUM_ACTIVE,
-        Allowed::Text("1..=128"),
-    );
+    check(ck, GEOMETRY);
     let ein = addr::tensor_valid(ck, SRC, 3, in_dt, Placement::READ_ANY);
     let eout = addr::tensor_valid(ck, DST, 3, out, Placement::WRITE_ANY);
     if ein != 0 && eout != 0 && ein != eout {

@@ -8,11 +8,13 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
 use super::act::{ACT_FUNC_ENUM, IMM_SRC_ENUM};
-use super::{active_channels, dtype_check, enum_check, float_finite, spec_reserved, DtypeOpts};
+use super::{active_channels_row, float_finite, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 rule!(ALU_OP_ENUM, "is_valid_enum(ALU_OP)", Format,
     public "isa-facts §6.3 (NEURON_ISA_TPB_ALU_OP members per generation: 33 / 60 / 64)",
@@ -48,16 +50,14 @@ fn act_func<S: Sink>(ck: &mut Ck<S>, f: Field) {
     }
 }
 
-/// An ALU_OP enum field.
-pub fn alu_op_enum<S: Sink>(ck: &mut Ck<S>, f: Field) {
-    let set = enums::alu_op(ck.gen);
-    enum_check(
-        ck,
+/// An ALU_OP enum field: a member of the generation's ALU_OP enum.
+pub const fn alu_op_row(f: Field) -> FieldRule {
+    FieldRule::per_gen(
         &ALU_OP_ENUM,
         f,
-        set,
+        enums::alu_op,
         "an ALU_OP member of this generation",
-    );
+    )
 }
 
 // ---- Activate2 0x25 (S2D2_AC) ----
@@ -91,29 +91,36 @@ pub const AC2_DST: Operand = Operand::at(loc::activate2::DST);
 /// Saturate / reverse byte.
 pub const AC2_REVERSE_F: Field = Field::at(loc::activate2::REVERSE);
 
+/// Activate2 enum stage.
+pub const AC2_ENUMS: &[FieldRule] = &[
+    FieldRule::set(&IMM_SRC_ENUM, AC2_RELU_SRC, enums::IMM_SRC, "0..=2"),
+    FieldRule::set(&IMM_SRC_ENUM, AC2_IMM0_SRC, enums::IMM_SRC, "0..=2"),
+    FieldRule::set(&REDUCE_CMD_ENUM, AC2_REDUCE_CMD, enums::REDUCE_CMD, "0..=3"),
+    alu_op_row(AC2_OP0),
+    alu_op_row(AC2_OP1),
+    alu_op_row(AC2_REDUCE_OP),
+];
+/// Activate2, after the activation function.
+pub const AC2_LATE: &[FieldRule] = &[FieldRule::max(&AC2_REVERSE, AC2_REVERSE_F, 3)];
+/// Activate2 dtype stage.
+pub const AC2_DTYPES: &[DtypeRule] = &[
+    DtypeRule::byte(AC2_IN, DtypeOpts::PLAIN),
+    DtypeRule::byte(AC2_OUT, DtypeOpts::FP32R),
+];
+/// Activate2 geometry stage.
+pub const AC2_GEOMETRY: &[FieldRule] = &[active_channels_row(AC2_NUM)];
+/// The rule data of `is_valid_s2d2_ac`.
+pub const AC2_TABLE: GateTable = GateTable {
+    fields: &[AC2_ENUMS, AC2_LATE, AC2_GEOMETRY],
+    dtypes: &[AC2_DTYPES],
+};
+
 /// `is_valid_s2d2_ac`: Activate2 0x25.
 pub fn is_valid_s2d2_ac<S: Sink>(ck: &mut Ck<S>) {
     // (3) enums
-    for f in [AC2_RELU_SRC, AC2_IMM0_SRC] {
-        enum_check(ck, &IMM_SRC_ENUM, f, enums::IMM_SRC, "0..=2");
-    }
-    enum_check(
-        ck,
-        &REDUCE_CMD_ENUM,
-        AC2_REDUCE_CMD,
-        enums::REDUCE_CMD,
-        "0..=3",
-    );
-    for f in [AC2_OP0, AC2_OP1, AC2_REDUCE_OP] {
-        alu_op_enum(ck, f);
-    }
+    check(ck, AC2_ENUMS);
     act_func(ck, AC2_FUNC);
-    ck.check(
-        ck.get(AC2_REVERSE_F) <= 3,
-        &AC2_REVERSE,
-        AC2_REVERSE_F,
-        Allowed::Max(3),
-    );
+    check(ck, AC2_LATE);
     // (4) reserved
     spec_reserved(ck);
     if ck.done() {
@@ -121,8 +128,7 @@ pub fn is_valid_s2d2_ac<S: Sink>(ck: &mut Ck<S>) {
     }
     // (5) dtypes
     let (i, o) = (ck.get(AC2_IN) as u8, ck.get(AC2_OUT) as u8);
-    dtype_check(ck, AC2_IN, i, DtypeOpts::PLAIN);
-    dtype_check(ck, AC2_OUT, o, DtypeOpts::FP32R);
+    check_dtypes(ck, AC2_DTYPES);
     ck.not_checked(
         &AC2_IMM_DTYPE_RULE,
         AC2_IMM_DTYPE,
@@ -132,7 +138,7 @@ pub fn is_valid_s2d2_ac<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     // (6) placement and geometry
-    active_channels(ck, AC2_NUM);
+    check(ck, AC2_GEOMETRY);
     addr::tensor_valid(ck, AC2_SRC, 2, i, Placement::READ_ANY);
     addr::tensor_valid(ck, AC2_DST, 2, o, Placement::WRITE_ANY);
     addr::start_addr_active_channels(ck, AC2_SRC, AC2_NUM);
@@ -163,6 +169,21 @@ pub const AQ_BIAS: Field = Field::at(loc::activate_quantize::BIAS_ADDR);
 /// Destination.
 pub const AQ_DST: Operand = Operand::at(loc::activate2::DST);
 
+/// ActivateQuantize dtype stage.
+pub const AQ_DTYPES: &[DtypeRule] = &[
+    DtypeRule::nibble(AQ_IN, false, DtypeOpts::PLAIN),
+    DtypeRule::nibble(AQ_BIAS_DT, true, DtypeOpts::PLAIN),
+];
+/// ActivateQuantize output dtype.
+pub const AQ_OUT_ROWS: &[FieldRule] = &[FieldRule::eq(&AQ_OUT_DTYPE, AQ_OUT, dtype::UINT8 as u64)];
+/// ActivateQuantize geometry stage.
+pub const AQ_GEOMETRY: &[FieldRule] = &[active_channels_row(AQ_NUM)];
+/// The rule data of `is_valid_s3d3_aq`.
+pub const AQ_TABLE: GateTable = GateTable {
+    fields: &[AQ_OUT_ROWS, AQ_GEOMETRY],
+    dtypes: &[AQ_DTYPES],
+};
+
 /// `is_valid_s3d3_aq`: ActivateQuantize 0x22.
 pub fn is_valid_s3d3_aq<S: Sink>(ck: &mut Ck<S>) {
     act_func(ck, AQ_FUNC);
@@ -173,20 +194,14 @@ pub fn is_valid_s3d3_aq<S: Sink>(ck: &mut Ck<S>) {
     let pair = ck.u8(32);
     let (i, bias) = (pair & 0xF, pair >> 4);
     let o = ck.get(AQ_OUT) as u8;
-    dtype_check(ck, AQ_IN, i, DtypeOpts::PLAIN);
-    dtype_check(ck, AQ_BIAS_DT, bias, DtypeOpts::PLAIN);
-    ck.check(
-        o == dtype::UINT8,
-        &AQ_OUT_DTYPE,
-        AQ_OUT,
-        Allowed::Eq(dtype::UINT8 as u64),
-    );
+    check_dtypes(ck, AQ_DTYPES);
+    check(ck, AQ_OUT_ROWS);
     if ck.done() {
         return;
     }
     float_finite(ck, AQ_QUANT_SCALE);
     float_finite(ck, AQ_DEQUANT_SCALE);
-    active_channels(ck, AQ_NUM);
+    check(ck, AQ_GEOMETRY);
     addr::tensor_start_addr_valid(ck, AQ_BIAS, bias, Placement::READ_ANY);
     addr::tensor_valid(ck, AQ_SRC, 3, i, Placement::READ_ANY);
     addr::tensor_valid(ck, AQ_DST, 3, o, Placement::WRITE_ANY);
@@ -207,32 +222,37 @@ pub const RD_NUM: Field = Field::at(loc::activate2::NUM_ACTIVE_PARTITIONS);
 /// Destination (TENSOR1D).
 pub const RD_DST: Operand = Operand::at(loc::read_accumulator::DST);
 
+/// ReadAccumulator enum stage: `negated` is 0 on ACT, 0 or 1 on DVE.
+pub const RD_ENUMS: &[FieldRule] = &[
+    FieldRule::set(&RD_NEGATED, RD_NEG, ByteSet::range(0, 1), "0 or 1").only(&[0x9B]),
+    FieldRule::set(&RD_NEGATED, RD_NEG, ByteSet::range(0, 0), "0 (ACT form)").except(&[0x9B]),
+];
+/// ReadAccumulator dtype stage.
+pub const RD_DTYPES: &[DtypeRule] = &[DtypeRule::byte(RD_DTYPE, DtypeOpts::FP32R)];
+/// ReadAccumulator geometry stage.
+pub const RD_GEOMETRY: &[FieldRule] = &[
+    FieldRule::eq(&RD_DST_COUNT, RD_COUNT, 1),
+    active_channels_row(RD_NUM),
+];
+/// The rule data of `is_valid_d1_rd`.
+pub const RD_TABLE: GateTable = GateTable {
+    fields: &[RD_ENUMS, RD_GEOMETRY],
+    dtypes: &[RD_DTYPES],
+};
+
 /// `is_valid_d1_rd`: ReadAccumulator 0x24 (ACT) / DveReadAccumulator 0x9B (DVE).
 pub fn is_valid_d1_rd<S: Sink>(ck: &mut Ck<S>) {
-    let neg_max = if ck.u8(0) == 0x9B { 1 } else { 0 };
-    let neg: ByteSet = ByteSet::range(0, neg_max);
-    let text = if neg_max == 1 {
-        "0 or 1"
-    } else {
-        "0 (ACT form)"
-    };
-    enum_check(ck, &RD_NEGATED, RD_NEG, neg, text);
+    check(ck, RD_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
     }
     let dt = ck.get(RD_DTYPE) as u8;
-    dtype_check(ck, RD_DTYPE, dt, DtypeOpts::FP32R);
+    check_dtypes(ck, RD_DTYPES);
     if ck.done() {
         return;
     }
-    ck.check(
-        ck.get(RD_COUNT) == 1,
-        &RD_DST_COUNT,
-        RD_COUNT,
-        Allowed::Eq(1),
-    );
-    active_channels(ck, RD_NUM);
+    check(ck, RD_GEOMETRY);
     let n = addr::tensor_valid(ck, RD_DST, 1, dt, Placement::WRITE_ANY);
     if n > 1 {
         ck.fail(&RD_DST_COUNT, RD_DST.num(1, 0), n, Allowed::Eq(1));

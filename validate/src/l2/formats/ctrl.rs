@@ -4,6 +4,7 @@
 use super::super::header;
 use super::super::rule::{Ck, Field, Sink};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::Gen;
 
 /// Extended wait mode.
 pub const X_WAIT_MODE: Field = Field::new("events_ext.wait_mode", 0x20, 1);
@@ -60,9 +61,10 @@ mod tests {
 
 // ---- CTRL_NO (ActivationTableLoad 0x23, Notify 0xA6) and the plain CTRL formats ----
 
-use super::super::enums::ByteSet;
 use super::super::rule::{rule, Allowed};
-use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::{dtype_check, spec_reserved, DtypeOpts};
+use tpbsim_isa::spec::ByteSet;
 
 rule!(CTRL_NO_NOTIFICATION, "ctrl_no_valid_notification", Format,
     project "R isa/validators-per-arch.md names is_valid_ctrl_no / ctrl_no_valid_notification, but the notification word's placement and conditions are not public; reported as not checked",
@@ -144,33 +146,53 @@ rule!(CTRL_AL_DST_DTYPE, "is_valid_ctrl_al.dst_dtype", Format,
     public "R isa/pseudo-instruction-lowering.md (add_add32_imm / add_sub32 / add_max32 / add_min32 store the word 0x10804 / 0x805 / 0x808 / 0x809 at +0x0C, leaving dst_dtype 0, and every emitted record passes is_valid_neuron_instruction)",
     "CTRL_AL dst_dtype is 0 (not stated: the operation's dtype) or a wire dtype");
 
-/// `is_valid_ctrl_al`: the scalar-register ALU 0xA8. The runtime's own ALU builders leave
-/// `dst_dtype` 0 ([`CTRL_AL_DST_DTYPE`]): 0 is accepted there, any other value must be a
-/// wire dtype; `dtype` must always be one.
-pub fn is_valid_ctrl_al<S: Sink>(ck: &mut Ck<S>) {
-    super::act2::alu_op_enum(ck, AL_OP);
-    enum_check(
-        ck,
+/// CTRL_AL enum stage.
+pub const AL_ENUMS: &[FieldRule] = &[
+    super::act2::alu_op_row(AL_OP),
+    FieldRule::set(
         &CTRL_AL_DATASRC,
         AL_DATASRC,
         ByteSet::range(0, 1),
         "REG 0 or IMM 1",
-    );
+    ),
+];
+/// CTRL_AL dtype stage (`dst_dtype` 0 is accepted and stays procedural).
+pub const AL_DTYPES: &[DtypeRule] = &[DtypeRule::byte(AL_DTYPE, DtypeOpts::PLAIN)];
+/// `dst_dtype` values of `gen`: 0 (not stated) or a wire dtype.
+fn al_dst_dtypes(gen: Gen) -> ByteSet {
+    static SETS: std::sync::OnceLock<[ByteSet; 4]> = std::sync::OnceLock::new();
+    SETS.get_or_init(|| {
+        Gen::ALL.map(|g| {
+            (1..=255u8)
+                .filter(|&d| super::super::dtype::is_valid(g, d, false, false, false))
+                .fold(ByteSet::of(&[0]), ByteSet::with)
+        })
+    })[gen.index()]
+}
+/// CTRL_AL `dst_dtype`, after the dtype stage.
+pub const AL_DST: &[FieldRule] = &[FieldRule::per_gen(
+    &CTRL_AL_DST_DTYPE,
+    AL_DST_DTYPE,
+    al_dst_dtypes,
+    "0 or a wire dtype of this generation",
+)];
+/// The rule data of `is_valid_ctrl_al`.
+pub const AL_TABLE: GateTable = GateTable {
+    fields: &[AL_ENUMS, AL_DST],
+    dtypes: &[AL_DTYPES],
+};
+
+/// `is_valid_ctrl_al`: the scalar-register ALU 0xA8. The runtime's own ALU builders leave
+/// `dst_dtype` 0 ([`CTRL_AL_DST_DTYPE`]): 0 is accepted there, any other value must be a
+/// wire dtype; `dtype` must always be one.
+pub fn is_valid_ctrl_al<S: Sink>(ck: &mut Ck<S>) {
+    check(ck, AL_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
     }
-    let d = ck.get(AL_DTYPE) as u8;
-    dtype_check(ck, AL_DTYPE, d, DtypeOpts::PLAIN);
-    let d = ck.get(AL_DST_DTYPE) as u8;
-    if d != 0 && !super::super::dtype::is_valid(ck.gen, d, false, false, false) {
-        ck.fail(
-            &CTRL_AL_DST_DTYPE,
-            AL_DST_DTYPE,
-            d as u64,
-            Allowed::Text("0 or a wire dtype of this generation"),
-        );
-    }
+    check_dtypes(ck, AL_DTYPES);
+    check(ck, AL_DST);
 }
 
 #[cfg(test)]
@@ -277,17 +299,31 @@ pub const BR_DTYPE: Field = Field::at(loc::alu_op_inst::DTYPE);
 /// CTRL_BR target mode.
 pub const BR_MODE: Field = Field::at(loc::compare_branch::TARGET_MODE);
 
-/// `is_valid_ctrl_br`: CompareBranch 0xA9.
-pub fn is_valid_ctrl_br<S: Sink>(ck: &mut Ck<S>) {
-    let cmp = ByteSet::range(0, 6).or(ByteSet::range(9, 14));
-    enum_check(ck, &CMP_OP_ENUM, BR_CMP, cmp, "0..=6 or 9..=14");
-    enum_check(
-        ck,
+/// CTRL_BR enum stage.
+pub const BR_ENUMS: &[FieldRule] = &[
+    FieldRule::set(
+        &CMP_OP_ENUM,
+        BR_CMP,
+        ByteSet::range(0, 6).or(ByteSet::range(9, 14)),
+        "0..=6 or 9..=14",
+    ),
+    FieldRule::set(
         &BR_TARGET_MODE_ENUM,
         BR_MODE,
         ByteSet::of(&[1, 3, 4]),
         "1, 3 or 4",
-    );
+    ),
+];
+/// The rule data of `is_valid_ctrl_br` (the compared dtype is checked only for a conditional
+/// branch and stays procedural).
+pub const BR_TABLE: GateTable = GateTable {
+    fields: &[BR_ENUMS],
+    dtypes: &[],
+};
+
+/// `is_valid_ctrl_br`: CompareBranch 0xA9.
+pub fn is_valid_ctrl_br<S: Sink>(ck: &mut Ck<S>) {
+    check(ck, BR_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
@@ -306,15 +342,22 @@ pub const RC_FIRST: Field = Field::at(loc::event_semaphore_range_clear::FIRST);
 /// Last event.
 pub const RC_LAST: Field = Field::at(loc::event_semaphore_range_clear::LAST);
 
+/// EventSemaphoreRangeClear enum stage.
+pub const RC_ENUMS: &[FieldRule] = &[FieldRule::set(
+    &RANGE_CLEAR_MODE_ENUM,
+    RC_MODE,
+    ByteSet::range(1, 2),
+    "1 or 2",
+)];
+/// The rule data of `is_valid_event_semaphore_range_clear`.
+pub const RC_TABLE: GateTable = GateTable {
+    fields: &[RC_ENUMS],
+    dtypes: &[],
+};
+
 /// `is_valid_event_semaphore_range_clear`: EventSemaphoreRangeClear 0xB0.
 pub fn is_valid_event_semaphore_range_clear<S: Sink>(ck: &mut Ck<S>) {
-    enum_check(
-        ck,
-        &RANGE_CLEAR_MODE_ENUM,
-        RC_MODE,
-        ByteSet::range(1, 2),
-        "1 or 2",
-    );
+    check(ck, RC_ENUMS);
     spec_reserved(ck);
     if ck.get(RC_MODE) == 1 {
         ck.check(

@@ -8,10 +8,11 @@
 //! compiler-side layout fixes.
 
 use super::super::addr::{self, Operand, Placement};
-use super::super::enums::ByteSet;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use super::super::table::{check, FieldRule, GateTable};
+use super::{dtype_check, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 rule!(DGE_OPCODE_ENUM, "is_valid_enum(DGE_OPCODE)", Format,
     public "G dma/descriptor-ring-field-tables.md (DMA_DIRECT2D +15 dge_op: DIRECT2D 0, INDIRECT1D 1, TRANSPOSE 2, GATHER_TRANSPOSE 3); the compiler's sync-command reading (COPY 3, TRANSPOSE 1) stays inside the same range (isa-facts §10 #34)",
@@ -40,15 +41,22 @@ pub const DMA_DGE_OP: Field = Field::at(loc::dma_direct2d::DGE_OP);
 /// DMA_DIRECT2D source ADDR8.
 pub const DMA_SRC: Field = Field::at(loc::dma_direct2d::SRC);
 
+/// DMA_DIRECT2D enum stage.
+pub const DMA_ENUMS: &[FieldRule] = &[FieldRule::set(
+    &DGE_OPCODE_ENUM,
+    DMA_DGE_OP,
+    ByteSet::range(0, 3),
+    "0..=3",
+)];
+/// The rule data of `is_valid_dma_direct2d`.
+pub const DMA_TABLE: GateTable = GateTable {
+    fields: &[DMA_ENUMS],
+    dtypes: &[],
+};
+
 /// `is_valid_dma_direct2d`: DMA_DIRECT2D pseudo 0xD4.
 pub fn is_valid_dma_direct2d<S: Sink>(ck: &mut Ck<S>) {
-    enum_check(
-        ck,
-        &DGE_OPCODE_ENUM,
-        DMA_DGE_OP,
-        ByteSet::range(0, 3),
-        "0..=3",
-    );
+    check(ck, DMA_ENUMS);
     spec_reserved(ck);
     ck.not_checked(
         &DMA_ADDR8,
@@ -78,19 +86,25 @@ pub fn is_padded_name(bytes: &[u8]) -> bool {
 /// PSEUDO_INST sub-op.
 pub const PSEUDO_SUB_OP: Field = Field::at(loc::pseudo_inst::SUB_OP);
 
+/// PSEUDO_INST enum stage.
+pub const PSEUDO_ENUMS: &[FieldRule] = &[FieldRule::set(
+    &PSEUDO_INST_OP_ENUM,
+    PSEUDO_SUB_OP,
+    ByteSet::range(1, 2),
+    "1 or 2",
+)
+.only(&[0xDF])];
+/// The rule data of `is_valid_pseudo`.
+pub const PSEUDO_TABLE: GateTable = GateTable {
+    fields: &[PSEUDO_ENUMS],
+    dtypes: &[],
+};
+
 /// `is_valid_pseudo`: DmaTrigger 0xC1, LoadActFuncSet 0xC6, FunctionBegin 0xD1, FunctionCall
 /// 0xD3 (name strings) and PSEUDO_INST 0xDF (sub-op).
 pub fn is_valid_pseudo<S: Sink>(ck: &mut Ck<S>) {
     let op = ck.u8(0);
-    if op == 0xDF {
-        enum_check(
-            ck,
-            &PSEUDO_INST_OP_ENUM,
-            PSEUDO_SUB_OP,
-            ByteSet::range(1, 2),
-            "1 or 2",
-        );
-    }
+    check(ck, PSEUDO_ENUMS);
     spec_reserved(ck);
     if let Some(f) = name_field(op) {
         let (s, e) = (f.start as usize, f.start as usize + f.len as usize);
@@ -127,12 +141,25 @@ pub const TTA_SRC1: Operand = Operand::at(loc::extended_tta::SRC1);
 /// Destination.
 pub const TTA_DST: Operand = Operand::at(loc::extended_tta::DST);
 
+/// EXTENDED_INST enum stage.
+pub const EXT_ENUMS: &[FieldRule] = &[FieldRule::set(
+    &EXT_OPCODE_ENUM,
+    EXT_OP,
+    ByteSet::range(0, 9).minus(ByteSet::of(&[5])),
+    "0..=9 except 5",
+)];
+/// The rule data of `is_valid_extended` (the TENSOR_TENSOR_ARITH rules depend on the
+/// sub-opcode and stay procedural).
+pub const EXT_TABLE: GateTable = GateTable {
+    fields: &[EXT_ENUMS],
+    dtypes: &[],
+};
+
 /// `is_valid_extended`: EXTENDED_INST 0xF0; the TENSOR_TENSOR_ARITH sub-opcode (2) is checked
 /// in full, the others for their sub-opcode and reserved bytes.
 pub fn is_valid_extended<S: Sink>(ck: &mut Ck<S>) {
     let sub = ck.get(EXT_OP) as u8;
-    let set = ByteSet::range(0, 9).minus(ByteSet::of(&[5]));
-    enum_check(ck, &EXT_OPCODE_ENUM, EXT_OP, set, "0..=9 except 5");
+    check(ck, EXT_ENUMS);
     if sub == 2 {
         ck.check(
             matches!(ck.get(TTA_OP), 0x04 | 0x06),

@@ -4,11 +4,12 @@
 //! Every gate runs its stages in the cascade order: per-field enums, reserved-bit zeroing,
 //! dtype checks, then the format's own geometry / placement rules.
 
-use tpbsim_isa::Gen;
+use tpbsim_isa::{FormatGate, Gen};
 
 use super::dtype;
-use super::enums::ByteSet;
 use super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::table::{FieldRule, GateTable};
+use tpbsim_isa::spec::ByteSet;
 
 pub mod act;
 pub mod act2;
@@ -23,58 +24,90 @@ pub mod tr;
 pub mod ts;
 pub mod tt;
 
-/// A format gate of the roster: generated from the spec's gate table (`isa/spec/gates.rs`),
-/// with the validator name (`gate_name`) and the opcode binding (`FormatGate::of`).
-pub use tpbsim_isa::FormatGate as Format;
-
-/// The format gate tpbsim implements for `opcode` on `gen`, if any, read from the spec's
-/// opcode → format → gate columns. Opcodes absent from the generation's enum never reach this
-/// (the header gate rejects them).
-#[inline]
-pub const fn format_of(gen: Gen, opcode: u8) -> Option<Format> {
-    Format::of(gen, opcode)
+/// Run `fmt`'s gate.
+pub fn run<S: Sink>(fmt: FormatGate, ck: &mut Ck<S>) {
+    match fmt {
+        FormatGate::S3Lw => pe::is_valid_s3_lw(ck),
+        FormatGate::S3d3Mm => pe::is_valid_s3d3_mm(ck),
+        FormatGate::S4d3Mm => pe::is_valid_s4d3_mm(ck),
+        FormatGate::Smx1Lw => mx::is_valid_smx1_lw(ck),
+        FormatGate::Smx1d3Mm => mx::is_valid_smx1d3_mm(ck),
+        FormatGate::S3dmx1Quant => mx::is_valid_s3dmx1_quant(ck),
+        FormatGate::S3d3Ac => act::is_valid_activate(ck),
+        FormatGate::S3s3d3Tt => tt::is_valid_s3s3d3_tt(ck),
+        FormatGate::S3d3Ts => ts::is_valid_s3d3_ts(ck),
+        FormatGate::S4d4Tr => tr::is_valid_s4d4_tr(ck),
+        FormatGate::S2d2Rs => rs::is_valid_s2d2_rs(ck),
+        FormatGate::CtrlEs => ctrl::is_valid_ctrl_es(ck),
+        FormatGate::S2d2Ac => act2::is_valid_s2d2_ac(ck),
+        FormatGate::S3d3Aq => act2::is_valid_s3d3_aq(ck),
+        FormatGate::D1Rd => act2::is_valid_d1_rd(ck),
+        FormatGate::CtrlNo => ctrl::is_valid_ctrl_no(ck),
+        FormatGate::Memset => pool::is_valid_memset(ck),
+        FormatGate::Iota => pool::is_valid_iota(ck),
+        FormatGate::TensDequant => pool::is_valid_tensor_dequantize(ck),
+        FormatGate::CpPredScalar => pool::is_valid_s3d3_cp_pred_scalar(ck),
+        FormatGate::SelectReduce => pool::is_valid_select_reduce(ck),
+        FormatGate::S2s2d2Stt => pool::is_valid_s2s2d2_stt(ck),
+        FormatGate::S4d4Pl => pool::is_valid_s4d4_pl(ck),
+        FormatGate::S3d3TsSelect => pool::is_valid_s3d3_ts_select(ck),
+        FormatGate::S2d2TsAs => pool::is_valid_s2d2_ts_as(ck),
+        FormatGate::S3Lt => pe_aux::is_valid_s3_lt(ck),
+        FormatGate::PeManageSeed => pe_aux::is_valid_pe_manage_seed(ck),
+        FormatGate::Ctrl => ctrl::is_valid_ctrl(ck),
+        FormatGate::Drain => ctrl::is_valid_drain(ck),
+        FormatGate::Write => ctrl::is_valid_write(ck),
+        FormatGate::CtrlAl => ctrl::is_valid_ctrl_al(ck),
+        FormatGate::CtrlBr => ctrl::is_valid_ctrl_br(ck),
+        FormatGate::RangeClear => ctrl::is_valid_event_semaphore_range_clear(ck),
+        FormatGate::DmaDirect2d => dma::is_valid_dma_direct2d(ck),
+        FormatGate::Pseudo => dma::is_valid_pseudo(ck),
+        FormatGate::Extended => dma::is_valid_extended(ck),
+        FormatGate::CoreBarrier => ctrl::is_valid_core_barrier(ck),
+    }
 }
 
-/// Run `fmt`'s gate.
-pub fn run<S: Sink>(fmt: Format, ck: &mut Ck<S>) {
+/// The rule data of `fmt`'s gate: the rows its generic checker evaluates (enum membership,
+/// numeric ranges, dtypes), which the fuzz generator and the boundary tests read.
+pub const fn table(fmt: FormatGate) -> GateTable {
     match fmt {
-        Format::S3Lw => pe::is_valid_s3_lw(ck),
-        Format::S3d3Mm => pe::is_valid_s3d3_mm(ck),
-        Format::S4d3Mm => pe::is_valid_s4d3_mm(ck),
-        Format::Smx1Lw => mx::is_valid_smx1_lw(ck),
-        Format::Smx1d3Mm => mx::is_valid_smx1d3_mm(ck),
-        Format::S3dmx1Quant => mx::is_valid_s3dmx1_quant(ck),
-        Format::S3d3Ac => act::is_valid_activate(ck),
-        Format::S3s3d3Tt => tt::is_valid_s3s3d3_tt(ck),
-        Format::S3d3Ts => ts::is_valid_s3d3_ts(ck),
-        Format::S4d4Tr => tr::is_valid_s4d4_tr(ck),
-        Format::S2d2Rs => rs::is_valid_s2d2_rs(ck),
-        Format::CtrlEs => ctrl::is_valid_ctrl_es(ck),
-        Format::S2d2Ac => act2::is_valid_s2d2_ac(ck),
-        Format::S3d3Aq => act2::is_valid_s3d3_aq(ck),
-        Format::D1Rd => act2::is_valid_d1_rd(ck),
-        Format::CtrlNo => ctrl::is_valid_ctrl_no(ck),
-        Format::Memset => pool::is_valid_memset(ck),
-        Format::Iota => pool::is_valid_iota(ck),
-        Format::TensDequant => pool::is_valid_tensor_dequantize(ck),
-        Format::CpPredScalar => pool::is_valid_s3d3_cp_pred_scalar(ck),
-        Format::SelectReduce => pool::is_valid_select_reduce(ck),
-        Format::S2s2d2Stt => pool::is_valid_s2s2d2_stt(ck),
-        Format::S4d4Pl => pool::is_valid_s4d4_pl(ck),
-        Format::S3d3TsSelect => pool::is_valid_s3d3_ts_select(ck),
-        Format::S2d2TsAs => pool::is_valid_s2d2_ts_as(ck),
-        Format::S3Lt => pe_aux::is_valid_s3_lt(ck),
-        Format::PeManageSeed => pe_aux::is_valid_pe_manage_seed(ck),
-        Format::Ctrl => ctrl::is_valid_ctrl(ck),
-        Format::Drain => ctrl::is_valid_drain(ck),
-        Format::Write => ctrl::is_valid_write(ck),
-        Format::CtrlAl => ctrl::is_valid_ctrl_al(ck),
-        Format::CtrlBr => ctrl::is_valid_ctrl_br(ck),
-        Format::RangeClear => ctrl::is_valid_event_semaphore_range_clear(ck),
-        Format::DmaDirect2d => dma::is_valid_dma_direct2d(ck),
-        Format::Pseudo => dma::is_valid_pseudo(ck),
-        Format::Extended => dma::is_valid_extended(ck),
-        Format::CoreBarrier => ctrl::is_valid_core_barrier(ck),
+        FormatGate::S3Lw => pe::LW_TABLE,
+        FormatGate::S3d3Mm => pe::MM_TABLE,
+        FormatGate::S4d3Mm => pe::SPARSE_TABLE,
+        FormatGate::Smx1Lw => mx::LW_TABLE,
+        FormatGate::Smx1d3Mm => mx::MM_TABLE,
+        FormatGate::S3dmx1Quant => mx::Q_TABLE,
+        FormatGate::S3d3Ac => act::TABLE,
+        FormatGate::S3s3d3Tt => tt::TABLE,
+        FormatGate::S3d3Ts => ts::TABLE,
+        FormatGate::S4d4Tr => tr::TABLE,
+        FormatGate::S2d2Rs => rs::TABLE,
+        FormatGate::S2d2Ac => act2::AC2_TABLE,
+        FormatGate::S3d3Aq => act2::AQ_TABLE,
+        FormatGate::D1Rd => act2::RD_TABLE,
+        FormatGate::Memset => pool::MS_TABLE,
+        FormatGate::Iota => pool::IOTA_TABLE,
+        FormatGate::TensDequant => pool::DQ_TABLE,
+        FormatGate::CpPredScalar => pool::CPS_TABLE,
+        FormatGate::SelectReduce => pool::SR_TABLE,
+        FormatGate::S2s2d2Stt => pool::STT_TABLE,
+        FormatGate::S4d4Pl => pool::PL_TABLE,
+        FormatGate::S3d3TsSelect => pool::TSS_TABLE,
+        FormatGate::S2d2TsAs => pool::AS_TABLE,
+        FormatGate::S3Lt => pe_aux::LT_TABLE,
+        FormatGate::PeManageSeed => pe_aux::SEED_TABLE,
+        FormatGate::CtrlAl => ctrl::AL_TABLE,
+        FormatGate::CtrlBr => ctrl::BR_TABLE,
+        FormatGate::RangeClear => ctrl::RC_TABLE,
+        FormatGate::DmaDirect2d => dma::DMA_TABLE,
+        FormatGate::Pseudo => dma::PSEUDO_TABLE,
+        FormatGate::Extended => dma::EXT_TABLE,
+        FormatGate::CtrlEs
+        | FormatGate::CtrlNo
+        | FormatGate::Ctrl
+        | FormatGate::Drain
+        | FormatGate::Write
+        | FormatGate::CoreBarrier => GateTable::EMPTY,
     }
 }
 
@@ -305,23 +338,21 @@ rule!(FLAG_BYTE, "flag_byte", Format,
     project "a byte the layouts name as a boolean flag (negated, use_false_fill): tpbsim accepts 0 and 1",
     "a flag byte is 0 or 1");
 
+/// The `check_active_channels` row on the count in `f` (1..=128).
+pub const fn active_channels_row(f: Field) -> FieldRule {
+    FieldRule::range(&CHECK_ACTIVE_CHANNELS, f, 1, 128, Allowed::Text("1..=128"))
+}
+
+/// The `flag_byte` row on `f` (0 or 1).
+pub const fn flag_row(f: Field) -> FieldRule {
+    FieldRule::max(&FLAG_BYTE, f, 1)
+}
+
 /// `check_active_channels` on the count in `f`; returns the count.
 #[inline]
 pub fn active_channels<S: Sink>(ck: &mut Ck<S>, f: Field) -> u64 {
-    let n = ck.get(f);
-    ck.check(
-        (1..=128).contains(&n),
-        &CHECK_ACTIVE_CHANNELS,
-        f,
-        Allowed::Text("1..=128"),
-    );
-    n
-}
-
-/// A flag byte (0 or 1).
-#[inline]
-pub fn flag<S: Sink>(ck: &mut Ck<S>, f: Field) {
-    ck.check(ck.get(f) <= 1, &FLAG_BYTE, f, Allowed::Max(1));
+    active_channels_row(f).eval(ck);
+    ck.get(f)
 }
 
 /// Reject a NaN/Inf f32 immediate in `f`.
@@ -473,9 +504,9 @@ mod tests {
 
     #[test]
     fn dispatch() {
-        assert_eq!(format_of(Gen::V3, 0x09), None);
-        assert_eq!(format_of(Gen::V4, 0x09), Some(Format::Smx1Lw));
-        assert_eq!(format_of(Gen::V2, 0xBC), None);
-        assert_eq!(format_of(Gen::V4, 0x68), None);
+        assert_eq!(FormatGate::of(Gen::V3, 0x09), None);
+        assert_eq!(FormatGate::of(Gen::V4, 0x09), Some(FormatGate::Smx1Lw));
+        assert_eq!(FormatGate::of(Gen::V2, 0xBC), None);
+        assert_eq!(FormatGate::of(Gen::V4, 0x68), None);
     }
 }

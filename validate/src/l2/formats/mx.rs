@@ -6,11 +6,13 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::super::table::{check, FieldRule, GateTable};
 use super::pe::{self, IN_DTYPE, PSUM_ACC, ZERO_REGION};
 use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 /// MX source descriptor (MXMEM_PATTERN1D) of LdWeightsMx / MatmulMx.
 pub const MX_SRC: Operand = Operand::at(loc::ld_weights_mx::SRC);
@@ -87,23 +89,37 @@ pub fn is_valid_smx1_lw<S: Sink>(ck: &mut Ck<S>) {
     pe::row_group_and_sbuf_quadrant(ck, Operand::new("src.data_addr", 16));
 }
 
-/// `is_valid_smx1d3_mm`: MatmulMx 0x0A (v4+).
-pub fn is_valid_smx1d3_mm<S: Sink>(ck: &mut Ck<S>) {
-    let gen = ck.gen;
-    enum_check(
-        ck,
+/// MatmulMx enum stage.
+pub const MM_ENUMS: &[FieldRule] = &[
+    FieldRule::per_gen(
         &pe::MM_PSUM_FLAGS,
         PSUM_ACC,
-        enums::psum_accumulate_flags(gen),
+        enums::psum_accumulate_flags,
         "0, 1, 2, 3, 4 or 6 (START with ACCUMULATE is illegal)",
-    );
-    enum_check(
-        ck,
+    ),
+    FieldRule::per_gen(
         &pe::MM_ZERO_REGION,
         ZERO_REGION,
-        enums::psum_zero_region(gen),
+        enums::psum_zero_region,
         "0..=3",
-    );
+    ),
+];
+
+/// The rule data of `is_valid_smx1d3_mm`.
+pub const MM_TABLE: GateTable = GateTable {
+    fields: &[MM_ENUMS, pe::ROWS],
+    dtypes: &[],
+};
+
+/// The rule data of `is_valid_smx1_lw`.
+pub const LW_TABLE: GateTable = GateTable {
+    fields: &[pe::ROWS],
+    dtypes: &[],
+};
+
+/// `is_valid_smx1d3_mm`: MatmulMx 0x0A (v4+).
+pub fn is_valid_smx1d3_mm<S: Sink>(ck: &mut Ck<S>) {
+    check(ck, MM_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
@@ -125,6 +141,20 @@ pub fn is_valid_smx1d3_mm<S: Sink>(ck: &mut Ck<S>) {
     pe::row_group_and_sbuf_quadrant(ck, Operand::new("src.data_addr", 16));
     pe::psum_quadrant(ck, pe::DST);
 }
+
+/// QuantizeMx geometry: the source spans whole quadrants.
+pub const Q_GEOMETRY: &[FieldRule] = &[FieldRule::set(
+    &QUANT_SRC_PARTITIONS,
+    Q_SRC_PARTITIONS,
+    ByteSet::of(&[32, 64, 96, 128]),
+    "32, 64, 96 or 128",
+)];
+
+/// The rule data of `is_valid_s3dmx1_quant`.
+pub const Q_TABLE: GateTable = GateTable {
+    fields: &[Q_GEOMETRY],
+    dtypes: &[],
+};
 
 /// `is_valid_s3dmx1_quant`: QuantizeMx 0xE3 (DVE, v4+).
 pub fn is_valid_s3dmx1_quant<S: Sink>(ck: &mut Ck<S>) {
@@ -162,13 +192,7 @@ pub fn is_valid_s3dmx1_quant<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    let parts = ck.get(Q_SRC_PARTITIONS);
-    ck.check(
-        matches!(parts, 32 | 64 | 96 | 128),
-        &QUANT_SRC_PARTITIONS,
-        Q_SRC_PARTITIONS,
-        Allowed::Text("32, 64, 96 or 128"),
-    );
+    check(ck, Q_GEOMETRY);
     addr::tensor_valid(ck, Q_SRC, 3, src, Placement::READ_ANY);
     addr::start_addr_active_channels(ck, Q_SRC, Q_SRC_PARTITIONS);
     addr::mxmem1d_valid(ck, Q_DST, out, Placement::WRITE_ANY);

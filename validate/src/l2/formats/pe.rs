@@ -11,9 +11,11 @@ use tpbsim_isa::Gen;
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::super::table::{check, FieldRule, GateTable};
 use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use tpbsim_isa::spec::ByteSet;
 
 // ---- fields shared by S3_LW / S3D3_MM ----
 
@@ -200,14 +202,11 @@ pub fn row_group_and_sbuf_quadrant<S: Sink>(ck: &mut Ck<S>, src: Operand) {
         return;
     };
     quadrant_reach(ck, src, base, span, &VALID_MM_SBUF_QUADRANT, false);
-    let rows = ck.get(NUM_ACTIVE_ROWS);
-    ck.check(
-        (1..=128).contains(&rows),
-        &NUM_ACTIVE_ROWS_RANGE,
-        NUM_ACTIVE_ROWS,
-        Allowed::Text("1..=128"),
-    );
+    check(ck, ROWS);
 }
+
+/// `valid_num_active_rows`, checked once the row group is valid.
+pub const ROWS: &[FieldRule] = &[FieldRule::count(&NUM_ACTIVE_ROWS_RANGE, NUM_ACTIVE_ROWS)];
 
 /// `valid_mm_psum_quadrant` for the PSUM destination `dst` and the column group.
 pub fn psum_quadrant<S: Sink>(ck: &mut Ck<S>, dst: Operand) {
@@ -271,13 +270,21 @@ fn xbus<S: Sink>(ck: &mut Ck<S>, rule: &'static super::super::rule::Rule) {
     }
 }
 
+/// LdWeights enum stage: `perf_opt` before v4 (on v4 the byte is the dual-FP8 selector).
+pub const LW_ENUMS: &[FieldRule] =
+    &[FieldRule::set(&PERF_OPT_ENUM, PERF_OPT, enums::PERF_OPT_MODE, "0..=3").until(Gen::V3)];
+
+/// The rule data of `is_valid_s3_lw`.
+pub const LW_TABLE: GateTable = GateTable {
+    fields: &[LW_ENUMS, ROWS],
+    dtypes: &[],
+};
+
 /// `is_valid_s3_lw`: LdWeights 0x01.
 pub fn is_valid_s3_lw<S: Sink>(ck: &mut Ck<S>) {
     let gen = ck.gen;
     // (3) per-field enums
-    if gen != Gen::V4 {
-        enum_check(ck, &PERF_OPT_ENUM, PERF_OPT, enums::PERF_OPT_MODE, "0..=3");
-    }
+    check(ck, LW_ENUMS);
     if gen == Gen::V4 {
         lw_flags(ck);
     }
@@ -426,32 +433,7 @@ pub fn s3_lw_dual_fp8_restrictions<S: Sink>(ck: &mut Ck<S>) {
 pub fn is_valid_s3d3_mm<S: Sink>(ck: &mut Ck<S>) {
     let gen = ck.gen;
     // (3) enums
-    enum_check(
-        ck,
-        &PE_FP32MODE_ENUM,
-        FP32_MODE,
-        enums::PE_FP32MODE,
-        "0..=3",
-    );
-    enum_check(ck, &PERF_OPT_ENUM, PERF_OPT, enums::PERF_OPT_MODE, "0..=3");
-    enum_check(
-        ck,
-        &MM_PSUM_FLAGS,
-        PSUM_ACC,
-        enums::psum_accumulate_flags(gen),
-        accumulate_text(gen),
-    );
-    enum_check(
-        ck,
-        &MM_ZERO_REGION,
-        ZERO_REGION,
-        enums::psum_zero_region(gen),
-        if gen == Gen::V4 {
-            "0..=3"
-        } else {
-            "0 (SIZE2048)"
-        },
-    );
+    check(ck, MM_ENUMS);
     if gen == Gen::V4 {
         let f = ck.get(MM_FLAGS) as u8;
         let seed = (f >> 2) & 3;
@@ -526,12 +508,45 @@ pub fn is_valid_s3d3_mm<S: Sink>(ck: &mut Ck<S>) {
     }
 }
 
-const fn accumulate_text(gen: Gen) -> &'static str {
-    match gen {
-        Gen::V2 | Gen::V3 => "0, 1, 2 or 3",
-        _ => "0, 1, 2, 3, 4 or 6 (START with ACCUMULATE is illegal)",
-    }
-}
+/// Matmul / MatmulSparse enum stage.
+pub const MM_ENUMS: &[FieldRule] = &[
+    FieldRule::set(&PE_FP32MODE_ENUM, FP32_MODE, enums::PE_FP32MODE, "0..=3"),
+    FieldRule::set(&PERF_OPT_ENUM, PERF_OPT, enums::PERF_OPT_MODE, "0..=3"),
+    FieldRule::per_gen(
+        &MM_PSUM_FLAGS,
+        PSUM_ACC,
+        enums::psum_accumulate_flags,
+        "0, 1, 2 or 3",
+    )
+    .until(Gen::V3),
+    FieldRule::per_gen(
+        &MM_PSUM_FLAGS,
+        PSUM_ACC,
+        enums::psum_accumulate_flags,
+        "0, 1, 2, 3, 4 or 6 (START with ACCUMULATE is illegal)",
+    )
+    .from(Gen::V4),
+    FieldRule::per_gen(
+        &MM_ZERO_REGION,
+        ZERO_REGION,
+        enums::psum_zero_region,
+        "0 (SIZE2048)",
+    )
+    .until(Gen::V3),
+    FieldRule::per_gen(
+        &MM_ZERO_REGION,
+        ZERO_REGION,
+        enums::psum_zero_region,
+        "0..=3",
+    )
+    .from(Gen::V4),
+];
+
+/// The rule data of `is_valid_s3d3_mm`.
+pub const MM_TABLE: GateTable = GateTable {
+    fields: &[MM_ENUMS, ROWS],
+    dtypes: &[],
+};
 
 /// The matmul PSUM destination: v4 `mm_dst_mem3d_valid_nc_v4` (PSUM, tag 4..11); v2/v3 FP32
 /// (UINT32 for a UINT8 input).
@@ -573,35 +588,19 @@ pub const SPARSE_SRC: Operand = Operand::at(loc::matmul_sparse::SRC);
 /// `out_dtype` of S4D3_MM.
 pub const SPARSE_OUT_DTYPE: Field = Field::at(loc::matmul_sparse::OUT_DTYPE);
 
+/// MatmulSparse uses every column group.
+pub const SPARSE_COL_GRP: &[FieldRule] = &[FieldRule::eq(&S4D3_MM_COL_GRP, COL_GRP, 0xF)];
+
+/// The rule data of `is_valid_s4d3_mm`.
+pub const SPARSE_TABLE: GateTable = GateTable {
+    fields: &[MM_ENUMS, SPARSE_COL_GRP, ROWS],
+    dtypes: &[],
+};
+
 /// `is_valid_s4d3_mm`: MatmulSparse 0x07 (v3+).
 pub fn is_valid_s4d3_mm<S: Sink>(ck: &mut Ck<S>) {
     let gen = ck.gen;
-    enum_check(
-        ck,
-        &PE_FP32MODE_ENUM,
-        FP32_MODE,
-        enums::PE_FP32MODE,
-        "0..=3",
-    );
-    enum_check(ck, &PERF_OPT_ENUM, PERF_OPT, enums::PERF_OPT_MODE, "0..=3");
-    enum_check(
-        ck,
-        &MM_PSUM_FLAGS,
-        PSUM_ACC,
-        enums::psum_accumulate_flags(gen),
-        accumulate_text(gen),
-    );
-    enum_check(
-        ck,
-        &MM_ZERO_REGION,
-        ZERO_REGION,
-        enums::psum_zero_region(gen),
-        if gen == Gen::V4 {
-            "0..=3"
-        } else {
-            "0 (SIZE2048)"
-        },
-    );
+    check(ck, MM_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
@@ -648,12 +647,7 @@ pub fn is_valid_s4d3_mm<S: Sink>(ck: &mut Ck<S>) {
     } else {
         addr::tensor_valid(ck, DST, 3, dtype::FP32, Placement::WRITE_PSUM);
     }
-    ck.check(
-        ck.get(COL_GRP) == 0xF,
-        &S4D3_MM_COL_GRP,
-        COL_GRP,
-        Allowed::Eq(0xF),
-    );
+    check(ck, SPARSE_COL_GRP);
     col_group_active_columns(ck);
     row_group_and_sbuf_quadrant(ck, SPARSE_SRC);
 }

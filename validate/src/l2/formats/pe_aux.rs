@@ -7,10 +7,11 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::ByteSet;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::{spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 rule!(LT_GROUPS, "is_valid_s3_lt.groups", Format,
     public "isa-facts §4.1 (LdTags col_grp derived from the row group: 1, 3, 15 → 0; 2 → 4; 4, 12 → 8; 8 → 0x0C; other row groups invalid)",
@@ -42,29 +43,41 @@ pub const fn lt_col_group(row: u8) -> Option<u8> {
     }
 }
 
+/// LdTags dtype stage.
+pub const LT_DTYPES: &[DtypeRule] = &[DtypeRule::byte(LT_DTYPE, DtypeOpts::PLAIN)];
+
+/// LdTags enum stage: the row groups with a column group (the column group's tie to the row
+/// group stays procedural).
+pub const LT_ENUMS: &[FieldRule] = &[FieldRule::set(
+    &LT_GROUPS,
+    LT_ROW_GRP,
+    ByteSet::of(&[1, 2, 3, 4, 8, 12, 15]),
+    "1, 2, 3, 4, 8, 12 or 15",
+)];
+
+/// The rule data of `is_valid_s3_lt`.
+pub const LT_TABLE: GateTable = GateTable {
+    fields: &[LT_ENUMS],
+    dtypes: &[LT_DTYPES],
+};
+
 /// `is_valid_s3_lt`: LdTags 0x06.
 pub fn is_valid_s3_lt<S: Sink>(ck: &mut Ck<S>) {
-    let row = ck.get(LT_ROW_GRP) as u8;
-    match lt_col_group(row) {
-        None => ck.fail(
-            &LT_GROUPS,
-            LT_ROW_GRP,
-            row as u64,
-            Allowed::Text("1, 2, 3, 4, 8, 12 or 15"),
-        ),
-        Some(c) => ck.check(
+    check(ck, LT_ENUMS);
+    if let Some(c) = lt_col_group(ck.get(LT_ROW_GRP) as u8) {
+        ck.check(
             ck.get(LT_COL_GRP) == c as u64,
             &LT_GROUPS,
             LT_COL_GRP,
             Allowed::Eq(c as u64),
-        ),
+        );
     }
     spec_reserved(ck);
     if ck.done() {
         return;
     }
     let dt = ck.get(LT_DTYPE) as u8;
-    dtype_check(ck, LT_DTYPE, dt, DtypeOpts::PLAIN);
+    check_dtypes(ck, LT_DTYPES);
     if ck.done() {
         return;
     }
@@ -92,21 +105,31 @@ const SEED_PLACEMENT: Placement = Placement {
     write: false,
 };
 
+/// PE_MANAGE_SEED enum stage.
+pub const SEED_ENUMS: &[FieldRule] = &[FieldRule::set(
+    &SEED_MODE,
+    SEED_MODE_F,
+    ByteSet::range(0, 2),
+    "NONE 0, LOAD 1 or SAVE 2",
+)];
+/// PE_MANAGE_SEED dtype stage.
+pub const SEED_DTYPES: &[DtypeRule] = &[DtypeRule::byte(SEED_ID_DTYPE, DtypeOpts::PLAIN)];
+
+/// The rule data of `is_valid_pe_manage_seed`.
+pub const SEED_TABLE: GateTable = GateTable {
+    fields: &[SEED_ENUMS],
+    dtypes: &[SEED_DTYPES],
+};
+
 /// `is_valid_pe_manage_seed`: PE_MANAGE_SEED 0x08 (v4).
 pub fn is_valid_pe_manage_seed<S: Sink>(ck: &mut Ck<S>) {
-    enum_check(
-        ck,
-        &SEED_MODE,
-        SEED_MODE_F,
-        ByteSet::range(0, 2),
-        "NONE 0, LOAD 1 or SAVE 2",
-    );
+    check(ck, SEED_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
     }
     let dt = ck.get(SEED_ID_DTYPE) as u8;
-    dtype_check(ck, SEED_ID_DTYPE, dt, DtypeOpts::PLAIN);
+    check_dtypes(ck, SEED_DTYPES);
     if ck.done() {
         return;
     }

@@ -10,14 +10,16 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Rule, Sink};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
 use super::act2::ALU_OP_ENUM;
 use super::{
-    active_channels, dtype_check, enum_check, flag, float_finite, pool_no_psum, spec_reserved,
+    active_channels, active_channels_row, flag_row, float_finite, pool_no_psum, spec_reserved,
     DtypeOpts,
 };
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 /// `is_valid_dtype_64`: 64-bit dtypes allowed, FP32R not.
 const B64: DtypeOpts = DtypeOpts {
@@ -86,6 +88,12 @@ pub const MS_NUM: Field = Field::at(loc::memset::NUM_ACTIVE_CHANNELS);
 /// Memset destination.
 pub const MS_DST: Operand = Operand::at(loc::memset::DST);
 
+/// The rule data of `is_valid_memset` (evaluated by [`fill_gate`]).
+pub const MS_TABLE: GateTable = GateTable {
+    fields: &[&[active_channels_row(MS_NUM)]],
+    dtypes: &[&[DtypeRule::byte(MS_DTYPE, B64)]],
+};
+
 /// `is_valid_memset`: Memset 0x49 (compiler layout, family C).
 pub fn is_valid_memset<S: Sink>(ck: &mut Ck<S>) {
     fill_gate(
@@ -112,7 +120,7 @@ fn fill_gate<S: Sink>(
         return;
     }
     let dt = ck.get(dtype) as u8;
-    dtype_check(ck, dtype, dt, B64);
+    check_dtypes(ck, &[DtypeRule::byte(dtype, B64)]);
     if ck.done() {
         return;
     }
@@ -133,6 +141,12 @@ pub const IOTA_OUT: Field = Field::at(loc::iota::OUT_DTYPE);
 pub const IOTA_NUM: Field = Field::at(loc::memset::NUM_ACTIVE_CHANNELS);
 /// Iota destination.
 pub const IOTA_DST: Operand = Operand::at(loc::memset::DST);
+
+/// The rule data of `is_valid_iota` (evaluated by [`fill_gate`]).
+pub const IOTA_TABLE: GateTable = GateTable {
+    fields: &[&[active_channels_row(IOTA_NUM)]],
+    dtypes: &[&[DtypeRule::byte(IOTA_OUT, B64)]],
+};
 
 /// `is_valid_iota`: Iota 0x7E (compiler layout, family C).
 pub fn is_valid_iota<S: Sink>(ck: &mut Ck<S>) {
@@ -167,19 +181,32 @@ fn shape_from_register(word: u32) -> bool {
     word & 0x4000_0000 != 0
 }
 
-/// `is_valid_tensor_dequantize`: TensorDequantize 0x7B (v3+).
-pub fn is_valid_tensor_dequantize<S: Sink>(ck: &mut Ck<S>) {
-    let fmt = ck.get(DQ_FMT_F) as u8;
-    let group = ck.get(DQ_GROUP_F) as u8;
-    enum_check(
-        ck,
+/// TensorDequantize enum stage.
+pub const DQ_ENUMS: &[FieldRule] = &[
+    FieldRule::set(
         &DQ_FMT,
         DQ_FMT_F,
         ByteSet::range(1, 4),
         "1..=4 (INVALID 0 rejected)",
-    );
-    let group_ok = group == 0 || group == 8;
-    ck.check(group_ok, &DQ_GROUP, DQ_GROUP_F, Allowed::Text("0 or 8"));
+    ),
+    FieldRule::set(&DQ_GROUP, DQ_GROUP_F, ByteSet::of(&[0, 8]), "0 or 8"),
+];
+/// TensorDequantize dtypes: the UINT32 transport container.
+pub const DQ_DTYPES: &[FieldRule] = &[
+    FieldRule::eq(&DQ_DTYPE, DQ_IN, dtype::UINT32 as u64),
+    FieldRule::eq(&DQ_DTYPE, DQ_OUT, dtype::UINT32 as u64),
+];
+/// The rule data of `is_valid_tensor_dequantize`.
+pub const DQ_TABLE: GateTable = GateTable {
+    fields: &[DQ_ENUMS, DQ_DTYPES, &[active_channels_row(DQ_NUM)]],
+    dtypes: &[],
+};
+
+/// `is_valid_tensor_dequantize`: TensorDequantize 0x7B (v3+).
+pub fn is_valid_tensor_dequantize<S: Sink>(ck: &mut Ck<S>) {
+    let fmt = ck.get(DQ_FMT_F) as u8;
+    let group = ck.get(DQ_GROUP_F) as u8;
+    check(ck, DQ_ENUMS);
     if group == 8 && fmt == 4 {
         ck.fail(
             &DQ_FMT_GROUP,
@@ -192,15 +219,7 @@ pub fn is_valid_tensor_dequantize<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    for f in [DQ_IN, DQ_OUT] {
-        let v = ck.get(f);
-        ck.check(
-            v == dtype::UINT32 as u64,
-            &DQ_DTYPE,
-            f,
-            Allowed::Eq(dtype::UINT32 as u64),
-        );
-    }
+    check(ck, DQ_DTYPES);
     if ck.done() {
         return;
     }
@@ -246,21 +265,29 @@ pub const CPS_OUT: Field = Field::at(loc::copy_pred_scalar::OUT_DTYPE);
 /// Mask.
 pub const CPS_MASK: Operand = Operand::at(loc::copy_pred_scalar::MASK);
 
+/// CopyPredicatedScalar enum stage.
+pub const CPS_ENUMS: &[FieldRule] = &[flag_row(CPS_FILL)];
+/// CopyPredicatedScalar dtype stage.
+pub const CPS_DTYPES: &[DtypeRule] = &[
+    DtypeRule::byte(CPS_MASK_DT, DtypeOpts::PLAIN),
+    DtypeRule::byte(CPS_SRC_DT, DtypeOpts::PLAIN),
+    DtypeRule::byte(CPS_OUT, DtypeOpts::PLAIN),
+];
+/// The rule data of `is_valid_s3d3_cp_pred_scalar`.
+pub const CPS_TABLE: GateTable = GateTable {
+    fields: &[CPS_ENUMS, &[active_channels_row(CPS_NUM)]],
+    dtypes: &[CPS_DTYPES],
+};
+
 /// `is_valid_s3d3_cp_pred_scalar`: CopyPredicatedScalar 0xE8 (compiler layout).
 pub fn is_valid_s3d3_cp_pred_scalar<S: Sink>(ck: &mut Ck<S>) {
-    flag(ck, CPS_FILL);
+    check(ck, CPS_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
     }
-    let (m, s, o) = (
-        ck.get(CPS_MASK_DT) as u8,
-        ck.get(CPS_SRC_DT) as u8,
-        ck.get(CPS_OUT) as u8,
-    );
-    dtype_check(ck, CPS_MASK_DT, m, DtypeOpts::PLAIN);
-    dtype_check(ck, CPS_SRC_DT, s, DtypeOpts::PLAIN);
-    dtype_check(ck, CPS_OUT, o, DtypeOpts::PLAIN);
+    let (m, o) = (ck.get(CPS_MASK_DT) as u8, ck.get(CPS_OUT) as u8);
+    check_dtypes(ck, CPS_DTYPES);
     if ck.done() {
         return;
     }
@@ -325,25 +352,37 @@ fn stt_operands<S: Sink>(ck: &mut Ck<S>, d0: u8, d1: u8, out: u8, imm_dt: u8) {
     pool_no_psum(ck, &[STT_SRC1]);
 }
 
-/// `is_valid_select_reduce`: SelectReduce 0xEA (predicate src0, data src1).
-pub fn is_valid_select_reduce<S: Sink>(ck: &mut Ck<S>) {
-    let r = &SR_OPS;
-    ck.check(ck.get(STT_OP0) == 0, r, STT_OP0, Allowed::Eq(0));
-    ck.check(
-        ck.get(STT_OP1) == enums::MAX as u64,
-        r,
-        STT_OP1,
-        Allowed::Eq(enums::MAX as u64),
-    );
-    enum_check(ck, r, STT_REV, ByteSet::range(0, 1), "NONE 0 or FIRST 1");
-    enum_check(ck, r, STT_ACC_F, ByteSet::of(&[0, 2, 3]), "0, 2 or 3");
-    enum_check(
-        ck,
+/// SelectReduce enum stage.
+pub const SR_ENUMS: &[FieldRule] = &[
+    FieldRule::eq(&SR_OPS, STT_OP0, 0),
+    FieldRule::eq(&SR_OPS, STT_OP1, enums::MAX as u64),
+    FieldRule::set(&SR_OPS, STT_REV, ByteSet::range(0, 1), "NONE 0 or FIRST 1"),
+    FieldRule::set(&SR_OPS, STT_ACC_F, ByteSet::of(&[0, 2, 3]), "0, 2 or 3"),
+    FieldRule::set(
         &super::act::IMM_SRC_ENUM,
         STT_IMM0_SRC,
         enums::IMM_SRC,
         "0..=2",
-    );
+    ),
+];
+/// The S2S2D2_STT dtype stage shared by SelectReduce and ScalarTensorTensor.
+pub const STT_DTYPES: &[DtypeRule] = &[
+    DtypeRule::nibble(STT_IN0, false, DtypeOpts::PLAIN),
+    DtypeRule::nibble(STT_IN1, true, DtypeOpts::PLAIN),
+    DtypeRule::byte(STT_OUT, DtypeOpts::FP32R),
+];
+/// SelectReduce's immediate is FP32.
+pub const SR_IMM_DTYPE: &[FieldRule] =
+    &[FieldRule::eq(&SR_DTYPES, STT_IMM0_DT, dtype::FP32 as u64)];
+/// The rule data of `is_valid_select_reduce`.
+pub const SR_TABLE: GateTable = GateTable {
+    fields: &[SR_ENUMS, SR_IMM_DTYPE, &[active_channels_row(STT_NUM)]],
+    dtypes: &[STT_DTYPES],
+};
+
+/// `is_valid_select_reduce`: SelectReduce 0xEA (predicate src0, data src1).
+pub fn is_valid_select_reduce<S: Sink>(ck: &mut Ck<S>) {
+    check(ck, SR_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
@@ -351,9 +390,7 @@ pub fn is_valid_select_reduce<S: Sink>(ck: &mut Ck<S>) {
     let pair = ck.u8(40);
     let (m, d, o) = (pair & 0xF, pair >> 4, ck.get(STT_OUT) as u8);
     let imm_dt = ck.get(STT_IMM0_DT) as u8;
-    dtype_check(ck, STT_IN0, m, DtypeOpts::PLAIN);
-    dtype_check(ck, STT_IN1, d, DtypeOpts::PLAIN);
-    dtype_check(ck, STT_OUT, o, DtypeOpts::FP32R);
+    check_dtypes(ck, STT_DTYPES);
     if ck.done() {
         return;
     }
@@ -369,12 +406,7 @@ pub fn is_valid_select_reduce<S: Sink>(ck: &mut Ck<S>) {
         STT_IN1,
         Allowed::Text("data that is not a 32-bit integer"),
     );
-    ck.check(
-        imm_dt == dtype::FP32,
-        &SR_DTYPES,
-        STT_IMM0_DT,
-        Allowed::Eq(dtype::FP32 as u64),
-    );
+    check(ck, SR_IMM_DTYPE);
     stt_operands(ck, m, d, o, imm_dt);
 }
 
@@ -386,46 +418,83 @@ fn is_int32_or_narrower(d: u8) -> bool {
     )
 }
 
-/// `is_valid_s2s2d2_stt`: ScalarTensorTensor 0x9D (arith) / 0x9E (bitvec) and
-/// TensorTensorScan 0xE5.
-pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
-    let opcode = ck.u8(0);
-    let bitvec = opcode == 0x9E;
-    // 0x9D and the scan 0xE5 take `is_general_arith_op`, 0x9E `is_general_bitvec_op`
-    // (G firmware/kernels/scalar-tensor-tensor.md, tensor-tensor-scan.md).
-    let (set, text) = if bitvec {
-        (enums::GENERAL_BITVEC, "a general bitvec op")
-    } else {
-        (
-            enums::general_arith(ck.gen),
-            "a general arith op of this generation",
-        )
-    };
-    enum_check(ck, &ALU_OP_ENUM, STT_OP0, set, text);
-    enum_check(ck, &ALU_OP_ENUM, STT_OP1, set, text);
-    super::alu_pool_only(ck, STT_OP0);
-    super::alu_pool_only(ck, STT_OP1);
-    ck.check(ck.get(STT_REV) <= 3, &STT_REVERSE, STT_REV, Allowed::Max(3));
-    enum_check(
-        ck,
+/// The bitvec ScalarTensorTensor.
+const STT_BITVEC: &[u8] = &[0x9E];
+/// The forms that run with an IDLE accumulator: the bitvec form and the scan (no
+/// cross-instruction carry).
+const STT_IDLE: &[u8] = &[0x9E, 0xE5];
+
+/// ScalarTensorTensor enum stage: 0x9D and the scan 0xE5 take `is_general_arith_op`, 0x9E
+/// `is_general_bitvec_op` (G firmware/kernels/scalar-tensor-tensor.md, tensor-tensor-scan.md).
+pub const STT_ENUMS: &[FieldRule] = &[
+    FieldRule::set(
+        &ALU_OP_ENUM,
+        STT_OP0,
+        enums::GENERAL_BITVEC,
+        "a general bitvec op",
+    )
+    .only(STT_BITVEC),
+    FieldRule::per_gen(
+        &ALU_OP_ENUM,
+        STT_OP0,
+        enums::general_arith,
+        "a general arith op of this generation",
+    )
+    .except(STT_BITVEC),
+    FieldRule::set(
+        &ALU_OP_ENUM,
+        STT_OP1,
+        enums::GENERAL_BITVEC,
+        "a general bitvec op",
+    )
+    .only(STT_BITVEC),
+    FieldRule::per_gen(
+        &ALU_OP_ENUM,
+        STT_OP1,
+        enums::general_arith,
+        "a general arith op of this generation",
+    )
+    .except(STT_BITVEC),
+];
+/// ScalarTensorTensor, after the Pool-only op check.
+pub const STT_LATE: &[FieldRule] = &[
+    FieldRule::max(&STT_REVERSE, STT_REV, 3),
+    FieldRule::set(
         &super::act::IMM_SRC_ENUM,
         STT_IMM0_SRC,
         enums::IMM_SRC,
         "0..=2",
-    );
-    // The bitvec form and the scan (no cross-instruction carry) run with IDLE only.
-    let acc = if bitvec || opcode == 0xE5 {
-        ByteSet::of(&[0])
-    } else {
-        enums::ACCUM_CMD
-    };
-    enum_check(
-        ck,
+    ),
+    FieldRule::set(
         &STT_ACC,
         STT_ACC_F,
-        acc,
+        ByteSet::of(&[0]),
         "ACCUM_CMD (IDLE for the bitvec form and the scan)",
-    );
+    )
+    .only(STT_IDLE),
+    FieldRule::set(
+        &STT_ACC,
+        STT_ACC_F,
+        enums::ACCUM_CMD,
+        "ACCUM_CMD (IDLE for the bitvec form and the scan)",
+    )
+    .except(STT_IDLE),
+];
+/// ScalarTensorTensor's immediate dtype.
+pub const STT_IMM_DTYPE: &[DtypeRule] = &[DtypeRule::byte(STT_IMM0_DT, DtypeOpts::PLAIN)];
+/// The rule data of `is_valid_s2s2d2_stt`.
+pub const STT_TABLE: GateTable = GateTable {
+    fields: &[STT_ENUMS, STT_LATE, &[active_channels_row(STT_NUM)]],
+    dtypes: &[STT_DTYPES, STT_IMM_DTYPE],
+};
+
+/// `is_valid_s2s2d2_stt`: ScalarTensorTensor 0x9D (arith) / 0x9E (bitvec) and
+/// TensorTensorScan 0xE5.
+pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
+    check(ck, STT_ENUMS);
+    super::alu_pool_only(ck, STT_OP0);
+    super::alu_pool_only(ck, STT_OP1);
+    check(ck, STT_LATE);
     spec_reserved(ck);
     if ck.done() {
         return;
@@ -437,10 +506,8 @@ pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
         ck.get(STT_OUT) as u8,
         ck.get(STT_IMM0_DT) as u8,
     );
-    dtype_check(ck, STT_IN0, a, DtypeOpts::PLAIN);
-    dtype_check(ck, STT_IN1, b, DtypeOpts::PLAIN);
-    dtype_check(ck, STT_OUT, o, DtypeOpts::FP32R);
-    dtype_check(ck, STT_IMM0_DT, sc, DtypeOpts::PLAIN);
+    check_dtypes(ck, STT_DTYPES);
+    check_dtypes(ck, STT_IMM_DTYPE);
     if ck.done() {
         return;
     }
@@ -474,19 +541,42 @@ rule!(TSS_RULE, "is_valid_s3d3_ts_select", Format,
     public "G firmware/kernels/ts-select.md (header S3D3_TS_SELECT: reversed_pred 0 or 1; pred_dtype an integer of dtype's width; an instruction predicate is 0 or 1)",
     "TensorScalarSelect: reversed_pred 0/1, an integer pred_dtype as wide as dtype, an instruction predicate 0 or 1");
 
+/// TensorScalarSelect enum stage.
+pub const TSS_ENUMS: &[FieldRule] = &[
+    FieldRule::set(&TSS_RULE, TSS_REV, ByteSet::range(0, 1), "0 or 1"),
+    FieldRule::set(
+        &super::act::IMM_SRC_ENUM,
+        TSS_IMM_SRC,
+        enums::IMM_SRC,
+        "0..=2",
+    ),
+    FieldRule::set(
+        &super::act::IMM_SRC_ENUM,
+        TSS_PRED_SRC,
+        enums::IMM_SRC,
+        "0..=2",
+    ),
+];
+/// TensorScalarSelect dtype stage.
+pub const TSS_DTYPES: &[DtypeRule] = &[
+    DtypeRule::byte(TSS_DTYPE, B64),
+    DtypeRule::byte(TSS_PRED_DT, B64),
+];
+/// The rule data of `is_valid_s3d3_ts_select`.
+pub const TSS_TABLE: GateTable = GateTable {
+    fields: &[TSS_ENUMS, &[active_channels_row(TSS_NUM)]],
+    dtypes: &[TSS_DTYPES],
+};
+
 /// `is_valid_s3d3_ts_select`: TensorScalarSelect 0x98.
 pub fn is_valid_s3d3_ts_select<S: Sink>(ck: &mut Ck<S>) {
-    enum_check(ck, &TSS_RULE, TSS_REV, ByteSet::range(0, 1), "0 or 1");
-    for f in [TSS_IMM_SRC, TSS_PRED_SRC] {
-        enum_check(ck, &super::act::IMM_SRC_ENUM, f, enums::IMM_SRC, "0..=2");
-    }
+    check(ck, TSS_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
     }
     let (d, p) = (ck.get(TSS_DTYPE) as u8, ck.get(TSS_PRED_DT) as u8);
-    dtype_check(ck, TSS_DTYPE, d, B64);
-    dtype_check(ck, TSS_PRED_DT, p, B64);
+    check_dtypes(ck, TSS_DTYPES);
     if ck.done() {
         return;
     }
@@ -536,31 +626,55 @@ rule!(AS_MASK_NUM, "is_valid_s2d2_ts_as.mask_num", Format,
     project "the DATA4D mask ramp's counts follow the access-pattern rule (a count of 0 is illegal)",
     "every mask_num count is non-zero");
 
+/// AffineSelect enum stage.
+pub const AS_ENUMS: &[FieldRule] = &[FieldRule::set(
+    &AS_CMP_ENUM,
+    AS_FILL_MODE,
+    ByteSet::range(0, 3),
+    "0..=3",
+)];
+/// AffineSelect dtype stage.
+pub const AS_DTYPES: &[DtypeRule] = &[
+    DtypeRule::nibble(AS_IN, false, DtypeOpts::PLAIN),
+    DtypeRule::nibble(AS_OUT, true, DtypeOpts::FP32R),
+];
+/// A non-zero count of the mask ramp.
+const fn mask_num(name: &'static str, k: u8) -> FieldRule {
+    FieldRule::range(
+        &AS_MASK_NUM,
+        Field::new(name, 28 + 2 * k, 2),
+        1,
+        0xFFFF,
+        Allowed::Min(1),
+    )
+}
+/// AffineSelect: the mask ramp's counts.
+pub const AS_MASK: &[FieldRule] = &[
+    mask_num("mask_num[0]", 0),
+    mask_num("mask_num[1]", 1),
+    mask_num("mask_num[2]", 2),
+    mask_num("mask_num[3]", 3),
+];
+/// The rule data of `is_valid_s2d2_ts_as`.
+pub const AS_TABLE: GateTable = GateTable {
+    fields: &[AS_ENUMS, AS_MASK, &[active_channels_row(AS_NUM)]],
+    dtypes: &[AS_DTYPES],
+};
+
 /// `is_valid_s2d2_ts_as`: TensorScalarAffineSelect 0x92.
 pub fn is_valid_s2d2_ts_as<S: Sink>(ck: &mut Ck<S>) {
-    enum_check(
-        ck,
-        &AS_CMP_ENUM,
-        AS_FILL_MODE,
-        ByteSet::range(0, 3),
-        "0..=3",
-    );
+    check(ck, AS_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
     }
     let pair = ck.u8(13);
     let (i, o) = (pair & 0xF, pair >> 4);
-    dtype_check(ck, AS_IN, i, DtypeOpts::PLAIN);
-    dtype_check(ck, AS_OUT, o, DtypeOpts::FP32R);
+    check_dtypes(ck, AS_DTYPES);
     if ck.done() {
         return;
     }
-    const NUM_NAMES: [&str; 4] = ["mask_num[0]", "mask_num[1]", "mask_num[2]", "mask_num[3]"];
-    for (k, name) in NUM_NAMES.iter().enumerate() {
-        let f = Field::new(name, 28 + 2 * k as u8, 2);
-        ck.check(ck.get(f) != 0, &AS_MASK_NUM, f, Allowed::Min(1));
-    }
+    check(ck, AS_MASK);
     in_out(ck, (AS_SRC, 2, i), (AS_DST, 2, o), AS_NUM);
 }
 
@@ -583,16 +697,33 @@ pub const PL_SCALE: Field = Field::at(loc::pool::SCALE);
 /// Destination.
 pub const PL_DST: Operand = Operand::at(loc::memset::DST);
 
+/// Pool enum stage.
+pub const PL_ENUMS: &[FieldRule] = &[FieldRule::set(
+    &POOL_TYPE_ENUM,
+    PL_TYPE,
+    ByteSet::range(0, 2),
+    "0..=2",
+)];
+/// Pool dtype stage.
+pub const PL_DTYPES: &[DtypeRule] = &[
+    DtypeRule::byte(PL_IN, DtypeOpts::PLAIN),
+    DtypeRule::byte(PL_OUT, DtypeOpts::FP32R),
+];
+/// The rule data of `is_valid_s4d4_pl`.
+pub const PL_TABLE: GateTable = GateTable {
+    fields: &[PL_ENUMS, &[active_channels_row(PL_NUM)]],
+    dtypes: &[PL_DTYPES],
+};
+
 /// `is_valid_s4d4_pl`: Pool 0x45 / MaxPoolSelect 0x58.
 pub fn is_valid_s4d4_pl<S: Sink>(ck: &mut Ck<S>) {
-    enum_check(ck, &POOL_TYPE_ENUM, PL_TYPE, ByteSet::range(0, 2), "0..=2");
+    check(ck, PL_ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
     }
     let (i, o) = (ck.get(PL_IN) as u8, ck.get(PL_OUT) as u8);
-    dtype_check(ck, PL_IN, i, DtypeOpts::PLAIN);
-    dtype_check(ck, PL_OUT, o, DtypeOpts::FP32R);
+    check_dtypes(ck, PL_DTYPES);
     if ck.done() {
         return;
     }

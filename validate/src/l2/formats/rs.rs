@@ -3,10 +3,12 @@
 //! Layout and the published sub-checks: isa-facts §4.3 (G firmware/kernels/rangeselect.md).
 
 use super::super::addr::{self, Operand, Placement};
-use super::super::enums::{self, ByteSet};
+use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{dtype_check, enum_check, float_finite, spec_reserved, DtypeOpts};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::{float_finite, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 /// Active partitions.
 pub const NUM: Field = Field::at(loc::range_select::NUM_ACTIVE_PARTITIONS);
@@ -37,35 +39,45 @@ rule!(RS_FIELDS, "is_valid_s2d2_rs", Format,
     public "isa-facts §4.3 (RangeSelect: reduce_op MAX, fill -FLT_MAX, comparison ops IS_EQ..IS_LT, base <= 2^24)",
     "RangeSelect: reduce_cmd in REDUCE_CMD, reduce_op MAX, fill_val 0xFF7FFFFF, comparisons 0x12..=0x16, bound sources IMM_SRC, |base| <= 2^24");
 
+/// The comparison ops a bound test may use: IS_EQ..IS_LT.
+const CMP: ByteSet = ByteSet::range(0x12, 0x16);
+
+/// Enum stage.
+pub const ENUMS: &[FieldRule] = &[
+    FieldRule::set(&RS_FIELDS, REDUCE_CMD, enums::REDUCE_CMD, "0..=3"),
+    FieldRule::eq(&RS_FIELDS, REDUCE_OP, enums::MAX as u64),
+    FieldRule::set(&RS_FIELDS, COMP0, CMP, "IS_EQ..IS_LT (0x12..=0x16)"),
+    FieldRule::set(&RS_FIELDS, COMP1, CMP, "IS_EQ..IS_LT (0x12..=0x16)"),
+    FieldRule::set(&RS_FIELDS, BOUND0_SRC, enums::IMM_SRC, "0..=2"),
+    FieldRule::set(&RS_FIELDS, BOUND1_SRC, enums::IMM_SRC, "0..=2"),
+];
+/// Dtype stage: the pair's input (low) and output (high) nibbles.
+pub const DTYPE_ROWS: &[DtypeRule] = &[
+    DtypeRule::nibble(DTYPES, false, DtypeOpts::PLAIN),
+    DtypeRule::nibble(DTYPES, true, DtypeOpts::FP32R),
+];
+/// The fill value is -FLT_MAX.
+pub const FILL_ROWS: &[FieldRule] = &[FieldRule::eq(&RS_FIELDS, FILL, 0xFF7F_FFFF)];
+/// Geometry stage.
+pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&RS_FIELDS, NUM)];
+/// The rule data of `is_valid_s2d2_rs`.
+pub const TABLE: GateTable = GateTable {
+    fields: &[ENUMS, FILL_ROWS, GEOMETRY],
+    dtypes: &[DTYPE_ROWS],
+};
+
 /// `is_valid_s2d2_rs`.
 pub fn is_valid_s2d2_rs<S: Sink>(ck: &mut Ck<S>) {
     let r = &RS_FIELDS;
-    enum_check(ck, r, REDUCE_CMD, enums::REDUCE_CMD, "0..=3");
-    ck.check(
-        ck.get(REDUCE_OP) == enums::MAX as u64,
-        r,
-        REDUCE_OP,
-        Allowed::Eq(enums::MAX as u64),
-    );
-    let cmp = ByteSet::range(0x12, 0x16);
-    enum_check(ck, r, COMP0, cmp, "IS_EQ..IS_LT (0x12..=0x16)");
-    enum_check(ck, r, COMP1, cmp, "IS_EQ..IS_LT (0x12..=0x16)");
-    enum_check(ck, r, BOUND0_SRC, enums::IMM_SRC, "0..=2");
-    enum_check(ck, r, BOUND1_SRC, enums::IMM_SRC, "0..=2");
+    check(ck, ENUMS);
     spec_reserved(ck);
     if ck.done() {
         return;
     }
     let pair = ck.u8(13);
     let (i, o) = (pair & 0xF, pair >> 4);
-    dtype_check(ck, DTYPES, i, DtypeOpts::PLAIN);
-    dtype_check(ck, DTYPES, o, DtypeOpts::FP32R);
-    ck.check(
-        ck.get(FILL) == 0xFF7F_FFFF,
-        r,
-        FILL,
-        Allowed::Eq(0xFF7F_FFFF),
-    );
+    check_dtypes(ck, DTYPE_ROWS);
+    check(ck, FILL_ROWS);
     float_finite(ck, BASE);
     let base = f32::from_bits(ck.get(BASE) as u32);
     if base.is_finite() {
@@ -79,8 +91,7 @@ pub fn is_valid_s2d2_rs<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    let n = ck.get(NUM);
-    ck.check((1..=128).contains(&n), r, NUM, Allowed::Text("1..=128"));
+    check(ck, GEOMETRY);
     addr::tensor_valid(ck, SRC, 2, i, Placement::READ_ANY);
     addr::tensor_valid(ck, DST, 2, o, Placement::WRITE_ANY);
     addr::start_addr_active_channels(ck, SRC, NUM);

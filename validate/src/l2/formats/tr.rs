@@ -8,8 +8,9 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::enums;
-use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, spec_reserved, DtypeOpts};
+use super::super::rule::{rule, Ck, Field, Sink};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::{alu_pool_only, pool_no_psum, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 
 /// Source.
@@ -42,53 +43,64 @@ rule!(TR_NUM, "is_valid_s4d4_tr.num_active_channels", Format,
     public "isa-facts §4.3 (num_active_channels)",
     "num_active_channels is 1..=128");
 
-/// `is_valid_s4d4_tr`.
-pub fn is_valid_s4d4_tr<S: Sink>(ck: &mut Ck<S>) {
-    let gen = ck.gen;
-    let opc = ck.u8(0);
-    ck.check(ck.get(NEGATED) <= 1, &TR_NEGATED, NEGATED, Allowed::Max(1));
-    let (set, text) = match opc {
-        0x52 | 0x84 | 0x5E => (enums::GENERAL_BITVEC, "a general bitvec op"),
-        _ => (enums::alu_op(gen), "an ALU op of this generation"),
-    };
-    enum_check(ck, &TR_OP, OP, set, text);
-    alu_pool_only(ck, OP);
-    enum_check(ck, &TR_OP_DIM, OP_DIM, enums::TENSOR_SUBDIM, "0..=4");
-    spec_reserved(ck);
-    if ck.done() {
-        return;
-    }
-    let (i, o) = (ck.get(IN_DTYPE) as u8, ck.get(OUT_DTYPE) as u8);
-    dtype_check(
-        ck,
+/// The bitvec opcodes of the family.
+const BITVEC: &[u8] = &[0x52, 0x84, 0x5E];
+
+/// Enum stage: `negated`, the reduce op.
+pub const ENUMS: &[FieldRule] = &[
+    FieldRule::max(&TR_NEGATED, NEGATED, 1),
+    FieldRule::set(&TR_OP, OP, enums::GENERAL_BITVEC, "a general bitvec op").only(BITVEC),
+    FieldRule::per_gen(&TR_OP, OP, enums::alu_op, "an ALU op of this generation").except(BITVEC),
+];
+/// After the Pool-only op check: `op_dim`.
+pub const LATE: &[FieldRule] = &[FieldRule::set(
+    &TR_OP_DIM,
+    OP_DIM,
+    enums::TENSOR_SUBDIM,
+    "0..=4",
+)];
+/// Dtype stage (64-bit dtypes allowed).
+pub const DTYPES: &[DtypeRule] = &[
+    DtypeRule::byte(
         IN_DTYPE,
-        i,
         DtypeOpts {
             fp32r: false,
             b64: true,
             fp4: false,
         },
-    );
-    dtype_check(
-        ck,
+    ),
+    DtypeRule::byte(
         OUT_DTYPE,
-        o,
         DtypeOpts {
             fp32r: true,
             b64: true,
             fp4: false,
         },
-    );
+    ),
+];
+/// Geometry stage.
+pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&TR_NUM, NUM)];
+/// The rule data of `is_valid_s4d4_tr`.
+pub const TABLE: GateTable = GateTable {
+    fields: &[ENUMS, LATE, GEOMETRY],
+    dtypes: &[DTYPES],
+};
+
+/// `is_valid_s4d4_tr`.
+pub fn is_valid_s4d4_tr<S: Sink>(ck: &mut Ck<S>) {
+    check(ck, ENUMS);
+    alu_pool_only(ck, OP);
+    check(ck, LATE);
+    spec_reserved(ck);
     if ck.done() {
         return;
     }
-    let n = ck.get(NUM);
-    ck.check(
-        (1..=128).contains(&n),
-        &TR_NUM,
-        NUM,
-        Allowed::Text("1..=128"),
-    );
+    let (i, o) = (ck.get(IN_DTYPE) as u8, ck.get(OUT_DTYPE) as u8);
+    check_dtypes(ck, DTYPES);
+    if ck.done() {
+        return;
+    }
+    check(ck, GEOMETRY);
     addr::tensor_valid(ck, SRC, 4, i, Placement::READ_ANY);
     addr::tensor_valid(ck, DST, 4, o, Placement::WRITE_ANY);
     addr::start_addr_active_channels(ck, SRC, NUM);

@@ -8,7 +8,8 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::{alu_pool_only, dtype_check, enum_check, pool_no_psum, spec_reserved, DtypeOpts};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::{alu_pool_only, pool_no_psum, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 
 /// `accumulator_cmd`.
@@ -50,51 +51,78 @@ rule!(TS_NUM, "is_valid_s3d3_ts.num_active_partitions", Format,
     public "isa-facts §4.3 (num_active_partitions 1..128)",
     "num_active_partitions is 1..=128");
 
+/// Opcodes whose accumulator is forced IDLE (plain TensorScalar arith and bitvec).
+const PLAIN: &[u8] = &[0x43, 0x53];
+/// The bitvec opcode.
+const BITVEC: &[u8] = &[0x53];
+
+/// Enum stage: accumulator command, immediate sources, ALU ops.
+pub const ENUMS: &[FieldRule] = &[
+    FieldRule::eq(&TS_ACC_CMD, ACC_CMD, 0).only(PLAIN),
+    FieldRule::set(&TS_ACC_CMD, ACC_CMD, enums::ACCUM_CMD, "0..=4").except(PLAIN),
+    FieldRule::set(&super::act::IMM_SRC_ENUM, IMM0_SRC, enums::IMM_SRC, "0..=2"),
+    FieldRule::set(&super::act::IMM_SRC_ENUM, IMM1_SRC, enums::IMM_SRC, "0..=2"),
+    FieldRule::set(
+        &TENSOR_SCALAR_VALID_OPS,
+        OP0,
+        enums::GENERAL_BITVEC,
+        "a general bitvec op",
+    )
+    .only(BITVEC),
+    FieldRule::per_gen(
+        &TENSOR_SCALAR_VALID_OPS,
+        OP0,
+        enums::arith,
+        "an arith op of this generation",
+    )
+    .except(BITVEC),
+    FieldRule::set(
+        &TENSOR_SCALAR_VALID_OPS,
+        OP1,
+        enums::GENERAL_BITVEC,
+        "a general bitvec op",
+    )
+    .only(BITVEC),
+    FieldRule::per_gen(
+        &TENSOR_SCALAR_VALID_OPS,
+        OP1,
+        enums::arith,
+        "an arith op of this generation",
+    )
+    .except(BITVEC),
+];
+
+/// After the Pool-only op check: `reverse` and the Exponential form.
+pub const LATE: &[FieldRule] = &[
+    FieldRule::max(&TENSOR_SCALAR_VALID_OPS, REVERSE, 3),
+    FieldRule::eq(&TS_EXPONENTIAL, OP0, 0).only(&[0x30]),
+    FieldRule::eq(&TS_EXPONENTIAL, OP1, 0).only(&[0x30]),
+    FieldRule::eq(&TS_EXPONENTIAL, REVERSE, 0).only(&[0x30]),
+];
+
+/// Dtype stage.
+pub const DTYPES: &[DtypeRule] = &[
+    DtypeRule::byte(IN_DTYPE, DtypeOpts::PLAIN),
+    DtypeRule::byte(OUT_DTYPE, DtypeOpts::FP32R),
+];
+
+/// Geometry stage.
+pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&TS_NUM, NUM)];
+
+/// The rule data of `is_valid_s3d3_ts`.
+pub const TABLE: GateTable = GateTable {
+    fields: &[ENUMS, LATE, GEOMETRY],
+    dtypes: &[DTYPES],
+};
+
 /// `is_valid_s3d3_ts`.
 pub fn is_valid_s3d3_ts<S: Sink>(ck: &mut Ck<S>) {
-    let gen = ck.gen;
     let opc = ck.u8(0);
     // (3) enums
-    let acc = ck.get(ACC_CMD) as u8;
-    if matches!(opc, 0x43 | 0x53) {
-        ck.check(acc == 0, &TS_ACC_CMD, ACC_CMD, Allowed::Eq(0));
-    } else {
-        enum_check(ck, &TS_ACC_CMD, ACC_CMD, enums::ACCUM_CMD, "0..=4");
-    }
-    enum_check(
-        ck,
-        &super::act::IMM_SRC_ENUM,
-        IMM0_SRC,
-        enums::IMM_SRC,
-        "0..=2",
-    );
-    enum_check(
-        ck,
-        &super::act::IMM_SRC_ENUM,
-        IMM1_SRC,
-        enums::IMM_SRC,
-        "0..=2",
-    );
-    let (set, text) = if opc == 0x53 {
-        (enums::GENERAL_BITVEC, "a general bitvec op")
-    } else {
-        (enums::arith(gen), "an arith op of this generation")
-    };
-    enum_check(ck, &TENSOR_SCALAR_VALID_OPS, OP0, set, text);
-    enum_check(ck, &TENSOR_SCALAR_VALID_OPS, OP1, set, text);
+    check(ck, ENUMS);
     alu_pool_only(ck, OP0);
     alu_pool_only(ck, OP1);
-    ck.check(
-        ck.get(REVERSE) <= 3,
-        &TENSOR_SCALAR_VALID_OPS,
-        REVERSE,
-        Allowed::Max(3),
-    );
-    if opc == 0x30 {
-        for f in [OP0, OP1, REVERSE] {
-            ck.check(ck.get(f) == 0, &TS_EXPONENTIAL, f, Allowed::Eq(0));
-        }
-    }
+    check(ck, LATE);
     // (4) reserved
     spec_reserved(ck);
     if ck.done() {
@@ -102,8 +130,7 @@ pub fn is_valid_s3d3_ts<S: Sink>(ck: &mut Ck<S>) {
     }
     // (5) dtypes
     let (i, o) = (ck.get(IN_DTYPE) as u8, ck.get(OUT_DTYPE) as u8);
-    dtype_check(ck, IN_DTYPE, i, DtypeOpts::PLAIN);
-    dtype_check(ck, OUT_DTYPE, o, DtypeOpts::FP32R);
+    check_dtypes(ck, DTYPES);
     if opc == 0x53 {
         let ok = i == o
             && matches!(
@@ -126,13 +153,7 @@ pub fn is_valid_s3d3_ts<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     // (6) geometry
-    let n = ck.get(NUM);
-    ck.check(
-        (1..=128).contains(&n),
-        &TS_NUM,
-        NUM,
-        Allowed::Text("1..=128"),
-    );
+    check(ck, GEOMETRY);
     addr::tensor_valid(ck, SRC, 3, i, Placement::READ_ANY);
     addr::tensor_valid(ck, DST, 3, o, Placement::WRITE_ANY);
     addr::start_addr_active_channels(ck, SRC, NUM);

@@ -10,8 +10,10 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
+use super::super::table::{check, FieldRule, GateTable};
 use super::{alu_pool_only, dtype_check, pool_no_psum, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::spec::ByteSet;
 
 /// Source 0.
 pub const SRC0: Operand = Operand::at(loc::tensor_tensor::SRC0);
@@ -43,26 +45,57 @@ rule!(TT_ELEMENTS, "is_valid_s3s3d3_tt.elements", Format,
     public "isa-facts §4.3 (src0, src1 and dst element-count products agree)",
     "src0, src1 and dst cover the same number of elements");
 
+/// Opcodes whose op byte is any ALU_OP member: BatchNormBackProp and the v2 BF16 fast paths.
+const ANY_ALU_OP: &[u8] = &[0x65, 0x8A, 0x8B, 0x8F];
+/// Opcodes with their own op set; the rest are predicated copies/casts (BYPASS).
+const OWN_SET: &[u8] = &[0x41, 0x51, 0x65, 0x8A, 0x8B, 0x8F];
+
+/// Enum stage: the ALU op for the opcode.
+pub const ENUMS: &[FieldRule] = &[
+    FieldRule::per_gen(
+        &TT_ALU_OP,
+        OP,
+        enums::tt_arith,
+        "general arith, POW or an integer-band op",
+    )
+    .only(&[0x41]),
+    FieldRule::set(&TT_ALU_OP, OP, enums::GENERAL_BITVEC, "a general bitvec op").only(&[0x51]),
+    FieldRule::per_gen(
+        &TT_ALU_OP,
+        OP,
+        enums::alu_op,
+        "an ALU_OP member of this generation",
+    )
+    .only(ANY_ALU_OP),
+    FieldRule::set(
+        &TT_ALU_OP,
+        OP,
+        ByteSet::of(&[enums::BYPASS]),
+        "BYPASS for a predicated copy/cast",
+    )
+    .except(OWN_SET),
+];
+/// Geometry stage: the partition count.
+pub const GEOMETRY: &[FieldRule] = &[FieldRule::range(
+    &addr::START_ADDR_ACTIVE_CHANNELS,
+    NUM,
+    1,
+    128,
+    Allowed::Text("1..=128 partitions"),
+)];
+/// The rule data of `is_valid_s3s3d3_tt` (its dtype flags depend on the op byte and stay
+/// procedural).
+pub const TABLE: GateTable = GateTable {
+    fields: &[ENUMS, GEOMETRY],
+    dtypes: &[],
+};
+
 /// `is_valid_s3s3d3_tt`.
 pub fn is_valid_s3s3d3_tt<S: Sink>(ck: &mut Ck<S>) {
-    let gen = ck.gen;
     let opc = ck.u8(0);
     let op = ck.get(OP) as u8;
     // (3) enums: the ALU op for this opcode.
-    let (legal, text) = match opc {
-        0x41 => (
-            enums::tt_arith(gen),
-            "general arith, POW or an integer-band op",
-        ),
-        0x51 => (enums::GENERAL_BITVEC, "a general bitvec op"),
-        // BatchNormBackProp and the v2 BF16 fast paths: the op byte is an ALU_OP member.
-        0x65 | 0x8A | 0x8B | 0x8F => (enums::alu_op(gen), "an ALU_OP member of this generation"),
-        _ => (
-            enums::ByteSet::of(&[enums::BYPASS]),
-            "BYPASS for a predicated copy/cast",
-        ),
-    };
-    ck.check(legal.has(op), &TT_ALU_OP, OP, Allowed::Text(text));
+    check(ck, ENUMS);
     alu_pool_only(ck, OP);
     // (4) reserved
     spec_reserved(ck);
@@ -140,15 +173,7 @@ pub fn is_valid_s3s3d3_tt<S: Sink>(ck: &mut Ck<S>) {
         );
     }
     // (6) placement and geometry
-    let n = ck.get(NUM);
-    if !(1..=128).contains(&n) {
-        ck.fail(
-            &addr::START_ADDR_ACTIVE_CHANNELS,
-            NUM,
-            n,
-            Allowed::Text("1..=128 partitions"),
-        );
-    }
+    check(ck, GEOMETRY);
     let e0 = addr::tensor_valid(ck, SRC0, 3, d0, Placement::READ_ANY);
     let e1 = addr::tensor_valid(ck, SRC1, 3, d1, Placement::READ_ANY);
     let ed = addr::tensor_valid(ck, DST, 3, out, Placement::WRITE_ANY);

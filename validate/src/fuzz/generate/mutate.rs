@@ -4,10 +4,12 @@
 //! kind says. [`Mutation::rule`] is the L2 rule (docs/l2.md) that must reject the result;
 //! plain bit flips outside reserved bytes may or may not break a rule and carry `None`.
 
-use super::recipes::{self, EnumRule, EVENT_ENUMS};
-use super::{enum_knows, Entropy, Generated};
-use crate::spec::{self, FieldType};
-use crate::{decode, Bundle, Engine, Gen, INST_WORD_LEN};
+use super::recipes::{self, EVENT_ENUMS};
+use super::{dtype_rows, enum_knows, field_max, rule_rows, write_field, Entropy, Generated};
+use crate::l2::rule::Field;
+use crate::l2::table::{FieldRule, Values};
+use tpbsim_isa::spec::{self, FieldType};
+use tpbsim_isa::{decode, Bundle, Engine, Gen, INST_WORD_LEN};
 
 /// What a mutation changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -112,6 +114,25 @@ fn bit_flip<R: Entropy>(rng: &mut R, g: Generated) -> Mutation {
     }
 }
 
+/// Values of `r`'s field that `r` rejects on `gen`: every non-member byte of a set; for a
+/// range, the values just outside it and a random one further out (within the field's width).
+fn outside(rng: &mut impl Entropy, gen: Gen, r: &FieldRule) -> Vec<u64> {
+    match r.values {
+        Values::Range(lo, hi) => {
+            let max = field_max(r.field.len);
+            let mut v = Vec::new();
+            if lo > 0 {
+                v.extend([lo - 1, rng.range(0, lo - 1)]);
+            }
+            if hi < max {
+                v.extend([hi + 1, rng.range(hi + 1, max)]);
+            }
+            v
+        }
+        Values::Set(_) | Values::PerGen(_) => (0..=255u64).filter(|&v| !r.admits(gen, v)).collect(),
+    }
+}
+
 /// Apply mutation `kind` to `g`, or `None` when it does not apply to this bundle (no L2 on
 /// `gen`, no reserved byte, no recipe for the opcode, ...).
 pub fn mutate_kind<R: Entropy>(
@@ -180,26 +201,32 @@ pub fn mutate_kind<R: Entropy>(
             if !l2 {
                 return None;
             }
-            let outside = |r: &EnumRule| -> Vec<u8> {
-                (0..=255u8)
-                    .filter(|&v| {
-                        !(r.member)(gen, v)
-                            && !(!r.spec_enum.is_empty() && enum_knows(r.spec_enum, v))
-                    })
-                    .collect()
-            };
-            let mut rules: Vec<(&EnumRule, Vec<u8>)> =
-                EVENT_ENUMS.iter().map(|r| (r, outside(r))).collect();
-            if let Some(r) = recipe {
-                rules.extend(r.enums.iter().map(|r| (r, outside(r))));
+            // (field, rule, values outside what the rule admits)
+            let mut rules: Vec<(Field, &'static str, Vec<u64>)> = EVENT_ENUMS
+                .iter()
+                .map(|r| {
+                    let outside = (0..=255u8)
+                        .filter(|&v| {
+                            !(r.member)(gen, v)
+                                && !(!r.spec_enum.is_empty() && enum_knows(r.spec_enum, v))
+                        })
+                        .map(u64::from)
+                        .collect();
+                    (Field::new(r.field, r.off, 1), r.rule, outside)
+                })
+                .collect();
+            if recipe.is_some() {
+                for r in rule_rows(gen, op) {
+                    rules.push((r.field, r.rule.name, outside(rng, gen, r)));
+                }
             }
-            rules.retain(|(_, o)| !o.is_empty());
+            rules.retain(|(_, _, o)| !o.is_empty());
             if rules.is_empty() {
                 return None;
             }
-            let (r, vals) = &rules[rng.below(rules.len() as u64) as usize];
-            b.0[r.off as usize] = rng.pick(vals);
-            mk(b, r.field, r.rule)
+            let (f, rule, vals) = &rules[rng.below(rules.len() as u64) as usize];
+            write_field(&mut b, *f, rng.pick(vals));
+            mk(b, f.name, rule)
         }
         MutationKind::ZeroCount | MutationKind::AddrOutside => {
             recipe?;
@@ -256,18 +283,15 @@ pub fn mutate_kind<R: Entropy>(
             })
         }
         MutationKind::InvalidDtype => {
-            let r = recipe?;
-            if r.dtypes.is_empty() {
+            recipe?;
+            let rows = dtype_rows(gen, op);
+            if rows.is_empty() {
                 return None;
             }
-            let d = rng.pick(r.dtypes);
-            let o = d.off as usize;
-            b.0[o] = match d.nibble {
-                None => 0,
-                Some(false) => b.0[o] & 0xF0,
-                Some(true) => b.0[o] & 0x0F,
-            };
-            mk(b, d.field, "is_valid_dtype")
+            let d = rng.pick(&rows);
+            let o = d.field.start as usize;
+            b.0[o] = d.with_tag(b.0[o], 0);
+            mk(b, d.field.name, "is_valid_dtype")
         }
         MutationKind::DualFp8 => {
             if gen != Gen::V4 || op != 0x01 {

@@ -22,11 +22,16 @@ pub mod recipes;
 pub use mutate::{mutate, mutate_kind, Mutation, MutationKind};
 pub use recipes::{recipe_for, Recipe, EXCLUDED};
 
-use crate::formats::LAYOUT_META;
-use crate::geometry::Geometry;
-use crate::inst::LayoutMeta;
-use crate::spec::{self, FieldType};
-use crate::{Bundle, Engine, Gen, INST_WORD_LEN};
+use tpbsim_isa::formats::LAYOUT_META;
+use tpbsim_isa::spec::{self, FieldType};
+use tpbsim_isa::Geometry;
+use tpbsim_isa::LayoutMeta;
+use tpbsim_isa::{Bundle, Engine, FormatGate, Gen, INST_WORD_LEN};
+
+use crate::l2::formats::table;
+use crate::l2::rule::Field;
+use crate::l2::table::{DtypeRule, FieldRule, Values};
+use crate::l2::{self};
 
 /// A source of random 64-bit words. Implemented by [`SplitMix64`] and, with the `proptest`
 /// feature, by proptest's RNG.
@@ -106,20 +111,9 @@ pub fn layout_of(name: &str, gen: Gen) -> Option<&'static LayoutMeta> {
         .find(|l| l.gens[gen.index()] && l.format.is_some_and(|f| f.name == name))
 }
 
-/// Opcodes that decode to `layout` in `gen`, with the sub-opcode selector (offset, value) if
-/// the format is selected by a body byte.
+/// Opcodes that decode to `layout` in `gen` ([`LayoutMeta::opcodes`]).
 pub fn layout_opcodes(layout: &'static LayoutMeta, gen: Gen) -> Vec<(u8, Option<(u8, u8)>)> {
-    let Some(f) = layout.format else {
-        return Vec::new();
-    };
-    match f.sub {
-        Some(s) => vec![(s.opcode, Some((s.offset, s.value)))],
-        None => spec::opcodes()
-            .iter()
-            .filter(|r| r.format == f.name && r.is_present(gen))
-            .map(|r| (r.code, None))
-            .collect(),
-    }
+    layout.opcodes(gen)
 }
 
 /// Opcodes of `layout` in `gen` that [`valid_bundle`] generates: those without an L2 format
@@ -129,6 +123,84 @@ pub fn generated_opcodes(layout: &'static LayoutMeta, gen: Gen) -> Vec<(u8, Opti
         .into_iter()
         .filter(|(op, _)| !recipes::is_excluded(gen, *op))
         .collect()
+}
+
+/// The opcodes (with their generation) that `r` builds: the L2 generations where the spec binds
+/// an opcode of its format to a gate.
+pub fn recipe_opcodes(r: &recipes::Recipe) -> Vec<(Gen, u8)> {
+    l2::GENS
+        .iter()
+        .flat_map(|&g| {
+            spec::opcodes()
+                .iter()
+                .filter(move |o| o.format == r.format && recipe_for(g, o.code).is_some())
+                .map(move |o| (g, o.code))
+        })
+        .collect()
+}
+
+/// The L2 rule rows of `opcode`'s format gate that apply on `gen` (none off the L2
+/// generations): what the generator draws legal values from and the mutations break.
+pub fn rule_rows(gen: Gen, opcode: u8) -> Vec<&'static FieldRule> {
+    match FormatGate::of(gen, opcode) {
+        Some(g) if l2::GENS.contains(&gen) => {
+            table(g).rows().filter(|r| r.applies(gen, opcode)).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The L2 dtype rows of `opcode`'s format gate on `gen`.
+pub fn dtype_rows(gen: Gen, opcode: u8) -> Vec<&'static DtypeRule> {
+    match FormatGate::of(gen, opcode) {
+        Some(g) if l2::GENS.contains(&gen) => table(g)
+            .dtype_rows()
+            .filter(|r| r.ops.has(opcode))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The largest value a field of `len` bytes holds.
+pub fn field_max(len: u8) -> u64 {
+    if len >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * len)) - 1
+    }
+}
+
+/// Write `v` into `f` of `b` (little-endian, the field's width).
+pub fn write_field(b: &mut Bundle, f: Field, v: u64) {
+    for i in 0..f.len as usize {
+        b.0[f.start as usize + i] = (v >> (8 * i)) as u8;
+    }
+}
+
+/// Give every rule row of the bundle's gate a legal value: a member of its set (drawn from the
+/// set's members in ascending order, so the order the set was written in does not matter) or a
+/// value of its range. A row on a byte that selects the layout (EXTENDED_INST's sub-opcode)
+/// keeps the selector the layout needs.
+fn apply_rows(rng: &mut impl Entropy, gen: Gen, b: &mut Bundle) {
+    let layout = |b: &Bundle| tpbsim_isa::decode(b, gen).map(|i| i.meta().rust_name).ok();
+    let want = layout(b);
+    for r in rule_rows(gen, b.0[0]) {
+        let before = *b;
+        let v = match r.values {
+            Values::Range(lo, hi) => rng.range(lo, hi.min(field_max(r.field.len))),
+            Values::Set(_) | Values::PerGen(_) => {
+                let m: Vec<u8> = r.members(gen).iter().collect();
+                if m.is_empty() {
+                    continue;
+                }
+                rng.pick(&m) as u64
+            }
+        };
+        write_field(b, r.field, v);
+        if layout(b) != want {
+            *b = before;
+        }
+    }
 }
 
 /// Engines whose stream may hold `opcode` (the spec's engine classes).
@@ -401,7 +473,7 @@ pub fn valid_bundle<R: Entropy>(
     // ordinary field of this one) may draw a selector value that leads elsewhere: redraw.
     for _ in 0..64 {
         let mut b = base_bundle(rng, layout, gen, &ops);
-        if crate::decode(&b, gen).map(|i| i.meta().rust_name) != Ok(layout.rust_name) {
+        if tpbsim_isa::decode(&b, gen).map(|i| i.meta().rust_name) != Ok(layout.rust_name) {
             continue;
         }
         let engines = recipes::engines(gen, b.0[0]);
@@ -410,6 +482,7 @@ pub fn valid_bundle<R: Entropy>(
         }
         let engine = rng.pick(&engines);
         if let Some(r) = recipe_for(gen, b.0[0]) {
+            apply_rows(rng, gen, &mut b);
             (r.fill)(&mut recipes::Ctx {
                 rng: recipes::DynEntropy(rng),
                 gen,
@@ -438,7 +511,7 @@ pub fn any_valid_bundle<R: Entropy>(rng: &mut R, gen: Gen) -> Option<Generated> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode;
+    use tpbsim_isa::decode;
 
     #[test]
     fn valid_bundles_decode_to_their_layout_with_reserved_zero() {

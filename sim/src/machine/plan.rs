@@ -13,17 +13,23 @@ use tpbsim_isa::{Addr4Kind, Inst};
 
 use super::core::Machine;
 use super::fault::{Fault, Site};
-use super::ops::pool_dve::TensorTensorPlan;
+use super::ops::pool_dve::{TensorScalarPlan, TensorTensorPlan};
+use super::pattern::Resolved;
 
 /// A bundle's execution plan.
 #[derive(Clone, Debug)]
 pub(crate) enum Plan {
     /// TensorTensor (0x41 / 0x51) on immediate addresses.
     TensorTensor(TensorTensorPlan),
+    /// TensorScalar (0x43 / 0x53) on immediate addresses (its scalars may be pointers:
+    /// they are read, and bounds-checked, when it runs).
+    TensorScalar(TensorScalarPlan),
 }
 
 /// Operand names of a TensorTensor, in the order they are checked.
 const TENSOR_TENSOR_OPERANDS: [&str; 3] = ["src0", "src1", "dst"];
+/// Operand names of a TensorScalar's tensors, in the order they are checked.
+const TENSOR_SCALAR_OPERANDS: [&str; 2] = ["src", "dst"];
 
 impl Machine<'_> {
     /// The plan of `inst` at `site` (an opcode the engine executes), when it has one: its
@@ -40,6 +46,15 @@ impl Machine<'_> {
                     .ok()
                     .map(Plan::TensorTensor)
             }
+            Inst::TensorScalar(x)
+                if [x.src.addr, x.dst.addr]
+                    .iter()
+                    .all(|a| a.kind() == Addr4Kind::Imm) =>
+            {
+                self.tensor_scalar_plan(site, x)
+                    .ok()
+                    .map(Plan::TensorScalar)
+            }
             _ => None,
         }
     }
@@ -48,14 +63,28 @@ impl Machine<'_> {
     pub(crate) fn run_plan(&mut self, site: Site, index: usize) -> Result<(), Fault> {
         let plans = std::mem::take(&mut self.plans);
         let r = match &plans[index] {
-            Plan::TensorTensor(p) => p
-                .operands
-                .iter()
-                .zip(TENSOR_TENSOR_OPERANDS)
-                .try_for_each(|(r, name)| self.check_operand(site, name, r.total_bytes()))
+            Plan::TensorTensor(p) => self
+                .check_operands(site, &p.operands, TENSOR_TENSOR_OPERANDS)
                 .and_then(|()| self.tensor_tensor_run(site, p)),
+            Plan::TensorScalar(p) => self
+                .check_operands(site, &p.operands, TENSOR_SCALAR_OPERANDS)
+                .and_then(|()| self.tensor_scalar_run(site, p)),
         };
         self.plans = plans;
         r
+    }
+
+    /// The memory budget check of each planned operand, in order (the part of
+    /// [`Machine::operand`] that can change during a run).
+    fn check_operands<const N: usize>(
+        &self,
+        site: Site,
+        operands: &[Resolved; N],
+        names: [&str; N],
+    ) -> Result<(), Fault> {
+        operands
+            .iter()
+            .zip(names)
+            .try_for_each(|(r, name)| self.check_operand(site, name, r.total_bytes()))
     }
 }

@@ -41,6 +41,28 @@ pub(crate) struct TensorTensorPlan {
     pub(crate) op: DatapathOp,
 }
 
+/// The two ops of a TensorScalar, on the datapath it runs on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ScalarOps {
+    /// The 32-bit integer datapath.
+    Int(IntOp, IntOp),
+    /// The fp32 datapath.
+    Fp(FpOp, FpOp),
+}
+
+/// A TensorScalar (0x43 / 0x53) with its formats (`in`, `out`), scalar sources, `src`
+/// pattern, bounds-checked `src` / `dst`, tile shape, ops and operand order decided.
+#[derive(Clone, Debug)]
+pub(crate) struct TensorScalarPlan {
+    pub(crate) formats: [Format; 2],
+    pub(crate) scalars: [ScalarSrc; 2],
+    pub(crate) src: TensorPattern,
+    pub(crate) operands: [Resolved; 2],
+    pub(crate) shape: alu::TileShape,
+    pub(crate) ops: ScalarOps,
+    pub(crate) rev: Reverse,
+}
+
 /// Element-wise unary data movement of the TensorReduce layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Unary {
@@ -147,6 +169,18 @@ impl Machine<'_> {
 
     /// TensorScalar (0x43 / 0x53): `dst = (src op0 s0) op1 s1`, operands reversible.
     pub(crate) fn tensor_scalar(&mut self, site: Site, x: &TensorScalar) -> Result<(), Fault> {
+        let plan = self.tensor_scalar_plan(site, x)?;
+        self.tensor_scalar_run(site, &plan)
+    }
+
+    /// Everything TensorScalar (0x43 / 0x53) decides before it reads memory: formats, scalar
+    /// sources, bounds-checked `src` / `dst` (through [`Machine::operand`], in order), tile
+    /// shape, datapath, ops and operand order.
+    pub(crate) fn tensor_scalar_plan(
+        &self,
+        site: Site,
+        x: &TensorScalar,
+    ) -> Result<TensorScalarPlan, Fault> {
         if !matches!(site.opcode, 0x43 | 0x53) {
             return Err(not_simulated(site));
         }
@@ -166,55 +200,86 @@ impl Machine<'_> {
             AluOp::from_wire(x.op1.0).map_err(err)?,
         );
         let rev = Reverse::from_wire(x.reverse.into_bits()).map_err(err)?;
-        if self.int_datapath(site.engine, &[input, out]) {
+        let ops = if self.int_datapath(site.engine, &[input, out]) {
             Self::check_int(site, input)?;
             Self::check_int(site, out)?;
             let sign = signedness(&[input]);
-            let (o0, o1) = (
+            ScalarOps::Int(
                 self.ctx(site.engine).int_op(op0, sign).map_err(err)?,
                 self.ctx(site.engine).int_op(op1, sign).map_err(err)?,
-            );
-            let (s0, s1) = (
-                self.scalar_u32(site, "imm0", s0, &src)?,
-                self.scalar_u32(site, "imm1", s1, &src)?,
-            );
-            let xs = widen(&self.chip.gather(&rs), input);
-            let mut res = vec![0u32; xs.len()];
-            alu::tensor_scalar::<IntOp>(
-                o0,
-                s0.as_scalar(),
-                o1,
-                s1.as_scalar(),
-                rev,
-                shape,
-                &xs,
-                &mut res,
             )
-            .map_err(err)?;
-            self.chip.scatter(&rd, &narrow(&res, out));
         } else {
-            let (o0, o1) = (
+            ScalarOps::Fp(
                 self.ctx(site.engine).fp_op(op0).map_err(err)?,
                 self.ctx(site.engine).fp_op(op1).map_err(err)?,
-            );
-            let (s0, s1) = (
-                self.scalar_f32(site, "imm0", s0, &src)?,
-                self.scalar_f32(site, "imm1", s1, &src)?,
-            );
-            let xs = self.load_f32(site, &rs, input)?;
-            let mut res = vec![0f32; xs.len()];
-            alu::tensor_scalar::<FpOp>(
-                o0,
-                s0.as_scalar(),
-                o1,
-                s1.as_scalar(),
-                rev,
-                shape,
-                &xs,
-                &mut res,
             )
-            .map_err(err)?;
-            self.store_f32(site, &rd, out, &res, &CastPolicy::DEVICE)?;
+        };
+        Ok(TensorScalarPlan {
+            formats: [input, out],
+            scalars: [s0, s1],
+            src,
+            operands: [rs, rd],
+            shape,
+            ops,
+            rev,
+        })
+    }
+
+    /// Execute a TensorScalar plan: read the scalars and `src`, apply both ops, write `dst`.
+    pub(crate) fn tensor_scalar_run(
+        &mut self,
+        site: Site,
+        plan: &TensorScalarPlan,
+    ) -> Result<(), Fault> {
+        let [input, out] = plan.formats;
+        let [s0, s1] = plan.scalars;
+        let [rs, rd] = &plan.operands;
+        let (src, shape, rev) = (&plan.src, plan.shape, plan.rev);
+        let err = |e: alu::AluError| Fault::exec(site, e.to_string());
+        match plan.ops {
+            ScalarOps::Int(o0, o1) => {
+                let (s0, s1) = (
+                    self.scalar_u32(site, "imm0", s0, src)?,
+                    self.scalar_u32(site, "imm1", s1, src)?,
+                );
+                let xs = widen(&self.chip.gather(rs), input);
+                let mut res = vec![0u32; xs.len()];
+                alu::tensor_scalar::<IntOp>(
+                    o0,
+                    s0.as_scalar(),
+                    o1,
+                    s1.as_scalar(),
+                    rev,
+                    shape,
+                    &xs,
+                    &mut res,
+                )
+                .map_err(err)?;
+                self.chip.scatter(rd, &narrow(&res, out));
+            }
+            ScalarOps::Fp(o0, o1) => {
+                let (s0, s1) = (
+                    self.scalar_f32(site, "imm0", s0, src)?,
+                    self.scalar_f32(site, "imm1", s1, src)?,
+                );
+                let (mut xs, mut res) = (self.take_buf(), self.take_buf());
+                self.load_f32_into(site, rs, input, &mut xs)?;
+                res.resize(xs.len(), 0.0);
+                alu::tensor_scalar::<FpOp>(
+                    o0,
+                    s0.as_scalar(),
+                    o1,
+                    s1.as_scalar(),
+                    rev,
+                    shape,
+                    &xs,
+                    &mut res,
+                )
+                .map_err(err)?;
+                self.store_f32(site, rd, out, &res, &CastPolicy::DEVICE)?;
+                self.give_buf(xs);
+                self.give_buf(res);
+            }
         }
         Ok(())
     }

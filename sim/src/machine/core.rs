@@ -594,11 +594,12 @@ impl<'k> Machine<'k> {
             .map(|v| v.bytes.as_slice())
     }
 
-    /// Run to completion or fault. `progress` receives the step count periodically.
+    /// Run to completion or fault. `progress` receives the counters so far (bundles issued,
+    /// per engine) periodically.
     pub fn run(
         &mut self,
         opts: &RunOptions,
-        progress: &mut dyn FnMut(u64),
+        progress: &mut dyn FnMut(&SchedStats),
     ) -> Result<RunStats, Fault> {
         let start = Instant::now();
         self.max_steps = opts.max_steps;

@@ -403,6 +403,8 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             load::target_source(&n)
         ))
     })?;
+    // The kernel holds what the run needs: the archive's members are not kept through it.
+    drop(n);
     for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
         check_output_name(&v.name)?;
     }

@@ -68,3 +68,64 @@ pub fn load_kernel(name: &str) -> (tpbsim_sim::machine::kernel::Kernel, tpbsim_i
     let gen = k.gen.expect("target generation");
     (k, gen)
 }
+
+/// Kernels built in memory for the per-bundle (dispatch) benchmark: one DVE stream of `n`
+/// bundles, no DRAM variables, no DMA, on v3.
+pub mod dispatch {
+    use tpbsim_isa::{Addr4, AluOp, Bundle, DtypePair, Engine, Gen, Tensor, TensorTensor};
+    use tpbsim_sim::machine::{Geometry, Kernel};
+    use tpbsim_sim::numerics::Format;
+
+    /// Generation of the dispatch kernels.
+    pub const GEN: Gen = Gen::V3;
+
+    /// A NOP (0xA4, the control form: no operands, no events).
+    pub fn nop() -> Bundle {
+        let mut b = Bundle::ZERO;
+        b.set_u8(0, 0xA4);
+        b.set_u8(1, 0x10);
+        b
+    }
+
+    /// One-partition, one-element fp32 `dst = src0 + src1` on DVE: `src0` at SBUF partition 0
+    /// byte `a`, `src1` at `b`, `dst` at `d`.
+    pub fn add_one(a: u32, b: u32, d: u32) -> Bundle {
+        let g = Geometry::of(GEN);
+        let f32t = tpbsim_isa::Dtype(Format::Float32.wire_tag(GEN).expect("fp32 tag"));
+        let t = |off: u32| Tensor::<3>::new(Addr4::imm(g.sbuf_address(0, off)), [1; 3], [1; 3]);
+        TensorTensor {
+            in_dtypes: DtypePair::new(f32t, f32t),
+            out_dtype: f32t,
+            op: AluOp(0x04),
+            num_active_partitions: 1,
+            src0: t(a),
+            src1: t(b),
+            dst: t(d),
+            ..Default::default()
+        }
+        .to_bundle()
+    }
+
+    /// A kernel whose DVE stream is `stream`.
+    pub fn dve_kernel(stream: Vec<Bundle>) -> Kernel {
+        let mut k = Kernel {
+            gen: Some(GEN),
+            world: 1,
+            ..Default::default()
+        };
+        k.streams[Engine::Dve as usize] = stream;
+        k
+    }
+
+    /// `n` NOPs on DVE.
+    pub fn nops(n: usize) -> Kernel {
+        dve_kernel(vec![nop(); n])
+    }
+
+    /// `n` one-element adds on DVE accumulating into one word: `acc += one` (SBUF partition
+    /// 0: `acc` at byte 0, `one` at byte 4), each bundle distinct by its position only. With
+    /// `one` = 1.0 the final `acc` is `n` (exact below 2^24).
+    pub fn adds(n: usize) -> Kernel {
+        dve_kernel(vec![add_one(0, 4, 0); n])
+    }
+}

@@ -229,14 +229,19 @@ fn out_of_bounds_exits_3() {
     assert!(no_outputs(&c.out_dir()));
 }
 
-#[test]
-fn runaway_loop_exits_3() {
+/// [`copy_kernel`] with ACT branching to itself forever.
+fn runaway_kernel() -> Package {
     let mut p = copy_kernel();
     let mut br = bundle(0xA9);
     br.0[13] = 0x08;
     br.0[14] = 3;
     p.streams[Engine::Act as usize] = vec![br];
-    let c = Case::new(&p);
+    p
+}
+
+#[test]
+fn runaway_loop_exits_3() {
+    let c = Case::new(&runaway_kernel());
     let (code, _, err) = c.run(&["--max-steps", "1000"]);
     assert_eq!(code, 3, "{err}");
     assert!(
@@ -244,6 +249,33 @@ fn runaway_loop_exits_3() {
         "{err}"
     );
     assert!(no_outputs(&c.out_dir()));
+}
+
+/// A run long enough for the progress bar (more than a second, many progress calls) prints
+/// nothing but its result when its output is not a terminal, with or without `--json`.
+#[test]
+fn long_run_off_a_terminal_shows_no_progress() {
+    let c = Case::new(&runaway_kernel());
+    let steps = "3000000";
+    let t = std::time::Instant::now();
+    let (code, out, err) = c.run(&["--max-steps", steps]);
+    let took = t.elapsed();
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(out, "");
+    let kernel = c.neff.display().to_string();
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "sim: error: {kernel}: step-budget fault: step budget of {steps} steps exhausted (runaway loop?) after 2999998 bundles and 2 steps of DMA work (one per 64 bytes moved); engines at: act #0"
+        ),
+        "took {took:?}"
+    );
+    let (code, out, err) = c.run(&["--max-steps", steps, "--json"]);
+    assert_eq!(code, 3, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(v["fault"]["kind"], "step-budget", "{out}");
+    assert!(!err.contains("bundles ("), "{err}");
+    assert!(!err.contains('\r') && !err.contains('\x1b'), "{err:?}");
 }
 
 #[test]

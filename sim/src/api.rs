@@ -11,7 +11,7 @@ use tpbsim_isa::Gen;
 use crate::machine::core::SetupError;
 use crate::machine::load::{self, LoadError};
 use crate::machine::race::Finding;
-use crate::machine::sched::Order;
+use crate::machine::sched::{Order, SchedStats};
 use crate::machine::timeline::Timeline;
 use crate::machine::{
     Fault, Kernel, Limits, Machine, RunOptions, RunStats, VarKind, DEFAULT_MAX_STEPS,
@@ -236,7 +236,8 @@ pub fn run_kernel<D: AsRef<[u8]>>(
 }
 
 /// One run of `kernel` on `gen` under schedule `schedule` of `cfg` (see [`order_of`]), the
-/// inputs already checked ([`check_inputs`]); `progress` is told the steps issued. The
+/// inputs already checked ([`check_inputs`]); `progress` is told the bundles issued so far
+/// (in all, per engine). The
 /// timeline is recorded for schedule 0 with [`RunConfig::timeline`]; the copies of the outputs
 /// are charged to the memory budget.
 pub fn run_schedule<D: AsRef<[u8]>>(
@@ -245,7 +246,7 @@ pub fn run_schedule<D: AsRef<[u8]>>(
     inputs: &BTreeMap<String, D>,
     cfg: &RunConfig,
     schedule: u32,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(&SchedStats),
 ) -> Result<RunOutput, RunError> {
     let order = order_of(cfg.seed, schedule);
     let mut m = Machine::with_limits(kernel, gen, cfg.limits)?;

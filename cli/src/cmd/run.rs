@@ -403,6 +403,8 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             load::target_source(&n)
         ))
     })?;
+    // The kernel holds what the run needs: the archive's members are not kept through it.
+    drop(n);
     for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
         check_output_name(&v.name)?;
     }
@@ -440,15 +442,13 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     }
 
     let cfg = a.config(gen);
-    let bar = progress_bar();
-    let first = api::run_schedule(&kernel, gen, &given, &cfg, 0, &mut |steps| {
-        if let Some(b) = &bar {
-            b.set_position(steps);
-        }
-    });
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let mut progress = Progress::new(shows_progress(
+        a.json,
+        std::io::stdout().is_terminal(),
+        std::io::stderr().is_terminal(),
+    ));
+    let first = api::run_schedule(&kernel, gen, &given, &cfg, 0, &mut |st| progress.update(st));
+    progress.finish();
     let base = match first {
         Ok(r) => r,
         Err(RunError::Fault {
@@ -745,21 +745,88 @@ fn fault(a: &Args, gen: Gen, f: &Fault) -> CliError {
     ))
 }
 
-fn progress_bar() -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
+/// Whether `sim run` shows a progress bar: only on a terminal (stdout and stderr) and
+/// without `--json`.
+fn shows_progress(json: bool, stdout_tty: bool, stderr_tty: bool) -> bool {
+    !json && stdout_tty && stderr_tty
+}
+
+/// How long a run goes before its progress bar appears.
+const PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The progress bar of a long run on stderr: bundles issued, in all and per engine; it
+/// appears once the run has taken [`PROGRESS_AFTER`] and is cleared at its end.
+struct Progress {
+    enabled: bool,
+    start: std::time::Instant,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new(enabled: bool) -> Progress {
+        Progress {
+            enabled,
+            start: std::time::Instant::now(),
+            bar: None,
+        }
     }
-    let b = indicatif::ProgressBar::new_spinner();
-    b.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {pos} bundles [{elapsed}] {per_sec}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    Some(b)
+
+    fn update(&mut self, st: &tpbsim_sim::machine::SchedStats) {
+        if !self.enabled || self.start.elapsed() < PROGRESS_AFTER {
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} {pos} bundles ({msg}) [{elapsed}] {per_sec}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            b
+        });
+        bar.set_position(st.steps);
+        bar.set_message(progress_message(st));
+    }
+
+    fn finish(self) {
+        if let Some(b) = self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// The per-engine part of the progress line: `pe N, act N, ...` for the engines that issued.
+fn progress_message(st: &tpbsim_sim::machine::SchedStats) -> String {
+    Engine::ALL
+        .iter()
+        .filter(|e| st.per_engine[**e as usize] > 0)
+        .map(|e| format!("{} {}", e.short(), st.per_engine[*e as usize]))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_only_on_a_terminal_without_json() {
+        assert!(shows_progress(false, true, true));
+        assert!(!shows_progress(true, true, true));
+        assert!(!shows_progress(false, false, true));
+        assert!(!shows_progress(false, true, false));
+    }
+
+    #[test]
+    fn progress_names_the_engines_that_issued() {
+        let st = tpbsim_sim::machine::SchedStats {
+            steps: 7,
+            per_engine: [2, 0, 0, 5, 0],
+            rounds: 5,
+        };
+        assert_eq!(progress_message(&st), "pe 2, dve 5");
+    }
 
     #[test]
     fn byte_counts_with_suffixes() {

@@ -99,10 +99,21 @@ pub struct Machine<'k> {
     /// PE stationary operand, ACT/DVE accumulators, ACT table selection.
     pub engines: EngineState,
     validator: Option<Box<BundleValidator>>,
-    decoded: [Vec<Option<Inst>>; 5],
+    /// Per engine, per bundle position: 1 + the index in `entries` of what the bundle decoded
+    /// to the first time it was reached (0: not reached yet).
+    slots: [Vec<u32>; 5],
+    /// The distinct bundles decoded and validated so far.
+    entries: Vec<Entry>,
+    /// `entries` by bundle bytes and engine (a direct-mapped table).
+    seen: Vec<Option<Seen>>,
     dma_bytes: u64,
     dma_transfers: u64,
     buf: Vec<u8>,
+    /// Operand buffers reused between bundles (`ops::Machine::take_buf`).
+    pub(crate) bufs: Vec<Vec<f32>>,
+    /// Execution plans of bundles whose operands depend only on their bytes (see
+    /// [`super::plan`]); a slot names its plan by index.
+    pub(crate) plans: Vec<super::plan::Plan>,
     race: Option<Box<Checker>>,
     /// The agent DMA accesses are attributed to.
     dma_agent: Agent,
@@ -115,6 +126,39 @@ pub struct Machine<'k> {
     /// Timeline entries and race-check records charged to the memory budget.
     timeline_charged: u64,
     records_charged: u64,
+}
+
+/// A distinct bundle (its bytes, on one engine), decoded and validated once and reused at
+/// every position that holds it and every time such a position issues again (a loop body).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// The validated, decoded instruction.
+    inst: Inst,
+    /// Its synchronisation, once read.
+    events: Option<Events>,
+    /// Its execution plan ([`super::plan`]), by index into `Machine::plans`.
+    plan: Option<u32>,
+}
+
+/// A slot of the table of bundles already decoded: bytes, engine, index into `entries`.
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    engine: Engine,
+    bytes: [u8; 64],
+    entry: u32,
+}
+
+/// Entries of the direct-mapped table of bundles already decoded and validated.
+const SEEN_ENTRIES: usize = 1024;
+
+/// The table entry of `bytes` on `e`.
+fn seen_index(bytes: &[u8; 64], e: Engine) -> usize {
+    let mut h = e as u64;
+    for w in bytes.chunks_exact(8) {
+        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        h = (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    }
+    (h >> 32) as usize % SEEN_ENTRIES
 }
 
 /// The state a run starts from, kept for a replay.
@@ -223,10 +267,14 @@ impl<'k> Machine<'k> {
             regs: [[0; NUM_REGS]; 5],
             engines: EngineState::default(),
             validator: None,
-            decoded: std::array::from_fn(|i| vec![None; kernel.streams[i].len()]),
+            slots: std::array::from_fn(|i| vec![0; kernel.streams[i].len()]),
+            entries: Vec::new(),
+            seen: Vec::new(),
             dma_bytes: 0,
             dma_transfers: 0,
             buf: Vec::new(),
+            bufs: Vec::new(),
+            plans: Vec::new(),
             race: None,
             dma_agent: 0,
             budget,
@@ -509,6 +557,12 @@ impl<'k> Machine<'k> {
     /// Validate every bundle with `v` the first time it executes.
     pub fn set_validator(&mut self, v: Box<BundleValidator>) {
         self.validator = Some(v);
+        // What was validated before was validated by another validator (or none).
+        self.seen.clear();
+        self.entries.clear();
+        for s in self.slots.iter_mut().flatten() {
+            *s = 0;
+        }
     }
 
     /// Replace the contents of variable `name`.
@@ -540,11 +594,12 @@ impl<'k> Machine<'k> {
             .map(|v| v.bytes.as_slice())
     }
 
-    /// Run to completion or fault. `progress` receives the step count periodically.
+    /// Run to completion or fault. `progress` receives the counters so far (bundles issued,
+    /// per engine) periodically.
     pub fn run(
         &mut self,
         opts: &RunOptions,
-        progress: &mut dyn FnMut(u64),
+        progress: &mut dyn FnMut(&SchedStats),
     ) -> Result<RunStats, Fault> {
         let start = Instant::now();
         self.max_steps = opts.max_steps;
@@ -697,10 +752,20 @@ impl<'k> Machine<'k> {
     }
 
     /// Decoded bundle `pc` of `e`, decoding (and, with a validator, validating) it the first
-    /// time it is reached.
-    fn decoded(&mut self, e: Engine, pc: usize) -> Result<Inst, Fault> {
-        if let Some(inst) = self.decoded[e as usize][pc] {
-            return Ok(inst);
+    /// time it is reached; its index in `entries`.
+    #[inline]
+    fn decoded(&mut self, e: Engine, pc: usize) -> Result<usize, Fault> {
+        match self.slots[e as usize][pc] {
+            0 => self.decode_slot(e, pc),
+            i => Ok(i as usize - 1),
+        }
+    }
+
+    /// [`Machine::decoded`] of a position not reached before.
+    #[cold]
+    fn decode_slot(&mut self, e: Engine, pc: usize) -> Result<usize, Fault> {
+        if let Some(i) = self.recall(e, pc) {
+            return Ok(i);
         }
         let b = self.bundle(e, pc);
         let site = self.site(e, pc);
@@ -711,8 +776,46 @@ impl<'k> Machine<'k> {
             site,
             reason: err.to_string(),
         })?;
-        self.decoded[e as usize][pc] = Some(inst);
-        Ok(inst)
+        let (Ok(entry), Ok(plans)) = (
+            u32::try_from(self.entries.len()),
+            u32::try_from(self.plans.len()),
+        ) else {
+            return Err(Fault::exec(site, "more than 2^32 distinct bundles"));
+        };
+        let mut plan = None;
+        if self.race.is_none() && super::dispatch::executes_on(site.opcode, e) {
+            if let Some(p) = self.plan_of(site, &inst) {
+                self.plans.push(p);
+                plan = Some(plans);
+            }
+        }
+        self.entries.push(Entry {
+            inst,
+            events: None,
+            plan,
+        });
+        self.slots[e as usize][pc] = entry + 1;
+        if self.seen.is_empty() {
+            self.seen.resize(SEEN_ENTRIES, None);
+        }
+        self.seen[seen_index(&b.0, e)] = Some(Seen {
+            engine: e,
+            bytes: b.0,
+            entry,
+        });
+        Ok(entry as usize)
+    }
+
+    /// Fill position `pc` of `e` from the table of bundles already decoded and validated
+    /// when the same bytes were, on the same engine, at another position; the entry index.
+    fn recall(&mut self, e: Engine, pc: usize) -> Option<usize> {
+        let b = &self.kernel.streams[e as usize][pc].0;
+        let s = self.seen.get(seen_index(b, e))?.as_ref()?;
+        if s.engine != e || s.bytes != *b {
+            return None;
+        }
+        self.slots[e as usize][pc] = s.entry + 1;
+        Some(s.entry as usize)
     }
 
     pub(crate) fn stream_len_of(&self, e: Engine) -> usize {
@@ -820,21 +923,33 @@ impl Program for Machine<'_> {
         self.bundle(e, pc).opcode()
     }
 
+    #[inline]
     fn events(&mut self, e: Engine, pc: usize) -> Result<Events, Fault> {
+        let entry = match self.slots[e as usize][pc] {
+            0 => self.recall(e, pc),
+            i => Some(i as usize - 1),
+        };
+        if let Some(ev) = entry.and_then(|i| self.entries[i].events) {
+            return Ok(ev);
+        }
         let b = self.bundle(e, pc);
         // The decoded bundle's events (decoded here without validation when the bundle has
         // not been reached yet; a bundle that does not decode has its plain events block).
-        let ev = match &self.decoded[e as usize][pc] {
-            Some(inst) => Events::of_inst(inst),
+        let ev = match entry {
+            Some(i) => Events::of_inst(&self.entries[i].inst),
             None => match decode(b, self.gen) {
                 Ok(inst) => Events::of_inst(&inst),
                 Err(_) => Events::of_inst(&Inst::Raw(RawInst(*b))),
             },
         };
-        ev.map_err(|err| Fault::InvalidBundle {
+        let ev = ev.map_err(|err| Fault::InvalidBundle {
             site: self.site(e, pc),
             reason: err.to_string(),
-        })
+        })?;
+        if let Some(i) = entry {
+            self.entries[i].events = Some(ev);
+        }
+        Ok(ev)
     }
 
     fn regs(&self, e: Engine) -> &[u32] {
@@ -847,7 +962,13 @@ impl Program for Machine<'_> {
 
     fn execute(&mut self, e: Engine, pc: usize, sync: &mut SyncState) -> Result<Flow, Fault> {
         self.bundles += 1;
-        let inst = self.decoded(e, pc)?;
+        let i = self.decoded(e, pc)?;
+        let entry = self.entries[i];
+        if let (Some(i), None) = (entry.plan, &self.race) {
+            let site = self.site(e, pc);
+            return self.run_plan(site, i as usize).map(|()| Flow::Next);
+        }
+        let inst = entry.inst;
         let site = self.site(e, pc);
         if let Some(c) = self.race.as_mut() {
             c.begin(e as Agent, site, inst.mnemonic());

@@ -248,11 +248,18 @@ impl OnChip {
     /// partition-major: [`OnChip::gather`] read as little-endian `f32`s, without the byte
     /// copy.
     pub fn gather_f32(&self, r: &Resolved) -> Option<Vec<f32>> {
+        let mut out = Vec::new();
+        self.gather_f32_into(r, &mut out).then_some(out)
+    }
+
+    /// [`OnChip::gather_f32`] appending to `out` (a reused buffer); false, with `out`
+    /// unchanged, when the runs are not whole words.
+    pub fn gather_f32_into(&self, r: &Resolved, out: &mut Vec<f32>) -> bool {
         if !r.run_bytes.is_multiple_of(4) {
-            return None;
+            return false;
         }
         self.note(|| ChipAccess::Read(r.clone()));
-        let mut out = Vec::with_capacity(r.total_bytes() as usize / 4);
+        out.reserve(r.total_bytes() as usize / 4);
         for p in r.first_partition..r.first_partition + r.partitions {
             let part = self.partition(r.space, p);
             r.for_each_run_in_partition(|o, l| {
@@ -263,7 +270,7 @@ impl OnChip {
                 )
             });
         }
-        Some(out)
+        true
     }
 
     /// The bytes of a resolved pattern, partition-major.

@@ -18,6 +18,7 @@ pub mod memory;
 pub mod ops;
 pub mod pack;
 pub mod pattern;
+pub(crate) mod plan;
 pub mod pseudo;
 pub mod race;
 pub mod sched;

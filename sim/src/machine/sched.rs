@@ -105,12 +105,13 @@ impl Queue {
 pub const PROGRESS_INTERVAL: u64 = 1 << 14;
 
 /// Run `p` until every engine finishes, a fault, a deadlock or `max_steps` issued bundles.
-/// `progress` is called with the step count every [`PROGRESS_INTERVAL`] steps.
+/// `progress` is called with the counters so far (bundles issued, per engine) every
+/// [`PROGRESS_INTERVAL`] steps.
 pub fn run<P: Program>(
     p: &mut P,
     sync: &mut SyncState,
     max_steps: u64,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(&SchedStats),
 ) -> Result<SchedStats, Fault> {
     run_ordered(p, sync, max_steps, Order::RoundRobin, progress)
 }
@@ -122,7 +123,7 @@ pub fn run_ordered<P: Program>(
     sync: &mut SyncState,
     max_steps: u64,
     order: Order,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(&SchedStats),
 ) -> Result<SchedStats, Fault> {
     if let Order::Seeded(seed) = order {
         return run_seeded(p, sync, max_steps, seed, progress);
@@ -180,7 +181,7 @@ fn step<P: Program>(
     ev: Events,
     sync: &mut SyncState,
     stats: &mut SchedStats,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(&SchedStats),
 ) -> Result<(), Fault> {
     p.issue(e, &ev, sync);
     let flow = p.execute(e, qe.pc, sync)?;
@@ -194,7 +195,7 @@ fn step<P: Program>(
     stats.steps += 1;
     stats.per_engine[e as usize] += 1;
     if stats.steps.is_multiple_of(PROGRESS_INTERVAL) {
-        progress(stats.steps);
+        progress(stats);
     }
     Ok(())
 }
@@ -229,7 +230,7 @@ fn run_seeded<P: Program>(
     sync: &mut SyncState,
     max_steps: u64,
     seed: u64,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(&SchedStats),
 ) -> Result<SchedStats, Fault> {
     let mut q = [Queue::START; 5];
     let mut stats = SchedStats::default();

@@ -39,6 +39,9 @@ use crate::numerics::mx::{self, BLOCK_PARTITIONS};
 use crate::numerics::reduce::Accumulators;
 use crate::numerics::{Format, Kind};
 
+/// Operand buffers a machine keeps for reuse between bundles.
+const OPERAND_BUFFERS: usize = 8;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stationary {
     /// Dense weights `[k, n]` widened to fp32, with the input format (for the fp32 passes).
@@ -111,12 +114,14 @@ pub(crate) fn signedness(formats: &[Format]) -> Signedness {
 
 /// The element shape of a pattern as the numerics models see it.
 pub(crate) fn tile(site: Site, p: &TensorPattern) -> Result<TileShape, Fault> {
-    let free: Vec<usize> = if p.ndims == 0 {
-        vec![1]
-    } else {
-        p.free_dims().iter().map(|d| d.num as usize).collect()
-    };
-    TileShape::new(p.partitions as usize, &free).map_err(|e| Fault::exec(site, e.to_string()))
+    // A pattern has at most MAX_DIMS free dims: the shape is built on the stack.
+    let dims = p.free_dims();
+    let mut free = [1usize; super::pattern::MAX_DIMS];
+    let n = dims.len().max(1);
+    for (f, d) in free.iter_mut().zip(dims) {
+        *f = d.num as usize;
+    }
+    TileShape::new(p.partitions as usize, &free[..n]).map_err(|e| Fault::exec(site, e.to_string()))
 }
 
 pub(crate) fn same_count(
@@ -246,17 +251,43 @@ impl Machine<'_> {
     }
 
     pub(crate) fn load_f32(&self, site: Site, r: &Resolved, f: Format) -> Result<Vec<f32>, Fault> {
-        if matches!(f, Format::Float32 | Format::Float32r) {
-            // fp32 storage is the value's bits: no conversion pass.
-            if let Some(v) = self.chip.gather_f32(r) {
-                return Ok(v);
-            }
+        let mut out = Vec::new();
+        self.load_f32_into(site, r, f, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Machine::load_f32`] into `out` (cleared first; a reused buffer).
+    pub(crate) fn load_f32_into(
+        &self,
+        site: Site,
+        r: &Resolved,
+        f: Format,
+        out: &mut Vec<f32>,
+    ) -> Result<(), Fault> {
+        out.clear();
+        // fp32 storage is the value's bits: no conversion pass.
+        if matches!(f, Format::Float32 | Format::Float32r) && self.chip.gather_f32_into(r, out) {
+            return Ok(());
         }
         let bytes = self.chip.gather(r);
         let n = bytes.len() / f.container_bytes() * f.lanes();
-        let mut out = vec![0f32; n];
-        to_f32_slice(&bytes, f, &mut out).map_err(|e| Fault::exec(site, e.to_string()))?;
-        Ok(out)
+        out.resize(n, 0.0);
+        to_f32_slice(&bytes, f, out).map_err(|e| Fault::exec(site, e.to_string()))?;
+        Ok(())
+    }
+
+    /// A cleared buffer from the machine's pool of operand buffers.
+    pub(crate) fn take_buf(&mut self) -> Vec<f32> {
+        let mut v = self.bufs.pop().unwrap_or_default();
+        v.clear();
+        v
+    }
+
+    /// Return a buffer taken with [`Machine::take_buf`] to the pool.
+    pub(crate) fn give_buf(&mut self, v: Vec<f32>) {
+        if self.bufs.len() < OPERAND_BUFFERS {
+            self.bufs.push(v);
+        }
     }
 
     pub(crate) fn store_f32(

@@ -15,13 +15,53 @@ use super::{
 };
 use crate::machine::core::Machine;
 use crate::machine::fault::{Fault, Site};
-use crate::machine::pattern::TensorPattern;
+use crate::machine::pattern::{Resolved, TensorPattern};
 use crate::numerics::alu::{self, AluOp, ElementOp, FpOp, IntOp, Reverse};
 use crate::numerics::cast::{self, CastPolicy};
 use crate::numerics::mx::{self, MxConfig, MxShape};
 use crate::numerics::pe;
 use crate::numerics::reduce::{self, ReduceAxes};
 use crate::numerics::Format;
+
+/// A validated ALU op on the datapath an instruction runs on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum DatapathOp {
+    /// The 32-bit integer datapath.
+    Int(IntOp),
+    /// The fp32 datapath.
+    Fp(FpOp),
+}
+
+/// A TensorTensor (0x41 / 0x51) with its formats (`in0`, `in1`, `out`), bounds-checked
+/// operands (`src0`, `src1`, `dst`) and op decided.
+#[derive(Clone, Debug)]
+pub(crate) struct TensorTensorPlan {
+    pub(crate) formats: [Format; 3],
+    pub(crate) operands: [Resolved; 3],
+    pub(crate) op: DatapathOp,
+}
+
+/// The two ops of a TensorScalar, on the datapath it runs on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ScalarOps {
+    /// The 32-bit integer datapath.
+    Int(IntOp, IntOp),
+    /// The fp32 datapath.
+    Fp(FpOp, FpOp),
+}
+
+/// A TensorScalar (0x43 / 0x53) with its formats (`in`, `out`), scalar sources, `src`
+/// pattern, bounds-checked `src` / `dst`, tile shape, ops and operand order decided.
+#[derive(Clone, Debug)]
+pub(crate) struct TensorScalarPlan {
+    pub(crate) formats: [Format; 2],
+    pub(crate) scalars: [ScalarSrc; 2],
+    pub(crate) src: TensorPattern,
+    pub(crate) operands: [Resolved; 2],
+    pub(crate) shape: alu::TileShape,
+    pub(crate) ops: ScalarOps,
+    pub(crate) rev: Reverse,
+}
 
 /// Element-wise unary data movement of the TensorReduce layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +84,18 @@ impl Machine<'_> {
 
     /// TensorTensor (0x41 / 0x51): `dst = src0 op src1`.
     fn tensor_tensor_arith(&mut self, site: Site, x: &TensorTensor) -> Result<(), Fault> {
+        let plan = self.tensor_tensor_plan(site, x)?;
+        self.tensor_tensor_run(site, &plan)
+    }
+
+    /// Everything TensorTensor (0x41 / 0x51) decides before it touches memory: formats,
+    /// bounds-checked operands (each through [`Machine::operand`], in order), the datapath and
+    /// its op.
+    pub(crate) fn tensor_tensor_plan(
+        &self,
+        site: Site,
+        x: &TensorTensor,
+    ) -> Result<TensorTensorPlan, Fault> {
         let (in0, in1) = (
             self.format(site, "in0", x.in_dtypes.lo())?,
             self.format(site, "in1", x.in_dtypes.hi())?,
@@ -62,36 +114,73 @@ impl Machine<'_> {
         );
         let op = AluOp::from_wire(x.op.0).map_err(|e| Fault::exec(site, e.to_string()))?;
         let err = |e: alu::AluError| Fault::exec(site, e.to_string());
-        if self.int_datapath(site.engine, &[in0, in1, out]) {
+        let op = if self.int_datapath(site.engine, &[in0, in1, out]) {
             for f in [in0, in1, out] {
                 Self::check_int(site, f)?;
             }
-            let iop = self
-                .ctx(site.engine)
-                .int_op(op, signedness(&[in0, in1]))
-                .map_err(err)?;
-            let (xs, ys) = (
-                widen(&self.chip.gather(&r0), in0),
-                widen(&self.chip.gather(&r1), in1),
-            );
-            let mut res = vec![0u32; xs.len()];
-            alu::tensor_tensor(iop, &xs, &ys, &mut res).map_err(err)?;
-            self.chip.scatter(&rd, &narrow(&res, out));
+            DatapathOp::Int(
+                self.ctx(site.engine)
+                    .int_op(op, signedness(&[in0, in1]))
+                    .map_err(err)?,
+            )
         } else {
-            let fop = self.ctx(site.engine).fp_op(op).map_err(err)?;
-            let (xs, ys) = (
-                self.load_f32(site, &r0, in0)?,
-                self.load_f32(site, &r1, in1)?,
-            );
-            let mut res = vec![0f32; xs.len()];
-            alu::tensor_tensor(fop, &xs, &ys, &mut res).map_err(err)?;
-            self.store_f32(site, &rd, out, &res, &CastPolicy::DEVICE)?;
+            DatapathOp::Fp(self.ctx(site.engine).fp_op(op).map_err(err)?)
+        };
+        Ok(TensorTensorPlan {
+            formats: [in0, in1, out],
+            operands: [r0, r1, rd],
+            op,
+        })
+    }
+
+    /// Execute a TensorTensor plan: read both sources, apply the op, write `dst`.
+    pub(crate) fn tensor_tensor_run(
+        &mut self,
+        site: Site,
+        plan: &TensorTensorPlan,
+    ) -> Result<(), Fault> {
+        let [in0, in1, out] = plan.formats;
+        let [r0, r1, rd] = &plan.operands;
+        let err = |e: alu::AluError| Fault::exec(site, e.to_string());
+        match plan.op {
+            DatapathOp::Int(iop) => {
+                let (xs, ys) = (
+                    widen(&self.chip.gather(r0), in0),
+                    widen(&self.chip.gather(r1), in1),
+                );
+                let mut res = vec![0u32; xs.len()];
+                alu::tensor_tensor(iop, &xs, &ys, &mut res).map_err(err)?;
+                self.chip.scatter(rd, &narrow(&res, out));
+            }
+            DatapathOp::Fp(fop) => {
+                let (mut xs, mut ys, mut res) = (self.take_buf(), self.take_buf(), self.take_buf());
+                self.load_f32_into(site, r0, in0, &mut xs)?;
+                self.load_f32_into(site, r1, in1, &mut ys)?;
+                res.resize(xs.len(), 0.0);
+                alu::tensor_tensor(fop, &xs, &ys, &mut res).map_err(err)?;
+                self.store_f32(site, rd, out, &res, &CastPolicy::DEVICE)?;
+                for b in [xs, ys, res] {
+                    self.give_buf(b);
+                }
+            }
         }
         Ok(())
     }
 
     /// TensorScalar (0x43 / 0x53): `dst = (src op0 s0) op1 s1`, operands reversible.
     pub(crate) fn tensor_scalar(&mut self, site: Site, x: &TensorScalar) -> Result<(), Fault> {
+        let plan = self.tensor_scalar_plan(site, x)?;
+        self.tensor_scalar_run(site, &plan)
+    }
+
+    /// Everything TensorScalar (0x43 / 0x53) decides before it reads memory: formats, scalar
+    /// sources, bounds-checked `src` / `dst` (through [`Machine::operand`], in order), tile
+    /// shape, datapath, ops and operand order.
+    pub(crate) fn tensor_scalar_plan(
+        &self,
+        site: Site,
+        x: &TensorScalar,
+    ) -> Result<TensorScalarPlan, Fault> {
         if !matches!(site.opcode, 0x43 | 0x53) {
             return Err(not_simulated(site));
         }
@@ -111,55 +200,86 @@ impl Machine<'_> {
             AluOp::from_wire(x.op1.0).map_err(err)?,
         );
         let rev = Reverse::from_wire(x.reverse.into_bits()).map_err(err)?;
-        if self.int_datapath(site.engine, &[input, out]) {
+        let ops = if self.int_datapath(site.engine, &[input, out]) {
             Self::check_int(site, input)?;
             Self::check_int(site, out)?;
             let sign = signedness(&[input]);
-            let (o0, o1) = (
+            ScalarOps::Int(
                 self.ctx(site.engine).int_op(op0, sign).map_err(err)?,
                 self.ctx(site.engine).int_op(op1, sign).map_err(err)?,
-            );
-            let (s0, s1) = (
-                self.scalar_u32(site, "imm0", s0, &src)?,
-                self.scalar_u32(site, "imm1", s1, &src)?,
-            );
-            let xs = widen(&self.chip.gather(&rs), input);
-            let mut res = vec![0u32; xs.len()];
-            alu::tensor_scalar::<IntOp>(
-                o0,
-                s0.as_scalar(),
-                o1,
-                s1.as_scalar(),
-                rev,
-                shape,
-                &xs,
-                &mut res,
             )
-            .map_err(err)?;
-            self.chip.scatter(&rd, &narrow(&res, out));
         } else {
-            let (o0, o1) = (
+            ScalarOps::Fp(
                 self.ctx(site.engine).fp_op(op0).map_err(err)?,
                 self.ctx(site.engine).fp_op(op1).map_err(err)?,
-            );
-            let (s0, s1) = (
-                self.scalar_f32(site, "imm0", s0, &src)?,
-                self.scalar_f32(site, "imm1", s1, &src)?,
-            );
-            let xs = self.load_f32(site, &rs, input)?;
-            let mut res = vec![0f32; xs.len()];
-            alu::tensor_scalar::<FpOp>(
-                o0,
-                s0.as_scalar(),
-                o1,
-                s1.as_scalar(),
-                rev,
-                shape,
-                &xs,
-                &mut res,
             )
-            .map_err(err)?;
-            self.store_f32(site, &rd, out, &res, &CastPolicy::DEVICE)?;
+        };
+        Ok(TensorScalarPlan {
+            formats: [input, out],
+            scalars: [s0, s1],
+            src,
+            operands: [rs, rd],
+            shape,
+            ops,
+            rev,
+        })
+    }
+
+    /// Execute a TensorScalar plan: read the scalars and `src`, apply both ops, write `dst`.
+    pub(crate) fn tensor_scalar_run(
+        &mut self,
+        site: Site,
+        plan: &TensorScalarPlan,
+    ) -> Result<(), Fault> {
+        let [input, out] = plan.formats;
+        let [s0, s1] = plan.scalars;
+        let [rs, rd] = &plan.operands;
+        let (src, shape, rev) = (&plan.src, plan.shape, plan.rev);
+        let err = |e: alu::AluError| Fault::exec(site, e.to_string());
+        match plan.ops {
+            ScalarOps::Int(o0, o1) => {
+                let (s0, s1) = (
+                    self.scalar_u32(site, "imm0", s0, src)?,
+                    self.scalar_u32(site, "imm1", s1, src)?,
+                );
+                let xs = widen(&self.chip.gather(rs), input);
+                let mut res = vec![0u32; xs.len()];
+                alu::tensor_scalar::<IntOp>(
+                    o0,
+                    s0.as_scalar(),
+                    o1,
+                    s1.as_scalar(),
+                    rev,
+                    shape,
+                    &xs,
+                    &mut res,
+                )
+                .map_err(err)?;
+                self.chip.scatter(rd, &narrow(&res, out));
+            }
+            ScalarOps::Fp(o0, o1) => {
+                let (s0, s1) = (
+                    self.scalar_f32(site, "imm0", s0, src)?,
+                    self.scalar_f32(site, "imm1", s1, src)?,
+                );
+                let (mut xs, mut res) = (self.take_buf(), self.take_buf());
+                self.load_f32_into(site, rs, input, &mut xs)?;
+                res.resize(xs.len(), 0.0);
+                alu::tensor_scalar::<FpOp>(
+                    o0,
+                    s0.as_scalar(),
+                    o1,
+                    s1.as_scalar(),
+                    rev,
+                    shape,
+                    &xs,
+                    &mut res,
+                )
+                .map_err(err)?;
+                self.store_f32(site, rd, out, &res, &CastPolicy::DEVICE)?;
+                self.give_buf(xs);
+                self.give_buf(res);
+            }
         }
         Ok(())
     }

@@ -109,6 +109,31 @@ pub(crate) fn no_rest(pairs: &[(&str, &str)]) -> Result<(), String> {
     }
 }
 
+/// A `[key=value ...]` record with no head: its values are taken by key, then `finish` refuses any
+/// key left over.
+pub(crate) struct Keyed<'a>(Vec<(&'a str, &'a str)>);
+
+impl<'a> Keyed<'a> {
+    pub(crate) fn parse(s: &'a str) -> Result<Self, String> {
+        match parse_group(s, '[', ']')? {
+            (Some(h), _) => Err(format!("unexpected `{h}`")),
+            (None, pairs) => Ok(Keyed(pairs)),
+        }
+    }
+
+    pub(crate) fn get(&mut self, key: &str) -> Result<&'a str, String> {
+        take(&mut self.0, key).ok_or(format!("missing {key}="))
+    }
+
+    pub(crate) fn uint(&mut self, key: &str, max: u64) -> Result<u64, String> {
+        parse_uint(self.get(key)?, max)
+    }
+
+    pub(crate) fn finish(self) -> Result<(), String> {
+        no_rest(&self.0)
+    }
+}
+
 pub(crate) fn parse_str(s: &str, n: usize) -> Result<Vec<u8>, String> {
     let inner = s
         .strip_prefix('"')
@@ -263,61 +288,45 @@ pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String>
             write_pattern(w, o, addr, &step, &num);
         }
         FieldType::MxMemPattern1d => {
-            let (head, mut pairs) = parse_group(s, '[', ']')?;
-            if let Some(h) = head {
-                return Err(format!("unexpected `{h}`"));
-            }
-            let mut g = |k: &str, max: u64| -> Result<u64, String> {
-                parse_uint(take(&mut pairs, k).ok_or(format!("missing {k}="))?, max)
-            };
+            let mut g = Keyed::parse(s)?;
             let x = MxMemPattern1d {
-                data: Addr4(g("data", u32::MAX as u64)? as u32),
-                scale: Addr4(g("scale", u32::MAX as u64)? as u32),
-                k: g("k", 0xFFFF)? as u16,
-                step_sign: g("step_sign", 0xFF)? as u8,
-                scale_partition: g("scale_partition", 0xFF)? as u8,
+                data: Addr4(g.uint("data", u32::MAX as u64)? as u32),
+                scale: Addr4(g.uint("scale", u32::MAX as u64)? as u32),
+                k: g.uint("k", 0xFFFF)? as u16,
+                step_sign: g.uint("step_sign", 0xFF)? as u8,
+                scale_partition: g.uint("scale_partition", 0xFF)? as u8,
                 reserved: [0; 4],
             };
-            no_rest(&pairs)?;
+            g.finish()?;
             x.write(w, o);
         }
         FieldType::MxIndirect16b => {
-            let (head, mut pairs) = parse_group(s, '[', ']')?;
-            if let Some(h) = head {
-                return Err(format!("unexpected `{h}`"));
-            }
-            let mut g = |k: &str, max: u64| -> Result<u64, String> {
-                parse_uint(take(&mut pairs, k).ok_or(format!("missing {k}="))?, max)
-            };
+            let mut g = Keyed::parse(s)?;
             let x = MxIndirect16b {
-                indices: Addr4(g("indices", u32::MAX as u64)? as u32),
-                data: Addr4(g("data", u32::MAX as u64)? as u32),
-                scale: Addr4(g("scale", u32::MAX as u64)? as u32),
-                k: g("k", 0xFFFF)? as u16,
-                byte_0e: g("byte_0e", 0xFF)? as u8,
-                scale_partition: g("scale_partition", 0xFF)? as u8,
+                indices: Addr4(g.uint("indices", u32::MAX as u64)? as u32),
+                data: Addr4(g.uint("data", u32::MAX as u64)? as u32),
+                scale: Addr4(g.uint("scale", u32::MAX as u64)? as u32),
+                k: g.uint("k", 0xFFFF)? as u16,
+                byte_0e: g.uint("byte_0e", 0xFF)? as u8,
+                scale_partition: g.uint("scale_partition", 0xFF)? as u8,
             };
-            no_rest(&pairs)?;
+            g.finish()?;
             x.write(w, o);
         }
         FieldType::Addr8 => Addr8(parse_uint(s, u64::MAX)?).write(w, o),
         FieldType::EventsExt => {
-            let (head, mut pairs) = parse_group(s, '[', ']')?;
-            if let Some(h) = head {
-                return Err(format!("unexpected `{h}`"));
-            }
+            let mut g = Keyed::parse(s)?;
             let wm = spec::enum_def("WAIT_MODE").ok_or("WAIT_MODE")?;
             let um = spec::enum_def("UPDATE_MODE").ok_or("UPDATE_MODE")?;
-            let mut get = |k: &str| take(&mut pairs, k).ok_or(format!("missing {k}="));
             let e = EventsExt {
-                wait_mode: crate::formats::WaitMode(parse_enum(get("wait_mode")?, wm)?),
-                wait_idx: parse_uint(get("wait_idx")?, 0xFF)? as u8,
-                update_mode: crate::formats::UpdateMode(parse_enum(get("update_mode")?, um)?),
-                update_idx: parse_uint(get("update_idx")?, 0xFF)? as u8,
-                sem_wait_value: parse_uint(get("sem_wait_value")?, u32::MAX as u64)? as u32,
-                sem_update_value: parse_uint(get("sem_update_value")?, u32::MAX as u64)? as u32,
+                wait_mode: crate::formats::WaitMode(parse_enum(g.get("wait_mode")?, wm)?),
+                wait_idx: g.uint("wait_idx", 0xFF)? as u8,
+                update_mode: crate::formats::UpdateMode(parse_enum(g.get("update_mode")?, um)?),
+                update_idx: g.uint("update_idx", 0xFF)? as u8,
+                sem_wait_value: g.uint("sem_wait_value", u32::MAX as u64)? as u32,
+                sem_update_value: g.uint("sem_update_value", u32::MAX as u64)? as u32,
             };
-            no_rest(&pairs)?;
+            g.finish()?;
             e.write(w, o);
         }
         FieldType::I32Array(n) => {

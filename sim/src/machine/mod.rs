@@ -36,3 +36,6 @@ pub use memory::{Dram, DramVar, OnChip, VarKind};
 pub use pattern::{AccessError, Dim, Resolved, TensorPattern};
 pub use sched::{Flow, Program, SchedStats};
 pub use sync::{Events, SyncState};
+
+#[cfg(test)]
+mod timeline_tests;

@@ -263,6 +263,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pattern_parts_map_each_list_item_to_its_text_and_bytes() {
+        let text = "x [0x100 step=1,-2 num=30,4]";
+        let parts = pattern_parts(text, 16, 2);
+        let got: Vec<(&str, Range<usize>)> =
+            parts.into_iter().map(|(t, b)| (&text[t], b)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("0x100", 16..20),
+                ("1", 20..22),
+                ("-2", 22..24),
+                ("30", 24..26),
+                ("4", 26..28),
+            ]
+        );
+    }
+
+    #[test]
     fn diagnostic_and_render() {
         let mut b = Bundle::ZERO;
         b.0[0] = 0x01;

@@ -36,6 +36,27 @@ pub struct Ctx<'a> {
     pub b: &'a mut Bundle,
 }
 
+impl Ctx<'_> {
+    /// A random `dims`-dimensional access pattern written at `off`: a start address in
+    /// `region` aligned to `align` bytes whose partition lies in `parts`, then random steps
+    /// and counts (drawn in that order).
+    pub fn random_pattern(
+        &mut self,
+        off: usize,
+        dims: usize,
+        region: Region,
+        align: u32,
+        parts: std::ops::Range<u32>,
+    ) {
+        let addr = address(&mut self.rng, self.gen, region, align, parts);
+        let (steps, nums) = (
+            random_steps(&mut self.rng, dims),
+            random_nums(&mut self.rng, dims),
+        );
+        write_pattern(self.b, off, dims, addr, &steps, &nums);
+    }
+}
+
 /// A borrowed entropy source behind a trait object (recipes are plain `fn` pointers).
 pub struct DynEntropy<'a>(pub &'a mut dyn Entropy);
 

@@ -154,9 +154,7 @@ pub(super) fn fill_matmul(c: &mut Ctx<'_>) {
     let (row, col) = pe_groups(c, None);
     sbuf_source(c, 16, dt, group_range(row));
     let align = dtype_bytes(tag).unwrap_or(4);
-    let addr = address(&mut c.rng, gen, Region::Psum, align, group_range(col));
-    let (steps, nums) = (random_steps(&mut c.rng, 3), random_nums(&mut c.rng, 3));
-    write_pattern(c.b, 48, 3, addr, &steps, &nums);
+    c.random_pattern(48, 3, Region::Psum, align, group_range(col));
 }
 
 pub(super) fn fill_activate(c: &mut Ctx<'_>) {
@@ -305,15 +303,13 @@ pub(super) fn fill_matmul_mx(c: &mut Ctx<'_>) {
     mx_pattern(c, 16, dt, Region::Sbuf, group_range(row));
     // PSUM destination in the column group's partitions, aligned to the output dtype.
     let tag = if out == 0 { FP32 } else { out };
-    let addr = address(
-        &mut c.rng,
-        gen,
+    c.random_pattern(
+        48,
+        3,
         Region::Psum,
         dtype_bytes(tag).unwrap_or(4),
         group_range(col),
     );
-    let (steps, nums) = (random_steps(&mut c.rng, 3), random_nums(&mut c.rng, 3));
-    write_pattern(c.b, 48, 3, addr, &steps, &nums);
 }
 
 pub(super) fn fill_matmul_sparse(c: &mut Ctx<'_>) {
@@ -339,27 +335,17 @@ pub(super) fn fill_matmul_sparse(c: &mut Ctx<'_>) {
     };
     // Column group 0xF only; the 4D source in SBUF inside the row group's partitions.
     let (row, _) = pe_groups(c, Some(0xF));
-    let addr = address(
-        &mut c.rng,
-        gen,
+    c.random_pattern(
+        12,
+        4,
         Region::Sbuf,
         dtype_bytes(dt).unwrap_or(4),
         group_range(row),
     );
-    let (steps, nums) = (random_steps(&mut c.rng, 4), random_nums(&mut c.rng, 4));
-    write_pattern(c.b, 12, 4, addr, &steps, &nums);
     let tag = if gen == Gen::V4 && out != 0 {
         out
     } else {
         FP32
     };
-    let addr = address(
-        &mut c.rng,
-        gen,
-        Region::Psum,
-        dtype_bytes(tag).unwrap_or(4),
-        0..128,
-    );
-    let (steps, nums) = (random_steps(&mut c.rng, 3), random_nums(&mut c.rng, 3));
-    write_pattern(c.b, 48, 3, addr, &steps, &nums);
+    c.random_pattern(48, 3, Region::Psum, dtype_bytes(tag).unwrap_or(4), 0..128);
 }

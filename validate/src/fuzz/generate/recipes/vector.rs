@@ -179,18 +179,13 @@ pub(super) fn src_dst(c: &mut Ctx<'_>, dims: usize, offs: [usize; 2], dts: [u8; 
     let dst_psum = !pool && dtype_bytes(dts[1]) == Some(4) && c.rng.chance(1, 3);
     for (i, psum) in [src_psum, dst_psum].into_iter().enumerate() {
         let region = if psum { Region::Psum } else { Region::Sbuf };
-        let addr = address(
-            &mut c.rng,
-            c.gen,
+        c.random_pattern(
+            offs[i],
+            dims,
             region,
             dtype_bytes(dts[i]).unwrap_or(4),
             0..129 - n,
         );
-        let (steps, nums) = (
-            random_steps(&mut c.rng, dims),
-            random_nums(&mut c.rng, dims),
-        );
-        write_pattern(c.b, offs[i], dims, addr, &steps, &nums);
     }
 }
 
@@ -288,18 +283,7 @@ pub(super) fn pattern(
         && (!write || dtype_bytes(dt) == Some(4))
         && c.rng.chance(1, 3);
     let region = if psum { Region::Psum } else { Region::Sbuf };
-    let addr = address(
-        &mut c.rng,
-        c.gen,
-        region,
-        dtype_bytes(dt).unwrap_or(4),
-        0..129 - n,
-    );
-    let (steps, nums) = (
-        random_steps(&mut c.rng, dims),
-        random_nums(&mut c.rng, dims),
-    );
-    write_pattern(c.b, off, dims, addr, &steps, &nums);
+    c.random_pattern(off, dims, region, dtype_bytes(dt).unwrap_or(4), 0..129 - n);
 }
 
 /// A random active-partition count written at `off`.

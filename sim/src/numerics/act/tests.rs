@@ -419,3 +419,212 @@ fn scale_and_bias_round_twice_not_fused() {
     .expect("activate");
     assert_eq!(out[0].to_bits(), 0.0f32.to_bits());
 }
+
+/// Bits `x` ± 1..=3 ulps (both signs), for boundary inputs.
+fn around(xs: &[f32]) -> Vec<f32> {
+    let mut out = Vec::new();
+    for &x in xs {
+        for s in [x, -x] {
+            for d in -3i32..=3 {
+                out.push(f32::from_bits(s.to_bits().wrapping_add_signed(d)));
+            }
+        }
+    }
+    out
+}
+
+/// xorshift64* words (fixed seed).
+fn random_bits(n: usize, seed: u64) -> Vec<u32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+        })
+        .collect()
+}
+
+const FAST: [ActFunction; 3] = [ActFunction::Exp, ActFunction::Tanh, ActFunction::Sigmoid];
+
+/// The inputs of every class the activation tests use: special values, subnormals, the
+/// fast ranges' and the results' boundaries, the committed reference inputs, the dense grids,
+/// every 4096th bit pattern and random bit patterns.
+fn input_classes() -> Vec<f32> {
+    let mut xs = vec![
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7F80_0001),
+        f32::from_bits(0xFFC1_2345),
+        f32::MAX,
+        f32::MIN,
+        f32::MIN_POSITIVE,
+        f32::EPSILON,
+        1.0,
+        0.5,
+    ];
+    xs.extend(around(&[
+        f32::from_bits(1),
+        f32::from_bits(0x007F_FFFF),
+        f32::MIN_POSITIVE,
+        87.5,
+        87.0,
+        20.0,
+        88.72284,
+        103.97208,
+        87.33655,
+        9.010913,
+        2f32.powi(-12),
+        2f32.powi(-25),
+        0.5 * std::f32::consts::LN_2 / 64.0,
+        std::f32::consts::LN_2 / 128.0,
+    ]));
+    let pairs = read("act_reference.bin");
+    xs.extend(
+        pairs
+            .chunks_exact(8)
+            .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+    );
+    xs.extend(dense(140.0));
+    xs.extend(dense(30.0));
+    xs.extend((0..1u32 << 20).map(|i| f32::from_bits(i << 12 | (i & 0xFFF))));
+    xs.extend(random_bits(1 << 20, 0x5EED).into_iter().map(f32::from_bits));
+    // Random values of the fast ranges (random bits are mostly outside them).
+    xs.extend(
+        random_bits(1 << 18, 77)
+            .into_iter()
+            .map(|b| (b as f32 / u32::MAX as f32 - 0.5) * 180.0),
+    );
+    xs
+}
+
+fn assert_same_bits(func: ActFunction, xs: &[f32]) {
+    let mut fast = xs.to_vec();
+    ClosedForm::values(func, &mut fast, 0.0);
+    for (&x, &got) in xs.iter().zip(&fast) {
+        let want = ClosedForm::value(func, x, 0.0);
+        assert_eq!(
+            got.to_bits(),
+            want.to_bits(),
+            "{func}({x:e} / {:#010x}): fast {got:e}, closed form {want:e}",
+            x.to_bits()
+        );
+    }
+}
+
+#[test]
+fn fast_evaluator_matches_the_closed_form_on_every_input_class() {
+    let xs = input_classes();
+    for func in FAST {
+        assert_same_bits(func, &xs);
+    }
+}
+
+#[test]
+fn fast_approximations_stay_far_inside_the_rounding_margin() {
+    // The fast results are kept only when every f64 within 2^-37 (relative) rounds the same;
+    // the approximations must differ from the closed form's f64 values by far less.
+    let t = fast::test_table();
+    let mut xs: Vec<f64> = (0..=200_000)
+        .map(|i| -87.0 + 174.0 * f64::from(i) / 200_000.0)
+        .collect();
+    xs.extend(random_bits(1 << 18, 3).into_iter().map(|b| {
+        let x = f32::from_bits(b & 0x7FFF_FFFF);
+        f64::from(if x.is_finite() && x <= 87.0 {
+            x
+        } else {
+            1.0 / x.max(1.0)
+        })
+    }));
+    let rel = |a: f64, b: f64| ((a - b) / b).abs();
+    let mut worst = [0f64; 3];
+    for &d in &xs {
+        for s in [d, -d] {
+            worst[0] = worst[0].max(rel(fast::exp64(t, s), s.exp()));
+            if s.abs() <= 20.0 && s != 0.0 {
+                worst[1] = worst[1].max(rel(fast::tanh64(t, s), s.tanh()));
+            }
+            worst[2] = worst[2].max(rel(fast::sigmoid64(t, s), sigmoid64(s)));
+        }
+    }
+    for (func, w) in FAST.iter().zip(worst) {
+        assert!(
+            w < 2f64.powi(-43),
+            "{func}: approximation differs by {w:e} relative"
+        );
+    }
+    assert_eq!(fast::MARGIN, 1 << 16, "2^-37 of the value, see fast.rs");
+}
+
+#[test]
+fn fast_evaluator_falls_back_rarely_and_only_where_it_must() {
+    let xs: Vec<f32> = (0..1 << 16)
+        .map(|i| -80.0 + 160.0 * i as f32 / 65536.0)
+        .collect();
+    for (func, run) in FAST.iter().zip([
+        fast::exp as fn(&mut [f32]) -> usize,
+        fast::tanh,
+        fast::sigmoid,
+    ]) {
+        let slow = run(&mut xs.clone());
+        // About 2^17 of the 2^29 low-bit patterns are near a midpoint (plus tanh's ±1 tails,
+        // outside its range).
+        let tails = if *func == ActFunction::Tanh {
+            xs.len() * 3 / 4
+        } else {
+            0
+        };
+        let limit = tails + xs.len() / 500;
+        assert!(slow <= limit, "{func}: {slow} closed-form evaluations");
+    }
+    // Outside the ranges, specials and subnormal results go to the closed form.
+    let mut v = [f32::NAN, 100.0, -100.0, 0.0, f32::INFINITY];
+    assert_eq!(fast::exp(&mut v), 4, "exp(0) = 1 is fast");
+    let mut v = [0.0, 1e-40, 25.0, -1.0];
+    assert_eq!(fast::tanh(&mut v), 3);
+}
+
+/// Every fp32 input of exp, tanh and sigmoid (2^32 each), fast against the closed form,
+/// bit for bit. Slow: `cargo test --release -p tpbsim-sim --lib -- --ignored all_2_32`.
+#[test]
+#[ignore]
+fn fast_evaluator_matches_the_closed_form_on_all_2_32_inputs() {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    for func in FAST {
+        let start = std::time::Instant::now();
+        let mismatches: u64 = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    s.spawn(move || {
+                        let mut bad = 0u64;
+                        let mut buf = vec![0f32; 1 << 16];
+                        let blocks = (1u64 << 16) / threads + 1;
+                        for blk in t * blocks..((t + 1) * blocks).min(1 << 16) {
+                            let base = (blk as u32) << 16;
+                            for (i, x) in buf.iter_mut().enumerate() {
+                                *x = f32::from_bits(base | i as u32);
+                            }
+                            ClosedForm::values(func, &mut buf, 0.0);
+                            for (i, got) in buf.iter().enumerate() {
+                                let x = f32::from_bits(base | i as u32);
+                                if got.to_bits() != ClosedForm::value(func, x, 0.0).to_bits() {
+                                    bad += 1;
+                                    eprintln!("{func}({:#010x}) differs", x.to_bits());
+                                }
+                            }
+                        }
+                        bad
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("thread")).sum()
+        });
+        eprintln!("{func}: 2^32 inputs in {:.1?}", start.elapsed());
+        assert_eq!(mismatches, 0, "{func}");
+    }
+}

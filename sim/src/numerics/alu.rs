@@ -476,6 +476,62 @@ pub trait ElementOp: Copy {
             *o = self.apply(x, y);
         }
     }
+
+    /// `out[i] = op(x[i], s)`, or `op(s, x[i])` when `rev` (no length checks).
+    #[inline]
+    fn map_scalar(self, rev: bool, x: &[Self::V], s: Self::V, out: &mut [Self::V]) {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = apply_rev(self, rev, v, s);
+        }
+    }
+
+    /// [`ElementOp::map_scalar`] in place.
+    #[inline]
+    fn map_scalar_in_place(self, rev: bool, xs: &mut [Self::V], s: Self::V) {
+        for v in xs {
+            *v = apply_rev(self, rev, *v, s);
+        }
+    }
+}
+
+/// The fp32 ops with a scalar operand as monomorphic closures (the hot ops; the rest through
+/// [`fp_eval`]): `$go(|v| op(v, s))`, operands swapped when `$rev`.
+macro_rules! fp_scalar_op {
+    ($code:expr, $rev:expr, $s:expr, $go:expr) => {{
+        let s = $s;
+        match ($code, $rev) {
+            (0x00, false) => $go(|v: f32| v),
+            (0x00, true) => $go(|_: f32| s),
+            (0x04, false) => $go(|v: f32| v + s),
+            (0x04, true) => $go(|v: f32| s + v),
+            (0x05, false) => $go(|v: f32| v - s),
+            (0x05, true) => $go(|v: f32| s - v),
+            (0x06, false) => $go(|v: f32| v * s),
+            (0x06, true) => $go(|v: f32| s * v),
+            (0x07, false) => $go(|v: f32| v / s),
+            (0x07, true) => $go(|v: f32| s / v),
+            (0x08, false) => $go(|v: f32| sse_max(v, s)),
+            (0x08, true) => $go(|v: f32| sse_max(s, v)),
+            (0x09, false) => $go(|v: f32| sse_min(v, s)),
+            (0x09, true) => $go(|v: f32| sse_min(s, v)),
+            (c, false) => $go(|v: f32| fp_eval(c, v, s)),
+            (c, true) => $go(|v: f32| fp_eval(c, s, v)),
+        }
+    }};
+}
+
+#[inline(always)]
+fn map1_with(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = f(v);
+    }
+}
+
+#[inline(always)]
+fn map1_in_place(xs: &mut [f32], f: impl Fn(f32) -> f32) {
+    for v in xs {
+        *v = f(*v);
+    }
 }
 
 impl FpOp {
@@ -542,6 +598,17 @@ impl ElementOp for FpOp {
             0x00 => map2_with(a, b, out, |x, _| x),
             c => map2_with(a, b, out, |x, y| fp_eval(c, x, y)),
         }
+    }
+
+    fn map_scalar(self, rev: bool, x: &[f32], s: f32, out: &mut [f32]) {
+        fp_scalar_op!(self.0 .0, rev, s, |f| map1_with(x, out, f))
+    }
+
+    fn map_scalar_in_place(self, rev: bool, xs: &mut [f32], s: f32) {
+        if (self.0 .0, rev) == (0x00, false) {
+            return; // BYPASS passes the value through.
+        }
+        fp_scalar_op!(self.0 .0, rev, s, |f| map1_in_place(xs, f))
     }
 }
 
@@ -779,13 +846,25 @@ pub fn tensor_scalar<O: ElementOp>(
     s1.check("scalar1", shape.partitions())?;
     let f = shape.free_len();
     for (p, (row_in, row_out)) in src.chunks_exact(f).zip(out.chunks_exact_mut(f)).enumerate() {
-        let (a, b) = (s0.at(p), s1.at(p));
-        for (o, &x) in row_out.iter_mut().zip(row_in) {
-            let t = apply_rev(op0, reverse.op0, x, a);
-            *o = apply_rev(op1, reverse.op1, t, b);
-        }
+        tensor_scalar_row(op0, s0.at(p), op1, s1.at(p), reverse, row_in, row_out);
     }
     Ok(())
+}
+
+/// One partition of a TensorScalar: `out = (x op0 s0) op1 s1` (each op a pass over the row;
+/// every intermediate is the fp32 / u32 value a fused loop would hold).
+#[inline]
+pub(crate) fn tensor_scalar_row<O: ElementOp>(
+    op0: O,
+    s0: O::V,
+    op1: O,
+    s1: O::V,
+    reverse: Reverse,
+    x: &[O::V],
+    out: &mut [O::V],
+) {
+    op0.map_scalar(reverse.op0, x, s0, out);
+    op1.map_scalar_in_place(reverse.op1, out, s1);
 }
 
 /// The checks of a two-op, two-tensor, one-scalar kernel (ScalarTensorTensor and

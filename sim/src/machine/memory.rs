@@ -263,12 +263,81 @@ impl OnChip {
         for p in r.first_partition..r.first_partition + r.partitions {
             let part = self.partition(r.space, p);
             r.for_each_run_in_partition(|o, l| {
-                out.extend(
-                    part[o..o + l]
-                        .chunks_exact(4)
-                        .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])),
-                )
+                let run = &part[o..o + l];
+                match bytemuck::try_cast_slice::<u8, f32>(run) {
+                    // Aligned words on a little-endian host: the bytes are the values.
+                    Ok(words) if cfg!(target_endian = "little") => out.extend_from_slice(words),
+                    _ => out.extend(
+                        run.chunks_exact(4)
+                            .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+                    ),
+                }
             });
+        }
+        true
+    }
+
+    /// `dst = f(srcs)` row by row on fp32 tiles whose every operand is one contiguous,
+    /// word-aligned run per partition of the same length, without gathering or scattering
+    /// the tiles: each source row is copied into `rows` (reused buffers) and `f` writes the
+    /// destination row (row index, sources, destination) in place. Records the same accesses as gathering the sources in order
+    /// and scattering `dst`. False, with nothing read, written or recorded, when the operands
+    /// do not qualify, or when a destination row could overlap a source row other than its
+    /// own (exactly the same bytes are fine: each row is read before it is written).
+    pub fn map_rows_f32<const N: usize>(
+        &mut self,
+        srcs: [&Resolved; N],
+        dst: &Resolved,
+        rows: &mut [Vec<f32>; N],
+        mut f: impl FnMut(usize, &[&[f32]; N], &mut [f32]),
+    ) -> bool {
+        let (len, parts) = (dst.run_bytes as usize, dst.partitions);
+        let fits = |r: &Resolved| {
+            r.is_dense()
+                && r.run_bytes as usize == len
+                && r.partitions == parts
+                && len % 4 == 0
+                && r.base % 4 == 0
+        };
+        let independent = |s: &Resolved| {
+            let same_rows = s.first_partition == dst.first_partition && s.base == dst.base;
+            let apart = s.space != dst.space
+                || s.base as usize + len <= dst.base as usize
+                || dst.base as usize + len <= s.base as usize
+                || s.first_partition + parts <= dst.first_partition
+                || dst.first_partition + parts <= s.first_partition;
+            same_rows || apart
+        };
+        if !cfg!(target_endian = "little")
+            || !fits(dst)
+            || !srcs.iter().all(|s| fits(s) && independent(s))
+            || [dst].iter().chain(&srcs).any(|r| {
+                self.per_partition(r.space) % 4 != 0
+                    || self.store(r.space).bytes.as_ptr() as usize % 4 != 0
+            })
+        {
+            return false;
+        }
+        for s in srcs {
+            self.note(|| ChipAccess::Read(s.clone()));
+        }
+        self.note(|| ChipAccess::Write(dst.clone()));
+        let n = len / 4;
+        for b in rows.iter_mut() {
+            b.resize(n, 0.0);
+        }
+        for k in 0..parts {
+            for (s, b) in srcs.iter().zip(rows.iter_mut()) {
+                let part = self.partition(s.space, s.first_partition + k);
+                b.copy_from_slice(bytemuck::cast_slice(
+                    &part[s.base as usize..s.base as usize + len],
+                ));
+            }
+            let base = dst.base as usize;
+            let out = self.written_mut(dst.space, dst.first_partition + k, base..base + len);
+            let out: &mut [f32] = bytemuck::cast_slice_mut(out);
+            let ins: [&[f32]; N] = std::array::from_fn(|i| rows[i].as_slice());
+            f(k as usize, &ins, out);
         }
         true
     }
@@ -518,6 +587,71 @@ mod tests {
         assert_eq!(got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), want);
         let halves = TensorPattern::new(g.sbuf_address(0, 0), 2, 2, &[Dim::new(2, 4)]);
         assert!(m.gather_f32(&m.resolve(&halves).unwrap()).is_none());
+    }
+
+    #[test]
+    fn map_rows_equals_gather_compute_scatter_or_declines() {
+        let g = Geometry::of(Gen::V3);
+        let fill = |m: &mut OnChip| {
+            for p in 0..PARTITIONS {
+                for (i, w) in m.partition_mut(Space::Sbuf, p)[..512]
+                    .chunks_exact_mut(4)
+                    .enumerate()
+                {
+                    w.copy_from_slice(&((p * 1000 + i as u32) as f32).to_le_bytes());
+                }
+            }
+        };
+        let row = |p: u32, off: u32, n: u32| TensorPattern::dense(g.sbuf_address(p, off), 4, 4, n);
+        // (src0, src1, dst, applies): exact alias, disjoint, other partitions apart; then
+        // declined: shifted overlap, overlap across partitions, strided, unequal lengths.
+        let cases = [
+            (row(0, 0, 8), row(0, 64, 8), row(0, 0, 8), true),
+            (row(2, 0, 8), row(2, 64, 8), row(2, 128, 8), true),
+            (row(0, 0, 8), row(8, 0, 8), row(4, 256, 8), true),
+            (row(0, 0, 8), row(0, 64, 8), row(0, 4, 8), false),
+            (row(0, 0, 8), row(0, 64, 8), row(2, 0, 8), false),
+            (
+                TensorPattern::new(g.sbuf_address(0, 0), 4, 4, &[Dim::new(2, 8)]),
+                row(0, 64, 8),
+                row(0, 128, 8),
+                false,
+            ),
+            (row(0, 0, 8), row(0, 64, 4), row(0, 128, 8), false),
+        ];
+        for (i, (a, b, d, applies)) in cases.into_iter().enumerate() {
+            let mut fast = OnChip::new(g).unwrap();
+            fill(&mut fast);
+            let mut slow = OnChip::new(g).unwrap();
+            fill(&mut slow);
+            let (ra, rb, rd) = (
+                fast.resolve(&a).unwrap(),
+                fast.resolve(&b).unwrap(),
+                fast.resolve(&d).unwrap(),
+            );
+            let mut rows = [Vec::new(), Vec::new()];
+            let done = fast.map_rows_f32([&ra, &rb], &rd, &mut rows, |p, [x, y], o| {
+                for ((o, x), y) in o.iter_mut().zip(*x).zip(*y) {
+                    *o = x * 3.0 - y + p as f32;
+                }
+            });
+            assert_eq!(done, applies, "case {i}");
+            if done {
+                let (x, y) = (slow.gather_f32(&ra).unwrap(), slow.gather_f32(&rb).unwrap());
+                let n = x.len() / 4;
+                let out: Vec<f32> = (0..x.len())
+                    .map(|j| x[j] * 3.0 - y[j] + (j / n) as f32)
+                    .collect();
+                slow.scatter(&rd, bytemuck::cast_slice(&out));
+            }
+            for p in 0..8 {
+                assert_eq!(
+                    fast.partition(Space::Sbuf, p)[..512],
+                    slow.partition(Space::Sbuf, p)[..512],
+                    "case {i}, partition {p}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -49,8 +49,9 @@ impl Machine<'_> {
         }
         let scale = self.scalar_f32(site, "scale", scale, &src)?;
         let bias = self.scalar_f32(site, "bias", bias, &src)?;
-        let v = self.load_f32(site, &rs, input)?;
-        let mut res = vec![0f32; v.len()];
+        let (mut v, mut res) = (self.take_buf(), self.take_buf());
+        self.load_f32_into(site, &rs, input, &mut v)?;
+        res.resize(v.len(), 0.0);
         let acc = (cmd != AccumCmd::Idle).then_some(AccumulateInto {
             regs: &mut self.engines.act_acc,
             cmd,
@@ -68,7 +69,10 @@ impl Machine<'_> {
             acc,
         )
         .map_err(|e| Fault::exec(site, e.to_string()))?;
-        self.store_f32(site, &rd, out, &res, &CastPolicy::REFERENCE)
+        let r = self.store_f32(site, &rd, out, &res, &CastPolicy::REFERENCE);
+        self.give_buf(v);
+        self.give_buf(res);
+        r
     }
 
     /// ActivationTableLoad: records the selected table set.

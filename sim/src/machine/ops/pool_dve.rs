@@ -153,6 +153,16 @@ impl Machine<'_> {
                 self.chip.scatter(rd, &narrow(&res, out));
             }
             DatapathOp::Fp(fop) => {
+                if plan.formats == [Format::Float32; 3] && !fop.op().is_arg() {
+                    let mut rows = [self.take_buf(), self.take_buf()];
+                    let done = self
+                        .chip
+                        .map_rows_f32([r0, r1], rd, &mut rows, |_, [a, b], o| fop.map2(a, b, o));
+                    rows.into_iter().for_each(|b| self.give_buf(b));
+                    if done {
+                        return Ok(());
+                    }
+                }
                 let (mut xs, mut ys, mut res) = (self.take_buf(), self.take_buf(), self.take_buf());
                 self.load_f32_into(site, r0, in0, &mut xs)?;
                 self.load_f32_into(site, r1, in1, &mut ys)?;
@@ -262,6 +272,21 @@ impl Machine<'_> {
                     self.scalar_f32(site, "imm0", s0, src)?,
                     self.scalar_f32(site, "imm1", s1, src)?,
                 );
+                let parts = shape.partitions();
+                if plan.formats == [Format::Float32; 2]
+                    && ![o0, o1].iter().any(|o| o.op().is_arg())
+                    && s0.as_scalar().check("scalar0", parts).is_ok()
+                    && s1.as_scalar().check("scalar1", parts).is_ok()
+                {
+                    let mut rows = [self.take_buf()];
+                    let done = self.chip.map_rows_f32([rs], rd, &mut rows, |p, [x], o| {
+                        alu::tensor_scalar_row(o0, s0.at(p), o1, s1.at(p), rev, x, o)
+                    });
+                    rows.into_iter().for_each(|b| self.give_buf(b));
+                    if done {
+                        return Ok(());
+                    }
+                }
                 let (mut xs, mut res) = (self.take_buf(), self.take_buf());
                 self.load_f32_into(site, rs, input, &mut xs)?;
                 res.resize(xs.len(), 0.0);

@@ -1,6 +1,8 @@
 //! Compute numerics: the elementwise TensorTensor fp32 add over a 128 × 64K tile against a plain
 //! add loop, and the PE matmul (128 × 128 × 512, fixed summation order) against
-//! `matrixmultiply::sgemm` on the same shape, both in the same run.
+//! `matrixmultiply::sgemm` on the same shape, both in the same run; and the ACT functions with a
+//! fast slice evaluation (exp, tanh, sigmoid over 64 Ki values in `[-8, 8)`) against the closed
+//! form evaluated element by element, which gives the same bits.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
@@ -112,5 +114,32 @@ fn pe_matmul(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, elementwise, pe_matmul);
+fn act_functions(c: &mut Criterion) {
+    use tpbsim_sim::numerics::act::{ActFunction, ClosedForm};
+    let xs: Vec<f32> = values(65536, 6).iter().map(|v| 16.0 * v).collect();
+    let mut out = xs.clone();
+    let mut g = c.benchmark_group("act_functions_64k");
+    g.throughput(Throughput::Elements(xs.len() as u64));
+    g.sample_size(20);
+    for func in [ActFunction::Exp, ActFunction::Tanh, ActFunction::Sigmoid] {
+        g.bench_function(format!("{func}/slice"), |bch| {
+            bch.iter(|| {
+                out.copy_from_slice(black_box(&xs));
+                ClosedForm::values(func, &mut out, 0.0);
+                black_box(&out);
+            })
+        });
+        g.bench_function(format!("{func}/baseline_per_element"), |bch| {
+            bch.iter(|| {
+                for (o, &x) in out.iter_mut().zip(black_box(&xs)) {
+                    *o = ClosedForm::value(func, x, 0.0);
+                }
+                black_box(&out);
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, elementwise, pe_matmul, act_functions);
 criterion_main!(benches);

@@ -69,6 +69,8 @@ pub fn load_kernel(name: &str) -> (tpbsim_sim::machine::kernel::Kernel, tpbsim_i
     (k, gen)
 }
 
+pub mod small_tiles;
+
 /// Kernels built in memory for the per-bundle (dispatch) benchmark: one DVE stream of `n`
 /// bundles, no DRAM variables, no DMA, on v3.
 pub mod dispatch {

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""numpy baseline of the small/big-tile benchmark (benches/benches/small_tiles.rs).
+
+A per-instruction interpreter: the benchmark's own bundles, written by the
+`small_tiles_streams` example and decoded by `sim decode --json`, are turned into one numpy
+call each on a [128 x words] float32 array standing for SBUF, and run in the engines'
+round-robin order. Prints bundles/s for the mixed [128 x 8] kernel and bytes/s for the
+[128 x 2048] adds (two tiles read, one written per add) beside numpy's copy of one tile (read
+and written), and checks the final SBUF against the simulator's.
+
+    python3 benches/numpy_baseline.py [--sim PATH] [--repeat N] [--mixed N] [--big N]
+
+Without --sim, `sim` is run through `cargo run -q -p tpbsim-cli --`; the example through
+`cargo run -q -p tpbsim-benches --example small_tiles_streams` (only numpy is timed).
+"""
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PARTITIONS = 128
+ENGINES = ["dve", "act", "pool"]
+
+
+def run(cmd):
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr}")
+    return r.stdout
+
+
+def f32_field(fields, name):
+    """A float-valued field: its bits when the JSON gives them, else the integer as bits."""
+    if f"{name}_bits" in fields:
+        bits = fields[f"{name}_bits"]
+    else:
+        bits = fields[name]
+    if isinstance(bits, float):
+        return np.float32(bits)
+    return np.frombuffer(struct.pack("<I", bits), dtype=np.float32)[0]
+
+
+def tile(sbuf, pattern, partitions, where):
+    """The numpy view of a dense one-row-per-partition fp32 access pattern."""
+    addr = pattern["addr"]
+    if addr.get("region") != "sbuf":
+        sys.exit(f"{where}: only SBUF operands are interpreted")
+    num, step = pattern["num"], pattern["step"]
+    if any(n != 1 for n in num[1:]) or step[0] != 1 or addr["offset"] % 4:
+        sys.exit(f"{where}: only dense fp32 rows are interpreted ({pattern})")
+    p0, w0 = addr["partition"], addr["offset"] // 4
+    return sbuf[p0 : p0 + partitions, w0 : w0 + num[0]]
+
+
+def compile_bundle(sbuf, b, where):
+    """One bundle as (numpy function, args, kwargs)."""
+    f = b["fields"]
+    parts = f["num_active_partitions"]
+    m = b["mnemonic"]
+    if b["opcode"] in (0x41, 0x51):
+        if f["op"] != 0x04:
+            sys.exit(f"{where}: TensorTensor op {f['op']} is not interpreted")
+        a, c, d = (tile(sbuf, f[k], parts, where) for k in ("src0", "src1", "dst"))
+        return np.add, (a, c), {"out": d}
+    if b["opcode"] == 0x21:
+        if f["activation_func"] != 7:
+            sys.exit(f"{where}: activation function {f['activation_func']} is not interpreted")
+        scale, bias = f32_field(f, "scale_value"), f32_field(f, "bias")
+        if scale != 1 or bias != 0 or f["bias_src_n"] != 1:
+            sys.exit(f"{where}: only exp(x) with scale 1 and immediate bias 0 is interpreted")
+        s, d = tile(sbuf, f["src"], parts, where), tile(sbuf, f["dst"], parts, where)
+        return np.exp, (s,), {"out": d}
+    if b["opcode"] in (0x43, 0x53):
+        if (f["op0"], f["op1"], f["imm0_src"]) != (0x06, 0x00, 0):
+            sys.exit(f"{where}: only TensorScalar multiply by an immediate is interpreted")
+        s, d = tile(sbuf, f["src"], parts, where), tile(sbuf, f["dst"], parts, where)
+        return np.multiply, (s, f32_field(f, "imm0")), {"out": d}
+    sys.exit(f"{where}: {m} is not interpreted")
+
+
+def load(dirname, sim):
+    """The SBUF array with the inputs, the program in round-robin order, the simulator's SBUF."""
+    raw = np.fromfile(os.path.join(dirname, "inputs.f32"), dtype="<f4")
+    result = np.fromfile(os.path.join(dirname, "result.f32"), dtype="<f4")
+    words = result.size // PARTITIONS
+    sbuf = np.zeros((PARTITIONS, words), dtype=np.float32)
+    inputs = raw.reshape(PARTITIONS, -1)
+    sbuf[:, : inputs.shape[1]] = inputs
+    streams = []
+    for e in ENGINES:
+        path = os.path.join(dirname, f"{e}.bin")
+        if not os.path.exists(path):
+            continue
+        lines = run(sim + ["decode", path, "--arch", "v3", "--json"]).splitlines()
+        streams.append(
+            [compile_bundle(sbuf, json.loads(l), f"{e}.bin bundle {i}") for i, l in enumerate(lines)]
+        )
+    prog = []
+    for i in range(max(len(s) for s in streams)):
+        prog.extend(s[i] for s in streams if i < len(s))
+    return sbuf, inputs, prog, result.reshape(PARTITIONS, words)
+
+
+def best_time(prog, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for fn, args, kw in prog:
+            fn(*args, **kw)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def ulps(a, b):
+    ia = a.view(np.int32).astype(np.int64)
+    ib = b.view(np.int32).astype(np.int64)
+    ia = np.where(ia < 0, -(ia & 0x7FFFFFFF), ia)
+    ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
+    return np.abs(ia - ib)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--sim", help="path of the sim binary")
+    ap.add_argument("--repeat", type=int, default=5, help="timed passes (best is kept)")
+    ap.add_argument("--mixed", type=int, default=30000, help="bundles of the mixed kernel")
+    ap.add_argument("--big", type=int, default=400, help="adds of the big-tile kernel")
+    a = ap.parse_args()
+    sim = [a.sim] if a.sim else ["cargo", "run", "-q", "-p", "tpbsim-cli", "--"]
+    with tempfile.TemporaryDirectory() as tmp:
+        run(
+            ["cargo", "run", "-q", "-p", "tpbsim-benches", "--example",
+             "small_tiles_streams", "--", tmp, str(a.mixed), str(a.big)]
+        )
+        for name in ("mixed", "big"):
+            sbuf, inputs, prog, want = load(os.path.join(tmp, name), sim)
+            t = best_time(prog, a.repeat)
+            written = slice(inputs.shape[1], None)
+            d = ulps(sbuf[:, written], want[:, written])
+            if name == "mixed":
+                print(f"mixed [128 x 8]: {len(prog)} bundles, best of {a.repeat}: {t * 1e3:.2f} ms, "
+                      f"{len(prog) / t / 1e6:.3f} M bundles/s ({t / len(prog) * 1e6:.2f} us/bundle)")
+            else:
+                tile_bytes = PARTITIONS * 2048 * 4
+                print(f"big [128 x 2048] adds: {len(prog)} adds, best of {a.repeat}: {t * 1e3:.2f} ms, "
+                      f"{3 * tile_bytes * len(prog) / t / 2**30:.2f} GiB/s moved")
+                src = np.ones((PARTITIONS, 2048), dtype=np.float32)
+                dst = np.empty_like(src)
+                copies = [(np.copyto, (dst, src), {})] * len(prog)
+                tc = best_time(copies, a.repeat)
+                print(f"numpy copy of one tile x {len(prog)}: {tc * 1e3:.2f} ms, "
+                      f"{2 * tile_bytes * len(prog) / tc / 2**30:.2f} GiB/s moved")
+            print(f"  final SBUF against the simulator: max {d.max()} ulp, "
+                  f"{int((d != 0).sum())} of {d.size} words differ")
+            if d.max() > 1:
+                sys.exit("the interpreter and the simulator disagree by more than 1 ulp")
+
+
+if __name__ == "__main__":
+    main()

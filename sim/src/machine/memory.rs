@@ -279,11 +279,11 @@ impl OnChip {
 
     /// `dst = f(srcs)` row by row on fp32 tiles whose every operand is one contiguous,
     /// word-aligned run per partition of the same length, without gathering or scattering
-    /// the tiles: each source row is copied into `rows` (reused buffers) and `f` writes the
-    /// destination row (row index, sources, destination) in place. Records the same accesses as gathering the sources in order
-    /// and scattering `dst`. False, with nothing read, written or recorded, when the operands
-    /// do not qualify, or when a destination row could overlap a source row other than its
-    /// own (exactly the same bytes are fine: each row is read before it is written).
+    /// the tiles: `f` gets the row index, the source rows and the destination row, all in
+    /// place (a source row that is the destination row itself is copied into `rows`, reused
+    /// buffers, first). Records the same accesses as gathering the sources in order and
+    /// scattering `dst`. False, with nothing read, written or recorded, when the operands do
+    /// not qualify, or when a destination row could overlap a source row other than its own.
     pub fn map_rows_f32<const N: usize>(
         &mut self,
         srcs: [&Resolved; N],
@@ -299,18 +299,21 @@ impl OnChip {
                 && len % 4 == 0
                 && r.base % 4 == 0
         };
-        let independent = |s: &Resolved| {
-            let same_rows = s.first_partition == dst.first_partition && s.base == dst.base;
-            let apart = s.space != dst.space
+        let same_rows = |s: &Resolved| {
+            s.space == dst.space && s.first_partition == dst.first_partition && s.base == dst.base
+        };
+        // Otherwise no row of `s` meets a row of `dst`: other memory, other bytes of each
+        // partition, or other partitions.
+        let apart = |s: &Resolved| {
+            s.space != dst.space
                 || s.base as usize + len <= dst.base as usize
                 || dst.base as usize + len <= s.base as usize
                 || s.first_partition + parts <= dst.first_partition
-                || dst.first_partition + parts <= s.first_partition;
-            same_rows || apart
+                || dst.first_partition + parts <= s.first_partition
         };
         if !cfg!(target_endian = "little")
             || !fits(dst)
-            || !srcs.iter().all(|s| fits(s) && independent(s))
+            || !srcs.iter().all(|s| fits(s) && (same_rows(s) || apart(s)))
             || [dst].iter().chain(&srcs).any(|r| {
                 self.per_partition(r.space) % 4 != 0
                     || self.store(r.space).bytes.as_ptr() as usize % 4 != 0
@@ -322,22 +325,43 @@ impl OnChip {
             self.note(|| ChipAccess::Read(s.clone()));
         }
         self.note(|| ChipAccess::Write(dst.clone()));
-        let n = len / 4;
-        for b in rows.iter_mut() {
-            b.resize(n, 0.0);
+        let alias: [bool; N] = std::array::from_fn(|i| same_rows(srcs[i]));
+        for (b, _) in rows.iter_mut().zip(alias).filter(|(_, a)| *a) {
+            b.resize(len / 4, 0.0);
         }
+        let per = [Space::Sbuf, Space::Psum].map(|s| self.per_partition(s));
+        let (sbuf, psum) = self.stores.split_at_mut(1);
+        let (out_store, other) = match dst.space {
+            Space::Sbuf => (&mut sbuf[0], &psum[0]),
+            Space::Psum => (&mut psum[0], &sbuf[0]),
+        };
+        let start = |r: &Resolved, k: u32| {
+            (r.first_partition + k) as usize * per[r.space as usize] + r.base as usize
+        };
         for k in 0..parts {
-            for (s, b) in srcs.iter().zip(rows.iter_mut()) {
-                let part = self.partition(s.space, s.first_partition + k);
-                b.copy_from_slice(bytemuck::cast_slice(
-                    &part[s.base as usize..s.base as usize + len],
-                ));
+            let at = start(dst, k);
+            out_store.mark(at, at + len);
+            let (below, rest) = out_store.bytes.split_at_mut(at);
+            let (out, above) = rest.split_at_mut(len);
+            for (b, _) in rows.iter_mut().zip(alias).filter(|(_, a)| *a) {
+                b.copy_from_slice(bytemuck::cast_slice(out));
             }
-            let base = dst.base as usize;
-            let out = self.written_mut(dst.space, dst.first_partition + k, base..base + len);
-            let out: &mut [f32] = bytemuck::cast_slice_mut(out);
-            let ins: [&[f32]; N] = std::array::from_fn(|i| rows[i].as_slice());
-            f(k as usize, &ins, out);
+            let ins: [&[f32]; N] = std::array::from_fn(|i| {
+                let s = srcs[i];
+                let from = start(s, k);
+                let bytes = if alias[i] {
+                    return rows[i].as_slice();
+                } else if s.space != dst.space {
+                    &other.bytes[from..from + len]
+                } else if from + len <= at {
+                    &below[from..from + len]
+                } else {
+                    // `apart`: the row lies wholly above the destination row.
+                    &above[from - at - len..from - at]
+                };
+                bytemuck::cast_slice(bytes)
+            });
+            f(k as usize, &ins, bytemuck::cast_slice_mut(out));
         }
         true
     }

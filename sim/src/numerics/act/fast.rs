@@ -80,10 +80,14 @@ fn exp_parts(t: &[f64; N], d: f64) -> (f64, f64) {
 }
 
 /// Whether the f32 rounding of `y` is decided by `y`'s approximation (see the module text).
+/// (Signed compares of values below 2^63: they vectorise.)
 #[inline(always)]
 fn settles(y: f64) -> bool {
-    let b = y.to_bits() & !(1u64 << 63);
-    (MIN_NORMAL..OVERFLOW).contains(&b) && (b & LOW).abs_diff(HALF) > MARGIN
+    let b = (y.to_bits() & !(1u64 << 63)) as i64;
+    let low = b & LOW as i64;
+    let normal = b >= MIN_NORMAL as i64 && b < OVERFLOW as i64;
+    let apart = low < (HALF - MARGIN) as i64 || low > (HALF + MARGIN) as i64;
+    normal && apart
 }
 
 /// The f64 approximation of `e^d`.
@@ -115,9 +119,51 @@ pub(crate) fn sigmoid64(t: &[f64; N], d: f64) -> f64 {
 
 /// Evaluate `func` over `xs` in place with `fast` inside `|x| ≤ range`, the closed form
 /// elsewhere and wherever the rounding is not settled. Returns the number of closed-form
-/// evaluations.
+/// evaluations. The fast pass is compiled for AVX-512F and AVX2 as well, chosen at run time
+/// (the results do not depend on it: only the approximation's last bits can differ, and the
+/// guard keeps them from the result).
 #[inline(always)]
 fn guarded(
+    func: ActFunction,
+    xs: &mut [f32],
+    range: f64,
+    fast: impl Fn(&[f64; N], f64) -> f64,
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        /// The same loop compiled for a wider instruction set.
+        #[target_feature(enable = "avx512f")]
+        fn avx512(
+            func: ActFunction,
+            xs: &mut [f32],
+            range: f64,
+            fast: impl Fn(&[f64; N], f64) -> f64,
+        ) -> usize {
+            guarded_loop(func, xs, range, fast)
+        }
+        #[target_feature(enable = "avx2")]
+        fn avx2(
+            func: ActFunction,
+            xs: &mut [f32],
+            range: f64,
+            fast: impl Fn(&[f64; N], f64) -> f64,
+        ) -> usize {
+            guarded_loop(func, xs, range, fast)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F.
+            return unsafe { avx512(func, xs, range, fast) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            return unsafe { avx2(func, xs, range, fast) };
+        }
+    }
+    guarded_loop(func, xs, range, fast)
+}
+
+#[inline(always)]
+fn guarded_loop(
     func: ActFunction,
     xs: &mut [f32],
     range: f64,

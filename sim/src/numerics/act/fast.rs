@@ -131,25 +131,22 @@ fn guarded(
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
-        /// The same loop compiled for a wider instruction set.
-        #[target_feature(enable = "avx512f")]
-        fn avx512(
-            func: ActFunction,
-            xs: &mut [f32],
-            range: f64,
-            fast: impl Fn(&[f64; N], f64) -> f64,
-        ) -> usize {
-            guarded_loop(func, xs, range, fast)
+        // The same loop compiled for a wider instruction set.
+        macro_rules! wider {
+            ($name:ident, $feature:literal) => {
+                #[target_feature(enable = $feature)]
+                fn $name(
+                    func: ActFunction,
+                    xs: &mut [f32],
+                    range: f64,
+                    fast: impl Fn(&[f64; N], f64) -> f64,
+                ) -> usize {
+                    guarded_loop(func, xs, range, fast)
+                }
+            };
         }
-        #[target_feature(enable = "avx2")]
-        fn avx2(
-            func: ActFunction,
-            xs: &mut [f32],
-            range: f64,
-            fast: impl Fn(&[f64; N], f64) -> f64,
-        ) -> usize {
-            guarded_loop(func, xs, range, fast)
-        }
+        wider!(avx512, "avx512f");
+        wider!(avx2, "avx2");
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F.
             return unsafe { avx512(func, xs, range, fast) };

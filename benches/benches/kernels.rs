@@ -1,5 +1,6 @@
 //! Whole-kernel simulation time for each `testdata/kernels/*.neff` (machine set-up, inputs,
-//! every bundle with L2 validation, outputs in DRAM), and the `sim run` load path (read the
+//! every bundle with L2 validation, outputs in DRAM) — the small kernels and the looped,
+//! double-buffered ones of 10^4+ executed bundles — and the `sim run` load path (read the
 //! NEFF, build the kernel, allocate the machine) on the smallest kernel. The numpy reference
 //! time of the same computation (`make_refs.py --time`) is recorded beside it in
 //! `docs/perf.md` "Kernels". Both groups run with the allocator settings `sim` uses
@@ -13,12 +14,16 @@ use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::{Machine, RunOptions};
 
+/// The looped, double-buffered kernels (`sim/examples/build_big_kernels.rs`), each executing
+/// 10^4 bundles or more.
+const LOOPED: [&str; 3] = ["matmul_k64", "layernorm_1024", "attention_512"];
+
 fn kernels(c: &mut Criterion) {
     // The allocator settings of `sim` (see `tpbsim_sim::process`).
     tpbsim_sim::process::retain_freed_memory();
     let mut g = c.benchmark_group("kernel");
     g.sample_size(20);
-    for name in KERNELS {
+    for name in KERNELS.into_iter().chain(LOOPED) {
         let (k, gen) = load_kernel(name);
         g.bench_function(name, |b| {
             b.iter(|| {

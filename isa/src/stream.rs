@@ -203,6 +203,18 @@ impl EngineStream {
         }
     }
 
+    /// The bundles as an owned vector: moved out when the stream owns them, copied from a
+    /// file map.
+    pub fn into_bundles(self) -> Vec<Bundle> {
+        match self.storage {
+            Storage::Owned(v) => v,
+            // The cast was checked when the stream was built (see `bundles`).
+            Storage::Mapped(map) => bytemuck::try_cast_slice::<u8, Bundle>(&map)
+                .map(<[Bundle]>::to_vec)
+                .unwrap_or_default(),
+        }
+    }
+
     /// The engine that executes this stream.
     #[inline]
     pub fn engine(&self) -> Engine {
@@ -445,6 +457,25 @@ mod tests {
         assert_eq!(
             (s.len(), s.engine(), s.source_name()),
             (4, Engine::Pool, "x")
+        );
+    }
+
+    #[test]
+    fn into_bundles_moves_owned_storage_and_copies_a_map() {
+        let bytes = pattern(3);
+        let s = EngineStream::from_bytes("DVE.bin", &bytes, None).unwrap();
+        let at = s.bundles().as_ptr();
+        let v = s.into_bundles();
+        assert_eq!(v.as_ptr(), at, "the owned vector is moved, not copied");
+        assert_eq!(bytemuck::cast_slice::<Bundle, u8>(&v), &bytes[..]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("PE.bin");
+        std::fs::write(&path, &bytes).unwrap();
+        let s = EngineStream::open(&path, None).unwrap();
+        assert!(s.is_mapped());
+        assert_eq!(
+            bytemuck::cast_slice::<Bundle, u8>(&s.into_bundles()),
+            &bytes[..]
         );
     }
 }

@@ -236,7 +236,17 @@ pub(crate) fn read_members(
             if members.contains_key(&name) {
                 return Err(NeffError::DuplicateMember { member: name });
             }
-            let mut data = Vec::with_capacity(usize::try_from(size.min(1 << 24)).unwrap_or(0));
+            // The member's whole size at once (within the limits checked above): growing a
+            // buffer by doubling would copy a large member several times over and leave the
+            // smaller buffers behind in the allocator. Where the memory cannot be reserved,
+            // the buffer grows as the bytes arrive instead.
+            let mut data = Vec::new();
+            if data
+                .try_reserve_exact(usize::try_from(size).unwrap_or(usize::MAX))
+                .is_err()
+            {
+                data.reserve(usize::try_from(size.min(1 << 24)).unwrap_or(0));
+            }
             entry
                 .read_to_end(&mut data)
                 .map_err(|e| archive_error(e, &tripped, limits, &format!("member `{name}`")))?;
@@ -381,6 +391,23 @@ mod tests {
         let bytes = write_gzip_tar(&m).unwrap();
         let back = read_members(&bytes, &Limits::default()).unwrap();
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn a_large_member_is_read_into_a_buffer_of_its_exact_size() {
+        // Larger than the 16 MiB first reservation of a buffer grown as bytes arrive, and not
+        // a power of two: a doubled buffer would have spare capacity (and would have been
+        // copied on the way).
+        let mut m = BTreeMap::new();
+        m.insert("big".to_string(), vec![7u8; (17 << 20) + 64]);
+        m.insert("small".to_string(), vec![1u8; 100]);
+        for bytes in [write_gzip_tar(&m).unwrap(), write_plain_tar(&m).unwrap()] {
+            let back = read_members(&bytes, &Limits::default()).unwrap();
+            assert_eq!(back, m);
+            for (name, data) in &back {
+                assert_eq!(data.capacity(), data.len(), "{name}");
+            }
+        }
     }
 
     #[test]

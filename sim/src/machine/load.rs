@@ -90,12 +90,13 @@ fn world_size(def: &DefJson) -> usize {
 
 /// Build the kernel of a single-subgraph NEFF.
 pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
-    let sgs = n.subgraphs()?;
+    let mut sgs = n.subgraphs()?;
     n.check_reachable(&sgs)?;
-    let sg = match sgs.as_slice() {
-        [one] => one,
-        [] => return Err(invalid("def.json", "the NEFF has no subgraph")),
-        many => {
+    let mut sg = match sgs.len() {
+        1 => sgs.swap_remove(0),
+        0 => return Err(invalid("def.json", "the NEFF has no subgraph")),
+        _ => {
+            let many = &sgs;
             let dirs: Vec<&str> = many.iter().map(|s| s.dir.as_str()).collect();
             return Err(invalid(
                 "def.json",
@@ -107,6 +108,7 @@ pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
             ));
         }
     };
+    let sg = &mut sg;
     if let Some(u) = sg.unmodelled.iter().find(|u| u.affects_results) {
         return Err(invalid(
             &u.member,
@@ -126,9 +128,10 @@ pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
         world: world_size(&sg.def),
         ..Kernel::default()
     };
+    // The subgraph's streams are moved into the kernel: a stream is held once, not copied.
     for e in Engine::ALL {
-        if let Some(s) = sg.stream(e) {
-            kernel.streams[e as usize] = s.bundles().to_vec();
+        if let Some(s) = sg.streams.remove(&e) {
+            kernel.streams[e as usize] = s.stream.into_bundles();
         }
     }
     let host = n.host_tensors();

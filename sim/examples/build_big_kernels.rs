@@ -11,16 +11,20 @@
 
 use std::path::PathBuf;
 
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Addr4, AluOp, Dtype, DtypePair, Engine, Gen, Tensor, TensorTensor};
 use tpbsim_sim::machine::pack::Package;
 use tpbsim_sim::machine::Geometry;
-use tpbsim_sim::numerics::Format;
 
 const GEN: Gen = Gen::V3;
 
 fn adds(n: usize) -> Package {
     let g = Geometry::of(GEN);
-    let f32t = Dtype(Format::Float32.wire_tag(GEN).expect("fp32 has a wire tag"));
+    let f32t = Dtype(
+        NumFormat::Float32
+            .wire_tag(GEN)
+            .expect("fp32 has a wire tag"),
+    );
     let t = |off: u32| Tensor::<3>::new(Addr4::imm(g.sbuf_address(0, off)), [1; 3], [1; 3]);
     let add = TensorTensor {
         in_dtypes: DtypePair::new(f32t, f32t),

@@ -363,7 +363,7 @@ fn pe_role(field: FieldLoc, dt: FieldLoc, part: FieldLoc) -> Role {
 /// has no output dtype byte; PSUM holds fp32 there).
 fn mm_dst(gen: Gen) -> Role {
     let dt = if gen == Gen::V2 {
-        Dt::Fixed(crate::bir::Dtype::Float32)
+        Dt::Fixed(tpbsim_isa::NumFormat::Float32)
     } else {
         Dt::PsumOut(mm_loc::OUT_DTYPE)
     };

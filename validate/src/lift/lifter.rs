@@ -30,9 +30,10 @@ use super::{
     FN_ATTR_ENGINE, FN_ATTR_FILE, LIFT_RULE,
 };
 use crate::bir::{
-    AccessPattern, ArchLevel, Block, Dtype, EngineType, Function, InstClass, Instruction, Module,
+    AccessPattern, ArchLevel, Block, EngineType, Function, InstClass, Instruction, Module,
 };
 use crate::diag::{Diagnostic, Layer, Location, Severity};
+use tpbsim_isa::NumFormat;
 
 /// One engine stream to lift.
 #[derive(Clone, Debug)]
@@ -388,10 +389,10 @@ fn read_dtype(
     dt: Dt,
     ctx: DtypeCtx,
     gen: Gen,
-) -> Result<Dtype, String> {
+) -> Result<NumFormat, String> {
     match (dt, read_tag(b, meta, dt)?) {
         (Dt::Fixed(d), _) => Ok(d),
-        (Dt::PsumOut(_), Some((0, _))) => Ok(Dtype::Float32),
+        (Dt::PsumOut(_), Some((0, _))) => Ok(NumFormat::Float32),
         (_, Some((tag, name))) => bir_dtype(tag, gen, ctx)
             .ok_or_else(|| format!("dtype tag {tag:#04x} in `{name}` has no BIR dtype on {gen}")),
         (_, None) => Err("no dtype".into()),
@@ -512,10 +513,10 @@ fn lift_group(
             };
             let tag = bundles[k].0[fields::field(meta, in_dtype)?.offset as usize];
             if tag == 0x0A && fp32_mode(&bundles[k], gen) == Some(2) {
-                args[slot].dtype = Dtype::Float32r;
+                args[slot].dtype = NumFormat::Float32r;
             }
         }
-        if pieces.len() == 2 && args.iter().any(|a| a.dtype == Dtype::Float32) {
+        if pieces.len() == 2 && args.iter().any(|a| a.dtype == NumFormat::Float32) {
             attrs.insert(ATTR_FP32_PASSES.into(), 1.into());
         }
     }

@@ -21,7 +21,8 @@ use super::fields::{self, canonical, layout_of, write_uint};
 use super::groups;
 use super::rules::{self, Dt, Form, Role};
 use super::{LowerError, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_OPCODE, ATTR_WIRE};
-use crate::bir::{AccessPattern, ClassFields, Dtype, InstClass, Instruction};
+use crate::bir::{AccessPattern, ClassFields, InstClass, Instruction};
+use tpbsim_isa::NumFormat;
 
 /// An operand position of an instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,7 +192,7 @@ fn opcode_by_name(v: &Value) -> Result<u8, String> {
 
 pub(crate) fn is_two_pass(inst: &Instruction) -> bool {
     inst.args.len() == 2
-        && inst.args.iter().any(|a| a.dtype == Dtype::Float32)
+        && inst.args.iter().any(|a| a.dtype == NumFormat::Float32)
         && inst.attrs.get(ATTR_FP32_PASSES).and_then(Value::as_u64) != Some(1)
 }
 
@@ -318,8 +319,8 @@ impl Parts {
 
 /// The dtype tag of a PE operand: float32r uses the FP32 tag with fp32_mode High (the
 /// compiler's 0x020A signature, facts §4.1).
-fn pe_tag(d: Dtype, gen: Gen) -> u8 {
-    if d == Dtype::Float32r {
+fn pe_tag(d: NumFormat, gen: Gen) -> u8 {
+    if d == NumFormat::Float32r {
         0x0A
     } else {
         wire_tag(d, gen)
@@ -330,7 +331,7 @@ fn write_tag(
     b: &mut Bundle,
     meta: &'static LayoutMeta,
     dt: Dt,
-    d: Dtype,
+    d: NumFormat,
     ctx: DtypeCtx,
     pe: bool,
     gen: Gen,
@@ -455,7 +456,7 @@ fn write_piece(
                 scale,
             } => {
                 let (da, sa) = (get(data)?, get(scale)?);
-                if sa.dtype != Dtype::Float8E8m0fnu && sa.dtype != Dtype::Uint8 {
+                if sa.dtype != NumFormat::Float8E8m0fnu && sa.dtype != NumFormat::Uint8 {
                     return Err(format!(
                         "{scale:?}: MX scales are E8M0 bytes, not {}",
                         sa.dtype
@@ -547,8 +548,8 @@ fn finish(
                 };
                 let operand = operand.ok_or("missing matmul input")?;
                 let mode = match operand.dtype {
-                    Dtype::Float32r => 2,
-                    Dtype::Float32 if two => [1, 2][pass],
+                    NumFormat::Float32r => 2,
+                    NumFormat::Float32 if two => [1, 2][pass],
                     _ => 0,
                 };
                 set_if(b, meta, &[ldw_loc::FP32_MODE, mm_loc::FP32_MODE], mode);
@@ -594,7 +595,7 @@ fn finish(
             }
         }
         // A float32r weight load is the FP32 tag with fp32_mode High, as in a matmul.
-        C::LoadWeights if ap(Slot::Arg(0)).is_some_and(|a| a.dtype == Dtype::Float32r) => {
+        C::LoadWeights if ap(Slot::Arg(0)).is_some_and(|a| a.dtype == NumFormat::Float32r) => {
             let (b, meta) = &mut bundles[0];
             set_if(b, meta, &[ldw_loc::FP32_MODE], 2);
         }
@@ -798,12 +799,12 @@ fn fp32_mode_is_free(inst: &Instruction, pieces: &[Piece], k: usize) -> Result<(
             "attrs.fp32_mode: {v} conflicts with the two-pass float32 form (Low then High)"
         ));
     }
-    if operand.is_some_and(|a| a.dtype == Dtype::Float32r) {
+    if operand.is_some_and(|a| a.dtype == NumFormat::Float32r) {
         return Err(format!(
             "attrs.fp32_mode: {v} conflicts with the float32r input (fp32_mode High)"
         ));
     }
-    if operand.is_some_and(|a| a.dtype == Dtype::Float32)
+    if operand.is_some_and(|a| a.dtype == NumFormat::Float32)
         && super::fields::parse_enum("PE_FP32MODE", v) == Ok(2)
     {
         return Err("attrs.fp32_mode: High on a float32 input in one pass is the dtype float32r; write that instead".into());

@@ -19,7 +19,8 @@ use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{spec, Gen};
 
 use super::dtype::DtypeCtx;
-use crate::bir::{Dtype, EngineType, InstClass, Instruction};
+use crate::bir::{EngineType, InstClass, Instruction};
+use tpbsim_isa::NumFormat;
 
 /// Where an operand's dtype tag sits. Fields are named by their generated locators
 /// (`tpbsim_isa::formats::loc::<format>::<FIELD>`), so a field renamed or dropped in the spec
@@ -33,7 +34,7 @@ pub(crate) enum Dt {
     /// The high nibble of a dtype-pair field.
     Hi(FieldLoc),
     /// No tag on the wire: the dtype is fixed.
-    Fixed(Dtype),
+    Fixed(NumFormat),
     /// The dense matmul's PSUM dtype field: tag 0 (not written) reads as float32, the PSUM
     /// accumulation format of v2/v3 (facts §9.5); lowering writes the tag.
     PsumOut(FieldLoc),
@@ -791,8 +792,8 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
                 0xF3
             } else if gen == Gen::V2
                 && inst.engine == EngineType::Pool
-                && arg_dt(0) == Some(Dtype::Bfloat16)
-                && arg_dt(1) == Some(Dtype::Bfloat16)
+                && arg_dt(0) == Some(NumFormat::Bfloat16)
+                && arg_dt(1) == Some(NumFormat::Bfloat16)
                 && inst.args.iter().all(packed_pairs)
                 && matches!(op, 0x04..=0x06)
             {
@@ -811,7 +812,7 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
             let op = alu_attr(inst, "op")?.unwrap_or(0);
             if gen == Gen::V2
                 && inst.engine == EngineType::Pool
-                && arg_dt(0) == Some(Dtype::Bfloat16)
+                && arg_dt(0) == Some(NumFormat::Bfloat16)
                 && matches!(op, 0x04 | 0x08)
             {
                 if op == 0x04 {

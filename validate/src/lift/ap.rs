@@ -148,12 +148,6 @@ pub enum ApError {
     MxContainers(u64),
 }
 
-impl From<ApError> for String {
-    fn from(e: ApError) -> String {
-        e.to_string()
-    }
-}
-
 /// True when the address word is a plain immediate (no register / indirect marker bits).
 pub(crate) fn is_plain(a: Addr4) -> bool {
     a.byte3() & 0xE0 == 0

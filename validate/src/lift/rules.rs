@@ -19,6 +19,7 @@ use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{spec, Gen};
 
 use super::dtype::DtypeCtx;
+use super::error::{AttrError, PlanError};
 use crate::bir::{EngineType, InstClass, Instruction};
 use tpbsim_isa::NumFormat;
 
@@ -740,22 +741,21 @@ pub(crate) fn forms_of(class: InstClass) -> impl Iterator<Item = (u8, &'static F
 }
 
 /// An attribute value as an ALU op byte (by name or number); `None` when absent.
-pub(crate) fn alu_attr(inst: &Instruction, key: &str) -> Result<Option<u8>, String> {
-    match inst.attrs.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => super::fields::parse_enum("ALU_OP", v)
-            .map(Some)
-            .map_err(|e| format!("attrs.{key}: {e}")),
-    }
+pub(crate) fn alu_attr(inst: &Instruction, key: &'static str) -> Result<Option<u8>, AttrError> {
+    enum_attr(inst, key, "ALU_OP")
 }
 
 /// An enumeration attribute (by name or number); `None` when absent.
-pub(crate) fn enum_attr(inst: &Instruction, key: &str, e: &str) -> Result<Option<u8>, String> {
+pub(crate) fn enum_attr(
+    inst: &Instruction,
+    key: &'static str,
+    e: &'static str,
+) -> Result<Option<u8>, AttrError> {
     match inst.attrs.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => super::fields::parse_enum(e, v)
             .map(Some)
-            .map_err(|err| format!("attrs.{key}: {err}")),
+            .map_err(|error| AttrError::Value { key, error }),
     }
 }
 
@@ -766,7 +766,13 @@ pub(crate) fn is_bitvec(op: u8, gen: Gen) -> bool {
 }
 
 /// `bitvec` when the ALU op in `attrs[key]` is a bit-vector op, else `arith`.
-fn by_op(inst: &Instruction, key: &str, gen: Gen, bitvec: u8, arith: u8) -> Result<u8, String> {
+fn by_op(
+    inst: &Instruction,
+    key: &'static str,
+    gen: Gen,
+    bitvec: u8,
+    arith: u8,
+) -> Result<u8, AttrError> {
     Ok(if is_bitvec(alu_attr(inst, key)?.unwrap_or(0), gen) {
         bitvec
     } else {
@@ -776,7 +782,7 @@ fn by_op(inst: &Instruction, key: &str, gen: Gen, bitvec: u8, arith: u8) -> Resu
 
 /// The seed-004 fan-in for a single-bundle class: the opcode for this instruction's dtypes,
 /// engine, ALU op and generation, before any `opcode` attribute.
-pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String> {
+pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanError> {
     use InstClass as C;
     let arg_dt = |i: usize| inst.args.get(i).map(|a| a.dtype);
     let out_dt = |i: usize| inst.outs.get(i).map(|a| a.dtype);
@@ -849,12 +855,7 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
             match inst.attrs.get(super::ATTR_TSC_MODE).and_then(Value::as_str) {
                 None | Some("Reduce") => 0x9A,
                 Some("Cumulative") | Some("TensorScan") => 0xE6,
-                Some(other) => {
-                    return Err(format!(
-                        "attrs.{}: unknown mode `{other}` (Reduce, Cumulative, TensorScan)",
-                        super::ATTR_TSC_MODE
-                    ))
-                }
+                Some(other) => return Err(PlanError::TscMode(other.to_string())),
             }
         }
         C::TensorCopy => {
@@ -873,7 +874,7 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
         }
         other => match forms_of(other).next() {
             Some((op, _)) => op,
-            None => return Err(format!("no single-bundle opcode lowers {other}")),
+            None => return Err(PlanError::NoOpcode(other)),
         },
     })
 }

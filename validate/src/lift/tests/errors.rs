@@ -82,6 +82,27 @@ fn l1_diagnostics_on_lifted_streams_carry_the_stream_location() {
     assert_eq!(l.origins[0][1].index, 1);
 }
 
+/// A bfloat16 PE transpose of 8 partitions into PSUM.
+fn transpose() -> Instruction {
+    Instruction::new(InstClass::Transpose, EngineType::Pe)
+        .with_args(vec![ap(
+            MemoryType::Sb,
+            NumFormat::Bfloat16,
+            0,
+            8,
+            &[(1, 4)],
+            0,
+        )])
+        .with_outs(vec![ap(
+            MemoryType::Psum,
+            NumFormat::Float32,
+            0,
+            8,
+            &[(1, 4)],
+            0,
+        )])
+}
+
 #[test]
 fn lowering_rejects_what_does_not_encode() {
     let gen = Gen::V3;
@@ -114,23 +135,7 @@ fn lowering_rejects_what_does_not_encode() {
         .contains("attrs.op"));
     let mx = Instruction::new(InstClass::MatmultMx, EngineType::Pe);
     assert!(lower_instruction(&mx, gen).is_err());
-    let t = Instruction::new(InstClass::Transpose, EngineType::Pe)
-        .with_args(vec![ap(
-            MemoryType::Sb,
-            NumFormat::Bfloat16,
-            0,
-            8,
-            &[(1, 4)],
-            0,
-        )])
-        .with_outs(vec![ap(
-            MemoryType::Psum,
-            NumFormat::Float32,
-            0,
-            8,
-            &[(1, 4)],
-            0,
-        )]);
+    let t = transpose();
     assert!(lower_instruction(&t, Gen::V2)
         .unwrap_err()
         .reason()
@@ -138,24 +143,26 @@ fn lowering_rejects_what_does_not_encode() {
     assert!(lower_instruction(&t, Gen::V3).is_ok());
 }
 
+/// A float32 TensorTensor over 8 partitions whose second input has `parts` partitions.
+fn tt(parts: u64) -> Instruction {
+    Instruction::new(InstClass::TensorTensor, EngineType::Dve)
+        .with_args(vec![
+            ap(MemoryType::Sb, NumFormat::Float32, 0, 8, &[(1, 4)], 0),
+            ap(MemoryType::Sb, NumFormat::Float32, 0, parts, &[(1, 4)], 0),
+        ])
+        .with_outs(vec![ap(
+            MemoryType::Sb,
+            NumFormat::Float32,
+            0,
+            8,
+            &[(1, 4)],
+            0,
+        )])
+}
+
 #[test]
 fn lower_errors_say_which_step_failed() {
     let gen = Gen::V3;
-    let tt = |parts: u64| {
-        Instruction::new(InstClass::TensorTensor, EngineType::Dve)
-            .with_args(vec![
-                ap(MemoryType::Sb, NumFormat::Float32, 0, 8, &[(1, 4)], 0),
-                ap(MemoryType::Sb, NumFormat::Float32, 0, parts, &[(1, 4)], 0),
-            ])
-            .with_outs(vec![ap(
-                MemoryType::Sb,
-                NumFormat::Float32,
-                0,
-                8,
-                &[(1, 4)],
-                0,
-            )])
-    };
     let e = lower_instruction(&tt(16), gen).unwrap_err();
     assert!(
         matches!(
@@ -224,14 +231,151 @@ fn lift_errors_are_typed_and_keep_their_messages() {
     let e = LiftError::NotLiftable {
         opcodes: vec![0x01, 0x02],
         class: InstClass::Matmult,
-        reason: "why".into(),
+        reason: LiftFault::Unbound,
     };
     assert_eq!(
         e.to_string(),
         format!(
-            "{} as Matmult: why",
+            "{} as Matmult: an operand slot is not bound by any bundle",
             crate::lift::lower::mnemonics(&[0x01, 0x02])
         )
     );
     assert_eq!(e.kind(), "not liftable");
+}
+
+#[test]
+fn lower_faults_carry_their_data_and_read_as_before() {
+    let gen = Gen::V3;
+    let field = tpbsim_isa::formats::loc::tensor_tensor::NUM_ACTIVE_PARTITIONS.name;
+    let e = lower_instruction(&tt(16), gen).unwrap_err();
+    assert_eq!(
+        e,
+        LowerError::Operands {
+            class: InstClass::TensorTensor,
+            gen,
+            reason: OperandError::Slot {
+                slot: Slot::Arg(1),
+                fault: SlotFault::PartsDisagree {
+                    field,
+                    first: 8,
+                    second: 16
+                }
+            }
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "TensorTensor on {gen}: Arg(1): operands disagree on `{field}`: 8 vs 16 partitions"
+        )
+    );
+    let e = lower_instruction(&tt(300), gen).unwrap_err();
+    assert_eq!(
+        e.reason(),
+        format!("Arg(1): operands disagree on `{field}`: 8 vs 300 partitions")
+    );
+
+    let mut i = tt(8);
+    i.attrs.insert("op".into(), "NOT_AN_OP".into());
+    let e = lower_instruction(&i, gen).unwrap_err();
+    assert_eq!(
+        e,
+        LowerError::Opcode {
+            class: InstClass::TensorTensor,
+            gen,
+            reason: PlanError::Attribute(AttrError::Value {
+                key: "op",
+                error: ValueError::NotEnumValue {
+                    name: "NOT_AN_OP".into(),
+                    enumeration: "ALU_OP"
+                }
+            })
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("TensorTensor on {gen}: attrs.op: `NOT_AN_OP` is not a ALU_OP value")
+    );
+    i.attrs.insert("op".into(), 300.into());
+    assert_eq!(
+        lower_instruction(&i, gen).unwrap_err().reason(),
+        "attrs.op: 300 does not fit 1 byte(s)"
+    );
+
+    let mut i = tt(8);
+    i.attrs.insert(ATTR_WIRE.into(), Value::from("x"));
+    let e = lower_instruction(&i, gen).unwrap_err();
+    assert_eq!(
+        e,
+        LowerError::Attribute {
+            class: InstClass::TensorTensor,
+            gen,
+            reason: AttrError::NotPerBundle {
+                key: ATTR_WIRE,
+                found: Value::from("x")
+            }
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("TensorTensor on {gen}: attrs.wire: expected an array (one entry per bundle), found \"x\"")
+    );
+    let mut i = tt(8);
+    i.attrs.insert(
+        ATTR_WIRE.into(),
+        serde_json::json!([{ "no_such_field": 1 }]),
+    );
+    assert_eq!(
+        lower_instruction(&i, gen).unwrap_err().reason(),
+        format!(
+            "attrs.wire[0]: the {} layout has no field `no_such_field`",
+            fields::layout_of(&canonical(0x41), gen).unwrap().rust_name
+        )
+    );
+
+    let g = Instruction::new(InstClass::Generic, EngineType::Dve);
+    let e = lower_instruction(&g, gen).unwrap_err();
+    assert_eq!(
+        e,
+        LowerError::GenericBundle {
+            class: InstClass::Generic,
+            gen,
+            reason: GenericError::Missing
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("Generic on {gen}: a Generic instruction keeps its bundle in attrs.bundle")
+    );
+    let mut g = g;
+    g.attrs.insert(ATTR_BUNDLE.into(), Value::from("00"));
+    assert_eq!(
+        lower_instruction(&g, gen).unwrap_err().reason(),
+        "attrs.bundle: expected 128 hex digits, found \"00\""
+    );
+
+    let t = transpose();
+    let e = lower_instruction(&t, Gen::V2).unwrap_err();
+    assert_eq!(
+        e,
+        LowerError::Operands {
+            class: InstClass::Transpose,
+            gen: Gen::V2,
+            reason: OperandError::TransposeV2
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "Transpose on {}: no transpose marker is known for the v2 matmul layout",
+            Gen::V2
+        )
+    );
+    let mut t2 = t.clone();
+    t2.args.push(t.args[0].clone());
+    t2.args.push(t.args[0].clone());
+    assert_eq!(
+        lower_instruction(&t2, gen).unwrap_err().reason(),
+        "Transpose takes 1 (weights already loaded) or 2 inputs, found 3"
+    );
 }

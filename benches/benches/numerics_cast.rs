@@ -3,7 +3,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
-use tpbsim_sim::numerics::{cast_slice, CastPolicy, Format};
+use tpbsim_isa::NumFormat;
+use tpbsim_sim::numerics::{cast_slice, CastPolicy};
 
 /// Elements per pass: 64 Ki elements (256 KiB of fp32), a tile that stays in the core's caches,
 /// so the figures measure conversion work rather than DRAM bandwidth.
@@ -11,7 +12,7 @@ const N: usize = 1 << 16;
 
 /// `N` source elements of `format`: finite values over a wide range (fp32 and bf16) or every
 /// code in turn (FP8).
-fn source(format: Format) -> Vec<u8> {
+fn source(format: NumFormat) -> Vec<u8> {
     let raw = tpbsim_benches::pseudo_random_bytes(N * 4, 11);
     let floats = raw.chunks_exact(4).map(|c| {
         let bits = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -19,16 +20,16 @@ fn source(format: Format) -> Vec<u8> {
         (bits & 0x807F_FFFF) | ((107 + (bits >> 23) % 41) << 23)
     });
     match format {
-        Format::Float32 => floats.flat_map(u32::to_le_bytes).collect(),
-        Format::Bfloat16 => floats
+        NumFormat::Float32 => floats.flat_map(u32::to_le_bytes).collect(),
+        NumFormat::Bfloat16 => floats
             .flat_map(|b| ((b >> 16) as u16).to_le_bytes())
             .collect(),
-        Format::Float8E4m3fn => (0..N).map(|i| i as u8).collect(),
+        NumFormat::Float8E4m3fn => (0..N).map(|i| i as u8).collect(),
         _ => unreachable!("not benchmarked"),
     }
 }
 
-fn bench_pair(c: &mut Criterion, from: Format, to: Format) {
+fn bench_pair(c: &mut Criterion, from: NumFormat, to: NumFormat) {
     let src = source(from);
     let mut dst = vec![0u8; N * to.container_bytes()];
     let mut copy = vec![0u8; src.len()];
@@ -49,10 +50,10 @@ fn bench_pair(c: &mut Criterion, from: Format, to: Format) {
 }
 
 fn casts(c: &mut Criterion) {
-    bench_pair(c, Format::Float32, Format::Bfloat16);
-    bench_pair(c, Format::Bfloat16, Format::Float32);
-    bench_pair(c, Format::Float32, Format::Float8E4m3fn);
-    bench_pair(c, Format::Float8E4m3fn, Format::Float32);
+    bench_pair(c, NumFormat::Float32, NumFormat::Bfloat16);
+    bench_pair(c, NumFormat::Bfloat16, NumFormat::Float32);
+    bench_pair(c, NumFormat::Float32, NumFormat::Float8E4m3fn);
+    bench_pair(c, NumFormat::Float8E4m3fn, NumFormat::Float32);
 }
 
 criterion_group!(benches, casts);

@@ -74,9 +74,9 @@ pub mod small_tiles;
 /// Kernels built in memory for the per-bundle (dispatch) benchmark: one DVE stream of `n`
 /// bundles, no DRAM variables, no DMA, on v3.
 pub mod dispatch {
+    use tpbsim_isa::NumFormat;
     use tpbsim_isa::{Addr4, AluOp, Bundle, DtypePair, Engine, Gen, Tensor, TensorTensor};
     use tpbsim_sim::machine::{Geometry, Kernel};
-    use tpbsim_sim::numerics::Format;
 
     /// Generation of the dispatch kernels.
     pub const GEN: Gen = Gen::V3;
@@ -93,7 +93,7 @@ pub mod dispatch {
     /// byte `a`, `src1` at `b`, `dst` at `d`.
     pub fn add_one(a: u32, b: u32, d: u32) -> Bundle {
         let g = Geometry::of(GEN);
-        let f32t = tpbsim_isa::Dtype(Format::Float32.wire_tag(GEN).expect("fp32 tag"));
+        let f32t = tpbsim_isa::Dtype(NumFormat::Float32.wire_tag(GEN).expect("fp32 tag"));
         let t = |off: u32| Tensor::<3>::new(Addr4::imm(g.sbuf_address(0, off)), [1; 3], [1; 3]);
         TensorTensor {
             in_dtypes: DtypePair::new(f32t, f32t),

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use tpbsim_isa::{
-    Addr4, AluOp, Bundle, Dtype, DtypePair, Header, Memset, Opcode, Tensor, TensorScalar,
-    TensorTensor,
+    Addr4, AluOp, Bundle, Dtype, DtypePair, Header, Memset, NumFormat, Opcode, Tensor,
+    TensorScalar, TensorTensor,
 };
-use tpbsim_validate::bir::{self, Dtype as BirDtype, InstClass};
+use tpbsim_validate::bir::{self, InstClass};
 
 fn sim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sim"))
@@ -99,7 +99,7 @@ fn lift_writes_bir_json() {
             InstClass::TensorTensor
         ]
     );
-    assert_eq!(insts[0].args[0].dtype, BirDtype::Bfloat16);
+    assert_eq!(insts[0].args[0].dtype, NumFormat::Bfloat16);
     assert_eq!(insts[3].outs[0].start_partition, 96);
     // Only the output file is left in the directory (written through a temporary and a rename).
     let names: Vec<String> = std::fs::read_dir(dir.path())

@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tpbsim_isa::neff::{DmaEntry, VarKind, VarRef};
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Bundle, Engine, Gen};
 use tpbsim_sim::machine::pack::Package;
-use tpbsim_sim::numerics::Format;
 
 fn bundle(op: u8) -> Bundle {
     let mut b = Bundle::ZERO;
@@ -41,12 +41,12 @@ fn copy_kernel() -> Package {
     p.var(
         "x",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &[2, 4],
         Some(&f32_bytes(&X)),
     )
     .unwrap();
-    p.var("y", VarKind::Output, Format::Float32, &[2, 4], None)
+    p.var("y", VarKind::Output, NumFormat::Float32, &[2, 4], None)
         .unwrap();
     let sb = p.onchip();
     p.queue("io", Some(1));
@@ -82,7 +82,7 @@ impl Case {
         ));
         std::fs::create_dir_all(&d).unwrap();
         let npy = tpbsim_isa::neff::npy::encode_npy(
-            tpbsim_isa::neff::Dtype::Float32,
+            tpbsim_isa::NumFormat::Float32,
             shape,
             &f32_bytes(vals),
         )
@@ -180,7 +180,7 @@ fn wrong_input_shape_or_dtype_exits_2() {
     let c = Case::new(&copy_kernel());
     let bad = c.dir.path().join("bad.npy");
     let npy =
-        tpbsim_isa::neff::npy::encode_npy(tpbsim_isa::neff::Dtype::Float32, &[8], &f32_bytes(&X))
+        tpbsim_isa::neff::npy::encode_npy(tpbsim_isa::NumFormat::Float32, &[8], &f32_bytes(&X))
             .unwrap();
     std::fs::write(&bad, npy).unwrap();
     let (code, _, err) = c.run(&["--input", &format!("x={}", bad.display())]);
@@ -189,9 +189,8 @@ fn wrong_input_shape_or_dtype_exits_2() {
         err.contains("shape [8], variable `x` has shape [2, 4]"),
         "{err}"
     );
-    let npy =
-        tpbsim_isa::neff::npy::encode_npy(tpbsim_isa::neff::Dtype::Int32, &[2, 4], &[0u8; 32])
-            .unwrap();
+    let npy = tpbsim_isa::neff::npy::encode_npy(tpbsim_isa::NumFormat::Int32, &[2, 4], &[0u8; 32])
+        .unwrap();
     std::fs::write(&bad, npy).unwrap();
     let (code, _, err) = c.run(&["--input", &format!("x={}", bad.display())]);
     assert_eq!(code, 2, "{err}");
@@ -522,12 +521,9 @@ fn corrupt_input_npy_exits_2() {
     let c = Case::new(&copy_kernel());
     let out = empty_out(&c);
     let bad = c.dir.path().join("trunc.npy");
-    let npy = tpbsim_isa::neff::npy::encode_npy(
-        tpbsim_isa::neff::Dtype::Float32,
-        &[2, 4],
-        &f32_bytes(&X),
-    )
-    .unwrap();
+    let npy =
+        tpbsim_isa::neff::npy::encode_npy(tpbsim_isa::NumFormat::Float32, &[2, 4], &f32_bytes(&X))
+            .unwrap();
     std::fs::write(&bad, &npy[..npy.len() - 5]).unwrap();
     let (code, _, err) = c.run(&["--input", &format!("x={}", bad.display())]);
     assert_eq!(code, 2, "{err}");

@@ -111,22 +111,10 @@ impl NumFormat {
         }
     }
 
-    /// The format with a BIR dtype ordinal.
-    pub fn from_bir_ordinal(ordinal: u8) -> Option<NumFormat> {
-        NumFormat::from_ordinal(u64::from(ordinal))
-    }
-
-    /// The BIR ordinal of a BIR format (the discriminant; [`NumFormat::bir_ordinal`] also says
-    /// whether the format has one).
-    #[inline]
-    pub const fn ordinal(self) -> u8 {
-        self as u8
-    }
-
-    /// The BIR format with ordinal `n`.
-    pub const fn from_ordinal(n: u64) -> Option<NumFormat> {
-        if n < NumFormat::ALL.len() as u64 {
-            Some(NumFormat::ALL[n as usize])
+    /// The BIR format with dtype ordinal `ordinal` (0..=19).
+    pub const fn from_bir_ordinal(ordinal: u8) -> Option<NumFormat> {
+        if (ordinal as usize) < NumFormat::ALL.len() {
+            Some(NumFormat::ALL[ordinal as usize])
         } else {
             None
         }
@@ -134,6 +122,7 @@ impl NumFormat {
 
     /// Bytes of one storage container: 1, 2, 4 or 8. A ×4 form counts its whole container
     /// (4 × FP4 in 2 bytes, 4 × FP8 in 4 bytes); the unpacked `float4_e2m1fn` takes one byte.
+    /// This is the compiler's 20-entry BIR size table and the NEFF schema's element size.
     #[inline]
     pub const fn container_bytes(self) -> usize {
         let bits = self.row().bits as usize * self.row().lanes as usize;
@@ -142,18 +131,6 @@ impl NumFormat {
         } else {
             bits / 8
         }
-    }
-
-    /// Container bytes as BIR sizes count them (the compiler's 20-entry size LUT).
-    #[inline]
-    pub const fn bytes(self) -> u64 {
-        self.container_bytes() as u64
-    }
-
-    /// Bytes of one stored element as the NEFF schema counts them (the container).
-    #[inline]
-    pub const fn size(self) -> usize {
-        self.container_bytes()
     }
 
     /// Logical elements per container: 4 for the ×4 forms, otherwise 1.
@@ -189,16 +166,10 @@ impl NumFormat {
         !matches!(self.kind(), Kind::Float)
     }
 
-    /// True for the ×4 packed forms.
+    /// True for the ×4 packed forms (the MX containers, BIR {2, 8, 9}).
     #[inline]
     pub const fn is_packed(self) -> bool {
         self.lanes() > 1
-    }
-
-    /// True for the ×4 packed MX containers (BIR {2, 8, 9}).
-    #[inline]
-    pub const fn is_x4(self) -> bool {
-        self.is_packed()
     }
 
     /// True for the 64-bit integer formats.
@@ -341,8 +312,8 @@ mod tests {
 
     #[test]
     fn host_formats() {
-        assert_eq!(NumFormat::Bool.size(), 1);
-        assert_eq!(NumFormat::Float64.size(), 8);
+        assert_eq!(NumFormat::Bool.container_bytes(), 1);
+        assert_eq!(NumFormat::Float64.container_bytes(), 8);
         assert!(NumFormat::Float64.is_numpy_native() && !NumFormat::Bfloat16.is_numpy_native());
         assert_eq!(NumFormat::Float64.wire_tag(Gen::V4), None);
         assert_eq!(NumFormat::Float64.max_finite(), None);
@@ -370,5 +341,124 @@ mod tests {
             NumFormat::from_mx_data_tag(0x10, Gen::V4),
             Some(NumFormat::Float4E2m1fnX4)
         );
+    }
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for f in NumFormat::DEVICE {
+            assert!(seen.insert(f.name()), "duplicate name {}", f.name());
+            assert_eq!(f.name().parse::<NumFormat>(), Ok(f));
+            assert_eq!(f.to_string(), f.name());
+        }
+        let err = "float8".parse::<NumFormat>().unwrap_err();
+        assert!(err.to_string().contains("float8_e4m3fn"), "{err}");
+        assert_eq!(NumFormat::from_name("BFLOAT16"), None);
+    }
+
+    #[test]
+    fn bir_ordinals_follow_the_compiler_list() {
+        let list = "uint8, int8, float4_e2m1fn_x4, float8_e3m4, float8_e4m3, float8_e4m3fn, \
+                    float8_e8m0fnu, float8_e5m2, float8_e4m3fn_x4, float8_e5m2_x4, uint16, int16, \
+                    bfloat16, float16, uint32, int32, float32, float32r, uint64, int64";
+        for (i, name) in list.split(", ").enumerate() {
+            let f = NumFormat::from_bir_ordinal(i as u8).unwrap();
+            assert_eq!(f.name(), name);
+            assert_eq!(f.bir_ordinal(), Some(i as u8));
+        }
+        assert_eq!(NumFormat::from_bir_ordinal(20), None);
+        assert_eq!(NumFormat::Float4E2m1fn.bir_ordinal(), None);
+    }
+
+    #[test]
+    fn container_sizes_match_the_compiler_size_table() {
+        // The compiler's per-ordinal container byte sizes.
+        let sizes = [1, 1, 2, 1, 1, 1, 1, 1, 4, 4, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8];
+        for (i, &s) in sizes.iter().enumerate() {
+            let f = NumFormat::from_bir_ordinal(i as u8).unwrap();
+            assert_eq!(f.container_bytes(), s, "{f}");
+            assert_eq!(
+                f.element_bits() as usize * f.lanes(),
+                8 * s,
+                "{f}: lanes × element bits must fill the container"
+            );
+        }
+        let packed: Vec<_> = NumFormat::DEVICE
+            .into_iter()
+            .filter(|f| f.is_packed())
+            .map(|f| f.bir_ordinal())
+            .collect();
+        assert_eq!(packed, [Some(2), Some(8), Some(9)]);
+    }
+
+    #[test]
+    fn wire_tags_follow_the_bir_table() {
+        // (BIR ordinal, tag before v4, tag on v4+).
+        let table: [(u8, u8, u8); 20] = [
+            (0, 0x03, 0x03),
+            (1, 0x02, 0x02),
+            (2, 0x05, 0x10),
+            (3, 0x0D, 0x0D),
+            (4, 0x0E, 0x0E),
+            (5, 0x0E, 0x0E),
+            (6, 0x03, 0x03),
+            (7, 0x0F, 0x0F),
+            (8, 0x0E, 0x0E),
+            (9, 0x0F, 0x0F),
+            (10, 0x05, 0x05),
+            (11, 0x04, 0x04),
+            (12, 0x06, 0x06),
+            (13, 0x07, 0x07),
+            (14, 0x09, 0x09),
+            (15, 0x08, 0x08),
+            (16, 0x0A, 0x0A),
+            (17, 0x0B, 0x0B),
+            (18, 0x01, 0x01),
+            (19, 0x0C, 0x0C),
+        ];
+        for (ord, pre, v4) in table {
+            let f = NumFormat::from_bir_ordinal(ord).unwrap();
+            assert_eq!(f.wire_tag(Gen::V2), Some(pre), "{f}");
+            assert_eq!(f.wire_tag(Gen::V3), Some(pre), "{f}");
+            assert_eq!(f.wire_tag(Gen::V4), Some(v4), "{f}");
+            assert_eq!(f.wire_tag(Gen::V5), Some(v4), "{f}");
+        }
+        assert_eq!(NumFormat::Float4E2m1fn.wire_tag(Gen::V3), None);
+        assert_eq!(NumFormat::Float4E2m1fn.wire_tag(Gen::V4), Some(0x10));
+    }
+
+    #[test]
+    fn wire_tag_decoding_is_consistent_with_encoding() {
+        for gen in Gen::ALL {
+            for tag in 0..=0xFFu8 {
+                if let Some(f) = NumFormat::from_wire_tag(tag, gen) {
+                    assert_eq!(f.wire_tag(gen), Some(tag), "{gen:?} tag {tag:#x} → {f}");
+                }
+            }
+            assert_eq!(NumFormat::from_wire_tag(0x00, gen), None);
+            assert_eq!(
+                NumFormat::from_wire_tag(0x0E, gen),
+                Some(NumFormat::Float8E4m3fn)
+            );
+            assert_eq!(NumFormat::from_wire_tag(0x11, gen), None);
+        }
+        assert_eq!(NumFormat::from_wire_tag(0x10, Gen::V3), None);
+        assert_eq!(
+            NumFormat::from_wire_tag(0x10, Gen::V4),
+            Some(NumFormat::Float4E2m1fnX4)
+        );
+    }
+
+    #[test]
+    fn elements_and_kinds() {
+        assert_eq!(NumFormat::Float8E5m2X4.element(), NumFormat::Float8E5m2);
+        assert_eq!(NumFormat::Float4E2m1fnX4.element(), NumFormat::Float4E2m1fn);
+        assert_eq!(NumFormat::Int32.element(), NumFormat::Int32);
+        assert_eq!(NumFormat::Int16.kind(), Kind::Signed);
+        assert_eq!(NumFormat::Uint64.kind(), Kind::Unsigned);
+        assert_eq!(NumFormat::Float8E8m0fnu.kind(), Kind::Float);
+        assert_eq!(NumFormat::Float8E4m3fnX4.max_finite(), Some(448.0));
+        assert_eq!(NumFormat::Bfloat16.max_finite(), Some(3.3895314e38));
+        assert_eq!(NumFormat::Int8.max_finite(), None);
     }
 }

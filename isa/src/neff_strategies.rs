@@ -12,18 +12,19 @@ use serde_json::{json, Value};
 
 use crate::bundle::BUNDLE_SIZE;
 use crate::engine::Engine;
-use crate::neff::{engine_token, npy, Dtype, Neff, PKG_GZIP_MD5, PKG_TAR_SHA256};
+use crate::neff::{engine_token, npy, Neff, PKG_GZIP_MD5, PKG_TAR_SHA256};
+use crate::NumFormat;
 
 /// The subgraph directory of generated images.
 pub const SUBGRAPH: &str = "sg00";
 
 /// Dtypes of generated variables and `.npy` members, with their `def.json` names.
-const DTYPES: [(Dtype, &str); 5] = [
-    (Dtype::Uint8, "uint8"),
-    (Dtype::Int8, "int8"),
-    (Dtype::Float16, "float16"),
-    (Dtype::Int32, "int32"),
-    (Dtype::Float32, "float32"),
+const DTYPES: [(NumFormat, &str); 5] = [
+    (NumFormat::Uint8, "uint8"),
+    (NumFormat::Int8, "int8"),
+    (NumFormat::Float16, "float16"),
+    (NumFormat::Int32, "int32"),
+    (NumFormat::Float32, "float32"),
 ];
 
 /// One generated engine stream.
@@ -50,7 +51,7 @@ fn arb_stream(engine: Engine) -> impl Strategy<Value = StreamSpec> {
 /// A `file` variable: dtype index, shape, data.
 fn arb_file_var() -> impl Strategy<Value = (usize, [u64; 2], Vec<u8>)> {
     (0..DTYPES.len(), 1u64..=4, 1u64..=8).prop_flat_map(|(d, r, c)| {
-        let len = (r * c) as usize * DTYPES[d].0.size();
+        let len = (r * c) as usize * DTYPES[d].0.container_bytes();
         prop::collection::vec(any::<u8>(), len).prop_map(move |data| (d, [r, c], data))
     })
 }
@@ -87,7 +88,7 @@ fn build(
     n.header.num_tpb = 1;
     let (io_dtype, shape) = io;
     let (dt, dt_name) = DTYPES[io_dtype];
-    let io_size = shape[0] * shape[1] * dt.size() as u64;
+    let io_size = shape[0] * shape[1] * dt.container_bytes() as u64;
     let mut vars = vec![
         json!({"var_id": 0, "name": "in0", "type": "input", "size": io_size, "dtype": dt_name, "shape": shape}),
         json!({"var_id": 1, "name": "out0", "type": "output", "size": io_size, "dtype": dt_name, "shape": shape}),

@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyDict, PySlice, PyTuple};
 use serde_json::{json, Value};
 use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::text::{parse_line, render_error};
-use tpbsim_isa::{spec, Engine, Gen};
+use tpbsim_isa::{spec, Engine, Gen, NumFormat};
 
 use crate::{neff_error, parse_engine, parse_gen};
 
@@ -442,7 +442,7 @@ impl Kernel {
                 .downcast::<PyBytes>()?
                 .as_bytes()
                 .to_vec();
-            let dt = neff::Dtype::from_neff_name(&t.dtype)
+            let dt = NumFormat::from_neff_name(&t.dtype)
                 .map_err(|_| PyValueError::new_err(format!("dtype {}: no .npy form", t.dtype)))?;
             let npy = neff::npy::encode_npy(dt, &shape, &raw)
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;

@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 use tpbsim_isa::neff::{Neff, Subgraph};
 use tpbsim_isa::stream::EngineStream;
 use tpbsim_isa::text::{bundle_json, disasm_line_as, parse_text, render_error, Syntax};
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Bundle, Engine, Gen};
 use tpbsim_sim::machine::load;
-use tpbsim_sim::numerics::{cast_slice, CastPolicy, Format};
+use tpbsim_sim::numerics::{cast_slice, CastPolicy};
 use tpbsim_validate::bir;
 use tpbsim_validate::diag::{Diagnostic, Mode};
 use tpbsim_validate::l2::{self, StreamSpec};
@@ -343,7 +344,7 @@ fn convert<'py>(
     let to_dtype = np.getattr("dtype")?.call1((to,))?;
     let to_name: String = to_dtype.getattr("name")?.extract()?;
     let format = |name: &str| {
-        Format::from_name(name)
+        NumFormat::from_name(name)
             .filter(|f| f.lanes() == 1)
             .ok_or_else(|| {
                 PyValueError::new_err(format!("dtype {name}: the cast engine has no such format"))

@@ -15,6 +15,7 @@
 use std::path::PathBuf;
 
 use tpbsim_isa::neff::{DmaEntry, VarKind, VarRef};
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{
     AccumCmd, ActFunc, Activate, Addr4, AluOp, Bundle, DmaTrigger, Dtype, DtypePair, Engine,
     Events, F32Bits, Gen, Header, ImmSrc, ImmSrcN, LdWeights, LdWeightsMx, LdWeightsV3, Matmul,
@@ -24,7 +25,6 @@ use tpbsim_isa::{
 };
 use tpbsim_sim::machine::pack::Package;
 use tpbsim_sim::machine::Geometry;
-use tpbsim_sim::numerics::Format;
 
 const GEN: Gen = Gen::V3;
 const P: u16 = 128;
@@ -66,12 +66,12 @@ fn trigger(queue: &str, block: u32, ev: Events) -> Bundle {
     .to_bundle()
 }
 
-fn tag(f: Format) -> Dtype {
+fn tag(f: NumFormat) -> Dtype {
     Dtype(f.wire_tag(GEN).expect("format has a wire tag"))
 }
 
 /// DRAM `[128, n]` (row-major) ⇄ SBUF partition p, `n` elements at `offset`.
-fn rows(var: &str, offset: u32, n: u64, f: Format, to_sbuf: bool, sem: Option<u32>) -> DmaEntry {
+fn rows(var: &str, offset: u32, n: u64, f: NumFormat, to_sbuf: bool, sem: Option<u32>) -> DmaEntry {
     let per_partition =
         (Geometry::of(GEN).sbuf_partition_stride() / f.container_bytes() as u32) as u64;
     let sb = VarRef::Name("state_buffer".into());
@@ -156,7 +156,7 @@ fn vadd() -> Package {
     p.var(
         "x",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, F as u64],
         Some(&bytes_f32(&x)),
     )
@@ -164,7 +164,7 @@ fn vadd() -> Package {
     p.var(
         "y",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, F as u64],
         Some(&bytes_f32(&y)),
     )
@@ -172,7 +172,7 @@ fn vadd() -> Package {
     p.var(
         "out",
         VarKind::Output,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, F as u64],
         None,
     )
@@ -182,17 +182,17 @@ fn vadd() -> Package {
         "in",
         0,
         vec![
-            rows("x", 0, F as u64, Format::Float32, true, Some(1)),
-            rows("y", 4096, F as u64, Format::Float32, true, Some(1)),
+            rows("x", 0, F as u64, NumFormat::Float32, true, Some(1)),
+            rows("y", 4096, F as u64, NumFormat::Float32, true, Some(1)),
         ],
     );
     p.block(
         Engine::Sp,
         "out",
         0,
-        vec![rows("out", 8192, F as u64, Format::Float32, false, None)],
+        vec![rows("out", 8192, F as u64, NumFormat::Float32, false, None)],
     );
-    let f32t = tag(Format::Float32);
+    let f32t = tag(NumFormat::Float32);
     p.streams[Engine::Dve as usize] = vec![TensorTensor {
         events: events(Some((1, 2)), Some(2)),
         in_dtypes: DtypePair::new(f32t, f32t),
@@ -233,7 +233,7 @@ fn iadd_pool() -> Package {
     p.var(
         "x",
         VarKind::Input,
-        Format::Int32,
+        NumFormat::Int32,
         &[P as u64, F as u64],
         Some(&x),
     )
@@ -241,7 +241,7 @@ fn iadd_pool() -> Package {
     p.var(
         "y",
         VarKind::Input,
-        Format::Int32,
+        NumFormat::Int32,
         &[P as u64, F as u64],
         Some(&y),
     )
@@ -249,7 +249,7 @@ fn iadd_pool() -> Package {
     p.var(
         "out",
         VarKind::Output,
-        Format::Int32,
+        NumFormat::Int32,
         &[P as u64, F as u64],
         None,
     )
@@ -259,17 +259,17 @@ fn iadd_pool() -> Package {
         "in",
         0,
         vec![
-            rows("x", 0, F as u64, Format::Int32, true, Some(1)),
-            rows("y", 2048, F as u64, Format::Int32, true, Some(1)),
+            rows("x", 0, F as u64, NumFormat::Int32, true, Some(1)),
+            rows("y", 2048, F as u64, NumFormat::Int32, true, Some(1)),
         ],
     );
     p.block(
         Engine::Sp,
         "out",
         0,
-        vec![rows("out", 4096, F as u64, Format::Int32, false, None)],
+        vec![rows("out", 4096, F as u64, NumFormat::Int32, false, None)],
     );
-    let i32t = tag(Format::Int32);
+    let i32t = tag(NumFormat::Int32);
     p.streams[Engine::Pool as usize] = vec![TensorTensor {
         events: events(Some((1, 2)), Some(2)),
         in_dtypes: DtypePair::new(i32t, i32t),
@@ -295,7 +295,7 @@ fn activate(
     src: Tensor<3>,
     dst: Tensor<3>,
 ) -> Bundle {
-    let f32t = tag(Format::Float32);
+    let f32t = tag(NumFormat::Float32);
     let (bias_src_n, bias) = match bias {
         ImmBias::Imm(v) => (ImmSrcN(1), v.to_bits()),
         ImmBias::Column(a) => (ImmSrcN(0), a.0),
@@ -329,7 +329,7 @@ fn read_acc(ev: Events, dst: Addr4) -> Bundle {
     ReadAccumulator {
         events: ev,
         dst_element_count: 1,
-        dtype: tag(Format::Float32),
+        dtype: tag(NumFormat::Float32),
         negated: 0,
         num_active_partitions: P as u8,
         dst: row(dst, 1),
@@ -340,7 +340,7 @@ fn read_acc(ev: Events, dst: Addr4) -> Bundle {
 
 /// TensorScalar: out = src op0 column(p).
 fn ts_column(ev: Events, op0: u8, column: Addr4, src: Tensor<3>, dst: Tensor<3>) -> Bundle {
-    let f32t = tag(Format::Float32);
+    let f32t = tag(NumFormat::Float32);
     TensorScalar {
         header: Header::new(Opcode(0x43)),
         events: ev,
@@ -372,7 +372,7 @@ fn tr(
     src: Tensor<4>,
     dst: Tensor<4>,
 ) -> Bundle {
-    let f32t = tag(Format::Float32);
+    let f32t = tag(NumFormat::Float32);
     TensorReduceV2 {
         header: Header::new(Opcode(opcode)),
         events: ev,
@@ -409,7 +409,7 @@ fn softmax() -> Package {
     p.var(
         "x",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, F as u64],
         Some(&bytes_f32(&x)),
     )
@@ -417,7 +417,7 @@ fn softmax() -> Package {
     p.var(
         "out",
         VarKind::Output,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, F as u64],
         None,
     )
@@ -426,13 +426,20 @@ fn softmax() -> Package {
         Engine::Sp,
         "in",
         0,
-        vec![rows("x", 0, F as u64, Format::Float32, true, Some(1))],
+        vec![rows("x", 0, F as u64, NumFormat::Float32, true, Some(1))],
     );
     p.block(
         Engine::Sp,
         "out",
         0,
-        vec![rows("out", 12288, F as u64, Format::Float32, false, None)],
+        vec![rows(
+            "out",
+            12288,
+            F as u64,
+            NumFormat::Float32,
+            false,
+            None,
+        )],
     );
     let (negmax, sum, recip) = (sbuf(4096), sbuf(4160), sbuf(4224));
     p.streams[Engine::Dve as usize] = vec![
@@ -490,7 +497,7 @@ fn rmsnorm() -> Package {
     p.var(
         "x",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, F as u64],
         Some(&bytes_f32(&x)),
     )
@@ -498,7 +505,7 @@ fn rmsnorm() -> Package {
     p.var(
         "w",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &[F as u64],
         Some(&bytes_f32(&w)),
     )
@@ -506,26 +513,36 @@ fn rmsnorm() -> Package {
     p.var(
         "out",
         VarKind::Output,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, F as u64],
         None,
     )
     .unwrap();
     // w is broadcast to every partition (source step 0 over partitions).
-    let mut wb = rows("w", 4096, F as u64, Format::Float32, true, Some(1));
+    let mut wb = rows("w", 4096, F as u64, NumFormat::Float32, true, Some(1));
     wb.from_sizes = vec![P as u64, F as u64];
     wb.from_steps = Some(vec![0, 1]);
     p.block(
         Engine::Sp,
         "in",
         0,
-        vec![rows("x", 0, F as u64, Format::Float32, true, Some(1)), wb],
+        vec![
+            rows("x", 0, F as u64, NumFormat::Float32, true, Some(1)),
+            wb,
+        ],
     );
     p.block(
         Engine::Sp,
         "out",
         0,
-        vec![rows("out", 16384, F as u64, Format::Float32, false, None)],
+        vec![rows(
+            "out",
+            16384,
+            F as u64,
+            NumFormat::Float32,
+            false,
+            None,
+        )],
     );
     let (ss, rs) = (sbuf(8192), sbuf(8256));
     p.streams[Engine::Act as usize] = vec![
@@ -549,7 +566,7 @@ fn rmsnorm() -> Package {
             row(rs, 1),
         ),
     ];
-    let f32t = tag(Format::Float32);
+    let f32t = tag(NumFormat::Float32);
     p.streams[Engine::Dve as usize] = vec![
         ts_column(
             events(Some((3, 1)), None),
@@ -588,7 +605,7 @@ fn matmul_bf16() -> Package {
     p.var(
         "w",
         VarKind::Input,
-        Format::Bfloat16,
+        NumFormat::Bfloat16,
         &[K, M as u64],
         Some(&w),
     )
@@ -596,7 +613,7 @@ fn matmul_bf16() -> Package {
     p.var(
         "x",
         VarKind::Input,
-        Format::Bfloat16,
+        NumFormat::Bfloat16,
         &[K, N as u64],
         Some(&x),
     )
@@ -604,7 +621,7 @@ fn matmul_bf16() -> Package {
     p.var(
         "out",
         VarKind::Output,
-        Format::Float32,
+        NumFormat::Float32,
         &[M as u64, N as u64],
         None,
     )
@@ -631,9 +648,9 @@ fn matmul_bf16() -> Package {
         Engine::Sp,
         "out",
         0,
-        vec![rows("out", 4096, N as u64, Format::Float32, false, None)],
+        vec![rows("out", 4096, N as u64, NumFormat::Float32, false, None)],
     );
-    let bft = tag(Format::Bfloat16);
+    let bft = tag(NumFormat::Bfloat16);
     let mut pe = Vec::new();
     for c in 0..4u32 {
         let ev = if c == 0 {
@@ -670,7 +687,7 @@ fn matmul_bf16() -> Package {
                 },
                 src: row(sbuf(1024 + 256 * c), N),
                 in_dtype: bft,
-                out_dtype: tag(Format::Float32),
+                out_dtype: tag(NumFormat::Float32),
                 num_active_rows: 128,
                 num_active_cols: M as u8,
                 psum_accumulate_flags: PsumAccumulateFlags::from_bits(flags),
@@ -703,7 +720,7 @@ fn sbuf4(partition: u32, offset: u32) -> u32 {
     Geometry::of(GEN4).sbuf_address(partition, offset)
 }
 
-fn tag4(f: Format) -> Dtype {
+fn tag4(f: NumFormat) -> Dtype {
     Dtype(f.wire_tag(GEN4).expect("format has a wire tag"))
 }
 
@@ -782,9 +799,9 @@ fn mx_matmul() -> Package {
         let mut scales = vec![0u8; shape.scale_buffer_bytes()];
         mx::quantize(
             &tile,
-            Format::Float32,
+            NumFormat::Float32,
             shape,
-            Format::Float8E4m3fnX4,
+            NumFormat::Float8E4m3fnX4,
             &mut data,
             &mut scales,
             &MxConfig::default(),
@@ -807,7 +824,7 @@ fn mx_matmul() -> Package {
     p.var(
         "x",
         VarKind::Input,
-        Format::Bfloat16,
+        NumFormat::Bfloat16,
         &[K as u64, F as u64],
         Some(&x),
     )
@@ -815,7 +832,7 @@ fn mx_matmul() -> Package {
     p.var(
         "w_q",
         VarKind::Input,
-        Format::Float8E4m3fn,
+        NumFormat::Float8E4m3fn,
         &[K as u64, N as u64],
         Some(&wq),
     )
@@ -823,7 +840,7 @@ fn mx_matmul() -> Package {
     p.var(
         "w_scale",
         VarKind::Input,
-        Format::Float8E8m0fnu,
+        NumFormat::Float8E8m0fnu,
         &[(K / 32) as u64, N as u64],
         Some(&ws),
     )
@@ -831,7 +848,7 @@ fn mx_matmul() -> Package {
     p.var(
         "b",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &[N as u64],
         Some(&bytes_f32(&bias)),
     )
@@ -839,7 +856,7 @@ fn mx_matmul() -> Package {
     p.var(
         "out",
         VarKind::Output,
-        Format::Float32,
+        NumFormat::Float32,
         &[N as u64, F as u64],
         None,
     )
@@ -901,8 +918,8 @@ fn mx_matmul() -> Package {
                     [4 * F as u16, 1, 1],
                 )),
                 num_active_partitions: 128,
-                in_dtype: tag4(Format::Bfloat16),
-                out_dtype: tag4(Format::Float8E4m3fn),
+                in_dtype: tag4(NumFormat::Bfloat16),
+                out_dtype: tag4(NumFormat::Float8E4m3fn),
                 dst: mx128(sbuf4(0, 4096 + 512 * c), sbuf4(0, 8192 + 256 * c)),
                 ..Default::default()
             }
@@ -921,7 +938,7 @@ fn mx_matmul() -> Package {
                     Events::default()
                 },
                 src: mx128(sbuf4(0, 12288 + 256 * c), sbuf4(0, 16384 + 128 * c)),
-                in_dtype: tag4(Format::Float8E4m3fn),
+                in_dtype: tag4(NumFormat::Float8E4m3fn),
                 num_active_rows: 128,
                 num_active_cols: N as u8,
                 row_grp: 0x0F,
@@ -939,10 +956,10 @@ fn mx_matmul() -> Package {
                     _ => Events::default(),
                 },
                 src: mx128(sbuf4(0, 4096 + 512 * c), sbuf4(0, 8192 + 256 * c)),
-                in_dtype: tag4(Format::Float8E4m3fn),
+                in_dtype: tag4(NumFormat::Float8E4m3fn),
                 num_active_rows: 128,
                 num_active_cols: N as u8,
-                out_dtype: tag4(Format::Float32),
+                out_dtype: tag4(NumFormat::Float32),
                 psum_accumulate_flags: PsumAccumulateFlags::from_bits(if c == 0 {
                     0x01
                 } else if last {
@@ -961,7 +978,7 @@ fn mx_matmul() -> Package {
     }
     p.streams[Engine::Pe as usize] = pe;
     // ACT: PSUM + bias column → SBUF fp32.
-    let f32t = tag4(Format::Float32);
+    let f32t = tag4(NumFormat::Float32);
     p.streams[Engine::Act as usize] = vec![Activate {
         events: events(Some((4, 1)), Some(5)),
         imm_src: ImmSrc(0),
@@ -1015,12 +1032,12 @@ fn range_select() -> Package {
     let mut p = base("range_select");
     let x = r.normals(P as usize * F as usize, 1.0);
     let lo: Vec<f32> = (0..P).map(|i| -1.0 + f32::from(i) / 64.0).collect();
-    let f32t = tag(Format::Float32);
+    let f32t = tag(NumFormat::Float32);
     let shape = [P as u64, F as u64];
     p.var(
         "x",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &shape,
         Some(&bytes_f32(&x)),
     )
@@ -1028,17 +1045,17 @@ fn range_select() -> Package {
     p.var(
         "lo",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, 1],
         Some(&bytes_f32(&lo)),
     )
     .unwrap();
-    p.var("out", VarKind::Output, Format::Float32, &shape, None)
+    p.var("out", VarKind::Output, NumFormat::Float32, &shape, None)
         .unwrap();
     p.var(
         "rowmax",
         VarKind::Output,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, 1],
         None,
     )
@@ -1048,8 +1065,8 @@ fn range_select() -> Package {
         "in",
         0,
         vec![
-            rows("x", 0, F as u64, Format::Float32, true, Some(1)),
-            rows("lo", 4096, 1, Format::Float32, true, Some(1)),
+            rows("x", 0, F as u64, NumFormat::Float32, true, Some(1)),
+            rows("lo", 4096, 1, NumFormat::Float32, true, Some(1)),
         ],
     );
     p.block(
@@ -1057,8 +1074,8 @@ fn range_select() -> Package {
         "out",
         0,
         vec![
-            rows("out", 8192, F as u64, Format::Float32, false, None),
-            rows("rowmax", 12288, 1, Format::Float32, false, None),
+            rows("out", 8192, F as u64, NumFormat::Float32, false, None),
+            rows("rowmax", 12288, 1, NumFormat::Float32, false, None),
         ],
     );
     p.streams[Engine::Dve as usize] = vec![
@@ -1101,7 +1118,7 @@ fn range_select() -> Package {
 
 /// DVE fp32 add of 512-element rows at SBUF offsets: dst = src0 + src1.
 fn dve_add(ev: Events, src0: u32, src1: u32, dst: u32) -> Bundle {
-    let f32t = tag(Format::Float32);
+    let f32t = tag(NumFormat::Float32);
     TensorTensor {
         events: ev,
         in_dtypes: DtypePair::new(f32t, f32t),
@@ -1136,7 +1153,7 @@ fn act_copy_kernel(name: &str, seed: u64) -> Package {
     p.var(
         "x",
         VarKind::Input,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, F as u64],
         Some(&bytes_f32(&x)),
     )
@@ -1144,7 +1161,7 @@ fn act_copy_kernel(name: &str, seed: u64) -> Package {
     p.var(
         "out",
         VarKind::Output,
-        Format::Float32,
+        NumFormat::Float32,
         &[P as u64, F as u64],
         None,
     )
@@ -1153,13 +1170,20 @@ fn act_copy_kernel(name: &str, seed: u64) -> Package {
         Engine::Sp,
         "in",
         0,
-        vec![rows("x", 0, F as u64, Format::Float32, true, Some(1))],
+        vec![rows("x", 0, F as u64, NumFormat::Float32, true, Some(1))],
     );
     p.block(
         Engine::Sp,
         "out",
         0,
-        vec![rows("out", 12288, F as u64, Format::Float32, false, None)],
+        vec![rows(
+            "out",
+            12288,
+            F as u64,
+            NumFormat::Float32,
+            false,
+            None,
+        )],
     );
     p.streams[Engine::Act as usize] = vec![activate(
         events(Some((1, 1)), Some(3)),
@@ -1194,7 +1218,7 @@ fn counter_kernel(name: &str, need: u32) -> Package {
         Engine::Sp,
         "in2",
         0,
-        vec![rows("x", 16384, 512, Format::Float32, true, Some(3))],
+        vec![rows("x", 16384, 512, NumFormat::Float32, true, Some(3))],
     );
     p.streams[Engine::Dve as usize] =
         vec![dve_add(events(Some((3, need)), Some(2)), 8192, 0, 12288)];
@@ -1299,7 +1323,7 @@ fn uninit_read() -> Package {
         Engine::Sp,
         "in",
         0,
-        vec![rows("x", 0, 512, Format::Float32, true, Some(1))],
+        vec![rows("x", 0, 512, NumFormat::Float32, true, Some(1))],
     );
     p.streams[Engine::Dve as usize] = vec![dve_add(events(Some((1, 1)), Some(2)), 0, 4096, 8192)];
     p

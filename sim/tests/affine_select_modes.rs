@@ -2,9 +2,9 @@
 //! 0 GT, 1 GE, 2 EQ, 3 NE): lanes where the comparison holds keep the source, the others take
 //! the fill from the register.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Addr4, AffineSelect, AffineSelectCmp, Dtype, DtypePair, Engine, Gen, Tensor};
 use tpbsim_sim::machine::{Geometry, Kernel, Machine, RunOptions};
-use tpbsim_sim::numerics::Format;
 
 const G: Gen = Gen::V3;
 const PARTS: u32 = 3;
@@ -23,7 +23,7 @@ fn tile(offset: u32) -> Tensor<2> {
 /// source x[p][c] = 4p + c + 0.5.
 fn run(mode: u8) -> Vec<Vec<f32>> {
     let g = Geometry::of(G);
-    let fp32 = Dtype(Format::Float32.wire_tag(G).expect("wire tag"));
+    let fp32 = Dtype(NumFormat::Float32.wire_tag(G).expect("wire tag"));
     let b = AffineSelect {
         num_active_partitions: PARTS as u8,
         in_out_dtypes: DtypePair::new(fp32, fp32),

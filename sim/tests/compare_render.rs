@@ -1,8 +1,8 @@
 //! The rendered comparison of an output with its reference: the ulp histogram line names
 //! exactly the buckets that hold elements, each with its count.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_sim::machine::compare::{compare, Comparison, Tolerance};
-use tpbsim_sim::numerics::Format;
 
 fn f32s(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -16,7 +16,7 @@ fn ulps_above(x: f32, n: u32) -> f32 {
 fn compared(got: &[f32], want: &[f32]) -> Comparison {
     compare(
         "y",
-        Format::Float32,
+        NumFormat::Float32,
         &[got.len()],
         &f32s(got),
         &[want.len()],

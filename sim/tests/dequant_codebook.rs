@@ -2,8 +2,9 @@
 //! negative quantiles in increasing order, 7 zero, 8..15 the positive ones, ends at ±1), and a
 //! destination of the wrong size is refused with its own word count.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_sim::numerics::dequant::{dequantize_partition, DequantError, DequantFmt};
-use tpbsim_sim::numerics::{to_f32, CastPolicy, Format};
+use tpbsim_sim::numerics::{to_f32, CastPolicy};
 
 const NF4: DequantFmt = DequantFmt::Nf4ToE4m3;
 
@@ -24,7 +25,7 @@ fn nf4_dequantizes_in_code_order_with_the_codes_signs() {
     dequantize_partition(NF4, 0, &src, &mut out, &CastPolicy::DEVICE).unwrap();
     let got: Vec<f32> = out
         .iter()
-        .map(|&b| to_f32(Format::Float8E4m3fn, u64::from(b)))
+        .map(|&b| to_f32(NumFormat::Float8E4m3fn, u64::from(b)))
         .collect();
     // E4M3 rounding may merge neighbours, never reorder them.
     assert!(got.windows(2).all(|w| w[0] <= w[1]), "{got:?}");

@@ -2,13 +2,13 @@
 //! planned once) change no result: the same streams run with the race check on (which makes
 //! and uses no plans) and off leave the same memory, and faults name the same bundle.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Addr4, AluOp, Bundle, Dtype, DtypePair, Engine, Gen, Tensor, TensorTensor};
 use tpbsim_sim::machine::{Fault, Geometry, Kernel, Machine, RunOptions, Space};
-use tpbsim_sim::numerics::Format;
 
 const GEN: Gen = Gen::V3;
 
-fn tt(op: u8, f: Format, parts: u8, n: u16, a: u32, b: u32, d: u32) -> Bundle {
+fn tt(op: u8, f: NumFormat, parts: u8, n: u16, a: u32, b: u32, d: u32) -> Bundle {
     let g = Geometry::of(GEN);
     let t = Dtype(f.wire_tag(GEN).unwrap());
     let row = |off: u32| Tensor::<3>::new(Addr4::imm(g.sbuf_address(0, off)), [1; 3], [n, 1, 1]);
@@ -60,8 +60,8 @@ fn init() -> Vec<u8> {
 
 #[test]
 fn repeated_and_overlapping_bundles_give_the_same_memory() {
-    let f = Format::Float32;
-    let i32f = Format::Int32;
+    let f = NumFormat::Float32;
+    let i32f = NumFormat::Int32;
     // acc (bytes 0..16) += x (16..32) eight times; a multiply whose destination overlaps its
     // source; an int32 add (POOL would take the integer datapath; DVE runs it in fp32).
     let mut s = Vec::new();
@@ -82,11 +82,11 @@ fn repeated_and_overlapping_bundles_give_the_same_memory() {
 
 #[test]
 fn a_repeated_invalid_bundle_faults_at_its_first_position() {
-    let good = tt(0x04, Format::Float32, 1, 1, 0, 4, 8);
+    let good = tt(0x04, NumFormat::Float32, 1, 1, 0, 4, 8);
     // src0 runs past the partition's end: out of bounds at execution.
     let g = Geometry::of(GEN);
     let end = g.sbuf_partition_stride() - 4;
-    let bad = tt(0x04, Format::Float32, 1, 4, end, 4, 8);
+    let bad = tt(0x04, NumFormat::Float32, 1, 4, end, 4, 8);
     let k = kernel(Engine::Dve, vec![good, good, bad, good, bad]);
     for race in [false, true] {
         let f = run(&k, race, &init()).unwrap_err();

@@ -2,13 +2,13 @@
 //! space, partitions past the last, zero-length accesses at address 0, and the figures of the
 //! race check's memory budget refusal.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Bundle, Engine, Gen};
 use tpbsim_sim::machine::dma::{DmaDesc, DmaMem, DmaSide};
 use tpbsim_sim::machine::{
     DmaBlockSpec, DmaEntrySpec, DmaQueue, Fault, Geometry, Kernel, Limits, Machine, OnChip,
     RunOptions, VarKind, VarSpec,
 };
-use tpbsim_sim::numerics::Format;
 
 const X: u32 = 1;
 const Y: u32 = 2;
@@ -27,7 +27,7 @@ fn side(mem: DmaMem, addr: u64, dims: Vec<(i64, u32)>) -> DmaSide {
     DmaSide {
         mem,
         addr,
-        format: Format::Float32,
+        format: NumFormat::Float32,
         dims,
     }
 }
@@ -39,7 +39,7 @@ fn one_transfer(from: DmaSide, to: DmaSide, bytes: u64) -> Kernel {
         id,
         name: name.into(),
         kind,
-        format: Format::Float32,
+        format: NumFormat::Float32,
         shape: vec![bytes as usize / 4],
         size: bytes,
         init: None,

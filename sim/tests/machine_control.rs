@@ -1,8 +1,8 @@
 //! End-to-end machine runs over hand-assembled control and DMA bundles.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Bundle, Engine, Gen};
 use tpbsim_sim::machine::{Fault, Kernel, Machine, RunOptions, VarKind, VarSpec};
-use tpbsim_sim::numerics::Format;
 
 fn bundle(op: u8) -> Bundle {
     let mut b = Bundle::ZERO;
@@ -55,7 +55,7 @@ fn kernel(streams: [Vec<Bundle>; 5]) -> Kernel {
         id,
         name: name.into(),
         kind,
-        format: Format::Float32,
+        format: NumFormat::Float32,
         shape: vec![4, 8],
         size: 128,
         init: None,
@@ -246,7 +246,7 @@ fn dma_trigger_runs_the_named_block() {
     let side = |mem, addr| DmaSide {
         mem,
         addr,
-        format: Format::Float32,
+        format: NumFormat::Float32,
         dims: vec![(4, 32)],
     };
     let entry = |from, to, sem: Option<u8>| DmaEntrySpec {
@@ -323,7 +323,7 @@ fn direct2d_elem_size_zero_moves_65536_bytes() {
         id,
         name: name.into(),
         kind,
-        format: Format::Float32,
+        format: NumFormat::Float32,
         shape: vec![16384],
         size: 65536,
         init: None,
@@ -356,7 +356,7 @@ fn a_sidecar_size_of_zero_is_refused_at_load() {
     let mut p = Package::new("size0", Gen::V3);
     p.onchip();
     p.queue("in", None);
-    p.var("x", NeffKind::Input, Format::Float32, &[4, 8], None)
+    p.var("x", NeffKind::Input, NumFormat::Float32, &[4, 8], None)
         .unwrap();
     p.block(
         Engine::Sp,

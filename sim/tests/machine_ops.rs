@@ -2,6 +2,7 @@
 //! assembled with the typed isa formats, validated by L2, executed, and its memory checked
 //! against an independent computation or the numerics library.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{
     Addr4, AluOp, Bundle, CopyPredScalar, Dtype, DtypePair, Engine, Gen, Header, Iota, LdWeightsMx,
     MatmulMx, MemPattern, MxMemPattern1d, Opcode, PsumAccumulateFlags, QuantizeMx, Tensor,
@@ -10,9 +11,8 @@ use tpbsim_isa::{
 use tpbsim_sim::machine::{Geometry, Kernel, Machine, RunOptions, TensorPattern};
 use tpbsim_sim::numerics::mx::{self, MxConfig, MxShape};
 use tpbsim_sim::numerics::pe::{self, MxOperand};
-use tpbsim_sim::numerics::Format;
 
-fn tag(f: Format, gen: Gen) -> Dtype {
+fn tag(f: NumFormat, gen: Gen) -> Dtype {
     Dtype(f.wire_tag(gen).expect("wire tag"))
 }
 
@@ -99,7 +99,7 @@ fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
 #[test]
 fn iota_int32_on_pool_and_fp32_on_dve() {
     const G: Gen = Gen::V3;
-    let iota = |out: Format, start: i32, addr: u32| {
+    let iota = |out: NumFormat, start: i32, addr: u32| {
         Iota {
             out_dtype: tag(out, G),
             num_active_channels: 3,
@@ -112,7 +112,7 @@ fn iota_int32_on_pool_and_fp32_on_dve() {
     let k = kernel(
         G,
         Engine::Pool,
-        vec![iota(Format::Int32, i32::MAX - 8, sb(G, 1, 0))],
+        vec![iota(NumFormat::Int32, i32::MAX - 8, sb(G, 1, 0))],
     );
     let m = run(&k, G, |_| {}).unwrap();
     let got = i32s(&get(&m, sb(G, 1, 0), 3, 24));
@@ -122,7 +122,7 @@ fn iota_int32_on_pool_and_fp32_on_dve() {
     let k = kernel(
         G,
         Engine::Dve,
-        vec![iota(Format::Float32, -4, sb(G, 0, 64))],
+        vec![iota(NumFormat::Float32, -4, sb(G, 0, 64))],
     );
     let m = run(&k, G, |_| {}).unwrap();
     let got = f32s(&get(&m, sb(G, 0, 64), 3, 24));
@@ -131,7 +131,7 @@ fn iota_int32_on_pool_and_fp32_on_dve() {
 
     // The manual source band's layout is not published: a non-zero band is refused.
     let mut b = Iota {
-        out_dtype: tag(Format::Int32, G),
+        out_dtype: tag(NumFormat::Int32, G),
         num_active_channels: 1,
         dst: tensor(sb(G, 0, 0), [4, 1, 1, 1]),
         ..Default::default()
@@ -142,7 +142,7 @@ fn iota_int32_on_pool_and_fp32_on_dve() {
     assert_eq!(f.kind(), "not-simulated", "{f}");
 }
 
-fn predicated(op: u8, pred: Format, data: Format, out: Format, g: Gen) -> Bundle {
+fn predicated(op: u8, pred: NumFormat, data: NumFormat, out: NumFormat, g: Gen) -> Bundle {
     TensorTensor {
         header: Header::new(Opcode(op)),
         in_dtypes: DtypePair::new(tag(pred, g), tag(data, g)),
@@ -197,9 +197,9 @@ fn copy_and_cast_predicated_keep_unselected_lanes() {
         Engine::Dve,
         vec![predicated(
             0x72,
-            Format::Int8,
-            Format::Float32,
-            Format::Float32,
+            NumFormat::Int8,
+            NumFormat::Float32,
+            NumFormat::Float32,
             G,
         )],
     );
@@ -222,9 +222,9 @@ fn copy_and_cast_predicated_keep_unselected_lanes() {
         Engine::Pool,
         vec![predicated(
             0x99,
-            Format::Int8,
-            Format::Float32,
-            Format::Bfloat16,
+            NumFormat::Int8,
+            NumFormat::Float32,
+            NumFormat::Bfloat16,
             G,
         )],
     );
@@ -245,9 +245,9 @@ fn copy_and_cast_predicated_keep_unselected_lanes() {
         Engine::Dve,
         vec![predicated(
             0x72,
-            Format::Int8,
-            Format::Float32,
-            Format::Bfloat16,
+            NumFormat::Int8,
+            NumFormat::Float32,
+            NumFormat::Bfloat16,
             G,
         )],
     );
@@ -260,10 +260,10 @@ fn copy_and_cast_predicated_keep_unselected_lanes() {
 fn copy_pred_scalar_selects_or_keeps() {
     const G: Gen = Gen::V3;
     let mask: [[u8; 3]; 2] = [[1, 0, 2], [0, 7, 0]];
-    let b = |fill: u8, scalar: u8, src: Format, out: Format| {
+    let b = |fill: u8, scalar: u8, src: NumFormat, out: NumFormat| {
         CopyPredScalar {
             dst: tensor(sb(G, 0, 64), [3, 1, 1]),
-            mask_dtype: tag(Format::Uint8, G),
+            mask_dtype: tag(NumFormat::Uint8, G),
             use_false_fill: fill,
             num_active_partitions: 2,
             src_dtype: tag(src, G),
@@ -290,7 +290,7 @@ fn copy_pred_scalar_selects_or_keeps() {
     let k = kernel(
         G,
         Engine::Pool,
-        vec![b(0, 0xF9, Format::Int8, Format::Int32)],
+        vec![b(0, 0xF9, NumFormat::Int8, NumFormat::Int32)],
     );
     let m = run(&k, G, init).unwrap();
     assert_eq!(
@@ -301,7 +301,7 @@ fn copy_pred_scalar_selects_or_keeps() {
     let k = kernel(
         G,
         Engine::Dve,
-        vec![b(1, 0xF9, Format::Int8, Format::Int32)],
+        vec![b(1, 0xF9, NumFormat::Int8, NumFormat::Int32)],
     );
     let m = run(&k, G, init).unwrap();
     assert_eq!(
@@ -312,7 +312,7 @@ fn copy_pred_scalar_selects_or_keeps() {
     let k = kernel(
         G,
         Engine::Dve,
-        vec![b(1, 3, Format::Uint8, Format::Float32)],
+        vec![b(1, 3, NumFormat::Uint8, NumFormat::Float32)],
     );
     let m = run(&k, G, init).unwrap();
     assert_eq!(
@@ -329,7 +329,7 @@ fn transpose_bundle(
     dst: Tensor<4>,
     parts: u8,
 ) -> Bundle {
-    let f = tag(Format::Float32, g);
+    let f = tag(NumFormat::Float32, g);
     TensorReduce::V2(TensorReduceV2 {
         header: Header::new(Opcode(0x83)),
         src,
@@ -434,8 +434,8 @@ fn quantize_mx_on_dve_matches_the_mx_model() {
     let q = QuantizeMx {
         src: MemPattern(tensor(sb(G4, 0, 0), [F as u16, 1, 1])),
         num_active_partitions: P as u8,
-        in_dtype: tag(Format::Bfloat16, G4),
-        out_dtype: tag(Format::Float8E4m3fnX4, G4),
+        in_dtype: tag(NumFormat::Bfloat16, G4),
+        out_dtype: tag(NumFormat::Float8E4m3fnX4, G4),
         dst: mx_src(sb(G4, 0, 256), 4, 512, P as u16),
         ..Default::default()
     };
@@ -519,9 +519,9 @@ fn mx_matmul_pair_on_pe_accumulates_in_psum() {
         let mut scales = vec![0u8; shape.scale_buffer_bytes()];
         mx::quantize(
             &le(v, f32::to_le_bytes),
-            Format::Float32,
+            NumFormat::Float32,
             shape,
-            Format::Float8E5m2X4,
+            NumFormat::Float8E5m2X4,
             &mut data,
             &mut scales,
             &MxConfig::default(),
@@ -530,7 +530,7 @@ fn mx_matmul_pair_on_pe_accumulates_in_psum() {
         (data, scales)
     };
     let ((wd, ws), (xd, xs)) = (quant(&w, N), quant(&x, F));
-    let f8 = tag(Format::Float8E5m2X4, G4);
+    let f8 = tag(NumFormat::Float8E5m2X4, G4);
     let flags = |b: u8| PsumAccumulateFlags::from_bits(b);
     let mm = |fl: u8| {
         MatmulMx {
@@ -538,7 +538,7 @@ fn mx_matmul_pair_on_pe_accumulates_in_psum() {
             in_dtype: f8,
             num_active_rows: P as u8,
             num_active_cols: N as u8,
-            out_dtype: tag(Format::Float32, G4),
+            out_dtype: tag(NumFormat::Float32, G4),
             psum_accumulate_flags: flags(fl),
             row_grp: 0x0F,
             col_grp: 0x0F,
@@ -572,7 +572,7 @@ fn mx_matmul_pair_on_pe_accumulates_in_psum() {
     .unwrap();
     fn op<'a>(data: &'a [u8], scales: &'a [u8], lanes: usize) -> MxOperand<'a> {
         MxOperand {
-            format: Format::Float8E5m2X4,
+            format: NumFormat::Float8E5m2X4,
             partitions: P,
             lanes,
             data,
@@ -610,7 +610,7 @@ fn mx_k_field_must_match_the_partitions() {
     src.k = 64;
     let ld = LdWeightsMx {
         src,
-        in_dtype: tag(Format::Float8E4m3fnX4, G4),
+        in_dtype: tag(NumFormat::Float8E4m3fnX4, G4),
         num_active_rows: 32,
         num_active_cols: 4,
         row_grp: 0x0F,
@@ -637,12 +637,12 @@ fn activate2_scalar_pair_then_function_with_reduction() {
             relu_param_src: ImmSrc(0),
             imm0_src: ImmSrc(0),
             reduce_cmd: ReduceCmd(3),
-            imm_dtype: tag(Format::Float32, G4),
+            imm_dtype: tag(NumFormat::Float32, G4),
             op0: AluOp(0x06),
             op1: AluOp(op1),
             reduce_op: AluOp(reduce_op),
-            in_dtype: tag(Format::Float32, G4),
-            out_dtype: tag(Format::Float32, G4),
+            in_dtype: tag(NumFormat::Float32, G4),
+            out_dtype: tag(NumFormat::Float32, G4),
             num_active_partitions: 2,
             activation_func: ActFunc(7),
             imm0: 2.0f32.to_bits(),
@@ -685,11 +685,11 @@ fn copy_pred_scalar_with_a_64_bit_source_is_a_fault_not_a_panic() {
     const G: Gen = Gen::V3;
     let b = CopyPredScalar {
         dst: tensor(sb(G, 0, 64), [3, 1, 1]),
-        mask_dtype: tag(Format::Uint8, G),
+        mask_dtype: tag(NumFormat::Uint8, G),
         use_false_fill: 0,
         num_active_partitions: 1,
-        src_dtype: tag(Format::Int64, G),
-        out_dtype: tag(Format::Int32, G),
+        src_dtype: tag(NumFormat::Int64, G),
+        out_dtype: tag(NumFormat::Int32, G),
         scalar: 5,
         mask: tensor(sb(G, 0, 0), [3, 1, 1]),
         ..Default::default()
@@ -706,7 +706,7 @@ fn copy_pred_scalar_with_a_64_bit_source_is_a_fault_not_a_panic() {
 
 /// The FP8 code of `f` nearest to `v` (ties to the even code), found by decoding every code:
 /// independent of the cast engine's encoder.
-fn nearest_fp8(f: Format, v: f32) -> u8 {
+fn nearest_fp8(f: NumFormat, v: f32) -> u8 {
     let mut best: Option<(f32, u8)> = None;
     for c in 0..=255u8 {
         let d = tpbsim_sim::numerics::to_f32(f, u64::from(c));
@@ -729,8 +729,8 @@ fn dequant(fmt: u8, group: u8, src_words: u16, dst_words: u16, g: Gen) -> Bundle
     use tpbsim_isa::{DequantFmt, TensorDequantize};
     TensorDequantize {
         src: tensor(sb(g, 0, 0), [src_words, 1, 1]),
-        in_dtype: tag(Format::Uint32, g),
-        out_dtype: tag(Format::Uint32, g),
+        in_dtype: tag(NumFormat::Uint32, g),
+        out_dtype: tag(NumFormat::Uint32, g),
         num_active_partitions: 2,
         dequant_fmt: DequantFmt(fmt),
         group_size: group,
@@ -752,7 +752,7 @@ fn tensor_dequantize_int4_and_nf4_on_pool() {
     let m = run(&k, G, init).unwrap();
     let got: Vec<f32> = get(&m, sb(G, 0, 256), 2, 8)
         .iter()
-        .map(|&b| tpbsim_sim::numerics::to_f32(Format::Float8E5m2, u64::from(b)))
+        .map(|&b| tpbsim_sim::numerics::to_f32(NumFormat::Float8E5m2, u64::from(b)))
         .collect();
     let want: Vec<f32> = words
         .iter()
@@ -765,7 +765,7 @@ fn tensor_dequantize_int4_and_nf4_on_pool() {
     let book = tpbsim_sim::numerics::dequant::NF4_CODEBOOK;
     let want: Vec<u8> = words
         .iter()
-        .flat_map(|&w| nibbles(w).map(|n| nearest_fp8(Format::Float8E4m3fn, book[n as usize])))
+        .flat_map(|&w| nibbles(w).map(|n| nearest_fp8(NumFormat::Float8E4m3fn, book[n as usize])))
         .collect();
     assert_eq!(get(&m, sb(G, 0, 256), 2, 8), want);
     assert_eq!(
@@ -793,7 +793,7 @@ fn tensor_dequantize_mx_blocks_and_gates() {
     let one: Vec<f32> = (0..32).map(|i| grid[i % 8] * scales[i / 8]).collect();
     let got: Vec<f32> = get(&m, sb(G, 0, 256), 2, 32)
         .iter()
-        .map(|&b| tpbsim_sim::numerics::to_f32(Format::Float8E5m2, u64::from(b)))
+        .map(|&b| tpbsim_sim::numerics::to_f32(NumFormat::Float8E5m2, u64::from(b)))
         .collect();
     assert_eq!(got, [one.clone(), one].concat());
     // The 6-bit format has no MX form; 4-bit non-MX needs twice the words.
@@ -816,7 +816,7 @@ fn range_select_on_dve_selects_and_reduces_max() {
     // 0.5 <= x < 3 (IS_GE 0x14, IS_LT 0x16), then MAX into the DVE accumulators.
     let b = RangeSelect {
         num_active_partitions: 2,
-        in_out_dtypes: DtypePair::new(tag(Format::Float32, G), tag(Format::Float32, G)),
+        in_out_dtypes: DtypePair::new(tag(NumFormat::Float32, G), tag(NumFormat::Float32, G)),
         reduce_cmd: ReduceCmd(3),
         reduce_op: AluOp(0x08),
         base: F32Bits(0),
@@ -870,10 +870,10 @@ fn select_reduce_copies_true_lanes_and_folds_their_max() {
             src: tensor(sb(G, 0, 64), [4, 1]),
             bypass_op: AluOp(0x00),
             reduce_op: AluOp(0x08),
-            mask_src_dtypes: DtypePair::new(tag(Format::Int8, G), tag(Format::Bfloat16, G)),
-            out_dtype: tag(Format::Float32, G),
+            mask_src_dtypes: DtypePair::new(tag(NumFormat::Int8, G), tag(NumFormat::Bfloat16, G)),
+            out_dtype: tag(NumFormat::Float32, G),
             num_active_partitions: 2,
-            imm0_dtype: tag(Format::Float32, G),
+            imm0_dtype: tag(NumFormat::Float32, G),
             accumulator_cmd: AccumCmd(cmd),
             dst: tensor(sb(G, 0, 128), [4, 1]),
             ..Default::default()
@@ -925,8 +925,8 @@ fn tensor_scalar_select_blends_tensor_and_scalar() {
             src: tensor(sb(G, 0, 0), [3, 1, 1]),
             reversed_pred: reversed,
             num_active_partitions: 2,
-            dtype: tag(Format::Int16, G),
-            pred_dtype: tag(Format::Uint16, G),
+            dtype: tag(NumFormat::Int16, G),
+            pred_dtype: tag(NumFormat::Uint16, G),
             imm_src: ImmSrc(0),
             pred_src: ImmSrc(1),
             imm: 0xABCD_FFF9, // int16 −7 in the low half
@@ -970,7 +970,7 @@ fn affine_select_builds_a_triangular_mask() {
     // else the fill from register 3 (−1e4).
     let b = AffineSelect {
         num_active_partitions: 3,
-        in_out_dtypes: DtypePair::new(tag(Format::Float32, G), tag(Format::Bfloat16, G)),
+        in_out_dtypes: DtypePair::new(tag(NumFormat::Float32, G), tag(NumFormat::Bfloat16, G)),
         fill_mode: AffineSelectCmp(1),
         fill_reg: 3,
         mask_base: 0,
@@ -1028,13 +1028,13 @@ fn tensor_dequantize_fp6_stream_and_transport_gate() {
         .flat_map(|p| {
             codes(p)
                 .into_iter()
-                .map(|c| nearest_fp8(Format::Float8E4m3fn, value(c)))
+                .map(|c| nearest_fp8(NumFormat::Float8E4m3fn, value(c)))
         })
         .collect();
     assert_eq!(get(&m, sb(G, 0, 256), 2, 16), want);
     // The dtype fields are UINT32 transport words; anything else is a fault.
     let mut b = dequant(4, 0, 3, 4, G);
-    b.0[32] = tag(Format::Float32, G).0;
+    b.0[32] = tag(NumFormat::Float32, G).0;
     let k = kernel(G, Engine::Pool, vec![b]);
     let mut m = Machine::new(&k, G).unwrap();
     let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
@@ -1051,8 +1051,8 @@ fn selects_with_pointer_scalars_and_integer_formats() {
         TensorScalarSelect {
             src: tensor(sb(G, 0, 0), [2, 1, 1]),
             num_active_partitions: 2,
-            dtype: tag(Format::Int32, G),
-            pred_dtype: tag(Format::Uint32, G),
+            dtype: tag(NumFormat::Int32, G),
+            pred_dtype: tag(NumFormat::Uint32, G),
             imm_src: ImmSrc(1),
             pred_src: ImmSrc(0),
             imm: sb(G, 0, 32),
@@ -1092,7 +1092,7 @@ fn selects_with_pointer_scalars_and_integer_formats() {
     // the lanes whose ramp is zero; the fill 7.9 converts to int32 by truncation (device policy).
     let b = AffineSelect {
         num_active_partitions: 2,
-        in_out_dtypes: DtypePair::new(tag(Format::Int32, G), tag(Format::Int32, G)),
+        in_out_dtypes: DtypePair::new(tag(NumFormat::Int32, G), tag(NumFormat::Int32, G)),
         fill_mode: AffineSelectCmp(2),
         fill_reg: 0,
         mask_base: -11,
@@ -1136,7 +1136,7 @@ fn stt(
     opcode: u8,
     ops: [u8; 2],
     reverse: u8,
-    formats: [Format; 4],
+    formats: [NumFormat; 4],
     imm: Option<u32>,
     accumulate: u8,
     num: [u16; 2],
@@ -1184,7 +1184,7 @@ const MULT: u8 = 0x06;
 #[test]
 fn scalar_tensor_tensor_arith_fp32_on_dve() {
     const G: Gen = Gen::V3;
-    let f = Format::Float32;
+    let f = NumFormat::Float32;
     let a: [[f32; 6]; 2] = [
         [1.0, 2.5, -3.0, 4.0, 0.5, 6.0],
         [7.0, -8.0, 9.0, 1e-3, 11.0, 12.0],
@@ -1241,7 +1241,7 @@ fn scalar_tensor_tensor_arith_fp32_on_dve() {
 #[test]
 fn scalar_tensor_tensor_int_on_pool_and_bitvec_on_dve() {
     const G: Gen = Gen::V3;
-    let i = Format::Int32;
+    let i = NumFormat::Int32;
     let a: [[i32; 4]; 2] = [[1, -2, i32::MAX, 40], [5, 6, -7, 8]];
     let b: [[i32; 4]; 2] = [[3, 3, 2, -1], [0, -1, 4, 100]];
     let rows = [
@@ -1255,7 +1255,7 @@ fn scalar_tensor_tensor_int_on_pool_and_bitvec_on_dve() {
         0x9D,
         [ADD, MULT],
         0,
-        [i, i, i, Format::Float32],
+        [i, i, i, NumFormat::Float32],
         Some((-7.9f32).to_bits()),
         0,
         [4, 1],
@@ -1275,7 +1275,7 @@ fn scalar_tensor_tensor_int_on_pool_and_bitvec_on_dve() {
 
     // Bit-vector form on DVE, uint16 (the immediate's low half 0x00ff): (src0 ^ s) & src1, and
     // with op0 reversed (s logical-shift-left src0) | src1.
-    let u = Format::Uint16;
+    let u = NumFormat::Uint16;
     let x: [[u16; 4]; 2] = [[0x1234 & 0xf, 15, 0, 3], [1, 2, 4, 8]];
     let y: [[u16; 4]; 2] = [[0x0ff0, 0xf00f, 0xffff, 0x1], [0x8000, 0, 0x00ff, 0xff00]];
     let rows = [
@@ -1319,7 +1319,7 @@ fn scalar_tensor_tensor_int_on_pool_and_bitvec_on_dve() {
 #[test]
 fn tensor_tensor_scan_runs_the_recurrence_along_the_free_elements() {
     const G: Gen = Gen::V3;
-    let f = Format::Float32;
+    let f = NumFormat::Float32;
     let a: [[f32; 4]; 2] = [[0.5, 2.0, -1.0, 0.25], [1.0, 1.0, 3.0, -0.5]];
     let b: [[f32; 4]; 2] = [[1.0, -3.0, 0.5, 2.0], [4.0, 0.0, -1.5, 7.0]];
     let col = [10.0f32, -1.0];
@@ -1360,7 +1360,7 @@ fn tensor_tensor_scan_runs_the_recurrence_along_the_free_elements() {
         assert_eq!(m.project_defined_notes().len(), 1, "the scan's order note");
     }
     // POOL int32: wrapping prefix sums of src0 + src1 (op0 ADD with the carry, op1 ADD).
-    let i = Format::Int32;
+    let i = NumFormat::Int32;
     let x: [[i32; 3]; 2] = [[i32::MAX, 1, 2], [-5, 10, -20]];
     let y: [[i32; 3]; 2] = [[0, 0, 1], [1, 1, 1]];
     let rows = [
@@ -1388,7 +1388,7 @@ fn tensor_tensor_scan_runs_the_recurrence_along_the_free_elements() {
 #[test]
 fn scalar_tensor_tensor_faults() {
     const G: Gen = Gen::V3;
-    let (f, i) = (Format::Float32, Format::Int32);
+    let (f, i) = (NumFormat::Float32, NumFormat::Int32);
     let one = Some(1.0f32.to_bits());
     let fault = |b: Bundle, e: Engine| {
         let k = kernel(G, e, vec![b]);
@@ -1452,7 +1452,7 @@ fn scalar_tensor_tensor_faults() {
 #[test]
 fn scalar_tensor_tensor_on_later_generations() {
     // v4: ABS_MAX (0x20) is a general arithmetic op; max(|src0|, |s|) + src1 on DVE.
-    let f = Format::Float32;
+    let f = NumFormat::Float32;
     let a: [[f32; 2]; 2] = [[-3.0, 1.0], [0.5, -0.25]];
     let b: [[f32; 2]; 2] = [[1.0, 2.0], [3.0, 4.0]];
     let rows = [
@@ -1480,7 +1480,7 @@ fn scalar_tensor_tensor_on_later_generations() {
     assert_eq!(f32s(&get(&m, sb(g, 0, 128), 2, 8)), want);
 
     // v5 DVE with int32 operands runs the arith form in fp32 (exact for these values).
-    let i = Format::Int32;
+    let i = NumFormat::Int32;
     let x: [[i32; 2]; 2] = [[7, -9], [100, 3]];
     let y: [[i32; 2]; 2] = [[2, 5], [-1, 0]];
     let rows = [
@@ -1506,8 +1506,8 @@ fn cast_to_int32(engine: Engine, opcode: u8, x: &[f32; 8]) -> Vec<i32> {
     let b = TensorReduce::V2(TensorReduceV2 {
         header: Header::new(Opcode(opcode)),
         src: tensor(sb(G, 0, 0), [8, 1, 1, 1]),
-        in_dtype: tag(Format::Float32, G),
-        out_dtype: tag(Format::Int32, G),
+        in_dtype: tag(NumFormat::Float32, G),
+        out_dtype: tag(NumFormat::Int32, G),
         num_active_channels: 1,
         dst: tensor(sb(G, 0, 64), [8, 1, 1, 1]),
         ..Default::default()

@@ -1,14 +1,14 @@
 //! MEMSET (0x49) on POOL and DVE: every element of the destination tile takes the
 //! low bytes of the fill value; the bytes around the tile stay as they were.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Addr4, Dtype, Engine, Gen, Memset, Tensor};
 use tpbsim_sim::machine::{Geometry, Kernel, Machine, RunOptions};
-use tpbsim_sim::numerics::Format;
 
 const G: Gen = Gen::V3;
 
 /// Fill `partitions` × 3 `format` elements at byte 8 of partition 0 onwards.
-fn memset(format: Format, partitions: u8, fill: u32) -> tpbsim_isa::Bundle {
+fn memset(format: NumFormat, partitions: u8, fill: u32) -> tpbsim_isa::Bundle {
     let dst = Tensor::new(
         Addr4::imm(Geometry::of(G).sbuf_address(0, 8)),
         [1, 3, 3, 3],
@@ -29,9 +29,9 @@ fn memset_fills_the_tile_with_the_low_bytes_of_the_fill_value() {
     let g = Geometry::of(G);
     for engine in [Engine::Pool, Engine::Dve] {
         for (format, fill) in [
-            (Format::Bfloat16, 0xDEAD_3FC0u32),
-            (Format::Float32, 0x4049_0FDB),
-            (Format::Int8, 0x1234_56F9),
+            (NumFormat::Bfloat16, 0xDEAD_3FC0u32),
+            (NumFormat::Float32, 0x4049_0FDB),
+            (NumFormat::Int8, 0x1234_56F9),
         ] {
             let mut k = Kernel {
                 gen: Some(G),

@@ -7,8 +7,9 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+use tpbsim_isa::NumFormat;
 use tpbsim_sim::numerics::{
-    cast_slice, from_f32, from_f32_slice, mx, to_f32, to_f32_slice, CastPolicy, FloatToInt, Format,
+    cast_slice, from_f32, from_f32_slice, mx, to_f32, to_f32_slice, CastPolicy, FloatToInt,
 };
 
 fn data_dir() -> PathBuf {
@@ -76,20 +77,20 @@ fn narrow_table(name: &str, bits: u32, arrays: usize) -> (Vec<u32>, Vec<Vec<u64>
     (inputs, arrs)
 }
 
-const FLOATS: [(Format, u32); 7] = [
-    (Format::Bfloat16, 16),
-    (Format::Float16, 16),
-    (Format::Float8E3m4, 8),
-    (Format::Float8E4m3, 8),
-    (Format::Float8E4m3fn, 8),
-    (Format::Float8E5m2, 8),
-    (Format::Float4E2m1fn, 4),
+const FLOATS: [(NumFormat, u32); 7] = [
+    (NumFormat::Bfloat16, 16),
+    (NumFormat::Float16, 16),
+    (NumFormat::Float8E3m4, 8),
+    (NumFormat::Float8E4m3, 8),
+    (NumFormat::Float8E4m3fn, 8),
+    (NumFormat::Float8E5m2, 8),
+    (NumFormat::Float4E2m1fn, 4),
 ];
-const INTS: [(Format, u32); 4] = [
-    (Format::Uint8, 8),
-    (Format::Int8, 8),
-    (Format::Uint16, 16),
-    (Format::Int16, 16),
+const INTS: [(NumFormat, u32); 4] = [
+    (NumFormat::Uint8, 8),
+    (NumFormat::Int8, 8),
+    (NumFormat::Uint16, 16),
+    (NumFormat::Int16, 16),
 ];
 
 const SAT: CastPolicy = CastPolicy::DEVICE;
@@ -99,46 +100,49 @@ const NOSAT: CastPolicy = CastPolicy {
     float_to_int: FloatToInt::DeviceTruncate,
 };
 
-fn is_fp8(f: Format) -> bool {
+fn is_fp8(f: NumFormat) -> bool {
     matches!(
         f,
-        Format::Float8E3m4 | Format::Float8E4m3 | Format::Float8E4m3fn | Format::Float8E5m2
+        NumFormat::Float8E3m4
+            | NumFormat::Float8E4m3
+            | NumFormat::Float8E4m3fn
+            | NumFormat::Float8E5m2
     )
 }
 
 /// The code our policy gives a NaN input with sign `neg` (selector off).
-fn our_nan(f: Format, neg: bool) -> u64 {
+fn our_nan(f: NumFormat, neg: bool) -> u64 {
     let s = u64::from(neg);
     match f {
-        Format::Bfloat16 => 0x7FC0,
-        Format::Float16 => 0x7E00 | s << 15,
-        Format::Float8E4m3fn => 0x7F | s << 7,
-        Format::Float8E3m4 => 0x78,
-        Format::Float8E4m3 => 0x7C,
-        Format::Float8E5m2 => 0x7E,
-        Format::Float4E2m1fn => s << 3,
+        NumFormat::Bfloat16 => 0x7FC0,
+        NumFormat::Float16 => 0x7E00 | s << 15,
+        NumFormat::Float8E4m3fn => 0x7F | s << 7,
+        NumFormat::Float8E3m4 => 0x78,
+        NumFormat::Float8E4m3 => 0x7C,
+        NumFormat::Float8E5m2 => 0x7E,
+        NumFormat::Float4E2m1fn => s << 3,
         _ => unreachable!(),
     }
 }
 
-fn decodes_nan(f: Format, code: u64) -> bool {
+fn decodes_nan(f: NumFormat, code: u64) -> bool {
     to_f32(f, code).is_nan()
 }
 
 /// The largest finite code of `f` with sign `neg`.
-fn max_code(f: Format, neg: bool) -> u64 {
+fn max_code(f: NumFormat, neg: bool) -> u64 {
     let (m, s) = match f {
-        Format::Float8E3m4 => (0x6F, 7),
-        Format::Float8E4m3 => (0x77, 7),
-        Format::Float8E4m3fn => (0x7E, 7),
-        Format::Float8E5m2 => (0x7B, 7),
+        NumFormat::Float8E3m4 => (0x6F, 7),
+        NumFormat::Float8E4m3 => (0x77, 7),
+        NumFormat::Float8E4m3fn => (0x7E, 7),
+        NumFormat::Float8E5m2 => (0x7B, 7),
         _ => unreachable!(),
     };
     m | u64::from(neg) << s
 }
 
 /// The documented delta from ml_dtypes for one fp32 input `x` whose ml_dtypes code is `ml`.
-fn expected(f: Format, x: f32, ml: u64, policy: &CastPolicy) -> u64 {
+fn expected(f: NumFormat, x: f32, ml: u64, policy: &CastPolicy) -> u64 {
     let neg = x.is_sign_negative();
     if x.is_nan() {
         return our_nan(f, neg);
@@ -150,7 +154,7 @@ fn expected(f: Format, x: f32, ml: u64, policy: &CastPolicy) -> u64 {
         if overflow {
             return if policy.saturate_fp8 {
                 max_code(f, neg)
-            } else if f == Format::Float8E4m3fn {
+            } else if f == NumFormat::Float8E4m3fn {
                 0x7F // sign dropped
             } else {
                 ml
@@ -194,7 +198,7 @@ fn e8m0_scale_reading_and_generic_uint8_reading() {
         let c = code as u8;
         assert_eq!(mx::scale_value(c).to_bits(), want, "scale {code:#x}");
         // Delta: the generic cast reads the byte as an integer.
-        assert_eq!(to_f32(Format::Float8E8m0fnu, code as u64), f32::from(c));
+        assert_eq!(to_f32(NumFormat::Float8E8m0fnu, code as u64), f32::from(c));
     }
 }
 
@@ -286,7 +290,7 @@ fn narrowing_to_integers_device_and_reference() {
         // Through the slice API from fp32 bytes.
         let src: Vec<u8> = inputs.iter().flat_map(|b| b.to_le_bytes()).collect();
         let mut dst = vec![0u8; inputs.len() * f.container_bytes()];
-        cast_slice(&src, Format::Float32, &mut dst, f, &CastPolicy::DEVICE).unwrap();
+        cast_slice(&src, NumFormat::Float32, &mut dst, f, &CastPolicy::DEVICE).unwrap();
         assert_eq!(&codes(&dst, bits), trunc, "{f} slice");
     }
 }
@@ -324,8 +328,8 @@ fn mx_quantize_and_dequantize_match_the_numpy_reference() {
     let mut nan_blocks = 0;
     let mut zero_blocks = 0;
     for (k, c) in cases.cases.iter().enumerate() {
-        let data_format: Format = c.data_format.parse().unwrap();
-        let src_format: Format = c.source_format.parse().unwrap();
+        let data_format: NumFormat = c.data_format.parse().unwrap();
+        let src_format: NumFormat = c.source_format.parse().unwrap();
         let shape = mx::MxShape {
             partitions: c.partitions,
             free: c.free,

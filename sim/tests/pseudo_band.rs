@@ -1,9 +1,9 @@
 //! The pseudo band the runtime rewrites: labels and queue re-arms are no-ops, a single-rank
 //! collective copies its input to its output, everything else is refused by name.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Bundle, Engine, Gen};
 use tpbsim_sim::machine::{Fault, Kernel, Machine, RunOptions, VarKind, VarSpec};
-use tpbsim_sim::numerics::Format;
 
 fn bundle(op: u8) -> Bundle {
     let mut b = Bundle::ZERO;
@@ -30,7 +30,7 @@ fn kernel(pe: Vec<Bundle>, world: usize) -> Kernel {
         id,
         name: name.into(),
         kind,
-        format: Format::Float32,
+        format: NumFormat::Float32,
         shape: vec![32],
         size: 128,
         init: None,

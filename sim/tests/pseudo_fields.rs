@@ -2,9 +2,9 @@
 //! little-endian words whole: variable ids and element counts above 255, and a count above
 //! 32 bits.
 
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Bundle, Engine, Gen};
 use tpbsim_sim::machine::{Kernel, Machine, RunOptions, VarKind, VarSpec};
-use tpbsim_sim::numerics::Format;
 
 /// Variable ids with every byte of the low half set.
 const INPUT: u32 = 0x0103;
@@ -29,7 +29,7 @@ fn kernel(count: u64, elems: usize) -> Kernel {
         id,
         name: name.into(),
         kind,
-        format: Format::Float32,
+        format: NumFormat::Float32,
         shape: vec![elems],
         size: 4 * elems as u64,
         init: None,

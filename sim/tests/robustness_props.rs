@@ -7,9 +7,9 @@
 //! (default 64).
 
 use proptest::prelude::*;
+use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Bundle, Gen};
 use tpbsim_sim::machine::{Kernel, Machine, RunOptions, VarKind, VarSpec};
-use tpbsim_sim::numerics::Format;
 use tpbsim_validate::fuzz::generate::{self as fuzzgen, Entropy, SplitMix64};
 use tpbsim_validate::l2;
 
@@ -48,7 +48,7 @@ fn kernel(gen: Gen, streams: [Vec<Bundle>; 5]) -> Kernel {
         id,
         name: name.into(),
         kind,
-        format: Format::Float32,
+        format: NumFormat::Float32,
         shape: vec![4, 8],
         size: 128,
         init: None,

@@ -14,11 +14,12 @@
 use proptest::prelude::*;
 
 use crate::bir::{
-    AccessPattern, ArchLevel, Block, ClassFields, CollectiveFields, Dtype, EngineSet, EngineType,
+    AccessPattern, ArchLevel, Block, ClassFields, CollectiveFields, EngineSet, EngineType,
     Function, InstClass, Instruction, MatmultMxFields, MemoryType, Module, NkiKernelFields,
     NUM_PARTITIONS,
 };
 use crate::l1::table::driver;
+use tpbsim_isa::NumFormat;
 
 /// One broken module and what the L1 verifier must say about it.
 #[derive(Clone, Debug)]
@@ -38,7 +39,7 @@ const ELEMENTWISE: [InstClass; 3] = [
     InstClass::TensorCopy,
 ];
 /// Dtypes of the element-wise and activation units.
-const FLOATS: [Dtype; 3] = [Dtype::Bfloat16, Dtype::Float32, Dtype::Float16];
+const FLOATS: [NumFormat; 3] = [NumFormat::Bfloat16, NumFormat::Float32, NumFormat::Float16];
 
 /// True when the driver row of `class` admits `arch`.
 fn admits(class: InstClass, arch: ArchLevel) -> bool {
@@ -55,11 +56,11 @@ fn engines(class: InstClass, arch: ArchLevel, wanted: &[EngineType]) -> Vec<Engi
         .collect()
 }
 
-fn sb(buf: String, dtype: Dtype, partitions: u64, elems: u64) -> AccessPattern {
+fn sb(buf: String, dtype: NumFormat, partitions: u64, elems: u64) -> AccessPattern {
     AccessPattern::contiguous(MemoryType::Sb, &buf, dtype, 0, partitions, elems)
 }
 
-fn psum(buf: String, dtype: Dtype, partitions: u64, elems: u64) -> AccessPattern {
+fn psum(buf: String, dtype: NumFormat, partitions: u64, elems: u64) -> AccessPattern {
     AccessPattern::contiguous(MemoryType::Psum, &buf, dtype, 0, partitions, elems)
 }
 
@@ -136,16 +137,16 @@ fn build(kind: Kind, k: usize) -> Unit {
         }
         Kind::Activation { partitions, elems } => Unit::one(
             Instruction::new(InstClass::Activation, EngineType::Act)
-                .with_args(vec![psum(b("in"), Dtype::Float32, partitions, elems)])
-                .with_outs(vec![sb(b("out"), Dtype::Bfloat16, partitions, elems)]),
+                .with_args(vec![psum(b("in"), NumFormat::Float32, partitions, elems)])
+                .with_outs(vec![sb(b("out"), NumFormat::Bfloat16, partitions, elems)]),
         ),
         Kind::Matmult { n } => Unit::one(
             Instruction::new(InstClass::Matmult, EngineType::Pe)
                 .with_args(vec![
-                    sb(b("w"), Dtype::Bfloat16, 128, 128),
-                    sb(b("i"), Dtype::Bfloat16, 128, n),
+                    sb(b("w"), NumFormat::Bfloat16, 128, 128),
+                    sb(b("i"), NumFormat::Bfloat16, 128, n),
                 ])
-                .with_outs(vec![psum(b("acc"), Dtype::Float32, 128, n)]),
+                .with_outs(vec![psum(b("acc"), NumFormat::Float32, 128, n)]),
         ),
         Kind::MatmultMx => Unit::one(mx(k)),
         Kind::Gather { elems } => Unit::one(collective(InstClass::AllGather, k, elems, elems * 4)),
@@ -156,17 +157,17 @@ fn build(kind: Kind, k: usize) -> Unit {
         Kind::CustomOp => Unit::one(
             Instruction::new(InstClass::CustomOp, EngineType::Pool)
                 .with_args(vec![
-                    sb(b("in"), Dtype::Float32, 128, 64),
+                    sb(b("in"), NumFormat::Float32, 128, 64),
                     AccessPattern::contiguous(
                         MemoryType::Input,
                         &b("model_in"),
-                        Dtype::Float32,
+                        NumFormat::Float32,
                         0,
                         1,
                         64,
                     ),
                 ])
-                .with_outs(vec![sb(b("out"), Dtype::Float32, 128, 64)]),
+                .with_outs(vec![sb(b("out"), NumFormat::Float32, 128, 64)]),
         ),
     }
 }
@@ -176,12 +177,12 @@ fn mx(k: usize) -> Instruction {
     let b = |s: &str| format!("u{k}_{s}");
     let mut i = Instruction::new(InstClass::MatmultMx, EngineType::Pe)
         .with_args(vec![
-            sb(b("ifmap"), Dtype::Float8E4m3fnX4, 128, 32),
-            sb(b("weights"), Dtype::Float8E4m3fnX4, 128, 32),
-            sb(b("ifmap_scales"), Dtype::Uint8, 16, 32),
-            sb(b("weights_scales"), Dtype::Uint8, 16, 32),
+            sb(b("ifmap"), NumFormat::Float8E4m3fnX4, 128, 32),
+            sb(b("weights"), NumFormat::Float8E4m3fnX4, 128, 32),
+            sb(b("ifmap_scales"), NumFormat::Uint8, 16, 32),
+            sb(b("weights_scales"), NumFormat::Uint8, 16, 32),
         ])
-        .with_outs(vec![psum(b("out"), Dtype::Float32, 32, 32)]);
+        .with_outs(vec![psum(b("out"), NumFormat::Float32, 32, 32)]);
     i.fields = ClassFields::MatmultMx(MatmultMxFields {
         replication_shift: 0,
         tiles: None,
@@ -191,10 +192,15 @@ fn mx(k: usize) -> Instruction {
 
 fn collective(class: InstClass, k: usize, in_elems: u64, out_elems: u64) -> Instruction {
     let mut i = Instruction::new(class, EngineType::Pool)
-        .with_args(vec![sb(format!("u{k}_in"), Dtype::Float32, 128, in_elems)])
+        .with_args(vec![sb(
+            format!("u{k}_in"),
+            NumFormat::Float32,
+            128,
+            in_elems,
+        )])
         .with_outs(vec![sb(
             format!("u{k}_out"),
-            Dtype::Float32,
+            NumFormat::Float32,
             128,
             out_elems,
         )]);
@@ -209,12 +215,12 @@ fn collective(class: InstClass, k: usize, in_elems: u64, out_elems: u64) -> Inst
 /// The clean `NKIKernel` of `clean_core_v4.bir.json` and its body function.
 fn nki(k: usize) -> Unit {
     let func = format!("u{k}_kernel_body");
-    let out_sb = sb(format!("u{k}_k_sb"), Dtype::Bfloat16, 128, 512);
+    let out_sb = sb(format!("u{k}_k_sb"), NumFormat::Bfloat16, 128, 512);
     let mut i = Instruction::new(InstClass::NkiKernel, EngineType::Unassigned)
-        .with_args(vec![sb(format!("u{k}_in"), Dtype::Bfloat16, 128, 512)])
+        .with_args(vec![sb(format!("u{k}_in"), NumFormat::Bfloat16, 128, 512)])
         .with_outs(vec![
             out_sb.clone(),
-            psum(format!("u{k}_k_ps"), Dtype::Float32, 128, 512),
+            psum(format!("u{k}_k_ps"), NumFormat::Float32, 128, 512),
         ]);
     i.fields = ClassFields::NkiKernel(NkiKernelFields {
         func: Some(func.clone()),
@@ -249,7 +255,7 @@ fn arb_kind(arch: ArchLevel) -> BoxedStrategy<Kind> {
     // PSUM operands stay within one bank of the level's PSUM.
     let geometry = arch.psum_geometry();
     let psum_parts = u64::from(geometry.partitions);
-    let psum_f32 = u64::from(geometry.bank_bytes) / Dtype::Float32.bytes();
+    let psum_f32 = u64::from(geometry.bank_bytes) / NumFormat::Float32.container_bytes() as u64;
     let ew: Vec<(usize, Vec<EngineType>)> = ELEMENTWISE
         .iter()
         .enumerate()

@@ -2,8 +2,9 @@
 //! offsets, any class on any engine at any level, aliasing buffers, nested regions).
 
 use proptest::prelude::*;
+use tpbsim_isa::NumFormat;
 use tpbsim_validate::bir::{
-    AccessPattern, ArchLevel, Block, ClassFields, CollectiveFields, CollectiveKind, Dim, Dtype,
+    AccessPattern, ArchLevel, Block, ClassFields, CollectiveFields, CollectiveKind, Dim,
     EngineType, FieldsKind, Function, InstClass, Instruction, MatmultMxFields, MemoryType, Module,
     MxTiles, NkiKernelFields, Sb2SbFields,
 };
@@ -29,7 +30,7 @@ fn ap() -> impl Strategy<Value = AccessPattern> {
     (
         prop::sample::select(MemoryType::ALL.to_vec()),
         prop::sample::select(vec!["a", "b"]),
-        prop::sample::select(Dtype::ALL.to_vec()),
+        prop::sample::select(NumFormat::ALL.to_vec()),
         prop_oneof![0u64..130, Just(u64::MAX)],
         prop_oneof![0u64..130, Just(u64::MAX)],
         prop::collection::vec((step(), num()), 0..4),

@@ -9,7 +9,8 @@
 //! destination code and its decoded value are printed (`0x3e 1.75`).
 
 use crate::exit::{CliError, Outcome};
-use tpbsim_sim::numerics::{cast, from_f32, to_f32, CastPolicy, FloatToInt, Format};
+use tpbsim_isa::NumFormat;
+use tpbsim_sim::numerics::{cast, from_f32, to_f32, CastPolicy, FloatToInt};
 
 /// Float → integer rounding on the command line.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -25,10 +26,10 @@ pub enum FloatToIntArg {
 pub struct Args {
     /// Source format (ml_dtypes name, e.g. float32, bfloat16, float8_e4m3fn).
     #[arg(long, value_parser = parse_format)]
-    pub from: Format,
+    pub from: NumFormat,
     /// Destination format.
     #[arg(long, value_parser = parse_format)]
-    pub to: Format,
+    pub to: NumFormat,
     /// FP8 overflow becomes Inf/NaN instead of ±max finite (FP8 config byte 0 = 0).
     #[arg(long)]
     pub no_saturate: bool,
@@ -43,8 +44,8 @@ pub struct Args {
     pub value: Option<String>,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
-    s.parse::<Format>().map_err(|e| e.to_string())
+fn parse_format(s: &str) -> Result<NumFormat, String> {
+    s.parse::<NumFormat>().map_err(|e| e.to_string())
 }
 
 impl Args {
@@ -82,7 +83,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
 }
 
 /// `0x` + the code in as many hex digits as the element has nibbles.
-fn hex(code: u64, format: Format) -> String {
+fn hex(code: u64, format: NumFormat) -> String {
     let digits = (format.element_bits() as usize).div_ceil(4);
     format!("{code:#0width$x}", width = digits + 2)
 }
@@ -90,8 +91,8 @@ fn hex(code: u64, format: Format) -> String {
 /// Cast every hex code of `input` (one per line); the output text, or an error naming the line.
 pub fn convert_lines(
     input: &str,
-    from: Format,
-    to: Format,
+    from: NumFormat,
+    to: NumFormat,
     policy: &CastPolicy,
 ) -> Result<String, CliError> {
     let bits = from.element_bits();
@@ -126,8 +127,8 @@ pub fn convert_lines(
 /// Round the decimal `value` into `from`, cast it to `to`; `"<code> <decoded value>\n"`.
 pub fn convert_value(
     value: &str,
-    from: Format,
-    to: Format,
+    from: NumFormat,
+    to: NumFormat,
     policy: &CastPolicy,
 ) -> Result<String, CliError> {
     let x: f32 = value
@@ -148,16 +149,16 @@ mod tests {
     fn lines_tolerate_prefix_case_and_blank_lines() {
         let out = convert_lines(
             "0x3f800000\n\n  40490fdb \n0X7F800000\n",
-            Format::Float32,
-            Format::Bfloat16,
+            NumFormat::Float32,
+            NumFormat::Bfloat16,
             &P,
         )
         .unwrap();
         assert_eq!(out, "0x3f80\n0x4049\n0x7f80\n");
         let out = convert_lines(
             "3f800000\n43e00000\n",
-            Format::Float32,
-            Format::Float8E4m3fn,
+            NumFormat::Float32,
+            NumFormat::Float8E4m3fn,
             &P,
         )
         .unwrap();
@@ -168,54 +169,66 @@ mod tests {
         };
         let out = convert_lines(
             "0x44000000\n",
-            Format::Float32,
-            Format::Float8E4m3fn,
+            NumFormat::Float32,
+            NumFormat::Float8E4m3fn,
             &nosat,
         )
         .unwrap();
         assert_eq!(out, "0x7f\n", "512 overflows to NaN without saturation");
-        let out =
-            convert_lines("0x7\n0xf\n", Format::Float4E2m1fnX4, Format::Bfloat16, &P).unwrap();
+        let out = convert_lines(
+            "0x7\n0xf\n",
+            NumFormat::Float4E2m1fnX4,
+            NumFormat::Bfloat16,
+            &P,
+        )
+        .unwrap();
         assert_eq!(out, "0x40c0\n0xc0c0\n", "packed forms are taken per lane");
     }
 
     #[test]
     fn bad_lines_name_the_line() {
-        let e = convert_lines("0x3f80\n\nzz\n", Format::Bfloat16, Format::Float32, &P).unwrap_err();
+        let e = convert_lines(
+            "0x3f80\n\nzz\n",
+            NumFormat::Bfloat16,
+            NumFormat::Float32,
+            &P,
+        )
+        .unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("line 3"), "{e}");
-        let e = convert_lines("0x100\n", Format::Float8E5m2, Format::Float32, &P).unwrap_err();
+        let e =
+            convert_lines("0x100\n", NumFormat::Float8E5m2, NumFormat::Float32, &P).unwrap_err();
         assert!(
             e.to_string().contains("line 1") && e.to_string().contains("8-bit"),
             "{e}"
         );
-        let e = convert_lines("0x\n", Format::Float8E5m2, Format::Float32, &P).unwrap_err();
+        let e = convert_lines("0x\n", NumFormat::Float8E5m2, NumFormat::Float32, &P).unwrap_err();
         assert!(e.to_string().contains("line 1"), "{e}");
     }
 
     #[test]
     fn values() {
         assert_eq!(
-            convert_value("1.7", Format::Float32, Format::Float8E4m3fn, &P).unwrap(),
+            convert_value("1.7", NumFormat::Float32, NumFormat::Float8E4m3fn, &P).unwrap(),
             "0x3e 1.75\n"
         );
         assert_eq!(
-            convert_value("-1e9", Format::Float32, Format::Float8E5m2, &P).unwrap(),
+            convert_value("-1e9", NumFormat::Float32, NumFormat::Float8E5m2, &P).unwrap(),
             "0xfb -57344\n"
         );
         assert_eq!(
-            convert_value("2.9", Format::Float32, Format::Int8, &P).unwrap(),
+            convert_value("2.9", NumFormat::Float32, NumFormat::Int8, &P).unwrap(),
             "0x02 2\n"
         );
         let rne = CastPolicy::REFERENCE;
         assert_eq!(
-            convert_value("2.9", Format::Float32, Format::Int8, &rne).unwrap(),
+            convert_value("2.9", NumFormat::Float32, NumFormat::Int8, &rne).unwrap(),
             "0x03 3\n"
         );
         assert_eq!(
-            convert_value("nan", Format::Float32, Format::Bfloat16, &P).unwrap(),
+            convert_value("nan", NumFormat::Float32, NumFormat::Bfloat16, &P).unwrap(),
             "0x7fc0 NaN\n"
         );
-        assert!(convert_value("one", Format::Float32, Format::Bfloat16, &P).is_err());
+        assert!(convert_value("one", NumFormat::Float32, NumFormat::Bfloat16, &P).is_err());
     }
 }

@@ -30,8 +30,8 @@ pub use header::{Header, HEADER_LEN, PKG_GZIP_MD5, PKG_TAR_SHA256};
 pub use npy::{NpyArray, NpyElem, NpyError};
 pub use reader::{Plan, Reader, Target, Unmodelled};
 pub use schema::{
-    engine_token, DefJson, DmaBlock, DmaEntry, DmaOp, DmaQueue, Dtype, EngineFiles, NeffJson,
-    SemOp, Sidecar, VarKind, VarRef, Variable,
+    engine_token, DefJson, DmaBlock, DmaEntry, DmaOp, DmaQueue, EngineFiles, NeffJson, SemOp,
+    Sidecar, VarKind, VarRef, Variable,
 };
 pub use writer::{to_runtime_layout, Repacked};
 

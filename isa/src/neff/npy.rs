@@ -21,7 +21,7 @@ use std::path::Path;
 
 use npyz::WriterBuilder as _;
 
-use super::schema::Dtype;
+use crate::NumFormat;
 
 /// An `.npy` error.
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +59,7 @@ pub enum NpyError {
         /// descr in the file.
         stored: String,
         /// Declared dtype.
-        declared: Dtype,
+        declared: NumFormat,
     },
     /// Bad arguments to the writer.
     #[error("{0}")]
@@ -70,7 +70,7 @@ pub enum NpyError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NpyElem {
     /// A dtype the descr names unambiguously.
-    Known(Dtype),
+    Known(NumFormat),
     /// Opaque elements of this many bytes (`V<n>`); see [`NpyArray::resolve`].
     Void(usize),
 }
@@ -79,7 +79,7 @@ impl NpyElem {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            NpyElem::Known(d) => d.size(),
+            NpyElem::Known(d) => d.container_bytes(),
             NpyElem::Void(n) => n,
         }
     }
@@ -112,12 +112,12 @@ impl NpyArray {
     /// The dtype of the data given the dtype a caller declares: a known element type must
     /// equal it (`float32r` may be stored as `float32`); a void element must have its size and
     /// the declared dtype must be one numpy cannot represent natively.
-    pub fn resolve(&self, declared: Dtype) -> Result<Dtype, NpyError> {
+    pub fn resolve(&self, declared: NumFormat) -> Result<NumFormat, NpyError> {
         let ok = match self.elem {
             NpyElem::Known(d) => {
-                d == declared || (d == Dtype::Float32 && declared == Dtype::Float32r)
+                d == declared || (d == NumFormat::Float32 && declared == NumFormat::Float32r)
             }
-            NpyElem::Void(n) => n == declared.size() && !declared.is_numpy_native(),
+            NpyElem::Void(n) => n == declared.container_bytes() && !declared.is_numpy_native(),
         };
         if ok {
             Ok(declared)
@@ -220,22 +220,22 @@ fn parse(bytes: &[u8], e5m2: bool) -> Result<NpyArray, NpyError> {
     };
     let size = usize::try_from(ts.size_field()).map_err(header_error)?;
     use npyz::TypeChar as C;
-    let known = |d: Dtype| NpyElem::Known(d);
+    let known = |d: NumFormat| NpyElem::Known(d);
     let elem = match (ts.type_char(), size) {
-        (C::RawData, _) if e5m2 => known(Dtype::Float8E5m2),
+        (C::RawData, _) if e5m2 => known(NumFormat::Float8E5m2),
         (C::RawData, n) if n > 0 => NpyElem::Void(n),
-        (C::Bool, 1) => known(Dtype::Bool),
-        (C::Uint, 1) => known(Dtype::Uint8),
-        (C::Int, 1) => known(Dtype::Int8),
-        (C::Uint, 2) => known(Dtype::Uint16),
-        (C::Int, 2) => known(Dtype::Int16),
-        (C::Uint, 4) => known(Dtype::Uint32),
-        (C::Int, 4) => known(Dtype::Int32),
-        (C::Uint, 8) => known(Dtype::Uint64),
-        (C::Int, 8) => known(Dtype::Int64),
-        (C::Float, 2) => known(Dtype::Float16),
-        (C::Float, 4) => known(Dtype::Float32),
-        (C::Float, 8) => known(Dtype::Float64),
+        (C::Bool, 1) => known(NumFormat::Bool),
+        (C::Uint, 1) => known(NumFormat::Uint8),
+        (C::Int, 1) => known(NumFormat::Int8),
+        (C::Uint, 2) => known(NumFormat::Uint16),
+        (C::Int, 2) => known(NumFormat::Int16),
+        (C::Uint, 4) => known(NumFormat::Uint32),
+        (C::Int, 4) => known(NumFormat::Int32),
+        (C::Uint, 8) => known(NumFormat::Uint64),
+        (C::Int, 8) => known(NumFormat::Int64),
+        (C::Float, 2) => known(NumFormat::Float16),
+        (C::Float, 4) => known(NumFormat::Float32),
+        (C::Float, 8) => known(NumFormat::Float64),
         _ => return Err(NpyError::UnsupportedDtype(descr)),
     };
     let item = elem.size();
@@ -310,33 +310,33 @@ pub fn read_npy_file(path: impl AsRef<Path>) -> Result<NpyArray, NpyError> {
 }
 
 /// The descr tpbsim writes for a dtype.
-pub fn descr_for(dtype: Dtype) -> String {
+pub fn descr_for(dtype: NumFormat) -> String {
     match dtype {
-        Dtype::Bool => "|b1".into(),
-        Dtype::Uint8 => "|u1".into(),
-        Dtype::Int8 => "|i1".into(),
-        Dtype::Uint16 => "<u2".into(),
-        Dtype::Int16 => "<i2".into(),
-        Dtype::Uint32 => "<u4".into(),
-        Dtype::Int32 => "<i4".into(),
-        Dtype::Uint64 => "<u8".into(),
-        Dtype::Int64 => "<i8".into(),
-        Dtype::Float16 => "<f2".into(),
-        Dtype::Float32 | Dtype::Float32r => "<f4".into(),
-        Dtype::Float64 => "<f8".into(),
-        other => format!("<V{}", other.size()),
+        NumFormat::Bool => "|b1".into(),
+        NumFormat::Uint8 => "|u1".into(),
+        NumFormat::Int8 => "|i1".into(),
+        NumFormat::Uint16 => "<u2".into(),
+        NumFormat::Int16 => "<i2".into(),
+        NumFormat::Uint32 => "<u4".into(),
+        NumFormat::Int32 => "<i4".into(),
+        NumFormat::Uint64 => "<u8".into(),
+        NumFormat::Int64 => "<i8".into(),
+        NumFormat::Float16 => "<f2".into(),
+        NumFormat::Float32 | NumFormat::Float32r => "<f4".into(),
+        NumFormat::Float64 => "<f8".into(),
+        other => format!("<V{}", other.container_bytes()),
     }
 }
 
 /// Encode an `.npy` image: `data` holds the little-endian, C-order element bytes.
-pub fn encode_npy(dtype: Dtype, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, NpyError> {
+pub fn encode_npy(dtype: NumFormat, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, NpyError> {
     let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-    let expected = count.and_then(|c| c.checked_mul(dtype.size() as u64));
+    let expected = count.and_then(|c| c.checked_mul(dtype.container_bytes() as u64));
     if expected != Some(data.len() as u64) {
         return Err(NpyError::Write(format!(
             "{} data bytes do not fill shape {shape:?} of {dtype} ({} bytes each)",
             data.len(),
-            dtype.size()
+            dtype.container_bytes()
         )));
     }
     let ts: npyz::TypeStr = descr_for(dtype)
@@ -356,7 +356,7 @@ pub fn encode_npy(dtype: Dtype, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, N
 /// Write an `.npy` file atomically (temporary file in the same directory, then rename).
 pub fn write_npy_file(
     path: impl AsRef<Path>,
-    dtype: Dtype,
+    dtype: NumFormat,
     shape: &[u64],
     data: &[u8],
 ) -> Result<(), NpyError> {
@@ -371,7 +371,7 @@ pub fn write_npy_file(
 /// Write an `.npy` image to any writer.
 pub fn write_npy<W: Write>(
     mut w: W,
-    dtype: Dtype,
+    dtype: NumFormat,
     shape: &[u64],
     data: &[u8],
 ) -> Result<(), NpyError> {
@@ -388,9 +388,11 @@ mod tests {
 
     #[test]
     fn round_trip_every_dtype() {
-        for d in Dtype::NEFF {
+        for d in NumFormat::NEFF {
             let shape = [2u64, 3];
-            let data: Vec<u8> = (0..6 * d.size()).map(|i| (i * 37 + 5) as u8).collect();
+            let data: Vec<u8> = (0..6 * d.container_bytes())
+                .map(|i| (i * 37 + 5) as u8)
+                .collect();
             let image = encode_npy(d, &shape, &data).unwrap();
             let back = read_npy(&image).unwrap();
             assert_eq!(back.shape, shape);
@@ -404,18 +406,18 @@ mod tests {
 
     #[test]
     fn void_needs_a_matching_declaration() {
-        let image = encode_npy(Dtype::Bfloat16, &[2], &[0, 0x3F, 0, 0x40]).unwrap();
+        let image = encode_npy(NumFormat::Bfloat16, &[2], &[0, 0x3F, 0, 0x40]).unwrap();
         let a = read_npy(&image).unwrap();
         assert_eq!(a.elem, NpyElem::Void(2));
         assert_eq!(a.descr, "<V2");
         assert!(
-            a.resolve(Dtype::Float16).is_err(),
+            a.resolve(NumFormat::Float16).is_err(),
             "a native dtype is never stored as void"
         );
-        assert!(a.resolve(Dtype::Float8E4m3fn).is_err(), "size differs");
-        let f = read_npy(&encode_npy(Dtype::Float32, &[1], &[0; 4]).unwrap()).unwrap();
-        assert_eq!(f.resolve(Dtype::Float32r).unwrap(), Dtype::Float32r);
-        assert!(f.resolve(Dtype::Int32).is_err());
+        assert!(a.resolve(NumFormat::Float8E4m3fn).is_err(), "size differs");
+        let f = read_npy(&encode_npy(NumFormat::Float32, &[1], &[0; 4]).unwrap()).unwrap();
+        assert_eq!(f.resolve(NumFormat::Float32r).unwrap(), NumFormat::Float32r);
+        assert!(f.resolve(NumFormat::Int32).is_err());
     }
 
     /// Byte-for-byte what numpy 2.x `np.save` writes for `np.arange(6, dtype='>i2').reshape(2, 3)`
@@ -435,7 +437,7 @@ mod tests {
             image.extend_from_slice(&v.to_be_bytes());
         }
         let a = read_npy(&image).unwrap();
-        assert_eq!(a.elem, NpyElem::Known(Dtype::Int16));
+        assert_eq!(a.elem, NpyElem::Known(NumFormat::Int16));
         let vals: Vec<u16> = a
             .data
             .chunks(2)
@@ -446,11 +448,11 @@ mod tests {
 
     #[test]
     fn ml_dtypes_e5m2_descr() {
-        let mut image = encode_npy(Dtype::Float8E5m2, &[3], &[1, 2, 3]).unwrap();
+        let mut image = encode_npy(NumFormat::Float8E5m2, &[3], &[1, 2, 3]).unwrap();
         let pos = find(&image, b"'<V1'").unwrap();
         image[pos..pos + 5].copy_from_slice(b"'<f1'");
         let a = read_npy(&image).unwrap();
-        assert_eq!(a.elem, NpyElem::Known(Dtype::Float8E5m2));
+        assert_eq!(a.elem, NpyElem::Known(NumFormat::Float8E5m2));
         assert_eq!(a.descr, "<f1");
         assert_eq!(a.data, vec![1, 2, 3]);
     }
@@ -458,17 +460,17 @@ mod tests {
     #[test]
     fn errors() {
         assert!(matches!(read_npy(b"nope"), Err(NpyError::Header(_))));
-        let image = encode_npy(Dtype::Int32, &[4], &[0; 16]).unwrap();
+        let image = encode_npy(NumFormat::Int32, &[4], &[0; 16]).unwrap();
         assert!(matches!(
             read_npy(&image[..image.len() - 1]),
             Err(NpyError::DataLength { .. })
         ));
         assert!(matches!(read_npy(&image[..20]), Err(NpyError::Header(_))));
         assert!(matches!(
-            encode_npy(Dtype::Int32, &[4], &[0; 15]),
+            encode_npy(NumFormat::Int32, &[4], &[0; 15]),
             Err(NpyError::Write(_))
         ));
-        let mut c = encode_npy(Dtype::Int64, &[1], &[0; 8]).unwrap();
+        let mut c = encode_npy(NumFormat::Int64, &[1], &[0; 8]).unwrap();
         let pos = find(&c, b"'<i8'").unwrap();
         c[pos..pos + 5].copy_from_slice(b"'<c8'");
         assert!(matches!(read_npy(&c), Err(NpyError::UnsupportedDtype(_))));
@@ -496,21 +498,25 @@ mod tests {
             let hex: String = a.data.iter().map(|b| format!("{b:02x}")).collect();
             assert_eq!(hex, e["hex"].as_str().unwrap(), "{name}");
         }
-        let resolve = |f: &str, d: Dtype| read_npy_file(dir.join(f)).unwrap().resolve(d).unwrap();
+        let resolve =
+            |f: &str, d: NumFormat| read_npy_file(dir.join(f)).unwrap().resolve(d).unwrap();
         assert_eq!(
-            resolve("bf16_ml_dtypes.npy", Dtype::Bfloat16),
-            Dtype::Bfloat16
+            resolve("bf16_ml_dtypes.npy", NumFormat::Bfloat16),
+            NumFormat::Bfloat16
         );
         assert_eq!(
-            resolve("e4m3fn_ml_dtypes.npy", Dtype::Float8E4m3fn),
-            Dtype::Float8E4m3fn
+            resolve("e4m3fn_ml_dtypes.npy", NumFormat::Float8E4m3fn),
+            NumFormat::Float8E4m3fn
         );
         assert_eq!(
-            resolve("e5m2_ml_dtypes.npy", Dtype::Float8E5m2),
-            Dtype::Float8E5m2
+            resolve("e5m2_ml_dtypes.npy", NumFormat::Float8E5m2),
+            NumFormat::Float8E5m2
         );
-        assert_eq!(resolve("i2_big_fortran.npy", Dtype::Int16), Dtype::Int16);
-        assert_eq!(resolve("bool.npy", Dtype::Bool), Dtype::Bool);
+        assert_eq!(
+            resolve("i2_big_fortran.npy", NumFormat::Int16),
+            NumFormat::Int16
+        );
+        assert_eq!(resolve("bool.npy", NumFormat::Bool), NumFormat::Bool);
         // The bfloat16 bytes are numpy's: 1.0 = 0x3F80 little-endian.
         assert_eq!(
             &read_npy_file(dir.join("bf16_ml_dtypes.npy")).unwrap().data[..2],
@@ -570,7 +576,7 @@ mod tests {
     fn file_round_trip_is_atomic() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("w.npy");
-        write_npy_file(&p, Dtype::Bfloat16, &[2, 2], &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        write_npy_file(&p, NumFormat::Bfloat16, &[2, 2], &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
         let a = read_npy_file(&p).unwrap();
         assert_eq!(a.data, vec![1, 2, 3, 4, 5, 6, 7, 8]);
         let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::bundle::{Bundle, BUNDLE_SIZE};
+use crate::NumFormat;
 use proptest::prelude::*;
 use serde_json::json;
 use std::io::Write;
@@ -79,7 +80,7 @@ fn fixture() -> Neff {
     let w: Vec<u8> = (0..16u8).map(|i| i.wrapping_mul(17)).collect();
     m.insert(
         "sg00/w.npy".into(),
-        npy::encode_npy(Dtype::Int8, &[2, 8], &w).unwrap(),
+        npy::encode_npy(NumFormat::Int8, &[2, 8], &w).unwrap(),
     );
     n
 }
@@ -151,11 +152,11 @@ fn fixture_round_trips_field_by_field() {
     );
     assert_eq!(
         (v[0].size, v[0].dtype, v[0].shape.clone()),
-        (Some(64), Some(Dtype::Bfloat16), Some(vec![4, 8]))
+        (Some(64), Some(NumFormat::Bfloat16), Some(vec![4, 8]))
     );
     assert_eq!(
         (v[1].kind.clone(), v[1].dtype),
-        (VarKind::Output, Some(Dtype::Float32))
+        (VarKind::Output, Some(NumFormat::Float32))
     );
     assert_eq!(
         (v[2].kind.clone(), v[2].file_name.as_deref()),
@@ -209,7 +210,7 @@ fn fixture_round_trips_field_by_field() {
             e0.to_dtype,
             e0.sem
         ),
-        (vec![4, 8], vec![32], Some(Dtype::Bfloat16), Some(1))
+        (vec![4, 8], vec![32], Some(NumFormat::Bfloat16), Some(1))
     );
     let e1 = &pe_dma.dma[0].desc[1];
     assert_eq!(
@@ -227,8 +228,8 @@ fn fixture_round_trips_field_by_field() {
     // The constant.
     let w = back.npy("sg00/w.npy").unwrap();
     assert_eq!(
-        (w.shape.clone(), w.resolve(Dtype::Int8).unwrap()),
-        (vec![2, 8], Dtype::Int8)
+        (w.shape.clone(), w.resolve(NumFormat::Int8).unwrap()),
+        (vec![2, 8], NumFormat::Int8)
     );
     assert_eq!(w.data[1], 17);
     // Re-writing the read NEFF gives the same bytes (deterministic writer).
@@ -719,7 +720,7 @@ fn subgraph_errors() {
     let n = with(|m| {
         m.insert(
             "sg00/w.npy".into(),
-            npy::encode_npy(Dtype::Int8, &[16], &[0; 16]).unwrap(),
+            npy::encode_npy(NumFormat::Int8, &[16], &[0; 16]).unwrap(),
         );
     });
     let e = n.subgraph("sg00").unwrap_err();
@@ -728,7 +729,7 @@ fn subgraph_errors() {
     let n = with(|m| {
         m.insert(
             "sg00/w.npy".into(),
-            npy::encode_npy(Dtype::Uint8, &[2, 8], &[0; 16]).unwrap(),
+            npy::encode_npy(NumFormat::Uint8, &[2, 8], &[0; 16]).unwrap(),
         );
     });
     assert!(matches!(
@@ -815,7 +816,7 @@ proptest! {
 
     #[test]
     fn mutated_npy_headers_never_panic(flips in proptest::collection::vec((0usize..160, any::<u8>()), 1..6), cut in 0usize..200) {
-        let mut image = npy::encode_npy(Dtype::Float32, &[3, 2], &[7u8; 24]).unwrap();
+        let mut image = npy::encode_npy(NumFormat::Float32, &[3, 2], &[7u8; 24]).unwrap();
         for (at, x) in flips {
             let i = at % image.len();
             image[i] ^= x;

@@ -220,7 +220,7 @@ fn host_view(v: &super::Variable) -> (String, Vec<u64>) {
         (Some(d), Some(s)) => (d.name().to_string(), s.clone()),
         (Some(d), None) => (
             d.name().to_string(),
-            vec![v.size.unwrap_or(0) / (d.size() as u64).max(1)],
+            vec![v.size.unwrap_or(0) / (d.container_bytes() as u64).max(1)],
         ),
         (None, _) => ("uint8".to_string(), vec![v.size.unwrap_or(0)]),
     }

@@ -8,11 +8,11 @@
 
 use serde::Serialize;
 
-use crate::numerics::Format;
+use tpbsim_isa::NumFormat;
 
 /// (value, ordinal) of one element code of `f` (a scalar format; `bits` holds the code in its
 /// low bits). The ordinal is monotonic in the value; NaN has none.
-fn decode(f: Format, bits: u64) -> (f64, Option<i128>) {
+fn decode(f: NumFormat, bits: u64) -> (f64, Option<i128>) {
     // (exponent bits, mantissa bits, IEEE inf/NaN at max exponent, NaN only at all-ones)
     let float = |ebits: u32, mbits: u32, ieee_special: bool, nan_all_ones: bool| {
         let width = 1 + ebits + mbits;
@@ -46,30 +46,30 @@ fn decode(f: Format, bits: u64) -> (f64, Option<i128>) {
         (v, ord)
     };
     match f {
-        Format::Float32 | Format::Float32r => float(8, 23, true, false),
-        Format::Float16 => float(5, 10, true, false),
-        Format::Bfloat16 => float(8, 7, true, false),
-        Format::Float8E4m3fn => float(4, 3, false, true),
-        Format::Float8E4m3 => float(4, 3, true, false),
-        Format::Float8E5m2 => float(5, 2, true, false),
-        Format::Float8E3m4 => float(3, 4, true, false),
-        Format::Float4E2m1fn => float(2, 1, false, false),
-        Format::Float8E8m0fnu => match bits as u8 {
+        NumFormat::Float32 | NumFormat::Float32r => float(8, 23, true, false),
+        NumFormat::Float16 => float(5, 10, true, false),
+        NumFormat::Bfloat16 => float(8, 7, true, false),
+        NumFormat::Float8E4m3fn => float(4, 3, false, true),
+        NumFormat::Float8E4m3 => float(4, 3, true, false),
+        NumFormat::Float8E5m2 => float(5, 2, true, false),
+        NumFormat::Float8E3m4 => float(3, 4, true, false),
+        NumFormat::Float4E2m1fn => float(2, 1, false, false),
+        NumFormat::Float8E8m0fnu => match bits as u8 {
             0xFF => (f64::NAN, None),
             e => (2f64.powi(e as i32 - 127), Some(e as i128)),
         },
-        Format::Int8 => int(bits as u8 as i8 as i128),
-        Format::Uint8 => int(bits as u8 as i128),
-        Format::Int16 => int(bits as u16 as i16 as i128),
-        Format::Uint16 => int(bits as u16 as i128),
-        Format::Int32 => int(bits as u32 as i32 as i128),
-        Format::Uint32 => int(bits as u32 as i128),
-        Format::Int64 => int(bits as i64 as i128),
-        Format::Uint64 => int(bits as i128),
-        Format::Bool => int(i128::from(bits as u8 != 0)),
-        Format::Float64 => float(11, 52, true, false),
+        NumFormat::Int8 => int(bits as u8 as i8 as i128),
+        NumFormat::Uint8 => int(bits as u8 as i128),
+        NumFormat::Int16 => int(bits as u16 as i16 as i128),
+        NumFormat::Uint16 => int(bits as u16 as i128),
+        NumFormat::Int32 => int(bits as u32 as i32 as i128),
+        NumFormat::Uint32 => int(bits as u32 as i128),
+        NumFormat::Int64 => int(bits as i64 as i128),
+        NumFormat::Uint64 => int(bits as i128),
+        NumFormat::Bool => int(i128::from(bits as u8 != 0)),
+        NumFormat::Float64 => float(11, 52, true, false),
         // Packed forms are split into lanes before decoding.
-        Format::Float4E2m1fnX4 | Format::Float8E4m3fnX4 | Format::Float8E5m2X4 => {
+        NumFormat::Float4E2m1fnX4 | NumFormat::Float8E4m3fnX4 | NumFormat::Float8E5m2X4 => {
             decode(f.element(), bits)
         }
     }
@@ -118,7 +118,7 @@ pub struct Comparison {
     pub name: String,
     /// Element format.
     #[serde(serialize_with = "ser_format")]
-    pub dtype: Format,
+    pub dtype: NumFormat,
     /// Elements compared (lanes, for the packed ×4 formats).
     pub elements: usize,
     /// Elements outside tolerance.
@@ -214,7 +214,7 @@ pub enum CompareError {
     },
 }
 
-fn ser_format<S: serde::Serializer>(f: &Format, s: S) -> Result<S::Ok, S::Error> {
+fn ser_format<S: serde::Serializer>(f: &NumFormat, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(f.name())
 }
 
@@ -222,7 +222,7 @@ fn ser_format<S: serde::Serializer>(f: &Format, s: S) -> Result<S::Ok, S::Error>
 /// Packed ×4 formats are compared lane by lane; the shape then counts containers.
 pub fn compare(
     name: &str,
-    dtype: Format,
+    dtype: NumFormat,
     shape: &[usize],
     got: &[u8],
     want_shape: &[usize],
@@ -308,7 +308,7 @@ pub fn compare(
 impl Comparison {
     fn add_pair(
         &mut self,
-        dtype: Format,
+        dtype: NumFormat,
         gb: u64,
         wb: u64,
         flat: usize,
@@ -387,7 +387,7 @@ mod tests {
         let a = f32s(&[1.0, 2.0, 3.0, 4.0]);
         let c = compare(
             "y",
-            Format::Float32,
+            NumFormat::Float32,
             &[2, 2],
             &a,
             &[2, 2],
@@ -400,7 +400,7 @@ mod tests {
         let b = f32s(&[1.0, 2.0, f32::from_bits(3.0f32.to_bits() + 3), 5.0]);
         let c = compare(
             "y",
-            Format::Float32,
+            NumFormat::Float32,
             &[2, 2],
             &b,
             &[2, 2],
@@ -424,14 +424,14 @@ mod tests {
             ulp: 3,
             ..Default::default()
         };
-        let c = compare("y", Format::Float32, &[4], &b, &[4], &a, tol).unwrap();
+        let c = compare("y", NumFormat::Float32, &[4], &b, &[4], &a, tol).unwrap();
         assert_eq!(c.mismatches, 1);
         let tol = Tolerance {
             atol: 0.0,
             rtol: 0.25,
             ulp: 0,
         };
-        assert!(compare("y", Format::Float32, &[4], &b, &[4], &a, tol)
+        assert!(compare("y", NumFormat::Float32, &[4], &b, &[4], &a, tol)
             .unwrap()
             .passed());
     }
@@ -443,7 +443,7 @@ mod tests {
         w[2500] = f32::from_bits(w[2500].to_bits() + 2);
         let c = compare(
             "y",
-            Format::Float32,
+            NumFormat::Float32,
             &[30, 100],
             &f32s(&v),
             &[30, 100],
@@ -465,7 +465,7 @@ mod tests {
         let b = f32s(&[-f32::from_bits(1), -0.0, f32::NAN, 1.0]);
         let c = compare(
             "z",
-            Format::Float32,
+            NumFormat::Float32,
             &[4],
             &a,
             &[4],
@@ -485,7 +485,7 @@ mod tests {
         // bf16 1.0 = 0x3F80, next = 0x3F81.
         let c = compare(
             "b",
-            Format::Bfloat16,
+            NumFormat::Bfloat16,
             &[1],
             &[0x81, 0x3F],
             &[1],
@@ -497,17 +497,26 @@ mod tests {
         assert!((c.max_abs - 2f64.powi(-7)).abs() < 1e-12);
         let g: Vec<u8> = [i32::MIN, 5].iter().flat_map(|x| x.to_le_bytes()).collect();
         let w: Vec<u8> = [i32::MAX, 5].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let c = compare("i", Format::Int32, &[2], &g, &[2], &w, Tolerance::default()).unwrap();
+        let c = compare(
+            "i",
+            NumFormat::Int32,
+            &[2],
+            &g,
+            &[2],
+            &w,
+            Tolerance::default(),
+        )
+        .unwrap();
         assert_eq!(c.max_ulp, u32::MAX as u64);
         // e4m3: 0x7E = 448, 0x7F = NaN.
-        assert_eq!(decode(Format::Float8E4m3fn, 0x7E).0, 448.0);
-        assert!(decode(Format::Float8E4m3fn, 0x7F).0.is_nan());
-        assert_eq!(decode(Format::Float8E5m2, 0x7B).0, 57344.0);
-        assert_eq!(decode(Format::Float8E5m2, 0x7C).0, f64::INFINITY);
-        assert_eq!(decode(Format::Float8E4m3, 0x77).0, 240.0);
-        assert_eq!(decode(Format::Float8E3m4, 0x6F).0, 15.5);
-        assert_eq!(decode(Format::Float4E2m1fn, 0x7).0, 6.0);
-        assert_eq!(decode(Format::Float8E8m0fnu, 127).0, 1.0);
+        assert_eq!(decode(NumFormat::Float8E4m3fn, 0x7E).0, 448.0);
+        assert!(decode(NumFormat::Float8E4m3fn, 0x7F).0.is_nan());
+        assert_eq!(decode(NumFormat::Float8E5m2, 0x7B).0, 57344.0);
+        assert_eq!(decode(NumFormat::Float8E5m2, 0x7C).0, f64::INFINITY);
+        assert_eq!(decode(NumFormat::Float8E4m3, 0x77).0, 240.0);
+        assert_eq!(decode(NumFormat::Float8E3m4, 0x6F).0, 15.5);
+        assert_eq!(decode(NumFormat::Float4E2m1fn, 0x7).0, 6.0);
+        assert_eq!(decode(NumFormat::Float8E8m0fnu, 127).0, 1.0);
     }
 
     #[test]
@@ -518,7 +527,7 @@ mod tests {
         got[6] = 0x49;
         let c = compare(
             "p",
-            Format::Float8E4m3fnX4,
+            NumFormat::Float8E4m3fnX4,
             &[2],
             &got,
             &[2],
@@ -537,7 +546,7 @@ mod tests {
         assert!(matches!(
             compare(
                 "y",
-                Format::Float32,
+                NumFormat::Float32,
                 &[2],
                 &a,
                 &[1, 2],
@@ -549,7 +558,7 @@ mod tests {
         assert!(matches!(
             compare(
                 "y",
-                Format::Float32,
+                NumFormat::Float32,
                 &[3],
                 &a,
                 &[3],

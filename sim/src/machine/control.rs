@@ -2,22 +2,22 @@
 //! targets, and the semaphore range clear. Field values come from the decoded bundle.
 
 use super::sync::SyncState;
-use crate::numerics::Format;
+use tpbsim_isa::NumFormat;
 
 /// Number of registers per engine.
 pub const NUM_REGS: usize = 64;
 
 /// Compare two register values at the width and signedness of `format`.
-fn compare(format: Format, op: u8, a: u32, b: u32) -> Result<bool, String> {
+fn compare(format: NumFormat, op: u8, a: u32, b: u32) -> Result<bool, String> {
     use std::cmp::Ordering;
     let ord = match format {
-        Format::Int8 => (a as u8 as i8).cmp(&(b as u8 as i8)),
-        Format::Int16 => (a as u16 as i16).cmp(&(b as u16 as i16)),
-        Format::Int32 => (a as i32).cmp(&(b as i32)),
-        Format::Uint8 => (a as u8).cmp(&(b as u8)),
-        Format::Uint16 => (a as u16).cmp(&(b as u16)),
-        Format::Uint32 => a.cmp(&b),
-        Format::Float32 => match f32::from_bits(a).partial_cmp(&f32::from_bits(b)) {
+        NumFormat::Int8 => (a as u8 as i8).cmp(&(b as u8 as i8)),
+        NumFormat::Int16 => (a as u16 as i16).cmp(&(b as u16 as i16)),
+        NumFormat::Int32 => (a as i32).cmp(&(b as i32)),
+        NumFormat::Uint8 => (a as u8).cmp(&(b as u8)),
+        NumFormat::Uint16 => (a as u16).cmp(&(b as u16)),
+        NumFormat::Uint32 => a.cmp(&b),
+        NumFormat::Float32 => match f32::from_bits(a).partial_cmp(&f32::from_bits(b)) {
             Some(o) => o,
             // Every ordered comparison with NaN is false; NE is true.
             None => return Ok(op == 4),
@@ -44,7 +44,7 @@ fn compare(format: Format, op: u8, a: u32, b: u32) -> Result<bool, String> {
 /// register vs register (LT, LE, EQ, NE, GE, GT).
 pub fn branch_taken(
     cmp_op: u8,
-    format: Format,
+    format: NumFormat,
     reg0: u32,
     imm: u32,
     reg1: u32,
@@ -117,18 +117,18 @@ mod tests {
     #[test]
     fn compares_at_dtype_width() {
         // -1 as int32 < 1; as uint32 it is the largest.
-        assert!(branch_taken(1, Format::Int32, u32::MAX, 1, 0).unwrap());
-        assert!(!branch_taken(1, Format::Uint32, u32::MAX, 1, 0).unwrap());
+        assert!(branch_taken(1, NumFormat::Int32, u32::MAX, 1, 0).unwrap());
+        assert!(!branch_taken(1, NumFormat::Uint32, u32::MAX, 1, 0).unwrap());
         // int8 looks only at the low byte: 0x1FF is -1.
-        assert!(branch_taken(3, Format::Int8, 0x1FF, 0xFF, 0).unwrap());
-        assert!(branch_taken(13, Format::Int32, 5, 0, 5).unwrap()); // GE reg
-        assert!(!branch_taken(14, Format::Int32, 5, 0, 5).unwrap()); // GT reg
-        assert!(branch_taken(0, Format::Int64, 0, 0, 0).unwrap());
+        assert!(branch_taken(3, NumFormat::Int8, 0x1FF, 0xFF, 0).unwrap());
+        assert!(branch_taken(13, NumFormat::Int32, 5, 0, 5).unwrap()); // GE reg
+        assert!(!branch_taken(14, NumFormat::Int32, 5, 0, 5).unwrap()); // GT reg
+        assert!(branch_taken(0, NumFormat::Int64, 0, 0, 0).unwrap());
         let nan = f32::NAN.to_bits();
-        assert!(!branch_taken(3, Format::Float32, nan, nan, 0).unwrap());
-        assert!(branch_taken(4, Format::Float32, nan, nan, 0).unwrap());
-        assert!(branch_taken(7, Format::Int32, 0, 0, 0).is_err());
-        assert!(branch_taken(1, Format::Bfloat16, 0, 0, 0).is_err());
+        assert!(!branch_taken(3, NumFormat::Float32, nan, nan, 0).unwrap());
+        assert!(branch_taken(4, NumFormat::Float32, nan, nan, 0).unwrap());
+        assert!(branch_taken(7, NumFormat::Int32, 0, 0, 0).is_err());
+        assert!(branch_taken(1, NumFormat::Bfloat16, 0, 0, 0).is_err());
     }
 
     #[test]

@@ -22,10 +22,6 @@ use super::ops::{control, not_simulated};
 use super::sched::Flow;
 use super::sync::SyncState;
 
-/// Engines the machine executes an opcode on beyond the spec's engine column: the spec's
-/// "runs on" rows (`tpbsim_isa::spec::RUNS_ON`, `docs/machine.md` execution table).
-pub use tpbsim_isa::RUNS_ON_EXTRA as EXTRA_ENGINES;
-
 /// Whether the machine executes `opcode` on engine `e`: the spec's engine column
 /// (`OpcodeRow::runs_on`: NX on every engine, DMA on SP) plus its "runs on" rows, read from
 /// the generated table.

@@ -16,7 +16,7 @@ use super::geometry::Geometry;
 use super::memory::{Dram, OnChip};
 use super::pattern::AccessError;
 use crate::numerics::cast::{cast_slice, CastPolicy};
-use crate::numerics::Format;
+use tpbsim_isa::NumFormat;
 
 /// Where one side of a transfer lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub struct DmaSide {
     /// Start address (DRAM byte offset or on-chip byte address).
     pub addr: u64,
     /// Element format.
-    pub format: Format,
+    pub format: NumFormat,
     /// (byte step, count) per dimension, innermost first; empty means one element.
     pub dims: Vec<(i64, u32)>,
 }
@@ -421,7 +421,12 @@ fn dram_offset(at: i128, var: u32, dram: &Dram) -> Result<u64, AccessError> {
 
 /// Convert `src` elements of `from` into `to`, appending to `out`, through the cast engine's
 /// fp32 hub with the reference policy (RNE, FP8 saturation on).
-pub fn convert(from: Format, to: Format, src: &[u8], out: &mut Vec<u8>) -> Result<(), DmaError> {
+pub fn convert(
+    from: NumFormat,
+    to: NumFormat,
+    src: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), DmaError> {
     if is_raw_alias(from, to) {
         out.extend_from_slice(src);
         return Ok(());
@@ -440,11 +445,11 @@ pub fn convert(from: Format, to: Format, src: &[u8], out: &mut Vec<u8>) -> Resul
 }
 
 /// Formats whose bytes a DMA moves unchanged (fp32r is fp32 storage: no rounding on a copy).
-fn is_raw_alias(a: Format, b: Format) -> bool {
+fn is_raw_alias(a: NumFormat, b: NumFormat) -> bool {
     a == b
         || matches!(
             (a, b),
-            (Format::Float32, Format::Float32r) | (Format::Float32r, Format::Float32)
+            (NumFormat::Float32, NumFormat::Float32r) | (NumFormat::Float32r, NumFormat::Float32)
         )
 }
 
@@ -763,7 +768,7 @@ fn write_checked(
 pub fn onchip_rows(
     geom: &Geometry,
     addr: u32,
-    format: Format,
+    format: NumFormat,
     partitions: u32,
     elems: u32,
 ) -> DmaSide {
@@ -815,10 +820,10 @@ mod tests {
         let from = DmaSide {
             mem: DmaMem::Dram(1),
             addr: 0,
-            format: Format::Float32,
+            format: NumFormat::Float32,
             dims: vec![(4, 4), (16, 4)],
         };
-        let to = onchip_rows(&g, g.sbuf_address(2, 32), Format::Float32, 4, 4);
+        let to = onchip_rows(&g, g.sbuf_address(2, 32), NumFormat::Float32, 4, 4);
         let mut buf = Vec::new();
         let n = transfer(
             &DmaDesc {
@@ -850,13 +855,13 @@ mod tests {
         let from = DmaSide {
             mem: DmaMem::Dram(1),
             addr: 0,
-            format: Format::Uint8,
+            format: NumFormat::Uint8,
             dims: vec![(4, 4), (1, 4)],
         };
         let to = DmaSide {
             mem: DmaMem::Dram(2),
             addr: 0,
-            format: Format::Uint8,
+            format: NumFormat::Uint8,
             dims: vec![(1, 16)],
         };
         transfer(&DmaDesc { from, to }, &mut d, &mut c, &mut Vec::new()).unwrap();
@@ -876,10 +881,10 @@ mod tests {
         let from = DmaSide {
             mem: DmaMem::Dram(1),
             addr: 0,
-            format: Format::Float32,
+            format: NumFormat::Float32,
             dims: vec![(4, 4)],
         };
-        let to = onchip_rows(&g, 0, Format::Bfloat16, 1, 4);
+        let to = onchip_rows(&g, 0, NumFormat::Bfloat16, 1, 4);
         transfer(&DmaDesc { from, to }, &mut d, &mut c, &mut Vec::new()).unwrap();
         let got: Vec<u16> = c.partition(Space::Sbuf, 0)[..8]
             .chunks(2)
@@ -915,13 +920,13 @@ mod tests {
         };
         let cases = [
             // transposing: inner step 64, outer step 1 (bytes of u8)
-            (vec![(64, 16), (1, 64)], Format::Uint8, 1),
-            (vec![(-64, 16), (2, 32)], Format::Bfloat16, 1),
-            (vec![(4, 8), (64, 3), (0, 5)], Format::Float32, 3),
-            (vec![(2, 4), (1, 4)], Format::Uint8, 1), // overlapping copies
-            (vec![(2, 4), (3, 4)], Format::Uint8, 16), // neither abuts the element
-            (vec![(256, 4), (1, 16)], Format::Uint8, 4), // gaps stay gaps
-            (vec![(4, 0), (8, 2)], Format::Float32, 0),
+            (vec![(64, 16), (1, 64)], NumFormat::Uint8, 1),
+            (vec![(-64, 16), (2, 32)], NumFormat::Bfloat16, 1),
+            (vec![(4, 8), (64, 3), (0, 5)], NumFormat::Float32, 3),
+            (vec![(2, 4), (1, 4)], NumFormat::Uint8, 1), // overlapping copies
+            (vec![(2, 4), (3, 4)], NumFormat::Uint8, 16), // neither abuts the element
+            (vec![(256, 4), (1, 16)], NumFormat::Uint8, 4), // gaps stay gaps
+            (vec![(4, 0), (8, 2)], NumFormat::Float32, 0),
         ];
         for (dims, format, runs) in cases {
             let s = side(dims.clone(), format);
@@ -942,7 +947,7 @@ mod tests {
         let empty = |mem| DmaSide {
             mem,
             addr: 0,
-            format: Format::Float32,
+            format: NumFormat::Float32,
             dims: vec![(4, 4), (16, 0)],
         };
         let desc = DmaDesc {
@@ -964,7 +969,7 @@ mod tests {
         assert_eq!(d.get(1).unwrap().bytes, before.0);
         assert_eq!(c.partition(Space::Sbuf, 0)[..64], before.1[..]);
         // An empty side against a non-empty one is a count mismatch.
-        let to = onchip_rows(&g, 0, Format::Float32, 1, 4);
+        let to = onchip_rows(&g, 0, NumFormat::Float32, 1, 4);
         let e = transfer(
             &DmaDesc {
                 from: empty(DmaMem::Dram(1)),
@@ -984,10 +989,10 @@ mod tests {
         let from = DmaSide {
             mem: DmaMem::Dram(1),
             addr: 8,
-            format: Format::Float32,
+            format: NumFormat::Float32,
             dims: vec![(4, 15)],
         };
-        let to = onchip_rows(&g, 0, Format::Float32, 1, 15);
+        let to = onchip_rows(&g, 0, NumFormat::Float32, 1, 15);
         let e = transfer(&DmaDesc { from, to }, &mut d, &mut c, &mut Vec::new()).unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -996,13 +1001,13 @@ mod tests {
         let from = DmaSide {
             mem: DmaMem::Dram(1),
             addr: 0,
-            format: Format::Float32,
+            format: NumFormat::Float32,
             dims: vec![(4, 4)],
         };
         let to = onchip_rows(
             &g,
             g.sbuf_address(0, g.sbuf_bytes_per_partition - 8),
-            Format::Float32,
+            NumFormat::Float32,
             1,
             4,
         );
@@ -1017,19 +1022,19 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(e, DmaError::Access { side: Side::To, .. }), "{e}");
-        let to = onchip_rows(&g, 0, Format::Float32, 1, 3);
+        let to = onchip_rows(&g, 0, NumFormat::Float32, 1, 3);
         let e = transfer(&DmaDesc { from, to }, &mut d, &mut c, &mut Vec::new()).unwrap_err();
         assert_eq!(e, DmaError::Count { from: 4, to: 3 });
         let from = DmaSide {
             mem: DmaMem::Dram(9),
             addr: 0,
-            format: Format::Uint8,
+            format: NumFormat::Uint8,
             dims: vec![],
         };
         let to = DmaSide {
             mem: DmaMem::Dram(2),
             addr: 0,
-            format: Format::Uint8,
+            format: NumFormat::Uint8,
             dims: vec![],
         };
         let e = transfer(&DmaDesc { from, to }, &mut d, &mut c, &mut Vec::new()).unwrap_err();
@@ -1073,19 +1078,19 @@ mod tests {
             // transposing u8 into bf16 (a cast), chunks splitting runs
             (
                 vec![(64, 16), (1, 64)],
-                Format::Uint8,
-                dram_side(Format::Bfloat16, vec![(2, 1024)]),
+                NumFormat::Uint8,
+                dram_side(NumFormat::Bfloat16, vec![(2, 1024)]),
             ),
             // f32 rows with a zero step (the same row again)
             (
                 vec![(4, 8), (0, 3), (32, 4)],
-                Format::Float32,
-                dram_side(Format::Float32, vec![(4, 96)]),
+                NumFormat::Float32,
+                dram_side(NumFormat::Float32, vec![(4, 96)]),
             ),
             (
                 vec![(4, 256)],
-                Format::Float32,
-                chip_side(Format::Float32, vec![(4, 8), (stride, 32)]),
+                NumFormat::Float32,
+                chip_side(NumFormat::Float32, vec![(4, 8), (stride, 32)]),
             ),
         ];
         for (fdims, ff, to) in cases {
@@ -1116,13 +1121,13 @@ mod tests {
             from: DmaSide {
                 mem: DmaMem::Dram(1),
                 addr: 0,
-                format: Format::Uint8,
+                format: NumFormat::Uint8,
                 dims: vec![(1, 4097)],
             },
             to: DmaSide {
                 mem: DmaMem::Dram(2),
                 addr: 0,
-                format: Format::Uint8,
+                format: NumFormat::Uint8,
                 dims: vec![(1, 4097)],
             },
         };
@@ -1190,12 +1195,12 @@ mod tests {
             v
         }
 
-        fn format() -> impl Strategy<Value = Format> {
+        fn format() -> impl Strategy<Value = NumFormat> {
             prop_oneof![
-                Just(Format::Float32),
-                Just(Format::Bfloat16),
-                Just(Format::Float8E4m3fn),
-                Just(Format::Int32),
+                Just(NumFormat::Float32),
+                Just(NumFormat::Bfloat16),
+                Just(NumFormat::Float8E4m3fn),
+                Just(NumFormat::Int32),
             ]
         }
 

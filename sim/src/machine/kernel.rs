@@ -6,7 +6,7 @@ use tpbsim_isa::{Bundle, Engine, Gen};
 use super::dma::DmaDesc;
 use super::memory::VarKind;
 use super::sync::Update;
-use crate::numerics::Format;
+use tpbsim_isa::NumFormat;
 
 /// One DRAM variable of a kernel.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,7 +18,7 @@ pub struct VarSpec {
     /// Kind.
     pub kind: VarKind,
     /// Element format.
-    pub format: Format,
+    pub format: NumFormat,
     /// Shape in elements (row-major).
     pub shape: Vec<usize>,
     /// Size in bytes.

@@ -10,7 +10,7 @@ use super::dma::{DmaDesc, DmaMem, DmaSide};
 use super::kernel::{DmaBlockSpec, DmaEntrySpec, DmaQueue, Kernel, VarSpec};
 use super::memory::VarKind;
 use super::sync::{Operand, Update, UpdateOp, When};
-use crate::numerics::Format;
+use tpbsim_isa::NumFormat;
 
 /// Why a NEFF cannot be run.
 #[derive(Debug, thiserror::Error)]
@@ -36,13 +36,13 @@ fn invalid(member: &str, message: impl Into<String>) -> LoadError {
 }
 
 /// The numerics format of a def.json dtype (`None` for host-only dtypes such as `bool`).
-pub fn format_of(d: neff::Dtype) -> Option<Format> {
-    Format::from_name(d.name())
+pub fn format_of(d: NumFormat) -> Option<NumFormat> {
+    NumFormat::from_name(d.name())
 }
 
 /// The def.json dtype of a numerics format.
-pub fn dtype_of(f: Format) -> Option<neff::Dtype> {
-    neff::Dtype::ALL.into_iter().find(|d| d.name() == f.name())
+pub fn dtype_of(f: NumFormat) -> Option<NumFormat> {
+    NumFormat::ALL.into_iter().find(|d| d.name() == f.name())
 }
 
 /// The generation a NEFF targets: the kelf `target` (runtime layout) or `neff.json`
@@ -235,7 +235,7 @@ fn var_spec(
     let host = host
         .filter(|_| v.dtype.is_none() && v.shape.is_none())
         .and_then(|(d, s)| {
-            let f = neff::Dtype::from_neff_name(d).ok().and_then(format_of)?;
+            let f = NumFormat::from_neff_name(d).ok().and_then(format_of)?;
             let elems = s.iter().try_fold(1u64, |a, &x| a.checked_mul(x))?;
             (elems.checked_mul(f.container_bytes() as u64) == Some(size)).then(|| (f, s.clone()))
         });
@@ -244,7 +244,7 @@ fn var_spec(
             format_of(d).ok_or_else(|| bad(format!("dtype {d} has no device format")))?
         }
         (None, Some((f, _))) => *f,
-        (None, None) => Format::Uint8,
+        (None, None) => NumFormat::Uint8,
     };
     let eb = format.container_bytes() as u64;
     let dims = |s: &[u64]| -> Result<Vec<usize>, LoadError> {
@@ -361,9 +361,9 @@ fn descriptor(def: &DefJson, d: &DmaEntry) -> Result<DmaDesc, String> {
     let (fv, tv) = (resolve(from)?, resolve(&d.to)?);
     // A side without a dtype (typically the on-chip variable) takes the other side's.
     let (fd, td) = (d.from_dtype.or(fv.dtype), d.to_dtype.or(tv.dtype));
-    let format = |dt: Option<neff::Dtype>| match dt {
+    let format = |dt: Option<NumFormat>| match dt {
         Some(dt) => format_of(dt).ok_or_else(|| format!("dtype {dt} has no device format")),
-        None => Ok(Format::Uint8),
+        None => Ok(NumFormat::Uint8),
     };
     Ok(DmaDesc {
         from: side(
@@ -388,7 +388,7 @@ fn side(
     offset: u64,
     sizes: &[u64],
     steps: Option<&[i64]>,
-    format: Format,
+    format: NumFormat,
 ) -> Result<DmaSide, String> {
     let mem = if v.kind == neff::VarKind::StateBuffer {
         DmaMem::OnChip

@@ -11,7 +11,7 @@ use tpbsim_isa::neff::{
 use tpbsim_isa::{Bundle, Engine, Gen};
 
 use super::load::dtype_of;
-use crate::numerics::Format;
+use tpbsim_isa::NumFormat;
 
 /// Subgraph directory the packer writes.
 pub const SUBGRAPH: &str = "sg00";
@@ -38,7 +38,7 @@ pub struct Package {
 pub enum PackError {
     /// A format with no def.json dtype.
     #[error("format {0} has no def.json dtype")]
-    Format(&'static str),
+    NumFormat(&'static str),
     /// Data of the wrong size.
     #[error("variable `{name}`: {got} bytes of data for shape {shape:?} of {format}")]
     Size {
@@ -89,11 +89,11 @@ impl Package {
         &mut self,
         name: &str,
         kind: VarKind,
-        format: Format,
+        format: NumFormat,
         shape: &[u64],
         data: Option<&[u8]>,
     ) -> Result<u64, PackError> {
-        let dtype = dtype_of(format).ok_or(PackError::Format(format.name()))?;
+        let dtype = dtype_of(format).ok_or(PackError::NumFormat(format.name()))?;
         let elems: u64 = shape.iter().product();
         let size = elems * format.container_bytes() as u64;
         let id = self.next_id();
@@ -214,9 +214,9 @@ mod tests {
     fn pack_then_load_round_trips() {
         let mut p = Package::new("t", Gen::V4);
         let x: Vec<u8> = (0..32u8).collect();
-        p.var("x", VarKind::Input, Format::Float32, &[2, 4], Some(&x))
+        p.var("x", VarKind::Input, NumFormat::Float32, &[2, 4], Some(&x))
             .unwrap();
-        p.var("y", VarKind::Output, Format::Bfloat16, &[2, 4], None)
+        p.var("y", VarKind::Output, NumFormat::Bfloat16, &[2, 4], None)
             .unwrap();
         let sb = p.onchip();
         p.queue("q", Some(3));
@@ -235,9 +235,9 @@ mod tests {
         let xs = k.var("x").unwrap();
         assert_eq!(
             (xs.kind, xs.format, xs.shape.clone(), xs.init.clone()),
-            (MVarKind::Input, Format::Float32, vec![2, 4], Some(x))
+            (MVarKind::Input, NumFormat::Float32, vec![2, 4], Some(x))
         );
-        assert_eq!(k.var("y").unwrap().format, Format::Bfloat16);
+        assert_eq!(k.var("y").unwrap().format, NumFormat::Bfloat16);
         assert!(
             k.var("state_buffer").is_none(),
             "on-chip memory is not a DRAM variable"

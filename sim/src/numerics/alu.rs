@@ -27,7 +27,7 @@ mod op;
 pub use op::AluOp;
 
 use super::cast::{CastError, CastPolicy};
-use super::format::Format;
+use tpbsim_isa::NumFormat;
 
 /// Errors of the ALU value model.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -1034,9 +1034,9 @@ pub fn copy<T: Copy>(src: &[T], dst: &mut [T]) -> Result<(), AluError> {
 /// identical formats copy bit for bit. Returns the element count.
 pub fn cast_tile(
     src: &[u8],
-    src_format: Format,
+    src_format: NumFormat,
     dst: &mut [u8],
-    dst_format: Format,
+    dst_format: NumFormat,
     policy: &CastPolicy,
 ) -> Result<usize, CastError> {
     super::cast::cast_slice(src, src_format, dst, dst_format, policy)

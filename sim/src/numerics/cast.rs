@@ -25,7 +25,7 @@
 //! fp32 → source decoding is exact; FP8 NaNs decode to the quiet NaN `0x7FC00000` with their sign,
 //! fp16 and bf16 NaNs keep their payload.
 
-use super::format::Format;
+use tpbsim_isa::NumFormat;
 
 /// How a float becomes an integer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -101,7 +101,7 @@ pub enum CastError {
         /// Source length in bytes.
         len: usize,
         /// Source format.
-        format: Format,
+        format: NumFormat,
         /// Container size in bytes.
         container: usize,
     },
@@ -111,7 +111,7 @@ pub enum CastError {
         /// Logical element count.
         elements: usize,
         /// Destination format.
-        format: Format,
+        format: NumFormat,
         /// Elements per destination container.
         lanes: usize,
     },
@@ -125,7 +125,7 @@ pub enum CastError {
         /// Logical element count.
         elements: usize,
         /// Destination format.
-        format: Format,
+        format: NumFormat,
     },
 }
 
@@ -393,30 +393,30 @@ fn to_unsigned(x: f32, mode: FloatToInt, max: u64) -> u64 {
 /// The exact fp32 value of one element code of `format` (the low bits of `code` are used; for
 /// a ×4 form, `code` is one lane's code). `float8_e8m0fnu` decodes as the integer value of the
 /// byte, as the generic cast does.
-pub fn to_f32(format: Format, code: u64) -> f32 {
+pub fn to_f32(format: NumFormat, code: u64) -> f32 {
     let c8 = code as u8;
     let c16 = code as u16;
     match format.element() {
-        Format::Uint8 | Format::Float8E8m0fnu => f32::from(c8),
-        Format::Int8 => f32::from(c8 as i8),
-        Format::Uint16 => f32::from(c16),
-        Format::Int16 => f32::from(c16 as i16),
-        Format::Uint32 => code as u32 as f32,
-        Format::Int32 => code as u32 as i32 as f32,
-        Format::Uint64 => code as f32,
-        Format::Int64 => code as i64 as f32,
-        Format::Float32 | Format::Float32r => f32::from_bits(code as u32),
-        Format::Bfloat16 => f32::from_bits(bf16_decode(c16)),
-        Format::Float16 => f32::from_bits(f16_decode(c16)),
-        Format::Float8E3m4 => f32::from_bits(DEC_E3M4[usize::from(c8)]),
-        Format::Float8E4m3 => f32::from_bits(DEC_E4M3[usize::from(c8)]),
-        Format::Float8E4m3fn => f32::from_bits(DEC_E4M3FN[usize::from(c8)]),
-        Format::Float8E5m2 => f32::from_bits(DEC_E5M2[usize::from(c8)]),
-        Format::Float4E2m1fn => f32::from_bits(DEC_E2M1[usize::from(c8 & 0xF)]),
+        NumFormat::Uint8 | NumFormat::Float8E8m0fnu => f32::from(c8),
+        NumFormat::Int8 => f32::from(c8 as i8),
+        NumFormat::Uint16 => f32::from(c16),
+        NumFormat::Int16 => f32::from(c16 as i16),
+        NumFormat::Uint32 => code as u32 as f32,
+        NumFormat::Int32 => code as u32 as i32 as f32,
+        NumFormat::Uint64 => code as f32,
+        NumFormat::Int64 => code as i64 as f32,
+        NumFormat::Float32 | NumFormat::Float32r => f32::from_bits(code as u32),
+        NumFormat::Bfloat16 => f32::from_bits(bf16_decode(c16)),
+        NumFormat::Float16 => f32::from_bits(f16_decode(c16)),
+        NumFormat::Float8E3m4 => f32::from_bits(DEC_E3M4[usize::from(c8)]),
+        NumFormat::Float8E4m3 => f32::from_bits(DEC_E4M3[usize::from(c8)]),
+        NumFormat::Float8E4m3fn => f32::from_bits(DEC_E4M3FN[usize::from(c8)]),
+        NumFormat::Float8E5m2 => f32::from_bits(DEC_E5M2[usize::from(c8)]),
+        NumFormat::Float4E2m1fn => f32::from_bits(DEC_E2M1[usize::from(c8 & 0xF)]),
         // Host-side formats, numpy's reading: a non-zero byte is true; float64 rounds to fp32.
-        Format::Bool => f32::from(u8::from(c8 != 0)),
-        Format::Float64 => f64::from_bits(code) as f32,
-        Format::Float4E2m1fnX4 | Format::Float8E4m3fnX4 | Format::Float8E5m2X4 => {
+        NumFormat::Bool => f32::from(u8::from(c8 != 0)),
+        NumFormat::Float64 => f64::from_bits(code) as f32,
+        NumFormat::Float4E2m1fnX4 | NumFormat::Float8E4m3fnX4 | NumFormat::Float8E5m2X4 => {
             unreachable!("element() is never a packed form")
         }
     }
@@ -424,33 +424,33 @@ pub fn to_f32(format: Format, code: u64) -> f32 {
 
 /// The code of `x` in `format` under `policy` (one lane's code for a ×4 form), in the low
 /// bits of the result.
-pub fn from_f32(format: Format, x: f32, policy: &CastPolicy) -> u64 {
+pub fn from_f32(format: NumFormat, x: f32, policy: &CastPolicy) -> u64 {
     let (sat, sel, mode) = (
         policy.saturate_fp8,
         policy.fp8_nan_selector,
         policy.float_to_int,
     );
     match format.element() {
-        Format::Uint8 | Format::Float8E8m0fnu => to_unsigned(x, mode, u8::MAX.into()),
-        Format::Uint16 => to_unsigned(x, mode, u16::MAX.into()),
-        Format::Uint32 => to_unsigned(x, mode, u32::MAX.into()),
-        Format::Uint64 => to_unsigned(x, mode, u64::MAX),
-        Format::Int8 => to_signed(x, mode, i8::MIN.into(), i8::MAX.into()) as u8 as u64,
-        Format::Int16 => to_signed(x, mode, i16::MIN.into(), i16::MAX.into()) as u16 as u64,
-        Format::Int32 => to_signed(x, mode, i32::MIN.into(), i32::MAX.into()) as u32 as u64,
-        Format::Int64 => to_signed(x, mode, i64::MIN, i64::MAX) as u64,
-        Format::Float32 => x.to_bits().into(),
-        Format::Float32r => f32r_encode(x).into(),
-        Format::Bfloat16 => bf16_encode(x).into(),
-        Format::Float16 => mini_encode::<F16>(x, false, false).into(),
-        Format::Float8E3m4 => mini_encode::<E3m4>(x, sat, sel).into(),
-        Format::Float8E4m3 => mini_encode::<E4m3>(x, sat, sel).into(),
-        Format::Float8E4m3fn => mini_encode::<E4m3fn>(x, sat, sel).into(),
-        Format::Float8E5m2 => mini_encode::<E5m2>(x, sat, sel).into(),
-        Format::Float4E2m1fn => mini_encode::<E2m1>(x, sat, sel).into(),
-        Format::Bool => u64::from(x != 0.0),
-        Format::Float64 => f64::from(x).to_bits(),
-        Format::Float4E2m1fnX4 | Format::Float8E4m3fnX4 | Format::Float8E5m2X4 => {
+        NumFormat::Uint8 | NumFormat::Float8E8m0fnu => to_unsigned(x, mode, u8::MAX.into()),
+        NumFormat::Uint16 => to_unsigned(x, mode, u16::MAX.into()),
+        NumFormat::Uint32 => to_unsigned(x, mode, u32::MAX.into()),
+        NumFormat::Uint64 => to_unsigned(x, mode, u64::MAX),
+        NumFormat::Int8 => to_signed(x, mode, i8::MIN.into(), i8::MAX.into()) as u8 as u64,
+        NumFormat::Int16 => to_signed(x, mode, i16::MIN.into(), i16::MAX.into()) as u16 as u64,
+        NumFormat::Int32 => to_signed(x, mode, i32::MIN.into(), i32::MAX.into()) as u32 as u64,
+        NumFormat::Int64 => to_signed(x, mode, i64::MIN, i64::MAX) as u64,
+        NumFormat::Float32 => x.to_bits().into(),
+        NumFormat::Float32r => f32r_encode(x).into(),
+        NumFormat::Bfloat16 => bf16_encode(x).into(),
+        NumFormat::Float16 => mini_encode::<F16>(x, false, false).into(),
+        NumFormat::Float8E3m4 => mini_encode::<E3m4>(x, sat, sel).into(),
+        NumFormat::Float8E4m3 => mini_encode::<E4m3>(x, sat, sel).into(),
+        NumFormat::Float8E4m3fn => mini_encode::<E4m3fn>(x, sat, sel).into(),
+        NumFormat::Float8E5m2 => mini_encode::<E5m2>(x, sat, sel).into(),
+        NumFormat::Float4E2m1fn => mini_encode::<E2m1>(x, sat, sel).into(),
+        NumFormat::Bool => u64::from(x != 0.0),
+        NumFormat::Float64 => f64::from(x).to_bits(),
+        NumFormat::Float4E2m1fnX4 | NumFormat::Float8E4m3fnX4 | NumFormat::Float8E5m2X4 => {
             unreachable!("element() is never a packed form")
         }
     }
@@ -458,7 +458,7 @@ pub fn from_f32(format: Format, x: f32, policy: &CastPolicy) -> u64 {
 
 /// Cast one element code: identical formats (or the same element of a ×4 form) keep the code,
 /// anything else goes through fp32.
-pub fn cast(src_format: Format, code: u64, dst_format: Format, policy: &CastPolicy) -> u64 {
+pub fn cast(src_format: NumFormat, code: u64, dst_format: NumFormat, policy: &CastPolicy) -> u64 {
     if src_format.element() == dst_format.element() {
         let bits = src_format.element_bits();
         return if bits == 64 {
@@ -474,7 +474,7 @@ pub fn cast(src_format: Format, code: u64, dst_format: Format, policy: &CastPoli
 // Slice API.
 
 /// Logical elements in `bytes` bytes of `format`.
-fn elements_in(bytes: usize, format: Format) -> Result<usize, CastError> {
+fn elements_in(bytes: usize, format: NumFormat) -> Result<usize, CastError> {
     let container = format.container_bytes();
     if !bytes.is_multiple_of(container) {
         return Err(CastError::SourceLength {
@@ -487,7 +487,7 @@ fn elements_in(bytes: usize, format: Format) -> Result<usize, CastError> {
 }
 
 /// Bytes that `elements` elements of `format` take.
-fn bytes_for(elements: usize, format: Format) -> Result<usize, CastError> {
+fn bytes_for(elements: usize, format: NumFormat) -> Result<usize, CastError> {
     let lanes = format.lanes();
     if !elements.is_multiple_of(lanes) {
         return Err(CastError::Lanes {
@@ -499,7 +499,7 @@ fn bytes_for(elements: usize, format: Format) -> Result<usize, CastError> {
     Ok(elements / lanes * format.container_bytes())
 }
 
-fn check_dst(got: usize, elements: usize, format: Format) -> Result<(), CastError> {
+fn check_dst(got: usize, elements: usize, format: NumFormat) -> Result<(), CastError> {
     let want = bytes_for(elements, format)?;
     if got != want {
         return Err(CastError::DestinationLength {
@@ -579,27 +579,27 @@ fn lut(src: &[u8], out: &mut [f32], table: &[u32; 256]) {
 }
 
 /// Decode whole elements; `out.len()` is the element count of `src`.
-fn decode_into(src: &[u8], format: Format, out: &mut [f32]) {
+fn decode_into(src: &[u8], format: NumFormat, out: &mut [f32]) {
     match format {
-        Format::Uint8 | Format::Float8E8m0fnu => decode_codes::<u8>(src, out, f32::from),
-        Format::Int8 => decode_codes::<u8>(src, out, |c| f32::from(c as i8)),
-        Format::Uint16 => decode_codes::<u16>(src, out, f32::from),
-        Format::Int16 => decode_codes::<u16>(src, out, |c| f32::from(c as i16)),
-        Format::Uint32 => decode_codes::<u32>(src, out, |c| c as f32),
-        Format::Int32 => decode_codes::<u32>(src, out, |c| c as i32 as f32),
-        Format::Uint64 => decode_codes::<u64>(src, out, |c| c as f32),
-        Format::Int64 => decode_codes::<u64>(src, out, |c| c as i64 as f32),
-        Format::Float32 | Format::Float32r => decode_codes::<u32>(src, out, f32::from_bits),
-        Format::Bfloat16 => decode_codes::<u16>(src, out, |c| f32::from_bits(bf16_decode(c))),
-        Format::Float16 => decode_codes::<u16>(src, out, |c| f32::from_bits(f16_decode(c))),
-        Format::Float8E3m4 => lut(src, out, &DEC_E3M4),
-        Format::Float8E4m3 => lut(src, out, &DEC_E4M3),
-        Format::Float8E4m3fn | Format::Float8E4m3fnX4 => lut(src, out, &DEC_E4M3FN),
-        Format::Float8E5m2 | Format::Float8E5m2X4 => lut(src, out, &DEC_E5M2),
-        Format::Float4E2m1fn => lut(src, out, &DEC_E2M1),
-        Format::Bool => decode_codes::<u8>(src, out, |c| f32::from(u8::from(c != 0))),
-        Format::Float64 => decode_codes::<u64>(src, out, |c| f64::from_bits(c) as f32),
-        Format::Float4E2m1fnX4 => {
+        NumFormat::Uint8 | NumFormat::Float8E8m0fnu => decode_codes::<u8>(src, out, f32::from),
+        NumFormat::Int8 => decode_codes::<u8>(src, out, |c| f32::from(c as i8)),
+        NumFormat::Uint16 => decode_codes::<u16>(src, out, f32::from),
+        NumFormat::Int16 => decode_codes::<u16>(src, out, |c| f32::from(c as i16)),
+        NumFormat::Uint32 => decode_codes::<u32>(src, out, |c| c as f32),
+        NumFormat::Int32 => decode_codes::<u32>(src, out, |c| c as i32 as f32),
+        NumFormat::Uint64 => decode_codes::<u64>(src, out, |c| c as f32),
+        NumFormat::Int64 => decode_codes::<u64>(src, out, |c| c as i64 as f32),
+        NumFormat::Float32 | NumFormat::Float32r => decode_codes::<u32>(src, out, f32::from_bits),
+        NumFormat::Bfloat16 => decode_codes::<u16>(src, out, |c| f32::from_bits(bf16_decode(c))),
+        NumFormat::Float16 => decode_codes::<u16>(src, out, |c| f32::from_bits(f16_decode(c))),
+        NumFormat::Float8E3m4 => lut(src, out, &DEC_E3M4),
+        NumFormat::Float8E4m3 => lut(src, out, &DEC_E4M3),
+        NumFormat::Float8E4m3fn | NumFormat::Float8E4m3fnX4 => lut(src, out, &DEC_E4M3FN),
+        NumFormat::Float8E5m2 | NumFormat::Float8E5m2X4 => lut(src, out, &DEC_E5M2),
+        NumFormat::Float4E2m1fn => lut(src, out, &DEC_E2M1),
+        NumFormat::Bool => decode_codes::<u8>(src, out, |c| f32::from(u8::from(c != 0))),
+        NumFormat::Float64 => decode_codes::<u64>(src, out, |c| f64::from_bits(c) as f32),
+        NumFormat::Float4E2m1fnX4 => {
             for (o, &b) in out.chunks_exact_mut(2).zip(src) {
                 o[0] = f32::from_bits(DEC_E2M1[usize::from(b & 0xF)]);
                 o[1] = f32::from_bits(DEC_E2M1[usize::from(b >> 4)]);
@@ -609,41 +609,49 @@ fn decode_into(src: &[u8], format: Format, out: &mut [f32]) {
 }
 
 /// Encode whole elements; `dst` holds exactly `src.len()` elements.
-fn encode_into(src: &[f32], format: Format, dst: &mut [u8], policy: &CastPolicy) {
+fn encode_into(src: &[f32], format: NumFormat, dst: &mut [u8], policy: &CastPolicy) {
     let (sat, sel, mode) = (
         policy.saturate_fp8,
         policy.fp8_nan_selector,
         policy.float_to_int,
     );
     match format {
-        Format::Uint8 | Format::Float8E8m0fnu => {
+        NumFormat::Uint8 | NumFormat::Float8E8m0fnu => {
             encode_codes(src, dst, |x| to_unsigned(x, mode, 0xFF) as u8)
         }
-        Format::Int8 => encode_codes(src, dst, |x| to_signed(x, mode, -0x80, 0x7F) as u8),
-        Format::Uint16 => encode_codes(src, dst, |x| to_unsigned(x, mode, 0xFFFF) as u16),
-        Format::Int16 => encode_codes(src, dst, |x| to_signed(x, mode, -0x8000, 0x7FFF) as u16),
-        Format::Uint32 => encode_codes(src, dst, |x| to_unsigned(x, mode, u32::MAX.into()) as u32),
-        Format::Int32 => encode_codes(src, dst, |x| {
+        NumFormat::Int8 => encode_codes(src, dst, |x| to_signed(x, mode, -0x80, 0x7F) as u8),
+        NumFormat::Uint16 => encode_codes(src, dst, |x| to_unsigned(x, mode, 0xFFFF) as u16),
+        NumFormat::Int16 => encode_codes(src, dst, |x| to_signed(x, mode, -0x8000, 0x7FFF) as u16),
+        NumFormat::Uint32 => {
+            encode_codes(src, dst, |x| to_unsigned(x, mode, u32::MAX.into()) as u32)
+        }
+        NumFormat::Int32 => encode_codes(src, dst, |x| {
             to_signed(x, mode, i32::MIN.into(), i32::MAX.into()) as u32
         }),
-        Format::Uint64 => encode_codes(src, dst, |x| to_unsigned(x, mode, u64::MAX)),
-        Format::Int64 => encode_codes(src, dst, |x| to_signed(x, mode, i64::MIN, i64::MAX) as u64),
-        Format::Float32 => encode_codes(src, dst, f32::to_bits),
-        Format::Float32r => encode_codes(src, dst, f32r_encode),
-        Format::Bfloat16 => encode_codes(src, dst, bf16_encode),
-        Format::Float16 => encode_codes(src, dst, |x| mini_encode::<F16>(x, false, false) as u16),
-        Format::Float8E3m4 => encode_codes(src, dst, |x| mini_encode::<E3m4>(x, sat, sel) as u8),
-        Format::Float8E4m3 => encode_codes(src, dst, |x| mini_encode::<E4m3>(x, sat, sel) as u8),
-        Format::Float8E4m3fn | Format::Float8E4m3fnX4 => {
+        NumFormat::Uint64 => encode_codes(src, dst, |x| to_unsigned(x, mode, u64::MAX)),
+        NumFormat::Int64 => {
+            encode_codes(src, dst, |x| to_signed(x, mode, i64::MIN, i64::MAX) as u64)
+        }
+        NumFormat::Float32 => encode_codes(src, dst, f32::to_bits),
+        NumFormat::Float32r => encode_codes(src, dst, f32r_encode),
+        NumFormat::Bfloat16 => encode_codes(src, dst, bf16_encode),
+        NumFormat::Float16 => {
+            encode_codes(src, dst, |x| mini_encode::<F16>(x, false, false) as u16)
+        }
+        NumFormat::Float8E3m4 => encode_codes(src, dst, |x| mini_encode::<E3m4>(x, sat, sel) as u8),
+        NumFormat::Float8E4m3 => encode_codes(src, dst, |x| mini_encode::<E4m3>(x, sat, sel) as u8),
+        NumFormat::Float8E4m3fn | NumFormat::Float8E4m3fnX4 => {
             encode_codes(src, dst, |x| mini_encode::<E4m3fn>(x, sat, sel) as u8)
         }
-        Format::Float8E5m2 | Format::Float8E5m2X4 => {
+        NumFormat::Float8E5m2 | NumFormat::Float8E5m2X4 => {
             encode_codes(src, dst, |x| mini_encode::<E5m2>(x, sat, sel) as u8)
         }
-        Format::Float4E2m1fn => encode_codes(src, dst, |x| mini_encode::<E2m1>(x, sat, sel) as u8),
-        Format::Bool => encode_codes(src, dst, |x| u8::from(x != 0.0)),
-        Format::Float64 => encode_codes(src, dst, |x| f64::from(x).to_bits()),
-        Format::Float4E2m1fnX4 => {
+        NumFormat::Float4E2m1fn => {
+            encode_codes(src, dst, |x| mini_encode::<E2m1>(x, sat, sel) as u8)
+        }
+        NumFormat::Bool => encode_codes(src, dst, |x| u8::from(x != 0.0)),
+        NumFormat::Float64 => encode_codes(src, dst, |x| f64::from(x).to_bits()),
+        NumFormat::Float4E2m1fnX4 => {
             for (b, x) in dst.iter_mut().zip(src.chunks_exact(2)) {
                 let lo = mini_encode::<E2m1>(x[0], sat, sel);
                 let hi = mini_encode::<E2m1>(x[1], sat, sel);
@@ -662,14 +670,14 @@ const CHUNK: usize = 1024;
 /// Packed forms are unpacked in lane order: FP8 ×4 lane k is byte k of its container; FP4 ×4
 /// lane k is nibble k of its little-endian 2-byte container (element i of the slice is in byte
 /// i/2, low nibble first).
-pub fn to_f32_slice(src: &[u8], format: Format, out: &mut [f32]) -> Result<usize, CastError> {
+pub fn to_f32_slice(src: &[u8], format: NumFormat, out: &mut [f32]) -> Result<usize, CastError> {
     let n = elements_in(src.len(), format)?;
     if out.len() != n {
         return Err(CastError::DestinationLength {
             got: 4 * out.len(),
             want: 4 * n,
             elements: n,
-            format: Format::Float32,
+            format: NumFormat::Float32,
         });
     }
     decode_into(src, format, out);
@@ -681,7 +689,7 @@ pub fn to_f32_slice(src: &[u8], format: Format, out: &mut [f32]) -> Result<usize
 pub fn from_f32_slice(
     src: &[f32],
     dst: &mut [u8],
-    format: Format,
+    format: NumFormat,
     policy: &CastPolicy,
 ) -> Result<usize, CastError> {
     check_dst(dst.len(), src.len(), format)?;
@@ -693,9 +701,9 @@ pub fn from_f32_slice(
 /// formats copy the bytes unchanged. Returns the number of logical elements.
 pub fn cast_slice(
     src: &[u8],
-    src_format: Format,
+    src_format: NumFormat,
     dst: &mut [u8],
-    dst_format: Format,
+    dst_format: NumFormat,
     policy: &CastPolicy,
 ) -> Result<usize, CastError> {
     let n = elements_in(src.len(), src_format)?;
@@ -707,13 +715,13 @@ pub fn cast_slice(
     // One leg is fp32 itself: skip the hub buffer when the fp32 side is aligned.
     #[cfg(target_endian = "little")]
     {
-        if matches!(src_format, Format::Float32 | Format::Float32r) {
+        if matches!(src_format, NumFormat::Float32 | NumFormat::Float32r) {
             if let Ok(xs) = bytemuck::try_cast_slice::<u8, f32>(src) {
                 encode_into(xs, dst_format, dst, policy);
                 return Ok(n);
             }
         }
-        if dst_format == Format::Float32 {
+        if dst_format == NumFormat::Float32 {
             if let Ok(out) = bytemuck::try_cast_slice_mut::<u8, f32>(dst) {
                 decode_into(src, src_format, out);
                 return Ok(n);
@@ -751,7 +759,7 @@ mod tests {
         float_to_int: FloatToInt::DeviceTruncate,
     };
 
-    fn enc(f: Format, x: f32, p: &CastPolicy) -> u64 {
+    fn enc(f: NumFormat, x: f32, p: &CastPolicy) -> u64 {
         from_f32(f, x, p)
     }
 
@@ -774,7 +782,7 @@ mod tests {
 
     #[test]
     fn e4m3fn_boundaries() {
-        let f = Format::Float8E4m3fn;
+        let f = NumFormat::Float8E4m3fn;
         // Ties to even in the normal range: 1.0625 is halfway 1.0 (even) / 1.125.
         assert_eq!(enc(f, 1.0625, &SAT), 0x38);
         assert_eq!(enc(f, nf(1.0625f32.to_bits() + 1), &SAT), 0x39);
@@ -826,7 +834,7 @@ mod tests {
 
     #[test]
     fn e5m2_boundaries() {
-        let f = Format::Float8E5m2;
+        let f = NumFormat::Float8E5m2;
         assert_eq!(enc(f, 57344.0, &NOSAT), 0x7B);
         // 61440 ties 57344 (mantissa 11, odd) with 65536 (even, beyond range): overflow.
         assert_eq!(enc(f, 61440.0, &NOSAT), 0x7C);
@@ -852,19 +860,19 @@ mod tests {
 
     #[test]
     fn ieee_like_fp8_saturate() {
-        assert_eq!(enc(Format::Float8E4m3, 240.0, &NOSAT), 0x77);
-        assert_eq!(enc(Format::Float8E4m3, 1000.0, &NOSAT), 0x78);
-        assert_eq!(enc(Format::Float8E4m3, -1000.0, &SAT), 0xF7);
-        assert_eq!(enc(Format::Float8E4m3, f32::NAN, &SAT), 0x7C);
-        assert_eq!(enc(Format::Float8E3m4, 15.5, &NOSAT), 0x6F);
-        assert_eq!(enc(Format::Float8E3m4, 16.0, &NOSAT), 0x70);
-        assert_eq!(enc(Format::Float8E3m4, 16.0, &SAT), 0x6F);
-        assert_eq!(enc(Format::Float8E3m4, f32::NAN, &SAT), 0x78);
+        assert_eq!(enc(NumFormat::Float8E4m3, 240.0, &NOSAT), 0x77);
+        assert_eq!(enc(NumFormat::Float8E4m3, 1000.0, &NOSAT), 0x78);
+        assert_eq!(enc(NumFormat::Float8E4m3, -1000.0, &SAT), 0xF7);
+        assert_eq!(enc(NumFormat::Float8E4m3, f32::NAN, &SAT), 0x7C);
+        assert_eq!(enc(NumFormat::Float8E3m4, 15.5, &NOSAT), 0x6F);
+        assert_eq!(enc(NumFormat::Float8E3m4, 16.0, &NOSAT), 0x70);
+        assert_eq!(enc(NumFormat::Float8E3m4, 16.0, &SAT), 0x6F);
+        assert_eq!(enc(NumFormat::Float8E3m4, f32::NAN, &SAT), 0x78);
     }
 
     #[test]
     fn fp4_grid_saturation_and_nan() {
-        let f = Format::Float4E2m1fn;
+        let f = NumFormat::Float4E2m1fn;
         let grid = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
         for (c, &v) in grid.iter().enumerate() {
             assert_eq!(to_f32(f, c as u64), v);
@@ -884,54 +892,54 @@ mod tests {
 
     #[test]
     fn bf16_fp16_fp32r() {
-        assert_eq!(enc(Format::Bfloat16, f32::NAN, &SAT), 0x7FC0);
-        assert_eq!(enc(Format::Bfloat16, -f32::NAN, &SAT), 0x7FC0);
-        assert_eq!(enc(Format::Bfloat16, nf(0x7F80_0001), &SAT), 0x7FC0);
+        assert_eq!(enc(NumFormat::Bfloat16, f32::NAN, &SAT), 0x7FC0);
+        assert_eq!(enc(NumFormat::Bfloat16, -f32::NAN, &SAT), 0x7FC0);
+        assert_eq!(enc(NumFormat::Bfloat16, nf(0x7F80_0001), &SAT), 0x7FC0);
         assert_eq!(
-            enc(Format::Bfloat16, nf(0x3F80_8000), &SAT),
+            enc(NumFormat::Bfloat16, nf(0x3F80_8000), &SAT),
             0x3F80,
             "tie to even"
         );
         assert_eq!(
-            enc(Format::Bfloat16, nf(0x3F81_8000), &SAT),
+            enc(NumFormat::Bfloat16, nf(0x3F81_8000), &SAT),
             0x3F82,
             "tie to even (up)"
         );
-        assert_eq!(enc(Format::Bfloat16, nf(0x3F80_8001), &SAT), 0x3F81);
+        assert_eq!(enc(NumFormat::Bfloat16, nf(0x3F80_8001), &SAT), 0x3F81);
         assert_eq!(
-            enc(Format::Bfloat16, f32::MAX, &SAT),
+            enc(NumFormat::Bfloat16, f32::MAX, &SAT),
             0x7F80,
             "overflow → Inf, never saturates"
         );
-        assert_eq!(enc(Format::Float16, f32::NAN, &SAT), 0x7E00);
-        assert_eq!(enc(Format::Float16, -f32::NAN, &SAT), 0xFE00);
-        assert_eq!(enc(Format::Float16, 65504.0, &SAT), 0x7BFF);
+        assert_eq!(enc(NumFormat::Float16, f32::NAN, &SAT), 0x7E00);
+        assert_eq!(enc(NumFormat::Float16, -f32::NAN, &SAT), 0xFE00);
+        assert_eq!(enc(NumFormat::Float16, 65504.0, &SAT), 0x7BFF);
         assert_eq!(
-            enc(Format::Float16, 65520.0, &SAT),
+            enc(NumFormat::Float16, 65520.0, &SAT),
             0x7C00,
             "tie above max → Inf"
         );
         assert_eq!(
-            enc(Format::Float16, nf(65520f32.to_bits() - 1), &SAT),
+            enc(NumFormat::Float16, nf(65520f32.to_bits() - 1), &SAT),
             0x7BFF
         );
-        assert_eq!(enc(Format::Float16, 2f32.powi(-25), &SAT), 0x0000);
+        assert_eq!(enc(NumFormat::Float16, 2f32.powi(-25), &SAT), 0x0000);
         assert_eq!(
-            enc(Format::Float16, nf(2f32.powi(-25).to_bits() + 1), &SAT),
+            enc(NumFormat::Float16, nf(2f32.powi(-25).to_bits() + 1), &SAT),
             0x0001
         );
-        assert_eq!(enc(Format::Float16, -1e-10, &SAT), 0x8000);
+        assert_eq!(enc(NumFormat::Float16, -1e-10, &SAT), 0x8000);
         assert_eq!(
-            enc(Format::Float32r, nf(0x3F80_0800), &SAT),
+            enc(NumFormat::Float32r, nf(0x3F80_0800), &SAT),
             0x3F80_0000,
             "tie to even"
         );
-        assert_eq!(enc(Format::Float32r, nf(0x3F80_1800), &SAT), 0x3F80_2000);
-        assert_eq!(enc(Format::Float32r, nf(0x3F80_0801), &SAT), 0x3F80_1000);
-        assert_eq!(enc(Format::Float32r, f32::MAX, &SAT), 0x7F80_0000);
-        assert_eq!(enc(Format::Float32r, nf(0xFF80_0001), &SAT), 0xFFC0_0000);
+        assert_eq!(enc(NumFormat::Float32r, nf(0x3F80_1800), &SAT), 0x3F80_2000);
+        assert_eq!(enc(NumFormat::Float32r, nf(0x3F80_0801), &SAT), 0x3F80_1000);
+        assert_eq!(enc(NumFormat::Float32r, f32::MAX, &SAT), 0x7F80_0000);
+        assert_eq!(enc(NumFormat::Float32r, nf(0xFF80_0001), &SAT), 0xFFC0_0000);
         assert_eq!(
-            to_f32(Format::Float32r, 0x3F80_1234),
+            to_f32(NumFormat::Float32r, 0x3F80_1234),
             nf(0x3F80_1234),
             "read back as plain fp32"
         );
@@ -945,7 +953,7 @@ mod tests {
             let h = half::f16::from_bits(c);
             if !h.is_nan() {
                 assert_eq!(
-                    to_f32(Format::Float16, c.into()).to_bits(),
+                    to_f32(NumFormat::Float16, c.into()).to_bits(),
                     h.to_f32().to_bits(),
                     "f16 {c:#06x}"
                 );
@@ -953,7 +961,7 @@ mod tests {
             let b = half::bf16::from_bits(c);
             if !b.is_nan() {
                 assert_eq!(
-                    to_f32(Format::Bfloat16, c.into()).to_bits(),
+                    to_f32(NumFormat::Bfloat16, c.into()).to_bits(),
                     b.to_f32().to_bits(),
                     "bf16 {c:#06x}"
                 );
@@ -975,12 +983,12 @@ mod tests {
                 continue;
             }
             assert_eq!(
-                from_f32(Format::Float16, x, &SAT),
+                from_f32(NumFormat::Float16, x, &SAT),
                 u64::from(half::f16::from_f32(x).to_bits()),
                 "f16 {bits:#010x}"
             );
             assert_eq!(
-                from_f32(Format::Bfloat16, x, &SAT),
+                from_f32(NumFormat::Bfloat16, x, &SAT),
                 u64::from(half::bf16::from_f32(x).to_bits()),
                 "bf16 {bits:#010x}"
             );
@@ -991,32 +999,35 @@ mod tests {
     fn float_to_int_device_and_reference() {
         let t = CastPolicy::DEVICE;
         let r = CastPolicy::REFERENCE;
-        assert_eq!(enc(Format::Int8, 2.5, &r), 2);
-        assert_eq!(enc(Format::Int8, 3.5, &r), 4);
-        assert_eq!(enc(Format::Int8, 2.9, &t), 2);
-        assert_eq!(enc(Format::Int8, -2.9, &t), (-2i8) as u8 as u64);
-        assert_eq!(enc(Format::Int8, -2.5, &r), (-2i8) as u8 as u64);
-        assert_eq!(enc(Format::Int8, 1000.0, &t), 127);
-        assert_eq!(enc(Format::Int8, -1000.0, &r), 0x80);
-        assert_eq!(enc(Format::Int8, f32::NAN, &r), 127);
-        assert_eq!(enc(Format::Int8, -f32::NAN, &t), 0x80);
-        assert_eq!(enc(Format::Uint8, -f32::NAN, &t), 0);
-        assert_eq!(enc(Format::Uint8, f32::NAN, &t), 255);
-        assert_eq!(enc(Format::Uint8, -3.0, &r), 0);
-        assert_eq!(enc(Format::Uint16, 65535.5, &r), 65535);
-        assert_eq!(enc(Format::Int32, 3e9, &r), i32::MAX as u64);
-        assert_eq!(enc(Format::Int32, -3e9, &r), i32::MIN as u32 as u64);
-        assert_eq!(enc(Format::Uint32, 5e9, &t), u32::MAX as u64);
-        assert_eq!(enc(Format::Int64, f32::INFINITY, &t), i64::MAX as u64);
-        assert_eq!(enc(Format::Int64, f32::NEG_INFINITY, &t), i64::MIN as u64);
-        assert_eq!(enc(Format::Uint64, 1e20, &t), u64::MAX);
-        assert_eq!(enc(Format::Uint64, -f32::NAN, &t), 0);
+        assert_eq!(enc(NumFormat::Int8, 2.5, &r), 2);
+        assert_eq!(enc(NumFormat::Int8, 3.5, &r), 4);
+        assert_eq!(enc(NumFormat::Int8, 2.9, &t), 2);
+        assert_eq!(enc(NumFormat::Int8, -2.9, &t), (-2i8) as u8 as u64);
+        assert_eq!(enc(NumFormat::Int8, -2.5, &r), (-2i8) as u8 as u64);
+        assert_eq!(enc(NumFormat::Int8, 1000.0, &t), 127);
+        assert_eq!(enc(NumFormat::Int8, -1000.0, &r), 0x80);
+        assert_eq!(enc(NumFormat::Int8, f32::NAN, &r), 127);
+        assert_eq!(enc(NumFormat::Int8, -f32::NAN, &t), 0x80);
+        assert_eq!(enc(NumFormat::Uint8, -f32::NAN, &t), 0);
+        assert_eq!(enc(NumFormat::Uint8, f32::NAN, &t), 255);
+        assert_eq!(enc(NumFormat::Uint8, -3.0, &r), 0);
+        assert_eq!(enc(NumFormat::Uint16, 65535.5, &r), 65535);
+        assert_eq!(enc(NumFormat::Int32, 3e9, &r), i32::MAX as u64);
+        assert_eq!(enc(NumFormat::Int32, -3e9, &r), i32::MIN as u32 as u64);
+        assert_eq!(enc(NumFormat::Uint32, 5e9, &t), u32::MAX as u64);
+        assert_eq!(enc(NumFormat::Int64, f32::INFINITY, &t), i64::MAX as u64);
         assert_eq!(
-            enc(Format::Float8E8m0fnu, 127.5, &r),
+            enc(NumFormat::Int64, f32::NEG_INFINITY, &t),
+            i64::MIN as u64
+        );
+        assert_eq!(enc(NumFormat::Uint64, 1e20, &t), u64::MAX);
+        assert_eq!(enc(NumFormat::Uint64, -f32::NAN, &t), 0);
+        assert_eq!(
+            enc(NumFormat::Float8E8m0fnu, 127.5, &r),
             128,
             "e8m0 casts as uint8"
         );
-        assert_eq!(to_f32(Format::Float8E8m0fnu, 200), 200.0);
+        assert_eq!(to_f32(NumFormat::Float8E8m0fnu, 200), 200.0);
     }
 
     #[test]
@@ -1024,29 +1035,32 @@ mod tests {
         let p = CastPolicy::REFERENCE;
         let big = (1u32 << 24) + 1; // not representable in fp32
         assert_eq!(
-            cast(Format::Int32, big.into(), Format::Int32, &p),
+            cast(NumFormat::Int32, big.into(), NumFormat::Int32, &p),
             big as u64,
             "alias: bit-exact"
         );
-        assert_eq!(cast(Format::Int32, big.into(), Format::Uint32, &p), 1 << 24);
         assert_eq!(
-            cast(Format::Uint32, 0xFFFF_FFFF, Format::Int64, &p),
+            cast(NumFormat::Int32, big.into(), NumFormat::Uint32, &p),
+            1 << 24
+        );
+        assert_eq!(
+            cast(NumFormat::Uint32, 0xFFFF_FFFF, NumFormat::Int64, &p),
             1 << 32,
             "rounds up through fp32"
         );
         // uint64 → fp32 is the correctly rounded unsigned conversion.
-        assert_eq!(to_f32(Format::Uint64, u64::MAX), 18446744073709551616.0);
+        assert_eq!(to_f32(NumFormat::Uint64, u64::MAX), 18446744073709551616.0);
         assert_eq!(
-            to_f32(Format::Uint64, (1 << 63) + (1 << 39)),
+            to_f32(NumFormat::Uint64, (1 << 63) + (1 << 39)),
             9223372036854775808.0,
             "tie to even"
         );
         assert_eq!(
-            to_f32(Format::Uint64, (1 << 63) + (1 << 39) + 1),
+            to_f32(NumFormat::Uint64, (1 << 63) + (1 << 39) + 1),
             9223373136366403584.0
         );
         assert_eq!(
-            to_f32(Format::Int64, i64::MIN as u64),
+            to_f32(NumFormat::Int64, i64::MIN as u64),
             -9223372036854775808.0
         );
     }
@@ -1058,7 +1072,7 @@ mod tests {
         let src = 0x7F80_0001u32.to_le_bytes();
         let mut dst = [0u8; 4];
         assert_eq!(
-            cast_slice(&src, Format::Float32, &mut dst, Format::Float32, &p),
+            cast_slice(&src, NumFormat::Float32, &mut dst, NumFormat::Float32, &p),
             Ok(1)
         );
         assert_eq!(dst, src);
@@ -1066,13 +1080,13 @@ mod tests {
         let vals = [0.5f32, 1.0, -6.0, 3.0, 0.0, 0.0, 2.0, -0.5];
         let mut packed = [0u8; 4];
         assert_eq!(
-            from_f32_slice(&vals, &mut packed, Format::Float4E2m1fnX4, &p),
+            from_f32_slice(&vals, &mut packed, NumFormat::Float4E2m1fnX4, &p),
             Ok(8)
         );
         assert_eq!(packed, [0x21, 0x5F, 0x00, 0x94]);
         let mut back = [0f32; 8];
         assert_eq!(
-            to_f32_slice(&packed, Format::Float4E2m1fnX4, &mut back),
+            to_f32_slice(&packed, NumFormat::Float4E2m1fnX4, &mut back),
             Ok(8)
         );
         assert_eq!(back, vals);
@@ -1080,9 +1094,9 @@ mod tests {
         let mut out = [0u8; 16];
         let n = cast_slice(
             &[0x38, 0x40, 0xB8, 0x7F],
-            Format::Float8E4m3fnX4,
+            NumFormat::Float8E4m3fnX4,
             &mut out,
-            Format::Float32,
+            NumFormat::Float32,
             &p,
         );
         assert_eq!(n, Ok(4));
@@ -1090,19 +1104,31 @@ mod tests {
         assert_eq!(f, [0x3F80_0000, 0x4000_0000, 0xBF80_0000, 0x7FC0_0000]);
         // Length errors.
         assert!(matches!(
-            cast_slice(&[0; 3], Format::Bfloat16, &mut [0; 6], Format::Float32, &p),
+            cast_slice(
+                &[0; 3],
+                NumFormat::Bfloat16,
+                &mut [0; 6],
+                NumFormat::Float32,
+                &p
+            ),
             Err(CastError::SourceLength { .. })
         ));
         assert!(matches!(
-            cast_slice(&[0; 4], Format::Bfloat16, &mut [0; 4], Format::Float32, &p),
+            cast_slice(
+                &[0; 4],
+                NumFormat::Bfloat16,
+                &mut [0; 4],
+                NumFormat::Float32,
+                &p
+            ),
             Err(CastError::DestinationLength { .. })
         ));
         assert!(matches!(
             cast_slice(
                 &[0; 6],
-                Format::Bfloat16,
+                NumFormat::Bfloat16,
                 &mut [0; 4],
-                Format::Float8E4m3fnX4,
+                NumFormat::Float8E4m3fnX4,
                 &p
             ),
             Err(CastError::Lanes { .. })
@@ -1113,12 +1139,12 @@ mod tests {
     fn misaligned_slices_take_the_byte_path_with_the_same_result() {
         let n = CHUNK + 12;
         let p = CastPolicy::DEVICE;
-        for src_f in Format::DEVICE {
+        for src_f in NumFormat::DEVICE {
             let len = n / src_f.lanes() * src_f.container_bytes();
             let bytes: Vec<u8> = (0..len + 1)
                 .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
                 .collect();
-            for dst_f in Format::DEVICE {
+            for dst_f in NumFormat::DEVICE {
                 let dlen = n / dst_f.lanes() * dst_f.container_bytes();
                 let mut aligned_src = vec![0u64; len.div_ceil(8)];
                 let a_src = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut aligned_src)[..len];
@@ -1138,7 +1164,7 @@ mod tests {
         // Every format pair over a buffer longer than one chunk, against the scalar path.
         let n = CHUNK * 2 + 8;
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        for src_f in Format::DEVICE {
+        for src_f in NumFormat::DEVICE {
             let bytes = n / src_f.lanes() * src_f.container_bytes();
             let src: Vec<u8> = (0..bytes)
                 .map(|_| {
@@ -1150,7 +1176,7 @@ mod tests {
                 .collect();
             let mut vals = vec![0f32; n];
             to_f32_slice(&src, src_f, &mut vals).unwrap();
-            for dst_f in Format::DEVICE {
+            for dst_f in NumFormat::DEVICE {
                 let policy = CastPolicy::REFERENCE;
                 let mut dst = vec![0u8; n / dst_f.lanes() * dst_f.container_bytes()];
                 assert_eq!(cast_slice(&src, src_f, &mut dst, dst_f, &policy), Ok(n));

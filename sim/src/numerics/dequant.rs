@@ -14,7 +14,7 @@
 //! cast engine), and that a block never straddles two partitions.
 
 use super::cast::{self, CastPolicy};
-use super::Format;
+use tpbsim_isa::NumFormat;
 
 /// The `DEQUANT_FMT` selector (header values; 0 is INVALID).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -108,10 +108,10 @@ impl DequantFmt {
     }
 
     /// The FP8 output format (`FP8_EXP4` reads as `float8_e4m3fn`, as everywhere in tpbsim).
-    pub const fn out_format(self) -> Format {
+    pub const fn out_format(self) -> NumFormat {
         match self {
-            DequantFmt::E2m1ToE5m2 | DequantFmt::Int4ToE5m2 => Format::Float8E5m2,
-            DequantFmt::Nf4ToE4m3 | DequantFmt::E2m3ToE4m3 => Format::Float8E4m3fn,
+            DequantFmt::E2m1ToE5m2 | DequantFmt::Int4ToE5m2 => NumFormat::Float8E5m2,
+            DequantFmt::Nf4ToE4m3 | DequantFmt::E2m3ToE4m3 => NumFormat::Float8E4m3fn,
         }
     }
 
@@ -244,7 +244,7 @@ mod tests {
         dequantize_partition(DequantFmt::E2m1ToE5m2, 0, &[0x8765_4321], &mut out, &SAT).unwrap();
         let want: Vec<u8> = [0.5f32, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0]
             .iter()
-            .map(|&v| cast::from_f32(Format::Float8E5m2, v, &SAT) as u8)
+            .map(|&v| cast::from_f32(NumFormat::Float8E5m2, v, &SAT) as u8)
             .collect();
         assert_eq!(out.to_vec(), want);
         let e = dequantize_partition(DequantFmt::E2m1ToE5m2, 0, &[0], &mut [0u8; 4], &SAT);
@@ -267,7 +267,7 @@ mod tests {
         for (i, &b) in out.iter().enumerate() {
             let v = DequantFmt::E2m3ToE4m3.value(i as u32);
             assert_eq!(
-                cast::to_f32(Format::Float8E4m3fn, u64::from(b)),
+                cast::to_f32(NumFormat::Float8E4m3fn, u64::from(b)),
                 v,
                 "code {i}"
             );
@@ -288,7 +288,7 @@ mod tests {
         dequantize_partition(DequantFmt::Int4ToE5m2, 8, &src, &mut out, &SAT).unwrap();
         let v: Vec<f32> = out
             .iter()
-            .map(|&b| cast::to_f32(Format::Float8E5m2, u64::from(b)))
+            .map(|&b| cast::to_f32(NumFormat::Float8E5m2, u64::from(b)))
             .collect();
         assert!(v[..8].iter().all(|&x| x == 7.0));
         assert!(v[8..16].iter().all(|&x| x == 14.0));

@@ -1,5 +1,5 @@
-//! The numbers the simulator is built on: number formats, the cast engine, MX block scaling,
-//! and the arithmetic of the engines.
+//! The numbers the simulator is built on: the cast engine, MX block scaling and the arithmetic
+//! of the engines, over the number formats of [`tpbsim_isa::NumFormat`].
 //!
 //! The policy (rounding, saturation, NaN forms, device-versus-reference choices) and its
 //! sources are documented in `docs/numerics.md`.
@@ -8,7 +8,6 @@ pub mod act;
 pub mod alu;
 pub mod cast;
 pub mod dequant;
-pub mod format;
 pub mod mx;
 pub mod pe;
 pub mod reduce;
@@ -17,4 +16,3 @@ pub use cast::{
     cast, cast_slice, from_f32, from_f32_slice, to_f32, to_f32_slice, CastError, CastPolicy,
     FloatToInt,
 };
-pub use format::{Format, Kind, UnknownFormat};

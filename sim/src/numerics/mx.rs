@@ -28,7 +28,7 @@
 //! the E8M0 NaN and by default poisons its whole block (every value NaN).
 
 use super::cast::{self, CastError, CastPolicy, FloatToInt};
-use super::format::Format;
+use tpbsim_isa::NumFormat;
 
 /// Partitions per MX block.
 pub const BLOCK_PARTITIONS: usize = 8;
@@ -108,7 +108,7 @@ impl MxShape {
 pub enum MxError {
     /// The data format is not an MX element format.
     #[error("{0} is not an MX element format (float4_e2m1fn, float8_e4m3fn, float8_e5m2 or their _x4 forms)")]
-    NotMx(Format),
+    NotMx(NumFormat),
     /// The shape is not whole blocks.
     #[error("MX tile {}×{} is not whole 8×4 blocks", .0.partitions, .0.free)]
     Shape(MxShape),
@@ -143,11 +143,11 @@ pub const fn scale_slot(row: usize) -> usize {
 
 /// The element's largest normal exponent (`EMAX`): 2 for FP4 E2M1, 8 for FP8 E4M3FN, 15 for
 /// FP8 E5M2 (packed or not); `None` for any other format.
-pub const fn emax(format: Format) -> Option<u8> {
+pub const fn emax(format: NumFormat) -> Option<u8> {
     match format.element() {
-        Format::Float4E2m1fn => Some(2),
-        Format::Float8E4m3fn => Some(8),
-        Format::Float8E5m2 => Some(15),
+        NumFormat::Float4E2m1fn => Some(2),
+        NumFormat::Float8E4m3fn => Some(8),
+        NumFormat::Float8E5m2 => Some(15),
         _ => None,
     }
 }
@@ -195,7 +195,7 @@ fn check_len(what: &'static str, got: usize, want: usize) -> Result<(), MxError>
     Ok(())
 }
 
-fn data_bytes(shape: &MxShape, format: Format) -> usize {
+fn data_bytes(shape: &MxShape, format: NumFormat) -> usize {
     shape.elements() / format.lanes() * format.container_bytes()
 }
 
@@ -204,9 +204,9 @@ fn data_bytes(shape: &MxShape, format: Format) -> usize {
 /// [`MxShape::scale_buffer_bytes`] bytes; rows at [`scale_slot`]).
 pub fn quantize(
     src: &[u8],
-    src_format: Format,
+    src_format: NumFormat,
     shape: MxShape,
-    data_format: Format,
+    data_format: NumFormat,
     data: &mut [u8],
     scale: &mut [u8],
     config: &MxConfig,
@@ -261,7 +261,7 @@ pub fn quantize(
 /// buffer into fp32 `out` (partition-major).
 pub fn dequantize(
     data: &[u8],
-    data_format: Format,
+    data_format: NumFormat,
     scale: &[u8],
     shape: MxShape,
     out: &mut [f32],
@@ -320,10 +320,10 @@ mod tests {
         );
         assert_eq!(scale_value(254), 2f32.powi(127));
         assert!(scale_value(255).is_nan());
-        assert_eq!(emax(Format::Float8E4m3fnX4), Some(8));
-        assert_eq!(emax(Format::Float4E2m1fnX4), Some(2));
-        assert_eq!(emax(Format::Float8E5m2), Some(15));
-        assert_eq!(emax(Format::Float8E4m3), None);
+        assert_eq!(emax(NumFormat::Float8E4m3fnX4), Some(8));
+        assert_eq!(emax(NumFormat::Float4E2m1fnX4), Some(2));
+        assert_eq!(emax(NumFormat::Float8E5m2), Some(15));
+        assert_eq!(emax(NumFormat::Float8E4m3), None);
     }
 
     #[test]
@@ -384,9 +384,9 @@ mod tests {
         let mut scale = [0u8; 1];
         quantize(
             &f32_bytes(&x),
-            Format::Float32,
+            NumFormat::Float32,
             shape,
-            Format::Float8E4m3fnX4,
+            NumFormat::Float8E4m3fnX4,
             &mut data,
             &mut scale,
             &MxConfig::default(),
@@ -399,9 +399,9 @@ mod tests {
         x[0] = 1000.0;
         quantize(
             &f32_bytes(&x),
-            Format::Float32,
+            NumFormat::Float32,
             shape,
-            Format::Float8E4m3fnX4,
+            NumFormat::Float8E4m3fnX4,
             &mut data,
             &mut scale,
             &MxConfig::default(),
@@ -412,7 +412,7 @@ mod tests {
         let mut out = [0f32; 32];
         dequantize(
             &data,
-            Format::Float8E4m3fnX4,
+            NumFormat::Float8E4m3fnX4,
             &scale,
             shape,
             &mut out,
@@ -439,9 +439,9 @@ mod tests {
         let cfg = MxConfig::default();
         quantize(
             &f32_bytes(&x),
-            Format::Float32,
+            NumFormat::Float32,
             shape,
-            Format::Float8E5m2X4,
+            NumFormat::Float8E5m2X4,
             &mut data,
             &mut scale,
             &cfg,
@@ -453,9 +453,9 @@ mod tests {
         let mut fp4 = [0u8; 32];
         quantize(
             &f32_bytes(&x),
-            Format::Float32,
+            NumFormat::Float32,
             shape,
-            Format::Float4E2m1fnX4,
+            NumFormat::Float4E2m1fnX4,
             &mut fp4,
             &mut scale,
             &cfg,
@@ -471,7 +471,7 @@ mod tests {
         let nan_scale = [255u8, 127];
         dequantize(
             &data,
-            Format::Float8E5m2X4,
+            NumFormat::Float8E5m2X4,
             &nan_scale,
             shape,
             &mut out,
@@ -488,7 +488,7 @@ mod tests {
         };
         dequantize(
             &data,
-            Format::Float8E5m2X4,
+            NumFormat::Float8E5m2X4,
             &nan_scale,
             shape,
             &mut out,
@@ -511,14 +511,14 @@ mod tests {
         assert_eq!(
             quantize(
                 &src,
-                Format::Bfloat16,
+                NumFormat::Bfloat16,
                 shape,
-                Format::Float8E4m3,
+                NumFormat::Float8E4m3,
                 &mut data,
                 &mut scale,
                 &MxConfig::default()
             ),
-            Err(MxError::NotMx(Format::Float8E4m3))
+            Err(MxError::NotMx(NumFormat::Float8E4m3))
         );
         let bad = MxShape {
             partitions: 12,
@@ -527,9 +527,9 @@ mod tests {
         assert!(matches!(
             quantize(
                 &src,
-                Format::Bfloat16,
+                NumFormat::Bfloat16,
                 bad,
-                Format::Float8E4m3fnX4,
+                NumFormat::Float8E4m3fnX4,
                 &mut data,
                 &mut scale,
                 &MxConfig::default()
@@ -539,9 +539,9 @@ mod tests {
         assert!(matches!(
             quantize(
                 &src[..62],
-                Format::Bfloat16,
+                NumFormat::Bfloat16,
                 shape,
-                Format::Float8E4m3fnX4,
+                NumFormat::Float8E4m3fnX4,
                 &mut data,
                 &mut scale,
                 &MxConfig::default()
@@ -551,9 +551,9 @@ mod tests {
         assert!(matches!(
             quantize(
                 &src,
-                Format::Bfloat16,
+                NumFormat::Bfloat16,
                 shape,
-                Format::Float8E4m3fnX4,
+                NumFormat::Float8E4m3fnX4,
                 &mut data,
                 &mut [],
                 &MxConfig::default()

@@ -18,8 +18,8 @@ use std::ops::Range;
 use tpbsim_isa::Gen;
 
 use super::cast::{self, CastPolicy};
-use super::format::Format;
 use super::mx::{self, MxConfig, MxError, MxShape};
+use tpbsim_isa::NumFormat;
 
 /// Errors of the PE model.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -218,7 +218,7 @@ pub enum PeMode {
 
 /// fp32 → fp32r through the cast engine (mantissa RNE to 11 explicit bits).
 fn fp32r(x: f32) -> f32 {
-    f32::from_bits(cast::from_f32(Format::Float32r, x, &CastPolicy::REFERENCE) as u32)
+    f32::from_bits(cast::from_f32(NumFormat::Float32r, x, &CastPolicy::REFERENCE) as u32)
 }
 
 /// Sequential-order matmul, the specification the fast kernel must equal bit for bit:
@@ -445,9 +445,9 @@ pub fn psum_write_bf16(flags: PsumFlags, sum: &[f32], psum: &mut [u16]) -> Resul
         let v = if flags.overwrites() {
             s
         } else {
-            cast::to_f32(Format::Bfloat16, u64::from(*p)) + s
+            cast::to_f32(NumFormat::Bfloat16, u64::from(*p)) + s
         };
-        *p = cast::from_f32(Format::Bfloat16, v, &CastPolicy::REFERENCE) as u16;
+        *p = cast::from_f32(NumFormat::Bfloat16, v, &CastPolicy::REFERENCE) as u16;
     }
     Ok(())
 }
@@ -477,7 +477,7 @@ pub fn transpose<T: Copy>(
 #[derive(Clone, Copy, Debug)]
 pub struct MxOperand<'a> {
     /// `Float8E4m3fnX4`, `Float8E5m2X4` or `Float4E2m1fnX4`.
-    pub format: Format,
+    pub format: NumFormat,
     /// Partitions (32, 64 or 128).
     pub partitions: usize,
     /// Containers per partition.

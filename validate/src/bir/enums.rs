@@ -1,5 +1,5 @@
-//! BIR enumerations: architecture levels, engines, memory types and collective kinds (dtypes are
-//! the one number-format type, re-exported as [`Dtype`]).
+//! BIR enumerations: architecture levels, engines, memory types and collective kinds (element
+//! types are the one number-format type, [`tpbsim_isa::NumFormat`]).
 //!
 //! Ordinals follow the compiler's in-memory enums (facts digest §1.1, §6.2, §6.6, §6.7; BIR
 //! memory-location page for `MemoryType`). Every enum has one canonical spelling used by the
@@ -339,11 +339,6 @@ impl fmt::Debug for EngineSet {
     }
 }
 
-/// BIR element data type (`bir::Dtype`, ordinals 0..=19, facts §6.2): the one number-format
-/// type, [`tpbsim_isa::NumFormat`]; BIR uses its [`NumFormat::ALL`](tpbsim_isa::NumFormat::ALL)
-/// formats, parsed by [`NumFormat::parse`](tpbsim_isa::NumFormat::parse).
-pub use tpbsim_isa::NumFormat as Dtype;
-
 /// BIR `MemoryType`: a power-of-two flag enum; DRAM, SB and PSUM are the placeable memories,
 /// Input/Output mark not-yet-placed module I/O tensors ("IO tensors").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -551,24 +546,25 @@ impl fmt::Display for CollectiveKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tpbsim_isa::NumFormat;
 
     #[test]
     fn dtype_names_and_sizes() {
-        for (i, d) in Dtype::ALL.into_iter().enumerate() {
-            assert_eq!(d.ordinal() as usize, i);
-            assert_eq!(Dtype::parse(d.name()), Some(d));
-            assert_eq!(Dtype::from_ordinal(i as u64), Some(d));
+        for (i, d) in NumFormat::ALL.into_iter().enumerate() {
+            assert_eq!(d.bir_ordinal(), Some(i as u8));
+            assert_eq!(NumFormat::parse(d.name()), Some(d));
+            assert_eq!(NumFormat::from_bir_ordinal(i as u8), Some(d));
         }
-        assert_eq!(Dtype::parse("float8e4"), Some(Dtype::Float8E4m3));
-        assert_eq!(Dtype::parse("float9"), None);
-        assert_eq!(Dtype::Float4E2m1fnX4.bytes(), 2);
-        assert_eq!(Dtype::Float8E5m2X4.bytes(), 4);
-        let x4: Vec<u8> = Dtype::ALL
+        assert_eq!(NumFormat::parse("float8e4"), Some(NumFormat::Float8E4m3));
+        assert_eq!(NumFormat::parse("float9"), None);
+        assert_eq!(NumFormat::Float4E2m1fnX4.container_bytes(), 2);
+        assert_eq!(NumFormat::Float8E5m2X4.container_bytes(), 4);
+        let x4: Vec<Option<u8>> = NumFormat::ALL
             .into_iter()
-            .filter(|d| d.is_x4())
-            .map(Dtype::ordinal)
+            .filter(|d| d.is_packed())
+            .map(NumFormat::bir_ordinal)
             .collect();
-        assert_eq!(x4, [2, 8, 9]);
+        assert_eq!(x4, [Some(2), Some(8), Some(9)]);
     }
 
     #[test]

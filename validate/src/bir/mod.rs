@@ -13,7 +13,7 @@ mod model;
 
 pub use class::InstClass;
 pub use enums::{
-    ArchLevel, CollectiveKind, Dtype, EngineSet, EngineType, MemSet, MemoryType, PsumGeometry,
+    ArchLevel, CollectiveKind, EngineSet, EngineType, MemSet, MemoryType, PsumGeometry,
     NUM_PARTITIONS,
 };
 pub use json::{from_json_str, from_json_value, to_json_string, to_json_value, BirJsonError};

@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{ArchLevel, CollectiveKind, Dtype, EngineType, InstClass, MemoryType};
+use super::{ArchLevel, CollectiveKind, EngineType, InstClass, MemoryType};
 use crate::diag::Location;
+use tpbsim_isa::NumFormat;
 
 /// One free dimension of an access pattern: `num` elements `step` elements apart. Written
 /// `[step, num]` in BIR JSON.
@@ -37,7 +38,7 @@ pub struct AccessPattern {
     pub buffer: String,
     /// Element type.
     #[serde(with = "super::json::dtype")]
-    pub dtype: Dtype,
+    pub dtype: NumFormat,
     /// First partition.
     #[serde(default, deserialize_with = "super::json::or_default")]
     pub start_partition: u64,
@@ -65,7 +66,7 @@ impl AccessPattern {
     pub fn contiguous(
         mem: MemoryType,
         buffer: &str,
-        dtype: Dtype,
+        dtype: NumFormat,
         start_partition: u64,
         partitions: u64,
         elems: u64,
@@ -96,7 +97,7 @@ impl AccessPattern {
     /// gate).
     pub fn unpacked_elements_per_partition(&self) -> u64 {
         let n = self.num_elements_per_partition();
-        if self.dtype.is_x4() {
+        if self.dtype.is_packed() {
             n.saturating_mul(4)
         } else {
             n
@@ -112,7 +113,7 @@ impl AccessPattern {
     /// Bytes per partition (containers × container size); saturates.
     pub fn bytes_per_partition(&self) -> u64 {
         self.num_elements_per_partition()
-            .saturating_mul(self.dtype.bytes())
+            .saturating_mul(self.dtype.container_bytes() as u64)
     }
 
     /// One past the last partition.
@@ -154,7 +155,7 @@ impl AccessPattern {
     /// Byte window `[lo, hi)` the pattern touches within each partition (empty patterns give
     /// an empty window at the offset).
     pub fn byte_window(&self) -> (i128, i128) {
-        let b = self.dtype.bytes() as i128;
+        let b = self.dtype.container_bytes() as i128;
         let base = self.offset as i128;
         if self.is_empty() {
             return (base * b, base * b);
@@ -655,7 +656,7 @@ fn walk_block(
 mod tests {
     use super::*;
 
-    fn ap(pattern: &[(i64, u64)], offset: i64, dtype: Dtype) -> AccessPattern {
+    fn ap(pattern: &[(i64, u64)], offset: i64, dtype: NumFormat) -> AccessPattern {
         AccessPattern {
             mem: MemoryType::Sb,
             buffer: "t".into(),
@@ -673,39 +674,39 @@ mod tests {
 
     #[test]
     fn counts_and_unpack() {
-        let a = ap(&[(8, 4), (1, 8)], 0, Dtype::Float8E4m3fnX4);
+        let a = ap(&[(8, 4), (1, 8)], 0, NumFormat::Float8E4m3fnX4);
         assert_eq!(a.num_elements_per_partition(), 32);
         assert_eq!(a.unpacked_elements_per_partition(), 128);
         assert_eq!(a.num_elements(), 128);
         assert_eq!(a.bytes_per_partition(), 128);
-        let b = ap(&[], 0, Dtype::Bfloat16);
+        let b = ap(&[], 0, NumFormat::Bfloat16);
         assert_eq!(b.num_elements_per_partition(), 1);
-        let huge = ap(&[(1, u64::MAX), (1, u64::MAX)], 0, Dtype::Float32);
+        let huge = ap(&[(1, u64::MAX), (1, u64::MAX)], 0, NumFormat::Float32);
         assert_eq!(huge.num_elements_per_partition(), u64::MAX);
         assert_eq!(huge.unpacked_elements_per_partition(), u64::MAX);
     }
 
     #[test]
     fn contiguity() {
-        assert!(ap(&[(8, 4), (1, 8)], 0, Dtype::Float32).is_partition_contiguous());
-        assert!(ap(&[(100, 1), (1, 8)], 0, Dtype::Float32).is_partition_contiguous());
-        assert!(!ap(&[(16, 4), (1, 8)], 0, Dtype::Float32).is_partition_contiguous());
-        assert!(!ap(&[(2, 8)], 0, Dtype::Float32).is_partition_contiguous());
-        assert!(ap(&[], 0, Dtype::Float32).is_partition_contiguous());
+        assert!(ap(&[(8, 4), (1, 8)], 0, NumFormat::Float32).is_partition_contiguous());
+        assert!(ap(&[(100, 1), (1, 8)], 0, NumFormat::Float32).is_partition_contiguous());
+        assert!(!ap(&[(16, 4), (1, 8)], 0, NumFormat::Float32).is_partition_contiguous());
+        assert!(!ap(&[(2, 8)], 0, NumFormat::Float32).is_partition_contiguous());
+        assert!(ap(&[], 0, NumFormat::Float32).is_partition_contiguous());
     }
 
     #[test]
     fn windows_and_offsets() {
-        let a = ap(&[(8, 2), (1, 3)], 4, Dtype::Bfloat16);
+        let a = ap(&[(8, 2), (1, 3)], 4, NumFormat::Bfloat16);
         assert_eq!(a.byte_window(), (8, 15 * 2));
         assert_eq!(a.element_offsets().unwrap(), vec![4, 5, 6, 12, 13, 14]);
-        let neg = ap(&[(-1, 4)], 10, Dtype::Float32);
+        let neg = ap(&[(-1, 4)], 10, NumFormat::Float32);
         assert_eq!(neg.byte_window(), (7 * 4, 11 * 4));
         assert_eq!(neg.element_offsets().unwrap(), vec![10, 9, 8, 7]);
-        let empty = ap(&[(1, 0)], 3, Dtype::Uint8);
+        let empty = ap(&[(1, 0)], 3, NumFormat::Uint8);
         assert!(empty.is_empty());
         assert_eq!(empty.element_offsets().unwrap(), Vec::<i128>::new());
-        assert!(ap(&[(1, EXACT_SET_LIMIT + 1)], 0, Dtype::Uint8)
+        assert!(ap(&[(1, EXACT_SET_LIMIT + 1)], 0, NumFormat::Uint8)
             .element_offsets()
             .is_none());
     }

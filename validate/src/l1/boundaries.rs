@@ -10,8 +10,9 @@
 
 use super::table::{driver, PartitionRule};
 use super::testutil::{error_codes, module, psum, run, sb};
-use crate::bir::{ArchLevel, Dtype, EngineType, InstClass, Instruction, NUM_PARTITIONS};
+use crate::bir::{ArchLevel, EngineType, InstClass, Instruction, NUM_PARTITIONS};
 use crate::registry::Property;
+use tpbsim_isa::NumFormat;
 
 fn inst(c: InstClass, args: Vec<crate::bir::AccessPattern>) -> Instruction {
     Instruction::new(c, EngineType::Pool).with_args(args)
@@ -72,7 +73,7 @@ fn partition_errors(c: InstClass, arch: ArchLevel, ap: crate::bir::AccessPattern
 
 #[test]
 fn every_partition_rule_holds_at_its_edges() {
-    let dt = Dtype::Float32;
+    let dt = NumFormat::Float32;
     let full = NUM_PARTITIONS;
     let half = full / 2;
     let mut halves = 0;

@@ -3,11 +3,10 @@
 //! AllToAllV arity) and `checkCollectivesInDynamicCFG` (only local collectives in dynamic
 //! control flow).
 
-use crate::bir::{
-    ArchLevel, CollectiveKind, Dtype, InstClass, InstRef, Instruction, MemoryType, Module,
-};
+use crate::bir::{ArchLevel, CollectiveKind, InstClass, InstRef, Instruction, MemoryType, Module};
 use crate::diag::Diagnostic;
 use crate::registry::Rule;
+use tpbsim_isa::NumFormat;
 
 use super::{error_at, not_checked_at};
 
@@ -230,7 +229,7 @@ pub fn check_collective_compute(
             }
             if na < 2 {
                 err(&mut v, None, format!("AllToAllV requires at least one data input and one metadata input, got {na}"));
-            } else if let Some(meta) = i.args.last().filter(|m| m.dtype != Dtype::Uint32) {
+            } else if let Some(meta) = i.args.last().filter(|m| m.dtype != NumFormat::Uint32) {
                 err(
                     &mut v,
                     None,
@@ -328,8 +327,8 @@ mod tests {
 
     fn coll(
         class: InstClass,
-        ins: &[(u64, Dtype)],
-        outs: &[(u64, Dtype)],
+        ins: &[(u64, NumFormat)],
+        outs: &[(u64, NumFormat)],
         shape: Option<Vec<u64>>,
     ) -> Instruction {
         let mut i = Instruction::new(class, EngineType::Pool)
@@ -366,7 +365,7 @@ mod tests {
             .collect()
     }
 
-    const F: Dtype = Dtype::Float32;
+    const F: NumFormat = NumFormat::Float32;
 
     #[test]
     fn all_gather_ratio() {
@@ -460,7 +459,7 @@ mod tests {
         assert!(codes(&scratch, ArchLevel::CoreV4).is_empty());
         let a2av = coll(
             InstClass::AllToAllV,
-            &[(64, F), (8, Dtype::Uint32)],
+            &[(64, F), (8, NumFormat::Uint32)],
             &[(64, F)],
             None,
         );
@@ -488,7 +487,7 @@ mod tests {
         });
         assert_eq!(codes(&no_ranks, ArchLevel::CoreV4), vec![Some(74)]);
         let mut dt = ok.clone();
-        dt.outs[0].dtype = Dtype::Bfloat16;
+        dt.outs[0].dtype = NumFormat::Bfloat16;
         assert_eq!(codes(&dt, ArchLevel::CoreV4), vec![Some(75)]);
     }
 
@@ -496,7 +495,7 @@ mod tests {
     fn all_to_all_v_arity_and_metadata() {
         let bad_meta = coll(
             InstClass::AllToAllV,
-            &[(64, F), (8, Dtype::Int32)],
+            &[(64, F), (8, NumFormat::Int32)],
             &[(64, F)],
             None,
         );
@@ -514,7 +513,7 @@ mod tests {
         );
         let arity = coll(
             InstClass::AllToAllV,
-            &[(64, F), (64, F), (8, Dtype::Uint32)],
+            &[(64, F), (64, F), (8, NumFormat::Uint32)],
             &[(64, F)],
             None,
         );
@@ -525,7 +524,7 @@ mod tests {
         );
         let channel = coll(
             InstClass::AllToAllV,
-            &[(64, F), (8, Dtype::Uint32)],
+            &[(64, F), (8, NumFormat::Uint32)],
             &[(64, F), (64, F)],
             None,
         );

@@ -270,10 +270,11 @@ impl Rule for DataType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bir::{Dtype, Instruction, MemoryType, ATTR_SKIP_ENGINE_CHECK};
+    use crate::bir::{Instruction, MemoryType, ATTR_SKIP_ENGINE_CHECK};
     use crate::l1::table::{ACT, ALL, DVE, POOL_DVE};
     use crate::l1::testutil::*;
     use crate::registry::Property;
+    use tpbsim_isa::NumFormat;
 
     #[test]
     fn engine_gate_predicate() {
@@ -446,7 +447,7 @@ mod tests {
         // Inferentia PSUM has 64 partitions.
         let act = Instruction::new(InstClass::Activation, EngineType::Act).with_args(vec![psum(
             "p",
-            Dtype::Float32,
+            NumFormat::Float32,
             96,
             8,
         )]);
@@ -464,7 +465,7 @@ mod tests {
             1
         );
         // The half-array variant.
-        let ap = sb("x", Dtype::Float32, 32, 64, 1);
+        let ap = sb("x", NumFormat::Float32, 32, 64, 1);
         assert_eq!(
             check_partition_access(&ap, PartitionRule::Bounds, 128),
             Vec::<String>::new()
@@ -472,7 +473,7 @@ mod tests {
         let v = check_partition_access(&ap, PartitionRule::Halves, 128);
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(check_partition_access(
-            &sb("x", Dtype::Float32, 64, 64, 1),
+            &sb("x", NumFormat::Float32, 64, 64, 1),
             PartitionRule::Halves,
             128
         )
@@ -484,7 +485,7 @@ mod tests {
         // From partition 0: 64 partitions end on the boundary, 65 cross it.
         let halves = |start, parts| {
             check_partition_access(
-                &sb("x", Dtype::Float32, start, parts, 1),
+                &sb("x", NumFormat::Float32, start, parts, 1),
                 PartitionRule::Halves,
                 128,
             )
@@ -504,7 +505,7 @@ mod tests {
         let ok = module(ArchLevel::CoreV4, vec![tensor_tensor("a", "b", "c")]);
         assert!(run(Property::DataType, &ok).is_empty());
         let mut bad = tensor_tensor("a", "b", "c");
-        bad.args[0].dtype = Dtype::Int64;
+        bad.args[0].dtype = NumFormat::Int64;
         let d = run(Property::DataType, &module(ArchLevel::CoreV4, vec![bad]));
         assert_eq!(error_rules(&d), vec!["checkDataType"]);
         assert!(

@@ -169,14 +169,15 @@ impl Rule for CustomOp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bir::{ClassFields, Dtype, EngineType, Instruction};
+    use crate::bir::{ClassFields, EngineType, Instruction};
     use crate::l1::testutil::*;
     use crate::registry::Property;
+    use tpbsim_isa::NumFormat;
 
     fn nki(f: NkiKernelFields, outs: usize) -> Instruction {
         let mut i = Instruction::new(InstClass::NkiKernel, EngineType::Unassigned).with_outs(
             (0..outs)
-                .map(|n| sb(&format!("o{n}"), Dtype::Float32, 0, 128, 8))
+                .map(|n| sb(&format!("o{n}"), NumFormat::Float32, 0, 128, 8))
                 .collect(),
         );
         i.fields = ClassFields::NkiKernel(f);
@@ -316,8 +317,8 @@ mod tests {
     #[test]
     fn bir_kernel_base_partition() {
         let k = Instruction::new(InstClass::BirKernel, EngineType::Unassigned)
-            .with_args(vec![sb("a", Dtype::Float32, 0, 64, 8), dram("d")])
-            .with_outs(vec![sb("b", Dtype::Float32, 0, 64, 8)]);
+            .with_args(vec![sb("a", NumFormat::Float32, 0, 64, 8), dram("d")])
+            .with_outs(vec![sb("b", NumFormat::Float32, 0, 64, 8)]);
         assert!(run(
             Property::BirKernel,
             &module(ArchLevel::CoreV4, vec![k.clone()])
@@ -336,7 +337,7 @@ mod tests {
 
     /// A DRAM pattern (partitions do not apply: its start is not checked).
     fn dram(buf: &str) -> crate::bir::AccessPattern {
-        let mut a = sb(buf, Dtype::Float32, 5, 1, 8);
+        let mut a = sb(buf, NumFormat::Float32, 5, 1, 8);
         a.mem = MemoryType::Dram;
         a
     }

@@ -149,11 +149,12 @@ pub(crate) mod testutil {
     //! Module builders for the rule tests.
 
     use crate::bir::{
-        AccessPattern, ArchLevel, Block, Dtype, EngineType, Function, InstClass, Instruction,
-        MemoryType, Module,
+        AccessPattern, ArchLevel, Block, EngineType, Function, InstClass, Instruction, MemoryType,
+        Module,
     };
     use crate::diag::{Diagnostic, Mode};
     use crate::registry::{Property, PropertySet, Registry};
+    use tpbsim_isa::NumFormat;
 
     /// A one-function, one-block module.
     pub fn module(arch: ArchLevel, insts: Vec<Instruction>) -> Module {
@@ -173,12 +174,12 @@ pub(crate) mod testutil {
     }
 
     /// An SB pattern.
-    pub fn sb(buf: &str, dtype: Dtype, start: u64, parts: u64, elems: u64) -> AccessPattern {
+    pub fn sb(buf: &str, dtype: NumFormat, start: u64, parts: u64, elems: u64) -> AccessPattern {
         AccessPattern::contiguous(MemoryType::Sb, buf, dtype, start, parts, elems)
     }
 
     /// A PSUM pattern.
-    pub fn psum(buf: &str, dtype: Dtype, parts: u64, elems: u64) -> AccessPattern {
+    pub fn psum(buf: &str, dtype: NumFormat, parts: u64, elems: u64) -> AccessPattern {
         AccessPattern::contiguous(MemoryType::Psum, buf, dtype, 0, parts, elems)
     }
 
@@ -186,10 +187,10 @@ pub(crate) mod testutil {
     pub fn tensor_tensor(a: &str, b: &str, out: &str) -> Instruction {
         Instruction::new(InstClass::TensorTensor, EngineType::Dve)
             .with_args(vec![
-                sb(a, Dtype::Bfloat16, 0, 128, 64),
-                sb(b, Dtype::Bfloat16, 0, 128, 64),
+                sb(a, NumFormat::Bfloat16, 0, 128, 64),
+                sb(b, NumFormat::Bfloat16, 0, 128, 64),
             ])
-            .with_outs(vec![sb(out, Dtype::Bfloat16, 0, 128, 64)])
+            .with_outs(vec![sb(out, NumFormat::Bfloat16, 0, 128, 64)])
     }
 
     /// Diagnostics of one property.

@@ -1,9 +1,10 @@
 //! Module-scope pre-checks the compiler runs in `enterModule` before the walk (seed 002):
 //! `checkFP8TypeConsistency`, `checkInstCount`, `checkSbIO`.
 
-use crate::bir::{Dtype, Module};
+use crate::bir::Module;
 use crate::diag::{Diagnostic, Layer, Location, Severity};
 use crate::registry::Rule;
+use tpbsim_isa::NumFormat;
 
 use super::{error_at, operand, operands};
 
@@ -23,10 +24,10 @@ pub enum Fp8Family {
 }
 
 /// The family of `d`, if it has one.
-pub const fn fp8_family(d: Dtype) -> Option<Fp8Family> {
+pub const fn fp8_family(d: NumFormat) -> Option<Fp8Family> {
     match d {
-        Dtype::Float8E3m4 | Dtype::Float8E4m3 => Some(Fp8Family::Legacy),
-        Dtype::Float8E4m3fn | Dtype::Float8E4m3fnX4 => Some(Fp8Family::Ocp),
+        NumFormat::Float8E3m4 | NumFormat::Float8E4m3 => Some(Fp8Family::Legacy),
+        NumFormat::Float8E4m3fn | NumFormat::Float8E4m3fnX4 => Some(Fp8Family::Ocp),
         _ => None,
     }
 }
@@ -44,7 +45,7 @@ impl Rule for Fp8TypeConsistency {
         project: "which dtypes count as legacy (float8_e3m4, float8_e4m3) and OCP (float8_e4m3fn, float8_e4m3fn_x4)",
     }
     fn verify(&self, m: &Module, out: &mut Vec<Diagnostic>) {
-        let mut first: Option<(Fp8Family, Dtype, String)> = None;
+        let mut first: Option<(Fp8Family, NumFormat, String)> = None;
         let mut reported = false;
         m.walk(&mut |r| {
             if reported {
@@ -138,7 +139,7 @@ mod tests {
     use crate::l1::testutil::*;
     use crate::registry::Property;
 
-    fn act(dt_in: Dtype, dt_out: Dtype) -> Instruction {
+    fn act(dt_in: NumFormat, dt_out: NumFormat) -> Instruction {
         Instruction::new(InstClass::Activation, EngineType::Act)
             .with_args(vec![sb("x", dt_in, 0, 128, 8)])
             .with_outs(vec![sb("y", dt_out, 0, 128, 8)])
@@ -149,16 +150,16 @@ mod tests {
         let ok = module(
             ArchLevel::CoreV4,
             vec![
-                act(Dtype::Float8E4m3fn, Dtype::Float8E5m2),
-                act(Dtype::Bfloat16, Dtype::Float8E4m3fn),
+                act(NumFormat::Float8E4m3fn, NumFormat::Float8E5m2),
+                act(NumFormat::Bfloat16, NumFormat::Float8E4m3fn),
             ],
         );
         assert!(run(Property::Fp8TypeConsistency, &ok).is_empty());
         let bad = module(
             ArchLevel::CoreV4,
             vec![
-                act(Dtype::Float8E4m3fn, Dtype::Bfloat16),
-                act(Dtype::Bfloat16, Dtype::Float8E4m3),
+                act(NumFormat::Float8E4m3fn, NumFormat::Bfloat16),
+                act(NumFormat::Bfloat16, NumFormat::Float8E4m3),
             ],
         );
         let d = run(Property::Fp8TypeConsistency, &bad);
@@ -174,8 +175,8 @@ mod tests {
         let worse = module(
             ArchLevel::CoreV4,
             vec![
-                act(Dtype::Float8E4m3fn, Dtype::Float8E3m4),
-                act(Dtype::Float8E4m3, Dtype::Float8E3m4),
+                act(NumFormat::Float8E4m3fn, NumFormat::Float8E3m4),
+                act(NumFormat::Float8E4m3, NumFormat::Float8E3m4),
             ],
         );
         assert_eq!(run(Property::Fp8TypeConsistency, &worse).len(), 1);

@@ -39,7 +39,7 @@ pub fn check_inputs(i: &Instruction, arch: ArchLevel) -> Vec<MxViolation> {
     let out_e = o0.unpacked_elements_per_partition();
     let (if_sp, wt_sp) = (a2.start_partition, a3.start_partition);
     let (if_p, wt_p, out_p) = (a0.partitions, a1.partitions, o0.partitions);
-    let max_if = max_ifmap_elements(arch, o0.dtype.bytes());
+    let max_if = max_ifmap_elements(arch, o0.dtype.container_bytes() as u64);
     let x4 = |n: u64| n.saturating_mul(4);
 
     if if_k != x4(if_sc) {
@@ -66,7 +66,7 @@ pub fn check_inputs(i: &Instruction, arch: ArchLevel) -> Vec<MxViolation> {
             format!(
                 "ifMapNumElementsPerPartition <= max_ifmap_elements: {if_k} > {max_if} (32 × {} B PSUM bank / {} B {})",
                 arch.psum_geometry().bank_bytes,
-                o0.dtype.bytes(),
+                o0.dtype.container_bytes(),
                 o0.dtype
             ),
         ));
@@ -255,19 +255,20 @@ impl Rule for InstructionRule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bir::{AccessPattern, Dtype, MatmultMxFields, MemoryType, MxTiles};
+    use crate::bir::{AccessPattern, MatmultMxFields, MemoryType, MxTiles};
     use crate::l1::testutil::*;
+    use tpbsim_isa::NumFormat;
 
     /// The legal MatmultMx of the fixtures: K = 128, scales 4:1, output 32 × 32.
     fn mx() -> Instruction {
         Instruction::new(InstClass::MatmultMx, EngineType::Pe)
             .with_args(vec![
-                sb("ifmap", Dtype::Float8E4m3fnX4, 0, 128, 32),
-                sb("weights", Dtype::Float8E4m3fnX4, 0, 128, 32),
-                sb("ifmap_scales", Dtype::Uint8, 0, 16, 32),
-                sb("weights_scales", Dtype::Uint8, 0, 16, 32),
+                sb("ifmap", NumFormat::Float8E4m3fnX4, 0, 128, 32),
+                sb("weights", NumFormat::Float8E4m3fnX4, 0, 128, 32),
+                sb("ifmap_scales", NumFormat::Uint8, 0, 16, 32),
+                sb("weights_scales", NumFormat::Uint8, 0, 16, 32),
             ])
-            .with_outs(vec![psum("out", Dtype::Float32, 32, 32)])
+            .with_outs(vec![psum("out", NumFormat::Float32, 32, 32)])
     }
 
     fn set_elems(ap: &mut AccessPattern, n: u64) {
@@ -417,7 +418,7 @@ mod tests {
     fn x4_unpack_counts_containers_times_four() {
         // The same K expressed in plain fp8 (no x4) is 4 times smaller: ratios break.
         let mut i = mx();
-        i.args[0].dtype = Dtype::Float8E4m3fn;
+        i.args[0].dtype = NumFormat::Float8E4m3fn;
         assert_eq!(codes_inputs(&i), vec![228, 237]);
     }
 

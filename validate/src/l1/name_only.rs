@@ -132,17 +132,18 @@ name_only_rule!(
 
 #[cfg(test)]
 mod tests {
-    use crate::bir::{ArchLevel, Dtype, EngineType, InstClass, Instruction};
+    use crate::bir::{ArchLevel, EngineType, InstClass, Instruction};
     use crate::diag::Severity;
     use crate::l1::testutil::*;
     use crate::registry::Property;
+    use tpbsim_isa::NumFormat;
 
     #[test]
     fn reported_once_per_module_where_they_apply() {
         let memset = || {
             Instruction::new(InstClass::Memset, EngineType::Pool).with_outs(vec![sb(
                 "m",
-                Dtype::Float32,
+                NumFormat::Float32,
                 0,
                 128,
                 8,
@@ -192,7 +193,7 @@ mod tests {
         }
         let iota = Instruction::new(InstClass::Iota, EngineType::Pool).with_outs(vec![sb(
             "i",
-            Dtype::Int32,
+            NumFormat::Int32,
             0,
             128,
             8,

@@ -13,7 +13,7 @@ pub const MAX_BYTES_PER_PARTITION: u64 = 1024;
 /// `getEffectiveBytesPerPartition`: each element occupies a 32-bit lane, so 8-bit containers
 /// are charged ×4 and 16-bit ×2.
 pub fn effective_bytes_per_partition(ap: &AccessPattern) -> u64 {
-    let b = ap.dtype.bytes();
+    let b = ap.dtype.container_bytes() as u64;
     let factor = match b {
         1 => 4,
         2 => 2,
@@ -98,9 +98,9 @@ pub fn check_sb2sb(i: &Instruction, arch: ArchLevel) -> Vec<Sb2SbFinding> {
             format!(
                 "C4 (isCompatible:33): bytes per partition differ: ifmap {} × {} B vs dst {} × {} B",
                 ifmap.num_elements_per_partition(),
-                ifmap.dtype.bytes(),
+                ifmap.dtype.container_bytes(),
                 dst.num_elements_per_partition(),
-                dst.dtype.bytes()
+                dst.dtype.container_bytes()
             ),
         ))
     } else if let Some((name, ap)) = [("ifmap", ifmap), ("dst", dst)]
@@ -187,14 +187,15 @@ impl Rule for GpsimdSb2Sb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bir::{ClassFields, Dim, Dtype, EngineType, Sb2SbFields};
+    use crate::bir::{ClassFields, Dim, EngineType, Sb2SbFields};
     use crate::l1::testutil::*;
     use crate::registry::Property;
+    use tpbsim_isa::NumFormat;
 
     fn sb2sb() -> Instruction {
         let mut i = Instruction::new(InstClass::GpsimdSb2Sb, EngineType::Pool)
-            .with_args(vec![sb("in", Dtype::Bfloat16, 0, 128, 256)])
-            .with_outs(vec![sb("out", Dtype::Bfloat16, 0, 128, 256)]);
+            .with_args(vec![sb("in", NumFormat::Bfloat16, 0, 128, 256)])
+            .with_outs(vec![sb("out", NumFormat::Bfloat16, 0, 128, 256)]);
         i.fields = ClassFields::Sb2Sb(Sb2SbFields { ctx: Some(2) });
         i
     }
@@ -210,23 +211,23 @@ mod tests {
     #[test]
     fn effective_bytes() {
         assert_eq!(
-            effective_bytes_per_partition(&sb("a", Dtype::Uint8, 0, 1, 256)),
+            effective_bytes_per_partition(&sb("a", NumFormat::Uint8, 0, 1, 256)),
             1024
         );
         assert_eq!(
-            effective_bytes_per_partition(&sb("a", Dtype::Bfloat16, 0, 1, 256)),
+            effective_bytes_per_partition(&sb("a", NumFormat::Bfloat16, 0, 1, 256)),
             1024
         );
         assert_eq!(
-            effective_bytes_per_partition(&sb("a", Dtype::Float32, 0, 1, 256)),
+            effective_bytes_per_partition(&sb("a", NumFormat::Float32, 0, 1, 256)),
             1024
         );
         assert_eq!(
-            effective_bytes_per_partition(&sb("a", Dtype::Uint8, 0, 1, 257)),
+            effective_bytes_per_partition(&sb("a", NumFormat::Uint8, 0, 1, 257)),
             1028
         );
         assert_eq!(
-            effective_bytes_per_partition(&sb("a", Dtype::Int64, 0, 1, 128)),
+            effective_bytes_per_partition(&sb("a", NumFormat::Int64, 0, 1, 128)),
             1024
         );
     }
@@ -247,7 +248,7 @@ mod tests {
         cases.push(("C1", i, ArchLevel::CoreV4));
         cases.push(("C2", sb2sb(), ArchLevel::Sunda));
         let mut i = sb2sb();
-        i.outs[0].dtype = Dtype::Float16;
+        i.outs[0].dtype = NumFormat::Float16;
         cases.push(("C3", i, ArchLevel::CoreV4));
         let mut i = sb2sb();
         i.outs[0].pattern[0].num = 128;
@@ -286,7 +287,7 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].severity, crate::diag::Severity::NotChecked);
         let mut i = sb2sb();
-        i.args[0].dtype = Dtype::Float16;
+        i.args[0].dtype = NumFormat::Float16;
         let d = run(Property::GpsimdSb2Sb, &module(ArchLevel::CoreV4, vec![i]));
         assert_eq!(error_rules(&d), vec!["isCompatible"]);
         assert!(d[0].message.starts_with("C3 "), "{}", d[0].message);

@@ -8,7 +8,8 @@
 //! [`Src::Seed`]; everything else is [`Src::Project`] (`project-defined`), and diagnostics
 //! produced from such data say so.
 
-use crate::bir::{ArchLevel, Dtype, EngineSet, EngineType, InstClass, MemSet, MemoryType};
+use crate::bir::{ArchLevel, EngineSet, EngineType, InstClass, MemSet, MemoryType};
+use tpbsim_isa::NumFormat;
 
 /// Where a table value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,7 +278,7 @@ impl DtypeSet {
     pub const ANY: DtypeSet = DtypeSet((1 << 20) - 1);
 
     /// Set of the given dtypes.
-    pub const fn of(d: &[Dtype]) -> DtypeSet {
+    pub const fn of(d: &[NumFormat]) -> DtypeSet {
         let mut bits = 0u32;
         let mut i = 0;
         while i < d.len() {
@@ -288,12 +289,12 @@ impl DtypeSet {
     }
 
     /// Every dtype except the given ones.
-    pub const fn except(d: &[Dtype]) -> DtypeSet {
+    pub const fn except(d: &[NumFormat]) -> DtypeSet {
         DtypeSet(DtypeSet::ANY.0 & !DtypeSet::of(d).0)
     }
 
     /// Membership.
-    pub const fn contains(self, d: Dtype) -> bool {
+    pub const fn contains(self, d: NumFormat) -> bool {
         self.0 & (1 << d as u8) != 0
     }
 }
@@ -305,7 +306,7 @@ impl std::fmt::Display for DtypeSet {
         }
         f.write_str("{")?;
         let mut first = true;
-        for d in Dtype::ALL.into_iter().filter(|d| self.contains(*d)) {
+        for d in NumFormat::ALL.into_iter().filter(|d| self.contains(*d)) {
             if !first {
                 f.write_str(", ")?;
             }
@@ -398,37 +399,39 @@ const MEM_CUSTOM_OP: MemRule = MemRule {
     src: Src::Project("seed 000 gives inputs {16 (SB), 2 (Input), …}; the elided members and the output set are project-defined"),
 };
 
-use Dtype as D;
-
 const NO_64_FP32R_X4: DtypeSet = DtypeSet::except(&[
-    D::Uint64,
-    D::Int64,
-    D::Float32r,
-    D::Float4E2m1fnX4,
-    D::Float8E4m3fnX4,
-    D::Float8E5m2X4,
+    NumFormat::Uint64,
+    NumFormat::Int64,
+    NumFormat::Float32r,
+    NumFormat::Float4E2m1fnX4,
+    NumFormat::Float8E4m3fnX4,
+    NumFormat::Float8E5m2X4,
 ]);
-const X4: DtypeSet = DtypeSet::of(&[D::Float4E2m1fnX4, D::Float8E4m3fnX4, D::Float8E5m2X4]);
-const E8M0: DtypeSet = DtypeSet::of(&[D::Uint8, D::Float8E8m0fnu]);
+const X4: DtypeSet = DtypeSet::of(&[
+    NumFormat::Float4E2m1fnX4,
+    NumFormat::Float8E4m3fnX4,
+    NumFormat::Float8E5m2X4,
+]);
+const E8M0: DtypeSet = DtypeSet::of(&[NumFormat::Uint8, NumFormat::Float8E8m0fnu]);
 /// PSUM destination dtypes of a matmul (L2 `mm_dst_mem3d_valid_nc_v4`: wire tags 4..=11).
 const MM_OUT: DtypeSet = DtypeSet::of(&[
-    D::Int16,
-    D::Uint16,
-    D::Bfloat16,
-    D::Float16,
-    D::Int32,
-    D::Uint32,
-    D::Float32,
-    D::Float32r,
+    NumFormat::Int16,
+    NumFormat::Uint16,
+    NumFormat::Bfloat16,
+    NumFormat::Float16,
+    NumFormat::Int32,
+    NumFormat::Uint32,
+    NumFormat::Float32,
+    NumFormat::Float32r,
 ]);
 const NO_64_X4: DtypeSet = DtypeSet::except(&[
-    D::Uint64,
-    D::Int64,
-    D::Float4E2m1fnX4,
-    D::Float8E4m3fnX4,
-    D::Float8E5m2X4,
+    NumFormat::Uint64,
+    NumFormat::Int64,
+    NumFormat::Float4E2m1fnX4,
+    NumFormat::Float8E4m3fnX4,
+    NumFormat::Float8E5m2X4,
 ]);
-const BN: DtypeSet = DtypeSet::of(&[D::Bfloat16, D::Float16, D::Float32]);
+const BN: DtypeSet = DtypeSet::of(&[NumFormat::Bfloat16, NumFormat::Float16, NumFormat::Float32]);
 
 const DT_ANY: DtypeRule = DtypeRule {
     args: &[DtypeSet::ANY],
@@ -797,13 +800,13 @@ mod tests {
 
     #[test]
     fn dtype_sets() {
-        assert!(DT_MX.arg(0).contains(Dtype::Float8E4m3fnX4));
-        assert!(DT_MX.arg(3).contains(Dtype::Float8E8m0fnu));
-        assert!(!DT_MX.arg(7).contains(Dtype::Float32));
-        assert!(!DT_COMPUTE.arg(0).contains(Dtype::Int64));
-        assert!(DT_COMPUTE.arg(0).contains(Dtype::Bfloat16));
+        assert!(DT_MX.arg(0).contains(NumFormat::Float8E4m3fnX4));
+        assert!(DT_MX.arg(3).contains(NumFormat::Float8E8m0fnu));
+        assert!(!DT_MX.arg(7).contains(NumFormat::Float32));
+        assert!(!DT_COMPUTE.arg(0).contains(NumFormat::Int64));
+        assert!(DT_COMPUTE.arg(0).contains(NumFormat::Bfloat16));
         assert_eq!(
-            DtypeSet::of(&[Dtype::Uint8, Dtype::Int8]).to_string(),
+            DtypeSet::of(&[NumFormat::Uint8, NumFormat::Int8]).to_string(),
             "{uint8, int8}"
         );
     }

@@ -35,7 +35,7 @@ pub fn accesses_overlap(w: &AccessPattern, r: &AccessPattern) -> bool {
 
 /// Sorted, merged byte intervals of a pattern within one partition.
 fn intervals(ap: &AccessPattern) -> Option<Vec<(i128, i128)>> {
-    let b = ap.dtype.bytes() as i128;
+    let b = ap.dtype.container_bytes() as i128;
     let mut iv: Vec<(i128, i128)> = ap
         .element_offsets()?
         .into_iter()
@@ -214,9 +214,10 @@ impl Rule for WriteInPlace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bir::{Dim, Dtype};
+    use crate::bir::Dim;
     use crate::l1::testutil::*;
     use crate::registry::Property;
+    use tpbsim_isa::NumFormat;
 
     fn tt(out: AccessPattern) -> Instruction {
         let mut i = tensor_tensor("x", "y", "x");
@@ -240,23 +241,23 @@ mod tests {
     fn steps() {
         // 1: another buffer.
         assert_eq!(
-            verdict(&tt(sb("z", Dtype::Bfloat16, 0, 128, 64))),
+            verdict(&tt(sb("z", NumFormat::Bfloat16, 0, 128, 64))),
             (true, 1)
         );
         // 3: same buffer, disjoint windows (other partitions, or later bytes).
         assert_eq!(
-            verdict(&tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(64))),
+            verdict(&tt(sb("x", NumFormat::Bfloat16, 0, 128, 64).with_offset(64))),
             (true, 3)
         );
         // 5: identical pattern.
         assert_eq!(verdict(&tt_ident()), (true, 5));
         // 5: same start/dtype/count, different shape.
-        let mut other = sb("x", Dtype::Bfloat16, 0, 128, 64);
+        let mut other = sb("x", NumFormat::Bfloat16, 0, 128, 64);
         other.pattern = vec![Dim { step: 1, num: 32 }, Dim { step: 32, num: 2 }];
         assert_eq!(verdict(&tt(other)), (false, 5));
         // 7: shifted by one element, overlapping: collision.
         assert_eq!(
-            verdict(&tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1))),
+            verdict(&tt(sb("x", NumFormat::Bfloat16, 0, 128, 64).with_offset(1))),
             (false, 7)
         );
         // 7: interleaved, no shared address: legal.
@@ -283,7 +284,7 @@ mod tests {
 
     #[test]
     fn transpose_and_replication_bans() {
-        let mut t = tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1));
+        let mut t = tt(sb("x", NumFormat::Bfloat16, 0, 128, 64).with_offset(1));
         t.class = InstClass::StreamTranspose;
         t.engine = EngineType::Pool;
         assert_eq!(verdict(&t), (false, 4));
@@ -292,7 +293,7 @@ mod tests {
         t2.class = InstClass::Transpose;
         assert_eq!(verdict(&t2), (false, 4));
         // PE: replication capable.
-        let mut pe = tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1));
+        let mut pe = tt(sb("x", NumFormat::Bfloat16, 0, 128, 64).with_offset(1));
         pe.class = InstClass::Matmult;
         pe.engine = EngineType::Pe;
         assert_eq!(verdict(&pe), (false, 6));
@@ -300,22 +301,22 @@ mod tests {
         pe.engine = EngineType::Unassigned;
         assert_eq!(verdict(&pe), (false, 6));
         // Unassigned TensorTensor: candidates Pool/DVE, no ban; the exact test decides.
-        let mut u = tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1));
+        let mut u = tt(sb("x", NumFormat::Bfloat16, 0, 128, 64).with_offset(1));
         u.engine = EngineType::Unassigned;
         assert_eq!(verdict(&u), (false, 7));
     }
 
     #[test]
     fn opaque_bodies_and_full_readers() {
-        let mut c = tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1));
+        let mut c = tt(sb("x", NumFormat::Bfloat16, 0, 128, 64).with_offset(1));
         c.class = InstClass::CustomOp;
         assert_eq!(verdict(&c), (false, 4));
         c.args[1].buffer = "x".into();
         assert_eq!(verdict(&c), (true, 4));
-        let mut bn = tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1));
+        let mut bn = tt(sb("x", NumFormat::Bfloat16, 0, 128, 64).with_offset(1));
         bn.class = InstClass::BnStatsAggregate;
         assert_eq!(verdict(&bn), (true, 7));
-        let mut ps = tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1));
+        let mut ps = tt(sb("x", NumFormat::Bfloat16, 0, 128, 64).with_offset(1));
         ps.outs[0].mem = MemoryType::Psum;
         ps.args[0].mem = MemoryType::Psum;
         assert_eq!(verdict(&ps), (false, 7));
@@ -327,7 +328,7 @@ mod tests {
         assert!(run(Property::WriteInPlace, &ok).is_empty());
         let bad = module(
             ArchLevel::CoreV4,
-            vec![tt(sb("x", Dtype::Bfloat16, 0, 128, 64).with_offset(1))],
+            vec![tt(sb("x", NumFormat::Bfloat16, 0, 128, 64).with_offset(1))],
         );
         let d = run(Property::WriteInPlace, &bad);
         assert_eq!(error_rules(&d), vec!["checkWriteInPlaceValidity"]);
@@ -341,14 +342,20 @@ mod tests {
 
     #[test]
     fn overlap_and_collision_helpers() {
-        let a = sb("x", Dtype::Float32, 0, 64, 16);
-        let b = sb("x", Dtype::Float32, 64, 64, 16);
+        let a = sb("x", NumFormat::Float32, 0, 64, 16);
+        let b = sb("x", NumFormat::Float32, 64, 64, 16);
         assert!(!accesses_overlap(&a, &b));
         assert_eq!(addresses_collide(&a, &b), Some(false));
-        let c = sb("x", Dtype::Float32, 32, 64, 16).with_offset(15);
+        let c = sb("x", NumFormat::Float32, 32, 64, 16).with_offset(15);
         assert!(accesses_overlap(&a, &c));
         assert_eq!(addresses_collide(&a, &c), Some(true));
-        let big = sb("x", Dtype::Float32, 0, 1, crate::bir::EXACT_SET_LIMIT + 1);
+        let big = sb(
+            "x",
+            NumFormat::Float32,
+            0,
+            1,
+            crate::bir::EXACT_SET_LIMIT + 1,
+        );
         assert_eq!(addresses_collide(&big, &a), None);
     }
 }

@@ -25,7 +25,8 @@
 use tpbsim_isa::geometry::Geometry;
 use tpbsim_isa::{Addr4, Gen};
 
-use crate::bir::{AccessPattern, Dim, Dtype, MemoryType};
+use crate::bir::{AccessPattern, Dim, MemoryType};
+use tpbsim_isa::NumFormat;
 
 /// Buffer name of lifted SBUF patterns.
 pub const SBUF_BUFFER: &str = "sbuf";
@@ -69,7 +70,7 @@ pub enum ApError {
         /// Its byte within the partition.
         byte: u32,
         /// The element type.
-        dtype: Dtype,
+        dtype: NumFormat,
         /// Bytes per element.
         size: u32,
     },
@@ -147,19 +148,13 @@ pub enum ApError {
     MxContainers(u64),
 }
 
-impl From<ApError> for String {
-    fn from(e: ApError) -> String {
-        e.to_string()
-    }
-}
-
 /// True when the address word is a plain immediate (no register / indirect marker bits).
 pub(crate) fn is_plain(a: Addr4) -> bool {
     a.byte3() & 0xE0 == 0
 }
 
 /// Read an address word as a place for elements of `dtype`.
-pub(crate) fn place(a: Addr4, dtype: Dtype, gen: Gen) -> Result<Place, ApError> {
+pub(crate) fn place(a: Addr4, dtype: NumFormat, gen: Gen) -> Result<Place, ApError> {
     if !is_plain(a) {
         return Ok(Place {
             mem: MemoryType::Sb,
@@ -176,7 +171,7 @@ pub(crate) fn place(a: Addr4, dtype: Dtype, gen: Gen) -> Result<Place, ApError> 
     } else {
         (MemoryType::Sb, SBUF_BUFFER, g.sbuf_split(addr))
     };
-    let size = dtype.bytes() as u32;
+    let size = dtype.container_bytes() as u32;
     if byte % size != 0 {
         return Err(ApError::Misaligned {
             addr,
@@ -209,7 +204,7 @@ pub(crate) fn address_of(ap: &AccessPattern, gen: Gen) -> Result<Addr4, ApError>
         return Err(ApError::Indirect);
     }
     let g = Geometry::of(gen);
-    let size = ap.dtype.bytes() as i128;
+    let size = ap.dtype.container_bytes() as i128;
     let byte = ap.offset as i128 * size;
     let p = ap.start_partition as i128;
     let addr: i128 = match ap.mem {
@@ -261,7 +256,7 @@ pub(crate) fn address_of(ap: &AccessPattern, gen: Gen) -> Result<Addr4, ApError>
 /// Lift a descriptor to an access pattern of `partitions` partitions of `dtype`.
 pub(crate) fn lift_desc(
     d: &Desc,
-    dtype: Dtype,
+    dtype: NumFormat,
     partitions: u64,
     gen: Gen,
 ) -> Result<AccessPattern, ApError> {
@@ -322,7 +317,7 @@ pub(crate) struct MxDesc {
 /// scale ADDR4 points. `project-defined` reading: the scale-lane interleave is not modelled.
 pub(crate) fn lift_mx(
     d: &MxDesc,
-    dtype: Dtype,
+    dtype: NumFormat,
     partitions: u64,
     gen: Gen,
 ) -> Result<(AccessPattern, AccessPattern), ApError> {
@@ -336,8 +331,8 @@ pub(crate) fn lift_mx(
     }
     let containers = (d.k / 4) as u64;
     let data = place(d.data, dtype, gen)?;
-    let scale = place(d.scale, Dtype::Float8E8m0fnu, gen)?;
-    let mk = |pl: Place, dtype: Dtype, parts: u64, step: i64| AccessPattern {
+    let scale = place(d.scale, NumFormat::Float8E8m0fnu, gen)?;
+    let mk = |pl: Place, dtype: NumFormat, parts: u64, step: i64| AccessPattern {
         mem: pl.mem,
         buffer: pl.buffer,
         dtype,
@@ -352,7 +347,7 @@ pub(crate) fn lift_mx(
     };
     Ok((
         mk(data, dtype, partitions, step),
-        mk(scale, Dtype::Float8E8m0fnu, partitions.div_ceil(8), 1),
+        mk(scale, NumFormat::Float8E8m0fnu, partitions.div_ceil(8), 1),
     ))
 }
 
@@ -400,7 +395,7 @@ mod tests {
     #[test]
     fn sbuf_and_psum_places() {
         let d = desc((5 << 18) | 0x40, &[1, 64, 1], &[32, 4, 1]);
-        let ap = lift_desc(&d, Dtype::Bfloat16, 16, Gen::V3).unwrap();
+        let ap = lift_desc(&d, NumFormat::Bfloat16, 16, Gen::V3).unwrap();
         assert_eq!(
             (ap.mem, ap.start_partition, ap.offset, ap.partitions),
             (MemoryType::Sb, 5, 0x20, 16)
@@ -417,7 +412,7 @@ mod tests {
             &[1, 1, 1],
             &[128, 1, 1],
         );
-        let ap = lift_desc(&p, Dtype::Float32, 64, Gen::V4).unwrap();
+        let ap = lift_desc(&p, NumFormat::Float32, 64, Gen::V4).unwrap();
         assert_eq!(
             (ap.mem, ap.start_partition, ap.offset),
             (MemoryType::Psum, 3, (2 * 2048 + 8) / 4)
@@ -426,7 +421,7 @@ mod tests {
         // v5 partition stride is 1 MiB.
         let v5 = desc((2 << 20) | 4, &[1], &[4]);
         assert_eq!(
-            lift_desc(&v5, Dtype::Uint8, 1, Gen::V5)
+            lift_desc(&v5, NumFormat::Uint8, 1, Gen::V5)
                 .unwrap()
                 .start_partition,
             2
@@ -436,16 +431,16 @@ mod tests {
     #[test]
     fn non_filler_count_one_pairs_are_kept() {
         let d = desc(0, &[1, 7, 1], &[8, 1, 1]);
-        let ap = lift_desc(&d, Dtype::Float32, 1, Gen::V2).unwrap();
+        let ap = lift_desc(&d, NumFormat::Float32, 1, Gen::V2).unwrap();
         assert_eq!(ap.pattern.len(), 2);
         assert_eq!(lower_desc(&ap, 3, Gen::V2).unwrap(), d);
     }
 
     #[test]
     fn misaligned_and_raw_addresses() {
-        assert!(lift_desc(&desc(3, &[1], &[1]), Dtype::Float32, 1, Gen::V3).is_err());
+        assert!(lift_desc(&desc(3, &[1], &[1]), NumFormat::Float32, 1, Gen::V3).is_err());
         let r = desc(0x8000_0007, &[1, 1], &[4, 1]);
-        let ap = lift_desc(&r, Dtype::Float32, 2, Gen::V3).unwrap();
+        let ap = lift_desc(&r, NumFormat::Float32, 2, Gen::V3).unwrap();
         assert!(ap.indirect);
         assert_eq!(ap.buffer, "addr4:0x80000007");
         assert_eq!(lower_desc(&ap, 2, Gen::V3).unwrap(), r);
@@ -457,7 +452,7 @@ mod tests {
     #[test]
     fn unencodable_patterns() {
         let mut ap =
-            AccessPattern::contiguous(MemoryType::Sb, SBUF_BUFFER, Dtype::Float32, 0, 1, 4);
+            AccessPattern::contiguous(MemoryType::Sb, SBUF_BUFFER, NumFormat::Float32, 0, 1, 4);
         ap.pattern.push(Dim {
             step: 1,
             num: 70_000,
@@ -466,7 +461,7 @@ mod tests {
             lower_desc(&ap, 3, Gen::V3).unwrap_err(),
             ApError::Count(70_000)
         );
-        let mut ap = AccessPattern::contiguous(MemoryType::Dram, "x", Dtype::Float32, 0, 1, 4);
+        let mut ap = AccessPattern::contiguous(MemoryType::Dram, "x", NumFormat::Float32, 0, 1, 4);
         assert!(lower_desc(&ap, 3, Gen::V3).is_err());
         ap.mem = MemoryType::Sb;
         ap.start_partition = 128; // would land in the PSUM window
@@ -484,20 +479,20 @@ mod tests {
             k: 64,
             step_sign: 1,
         };
-        let (data, scale) = lift_mx(&d, Dtype::Float8E4m3fnX4, 128, Gen::V4).unwrap();
+        let (data, scale) = lift_mx(&d, NumFormat::Float8E4m3fnX4, 128, Gen::V4).unwrap();
         assert_eq!(data.pattern, vec![Dim { step: 1, num: 16 }]);
         assert_eq!((scale.partitions, scale.start_partition), (16, 96));
         assert_eq!(lower_mx(&data, &scale, Gen::V4).unwrap(), d);
         assert!(lift_mx(
             &MxDesc { k: 6, ..d.clone() },
-            Dtype::Float8E4m3fnX4,
+            NumFormat::Float8E4m3fnX4,
             128,
             Gen::V4
         )
         .is_err());
         assert!(lift_mx(
             &MxDesc { step_sign: 2, ..d },
-            Dtype::Float8E4m3fnX4,
+            NumFormat::Float8E4m3fnX4,
             128,
             Gen::V4
         )

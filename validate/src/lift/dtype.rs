@@ -17,7 +17,7 @@
 
 use tpbsim_isa::Gen;
 
-use crate::bir::Dtype;
+use tpbsim_isa::NumFormat;
 
 /// How an operand's dtype tag is to be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,7 +32,7 @@ pub enum DtypeCtx {
 
 /// The wire tag of a BIR dtype in `gen` (the compiler's LUT, facts §6.2, from the spec's
 /// number-format rows); INVALID (0) for a format without a tag there.
-pub const fn wire_tag(d: Dtype, gen: Gen) -> u8 {
+pub const fn wire_tag(d: NumFormat, gen: Gen) -> u8 {
     match d.wire_tag(gen) {
         Some(t) => t,
         None => 0,
@@ -41,17 +41,17 @@ pub const fn wire_tag(d: Dtype, gen: Gen) -> u8 {
 
 /// The canonical BIR dtype of wire tag `tag` in `gen` for an operand read in context `ctx`
 /// (the spec rows' plain and MX-data readings).
-pub const fn bir_dtype(tag: u8, gen: Gen, ctx: DtypeCtx) -> Option<Dtype> {
+pub const fn bir_dtype(tag: u8, gen: Gen, ctx: DtypeCtx) -> Option<NumFormat> {
     match ctx {
-        DtypeCtx::MxScale => Some(Dtype::Float8E8m0fnu),
-        DtypeCtx::MxData => Dtype::from_mx_data_tag(tag, gen),
-        DtypeCtx::Plain => Dtype::from_wire_tag(tag, gen),
+        DtypeCtx::MxScale => Some(NumFormat::Float8E8m0fnu),
+        DtypeCtx::MxData => NumFormat::from_mx_data_tag(tag, gen),
+        DtypeCtx::Plain => NumFormat::from_wire_tag(tag, gen),
     }
 }
 
 /// True when `d` is what lifting yields for its own tag in `ctx` (lowering then lifting
 /// gives `d` back).
-pub fn is_canonical(d: Dtype, gen: Gen, ctx: DtypeCtx) -> bool {
+pub fn is_canonical(d: NumFormat, gen: Gen, ctx: DtypeCtx) -> bool {
     bir_dtype(wire_tag(d, gen), gen, ctx) == Some(d)
 }
 
@@ -68,7 +68,7 @@ mod tests {
         let v4: [u8; 20] = [
             3, 2, 0x10, 0xD, 0xE, 0xE, 3, 0xF, 0xE, 0xF, 5, 4, 6, 7, 9, 8, 0xA, 0xB, 1, 0xC,
         ];
-        for d in Dtype::ALL {
+        for d in NumFormat::ALL {
             assert_eq!(wire_tag(d, Gen::V2), pre[d as usize], "{d}");
             assert_eq!(wire_tag(d, Gen::V3), pre[d as usize], "{d}");
             assert_eq!(wire_tag(d, Gen::V4), v4[d as usize], "{d}");
@@ -90,12 +90,16 @@ mod tests {
         }
         assert_eq!(
             bir_dtype(0x0E, Gen::V3, DtypeCtx::Plain),
-            Some(Dtype::Float8E4m3fn)
+            Some(NumFormat::Float8E4m3fn)
         );
-        assert!(!is_canonical(Dtype::Float8E4m3, Gen::V3, DtypeCtx::Plain));
+        assert!(!is_canonical(
+            NumFormat::Float8E4m3,
+            Gen::V3,
+            DtypeCtx::Plain
+        ));
         assert_eq!(
             bir_dtype(0x05, Gen::V3, DtypeCtx::MxData),
-            Some(Dtype::Float4E2m1fnX4)
+            Some(NumFormat::Float4E2m1fnX4)
         );
         assert_eq!(bir_dtype(0x05, Gen::V4, DtypeCtx::MxData), None);
         assert_eq!(bir_dtype(0x10, Gen::V3, DtypeCtx::Plain), None);

@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 use tpbsim_isa::spec::{self, FieldLoc, FieldType};
 use tpbsim_isa::{decode, Bundle, FieldMeta, Gen, LayoutMeta, INST_WORD_LEN};
 
+use super::error::{FieldError, ValueError};
+
 /// The canonical empty bundle of an opcode: `{opcode, 0x10, 0, 0}`, everything else zero.
 pub(crate) fn canonical(opcode: u8) -> Bundle {
     let mut b = Bundle::ZERO;
@@ -17,21 +19,22 @@ pub(crate) fn canonical(opcode: u8) -> Bundle {
 }
 
 /// The layout an opcode decodes to in `gen` (for the canonical bundle), or why not.
-pub(crate) fn layout_of(b: &Bundle, gen: Gen) -> Result<&'static LayoutMeta, String> {
-    decode(b, gen).map(|i| i.meta()).map_err(|e| e.to_string())
+pub(crate) fn layout_of(b: &Bundle, gen: Gen) -> Result<&'static LayoutMeta, FieldError> {
+    decode(b, gen).map(|i| i.meta()).map_err(FieldError::Layout)
 }
 
 /// A field of a decoded layout, named by its generated locator.
 pub(crate) fn field(
     meta: &'static LayoutMeta,
     loc: FieldLoc,
-) -> Result<&'static FieldMeta, String> {
-    let name = loc.name;
-    meta.field(name).ok_or_else(|| {
-        if meta.format.is_none() {
-            format!("no typed layout in this generation (field `{name}` not published)")
-        } else {
-            format!("layout {} has no field `{name}`", meta.rust_name)
+) -> Result<&'static FieldMeta, FieldError> {
+    let field = loc.name;
+    meta.field(field).ok_or(if meta.format.is_none() {
+        FieldError::Unpublished { field }
+    } else {
+        FieldError::Missing {
+            layout: meta.rust_name,
+            field,
         }
     })
 }
@@ -261,13 +264,16 @@ pub(crate) fn leaf_value(b: &Bundle, l: &Leaf) -> Value {
 }
 
 /// Integer from JSON that fits `width` bytes (signed or unsigned reading), as raw bits.
-fn int_bits(v: &Value, width: usize) -> Result<u64, String> {
+fn int_bits(v: &Value, width: usize) -> Result<u64, ValueError> {
     let bits = 8 * width as u32;
     if let Some(u) = v.as_u64() {
         if bits == 64 || u >> bits == 0 {
             return Ok(u);
         }
-        return Err(format!("{u} does not fit {width} byte(s)"));
+        return Err(ValueError::IntWidth {
+            value: u.into(),
+            width,
+        });
     }
     if let Some(i) = v.as_i64() {
         let min = if bits == 64 {
@@ -282,26 +288,29 @@ fn int_bits(v: &Value, width: usize) -> Result<u64, String> {
                 (i as u64) & ((1u64 << bits) - 1)
             });
         }
-        return Err(format!("{i} does not fit {width} byte(s)"));
+        return Err(ValueError::IntWidth {
+            value: i.into(),
+            width,
+        });
     }
-    Err(format!("expected an integer, found {v}"))
+    Err(ValueError::NotInteger(v.clone()))
 }
 
 /// Write a leaf's JSON value into the bundle.
-pub(crate) fn put_leaf(b: &mut Bundle, l: &Leaf, v: &Value) -> Result<(), String> {
+pub(crate) fn put_leaf(b: &mut Bundle, l: &Leaf, v: &Value) -> Result<(), ValueError> {
     match l.kind {
         LeafKind::Bytes => {
             let s = v
                 .as_str()
-                .ok_or_else(|| format!("expected a hex string, found {v}"))?;
-            let bytes = unhex(s).ok_or_else(|| format!("`{s}` is not hex"))?;
+                .ok_or_else(|| ValueError::NotHexString(v.clone()))?;
+            let bytes = unhex(s).ok_or_else(|| ValueError::NotHex(s.to_string()))?;
             let width = if l.width == 0 { bytes.len() } else { l.width };
             if bytes.len() != width || l.off + width > 64 {
-                return Err(format!(
-                    "{} byte(s) of hex do not fit {width} byte(s) at offset {}",
-                    bytes.len(),
-                    l.off
-                ));
+                return Err(ValueError::HexWidth {
+                    len: bytes.len(),
+                    width,
+                    offset: l.off,
+                });
             }
             b.0[l.off..l.off + width].copy_from_slice(&bytes);
             Ok(())
@@ -313,7 +322,7 @@ pub(crate) fn put_leaf(b: &mut Bundle, l: &Leaf, v: &Value) -> Result<(), String
         LeafKind::NibbleLo | LeafKind::NibbleHi => {
             let x = int_bits(v, 1)? as u8;
             if x > 0x0F {
-                return Err(format!("{x} does not fit a 4-bit nibble"));
+                return Err(ValueError::Nibble(x));
             }
             let o = l.off;
             b.0[o] = if l.kind == LeafKind::NibbleLo {
@@ -371,7 +380,7 @@ pub(crate) fn param_value(m: &FieldMeta, b: &Bundle) -> Value {
 }
 
 /// Write a parameter's JSON value (the form [`param_value`] produces) into its field.
-pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), String> {
+pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), ValueError> {
     let o = m.offset as usize;
     match m.ty {
         FieldType::DtypePair => {
@@ -387,29 +396,28 @@ pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), 
                 Value::String(s) => s
                     .strip_prefix("0x")
                     .and_then(|h| u32::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| {
-                        format!("`{s}` is neither a number nor 0x-prefixed float bits")
-                    })?,
+                    .ok_or_else(|| ValueError::FloatBits(s.clone()))?,
                 Value::Number(n) => {
-                    let f = n.as_f64().ok_or_else(|| format!("{n} is not a number"))?;
+                    let f = n.as_f64().ok_or_else(|| ValueError::NotF64(n.clone()))?;
                     let g = f as f32;
                     if g as f64 != f {
-                        return Err(format!("{f} is not exactly a binary32 value"));
+                        return Err(ValueError::NotBinary32(f.to_bits()));
                     }
                     g.to_bits()
                 }
-                other => return Err(format!("expected a number, found {other}")),
+                other => return Err(ValueError::NotNumber(other.clone())),
             };
             write_uint(b, o, 4, bits as u64);
             Ok(())
         }
         FieldType::Str(w) => {
-            let s = v
-                .as_str()
-                .ok_or_else(|| format!("expected a string, found {v}"))?;
+            let s = v.as_str().ok_or_else(|| ValueError::NotString(v.clone()))?;
             let w = w as usize;
             if s.len() > w || s.as_bytes().contains(&0) {
-                return Err(format!("`{s}` does not fit {w} byte(s) without NULs"));
+                return Err(ValueError::StrWidth {
+                    text: s.to_string(),
+                    width: w,
+                });
             }
             b.0[o..o + w].fill(0);
             b.0[o..o + s.len()].copy_from_slice(s.as_bytes());
@@ -418,7 +426,7 @@ pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), 
         FieldType::EventsExt => {
             let obj = v
                 .as_object()
-                .ok_or_else(|| format!("expected an object, found {v}"))?;
+                .ok_or_else(|| ValueError::NotObject(v.clone()))?;
             for k in obj.keys() {
                 if ![
                     "wait_mode",
@@ -430,7 +438,7 @@ pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), 
                 ]
                 .contains(&k.as_str())
                 {
-                    return Err(format!("unknown key `{k}`"));
+                    return Err(ValueError::UnknownKey(k.clone()));
                 }
             }
             let get = |k: &str| obj.get(k).unwrap_or(&Value::Null);
@@ -455,7 +463,10 @@ pub(crate) fn put_param(m: &FieldMeta, b: &mut Bundle, v: &Value) -> Result<(), 
                     }
                     Ok(())
                 }
-                _ => Err(format!("expected {} value(s), found {v}", l.len())),
+                _ => Err(ValueError::Count {
+                    count: l.len(),
+                    found: v.clone(),
+                }),
             }
         }
     }
@@ -470,12 +481,15 @@ pub(crate) fn enum_value(e: &str, raw: u8) -> Value {
 }
 
 /// Parse an enumeration value given by name (case-insensitive) or number.
-pub(crate) fn parse_enum(e: &str, v: &Value) -> Result<u8, String> {
+pub(crate) fn parse_enum(e: &'static str, v: &Value) -> Result<u8, ValueError> {
     match v {
         Value::String(s) => spec::enum_def(e)
             .and_then(|d| d.by_name(s))
             .map(|x| x.value)
-            .ok_or_else(|| format!("`{s}` is not a {e} value")),
+            .ok_or_else(|| ValueError::NotEnumValue {
+                name: s.clone(),
+                enumeration: e,
+            }),
         _ => Ok(int_bits(v, 1)? as u8),
     }
 }
@@ -507,13 +521,13 @@ pub(crate) fn events_value(b: &Bundle) -> Option<Value> {
 }
 
 /// Write an events object (the form [`events_value`] produces; absent members are zero).
-pub(crate) fn put_events(b: &mut Bundle, v: &Value) -> Result<(), String> {
+pub(crate) fn put_events(b: &mut Bundle, v: &Value) -> Result<(), ValueError> {
     if v.is_null() {
         return Ok(());
     }
     let obj = v
         .as_object()
-        .ok_or_else(|| format!("expected an object or null, found {v}"))?;
+        .ok_or_else(|| ValueError::NotEventsObject(v.clone()))?;
     b.0[4..12].fill(0);
     for (k, x) in obj {
         match k.as_str() {
@@ -522,7 +536,7 @@ pub(crate) fn put_events(b: &mut Bundle, v: &Value) -> Result<(), String> {
             "update_mode" => b.0[6] = parse_enum("UPDATE_MODE", x)?,
             "update_idx" => b.0[7] = int_bits(x, 1)? as u8,
             "semaphore_value" => write_uint(b, 8, 4, int_bits(x, 4)?),
-            other => return Err(format!("unknown events key `{other}`")),
+            other => return Err(ValueError::UnknownEventsKey(other.to_string())),
         }
     }
     Ok(())
@@ -602,6 +616,51 @@ mod tests {
         assert_eq!(param_value(f, &g), Value::from(0.5));
         put_param(f, &mut g, &Value::from("0x7fc00001")).unwrap();
         assert_eq!(param_value(f, &g), Value::from("0x7fc00001"));
-        assert!(put_param(f, &mut g, &Value::from(0.1)).is_err());
+        assert_eq!(
+            put_param(f, &mut g, &Value::from(0.1)),
+            Err(ValueError::NotBinary32(0.1f64.to_bits()))
+        );
+        assert_eq!(
+            ValueError::NotBinary32(0.1f64.to_bits()).to_string(),
+            "0.1 is not exactly a binary32 value"
+        );
+    }
+
+    #[test]
+    fn value_faults_name_what_does_not_fit() {
+        let l = leaf("x", 4, 2, LeafKind::Unsigned);
+        let mut b = canonical(0x41);
+        let err = |v: Value| put_leaf(&mut b.clone(), &l, &v).unwrap_err().to_string();
+        assert_eq!(err(Value::from(70000)), "70000 does not fit 2 byte(s)");
+        assert_eq!(err(Value::from(-40000)), "-40000 does not fit 2 byte(s)");
+        assert_eq!(err(Value::from("a")), "expected an integer, found \"a\"");
+        let h = leaf("@12", 12, 2, LeafKind::Bytes);
+        assert_eq!(
+            put_leaf(&mut b, &h, &Value::from("zz")),
+            Err(ValueError::NotHex("zz".into()))
+        );
+        assert_eq!(
+            put_leaf(&mut b, &h, &Value::from("0011aa"))
+                .unwrap_err()
+                .to_string(),
+            "3 byte(s) of hex do not fit 2 byte(s) at offset 12"
+        );
+        let n = leaf("d.hi", 13, 1, LeafKind::NibbleHi);
+        assert_eq!(
+            put_leaf(&mut b, &n, &Value::from(16)),
+            Err(ValueError::Nibble(16))
+        );
+        assert_eq!(
+            put_events(&mut b, &serde_json::json!({"wait": 1}))
+                .unwrap_err()
+                .to_string(),
+            "unknown events key `wait`"
+        );
+        assert_eq!(
+            parse_enum("ALU_OP", &Value::from("NOPE"))
+                .unwrap_err()
+                .to_string(),
+            "`NOPE` is not a ALU_OP value"
+        );
     }
 }

@@ -12,6 +12,7 @@ use tpbsim_isa::formats::loc::{
 use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{Bundle, Gen};
 
+use super::error::PlanError;
 use super::lower::{piece, Bind, Piece, Slot};
 use super::rules::{self, Dt, Role};
 use super::ATTR_PAYLOADS;
@@ -30,7 +31,7 @@ pub(crate) enum Shape {
 
 /// A group's lowering choice: its opcodes for an instruction, or `None` when the instruction
 /// lowers otherwise.
-pub(crate) type Lowers = fn(&Instruction, &GroupDef) -> Result<Option<Vec<u8>>, String>;
+pub(crate) type Lowers = fn(&Instruction, &GroupDef) -> Result<Option<Vec<u8>>, PlanError>;
 
 /// One multi-bundle group.
 pub(crate) struct GroupDef {
@@ -232,7 +233,7 @@ pub(crate) fn recognise(
 }
 
 /// The group opcodes `inst` lowers to, if it lowers to a group.
-pub(crate) fn plan(inst: &Instruction) -> Result<Option<Vec<u8>>, String> {
+pub(crate) fn plan(inst: &Instruction) -> Result<Option<Vec<u8>>, PlanError> {
     for g in GROUPS.iter().filter(|g| g.classes.contains(&inst.class)) {
         if let Some(ops) = (g.lowers)(inst, g)? {
             return Ok(Some(ops));
@@ -290,17 +291,17 @@ fn select_dsts_agree(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
 // ------------------------------------------------------------------ lowering choices
 
 /// The group's one opcode sequence.
-fn pair(_: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, String> {
+fn pair(_: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, PlanError> {
     Ok(Some(vec![g.lead[0], g.follow]))
 }
 
 /// The pair when the instruction has a second (accumulator) output.
-fn two_outputs(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, String> {
+fn two_outputs(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, PlanError> {
     Ok((inst.outs.len() == 2).then(|| vec![g.lead[0], g.follow]))
 }
 
 /// The pair for two outputs that are not a wide (low + high) integer result.
-fn two_narrow_outputs(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, String> {
+fn two_narrow_outputs(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, PlanError> {
     let wide = inst
         .attrs
         .get(super::ATTR_WIDE)
@@ -310,9 +311,9 @@ fn two_narrow_outputs(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>
 }
 
 /// COPY (same dtype) or CAST ahead of SELECT_REDUCE.
-fn select_copy(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, String> {
+fn select_copy(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, PlanError> {
     let (Some(src), Some(dst)) = (inst.args.get(2), inst.outs.first()) else {
-        return Err("Select takes [predicate, on_true, on_false] and one output".into());
+        return Err(PlanError::SelectOperands);
     };
     let lead = if src.dtype == dst.dtype {
         g.lead[0]
@@ -323,11 +324,11 @@ fn select_copy(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, Stri
 }
 
 /// CUSTOM_OP_HEADER and its payload bundles (one unless the attribute says otherwise).
-fn custom_op(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, String> {
+fn custom_op(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, PlanError> {
     let n = inst.attrs.get(ATTR_PAYLOADS).map_or(Ok(1), |v| {
         v.as_u64()
             .filter(|&n| n < 4096)
-            .ok_or_else(|| format!("attrs.{ATTR_PAYLOADS}: expected a count, found {v}"))
+            .ok_or_else(|| PlanError::PayloadCount(v.clone()))
     })?;
     Ok(Some(
         std::iter::once(g.lead[0])
@@ -337,17 +338,17 @@ fn custom_op(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, String
 }
 
 /// MATMUL alone (weights already loaded), LDWEIGHTS + MATMUL, or the two fp32 passes.
-fn pe_passes(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, String> {
+fn pe_passes(inst: &Instruction, g: &GroupDef) -> Result<Option<Vec<u8>>, PlanError> {
     let pass = [g.lead[0], g.follow];
     Ok(Some(match inst.args.len() {
         1 => vec![g.follow],
         2 if super::lower::is_two_pass(inst) => pass.repeat(2),
         2 => pass.to_vec(),
         n => {
-            return Err(format!(
-                "{} takes 1 (weights already loaded) or 2 inputs, found {n}",
-                inst.class
-            ))
+            return Err(PlanError::PeInputs {
+                class: inst.class,
+                found: n,
+            })
         }
     }))
 }
@@ -363,7 +364,7 @@ fn pe_role(field: FieldLoc, dt: FieldLoc, part: FieldLoc) -> Role {
 /// has no output dtype byte; PSUM holds fp32 there).
 fn mm_dst(gen: Gen) -> Role {
     let dt = if gen == Gen::V2 {
-        Dt::Fixed(crate::bir::Dtype::Float32)
+        Dt::Fixed(tpbsim_isa::NumFormat::Float32)
     } else {
         Dt::PsumOut(mm_loc::OUT_DTYPE)
     };

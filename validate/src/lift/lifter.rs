@@ -18,6 +18,7 @@ use tpbsim_isa::{decode, Addr4, Bundle, Engine, Gen, InstVisitor, LayoutMeta, BU
 
 use super::ap;
 use super::dtype::{bir_dtype, DtypeCtx};
+use super::error::{FieldError, LiftFault};
 use super::fields::{self, layout_of, read_uint};
 use super::groups::{self, Shape};
 use super::lower::{
@@ -30,9 +31,10 @@ use super::{
     FN_ATTR_ENGINE, FN_ATTR_FILE, LIFT_RULE,
 };
 use crate::bir::{
-    AccessPattern, ArchLevel, Block, Dtype, EngineType, Function, InstClass, Instruction, Module,
+    AccessPattern, ArchLevel, Block, EngineType, Function, InstClass, Instruction, Module,
 };
 use crate::diag::{Diagnostic, Layer, Location, Severity};
+use tpbsim_isa::NumFormat;
 
 /// One engine stream to lift.
 #[derive(Clone, Debug)]
@@ -355,7 +357,7 @@ fn read_parts(
     meta: &'static LayoutMeta,
     field: FieldLoc,
     gen: Gen,
-) -> Result<u64, String> {
+) -> Result<u64, FieldError> {
     let m = fields::field(meta, field)?;
     let v = b.0[m.offset as usize] as u64;
     Ok(
@@ -367,19 +369,17 @@ fn read_parts(
     )
 }
 
+/// The dtype tag of an operand with a dtype field, and the field's name.
 fn read_tag(
     b: &Bundle,
     meta: &'static LayoutMeta,
-    dt: Dt,
-) -> Result<Option<(u8, &'static str)>, String> {
-    Ok(match dt {
-        Dt::Fixed(_) => None,
-        Dt::Field(n) | Dt::PsumOut(n) => {
-            Some((b.0[fields::field(meta, n)?.offset as usize], n.name))
-        }
-        Dt::Lo(n) => Some((b.0[fields::field(meta, n)?.offset as usize] & 0x0F, n.name)),
-        Dt::Hi(n) => Some((b.0[fields::field(meta, n)?.offset as usize] >> 4, n.name)),
-    })
+    field: FieldLoc,
+    nibble: fn(u8) -> u8,
+) -> Result<(u8, &'static str), FieldError> {
+    Ok((
+        nibble(b.0[fields::field(meta, field)?.offset as usize]),
+        field.name,
+    ))
 }
 
 fn read_dtype(
@@ -388,14 +388,17 @@ fn read_dtype(
     dt: Dt,
     ctx: DtypeCtx,
     gen: Gen,
-) -> Result<Dtype, String> {
-    match (dt, read_tag(b, meta, dt)?) {
-        (Dt::Fixed(d), _) => Ok(d),
-        (Dt::PsumOut(_), Some((0, _))) => Ok(Dtype::Float32),
-        (_, Some((tag, name))) => bir_dtype(tag, gen, ctx)
-            .ok_or_else(|| format!("dtype tag {tag:#04x} in `{name}` has no BIR dtype on {gen}")),
-        (_, None) => Err("no dtype".into()),
+) -> Result<NumFormat, LiftFault> {
+    let (tag, field) = match dt {
+        Dt::Fixed(d) => return Ok(d),
+        Dt::Field(n) | Dt::PsumOut(n) => read_tag(b, meta, n, |x| x)?,
+        Dt::Lo(n) => read_tag(b, meta, n, |x| x & 0x0F)?,
+        Dt::Hi(n) => read_tag(b, meta, n, |x| x >> 4)?,
+    };
+    if matches!(dt, Dt::PsumOut(_)) && tag == 0 {
+        return Ok(NumFormat::Float32);
     }
+    bir_dtype(tag, gen, ctx).ok_or(LiftFault::Dtype { tag, field, gen })
 }
 
 fn read_role(
@@ -403,18 +406,21 @@ fn read_role(
     meta: &'static LayoutMeta,
     r: &Role,
     gen: Gen,
-) -> Result<AccessPattern, String> {
+) -> Result<AccessPattern, LiftFault> {
     let m = fields::field(meta, r.field)?;
     let d = read_desc(b, m)?;
     let dtype = read_dtype(b, meta, r.dt, r.ctx, gen)?;
     let parts = read_parts(b, meta, r.part, gen)?;
-    ap::lift_desc(&d, dtype, parts, gen).map_err(|e| format!("{}: {e}", r.field.name))
+    ap::lift_desc(&d, dtype, parts, gen).map_err(|error| LiftFault::Operand {
+        field: r.field.name,
+        error,
+    })
 }
 
 type Operands = (Vec<AccessPattern>, Vec<AccessPattern>);
 
 /// Read every bound operand of a group (each slot from the first piece that binds it).
-fn read_operands(bundles: &[Bundle], pieces: &[Piece], gen: Gen) -> Result<Operands, String> {
+fn read_operands(bundles: &[Bundle], pieces: &[Piece], gen: Gen) -> Result<Operands, LiftFault> {
     let (na, no) = arity(pieces);
     let mut args: Vec<Option<AccessPattern>> = vec![None; na];
     let mut outs: Vec<Option<AccessPattern>> = vec![None; no];
@@ -442,8 +448,11 @@ fn read_operands(bundles: &[Bundle], pieces: &[Piece], gen: Gen) -> Result<Opera
                     let x = read_mx(b, fields::field(meta, field)?)?;
                     let dtype = read_dtype(b, meta, Dt::Field(dt), DtypeCtx::MxData, gen)?;
                     let parts = read_parts(b, meta, part, gen)?;
-                    let (d, sc) = ap::lift_mx(&x, dtype, parts, gen)
-                        .map_err(|e| format!("{}: {e}", field.name))?;
+                    let (d, sc) =
+                        ap::lift_mx(&x, dtype, parts, gen).map_err(|error| LiftFault::Operand {
+                            field: field.name,
+                            error,
+                        })?;
                     set(data, d);
                     set(scale, sc);
                 }
@@ -456,7 +465,7 @@ fn read_operands(bundles: &[Bundle], pieces: &[Piece], gen: Gen) -> Result<Opera
                     let bias_dt = Dt::Hi(act_loc::IN_BIAS_DTYPES);
                     let dtype = read_dtype(b, meta, bias_dt, DtypeCtx::Plain, gen)?;
                     let parts = read_parts(b, meta, act_loc::NUM_ACTIVE_PARTITIONS, gen)?;
-                    let pl = ap::place(addr, dtype, gen).map_err(|e| format!("bias: {e}"))?;
+                    let pl = ap::place(addr, dtype, gen).map_err(LiftFault::Bias)?;
                     set(
                         s,
                         AccessPattern {
@@ -477,7 +486,7 @@ fn read_operands(bundles: &[Bundle], pieces: &[Piece], gen: Gen) -> Result<Opera
     let all = |v: Vec<Option<AccessPattern>>| v.into_iter().collect::<Option<Vec<_>>>();
     match (all(args), all(outs)) {
         (Some(a), Some(o)) => Ok((a, o)),
-        _ => Err("an operand slot is not bound by any bundle".into()),
+        _ => Err(LiftFault::Unbound),
     }
 }
 
@@ -487,7 +496,7 @@ fn lift_group(
     g: Group,
     engine: EngineType,
     gen: Gen,
-) -> Result<Instruction, String> {
+) -> Result<Instruction, LiftFault> {
     let opcodes: Vec<u8> = bundles.iter().map(Bundle::opcode).collect();
     let pieces = bindings(g.class, &opcodes, g.nargs, gen)?;
     let (mut args, outs) = read_operands(bundles, &pieces, gen)?;
@@ -512,10 +521,10 @@ fn lift_group(
             };
             let tag = bundles[k].0[fields::field(meta, in_dtype)?.offset as usize];
             if tag == 0x0A && fp32_mode(&bundles[k], gen) == Some(2) {
-                args[slot].dtype = Dtype::Float32r;
+                args[slot].dtype = NumFormat::Float32r;
             }
         }
-        if pieces.len() == 2 && args.iter().any(|a| a.dtype == Dtype::Float32) {
+        if pieces.len() == 2 && args.iter().any(|a| a.dtype == NumFormat::Float32) {
             attrs.insert(ATTR_FP32_PASSES.into(), 1.into());
         }
     }
@@ -540,10 +549,7 @@ fn lift_group(
         };
         inst.attrs.insert(ATTR_OPCODE.into(), v);
         if plan(&inst, gen)? != opcodes {
-            return Err(format!(
-                "lowering does not reach {}",
-                lower::mnemonics(&opcodes)
-            ));
+            return Err(LiftFault::Unreached(opcodes));
         }
     }
     // Keep only the parameters lowering does not derive.
@@ -602,11 +608,9 @@ fn lift_group(
     {
         inst.attrs.insert(ATTR_WIRE.into(), Value::Array(wire));
     }
-    let again = lower::lower_instruction(&inst, gen).map_err(|e| e.to_string())?;
+    let again = lower::lower_instruction(&inst, gen).map_err(|e| LiftFault::Lower(Box::new(e)))?;
     if again != bundles {
-        return Err(
-            "internal: lowering the lifted instruction does not reproduce the bundles".into(),
-        );
+        return Err(LiftFault::NotReproduced);
     }
     Ok(inst)
 }

@@ -17,15 +17,17 @@ use tpbsim_isa::{decode, spec, Addr4, Bundle, FieldValue, Gen, LayoutMeta, Wire}
 
 use super::ap::{self, Desc, MxDesc};
 use super::dtype::{bir_dtype, wire_tag, DtypeCtx};
+use super::error::{AttrError, FieldError, GenericError, OperandError, PlanError, SlotFault};
 use super::fields::{self, canonical, layout_of, write_uint};
 use super::groups;
 use super::rules::{self, Dt, Form, Role};
 use super::{LowerError, ATTR_BUNDLE, ATTR_EVENTS, ATTR_FP32_PASSES, ATTR_OPCODE, ATTR_WIRE};
-use crate::bir::{AccessPattern, ClassFields, Dtype, InstClass, Instruction};
+use crate::bir::{AccessPattern, ClassFields, InstClass, Instruction};
+use tpbsim_isa::NumFormat;
 
 /// An operand position of an instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Slot {
+pub enum Slot {
     /// `args[i]`.
     Arg(usize),
     /// `outs[i]`.
@@ -97,10 +99,13 @@ pub(crate) fn bindings(
     opcodes: &[u8],
     nargs: usize,
     gen: Gen,
-) -> Result<Vec<Piece>, String> {
+) -> Result<Vec<Piece>, PlanError> {
     use InstClass as C;
     use Slot::*;
-    let bad = || format!("{class} does not lower to opcodes {}", mnemonics(opcodes));
+    let bad = || PlanError::NoBinding {
+        class,
+        opcodes: opcodes.to_vec(),
+    };
     if let Some(g) = groups::find(class, opcodes) {
         return Ok(groups::pieces(g, opcodes, nargs, gen));
     }
@@ -180,23 +185,23 @@ pub(crate) fn mnemonic(op: u8) -> String {
     spec::opcode(op).map_or_else(|| format!("{op:#04x}"), |r| r.mnemonic().to_string())
 }
 
-fn opcode_by_name(v: &Value) -> Result<u8, String> {
+fn opcode_by_name(v: &Value) -> Result<u8, PlanError> {
     let s = v
         .as_str()
-        .ok_or_else(|| format!("attrs.{ATTR_OPCODE}: expected a mnemonic, found {v}"))?;
+        .ok_or_else(|| PlanError::NotMnemonic(v.clone()))?;
     spec::opcode_by_mnemonic(s)
         .map(|r| r.code)
-        .ok_or_else(|| format!("attrs.{ATTR_OPCODE}: unknown mnemonic `{s}`"))
+        .ok_or_else(|| PlanError::UnknownMnemonic(s.to_string()))
 }
 
 pub(crate) fn is_two_pass(inst: &Instruction) -> bool {
     inst.args.len() == 2
-        && inst.args.iter().any(|a| a.dtype == Dtype::Float32)
+        && inst.args.iter().any(|a| a.dtype == NumFormat::Float32)
         && inst.attrs.get(ATTR_FP32_PASSES).and_then(Value::as_u64) != Some(1)
 }
 
 /// The opcode sequence an instruction lowers to: the fan-in, then the `opcode` attribute.
-pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
+pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, PlanError> {
     use InstClass as C;
     let mut ops: Vec<u8> = match groups::plan(inst)? {
         Some(ops) => ops,
@@ -209,11 +214,10 @@ pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
         None | Some(Value::Null) => {}
         Some(Value::Array(list)) => {
             if list.len() != ops.len() {
-                return Err(format!(
-                    "attrs.{ATTR_OPCODE}: {} mnemonics for {} bundles",
-                    list.len(),
-                    ops.len()
-                ));
+                return Err(PlanError::MnemonicCount {
+                    given: list.len(),
+                    bundles: ops.len(),
+                });
             }
             for (slot, v) in ops.iter_mut().zip(list) {
                 let op = opcode_by_name(v)?;
@@ -223,11 +227,10 @@ pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
                     matches!((fa, fb), (Ok(x), Ok(y)) if x == y)
                 };
                 if op != *slot && !same(op, *slot) {
-                    return Err(format!(
-                        "attrs.{ATTR_OPCODE}: {} does not share the layout of {}",
-                        mnemonic(op),
-                        mnemonic(*slot)
-                    ));
+                    return Err(PlanError::OtherLayout {
+                        given: op,
+                        planned: *slot,
+                    });
                 }
                 *slot = op;
             }
@@ -235,18 +238,16 @@ pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, String> {
         Some(v) => {
             let op = opcode_by_name(v)?;
             if ops.len() != 1 {
-                return Err(format!(
-                    "attrs.{ATTR_OPCODE}: {} lowers to {} bundles; give one mnemonic per bundle",
-                    inst.class,
-                    ops.len()
-                ));
+                return Err(PlanError::OneMnemonic {
+                    class: inst.class,
+                    bundles: ops.len(),
+                });
             }
             if !rules::forms_of(inst.class).any(|(o, _)| o == op) {
-                return Err(format!(
-                    "attrs.{ATTR_OPCODE}: {} is not an opcode of {}",
-                    mnemonic(op),
-                    inst.class
-                ));
+                return Err(PlanError::NotOfClass {
+                    opcode: op,
+                    class: inst.class,
+                });
             }
             ops[0] = op;
         }
@@ -294,13 +295,15 @@ impl Parts {
         field: FieldLoc,
         n: u64,
         gen: Gen,
-    ) -> Result<(), String> {
+    ) -> Result<(), SlotFault> {
         let name = field.name;
         if let Some((_, prev)) = self.0.iter().find(|(f, _)| *f == field) {
             if *prev != n {
-                return Err(format!(
-                    "operands disagree on `{name}`: {prev} vs {n} partitions"
-                ));
+                return Err(SlotFault::PartsDisagree {
+                    field: name,
+                    first: *prev,
+                    second: n,
+                });
             }
             return Ok(());
         }
@@ -308,7 +311,10 @@ impl Parts {
         let v = if n == 256 && gen == Gen::V5 && name == mm_loc::NUM_ACTIVE_COLS.name {
             0
         } else {
-            u8::try_from(n).map_err(|_| format!("{n} partitions do not fit `{name}`"))?
+            u8::try_from(n).map_err(|_| SlotFault::PartsWidth {
+                partitions: n,
+                field: name,
+            })?
         };
         b.0[m.offset as usize] = v;
         self.0.push((field, n));
@@ -318,8 +324,8 @@ impl Parts {
 
 /// The dtype tag of a PE operand: float32r uses the FP32 tag with fp32_mode High (the
 /// compiler's 0x020A signature, facts §4.1).
-fn pe_tag(d: Dtype, gen: Gen) -> u8 {
-    if d == Dtype::Float32r {
+fn pe_tag(d: NumFormat, gen: Gen) -> u8 {
+    if d == NumFormat::Float32r {
         0x0A
     } else {
         wire_tag(d, gen)
@@ -330,15 +336,15 @@ fn write_tag(
     b: &mut Bundle,
     meta: &'static LayoutMeta,
     dt: Dt,
-    d: Dtype,
+    d: NumFormat,
     ctx: DtypeCtx,
     pe: bool,
     gen: Gen,
-) -> Result<(), String> {
+) -> Result<(), SlotFault> {
     let tag = if pe { pe_tag(d, gen) } else { wire_tag(d, gen) };
     let check_ctx = || {
         if bir_dtype(tag, gen, ctx).is_none() {
-            Err(format!("{d} has no wire tag for this operand on {gen}"))
+            Err(SlotFault::NoWireTag { dtype: d, gen })
         } else {
             Ok(())
         }
@@ -346,9 +352,11 @@ fn write_tag(
     match dt {
         Dt::Fixed(f) => {
             if d != f {
-                return Err(format!(
-                    "this operand is {f} on {gen} (no dtype field), not {d}"
-                ));
+                return Err(SlotFault::FixedDtype {
+                    fixed: f,
+                    gen,
+                    dtype: d,
+                });
             }
         }
         Dt::Field(name) | Dt::PsumOut(name) => {
@@ -358,9 +366,7 @@ fn write_tag(
         Dt::Lo(name) | Dt::Hi(name) => {
             check_ctx()?;
             if tag > 0x0F {
-                return Err(format!(
-                    "{d} (tag {tag:#04x}) does not fit a 4-bit dtype nibble"
-                ));
+                return Err(SlotFault::WideTag { dtype: d, tag });
             }
             let o = fields::field(meta, name)?.offset as usize;
             b.0[o] = if matches!(dt, Dt::Lo(_)) {
@@ -384,15 +390,15 @@ fn write_desc(b: &mut Bundle, m: &tpbsim_isa::FieldMeta, d: &Desc) {
 }
 
 /// Descriptor dimensions of a field.
-pub(crate) fn dims_of(m: &tpbsim_isa::FieldMeta) -> Result<usize, String> {
+pub(crate) fn dims_of(m: &tpbsim_isa::FieldMeta) -> Result<usize, FieldError> {
     match m.ty {
         FieldType::Tensor(n) | FieldType::MemPattern(n) => Ok(n as usize),
-        other => Err(format!("field `{}` is {other:?}, not a descriptor", m.name)),
+        ty => Err(FieldError::NotDescriptorType { field: m.name, ty }),
     }
 }
 
 /// Read a descriptor field.
-pub(crate) fn read_desc(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<Desc, String> {
+pub(crate) fn read_desc(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<Desc, FieldError> {
     match m.read(b) {
         FieldValue::Pattern(p) => {
             let n = p.dims as usize;
@@ -402,12 +408,12 @@ pub(crate) fn read_desc(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<Desc, S
                 num: p.num[..n].to_vec(),
             })
         }
-        _ => Err(format!("field `{}` is not a descriptor", m.name)),
+        _ => Err(FieldError::NotDescriptor { field: m.name }),
     }
 }
 
 /// Read an MX descriptor field.
-pub(crate) fn read_mx(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<MxDesc, String> {
+pub(crate) fn read_mx(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<MxDesc, FieldError> {
     match m.read(b) {
         FieldValue::MxMem(x) => Ok(MxDesc {
             data: x.data,
@@ -415,7 +421,7 @@ pub(crate) fn read_mx(b: &Bundle, m: &tpbsim_isa::FieldMeta) -> Result<MxDesc, S
             k: x.k,
             step_sign: x.step_sign,
         }),
-        _ => Err(format!("field `{}` is not an MXMEM_PATTERN1D", m.name)),
+        _ => Err(FieldError::NotMx { field: m.name }),
     }
 }
 
@@ -426,26 +432,35 @@ fn write_piece(
     p: &Piece,
     inst: &Instruction,
     gen: Gen,
-) -> Result<(), String> {
+) -> Result<(), OperandError> {
     let mut parts = Parts(Vec::new());
     let pe = matches!(p.opcode, 0x01 | 0x02);
-    let get =
-        |s: Slot| slot_ap(inst, s).ok_or_else(|| format!("{} has no {s:?} operand", inst.class));
+    let get = |slot: Slot| {
+        slot_ap(inst, slot).ok_or(OperandError::Missing {
+            class: inst.class,
+            slot,
+        })
+    };
+    let at = |slot: Slot| move |fault| OperandError::Slot { slot, fault };
     for bind in &p.binds {
         match *bind {
             Bind::Role(r, s) => {
                 let a = get(s)?;
                 let m = fields::field(meta, r.field)?;
-                let d = ap::lower_desc(a, dims_of(m)?, gen)
-                    .map_err(|e| format!("{s:?} ({}): {e}", r.field.name))?;
+                let d = ap::lower_desc(a, dims_of(m)?, gen).map_err(|error| {
+                    OperandError::Descriptor {
+                        slot: s,
+                        field: r.field.name,
+                        error,
+                    }
+                })?;
                 write_desc(b, m, &d);
                 let pe_in = pe
                     && matches!(r.dt, Dt::Field(l) if l == ldw_loc::IN_DTYPE || l == mm_loc::IN_DTYPE);
-                write_tag(b, meta, r.dt, a.dtype, r.ctx, pe_in, gen)
-                    .map_err(|e| format!("{s:?}: {e}"))?;
+                write_tag(b, meta, r.dt, a.dtype, r.ctx, pe_in, gen).map_err(at(s))?;
                 parts
                     .put(b, meta, r.part, a.partitions, gen)
-                    .map_err(|e| format!("{s:?}: {e}"))?;
+                    .map_err(at(s))?;
             }
             Bind::Mx {
                 field,
@@ -455,14 +470,17 @@ fn write_piece(
                 scale,
             } => {
                 let (da, sa) = (get(data)?, get(scale)?);
-                if sa.dtype != Dtype::Float8E8m0fnu && sa.dtype != Dtype::Uint8 {
-                    return Err(format!(
-                        "{scale:?}: MX scales are E8M0 bytes, not {}",
-                        sa.dtype
-                    ));
+                if sa.dtype != NumFormat::Float8E8m0fnu && sa.dtype != NumFormat::Uint8 {
+                    return Err(OperandError::MxScale {
+                        slot: scale,
+                        dtype: sa.dtype,
+                    });
                 }
-                let x = ap::lower_mx(da, sa, gen)
-                    .map_err(|e| format!("{data:?} ({}): {e}", field.name))?;
+                let x = ap::lower_mx(da, sa, gen).map_err(|error| OperandError::Descriptor {
+                    slot: data,
+                    field: field.name,
+                    error,
+                })?;
                 let o = fields::field(meta, field)?.offset as usize;
                 x.data.write(&mut b.0, o);
                 x.scale.write(&mut b.0, o + 4);
@@ -477,21 +495,21 @@ fn write_piece(
                     false,
                     gen,
                 )
-                .map_err(|e| format!("{data:?}: {e}"))?;
+                .map_err(at(data))?;
                 parts
                     .put(b, meta, part, da.partitions, gen)
-                    .map_err(|e| format!("{data:?}: {e}"))?;
+                    .map_err(at(data))?;
             }
             Bind::Bias(s) => {
                 let a = get(s)?;
                 if a.num_elements_per_partition() != 1 {
-                    return Err(format!(
-                        "{s:?}: the activation bias is one value per partition, not {}",
-                        a.num_elements_per_partition()
-                    ));
+                    return Err(OperandError::BiasElements {
+                        slot: s,
+                        elements: a.num_elements_per_partition(),
+                    });
                 }
-                let addr: Addr4 =
-                    ap::address_of(a, gen).map_err(|e| format!("{s:?} (bias): {e}"))?;
+                let addr: Addr4 = ap::address_of(a, gen)
+                    .map_err(|error| OperandError::BiasAddress { slot: s, error })?;
                 write_uint(
                     b,
                     fields::field(meta, act_loc::BIAS)?.offset as usize,
@@ -507,10 +525,10 @@ fn write_piece(
                     false,
                     gen,
                 )
-                .map_err(|e| format!("{s:?}: {e}"))?;
+                .map_err(at(s))?;
                 parts
                     .put(b, meta, act_loc::NUM_ACTIVE_PARTITIONS, a.partitions, gen)
-                    .map_err(|e| format!("{s:?}: {e}"))?;
+                    .map_err(at(s))?;
             }
         }
     }
@@ -531,13 +549,13 @@ fn finish(
     pieces: &[Piece],
     bundles: &mut [(Bundle, &'static LayoutMeta)],
     gen: Gen,
-) -> Result<(), String> {
+) -> Result<(), OperandError> {
     use InstClass as C;
     let ap = |s: Slot| slot_ap(inst, s);
     match inst.class {
         C::Matmult | C::Transpose => {
             let two = pieces.len() == 4;
-            let out = ap(Slot::Out(0)).ok_or("a matmul writes one PSUM output")?;
+            let out = ap(Slot::Out(0)).ok_or(OperandError::MatmulOutput)?;
             for (k, (b, meta)) in bundles.iter_mut().enumerate() {
                 let pass = k / 2;
                 let operand = if pieces[k].opcode == 0x01 {
@@ -545,10 +563,10 @@ fn finish(
                 } else {
                     ap(Slot::Arg(0))
                 };
-                let operand = operand.ok_or("missing matmul input")?;
+                let operand = operand.ok_or(OperandError::MatmulInput)?;
                 let mode = match operand.dtype {
-                    Dtype::Float32r => 2,
-                    Dtype::Float32 if two => [1, 2][pass],
+                    NumFormat::Float32r => 2,
+                    NumFormat::Float32 if two => [1, 2][pass],
                     _ => 0,
                 };
                 set_if(b, meta, &[ldw_loc::FP32_MODE, mm_loc::FP32_MODE], mode);
@@ -573,20 +591,13 @@ fn finish(
                     } else {
                         out.partitions
                     };
-                    let cols = u8::try_from(cols).map_err(|_| {
-                        format!(
-                            "{} output partitions do not fit num_active_cols",
-                            out.partitions
-                        )
+                    let cols = u8::try_from(cols).map_err(|_| OperandError::MatmulCols {
+                        partitions: out.partitions,
                     })?;
                     set_if(b, meta, &[ldw_loc::NUM_ACTIVE_COLS], cols as u64);
                 } else if inst.class == C::Transpose {
                     match gen {
-                        Gen::V2 => {
-                            return Err(
-                                "no transpose marker is known for the v2 matmul layout".into()
-                            )
-                        }
+                        Gen::V2 => return Err(OperandError::TransposeV2),
                         Gen::V3 | Gen::V4 => set_if(b, meta, &[mm_loc::TRANSPOSE_MODE], 1),
                         Gen::V5 => set_if(b, meta, &[mm_loc::FLAGS], 0x20),
                     }
@@ -594,20 +605,20 @@ fn finish(
             }
         }
         // A float32r weight load is the FP32 tag with fp32_mode High, as in a matmul.
-        C::LoadWeights if ap(Slot::Arg(0)).is_some_and(|a| a.dtype == Dtype::Float32r) => {
+        C::LoadWeights if ap(Slot::Arg(0)).is_some_and(|a| a.dtype == NumFormat::Float32r) => {
             let (b, meta) = &mut bundles[0];
             set_if(b, meta, &[ldw_loc::FP32_MODE], 2);
         }
         C::MatmultMx => {
             if let ClassFields::MatmultMx(f) = &inst.fields {
                 if f.replication_shift != 0 || f.tiles.is_some() {
-                    return Err("MatmultMx replication shift and tiles have no field in the 0x09/0x0A layouts".into());
+                    return Err(OperandError::MxFields);
                 }
             }
-            let out = ap(Slot::Out(0)).ok_or("MatmultMx writes one PSUM output")?;
+            let out = ap(Slot::Out(0)).ok_or(OperandError::MxOutput)?;
             for (k, (b, meta)) in bundles.iter_mut().enumerate() {
                 let data = ap(if k == 0 { Slot::Arg(1) } else { Slot::Arg(0) })
-                    .ok_or("missing MX data")?;
+                    .ok_or(OperandError::MxData)?;
                 set_if(
                     b,
                     meta,
@@ -616,8 +627,7 @@ fn finish(
                 );
                 set_if(b, meta, &[ldwmx_loc::COL_GRP, mmx_loc::COL_GRP], 0x0F);
                 if k == 0 {
-                    let cols = u8::try_from(out.partitions)
-                        .map_err(|_| "output partitions do not fit num_active_cols".to_string())?;
+                    let cols = u8::try_from(out.partitions).map_err(|_| OperandError::MxCols)?;
                     set_if(b, meta, &[ldwmx_loc::NUM_ACTIVE_COLS], cols as u64);
                 }
             }
@@ -664,16 +674,17 @@ pub(crate) fn build(
     inst: &Instruction,
     pieces: &[Piece],
     gen: Gen,
-) -> Result<Vec<(Bundle, &'static LayoutMeta)>, String> {
+) -> Result<Vec<(Bundle, &'static LayoutMeta)>, OperandError> {
     let (na, no) = arity(pieces);
     if inst.args.len() != na || inst.outs.len() != no {
-        return Err(format!(
-            "{} lowered to {} takes {na} input(s) and {no} output(s), found {} and {}",
-            inst.class,
-            mnemonics(&pieces.iter().map(|p| p.opcode).collect::<Vec<_>>()),
-            inst.args.len(),
-            inst.outs.len()
-        ));
+        return Err(OperandError::Arity {
+            class: inst.class,
+            opcodes: pieces.iter().map(|p| p.opcode).collect(),
+            args: na,
+            outs: no,
+            found_args: inst.args.len(),
+            found_outs: inst.outs.len(),
+        });
     }
     let mut out = Vec::with_capacity(pieces.len());
     for p in pieces {
@@ -703,17 +714,18 @@ pub(crate) fn apply_params(
     b: &mut Bundle,
     meta: &'static LayoutMeta,
     form: &Form,
-) -> Result<(), String> {
+) -> Result<(), AttrError> {
     for p in form.params {
-        let p = p.name;
-        let Some(v) = attrs.get(p) else { continue };
+        let key = p.name;
+        let Some(v) = attrs.get(key) else { continue };
         if v.is_null() {
             continue;
         }
-        let m = meta
-            .field(p)
-            .ok_or_else(|| format!("attrs.{p}: the {} layout has no such field", meta.rust_name))?;
-        fields::put_param(m, b, v).map_err(|e| format!("attrs.{p}: {e}"))?;
+        let m = meta.field(key).ok_or(AttrError::NoParamField {
+            key,
+            layout: meta.rust_name,
+        })?;
+        fields::put_param(m, b, v).map_err(|error| AttrError::Value { key, error })?;
     }
     Ok(())
 }
@@ -722,23 +734,26 @@ pub(crate) fn apply_params(
 pub(crate) fn apply_overrides(
     attrs: &Map<String, Value>,
     bundles: &mut [(Bundle, &'static LayoutMeta)],
-) -> Result<(), String> {
+) -> Result<(), AttrError> {
     let n = bundles.len();
-    let per_bundle = |key: &str| -> Result<Option<&Vec<Value>>, String> {
+    let per_bundle = |key: &'static str| -> Result<Option<&Vec<Value>>, AttrError> {
         match attrs.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Array(a)) if a.len() == n => Ok(Some(a)),
-            Some(Value::Array(a)) => {
-                Err(format!("attrs.{key}: {} entries for {n} bundles", a.len()))
-            }
-            Some(v) => Err(format!(
-                "attrs.{key}: expected an array (one entry per bundle), found {v}"
-            )),
+            Some(Value::Array(a)) => Err(AttrError::EntryCount {
+                key,
+                found: a.len(),
+                bundles: n,
+            }),
+            Some(v) => Err(AttrError::NotPerBundle {
+                key,
+                found: v.clone(),
+            }),
         }
     };
     if let Some(ev) = per_bundle(ATTR_EVENTS)? {
         for (k, ((b, _), v)) in bundles.iter_mut().zip(ev).enumerate() {
-            fields::put_events(b, v).map_err(|e| format!("attrs.{ATTR_EVENTS}[{k}]: {e}"))?;
+            fields::put_events(b, v).map_err(|error| AttrError::Events { bundle: k, error })?;
         }
     }
     if let Some(w) = per_bundle(ATTR_WIRE)? {
@@ -747,34 +762,34 @@ pub(crate) fn apply_overrides(
                 if v.is_null() {
                     continue;
                 }
-                return Err(format!(
-                    "attrs.{ATTR_WIRE}[{k}]: expected an object, found {v}"
-                ));
+                return Err(AttrError::WireNotObject {
+                    bundle: k,
+                    found: v.clone(),
+                });
             };
             for (name, x) in obj {
-                let leaf = fields::find_leaf(meta, name).ok_or_else(|| {
-                    format!(
-                        "attrs.{ATTR_WIRE}[{k}]: the {} layout has no field `{name}`",
-                        meta.rust_name
-                    )
+                let leaf = fields::find_leaf(meta, name).ok_or_else(|| AttrError::WireNoField {
+                    bundle: k,
+                    layout: meta.rust_name,
+                    name: name.clone(),
                 })?;
-                fields::put_leaf(b, &leaf, x)
-                    .map_err(|e| format!("attrs.{ATTR_WIRE}[{k}].{name}: {e}"))?;
+                fields::put_leaf(b, &leaf, x).map_err(|error| AttrError::Wire {
+                    bundle: k,
+                    name: name.clone(),
+                    error,
+                })?;
             }
         }
     }
     Ok(())
 }
 
-fn generic_bundles(inst: &Instruction) -> Result<Vec<Bundle>, String> {
-    let v = inst
-        .attrs
-        .get(ATTR_BUNDLE)
-        .ok_or_else(|| format!("a Generic instruction keeps its bundle in attrs.{ATTR_BUNDLE}"))?;
-    let one = |x: &Value| -> Result<Bundle, String> {
+fn generic_bundles(inst: &Instruction) -> Result<Vec<Bundle>, GenericError> {
+    let v = inst.attrs.get(ATTR_BUNDLE).ok_or(GenericError::Missing)?;
+    let one = |x: &Value| -> Result<Bundle, GenericError> {
         x.as_str()
             .and_then(Bundle::from_hex)
-            .ok_or_else(|| format!("attrs.{ATTR_BUNDLE}: expected 128 hex digits, found {x}"))
+            .ok_or_else(|| GenericError::NotHex(x.clone()))
     };
     match v {
         Value::Array(list) => list.iter().map(one).collect(),
@@ -784,7 +799,7 @@ fn generic_bundles(inst: &Instruction) -> Result<Vec<Bundle>, String> {
 
 /// An `fp32_mode` parameter may not override the mode the operands fix: High on a float32r
 /// input, Low / High on the two passes of a float32 matmul.
-fn fp32_mode_is_free(inst: &Instruction, pieces: &[Piece], k: usize) -> Result<(), String> {
+fn fp32_mode_is_free(inst: &Instruction, pieces: &[Piece], k: usize) -> Result<(), AttrError> {
     let Some(v) = inst.attrs.get("fp32_mode").filter(|v| !v.is_null()) else {
         return Ok(());
     };
@@ -794,19 +809,15 @@ fn fp32_mode_is_free(inst: &Instruction, pieces: &[Piece], k: usize) -> Result<(
         _ => return Ok(()),
     };
     if pieces.len() == 4 {
-        return Err(format!(
-            "attrs.fp32_mode: {v} conflicts with the two-pass float32 form (Low then High)"
-        ));
+        return Err(AttrError::Fp32TwoPass(v.clone()));
     }
-    if operand.is_some_and(|a| a.dtype == Dtype::Float32r) {
-        return Err(format!(
-            "attrs.fp32_mode: {v} conflicts with the float32r input (fp32_mode High)"
-        ));
+    if operand.is_some_and(|a| a.dtype == NumFormat::Float32r) {
+        return Err(AttrError::Fp32Float32r(v.clone()));
     }
-    if operand.is_some_and(|a| a.dtype == Dtype::Float32)
+    if operand.is_some_and(|a| a.dtype == NumFormat::Float32)
         && super::fields::parse_enum("PE_FP32MODE", v) == Ok(2)
     {
-        return Err("attrs.fp32_mode: High on a float32 input in one pass is the dtype float32r; write that instead".into());
+        return Err(AttrError::Fp32High);
     }
     Ok(())
 }

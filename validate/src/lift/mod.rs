@@ -33,6 +33,7 @@
 
 pub mod ap;
 pub mod dtype;
+mod error;
 mod fields;
 mod groups;
 mod lifter;
@@ -46,8 +47,12 @@ use tpbsim_isa::{Bundle, Engine, Gen};
 
 use crate::bir::{EngineType, Function, InstClass};
 
+pub use error::{
+    AttrError, FieldError, GenericError, LiftError, LiftFault, LowerError, OperandError, PlanError,
+    SlotFault, ValueError,
+};
 pub use lifter::{lift_stream, lift_streams, locate, Lifted, LiftedStream, StreamInput};
-pub use lower::lower_instruction;
+pub use lower::{lower_instruction, Slot};
 
 /// Attribute: the `{index, bundles, offset}` the instruction was lifted from.
 pub const ATTR_ORIGIN: &str = "origin";
@@ -91,138 +96,6 @@ pub struct Origin {
     pub bundles: u32,
     /// Byte offset of the first bundle.
     pub offset: u64,
-}
-
-/// Why an instruction does not lower; the variant says at which step. Every message reads
-/// `<class> on <gen>: <reason>`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LowerError {
-    /// A structured region: its body blocks are not one flat stream.
-    #[error("{class} on {gen}: structured regions do not lower to a flat stream")]
-    Region {
-        /// The instruction's class.
-        class: InstClass,
-        /// Target generation.
-        gen: Gen,
-    },
-    /// A `Generic` instruction whose kept bundle (`attrs.bundle`) is missing or malformed.
-    #[error("{class} on {gen}: {reason}")]
-    GenericBundle {
-        /// The instruction's class.
-        class: InstClass,
-        /// Target generation.
-        gen: Gen,
-        /// What is wrong with the kept bundle.
-        reason: String,
-    },
-    /// No opcode sequence carries the instruction (its class, dtypes, engine, ALU op or
-    /// `attrs.opcode`).
-    #[error("{class} on {gen}: {reason}")]
-    Opcode {
-        /// The instruction's class.
-        class: InstClass,
-        /// Target generation.
-        gen: Gen,
-        /// Why no opcode fits.
-        reason: String,
-    },
-    /// An operand or a derived field does not fit the chosen layouts.
-    #[error("{class} on {gen}: {reason}")]
-    Operands {
-        /// The instruction's class.
-        class: InstClass,
-        /// Target generation.
-        gen: Gen,
-        /// Which operand and what does not fit.
-        reason: String,
-    },
-    /// A parameter, `events` or `wire` attribute does not fit its field.
-    #[error("{class} on {gen}: {reason}")]
-    Attribute {
-        /// The instruction's class.
-        class: InstClass,
-        /// Target generation.
-        gen: Gen,
-        /// Which attribute (`attrs.<key>`) and what does not fit.
-        reason: String,
-    },
-    /// An encoded bundle does not decode in the target generation.
-    #[error("{class} on {gen}: {error}")]
-    Decode {
-        /// The instruction's class.
-        class: InstClass,
-        /// Target generation.
-        gen: Gen,
-        /// The decoder's verdict.
-        error: tpbsim_isa::DecodeError,
-    },
-}
-
-impl LowerError {
-    /// The class of the instruction that does not lower.
-    pub fn class(&self) -> InstClass {
-        match self {
-            LowerError::Region { class, .. }
-            | LowerError::GenericBundle { class, .. }
-            | LowerError::Opcode { class, .. }
-            | LowerError::Operands { class, .. }
-            | LowerError::Attribute { class, .. }
-            | LowerError::Decode { class, .. } => *class,
-        }
-    }
-
-    /// The reason, without the `<class> on <gen>: ` prefix.
-    pub fn reason(&self) -> String {
-        match self {
-            LowerError::Region { .. } => "structured regions do not lower to a flat stream".into(),
-            LowerError::GenericBundle { reason, .. }
-            | LowerError::Opcode { reason, .. }
-            | LowerError::Operands { reason, .. }
-            | LowerError::Attribute { reason, .. } => reason.clone(),
-            LowerError::Decode { error, .. } => error.to_string(),
-        }
-    }
-}
-
-/// Why a bundle is not lifted: it is kept as a `Generic` instruction holding its bytes, and
-/// the stream's report names the reason.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LiftError {
-    /// The bundle does not decode in this generation.
-    #[error("{0}")]
-    Decode(tpbsim_isa::DecodeError),
-    /// A bundle of a multi-bundle group without the rest of its group.
-    #[error("{0}")]
-    Unpaired(&'static str),
-    /// The opcode has no lifting form.
-    #[error("no lifting rule for {}", lower::mnemonic(*.opcode))]
-    NoRule {
-        /// The opcode.
-        opcode: u8,
-    },
-    /// The group's operands or parameters do not map to BIR, or lowering the result does not
-    /// give the bundles back byte for byte.
-    #[error("{} as {class}: {reason}", lower::mnemonics(.opcodes))]
-    NotLiftable {
-        /// The group's opcodes.
-        opcodes: Vec<u8>,
-        /// The class the group would lift to.
-        class: InstClass,
-        /// What does not map.
-        reason: String,
-    },
-}
-
-impl LiftError {
-    /// Short reason used to group reports.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            LiftError::Decode(_) => "unknown opcode",
-            LiftError::Unpaired(_) => "unpaired",
-            LiftError::NoRule { .. } => "no lifting rule",
-            LiftError::NotLiftable { .. } => "not liftable",
-        }
-    }
 }
 
 /// The BIR engine of a wire engine (the inverse of the compiler's `convert()`: PE→3, ACT→2,

@@ -19,7 +19,9 @@ use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{spec, Gen};
 
 use super::dtype::DtypeCtx;
-use crate::bir::{Dtype, EngineType, InstClass, Instruction};
+use super::error::{AttrError, PlanError};
+use crate::bir::{EngineType, InstClass, Instruction};
+use tpbsim_isa::NumFormat;
 
 /// Where an operand's dtype tag sits. Fields are named by their generated locators
 /// (`tpbsim_isa::formats::loc::<format>::<FIELD>`), so a field renamed or dropped in the spec
@@ -33,7 +35,7 @@ pub(crate) enum Dt {
     /// The high nibble of a dtype-pair field.
     Hi(FieldLoc),
     /// No tag on the wire: the dtype is fixed.
-    Fixed(Dtype),
+    Fixed(NumFormat),
     /// The dense matmul's PSUM dtype field: tag 0 (not written) reads as float32, the PSUM
     /// accumulation format of v2/v3 (facts §9.5); lowering writes the tag.
     PsumOut(FieldLoc),
@@ -739,22 +741,21 @@ pub(crate) fn forms_of(class: InstClass) -> impl Iterator<Item = (u8, &'static F
 }
 
 /// An attribute value as an ALU op byte (by name or number); `None` when absent.
-pub(crate) fn alu_attr(inst: &Instruction, key: &str) -> Result<Option<u8>, String> {
-    match inst.attrs.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => super::fields::parse_enum("ALU_OP", v)
-            .map(Some)
-            .map_err(|e| format!("attrs.{key}: {e}")),
-    }
+pub(crate) fn alu_attr(inst: &Instruction, key: &'static str) -> Result<Option<u8>, AttrError> {
+    enum_attr(inst, key, "ALU_OP")
 }
 
 /// An enumeration attribute (by name or number); `None` when absent.
-pub(crate) fn enum_attr(inst: &Instruction, key: &str, e: &str) -> Result<Option<u8>, String> {
+pub(crate) fn enum_attr(
+    inst: &Instruction,
+    key: &'static str,
+    e: &'static str,
+) -> Result<Option<u8>, AttrError> {
     match inst.attrs.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => super::fields::parse_enum(e, v)
             .map(Some)
-            .map_err(|err| format!("attrs.{key}: {err}")),
+            .map_err(|error| AttrError::Value { key, error }),
     }
 }
 
@@ -765,7 +766,13 @@ pub(crate) fn is_bitvec(op: u8, gen: Gen) -> bool {
 }
 
 /// `bitvec` when the ALU op in `attrs[key]` is a bit-vector op, else `arith`.
-fn by_op(inst: &Instruction, key: &str, gen: Gen, bitvec: u8, arith: u8) -> Result<u8, String> {
+fn by_op(
+    inst: &Instruction,
+    key: &'static str,
+    gen: Gen,
+    bitvec: u8,
+    arith: u8,
+) -> Result<u8, AttrError> {
     Ok(if is_bitvec(alu_attr(inst, key)?.unwrap_or(0), gen) {
         bitvec
     } else {
@@ -775,7 +782,7 @@ fn by_op(inst: &Instruction, key: &str, gen: Gen, bitvec: u8, arith: u8) -> Resu
 
 /// The seed-004 fan-in for a single-bundle class: the opcode for this instruction's dtypes,
 /// engine, ALU op and generation, before any `opcode` attribute.
-pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String> {
+pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanError> {
     use InstClass as C;
     let arg_dt = |i: usize| inst.args.get(i).map(|a| a.dtype);
     let out_dt = |i: usize| inst.outs.get(i).map(|a| a.dtype);
@@ -791,8 +798,8 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
                 0xF3
             } else if gen == Gen::V2
                 && inst.engine == EngineType::Pool
-                && arg_dt(0) == Some(Dtype::Bfloat16)
-                && arg_dt(1) == Some(Dtype::Bfloat16)
+                && arg_dt(0) == Some(NumFormat::Bfloat16)
+                && arg_dt(1) == Some(NumFormat::Bfloat16)
                 && inst.args.iter().all(packed_pairs)
                 && matches!(op, 0x04..=0x06)
             {
@@ -811,7 +818,7 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
             let op = alu_attr(inst, "op")?.unwrap_or(0);
             if gen == Gen::V2
                 && inst.engine == EngineType::Pool
-                && arg_dt(0) == Some(Dtype::Bfloat16)
+                && arg_dt(0) == Some(NumFormat::Bfloat16)
                 && matches!(op, 0x04 | 0x08)
             {
                 if op == 0x04 {
@@ -848,12 +855,7 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
             match inst.attrs.get(super::ATTR_TSC_MODE).and_then(Value::as_str) {
                 None | Some("Reduce") => 0x9A,
                 Some("Cumulative") | Some("TensorScan") => 0xE6,
-                Some(other) => {
-                    return Err(format!(
-                        "attrs.{}: unknown mode `{other}` (Reduce, Cumulative, TensorScan)",
-                        super::ATTR_TSC_MODE
-                    ))
-                }
+                Some(other) => return Err(PlanError::TscMode(other.to_string())),
             }
         }
         C::TensorCopy => {
@@ -872,7 +874,7 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, String>
         }
         other => match forms_of(other).next() {
             Some((op, _)) => op,
-            None => return Err(format!("no single-bundle opcode lowers {other}")),
+            None => return Err(PlanError::NoOpcode(other)),
         },
     })
 }

@@ -228,7 +228,7 @@ fn add_dma_writes(sg: &Subgraph, w: &mut Writes) {
                 .to_dtype
                 .or(to.dtype)
                 .or(from_dtype)
-                .map_or(1, |d| d.size() as u64);
+                .map_or(1, |d| d.container_bytes() as u64);
             let sizes = &e.to_sizes;
             if sizes.is_empty() {
                 continue;

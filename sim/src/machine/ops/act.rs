@@ -10,7 +10,7 @@ use crate::numerics::act::{self, AccumulateInto, ActFunction, ClosedForm};
 use crate::numerics::alu::{self, AluOp};
 use crate::numerics::cast::CastPolicy;
 use crate::numerics::reduce::AccumCmd;
-use crate::numerics::Format;
+use tpbsim_isa::NumFormat;
 
 impl Machine<'_> {
     /// Activate on ACT: `dst = f(src × scale + bias)`, optionally accumulated.
@@ -33,7 +33,7 @@ impl Machine<'_> {
                 })
             }
         };
-        let scale = self.scalar(site, x.scale_src, x.scale_value.0, Format::Float32)?;
+        let scale = self.scalar(site, x.scale_src, x.scale_value.0, NumFormat::Float32)?;
         let src = self.pattern(site, "src", &x.src, n, input)?;
         let dst = self.pattern(site, "dst", &x.dst, n, out)?;
         let (rs, rd, shape) = self.elementwise(site, &src, &dst)?;
@@ -124,7 +124,7 @@ impl Machine<'_> {
             });
         }
         let imm_format = match x.imm_dtype.0 {
-            0 => Format::Float32,
+            0 => NumFormat::Float32,
             _ => self.format(site, "imm", x.imm_dtype)?,
         };
         let s0 = self.scalar(site, x.imm0_src, x.imm0, imm_format)?;

@@ -13,7 +13,7 @@ use crate::machine::fault::{Fault, Site};
 use crate::machine::sched::Flow;
 use crate::machine::sync::SyncState;
 use crate::numerics::alu::{AluContext, AluOp, ElementOp, Signedness};
-use crate::numerics::Kind;
+use tpbsim_isa::dtype::Kind;
 
 /// The control form (no operands): HALT finishes the engine; ENGINE_NOP, INSTRUCTION_FLUSH,
 /// NOP and NOTIFY act through their events only.

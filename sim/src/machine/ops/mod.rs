@@ -37,7 +37,8 @@ use crate::numerics::alu::{AluContext, Scalar, Signedness, TileShape};
 use crate::numerics::cast::{from_f32_slice, to_f32_slice, CastPolicy};
 use crate::numerics::mx::{self, BLOCK_PARTITIONS};
 use crate::numerics::reduce::Accumulators;
-use crate::numerics::{Format, Kind};
+use tpbsim_isa::dtype::Kind;
+use tpbsim_isa::NumFormat;
 
 /// Operand buffers a machine keeps for reuse between bundles.
 const OPERAND_BUFFERS: usize = 8;
@@ -53,12 +54,12 @@ pub enum Stationary {
         /// Columns.
         n: usize,
         /// Input format.
-        format: Format,
+        format: NumFormat,
     },
     /// An MX operand: packed data and its interleaved scale buffer.
     Mx {
         /// Packed ×4 format.
-        format: Format,
+        format: NumFormat,
         /// Partitions.
         partitions: usize,
         /// Containers per partition.
@@ -96,15 +97,15 @@ pub enum ScalarSrc {
         /// Partition-folded start address (partition = first active partition).
         addr: u32,
         /// Element format.
-        format: Format,
+        format: NumFormat,
     },
 }
 
-pub(crate) fn is_int(f: Format) -> bool {
+pub(crate) fn is_int(f: NumFormat) -> bool {
     f.kind() != Kind::Float
 }
 
-pub(crate) fn signedness(formats: &[Format]) -> Signedness {
+pub(crate) fn signedness(formats: &[NumFormat]) -> Signedness {
     if formats.iter().all(|f| f.kind() == Kind::Unsigned) {
         Signedness::Unsigned
     } else {
@@ -146,7 +147,7 @@ pub(crate) fn same_count(
     Ok(())
 }
 
-pub(crate) fn widen(bytes: &[u8], f: Format) -> Vec<u32> {
+pub(crate) fn widen(bytes: &[u8], f: NumFormat) -> Vec<u32> {
     let n = f.container_bytes();
     bytes
         .chunks_exact(n)
@@ -160,7 +161,7 @@ pub(crate) fn widen(bytes: &[u8], f: Format) -> Vec<u32> {
         .collect()
 }
 
-pub(crate) fn narrow(vals: &[u32], f: Format) -> Vec<u8> {
+pub(crate) fn narrow(vals: &[u32], f: NumFormat) -> Vec<u8> {
     let n = f.container_bytes();
     let mut out = Vec::with_capacity(vals.len() * n);
     for v in vals {
@@ -190,7 +191,7 @@ pub(crate) fn to_bytes(vals: &[u64], n: usize) -> Vec<u8> {
     out
 }
 
-pub(crate) fn unpacked(site: Site, what: &str, f: Format) -> Result<(), Fault> {
+pub(crate) fn unpacked(site: Site, what: &str, f: NumFormat) -> Result<(), Fault> {
     if f.lanes() != 1 {
         return Err(Fault::exec(
             site,
@@ -205,11 +206,11 @@ pub(crate) fn unpacked(site: Site, what: &str, f: Format) -> Result<(), Fault> {
 
 /// The packed ×4 form an MX instruction's element dtype tag stands for (the tag names the
 /// element: FP8_EXP4 0x0E, FP8_EXP5 0x0F; FP4_EXP2 0x10 already reads as the packed form).
-pub(crate) fn mx_packed(f: Format) -> Format {
+pub(crate) fn mx_packed(f: NumFormat) -> NumFormat {
     match f {
-        Format::Float8E4m3fn | Format::Float8E4m3 => Format::Float8E4m3fnX4,
-        Format::Float8E5m2 => Format::Float8E5m2X4,
-        Format::Float4E2m1fn => Format::Float4E2m1fnX4,
+        NumFormat::Float8E4m3fn | NumFormat::Float8E4m3 => NumFormat::Float8E4m3fnX4,
+        NumFormat::Float8E5m2 => NumFormat::Float8E5m2X4,
+        NumFormat::Float4E2m1fn => NumFormat::Float4E2m1fnX4,
         other => other,
     }
 }
@@ -250,7 +251,12 @@ impl Machine<'_> {
         Ok(r)
     }
 
-    pub(crate) fn load_f32(&self, site: Site, r: &Resolved, f: Format) -> Result<Vec<f32>, Fault> {
+    pub(crate) fn load_f32(
+        &self,
+        site: Site,
+        r: &Resolved,
+        f: NumFormat,
+    ) -> Result<Vec<f32>, Fault> {
         let mut out = Vec::new();
         self.load_f32_into(site, r, f, &mut out)?;
         Ok(out)
@@ -261,12 +267,14 @@ impl Machine<'_> {
         &self,
         site: Site,
         r: &Resolved,
-        f: Format,
+        f: NumFormat,
         out: &mut Vec<f32>,
     ) -> Result<(), Fault> {
         out.clear();
         // fp32 storage is the value's bits: no conversion pass.
-        if matches!(f, Format::Float32 | Format::Float32r) && self.chip.gather_f32_into(r, out) {
+        if matches!(f, NumFormat::Float32 | NumFormat::Float32r)
+            && self.chip.gather_f32_into(r, out)
+        {
             return Ok(());
         }
         let bytes = self.chip.gather(r);
@@ -294,12 +302,12 @@ impl Machine<'_> {
         &mut self,
         site: Site,
         r: &Resolved,
-        f: Format,
+        f: NumFormat,
         vals: &[f32],
         policy: &CastPolicy,
     ) -> Result<(), Fault> {
         #[cfg(target_endian = "little")]
-        if f == Format::Float32 {
+        if f == NumFormat::Float32 {
             // fp32 storage is the value's bits: no conversion pass.
             self.chip.scatter(r, bytemuck::cast_slice(vals));
             return Ok(());
@@ -311,7 +319,7 @@ impl Machine<'_> {
         Ok(())
     }
 
-    pub(crate) fn check_int(site: Site, f: Format) -> Result<(), Fault> {
+    pub(crate) fn check_int(site: Site, f: NumFormat) -> Result<(), Fault> {
         if f.container_bytes() > 4 {
             return Err(Fault::exec(
                 site,
@@ -365,7 +373,7 @@ impl Machine<'_> {
     }
 
     /// True when `e` runs these operand formats on its integer datapath.
-    pub(crate) fn int_datapath(&self, e: Engine, formats: &[Format]) -> bool {
+    pub(crate) fn int_datapath(&self, e: Engine, formats: &[NumFormat]) -> bool {
         let all_int = formats.iter().all(|&f| is_int(f));
         all_int && (e == Engine::Pool || e == Engine::Dve && self.gen >= Gen::V5)
     }
@@ -380,7 +388,7 @@ impl Machine<'_> {
         mx: &MxMemPattern1d,
         partitions: u8,
         lanes: u32,
-        format: Format,
+        format: NumFormat,
     ) -> Result<MxPatterns, Fault> {
         let fail = |m: String| Err(Fault::exec(site, format!("operand `{name}`: {m}")));
         if mx::emax(format).is_none() {
@@ -443,8 +451,8 @@ impl Machine<'_> {
     }
 
     /// The format a dtype field names on this generation.
-    pub(crate) fn format(&self, site: Site, field: &str, d: Dtype) -> Result<Format, Fault> {
-        Format::from_wire_tag(d.0, self.gen).ok_or_else(|| {
+    pub(crate) fn format(&self, site: Site, field: &str, d: Dtype) -> Result<NumFormat, Fault> {
+        NumFormat::from_wire_tag(d.0, self.gen).ok_or_else(|| {
             Fault::exec(
                 site,
                 format!(
@@ -462,7 +470,7 @@ impl Machine<'_> {
         name: &str,
         t: &Tensor<N>,
         partitions: u8,
-        f: Format,
+        f: NumFormat,
     ) -> Result<TensorPattern, Fault> {
         let addr = match t.addr.kind() {
             Addr4Kind::Imm => t.addr.address(),
@@ -511,7 +519,7 @@ impl Machine<'_> {
         src: &Tensor<N>,
         dst: &Tensor<N>,
         n: u8,
-    ) -> Result<(Format, Format, TensorPattern, TensorPattern), Fault> {
+    ) -> Result<(NumFormat, NumFormat, TensorPattern, TensorPattern), Fault> {
         let input = self.format(site, "in", dtypes.0)?;
         let out = self.format(site, "out", dtypes.1)?;
         let src = self.pattern(site, "src", src, n, input)?;
@@ -538,7 +546,7 @@ impl Machine<'_> {
         site: Site,
         src: ImmSrc,
         value: u32,
-        format: Format,
+        format: NumFormat,
     ) -> Result<ScalarSrc, Fault> {
         match src.0 {
             0 => Ok(ScalarSrc::Imm(value)),
@@ -588,7 +596,7 @@ impl<V: Copy + Default> ScalarVals<V> {
 }
 
 /// One element per partition at `addr` (a scalar operand's column).
-pub(crate) fn column(addr: u32, partitions: u32, format: Format) -> TensorPattern {
+pub(crate) fn column(addr: u32, partitions: u32, format: NumFormat) -> TensorPattern {
     TensorPattern::new(
         addr,
         partitions,
@@ -598,7 +606,7 @@ pub(crate) fn column(addr: u32, partitions: u32, format: Format) -> TensorPatter
 }
 
 /// A predicate / mask operand must be an integer format the 32-bit datapath reads.
-pub(crate) fn integer_operand(site: Site, what: &str, f: Format) -> Result<(), Fault> {
+pub(crate) fn integer_operand(site: Site, what: &str, f: NumFormat) -> Result<(), Fault> {
     if !is_int(f) {
         return Err(Fault::exec(
             site,

@@ -9,8 +9,8 @@ use crate::machine::geometry::Space;
 use crate::machine::pattern::TensorPattern;
 use crate::numerics::cast::CastPolicy;
 use crate::numerics::pe::{self, Fp32Mode, MxOperand, PeMode, PsumFlags, ZeroRegion};
-use crate::numerics::Format;
 use tpbsim_isa::Gen;
+use tpbsim_isa::NumFormat;
 
 /// Where a matmul's product goes: the PSUM destination and how it is written.
 struct PsumTarget {
@@ -19,7 +19,7 @@ struct PsumTarget {
     /// The bundle's zero region (START clears it).
     zero_region: WireZeroRegion,
     /// PSUM element format (fp32, or bf16 on v4+).
-    out: Format,
+    out: NumFormat,
     /// PSUM destination: N partitions × F elements.
     dst: TensorPattern,
 }
@@ -90,7 +90,7 @@ impl Machine<'_> {
         let input = self.format(site, "in", x.in_dtype())?;
         let out = match x.out_dtype() {
             Some(d) if d.0 != 0 => self.format(site, "out", d)?,
-            _ => Format::Float32,
+            _ => NumFormat::Float32,
         };
         let flags = match (x.psum_accumulate_flags(), x.flags()) {
             (Some(p), _) => PsumFlags::from_wire(p.into_bits()),
@@ -135,7 +135,7 @@ impl Machine<'_> {
             ));
         }
         let f = src.elems_per_partition() as usize;
-        let mode = if input == Format::Float32 || *format == Format::Float32 {
+        let mode = if input == NumFormat::Float32 || *format == NumFormat::Float32 {
             PeMode::Fp32(
                 Fp32Mode::from_wire(x.fp32_mode().0)
                     .map_err(|e| Fault::exec(site, e.to_string()))?,
@@ -154,7 +154,7 @@ impl Machine<'_> {
     pub(crate) fn matmul_mx(&mut self, site: Site, x: &MatmulMx) -> Result<(), Fault> {
         let input = mx_packed(self.format(site, "in", x.in_dtype)?);
         let out = match x.out_dtype.0 {
-            0 => Format::Float32,
+            0 => NumFormat::Float32,
             _ => self.format(site, "out", x.out_dtype)?,
         };
         let flags = PsumFlags::from_wire(x.psum_accumulate_flags.into_bits())
@@ -252,12 +252,12 @@ impl Machine<'_> {
         }
         let err = |e: pe::PeError| Fault::exec(site, e.to_string());
         match a.out {
-            Format::Float32 => {
-                let mut cur = self.load_f32(site, &rd, Format::Float32)?;
+            NumFormat::Float32 => {
+                let mut cur = self.load_f32(site, &rd, NumFormat::Float32)?;
                 pe::psum_write_f32(a.flags, sum, &mut cur).map_err(err)?;
-                self.store_f32(site, &rd, Format::Float32, &cur, &CastPolicy::REFERENCE)
+                self.store_f32(site, &rd, NumFormat::Float32, &cur, &CastPolicy::REFERENCE)
             }
-            Format::Bfloat16 if self.gen >= Gen::V4 => {
+            NumFormat::Bfloat16 if self.gen >= Gen::V4 => {
                 let bytes = self.chip.gather(&rd);
                 let mut cur: Vec<u16> = bytes
                     .chunks_exact(2)

@@ -21,7 +21,7 @@ use crate::numerics::cast::{self, CastPolicy};
 use crate::numerics::mx::{self, MxConfig, MxShape};
 use crate::numerics::pe;
 use crate::numerics::reduce::{self, ReduceAxes};
-use crate::numerics::Format;
+use tpbsim_isa::NumFormat;
 
 /// A validated ALU op on the datapath an instruction runs on.
 #[derive(Clone, Copy, Debug)]
@@ -36,7 +36,7 @@ pub(crate) enum DatapathOp {
 /// operands (`src0`, `src1`, `dst`) and op decided.
 #[derive(Clone, Debug)]
 pub(crate) struct TensorTensorPlan {
-    pub(crate) formats: [Format; 3],
+    pub(crate) formats: [NumFormat; 3],
     pub(crate) operands: [Resolved; 3],
     pub(crate) op: DatapathOp,
 }
@@ -54,7 +54,7 @@ pub(crate) enum ScalarOps {
 /// pattern, bounds-checked `src` / `dst`, tile shape, ops and operand order decided.
 #[derive(Clone, Debug)]
 pub(crate) struct TensorScalarPlan {
-    pub(crate) formats: [Format; 2],
+    pub(crate) formats: [NumFormat; 2],
     pub(crate) scalars: [ScalarSrc; 2],
     pub(crate) src: TensorPattern,
     pub(crate) operands: [Resolved; 2],
@@ -333,8 +333,8 @@ impl Machine<'_> {
         &mut self,
         site: Site,
         x: &TensorReduce,
-        input: Format,
-        out: Format,
+        input: NumFormat,
+        out: NumFormat,
         src: &TensorPattern,
         dst: &TensorPattern,
     ) -> Result<(), Fault> {
@@ -384,8 +384,8 @@ impl Machine<'_> {
         &mut self,
         site: Site,
         kind: Unary,
-        input: Format,
-        out: Format,
+        input: NumFormat,
+        out: NumFormat,
         src: &TensorPattern,
         dst: &TensorPattern,
     ) -> Result<(), Fault> {
@@ -630,8 +630,8 @@ impl Machine<'_> {
         &mut self,
         site: Site,
         x: &TensorReduce,
-        input: Format,
-        out: Format,
+        input: NumFormat,
+        out: NumFormat,
         src: &TensorPattern,
         dst: &TensorPattern,
     ) -> Result<(), Fault> {
@@ -900,7 +900,7 @@ impl Machine<'_> {
                 true
             }
             _ => {
-                if !pointer && scalar_format != Format::Float32 {
+                if !pointer && scalar_format != NumFormat::Float32 {
                     return Err(Fault::exec(
                         site,
                         format!(
@@ -938,9 +938,9 @@ impl Machine<'_> {
                         }
                         _ => {
                             let to = if sign == alu::Signedness::Unsigned {
-                                Format::Uint32
+                                NumFormat::Uint32
                             } else {
-                                Format::Int32
+                                NumFormat::Int32
                             };
                             cast::from_f32(to, f32::from_bits(bits), &CastPolicy::DEVICE) as u32
                         }

@@ -22,7 +22,7 @@ use crate::numerics::alu::{self, AluOp};
 use crate::numerics::cast::{self, CastPolicy};
 use crate::numerics::dequant::{self, DequantError, DequantFmt};
 use crate::numerics::reduce::AccumCmd;
-use crate::numerics::Format;
+use tpbsim_isa::NumFormat;
 
 /// The project-defined details each op's simulation relies on (the note `sim run` reports once
 /// a kernel executes the op).
@@ -56,7 +56,7 @@ fn free_len(site: Site, name: &str, p: &TensorPattern) -> Result<usize, Fault> {
 
 /// `code` in `from` written in `to`: the bits when the formats agree, else through the cast
 /// engine (fp32 hub, device policy).
-fn convert(from: Format, to: Format, code: u64) -> u64 {
+fn convert(from: NumFormat, to: NumFormat, code: u64) -> u64 {
     if from == to {
         code
     } else {
@@ -102,7 +102,7 @@ impl Machine<'_> {
             self.in_out(site, dtypes, &x.src, &x.dst, x.num_active_partitions)?;
         let group_size = x.group_size;
         for (what, f) in [("in_dtype", input), ("out_dtype", out)] {
-            if f != Format::Uint32 {
+            if f != NumFormat::Uint32 {
                 return Err(Fault::exec(
                     site,
                     format!(
@@ -128,7 +128,7 @@ impl Machine<'_> {
             self.operand(site, "src", &src)?,
             self.operand(site, "dst", &dst)?,
         );
-        let words = widen(&self.chip.gather(&rs), Format::Uint32);
+        let words = widen(&self.chip.gather(&rs), NumFormat::Uint32);
         let mut bytes = vec![0u8; dst.partitions as usize * dw * 4];
         for (s, o) in words.chunks_exact(sw).zip(bytes.chunks_exact_mut(dw * 4)) {
             dequant::dequantize_partition(fmt, group_size, s, o, &CastPolicy::DEVICE)
@@ -149,8 +149,8 @@ impl Machine<'_> {
         );
         let n = x.num_active_partitions;
         let bounds = [
-            self.scalar(site, x.bound0_src, x.bound0, Format::Float32)?,
-            self.scalar(site, x.bound1_src, x.bound1, Format::Float32)?,
+            self.scalar(site, x.bound0_src, x.bound0, NumFormat::Float32)?,
+            self.scalar(site, x.bound1_src, x.bound1, NumFormat::Float32)?,
         ];
         let src = self.pattern(site, "src", &x.src, n, input)?;
         let dst = self.pattern(site, "dst", &x.dst, n, out)?;
@@ -333,7 +333,7 @@ impl Machine<'_> {
         site: Site,
         name: &str,
         s: ScalarSrc,
-        format: Format,
+        format: NumFormat,
         partitions: u32,
     ) -> Result<Vec<u64>, Fault> {
         let n = format.container_bytes();

@@ -249,16 +249,17 @@ fn reduce_max_and_reciprocal() {
 
 #[test]
 fn engine_legality_is_the_spec_column_plus_the_documented_extensions() {
-    use crate::machine::dispatch::{executes_on, EXTRA_ENGINES};
+    use crate::machine::dispatch::executes_on;
+    use tpbsim_isa::RUNS_ON_EXTRA;
     for code in 0..=255u8 {
         for e in Engine::ALL {
             let spec = tpbsim_isa::spec::opcode(code).is_some_and(|r| r.runs_on(e));
-            let extra = EXTRA_ENGINES.contains(&(code, e));
+            let extra = RUNS_ON_EXTRA.contains(&(code, e));
             assert_eq!(executes_on(code, e), spec || extra, "{code:#04x} on {e}");
         }
     }
     // The extensions are real extensions: the spec's column lacks each of them.
-    for (code, e) in EXTRA_ENGINES {
+    for (code, e) in RUNS_ON_EXTRA {
         assert!(
             !tpbsim_isa::spec::opcode(code).unwrap().runs_on(e),
             "{code:#04x} {e}"

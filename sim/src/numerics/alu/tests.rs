@@ -701,9 +701,9 @@ fn cast_goes_through_the_cast_engine() {
     let mut dst = vec![0u8; 6];
     let n = cast_tile(
         &src,
-        Format::Float32,
+        NumFormat::Float32,
         &mut dst,
-        Format::Bfloat16,
+        NumFormat::Bfloat16,
         &CastPolicy::DEVICE,
     )
     .expect("cast");
@@ -712,9 +712,9 @@ fn cast_goes_through_the_cast_engine() {
     let mut ints = vec![0u8; 12];
     cast_tile(
         &src,
-        Format::Float32,
+        NumFormat::Float32,
         &mut ints,
-        Format::Int32,
+        NumFormat::Int32,
         &CastPolicy::DEVICE,
     )
     .expect("cast");
@@ -729,9 +729,9 @@ fn cast_goes_through_the_cast_engine() {
     );
     assert!(cast_tile(
         &src[..5],
-        Format::Float32,
+        NumFormat::Float32,
         &mut dst,
-        Format::Bfloat16,
+        NumFormat::Bfloat16,
         &CastPolicy::DEVICE
     )
     .is_err());

@@ -306,7 +306,7 @@ fn mx_dequantize_layout_and_codes() {
     let data = le_bytes(&[0x38u32 | 0x7E << 8 | 0x01 << 16 | 0xFF << 24; 32], 4);
     let scales = interleave(&[127, 128, 0xFF, 127], 1);
     let op = MxOperand {
-        format: Format::Float8E4m3fnX4,
+        format: NumFormat::Float8E4m3fnX4,
         partitions: 32,
         lanes: 1,
         data: &data,
@@ -322,7 +322,7 @@ fn mx_dequantize_layout_and_codes() {
     // Two lanes: row k = 4p + j holds lane j of each container.
     let two = le_bytes(&[0x38u32, 0x40 << 8].repeat(32), 4);
     let op = MxOperand {
-        format: Format::Float8E4m3fnX4,
+        format: NumFormat::Float8E4m3fnX4,
         partitions: 32,
         lanes: 2,
         data: &two,
@@ -337,7 +337,7 @@ fn mx_dequantize_layout_and_codes() {
     // fp4 e2m1 in 2-byte containers: nibbles 0x1 = 0.5, 0x7 = 6, 0x9 = -0.5, 0xF = -6.
     let data4 = le_bytes(&[0x1u32 | 0x7 << 4 | 0x9 << 8 | 0xF << 12; 32], 2);
     let op = MxOperand {
-        format: Format::Float4E2m1fnX4,
+        format: NumFormat::Float4E2m1fnX4,
         partitions: 32,
         lanes: 1,
         data: &data4,
@@ -358,7 +358,7 @@ fn mx_dequantize_layout_and_codes() {
     let data5 = le_bytes(&[0x7Cu32; 32], 4);
     let sc = interleave(&[127; 4], 1);
     let op = MxOperand {
-        format: Format::Float8E5m2X4,
+        format: NumFormat::Float8E5m2X4,
         partitions: 32,
         lanes: 1,
         data: &data5,
@@ -366,7 +366,7 @@ fn mx_dequantize_layout_and_codes() {
     };
     assert_eq!(mx_dequantize(&op).expect("deq")[0], f32::INFINITY);
     let bad = MxOperand {
-        format: Format::Bfloat16,
+        format: NumFormat::Bfloat16,
         ..op
     };
     assert!(matches!(mx_dequantize(&bad), Err(PeError::Mx(_))));
@@ -414,7 +414,7 @@ fn mx_matmul_matches_the_numpy_reference() {
         let name = case["name"].as_str().expect("name");
         let operand = |v: &serde_json::Value| {
             let format =
-                Format::from_name(v["format"].as_str().expect("format")).expect("known format");
+                NumFormat::from_name(v["format"].as_str().expect("format")).expect("known format");
             let data: Vec<u32> = v["data"]
                 .as_array()
                 .expect("data")

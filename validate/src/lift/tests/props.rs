@@ -1,795 +1,8 @@
-//! Lifter and lowering tests: crafted streams built with the isa crate's typed formats, the
-//! multi-bundle fusions, unliftable bundles, and the two round-trip properties.
+//! Property tests: random instructions of every class and every single-bundle binding lower
+//! and lift back unchanged, random bundles lift and lower back byte for byte; the class
+//! generator reaches every fan-in variant.
 
-use proptest::prelude::*;
-use serde_json::{Map, Value};
-use tpbsim_isa::spec::FieldLoc;
-use tpbsim_isa::{
-    Addr4, AluOp, Bundle, Dtype as W, DtypePair, Engine, Gen, Header, LdWeightsMx, LdWeightsV3,
-    MatmulMx, MatmulV3, Opcode, Tensor, TensorReduceV2, TensorScalar, TensorTensor,
-};
-
-use super::ap::{PSUM_BUFFER, SBUF_BUFFER};
-use super::dtype::{is_canonical, DtypeCtx};
-use super::fields::{self, canonical};
-use super::lower::{bindings, plan, primary};
 use super::*;
-use crate::bir::{AccessPattern, Dim, Dtype, EngineType, InstClass, Instruction, MemoryType};
-use crate::diag::Severity;
-
-fn sb(p: u32, byte: u32) -> Addr4 {
-    Addr4::imm((p << 18) | byte)
-}
-
-fn psum(p: u32, byte: u32) -> Addr4 {
-    Addr4::imm(0x200_0000 + (p << 15) + byte)
-}
-
-fn lift(bundles: &[Bundle], engine: Engine, gen: Gen) -> LiftedStream {
-    let s = lift_stream(
-        &StreamInput {
-            function: "f".into(),
-            file: Some("x.bin".into()),
-            engine,
-            bundles,
-        },
-        gen,
-    );
-    // Every lift lowers back to its stream.
-    assert_eq!(
-        lower_function(&s.function, gen).unwrap(),
-        bundles,
-        "lower(lift(stream)) != stream"
-    );
-    s
-}
-
-fn insts(s: &LiftedStream) -> &[Instruction] {
-    &s.function.blocks[0].instructions
-}
-
-fn ap(
-    mem: MemoryType,
-    dtype: Dtype,
-    start: u64,
-    parts: u64,
-    pattern: &[(i64, u64)],
-    offset: i64,
-) -> AccessPattern {
-    AccessPattern {
-        mem,
-        buffer: if mem == MemoryType::Psum {
-            PSUM_BUFFER.into()
-        } else {
-            SBUF_BUFFER.into()
-        },
-        dtype,
-        start_partition: start,
-        partitions: parts,
-        pattern: pattern
-            .iter()
-            .map(|&(step, num)| Dim { step, num })
-            .collect(),
-        offset,
-        indirect: false,
-    }
-}
-
-fn tt_bundle(op: u8, alu: AluOp, dt: (W, W), out: W, parts: u8) -> Bundle {
-    let tt = TensorTensor {
-        header: Header::new(Opcode(op)),
-        in_dtypes: DtypePair::new(dt.0, dt.1),
-        out_dtype: out,
-        op: alu,
-        num_active_partitions: parts,
-        src0: Tensor::new(sb(0, 0), [1, 128, 1], [128, 4, 1]),
-        src1: Tensor::new(sb(0, 0x1000), [1, 128, 1], [128, 4, 1]),
-        dst: Tensor::new(sb(64, 0), [1, 1, 1], [512, 1, 1]),
-        ..Default::default()
-    };
-    tt.to_bundle()
-}
-
-#[test]
-fn bf16_tensor_tensor_lifts_to_its_generic_class() {
-    let b = tt_bundle(0x8A, AluOp::ADD, (W::BF16, W::BF16), W::FP32, 64);
-    let s = lift(&[b], Engine::Pool, Gen::V2);
-    let [i] = insts(&s) else {
-        panic!("one instruction")
-    };
-    assert_eq!(
-        (i.class, i.engine),
-        (InstClass::TensorTensor, EngineType::Pool)
-    );
-    assert_eq!(
-        i.args[0],
-        ap(
-            MemoryType::Sb,
-            Dtype::Bfloat16,
-            0,
-            64,
-            &[(128, 4), (1, 128)],
-            0
-        )
-    );
-    assert_eq!(i.args[1].offset, 0x800);
-    assert_eq!(
-        i.outs[0],
-        ap(MemoryType::Sb, Dtype::Float32, 64, 64, &[(1, 512)], 0)
-    );
-    assert_eq!(i.attrs["op"], "ADD");
-    assert!(
-        i.attrs.get(ATTR_OPCODE).is_none(),
-        "the fan-in picks 0x8A itself: {:?}",
-        i.attrs
-    );
-    assert_eq!(i.attrs[ATTR_ORIGIN]["index"], 0);
-    assert!(s.diagnostics.is_empty());
-    // MULT / SUB variants.
-    for (op, alu, name) in [
-        (0x8B, AluOp::MULT, "MULT"),
-        (0x8F, AluOp::SUBTRACT, "SUBTRACT"),
-    ] {
-        let s = lift(
-            &[tt_bundle(op, alu, (W::BF16, W::BF16), W::BF16, 32)],
-            Engine::Pool,
-            Gen::V2,
-        );
-        assert_eq!(
-            (insts(&s)[0].class, insts(&s)[0].attrs["op"].as_str()),
-            (InstClass::TensorTensor, Some(name))
-        );
-        assert!(insts(&s)[0].attrs.get(ATTR_OPCODE).is_none());
-    }
-    // The same bytes on the DVE stream keep their engine; the fan-in would pick 0x41 there, so
-    // the opcode found is recorded.
-    let s = lift(&[b], Engine::Dve, Gen::V2);
-    assert_eq!(insts(&s)[0].engine, EngineType::Dve);
-    assert_eq!(insts(&s)[0].attrs[ATTR_OPCODE], "TENSOR_TENSOR_ADD_BF16");
-    // 0x8A does not exist after v2.
-    let s = lift(&[b], Engine::Pool, Gen::V3);
-    assert_eq!(insts(&s)[0].class, InstClass::Generic);
-    assert_eq!(s.diagnostics.len(), 1);
-    assert_eq!(s.diagnostics[0].severity, Severity::NotChecked);
-    assert!(
-        s.diagnostics[0].message.contains("TENSOR_TENSOR_ADD_BF16"),
-        "{}",
-        s.diagnostics[0].message
-    );
-}
-
-#[test]
-fn tensor_tensor_and_engines_on_one_stream() {
-    let arith = tt_bundle(0x41, AluOp::MULT, (W::FP32, W::BF16), W::FP32, 128);
-    let bitvec = tt_bundle(
-        0x51,
-        AluOp::BITWISE_AND,
-        (W::INT32, W::INT32),
-        W::INT32,
-        128,
-    );
-    let s = lift(&[arith, bitvec], Engine::Pool, Gen::V3);
-    let [a, b] = insts(&s) else { panic!() };
-    assert_eq!(
-        (a.class, a.engine, a.args[0].dtype, a.args[1].dtype),
-        (
-            InstClass::TensorTensor,
-            EngineType::Pool,
-            Dtype::Float32,
-            Dtype::Bfloat16
-        )
-    );
-    assert_eq!(
-        (b.class, b.attrs["op"].as_str()),
-        (InstClass::TensorTensor, Some("BITWISE_AND"))
-    );
-    assert!(b.attrs.get(ATTR_OPCODE).is_none());
-    assert_eq!(b.attrs[ATTR_ORIGIN]["offset"], 64);
-}
-
-#[test]
-fn tensor_scalar_family() {
-    let ts = |op: u8, op0: AluOp, acc: u8| {
-        let t = TensorScalar {
-            header: Header::new(Opcode(op)),
-            accumulator_cmd: tpbsim_isa::AccumCmd(acc),
-            src: Tensor::new(sb(0, 0), [1, 1, 1], [16, 1, 1]),
-            in_dtype: W::INT32,
-            out_dtype: W::INT32,
-            num_active_partitions: 8,
-            op0,
-            imm0: 3,
-            dst: Tensor::new(sb(8, 0), [1, 1, 1], [16, 1, 1]),
-            ..Default::default()
-        };
-        t.to_bundle()
-    };
-    let mut rd = canonical(0x9B);
-    rd.0[28] = 1; // dst_element_count
-    rd.0[32] = 0x0A; // dtype fp32
-    rd.0[34] = 8;
-    rd.0[44..48].copy_from_slice(&((20u32 << 18) | 0x40).to_le_bytes());
-    rd.0[48..50].copy_from_slice(&1u16.to_le_bytes());
-    rd.0[50..52].copy_from_slice(&1u16.to_le_bytes());
-    let stream = [
-        ts(0x53, AluOp::BITWISE_AND, 0),
-        ts(0x9A, AluOp::ADD, 2),
-        rd,
-        ts(0x9A, AluOp::MAX, 3),
-        ts(0xE6, AluOp::ADD, 2),
-        ts(0x30, AluOp::BYPASS, 0),
-    ];
-    let s = lift(&stream, Engine::Dve, Gen::V3);
-    let classes: Vec<InstClass> = insts(&s).iter().map(|i| i.class).collect();
-    assert_eq!(
-        classes,
-        [
-            InstClass::TensorScalar,
-            InstClass::TensorScalar,
-            InstClass::TensorScalarCache,
-            InstClass::TensorScalarCache,
-            InstClass::Exponential
-        ]
-    );
-    let i = insts(&s);
-    assert_eq!(i[0].attrs["op0"], "BITWISE_AND");
-    assert_eq!(i[0].attrs["imm0"], 3);
-    assert_eq!(
-        i[1].outs.len(),
-        2,
-        "0x9A + 0x9B is one TensorScalar with two outputs"
-    );
-    assert_eq!(
-        i[1].outs[1],
-        ap(MemoryType::Sb, Dtype::Float32, 20, 8, &[], 0x10)
-    );
-    assert_eq!(i[1].attrs[ATTR_ORIGIN]["bundles"], 2);
-    assert!(i[2].attrs.get(ATTR_TSC_MODE).is_none());
-    assert_eq!(i[3].attrs[ATTR_TSC_MODE], "Cumulative");
-}
-
-fn ldw_v3(rows: u8, cols: u8, tag: W, mode: u8) -> Bundle {
-    let mut l = LdWeightsV3::from_bundle(&canonical(0x01));
-    l.src = Tensor::new(sb(0, 0x200), [1, 1, 1], [64, 1, 1]);
-    l.in_dtype = tag;
-    l.fp32_mode = tpbsim_isa::PeFp32Mode(mode);
-    l.num_active_rows = rows;
-    l.num_active_cols = cols;
-    l.row_grp = 0x0F;
-    l.col_grp = super::rules::group_code(0, cols as u64);
-    l.to_bundle()
-}
-
-fn mm_v3(rows: u8, cols: u8, tag: W, mode: u8) -> Bundle {
-    let mut m = MatmulV3::from_bundle(&canonical(0x02));
-    m.src = Tensor::new(sb(0, 0x400), [1, 1, 1], [256, 1, 1]);
-    m.in_dtype = tag;
-    m.fp32_mode = tpbsim_isa::PeFp32Mode(mode);
-    m.num_active_rows = rows;
-    m.num_active_cols = cols;
-    m.out_dtype = W::FP32;
-    m.row_grp = 0x0F;
-    m.col_grp = super::rules::group_code(0, cols as u64);
-    m.psum_accumulate_flags = tpbsim_isa::PsumAccumulateFlags::from_bits(0x03);
-    m.dst = Tensor::new(psum(0, 2048), [1, 1, 1], [256, 1, 1]);
-    m.to_bundle()
-}
-
-#[test]
-fn matmul_pairs_fuse() {
-    let s = lift(
-        &[ldw_v3(128, 64, W::BF16, 0), mm_v3(128, 64, W::BF16, 0)],
-        Engine::Pe,
-        Gen::V3,
-    );
-    let [m] = insts(&s) else {
-        panic!("{:?}", insts(&s))
-    };
-    assert_eq!((m.class, m.engine), (InstClass::Matmult, EngineType::Pe));
-    assert_eq!(
-        m.args[0],
-        ap(MemoryType::Sb, Dtype::Bfloat16, 0, 128, &[(1, 256)], 0x200)
-    );
-    assert_eq!(
-        m.args[1],
-        ap(MemoryType::Sb, Dtype::Bfloat16, 0, 128, &[(1, 64)], 0x100)
-    );
-    assert_eq!(
-        m.outs[0],
-        ap(MemoryType::Psum, Dtype::Float32, 0, 64, &[(1, 256)], 512)
-    );
-    assert_eq!(m.attrs["psum_accumulate_flags"], 3);
-    assert!(m.attrs.get(ATTR_WIRE).is_none(), "{:?}", m.attrs);
-    // fp32: LDWEIGHTS + MATMUL twice, Low then High → one float32 Matmult.
-    let quad = [
-        ldw_v3(128, 64, W::FP32, 1),
-        mm_v3(128, 64, W::FP32, 1),
-        ldw_v3(128, 64, W::FP32, 2),
-        mm_v3(128, 64, W::FP32, 2),
-    ];
-    let s = lift(&quad, Engine::Pe, Gen::V3);
-    let [m] = insts(&s) else {
-        panic!("{:?}", insts(&s))
-    };
-    assert_eq!(
-        (m.class, m.args[0].dtype, m.args[1].dtype),
-        (InstClass::Matmult, Dtype::Float32, Dtype::Float32)
-    );
-    assert!(m.attrs.get(ATTR_FP32_PASSES).is_none());
-    assert_eq!(m.attrs[ATTR_ORIGIN]["bundles"], 4);
-    // The fp32r signature (FP32 tag + fp32_mode High) in one pass.
-    let s = lift(
-        &[ldw_v3(128, 64, W::FP32, 2), mm_v3(128, 64, W::FP32, 2)],
-        Engine::Pe,
-        Gen::V3,
-    );
-    assert_eq!(insts(&s)[0].args[0].dtype, Dtype::Float32r);
-    assert_eq!(insts(&s).len(), 1);
-    // A lone MATMUL (weights already loaded) and a lone LDWEIGHTS.
-    let s = lift(
-        &[mm_v3(64, 64, W::BF16, 0), ldw_v3(32, 32, W::BF16, 0)],
-        Engine::Pe,
-        Gen::V3,
-    );
-    let classes: Vec<_> = insts(&s).iter().map(|i| (i.class, i.args.len())).collect();
-    assert_eq!(
-        classes,
-        [(InstClass::Matmult, 1), (InstClass::LoadWeights, 1)]
-    );
-    assert_eq!(insts(&s)[1].attrs["num_active_cols"], 32);
-    // The transpose marker makes it a Transpose.
-    let mut t = mm_v3(128, 128, W::BF16, 0);
-    t.0[34] = 1;
-    let s = lift(&[ldw_v3(128, 128, W::BF16, 0), t], Engine::Pe, Gen::V3);
-    assert_eq!(insts(&s)[0].class, InstClass::Transpose);
-    assert!(insts(&s)[0].attrs.get("transpose_mode").is_none());
-}
-
-#[test]
-fn mx_pair_fuses_and_lone_halves_are_reported() {
-    let mut lw = LdWeightsMx::from_bundle(&canonical(0x09));
-    lw.src = tpbsim_isa::MxMemPattern1d {
-        data: sb(0, 0),
-        scale: sb(96, 0),
-        k: 128,
-        step_sign: 1,
-        scale_partition: 0,
-        reserved: [0; 4],
-    };
-    lw.in_dtype = W::FP8_EXP4;
-    lw.num_active_rows = 128;
-    lw.num_active_cols = 128;
-    lw.row_grp = 0x0F;
-    lw.col_grp = 0x0F;
-    let mut mm = MatmulMx::from_bundle(&canonical(0x0A));
-    mm.src = tpbsim_isa::MxMemPattern1d {
-        data: sb(0, 0x800),
-        scale: sb(112, 0),
-        k: 256,
-        step_sign: 1,
-        scale_partition: 0,
-        reserved: [0; 4],
-    };
-    mm.in_dtype = W::FP4_EXP2;
-    mm.num_active_rows = 128;
-    mm.num_active_cols = 128;
-    mm.out_dtype = W::BF16;
-    mm.row_grp = 0x0F;
-    mm.col_grp = 0x0F;
-    mm.dst = tpbsim_isa::MemPattern(Tensor::new(psum(0, 0), [1, 1, 1], [64, 1, 1]));
-    let (lw, mm) = (lw.to_bundle(), mm.to_bundle());
-    let s = lift(&[lw, mm], Engine::Pe, Gen::V4);
-    let [m] = insts(&s) else {
-        panic!("{:?}", s.diagnostics)
-    };
-    assert_eq!(m.class, InstClass::MatmultMx);
-    let dts: Vec<Dtype> = m.args.iter().map(|a| a.dtype).collect();
-    assert_eq!(
-        dts,
-        [
-            Dtype::Float4E2m1fnX4,
-            Dtype::Float8E4m3fnX4,
-            Dtype::Float8E8m0fnu,
-            Dtype::Float8E8m0fnu
-        ]
-    );
-    assert_eq!(m.args[0].pattern, vec![Dim { step: 1, num: 64 }]);
-    assert_eq!((m.args[2].start_partition, m.args[2].partitions), (112, 16));
-    assert_eq!(m.outs[0].dtype, Dtype::Bfloat16);
-    let s = lift(&[mm, lw], Engine::Pe, Gen::V4);
-    assert!(insts(&s).iter().all(|i| i.class == InstClass::Generic));
-    assert_eq!(s.diagnostics.len(), 2);
-    assert_eq!(s.generic_bundles, 2);
-}
-
-#[test]
-fn activation_with_accumulator_and_bias() {
-    let mut a = canonical(0x21);
-    a.0[14] = 3; // accumulator_cmd ZERO_ACCUMULATE
-    a.0[16..20].copy_from_slice(&((4u32 << 18) | 0x100).to_le_bytes());
-    for (o, v) in [(20, 1u16), (22, 1), (24, 1), (26, 64), (28, 1), (30, 1)] {
-        a.0[o..o + 2].copy_from_slice(&v.to_le_bytes());
-    }
-    a.0[32] = 0x06 | (0x0A << 4); // in bf16, bias fp32
-    a.0[33] = 0x06;
-    a.0[34] = 32;
-    a.0[35] = 7; // EXP
-    a.0[40..44].copy_from_slice(&((40u32 << 18) | 0x20).to_le_bytes());
-    a.0[48..52].copy_from_slice(&((4u32 << 18) | 0x800).to_le_bytes());
-    for (o, v) in [(52, 1u16), (54, 1), (56, 1), (58, 64), (60, 1), (62, 1)] {
-        a.0[o..o + 2].copy_from_slice(&v.to_le_bytes());
-    }
-    a.0[4] = 0x05; // wait SEM_GE_IMM
-    a.0[5] = 9;
-    let mut r = canonical(0x24);
-    r.0[28] = 1;
-    r.0[32] = 0x0A;
-    r.0[34] = 32;
-    r.0[44..48].copy_from_slice(&(5u32 << 18).to_le_bytes());
-    r.0[48..52].copy_from_slice(&[1, 0, 1, 0]);
-    let s = lift(&[a, r], Engine::Act, Gen::V3);
-    let [i] = insts(&s) else {
-        panic!("{:?}", s.diagnostics)
-    };
-    assert_eq!(
-        (i.class, i.args.len(), i.outs.len()),
-        (InstClass::Activation, 2, 2)
-    );
-    assert_eq!(
-        i.args[1],
-        ap(MemoryType::Sb, Dtype::Float32, 40, 32, &[], 8)
-    );
-    assert_eq!(i.attrs["activation_func"], "EXP");
-    assert!(
-        i.attrs.get("accumulator_cmd").is_none(),
-        "3 is what a two-output activation derives"
-    );
-    assert_eq!(i.attrs[ATTR_EVENTS][0]["wait_mode"], "SEM_GE_IMM");
-    assert!(i.attrs[ATTR_EVENTS][1].is_null());
-    // An immediate bias (bias_src_n INSTRUCTION) keeps its dtype nibble in `wire`, apart from
-    // the source's nibble, so editing the source dtype still lowers.
-    let mut imm = a;
-    imm.0[14] = 0;
-    imm.0[15] = 1;
-    let s = lift(&[imm], Engine::Act, Gen::V3);
-    let mut i = insts(&s)[0].clone();
-    assert_eq!(i.args.len(), 1);
-    assert_eq!(i.attrs[ATTR_WIRE][0]["in_bias_dtypes.hi"], 0x0A);
-    i.args[0].dtype = Dtype::Float16;
-    assert_eq!(
-        lower_instruction(&i, Gen::V3).unwrap()[0].0[32],
-        0x07 | (0x0A << 4)
-    );
-    // Without an accumulate command the read stays its own instruction.
-    a.0[14] = 0;
-    let s = lift(&[a, r], Engine::Act, Gen::V3);
-    let classes: Vec<_> = insts(&s).iter().map(|i| i.class).collect();
-    assert_eq!(
-        classes,
-        [InstClass::Activation, InstClass::ReadActivationAccumulator]
-    );
-    // ACTIVATE2 lifts to Activation too, its opcode recorded (lowering picks 0x21).
-    let mut a2 = canonical(0x25);
-    a2.0[12..16].copy_from_slice(&(2u32 << 18).to_le_bytes());
-    a2.0[16..24].copy_from_slice(&[1, 0, 1, 0, 8, 0, 1, 0]);
-    a2.0[32] = 0x0A;
-    a2.0[33] = 0x06;
-    a2.0[34] = 16;
-    a2.0[35] = 6;
-    a2.0[48..52].copy_from_slice(&(3u32 << 18).to_le_bytes());
-    a2.0[52..60].copy_from_slice(&[1, 0, 1, 0, 8, 0, 1, 0]);
-    let s = lift(&[a2], Engine::Act, Gen::V4);
-    assert_eq!(
-        (insts(&s)[0].class, &insts(&s)[0].attrs[ATTR_OPCODE]),
-        (InstClass::Activation, &Value::from("ACTIVATE2"))
-    );
-}
-
-#[test]
-fn data_movement_sequences_fuse() {
-    let tr = |op: u8, src: Addr4, dst: Addr4| {
-        let mut t = TensorReduceV2::from_bundle(&canonical(op));
-        t.src = Tensor::new(src, [1, 1, 1, 1], [32, 1, 1, 1]);
-        t.in_dtype = W::BF16;
-        t.out_dtype = W::BF16;
-        t.num_active_channels = 16;
-        t.dst = Tensor::new(dst, [1, 1, 1, 1], [32, 1, 1, 1]);
-        t.to_bundle()
-    };
-    let mut sel = canonical(0xEA);
-    sel.0[12..16].copy_from_slice(&sb(0, 0x40).0.to_le_bytes());
-    sel.0[16..24].copy_from_slice(&[1, 0, 1, 0, 32, 0, 1, 0]);
-    sel.0[24..28].copy_from_slice(&sb(1, 0).0.to_le_bytes());
-    sel.0[28..36].copy_from_slice(&[1, 0, 1, 0, 32, 0, 1, 0]);
-    sel.0[40] = 0x02 | (0x06 << 4); // mask int8, src bf16
-    sel.0[41] = 0x06;
-    sel.0[42] = 16;
-    // The select's destination (+48) is the copy's destination.
-    sel.0[48..52].copy_from_slice(&sb(2, 0).0.to_le_bytes());
-    sel.0[52..60].copy_from_slice(&[1, 0, 1, 0, 32, 0, 1, 0]);
-    let stream = [
-        canonical(0x69),
-        tr(0x6A, sb(0, 0), sb(1, 0)),
-        canonical(0x6D),
-        canonical(0x6E),
-        canonical(0x67),
-        canonical(0x68),
-        canonical(0x85),
-        canonical(0x86),
-        canonical(0x86),
-        tr(0x46, sb(3, 0), sb(2, 0)),
-        sel,
-        tr(0x47, sb(3, 0), sb(2, 0)),
-    ];
-    let mut stream = stream.to_vec();
-    stream[0].0[20] = 0xAB; // mask bytes
-    stream[11].0[33] = 0x0A; // cast bf16 → fp32
-    let s = lift(&stream, Engine::Pool, Gen::V3);
-    let got: Vec<(InstClass, u64)> = insts(&s)
-        .iter()
-        .map(|i| {
-            (
-                i.class,
-                i.attrs[ATTR_ORIGIN]["bundles"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
-    assert_eq!(
-        got,
-        [
-            (InstClass::StreamShuffle, 2),
-            (InstClass::MaxIndex, 2),
-            (InstClass::Gather, 2),
-            (InstClass::CustomOp, 3),
-            (InstClass::Select, 2),
-            (InstClass::TensorCopy, 1),
-        ]
-    );
-    let i = insts(&s);
-    assert_eq!(
-        i[0].attrs[ATTR_WIRE][0]["body"]
-            .as_str()
-            .map(|h| &h[16..18]),
-        Some("ab")
-    );
-    assert_eq!(i[3].attrs[ATTR_PAYLOADS], 2);
-    assert_eq!(
-        i[4].args[2].start_partition, 3,
-        "on_false is the copy's source"
-    );
-    assert_eq!(i[4].args[0].dtype, Dtype::Int8);
-    assert_eq!(
-        (i[5].args[0].dtype, i[5].outs[0].dtype),
-        (Dtype::Bfloat16, Dtype::Float32)
-    );
-    // MaxIndex, Gather and CustomOp carry no decoded operands: reported as not checked.
-    assert_eq!(
-        s.diagnostics
-            .iter()
-            .filter(|d| d.message.contains("without operands"))
-            .count(),
-        3
-    );
-}
-
-#[test]
-fn unliftable_bundles_stay_generic_and_are_reported() {
-    let mut misaligned = tt_bundle(0x41, AluOp::ADD, (W::FP32, W::FP32), W::FP32, 8);
-    misaligned.0[16] = 2; // src0 byte offset 2: not a float32 boundary
-    let invalid_dtype = tt_bundle(0x41, AluOp::ADD, (W::INVALID, W::FP32), W::FP32, 8);
-    let mut zero = Bundle::ZERO;
-    zero.0[1] = 0x10;
-    let stream = [misaligned, invalid_dtype, zero, misaligned, canonical(0x07)];
-    let s = lift(&stream, Engine::Dve, Gen::V3);
-    assert!(insts(&s).iter().all(|i| i.class == InstClass::Generic));
-    assert_eq!(insts(&s)[0].attrs[ATTR_BUNDLE], misaligned.to_hex());
-    assert!(insts(&s)[0].attrs[ATTR_UNLIFTED]
-        .as_str()
-        .is_some_and(|r| r.contains("not aligned")));
-    assert_eq!(s.generic_bundles, 5);
-    // One report per opcode and reason, with the first location and a count.
-    let tt: Vec<_> = s
-        .diagnostics
-        .iter()
-        .filter(|d| d.message.contains("TENSOR_TENSOR_ARITH_OP"))
-        .collect();
-    assert_eq!(tt.len(), 1);
-    assert!(
-        tt[0].message.starts_with("3 bundle(s)"),
-        "{}",
-        tt[0].message
-    );
-    assert_eq!(
-        (tt[0].location.index, tt[0].location.offset),
-        (Some(0), Some(0))
-    );
-    assert!(s
-        .diagnostics
-        .iter()
-        .any(|d| d.location.index == Some(2) && d.message.contains("0x00")));
-    assert!(s
-        .diagnostics
-        .iter()
-        .any(|d| d.message.contains("MATMUL_SPARSE") && d.message.contains("no lifting rule")));
-    assert!(s
-        .diagnostics
-        .iter()
-        .all(|d| d.severity == Severity::NotChecked && d.rule == LIFT_RULE));
-}
-
-#[test]
-fn l1_diagnostics_on_lifted_streams_carry_the_stream_location() {
-    // A TensorTensor on the ACT stream breaks the engine gate.
-    let b = tt_bundle(0x41, AluOp::ADD, (W::BF16, W::BF16), W::BF16, 64);
-    let bundles = [canonical(0xA4), b];
-    let l = lift_streams(
-        &[StreamInput {
-            function: "act".into(),
-            file: Some("Activation.bin".into()),
-            engine: Engine::Act,
-            bundles: &bundles,
-        }],
-        Gen::V3,
-        None,
-    );
-    let mut diags = crate::registry::Registry::l1().verify(
-        crate::registry::PropertySet::default_l1(),
-        &l.module,
-        crate::diag::Mode::CollectAll,
-    );
-    for d in &mut diags {
-        locate(&l.module, d);
-    }
-    let e = diags
-        .iter()
-        .find(|d| d.is_error() && d.rule == "checkValidEngines")
-        .expect("engine error");
-    assert_eq!(e.location.index, Some(1));
-    assert_eq!(e.location.offset, Some(64));
-    assert_eq!(e.location.file.as_deref(), Some("Activation.bin"));
-    assert_eq!(e.location.function.as_deref(), Some("act"));
-    assert_eq!(l.origins[0][1].index, 1);
-}
-
-#[test]
-fn lowering_rejects_what_does_not_encode() {
-    let gen = Gen::V3;
-    let mut i = Instruction::new(InstClass::TensorTensor, EngineType::Dve)
-        .with_args(vec![
-            ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0),
-            ap(MemoryType::Sb, Dtype::Float32, 0, 16, &[(1, 4)], 0),
-        ])
-        .with_outs(vec![ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0)]);
-    assert!(lower_instruction(&i, gen)
-        .unwrap_err()
-        .reason()
-        .contains("disagree"));
-    i.args[1].partitions = 8;
-    assert!(lower_instruction(&i, gen).is_ok());
-    i.args[1].mem = MemoryType::Dram;
-    assert!(lower_instruction(&i, gen).is_err());
-    i.args[1].mem = MemoryType::Sb;
-    i.attrs.insert("op".into(), "NOT_AN_OP".into());
-    assert!(lower_instruction(&i, gen)
-        .unwrap_err()
-        .reason()
-        .contains("attrs.op"));
-    let mx = Instruction::new(InstClass::MatmultMx, EngineType::Pe);
-    assert!(lower_instruction(&mx, gen).is_err());
-    let t = Instruction::new(InstClass::Transpose, EngineType::Pe)
-        .with_args(vec![ap(
-            MemoryType::Sb,
-            Dtype::Bfloat16,
-            0,
-            8,
-            &[(1, 4)],
-            0,
-        )])
-        .with_outs(vec![ap(
-            MemoryType::Psum,
-            Dtype::Float32,
-            0,
-            8,
-            &[(1, 4)],
-            0,
-        )]);
-    assert!(lower_instruction(&t, Gen::V2)
-        .unwrap_err()
-        .reason()
-        .contains("transpose"));
-    assert!(lower_instruction(&t, Gen::V3).is_ok());
-}
-
-#[test]
-fn lower_errors_say_which_step_failed() {
-    let gen = Gen::V3;
-    let tt = |parts: u64| {
-        Instruction::new(InstClass::TensorTensor, EngineType::Dve)
-            .with_args(vec![
-                ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0),
-                ap(MemoryType::Sb, Dtype::Float32, 0, parts, &[(1, 4)], 0),
-            ])
-            .with_outs(vec![ap(MemoryType::Sb, Dtype::Float32, 0, 8, &[(1, 4)], 0)])
-    };
-    let e = lower_instruction(&tt(16), gen).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            LowerError::Operands {
-                class: InstClass::TensorTensor,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-    assert_eq!(
-        e.to_string(),
-        format!("TensorTensor on {gen}: {}", e.reason())
-    );
-    let mut i = tt(8);
-    i.attrs.insert("op".into(), "NOT_AN_OP".into());
-    let e = lower_instruction(&i, gen).unwrap_err();
-    assert!(
-        matches!(e, LowerError::Opcode { .. } | LowerError::Attribute { .. }),
-        "{e:?}"
-    );
-    let mut i = tt(8);
-    i.attrs.insert(ATTR_WIRE.into(), Value::from("x"));
-    let e = lower_instruction(&i, gen).unwrap_err();
-    assert!(matches!(e, LowerError::Attribute { .. }), "{e:?}");
-    let g = Instruction::new(InstClass::Generic, EngineType::Dve);
-    let e = lower_instruction(&g, gen).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            LowerError::GenericBundle {
-                class: InstClass::Generic,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-    let mut f = crate::bir::Function::default();
-    f.blocks.push(crate::bir::Block {
-        name: "b".into(),
-        dynamic_cfg: false,
-        instructions: vec![Instruction::new(InstClass::Loop, EngineType::All)],
-    });
-    let e = lower_function(&f, gen).unwrap_err();
-    assert_eq!(
-        e,
-        LowerError::Region {
-            class: InstClass::Loop,
-            gen
-        }
-    );
-    assert_eq!(
-        e.to_string(),
-        format!("Loop on {gen}: structured regions do not lower to a flat stream")
-    );
-}
-
-#[test]
-fn lift_errors_are_typed_and_keep_their_messages() {
-    assert_eq!(LiftError::NoRule { opcode: 0x02 }.kind(), "no lifting rule");
-    assert_eq!(
-        LiftError::NoRule { opcode: 0x02 }.to_string(),
-        format!("no lifting rule for {}", super::lower::mnemonic(0x02))
-    );
-    let e = LiftError::NotLiftable {
-        opcodes: vec![0x01, 0x02],
-        class: InstClass::Matmult,
-        reason: "why".into(),
-    };
-    assert_eq!(
-        e.to_string(),
-        format!("{} as Matmult: why", super::lower::mnemonics(&[0x01, 0x02]))
-    );
-    assert_eq!(e.kind(), "not liftable");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Property tests
 
 fn cases() -> u32 {
     std::env::var("TPBSIM_PROPTEST_CASES")
@@ -822,11 +35,11 @@ impl Rng {
     }
 }
 
-fn dtypes(gen: Gen, ctx: DtypeCtx, nibble: bool) -> Vec<Dtype> {
-    Dtype::ALL
+fn dtypes(gen: Gen, ctx: DtypeCtx, nibble: bool) -> Vec<NumFormat> {
+    NumFormat::ALL
         .into_iter()
         .filter(|&d| {
-            is_canonical(d, gen, ctx) && (!nibble || super::dtype::wire_tag(d, gen) <= 0x0F)
+            is_canonical(d, gen, ctx) && (!nibble || crate::lift::dtype::wire_tag(d, gen) <= 0x0F)
         })
         .collect()
 }
@@ -835,7 +48,7 @@ fn dtypes(gen: Gen, ctx: DtypeCtx, nibble: bool) -> Vec<Dtype> {
 fn gen_ap(
     r: &mut Rng,
     mem: MemoryType,
-    dts: &[Dtype],
+    dts: &[NumFormat],
     parts: u64,
     dims: usize,
     gen: Gen,
@@ -859,7 +72,7 @@ fn gen_ap(
             d.num = 2;
         }
     }
-    let size = dtype.bytes() as i64;
+    let size = dtype.container_bytes() as i64;
     let g = tpbsim_isa::geometry::Geometry::of(gen);
     let window = if mem == MemoryType::Psum {
         g.psum_partition_stride
@@ -892,9 +105,9 @@ fn gen_ap(
 const ONCHIP: MemoryType = MemoryType::Unallocated;
 
 /// Change a generated pattern's dtype, keeping its offset inside the window.
-fn retype(a: &mut AccessPattern, dtype: Dtype) {
+fn retype(a: &mut AccessPattern, dtype: NumFormat) {
     a.dtype = dtype;
-    a.offset %= 0x8000 / dtype.bytes() as i64;
+    a.offset %= 0x8000 / dtype.container_bytes() as i64;
 }
 
 fn onchip(r: &mut Rng) -> MemoryType {
@@ -913,7 +126,7 @@ fn gen_params(r: &mut Rng, inst: &mut Instruction, gen: Gen, skip: &[&str]) {
         return;
     };
     let k = primary(&pieces);
-    let Ok(built) = super::lower::build(inst, &pieces, gen) else {
+    let Ok(built) = crate::lift::lower::build(inst, &pieces, gen) else {
         return;
     };
     let (canon, meta) = built[k];
@@ -1002,10 +215,10 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
             if class == C::Transpose && gen == Gen::V2 {
                 return None;
             }
-            let pe: Vec<Dtype> = plain
+            let pe: Vec<NumFormat> = plain
                 .iter()
                 .copied()
-                .filter(|d| !matches!(d, Dtype::Float32r | Dtype::Float32) || r.chance(30))
+                .filter(|d| !matches!(d, NumFormat::Float32r | NumFormat::Float32) || r.chance(30))
                 .collect();
             let mut i = Instruction::new(class, EngineType::Pe);
             let rows = r.range(1, 128) as u64;
@@ -1014,10 +227,10 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
                 i.args.push(gen_ap(r, Sb, &pe, 0, 3, gen));
             }
             // float32r cannot share a two-pass (float32) sequence.
-            if i.args.iter().any(|a| a.dtype == Dtype::Float32) && i.args.len() == 2 {
+            if i.args.iter().any(|a| a.dtype == NumFormat::Float32) && i.args.len() == 2 {
                 for a in &mut i.args {
-                    if a.dtype == Dtype::Float32r {
-                        retype(a, Dtype::Float32);
+                    if a.dtype == NumFormat::Float32r {
+                        retype(a, NumFormat::Float32);
                     }
                 }
                 if r.chance(30) {
@@ -1025,7 +238,7 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
                 }
             }
             let out_dt = if gen == Gen::V2 {
-                Dtype::Float32
+                NumFormat::Float32
             } else {
                 r.pick(&plain)
             };
@@ -1061,7 +274,7 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
                 let mut s = gen_ap(
                     r,
                     Sb,
-                    &[Dtype::Float8E8m0fnu],
+                    &[NumFormat::Float8E8m0fnu],
                     d.partitions.div_ceil(8),
                     1,
                     gen,
@@ -1088,7 +301,14 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
                 step: r.pick(&[1, -1]),
                 num: r.range(1, 4000) as u64,
             }];
-            let mut s = gen_ap(r, Sb, &[Dtype::Float8E8m0fnu], parts.div_ceil(8), 1, gen);
+            let mut s = gen_ap(
+                r,
+                Sb,
+                &[NumFormat::Float8E8m0fnu],
+                parts.div_ceil(8),
+                1,
+                gen,
+            );
             s.pattern = vec![Dim {
                 step: 1,
                 num: d.pattern[0].num,
@@ -1126,7 +346,7 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
             }
             if gen == Gen::V2 && r.chance(30) {
                 for a in &mut i.args {
-                    retype(a, Dtype::Bfloat16);
+                    retype(a, NumFormat::Bfloat16);
                     a.pattern.push(Dim {
                         step: 1,
                         num: 2 * r.range(1, 50) as u64,
@@ -1174,7 +394,7 @@ fn gen_inst(r: &mut Rng, class: InstClass, gen: Gen) -> Option<Instruction> {
             i.args.push(gen_ap(r, ONCHIP, &plain, parts, 4, gen));
             i.outs.push(gen_ap(r, ONCHIP, &plain, parts, 4, gen));
             if gen == Gen::V2 && r.chance(30) {
-                retype(&mut i.args[0], Dtype::Bfloat16);
+                retype(&mut i.args[0], NumFormat::Bfloat16);
                 i.engine = EngineType::Pool;
                 if class == C::TensorReduce {
                     i.attrs.insert("op".into(), r.pick(&["ADD", "MAX"]).into());
@@ -1326,7 +546,7 @@ fn docs_table_covers_every_single_binding() {
     let start = doc.find("| Opcode | Class | Form |").expect("opcode table");
     let table = &doc[start..];
     let table = &table[..table.find("\n\n").unwrap_or(table.len())];
-    for &(op, class, _) in super::rules::SINGLES {
+    for &(op, class, _) in crate::lift::rules::SINGLES {
         let hex = format!("0x{op:02X}");
         let row = table.lines().find(|l| l.contains(&hex));
         assert!(
@@ -1348,14 +568,14 @@ fn binding_inst(
     r: &mut Rng,
     op: u8,
     class: InstClass,
-    form: &super::rules::Form,
+    form: &crate::lift::rules::Form,
     gen: Gen,
 ) -> Option<Instruction> {
-    use super::rules::Dt;
+    use crate::lift::rules::Dt;
     if matches!(
         class,
         InstClass::CompareAndBranch | InstClass::UnconditionalBranch | InstClass::Exit
-    ) || std::ptr::eq(form, &super::rules::OPAQUE)
+    ) || std::ptr::eq(form, &crate::lift::rules::OPAQUE)
         || form
             .args
             .iter()
@@ -1381,7 +601,7 @@ fn binding_inst(
     );
     for (k, role) in roles.into_iter().enumerate() {
         let m = fields::field(meta, role.field).ok()?;
-        let dims = super::lower::dims_of(m).ok()?;
+        let dims = crate::lift::lower::dims_of(m).ok()?;
         let dts = match role.dt {
             Dt::Fixed(d) => vec![d],
             Dt::Lo(_) | Dt::Hi(_) => dtypes(gen, DtypeCtx::Plain, true),
@@ -1409,7 +629,7 @@ fn binding_inst(
     if matches!(op, 0xF3 | 0xF4) {
         inst.attrs.insert(ATTR_WIDE.into(), true.into());
     }
-    let name = Value::from(super::lower::mnemonic(op));
+    let name = Value::from(crate::lift::lower::mnemonic(op));
     let pin = |inst: &mut Instruction| {
         inst.attrs.remove(ATTR_OPCODE);
         if plan(inst, gen).ok().as_deref() != Some(&[op][..]) {
@@ -1421,7 +641,7 @@ fn binding_inst(
     let skip: &[&str] = if inst
         .args
         .iter()
-        .any(|a| matches!(a.dtype, Dtype::Float32r | Dtype::Float32))
+        .any(|a| matches!(a.dtype, NumFormat::Float32r | NumFormat::Float32))
     {
         &["fp32_mode"]
     } else {
@@ -1438,8 +658,8 @@ fn binding_inst(
 }
 
 /// The bindings `binding_inst` covers.
-fn decoded_bindings() -> Vec<(u8, InstClass, &'static super::rules::Form)> {
-    super::rules::SINGLES
+fn decoded_bindings() -> Vec<(u8, InstClass, &'static crate::lift::rules::Form)> {
+    crate::lift::rules::SINGLES
         .iter()
         .copied()
         .filter(|&(op, class, form)| {

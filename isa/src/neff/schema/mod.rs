@@ -6,12 +6,20 @@
 //! inconsistent value is an error naming the member and the JSON path. Keys whose names are
 //! public are documented with their source in `docs/neff.md`; the rest are marked
 //! `project-defined` there and on the fields below.
+//!
+//! `check.rs` holds the consistency checks over a parsed `def.json` and the DMA blocks.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+
+mod check;
+#[cfg(test)]
+mod tests;
+
+pub use check::validate_blocks;
 
 use super::NeffError;
 use crate::engine::Engine;
@@ -23,10 +31,11 @@ pub const MAX_DMA_QUEUES: usize = 11 * 16;
 /// `steps[8]` / `sizes[8]`, G `neff/format-reference.md` §8).
 pub const MAX_DMA_DIMS: usize = 8;
 
-/// An element type named in `def.json` (`dtype`), a sidecar, or an `.npy` file: the one
-/// number-format type ([`crate::NumFormat`]), read and written by its NEFF spelling
-/// ([`crate::NumFormat::NEFF`], serde through [`crate::NumFormat::from_neff_name`]).
-pub use crate::dtype::{NumFormat as Dtype, UnknownDtype};
+/// A name that is not a NEFF dtype. An element type named in `def.json` (`dtype`), a sidecar,
+/// or an `.npy` file is a [`NumFormat`], read and written by its NEFF spelling
+/// ([`NumFormat::NEFF`], serde through [`NumFormat::from_neff_name`]).
+pub use crate::dtype::UnknownDtype;
+use crate::NumFormat;
 
 /// A string enum that keeps names it does not know.
 macro_rules! open_enum {
@@ -120,7 +129,7 @@ pub struct Variable {
     pub size: Option<u64>,
     /// Element type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dtype: Option<Dtype>,
+    pub dtype: Option<NumFormat>,
     /// Dimensions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<u64>>,
@@ -158,7 +167,7 @@ impl Variable {
     pub fn byte_size(&self) -> Option<u64> {
         self.size.or_else(|| {
             let e = self.elements()?;
-            e.checked_mul(self.dtype?.size() as u64)
+            e.checked_mul(self.dtype?.container_bytes() as u64)
         })
     }
 }
@@ -460,10 +469,10 @@ pub struct DmaEntry {
     pub to_steps: Option<Vec<i64>>,
     /// Source element type (default: the variable's dtype, else bytes). `project-defined`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_dtype: Option<Dtype>,
+    pub from_dtype: Option<NumFormat>,
     /// Destination element type (default: the variable's dtype, else bytes). `project-defined`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to_dtype: Option<Dtype>,
+    pub to_dtype: Option<NumFormat>,
     /// Semaphore updated on completion. `project-defined`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sem: Option<u32>,
@@ -628,14 +637,6 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(
     Ok(value)
 }
 
-fn invalid(member: &str, path: impl Into<String>, message: impl Into<String>) -> NeffError {
-    NeffError::Invalid {
-        member: member.to_string(),
-        path: path.into(),
-        message: message.into(),
-    }
-}
-
 impl DefJson {
     /// The variable a reference names.
     pub fn resolve(&self, r: &VarRef) -> Option<&Variable> {
@@ -666,33 +667,6 @@ impl DefJson {
         self.extra.get(engine_token(engine)).and_then(Value::as_str)
     }
 
-    /// `check_var_ids` (R `neff/metadata-schema.md` §5): when present and not false, var ids are
-    /// dense (largest + 1 == count) and at least one variable is an output.
-    fn check_var_ids(&self, member: &str) -> Result<(), NeffError> {
-        match self.extra.get("check_var_ids") {
-            None | Some(Value::Bool(false)) | Some(Value::Null) => return Ok(()),
-            Some(Value::Number(n)) if n.as_u64() == Some(0) => return Ok(()),
-            _ => {}
-        }
-        let max = self.var.iter().map(|v| v.var_id).max();
-        if let Some(max) = max {
-            if max.checked_add(1) != Some(self.var.len() as u64) {
-                return Err(invalid(
-                    member,
-                    "check_var_ids",
-                    format!(
-                        "var ids are not dense: largest is {max}, {} variables",
-                        self.var.len()
-                    ),
-                ));
-            }
-        }
-        if !self.var.iter().any(|v| v.kind == VarKind::Output) {
-            return Err(invalid(member, "check_var_ids", "no output variable"));
-        }
-        Ok(())
-    }
-
     /// The variable named `name`.
     pub fn variable(&self, name: &str) -> Option<&Variable> {
         self.var.iter().find(|v| v.name == name)
@@ -708,573 +682,5 @@ impl DefJson {
         self.definition
             .get(engine_token(engine))
             .and_then(|f| f.instr.as_deref())
-    }
-
-    /// Check the keys tpbsim uses: unique var ids and names, sizes consistent with shape ×
-    /// dtype, sizes present where the runtime requires them, `file` variables naming a
-    /// member, unique queue names within the queue limit, and the DMA blocks carried here.
-    pub fn validate(&self, member: &str) -> Result<(), NeffError> {
-        let mut ids = BTreeSet::new();
-        let mut names = BTreeSet::new();
-        for (i, v) in self.var.iter().enumerate() {
-            let at = |k: &str| format!("{}.{k}", self.var_path(i));
-            if u32::try_from(v.var_id).is_err() {
-                return Err(invalid(
-                    member,
-                    at("var_id"),
-                    format!("{} does not fit the runtime's 32-bit var_id", v.var_id),
-                ));
-            }
-            if !ids.insert(v.var_id) {
-                return Err(invalid(
-                    member,
-                    at("var_id"),
-                    format!("duplicate var_id {}", v.var_id),
-                ));
-            }
-            if v.name.is_empty() {
-                return Err(invalid(member, at("name"), "empty name"));
-            }
-            if !names.insert(v.name.as_str()) {
-                return Err(invalid(
-                    member,
-                    at("name"),
-                    format!("duplicate variable name `{}`", v.name),
-                ));
-            }
-            if v.kind.requires_size() && v.size.is_none() {
-                return Err(invalid(
-                    member,
-                    at("size"),
-                    format!("a `{}` variable needs a size", v.kind),
-                ));
-            }
-            if let Some(shape) = &v.shape {
-                let Some(elements) = v.elements() else {
-                    return Err(invalid(
-                        member,
-                        at("shape"),
-                        format!("shape {shape:?} overflows"),
-                    ));
-                };
-                if let (Some(size), Some(dt)) = (v.size, v.dtype) {
-                    let want = elements.checked_mul(dt.size() as u64);
-                    if want != Some(size) {
-                        return Err(invalid(
-                            member,
-                            at("size"),
-                            format!(
-                                "size {size} != shape {shape:?} × {} bytes ({dt})",
-                                dt.size()
-                            ),
-                        ));
-                    }
-                }
-            }
-            if v.kind == VarKind::File {
-                match &v.file_name {
-                    None => {
-                        return Err(invalid(
-                            member,
-                            at("file_name"),
-                            "a `file` variable needs a file_name",
-                        ))
-                    }
-                    Some(f) if super::archive::normalize_member_path(f.as_bytes()).is_err() => {
-                        return Err(invalid(
-                            member,
-                            at("file_name"),
-                            format!("`{f}` is not a safe relative path"),
-                        ))
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-        if self.dma_queue.len() > MAX_DMA_QUEUES {
-            return Err(invalid(
-                member,
-                "dma_queue",
-                format!(
-                    "{} queues; at most {MAX_DMA_QUEUES} (11 × 16) are allowed",
-                    self.dma_queue.len()
-                ),
-            ));
-        }
-        let mut qnames = BTreeSet::new();
-        for (i, q) in self.dma_queue.iter().enumerate() {
-            let qpath = self.queue_path(i);
-            if !qnames.insert(q.name.as_str()) {
-                return Err(invalid(
-                    member,
-                    format!("{qpath}.name"),
-                    format!("duplicate queue `{}`", q.name),
-                ));
-            }
-            let sems = q.semaphore.iter().map(|s| ("semaphore".to_string(), *s));
-            let set = q.semaphore_set.iter().flatten().enumerate();
-            for (key, s) in sems.chain(set.map(|(j, s)| (format!("semaphore_set[{j}]"), *s))) {
-                if s > 255 {
-                    return Err(invalid(
-                        member,
-                        format!("{qpath}.{key}"),
-                        format!("semaphore {s} is not below 256"),
-                    ));
-                }
-            }
-        }
-        self.check_var_ids(member)?;
-        for (e, files) in &self.definition {
-            if let Some(f) = &files.instr {
-                if super::archive::normalize_member_path(f.as_bytes()).is_err() {
-                    return Err(invalid(
-                        member,
-                        format!("definition.{e}._instr"),
-                        format!("`{f}` is not a safe relative path"),
-                    ));
-                }
-            }
-        }
-        validate_blocks(member, "dma", &self.dma, self)
-    }
-}
-
-/// Check DMA blocks against the subgraph's `def.json`.
-pub fn validate_blocks(
-    member: &str,
-    root: &str,
-    blocks: &[DmaBlock],
-    def: &DefJson,
-) -> Result<(), NeffError> {
-    for (bi, block) in blocks.iter().enumerate() {
-        let bpath = format!("{root}[{bi}]");
-        if let Some(q) = &block.queue {
-            if !def.dma_queue.is_empty() && def.queue(q).is_none() {
-                return Err(invalid(
-                    member,
-                    format!("{bpath}.queue"),
-                    format!("queue `{q}` is not declared in def.json dma_queue"),
-                ));
-            }
-        }
-        for (ei, entry) in block.desc.iter().enumerate() {
-            validate_entry(member, &format!("{bpath}.desc[{ei}]"), entry, def)?;
-        }
-    }
-    Ok(())
-}
-
-/// Byte range `[lo, hi)` touched by an access pattern (signed steps), from the variable start.
-fn pattern_span(offset: u64, sizes: &[u64], steps: &[i64], elem: u64) -> Option<(i128, i128)> {
-    let (mut lo, mut hi) = (0i128, 0i128);
-    for (&n, &s) in sizes.iter().zip(steps) {
-        let reach = i128::from(n.checked_sub(1)?).checked_mul(i128::from(s))?;
-        if reach < 0 {
-            lo = lo.checked_add(reach)?;
-        } else {
-            hi = hi.checked_add(reach)?;
-        }
-    }
-    let e = i128::from(elem);
-    let off = i128::from(offset);
-    Some((
-        off.checked_add(lo.checked_mul(e)?)?,
-        off.checked_add(hi.checked_add(1)?.checked_mul(e)?)?,
-    ))
-}
-
-/// One side of a DMA entry: `from` or `to`.
-struct Side<'a> {
-    name: &'static str,
-    offset: u64,
-    sizes: &'a [u64],
-    steps: Option<&'a Vec<i64>>,
-    dtype: Option<Dtype>,
-}
-
-impl<'a> Side<'a> {
-    fn from(e: &'a DmaEntry) -> Side<'a> {
-        Side {
-            name: "from",
-            offset: e.from_offset,
-            sizes: &e.from_sizes,
-            steps: e.from_steps.as_ref(),
-            dtype: e.from_dtype,
-        }
-    }
-    fn to(e: &'a DmaEntry) -> Side<'a> {
-        Side {
-            name: "to",
-            offset: e.to_offset,
-            sizes: &e.to_sizes,
-            steps: e.to_steps.as_ref(),
-            dtype: e.to_dtype,
-        }
-    }
-}
-
-/// Check one side against its variable; returns the element count it moves.
-fn validate_side(
-    member: &str,
-    path: &str,
-    side: &Side<'_>,
-    var: &Variable,
-) -> Result<u64, NeffError> {
-    let Side {
-        name: side,
-        offset,
-        sizes,
-        steps,
-        dtype,
-    } = *side;
-    if sizes.is_empty() {
-        return Err(invalid(
-            member,
-            format!("{path}.{side}_sizes"),
-            "missing or empty",
-        ));
-    }
-    if sizes.len() > MAX_DMA_DIMS {
-        return Err(invalid(
-            member,
-            format!("{path}.{side}_sizes"),
-            format!("{} dimensions; at most {MAX_DMA_DIMS}", sizes.len()),
-        ));
-    }
-    if let Some(i) = sizes.iter().position(|&n| n == 0) {
-        return Err(invalid(
-            member,
-            format!("{path}.{side}_sizes[{i}]"),
-            "size 0",
-        ));
-    }
-    let default_steps;
-    let steps = match steps {
-        Some(s) => {
-            if s.len() != sizes.len() {
-                return Err(invalid(
-                    member,
-                    format!("{path}.{side}_steps"),
-                    format!("{} steps for {} sizes", s.len(), sizes.len()),
-                ));
-            }
-            s
-        }
-        None => {
-            default_steps = contiguous_steps(sizes);
-            &default_steps
-        }
-    };
-    let elem = dtype.or(var.dtype).map_or(1, |d| d.size() as u64);
-    let elements = sizes.iter().try_fold(1u64, |a, &n| a.checked_mul(n));
-    let span = pattern_span(offset, sizes, steps, elem);
-    let (Some(elements), Some((start, end))) = (elements, span) else {
-        return Err(invalid(
-            member,
-            format!("{path}.{side}_sizes"),
-            "access pattern overflows",
-        ));
-    };
-    if start < 0 {
-        return Err(invalid(
-            member,
-            format!("{path}.{side}"),
-            format!("access starts {} bytes before `{}`", -start, var.name),
-        ));
-    }
-    if let Some(size) = var.byte_size() {
-        if end > i128::from(size) {
-            return Err(invalid(
-                member,
-                format!("{path}.{side}"),
-                format!(
-                    "access reaches byte {end} of `{}`, which has {size} bytes",
-                    var.name
-                ),
-            ));
-        }
-    }
-    Ok(elements)
-}
-
-fn validate_entry(member: &str, path: &str, e: &DmaEntry, def: &DefJson) -> Result<(), NeffError> {
-    let sources = e.sources();
-    if sources.is_empty() {
-        return Err(invalid(
-            member,
-            format!("{path}.from"),
-            "no source (`from` or `from_arr`)",
-        ));
-    }
-    let lookup = |r: &VarRef, key: &str| {
-        def.resolve(r).ok_or_else(|| {
-            invalid(
-                member,
-                format!("{path}.{key}"),
-                format!("{r} is not a def.json variable"),
-            )
-        })
-    };
-    let to = lookup(&e.to, "to")?;
-    let dst = validate_side(member, path, &Side::to(e), to)?;
-    for (i, r) in sources.iter().enumerate() {
-        let key = if e.from.is_some() && i == 0 {
-            "from".to_string()
-        } else {
-            format!("from_arr[{}]", i - usize::from(e.from.is_some()))
-        };
-        let var = lookup(r, &key)?;
-        let src = validate_side(member, path, &Side::from(e), var)?;
-        if src != dst {
-            return Err(invalid(
-                member,
-                path,
-                format!("source moves {src} elements, destination {dst}"),
-            ));
-        }
-    }
-    if let Some(s) = e.sem.filter(|&s| s > 255) {
-        return Err(invalid(
-            member,
-            format!("{path}.sem"),
-            format!("semaphore {s} is not below 256"),
-        ));
-    }
-    if let Some(v) = e.sem_value.filter(|&v| u32::try_from(v).is_err()) {
-        return Err(invalid(
-            member,
-            format!("{path}.sem_value"),
-            format!("{v} does not fit a 32-bit semaphore"),
-        ));
-    }
-    if let Some(ev) = e.event.filter(|&v| v > 255) {
-        return Err(invalid(
-            member,
-            format!("{path}.event"),
-            format!("event {ev} is not below 256"),
-        ));
-    }
-    if let DmaOp::Other(op) = e.op() {
-        return Err(invalid(
-            member,
-            format!("{path}.op"),
-            format!("unknown operation `{op}`"),
-        ));
-    }
-    match (&e.sem, &e.sem_op, &e.sem_value) {
-        (None, Some(_), _) | (None, _, Some(_)) => {
-            return Err(invalid(
-                member,
-                format!("{path}.sem"),
-                "sem_op/sem_value without sem",
-            ));
-        }
-        (Some(_), Some(SemOp::Other(op)), _) => {
-            return Err(invalid(
-                member,
-                format!("{path}.sem_op"),
-                format!("unknown semaphore update `{op}`"),
-            ));
-        }
-        (Some(_), Some(SemOp::Add | SemOp::Write), None) => {
-            return Err(invalid(
-                member,
-                format!("{path}.sem_value"),
-                "`add` and `write` need a sem_value",
-            ));
-        }
-        (Some(_), None | Some(SemOp::Inc), Some(_)) => {
-            return Err(invalid(
-                member,
-                format!("{path}.sem_value"),
-                "`inc` takes no sem_value",
-            ));
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn def() -> DefJson {
-        let mut a = Variable::new(0, "a", VarKind::Input);
-        a.size = Some(64);
-        a.dtype = Some(Dtype::Bfloat16);
-        a.shape = Some(vec![4, 8]);
-        let mut b = Variable::new(1, "b", VarKind::Output);
-        b.size = Some(128);
-        b.dtype = Some(Dtype::Float32);
-        b.shape = Some(vec![4, 8]);
-        let mut q = DmaQueue::new("data");
-        q.semaphore = Some(3);
-        DefJson {
-            var: vec![a, b],
-            dma_queue: vec![q],
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn dtype_names() {
-        for d in Dtype::NEFF {
-            assert_eq!(Dtype::from_neff_name(d.name()).unwrap(), d);
-        }
-        assert_eq!(
-            Dtype::from_neff_name("float8e4").unwrap(),
-            Dtype::Float8E4m3
-        );
-        assert!(Dtype::from_neff_name("float8").is_err());
-    }
-
-    #[test]
-    fn def_json_lenient_and_typed() {
-        let text = r#"{"definition": {"pe": {"_instr": "PE.bin", "_dbg": "x"}, "name": "mod"},
-            "var": [{"var_id": 0, "name": "w", "type": "file", "file_name": "w.npy", "pointer": 7}],
-            "dma_queue": [{"name": "in", "owner": "in", "semaphore": 2}],
-            "replica_groups": [[0, 1]]}"#;
-        let d: DefJson = parse_json("sg00/def.json", text.as_bytes()).unwrap();
-        assert_eq!(d.instr_file(Engine::Pe), Some("PE.bin"));
-        assert_eq!(d.var[0].kind, VarKind::File);
-        assert_eq!(d.var[0].extra.get("pointer"), Some(&Value::from(7)));
-        assert!(d.extra.contains_key("replica_groups"));
-        d.validate("sg00/def.json").unwrap();
-        // Round trip keeps unknown keys.
-        let back: DefJson = serde_json::from_value(serde_json::to_value(&d).unwrap()).unwrap();
-        assert_eq!(back, d);
-    }
-
-    #[test]
-    fn json_errors_name_member_and_path() {
-        let text = r#"{"var": [{"var_id": 0, "name": "w", "type": "input", "size": "big"}]}"#;
-        let e = parse_json::<DefJson>("sg00/def.json", text.as_bytes()).unwrap_err();
-        let msg = e.to_string();
-        assert!(
-            msg.contains("sg00/def.json") && msg.contains("var[0].size"),
-            "{msg}"
-        );
-        let e = parse_json::<DefJson>("m", b"{").unwrap_err();
-        assert!(matches!(e, NeffError::Json { .. }));
-        let e = parse_json::<DefJson>("m", br#"{"var": [{"name": "x", "type": "input"}]}"#)
-            .unwrap_err();
-        assert!(e.to_string().contains("var_id"), "{e}");
-    }
-
-    #[test]
-    fn def_validation() {
-        def().validate("d").unwrap();
-        let mut d = def();
-        d.var[1].var_id = 0;
-        assert!(d
-            .validate("d")
-            .unwrap_err()
-            .to_string()
-            .contains("var[1].var_id"));
-        let mut d = def();
-        d.var[0].size = Some(63);
-        assert!(d
-            .validate("d")
-            .unwrap_err()
-            .to_string()
-            .contains("var[0].size"));
-        let mut d = def();
-        d.var[0].size = None;
-        assert!(d
-            .validate("d")
-            .unwrap_err()
-            .to_string()
-            .contains("needs a size"));
-        let mut d = def();
-        d.var.push(Variable::new(5, "c", VarKind::File));
-        assert!(d
-            .validate("d")
-            .unwrap_err()
-            .to_string()
-            .contains("file_name"));
-        let mut d = def();
-        d.var[0].name = "b".into();
-        assert!(d
-            .validate("d")
-            .unwrap_err()
-            .to_string()
-            .contains("duplicate variable"));
-        let mut d = def();
-        d.dma_queue.push(DmaQueue::new("data"));
-        assert!(d
-            .validate("d")
-            .unwrap_err()
-            .to_string()
-            .contains("duplicate queue"));
-    }
-
-    fn block(e: DmaEntry) -> Vec<DmaBlock> {
-        vec![DmaBlock {
-            queue: Some("data".into()),
-            instance_name: None,
-            id: None,
-            desc: vec![e],
-            extra: Map::new(),
-        }]
-    }
-
-    #[test]
-    fn dma_entry_validation() {
-        let d = def();
-        let ok = DmaEntry::copy(VarRef::Name("a".into()), VarRef::Id(1), vec![4, 8]);
-        validate_blocks("PE.json", "dma", &block(ok.clone()), &d).unwrap();
-        let check = |e: DmaEntry, needle: &str| {
-            let err = validate_blocks("PE.json", "dma", &block(e), &d)
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains(needle), "{err} lacks {needle}");
-        };
-        let mut e = ok.clone();
-        e.to = VarRef::Name("nope".into());
-        check(e, "dma[0].desc[0].to");
-        let mut e = ok.clone();
-        e.from_offset = 2;
-        check(e, "reaches byte 66");
-        let mut e = ok.clone();
-        e.to_sizes = vec![4, 4];
-        check(e, "source moves 32 elements, destination 16");
-        let mut e = ok.clone();
-        e.from_sizes = vec![1, 1, 1, 1, 1, 1, 1, 1, 32];
-        e.to_sizes = vec![32];
-        check(e, "at most 8");
-        let mut e = ok.clone();
-        e.from_steps = Some(vec![1]);
-        check(e, "1 steps for 2 sizes");
-        let mut e = ok.clone();
-        e.op = Some(DmaOp::from("scatter"));
-        check(e, "unknown operation");
-        let mut e = ok.clone();
-        e.sem_op = Some(SemOp::Add);
-        check(e, "without sem");
-        let mut e = ok.clone();
-        e.sem = Some(1);
-        e.sem_op = Some(SemOp::Write);
-        check(e, "need a sem_value");
-        let mut e = ok.clone();
-        e.from = None;
-        check(e, "no source");
-        // Strided source inside bounds: 4 rows of 4 from a 4x8 bf16 tensor, step 8.
-        let mut e = ok.clone();
-        e.from_sizes = vec![4, 4];
-        e.from_steps = Some(vec![8, 1]);
-        e.to_sizes = vec![16];
-        validate_blocks("PE.json", "dma", &block(e), &d).unwrap();
-        let mut bad_queue = block(ok);
-        bad_queue[0].queue = Some("other".into());
-        assert!(validate_blocks("PE.json", "dma", &bad_queue, &d).is_err());
-    }
-
-    #[test]
-    fn steps() {
-        assert_eq!(contiguous_steps(&[2, 3, 4]), vec![12, 4, 1]);
-        assert_eq!(pattern_span(0, &[2, 3], &[3, 1], 2), Some((0, 12)));
-        assert_eq!(pattern_span(8, &[2, 3], &[-3, 1], 2), Some((2, 14)));
-        assert_eq!(pattern_span(0, &[u64::MAX, 2], &[i64::MAX, 1], 2), None);
     }
 }

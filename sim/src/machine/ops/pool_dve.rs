@@ -153,7 +153,7 @@ impl Machine<'_> {
                 self.chip.scatter(rd, &narrow(&res, out));
             }
             DatapathOp::Fp(fop) => {
-                if plan.formats == [Format::Float32; 3] && !fop.op().is_arg() {
+                if plan.formats == [NumFormat::Float32; 3] && !fop.op().is_arg() {
                     let mut rows = [self.take_buf(), self.take_buf()];
                     let done = self
                         .chip
@@ -273,7 +273,7 @@ impl Machine<'_> {
                     self.scalar_f32(site, "imm1", s1, src)?,
                 );
                 let parts = shape.partitions();
-                if plan.formats == [Format::Float32; 2]
+                if plan.formats == [NumFormat::Float32; 2]
                     && ![o0, o1].iter().any(|o| o.op().is_arg())
                     && s0.as_scalar().check("scalar0", parts).is_ok()
                     && s1.as_scalar().check("scalar1", parts).is_ok()

@@ -19,7 +19,6 @@ mod spec {
     include!("spec/formats.rs");
     include!("spec/conflicts.rs");
     include!("spec/geometry.rs");
-    include!("spec/gates.rs");
     include!("spec/dtypes.rs");
 }
 
@@ -39,7 +38,6 @@ fn main() {
         "formats.rs",
         "conflicts.rs",
         "geometry.rs",
-        "gates.rs",
         "dtypes.rs",
     ] {
         println!("cargo:rerun-if-changed=spec/{f}");

@@ -1,5 +1,6 @@
 //! Generators of the tables the other layers read instead of restating the spec: field
-//! locators, enumeration members and predicate sets, and the opcode → L2 format gate binding.
+//! locators, enumeration members and predicate sets, and the opcode → L2 format gate binding
+//! with the gate list the validator's dispatch is generated from.
 
 use super::*;
 
@@ -215,28 +216,87 @@ pub(crate) fn gen_sets(out: &mut String) {
     writeln!(out, "}}\n").unwrap();
 }
 
-pub(crate) fn gen_gates(out: &mut String, layouts: &[Layout]) {
-    let mut gate_of_format = vec![None; FORMATS.len()];
+/// The gate of every format (index into `GATES`), from the format rows' gate column, after
+/// checking the gate rows: unique variants, gate names and rule tables, a Rust identifier for
+/// every variant, module and table, and at least one format per gate.
+fn gate_of_format() -> Vec<Option<usize>> {
+    let ident = |s: &str| {
+        s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
     for (gi, g) in GATES.iter().enumerate() {
-        for f in g.formats {
-            let fi = format_index(f);
-            if gate_of_format[fi].replace(gi).is_some() {
-                fail(format!("format {f} is listed by two gates"));
+        if !ident(g.variant) || !ident(g.gate) || !ident(g.module) {
+            fail(format!(
+                "gate {}: variant, gate and module must be identifiers",
+                g.variant
+            ));
+        }
+        if !g.table.is_empty() && !ident(g.table) {
+            fail(format!(
+                "gate {}: table {:?} is not an identifier",
+                g.variant, g.table
+            ));
+        }
+        if g.prov.is_empty() {
+            fail(format!("gate {} has no provenance", g.variant));
+        }
+        for o in &GATES[..gi] {
+            if o.variant == g.variant || o.gate == g.gate {
+                fail(format!("gate {} / {} listed twice", g.variant, g.gate));
+            }
+            if !g.table.is_empty() && o.module == g.module && o.table == g.table {
+                fail(format!(
+                    "gates {} and {} share table {}::{}",
+                    o.variant, g.variant, g.module, g.table
+                ));
             }
         }
     }
+    let of: Vec<Option<usize>> = FORMATS
+        .iter()
+        .map(|f| {
+            (!f.gate.is_empty()).then(|| {
+                GATES
+                    .iter()
+                    .position(|g| g.variant == f.gate)
+                    .unwrap_or_else(|| {
+                        fail(format!("format {} names unknown gate {}", f.name, f.gate))
+                    })
+            })
+        })
+        .collect();
+    for (gi, g) in GATES.iter().enumerate() {
+        if !of.contains(&Some(gi)) {
+            fail(format!("gate {} is named by no format row", g.variant));
+        }
+    }
+    of
+}
+
+pub(crate) fn gen_gates(out: &mut String, layouts: &[Layout]) {
+    let gate_of_format = gate_of_format();
+    let formats_of = |gi: usize| -> Vec<&str> {
+        FORMATS
+            .iter()
+            .zip(&gate_of_format)
+            .filter(|(_, g)| **g == Some(gi))
+            .map(|(f, _)| f.name)
+            .collect()
+    };
     writeln!(
         out,
         "/// The L2 format gates (`spec::GATES`), one per validator `is_valid_<fmt>` function."
     )
     .unwrap();
     writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum FormatGate {{").unwrap();
-    for g in GATES {
+    for (gi, g) in GATES.iter().enumerate() {
         writeln!(
             out,
             "    /// `{}`: formats {}.\n    {},",
             g.gate,
-            g.formats.join(", "),
+            formats_of(gi).join(", "),
             g.variant
         )
         .unwrap();
@@ -271,24 +331,71 @@ pub(crate) fn gen_gates(out: &mut String, layouts: &[Layout]) {
             .join(", ")
     )
     .unwrap();
-    writeln!(out, "    /// The gate's name as the shipped validators spell it.\n    pub const fn gate_name(self) -> &'static str {{\n        match self {{").unwrap();
-    for g in GATES {
-        writeln!(
-            out,
-            "            FormatGate::{} => {:?},",
-            g.variant, g.gate
-        )
-        .unwrap();
-    }
-    writeln!(out, "        }}\n    }}").unwrap();
+    // A `const fn(self)` of `FormatGate` with one match arm per gate.
+    let per_gate = |out: &mut String, head: &str, value: &dyn Fn(usize, &GateDef) -> String| {
+        writeln!(out, "{head} {{\n        match self {{").unwrap();
+        for (gi, g) in GATES.iter().enumerate() {
+            writeln!(
+                out,
+                "            FormatGate::{} => {},",
+                g.variant,
+                value(gi, g)
+            )
+            .unwrap();
+        }
+        writeln!(out, "        }}\n    }}").unwrap();
+    };
+    per_gate(
+        out,
+        "    /// The gate's name as the shipped validators spell it.\n    pub const fn gate_name(self) -> &'static str",
+        &|_, g| format!("{:?}", g.gate),
+    );
+    per_gate(
+        out,
+        "    /// The spec formats the gate checks (the format rows that name it), in spec order.\n    pub const fn formats(self) -> &'static [&'static str]",
+        &|gi, _| format!("&{:?}", formats_of(gi)),
+    );
     writeln!(out, "    /// The spec row of the gate.\n    pub fn def(self) -> &'static crate::spec::GateDef {{ &crate::spec::GATES[self as usize] }}").unwrap();
-    writeln!(out, "    /// The gate that checks `opcode` on `gen`, from the opcode's format column: `None` when the\n    /// opcode is absent or dormant there, its format has no layout there or no gate lists it.\n    #[inline]\n    pub const fn of(gen: Gen, opcode: u8) -> Option<FormatGate> {{\n        let i = GATE_OF[gen.index()][opcode as usize] as usize;\n        if i < Self::ALL.len() {{ Some(Self::ALL[i]) }} else {{ None }}\n    }}\n}}").unwrap();
+    writeln!(out, "    /// The gate that checks `opcode` on `gen`, from the opcode's format column: `None` when the\n    /// opcode is absent or dormant there, its format has no layout there or names no gate.\n    #[inline]\n    pub const fn of(gen: Gen, opcode: u8) -> Option<FormatGate> {{\n        let i = GATE_OF[gen.index()][opcode as usize] as usize;\n        if i < Self::ALL.len() {{ Some(Self::ALL[i]) }} else {{ None }}\n    }}\n}}").unwrap();
     writeln!(out, "/// Gate index (into `FormatGate::ALL`) per generation and opcode byte; 0xFF = none.\nconst GATE_OF: [[u8; 256]; 4] = [").unwrap();
     for t in &table {
         let v: Vec<String> = t.iter().map(|x| x.to_string()).collect();
         writeln!(out, "    [{}],", v.join(", ")).unwrap();
     }
     writeln!(out, "];\n").unwrap();
+    gen_gate_list(out);
+}
+
+/// `format_gates!`: the gate rows as tokens for the validator crate, which passes the name of
+/// its own macro and receives the distinct gate modules and, per gate, its variant, module,
+/// gate function and rule table (`[]` for none).
+fn gen_gate_list(out: &mut String) {
+    let mut modules: Vec<&str> = GATES.iter().map(|g| g.module).collect();
+    modules.sort_unstable();
+    modules.dedup();
+    writeln!(
+        out,
+        "/// The L2 format gates of `spec::GATES` as macro input: `format_gates!(callback)` expands to\n\
+         /// `callback! {{ modules: [..]; gates: [Variant => module::gate_fn, [module::TABLE]; ..] }}`\n\
+         /// (`[]` for a gate without rule rows), so the validator's gate dispatch follows the spec.\n\
+         #[macro_export]\nmacro_rules! format_gates {{\n    ($cb:ident) => {{\n        $cb! {{\n            modules: [{}];\n            gates: [",
+        modules.join(", ")
+    )
+    .unwrap();
+    for g in GATES {
+        let table = if g.table.is_empty() {
+            String::new()
+        } else {
+            format!("{}::{}", g.module, g.table)
+        };
+        writeln!(
+            out,
+            "                {} => {}::{}, [{}];",
+            g.variant, g.module, g.gate, table
+        )
+        .unwrap();
+    }
+    writeln!(out, "            ];\n        }}\n    }};\n}}\n").unwrap();
 }
 
 /// Wire engines (bit = wire id: PE 0, ACT 1, POOL 2, DVE 3, SP 4) of an engine-class set, as

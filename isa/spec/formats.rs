@@ -27,6 +27,53 @@ const PSL: &str = "R isa/pseudo-instruction-lowering.md";
 const DMAR: &str = "G dma/descriptor-ring-field-tables.md";
 const BUN: &str = "C isa/instruction-bundle.md";
 const DT: FieldType = Enum("DTYPE");
+const VAL: &str = "R isa/validator-architecture.md";
+const VPA: &str = "R isa/validators-per-arch.md";
+
+/// Every L2 format gate, in the order of the validator roster. A format row names the gate that
+/// checks it (`FormatDef::gate`). An opcode is gated in a generation when it is present and not
+/// dormant there, its format has a layout in that generation and names a gate. Dormant opcodes
+/// (`n`) and formats that name no gate decode but have no L2 format gate. Generation v5 has no
+/// L2 validator; the binding is still computed for it so tools can name the gate.
+pub const GATES: &[GateDef] = &[
+    GateDef { variant: "S3Lw", gate: "is_valid_s3_lw", prov: VPA, module: "pe", table: "LW_TABLE" },
+    GateDef { variant: "S3d3Mm", gate: "is_valid_s3d3_mm", prov: VPA, module: "pe", table: "MM_TABLE" },
+    GateDef { variant: "S4d3Mm", gate: "is_valid_s4d3_mm", prov: VPA, module: "pe", table: "SPARSE_TABLE" },
+    GateDef { variant: "Smx1Lw", gate: "is_valid_smx1_lw", prov: VPA, module: "mx", table: "LW_TABLE" },
+    GateDef { variant: "Smx1d3Mm", gate: "is_valid_smx1d3_mm", prov: VPA, module: "mx", table: "MM_TABLE" },
+    GateDef { variant: "S3dmx1Quant", gate: "is_valid_s3dmx1_quant", prov: VPA, module: "mx", table: "Q_TABLE" },
+    GateDef { variant: "S3d3Ac", gate: "is_valid_activate", prov: VAL, module: "act", table: "TABLE" },
+    GateDef { variant: "S3s3d3Tt", gate: "is_valid_s3s3d3_tt", prov: VAL, module: "tt", table: "TABLE" },
+    GateDef { variant: "S3d3Ts", gate: "is_valid_s3d3_ts", prov: VAL, module: "ts", table: "TABLE" },
+    GateDef { variant: "S4d4Tr", gate: "is_valid_s4d4_tr", prov: VAL, module: "tr", table: "TABLE" },
+    GateDef { variant: "S2d2Rs", gate: "is_valid_s2d2_rs", prov: VPA, module: "rs", table: "TABLE" },
+    GateDef { variant: "CtrlEs", gate: "is_valid_ctrl_es", prov: VAL, module: "ctrl", table: "" },
+    GateDef { variant: "S2d2Ac", gate: "is_valid_s2d2_ac", prov: VPA, module: "act2", table: "AC2_TABLE" },
+    GateDef { variant: "S3d3Aq", gate: "is_valid_s3d3_aq", prov: VAL, module: "act2", table: "AQ_TABLE" },
+    GateDef { variant: "D1Rd", gate: "is_valid_d1_rd", prov: VAL, module: "act2", table: "RD_TABLE" },
+    GateDef { variant: "CtrlNo", gate: "is_valid_ctrl_no", prov: VAL, module: "ctrl", table: "" },
+    GateDef { variant: "Memset", gate: "is_valid_memset", prov: VAL, module: "pool", table: "MS_TABLE" },
+    GateDef { variant: "Iota", gate: "is_valid_iota", prov: VAL, module: "pool", table: "IOTA_TABLE" },
+    GateDef { variant: "TensDequant", gate: "is_valid_tensor_dequantize", prov: VPA, module: "pool", table: "DQ_TABLE" },
+    GateDef { variant: "CpPredScalar", gate: "is_valid_s3d3_cp_pred_scalar", prov: VAL, module: "pool", table: "CPS_TABLE" },
+    GateDef { variant: "SelectReduce", gate: "is_valid_select_reduce", prov: VAL, module: "pool", table: "SR_TABLE" },
+    GateDef { variant: "S2s2d2Stt", gate: "is_valid_s2s2d2_stt", prov: VAL, module: "pool", table: "STT_TABLE" },
+    GateDef { variant: "S4d4Pl", gate: "is_valid_s4d4_pl", prov: VAL, module: "pool", table: "PL_TABLE" },
+    GateDef { variant: "S3d3TsSelect", gate: "is_valid_s3d3_ts_select", prov: VAL, module: "pool", table: "TSS_TABLE" },
+    GateDef { variant: "S2d2TsAs", gate: "is_valid_s2d2_ts_as", prov: VAL, module: "pool", table: "AS_TABLE" },
+    GateDef { variant: "S3Lt", gate: "is_valid_s3_lt", prov: VPA, module: "pe_aux", table: "LT_TABLE" },
+    GateDef { variant: "PeManageSeed", gate: "is_valid_pe_manage_seed", prov: VPA, module: "pe_aux", table: "SEED_TABLE" },
+    GateDef { variant: "Ctrl", gate: "is_valid_ctrl", prov: VAL, module: "ctrl", table: "" },
+    GateDef { variant: "Drain", gate: "is_valid_drain", prov: VAL, module: "ctrl", table: "" },
+    GateDef { variant: "Write", gate: "is_valid_write", prov: VAL, module: "ctrl", table: "" },
+    GateDef { variant: "CtrlAl", gate: "is_valid_ctrl_al", prov: VAL, module: "ctrl", table: "AL_TABLE" },
+    GateDef { variant: "CtrlBr", gate: "is_valid_ctrl_br", prov: VAL, module: "ctrl", table: "BR_TABLE" },
+    GateDef { variant: "RangeClear", gate: "is_valid_event_semaphore_range_clear", prov: VAL, module: "ctrl", table: "RC_TABLE" },
+    GateDef { variant: "DmaDirect2d", gate: "is_valid_dma_direct2d", prov: VAL, module: "dma", table: "DMA_TABLE" },
+    GateDef { variant: "Pseudo", gate: "is_valid_pseudo", prov: VAL, module: "dma", table: "PSEUDO_TABLE" },
+    GateDef { variant: "Extended", gate: "is_valid_extended", prov: VAL, module: "dma", table: "EXT_TABLE" },
+    GateDef { variant: "CoreBarrier", gate: "is_valid_core_barrier", prov: "project-defined", module: "ctrl", table: "" },
+];
 
 /// Header fields (bytes 0..4), common to every format.
 pub const HEADER_FIELDS: &[FieldRow] = &[
@@ -51,6 +98,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "LdWeights",
         header_struct: "S3_LW",
+        gate: "S3Lw",
         gens: "YYYY",
         sub: None,
         prov: HD,
@@ -78,6 +126,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Matmul",
         header_struct: "S3D3_MM",
+        gate: "S3d3Mm",
         gens: "YYYY",
         sub: None,
         prov: HD,
@@ -109,6 +158,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "MatmulSparse",
         header_struct: "S4D3_MM",
+        gate: "S4d3Mm",
         gens: "-YYY",
         sub: None,
         prov: PEM,
@@ -132,6 +182,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "LdTags",
         header_struct: "S3_LT",
+        gate: "S3Lt",
         gens: "-YYY",
         sub: None,
         prov: CPE,
@@ -147,6 +198,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "PeManageSeed",
         header_struct: "S2S1D2_PE_SEED",
+        gate: "PeManageSeed",
         gens: "--YY",
         sub: None,
         prov: PEM,
@@ -164,6 +216,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "LdWeightsMx",
         header_struct: "SMX1_LW",
+        gate: "Smx1Lw",
         gens: "--YY",
         sub: None,
         prov: PEM,
@@ -180,6 +233,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "MatmulMx",
         header_struct: "SMX1D3_MM",
+        gate: "Smx1d3Mm",
         gens: "--YY",
         sub: None,
         prov: PEM,
@@ -200,6 +254,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "QuantizeMx",
         header_struct: "S3DMX1_QUANT",
+        gate: "S3dmx1Quant",
         gens: "--YY",
         sub: None,
         prov: CPE,
@@ -216,6 +271,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Activate",
         header_struct: "S3D3_AC",
+        gate: "S3d3Ac",
         gens: "YYYY",
         sub: None,
         prov: ACTP,
@@ -239,6 +295,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "ActivateQuantize",
         header_struct: "S3D3_AQ",
+        gate: "S3d3Aq",
         gens: "YYYY",
         sub: None,
         prov: ACTP,
@@ -259,6 +316,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "ActTableLoad",
         header_struct: "CTRL_NO",
+        gate: "CtrlNo",
         gens: "YYYY",
         sub: None,
         prov: CACT,
@@ -272,6 +330,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Notify",
         header_struct: "CTRL_NO",
+        gate: "CtrlNo",
         gens: "YYYY",
         sub: None,
         prov: SYN,
@@ -281,6 +340,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "ReadAccumulator",
         header_struct: "D1_RD",
+        gate: "D1Rd",
         gens: "YYYY",
         sub: None,
         prov: ACTP,
@@ -296,6 +356,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Activate2",
         header_struct: "S2D2_AC",
+        gate: "S2d2Ac",
         gens: "--YY",
         sub: None,
         prov: CACT,
@@ -325,6 +386,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "TensorTensor",
         header_struct: "S3S3D3_TT",
+        gate: "S3s3d3Tt",
         gens: "YYYY",
         sub: None,
         prov: TTP,
@@ -342,6 +404,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "TensorTensorIntWide",
         header_struct: "S2S2D2D2_TT",
+        gate: "",
         gens: "---Y",
         sub: None,
         prov: IWP,
@@ -360,6 +423,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "TensorScalarIntWide",
         header_struct: "S2D2D2_TS_WIDE",
+        gate: "",
         gens: "---Y",
         sub: None,
         prov: IWP,
@@ -379,6 +443,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "TensorReduce",
         header_struct: "S4D4_TR",
+        gate: "S4d4Tr",
         gens: "YYYY",
         sub: None,
         prov: HD,
@@ -400,6 +465,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Pool",
         header_struct: "S4D4_PL",
+        gate: "S4d4Pl",
         gens: "YYYY",
         sub: None,
         prov: CPR,
@@ -418,6 +484,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Memset",
         header_struct: "",
+        gate: "Memset",
         gens: "YYYY",
         sub: None,
         prov: CPR,
@@ -433,6 +500,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Iota",
         header_struct: "",
+        gate: "Iota",
         gens: "YYYY",
         sub: None,
         prov: CPR,
@@ -448,6 +516,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "TensorScalar",
         header_struct: "S3D3_TS",
+        gate: "S3d3Ts",
         gens: "YYYY",
         sub: None,
         prov: IREC,
@@ -471,6 +540,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "ScalarTensorTensor",
         header_struct: "S2S2D2_STT",
+        gate: "S2s2d2Stt",
         gens: "YYYY",
         sub: None,
         prov: CPRP,
@@ -494,6 +564,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "SelectReduce",
         header_struct: "S2S2D2_STT",
+        gate: "SelectReduce",
         gens: "YYYY",
         sub: None,
         prov: CPRP,
@@ -517,6 +588,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "TensorScalarSelect",
         header_struct: "S3D3_TS_SELECT",
+        gate: "S3d3TsSelect",
         gens: "YYYY",
         sub: None,
         prov: TSSP,
@@ -537,6 +609,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "AffineSelect",
         header_struct: "S2D2_TS_AS",
+        gate: "S2d2TsAs",
         gens: "YYYY",
         sub: None,
         prov: ASP,
@@ -557,6 +630,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "CopyPredScalar",
         header_struct: "S3D3_CP_PRED_SCALAR",
+        gate: "CpPredScalar",
         gens: "YYYY",
         sub: None,
         prov: CTT,
@@ -575,6 +649,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "TensorDequantize",
         header_struct: "S3D3_TENS_DEQUANT",
+        gate: "TensDequant",
         gens: "-YYY",
         sub: None,
         prov: DQP,
@@ -592,6 +667,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "RangeSelect",
         header_struct: "S2D2_RS",
+        gate: "S2d2Rs",
         gens: "-YYY",
         sub: None,
         prov: RSP,
@@ -616,6 +692,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "ExtendedTta",
         header_struct: "EXTENDED_TTA",
+        gate: "",
         gens: "YYYY",
         sub: Some(SubSelect { opcode: 0xF0, offset: 12, value: 2 }),
         prov: IWP,
@@ -634,6 +711,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "RdmaDescGen",
         header_struct: "EXTENDED_RDMA_DESC_GEN",
+        gate: "",
         gens: "YYYY",
         sub: Some(SubSelect { opcode: 0xF0, offset: 12, value: 8 }),
         prov: HD,
@@ -650,6 +728,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Extended",
         header_struct: "EXTENDED",
+        gate: "Extended",
         gens: "YYYY",
         sub: None,
         prov: HD,
@@ -664,6 +743,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "EventSemaphore",
         header_struct: "CTRL_ES",
+        gate: "CtrlEs",
         gens: "YYYY",
         sub: None,
         prov: SYN,
@@ -673,6 +753,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Control",
         header_struct: "CTRL",
+        gate: "Ctrl",
         gens: "YYYY",
         sub: None,
         prov: SYN,
@@ -682,6 +763,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Drain",
         header_struct: "CTRL",
+        gate: "Drain",
         gens: "YYYY",
         sub: None,
         prov: SYN,
@@ -691,6 +773,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "Write",
         header_struct: "CTRL",
+        gate: "Write",
         gens: "YYYY",
         sub: None,
         prov: SYN,
@@ -700,6 +783,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "EventSemaphoreRangeClear",
         header_struct: "CTRL",
+        gate: "RangeClear",
         gens: "YYYY",
         sub: None,
         prov: SYN,
@@ -714,6 +798,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "CoreBarrier",
         header_struct: "",
+        gate: "CoreBarrier",
         gens: "YYYY",
         sub: None,
         prov: SYN,
@@ -728,6 +813,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "AluOpInst",
         header_struct: "CTRL_AL",
+        gate: "CtrlAl",
         gens: "YYYY",
         sub: None,
         prov: SYN,
@@ -749,6 +835,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "CompareBranch",
         header_struct: "CTRL_BR",
+        gate: "CtrlBr",
         gens: "YYYY",
         sub: None,
         prov: SYN,
@@ -769,6 +856,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "DmaDirect2d",
         header_struct: "DMA_DIRECT2D",
+        gate: "DmaDirect2d",
         gens: "YYYY",
         sub: None,
         prov: DMAR,
@@ -795,6 +883,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "DmaTrigger",
         header_struct: "",
+        gate: "Pseudo",
         gens: "YYYY",
         sub: None,
         prov: PSL,
@@ -807,6 +896,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "LoadActFuncSet",
         header_struct: "",
+        gate: "Pseudo",
         gens: "YYYY",
         sub: None,
         prov: CACT,
@@ -816,6 +906,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "FunctionBegin",
         header_struct: "",
+        gate: "Pseudo",
         gens: "YYYY",
         sub: None,
         prov: PSL,
@@ -830,6 +921,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "FunctionCall",
         header_struct: "",
+        gate: "Pseudo",
         gens: "YYYY",
         sub: None,
         prov: PSL,
@@ -842,6 +934,7 @@ pub const FORMATS: &[FormatDef] = &[
     FormatDef {
         name: "PseudoInst",
         header_struct: "",
+        gate: "Pseudo",
         gens: "YYYY",
         sub: None,
         prov: PSL,

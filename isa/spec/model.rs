@@ -460,6 +460,8 @@ pub struct FormatDef {
     pub name: &'static str,
     /// Header operand struct (`S3D3_MM`), or "" when the layout is a compiler view only.
     pub header_struct: &'static str,
+    /// The L2 format gate that checks it (a `GateDef::variant` of `GATES`), or "" for none.
+    pub gate: &'static str,
     /// Generations in which this typed layout applies (an opcode present in a generation where
     /// its format is absent decodes to the raw form).
     pub gens: PresenceStr,
@@ -503,15 +505,19 @@ pub struct GeomRow {
     pub note: &'static str,
 }
 
-/// One L2 format gate: its validator name and the spec formats it checks.
+/// One L2 format gate: its validator name and where the validator crate implements it. The
+/// formats it checks are the format rows that name it (`FormatDef::gate`).
 #[derive(Clone, Copy, Debug)]
 pub struct GateDef {
     /// Variant name of the generated `FormatGate` enum (`S3d3Ts`).
     pub variant: &'static str,
-    /// The gate's name as the shipped validators spell it (`is_valid_s3d3_ts`).
+    /// The gate's name as the shipped validators spell it (`is_valid_s3d3_ts`); the validator
+    /// crate's gate function has this name.
     pub gate: &'static str,
-    /// Spec formats (`FormatDef::name`) it checks.
-    pub formats: &'static [&'static str],
     /// Source.
     pub prov: &'static str,
+    /// The module of `validate/src/l2/formats/` that holds the gate function (`ts`).
+    pub module: &'static str,
+    /// The gate's rule-row table in that module (`TABLE`), or "" when the gate has no rule rows.
+    pub table: &'static str,
 }

@@ -43,8 +43,8 @@ rewrites it. Do not edit it by hand.
 ## The spec and what is derived from it
 
 The spec is Rust-syntax constant data: the row types live in `isa/spec/model.rs`, the tables in
-`isa/spec/opcodes.rs`, `enums.rs`, `formats.rs`, `conflicts.rs`, `geometry.rs`, `gates.rs` and
-`dtypes.rs`. The same files
+`isa/spec/opcodes.rs`, `enums.rs`, `formats.rs` (with the L2 gates), `conflicts.rs`, `geometry.rs`
+and `dtypes.rs`. The same files
 are `include!`d twice:
 
 * by `isa/build.rs`, which checks them (unique ascending opcode rows, well-formed presence
@@ -471,7 +471,7 @@ pub fn isa_markdown() -> String {
             o,
             "| `{}` | {} | {} | {} |",
             d.gate,
-            d.formats.join(", "),
+            g.formats().join(", "),
             ops.join(" "),
             d.prov
         );

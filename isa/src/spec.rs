@@ -14,7 +14,6 @@ include!("../spec/enums.rs");
 include!("../spec/formats.rs");
 include!("../spec/conflicts.rs");
 include!("../spec/geometry.rs");
-include!("../spec/gates.rs");
 include!("../spec/dtypes.rs");
 
 use crate::{Engine, Gen};
@@ -592,7 +591,7 @@ mod locator_tests {
             for op in 0..=255u8 {
                 if let Some(g) = FormatGate::of(gen, op) {
                     let r = opcode(op).expect("catalog row");
-                    assert!(g.def().formats.contains(&r.format), "{gen} {op:#x}");
+                    assert!(g.formats().contains(&r.format), "{gen} {op:#x}");
                     let p = r.presence_for(gen);
                     assert!(p.is_present() && p != Presence::Dormant, "{gen} {op:#x}");
                 }

@@ -4,13 +4,16 @@
 //!   `tpbsim_isa::InstVisitor`, generated from the spec's format list with one required method
 //!   per format and no default: a format added to the spec does not build until each
 //!   implementor handles it. That part is checked by the compiler.
-//! * The L2 format gates are bound to opcodes by `tpbsim_isa::FormatGate::of`. That binding is
-//!   data, so it is checked here: on every generation with an L2 validator, every maintained
+//! * The L2 format gates are listed in the spec (`spec::GATES`, with the module, function and rule
+//!   table that implement each) and a format row names its gate. The validator's dispatch
+//!   (`l2::formats::run` / `table`) is generated from that list, so a gate without its function
+//!   or table does not build. The gates are bound to opcodes by `tpbsim_isa::FormatGate::of`.
+//!   That binding is data, so it is checked here: on every generation with an L2 validator, every maintained
 //!   opcode of the header enum that the spec binds to a typed format has a format gate, and so
 //!   does every typed format the generation has. Dormant opcodes (presence `n`: in the enum, not
 //!   emitted) have no public gate; L2 reports them "not checked", and the test pins that list.
 
-use tpbsim_isa::{spec, Gen, VISITOR_METHODS};
+use tpbsim_isa::{spec, FormatGate, Gen, VISITOR_METHODS};
 use tpbsim_validate::l2;
 
 /// The spec formats with a typed layout in `gen`: the ones `InstVisitor` has a method for.
@@ -114,4 +117,35 @@ fn every_typed_format_of_an_l2_generation_has_a_gated_opcode() {
         missing.is_empty(),
         "formats without a format gate: {missing:#?}"
     );
+}
+
+#[test]
+fn every_gate_is_named_by_its_formats_and_its_table_column_matches_its_rule_data() {
+    for g in FormatGate::ALL {
+        let d = g.def();
+        assert_eq!(d.gate, g.gate_name());
+        assert!(!g.formats().is_empty(), "{} checks no format", d.gate);
+        for f in g.formats() {
+            assert_eq!(spec::format(f).map(|f| f.gate), Some(d.variant), "{f}");
+        }
+        let t = l2::formats::table(g);
+        let rows = t.rows().count() + t.dtype_rows().count();
+        assert_eq!(
+            rows > 0,
+            !d.table.is_empty(),
+            "{}: table column {:?}, {rows} rule rows",
+            d.gate,
+            d.table
+        );
+    }
+    for f in spec::formats().iter().filter(|f| !f.gate.is_empty()) {
+        assert!(
+            FormatGate::ALL
+                .iter()
+                .any(|g| g.formats().contains(&f.name)),
+            "{} names gate {} that does not list it",
+            f.name,
+            f.gate
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! The generators of `tpbsim_validate::fuzz::generate` against the L2 validator: every bundle of a valid
 //! strategy passes L2, every mutation that breaks a documented rule is rejected by that rule,
-//! and the formats left out of the valid strategies are exactly the listed ones.
+//! every gated opcode is generated (with its format's recipe or the default one), and the
+//! opcodes left out of the valid strategies are exactly the listed ones.
 //!
 //! Case counts: `TPBSIM_PROPTEST_CASES` (default 256) spread over the layouts.
 
@@ -135,7 +136,7 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
         v.dedup();
         v
     };
-    for r in recipes::RECIPES {
+    for r in recipes::all() {
         for rule in row_rules(r) {
             if rules.contains(rule) {
                 continue;
@@ -169,7 +170,7 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
     }
     // Every recipe's format had a broken rule rejected, and every rule row of its gate was
     // broken and rejected at least once.
-    for r in recipes::RECIPES {
+    for r in recipes::all() {
         assert!(
             formats.contains(&(r.gate, r.format)),
             "no mutation of {} ({}) was rejected",
@@ -194,6 +195,48 @@ fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
             );
         }
     }
+}
+
+/// Every opcode the spec gates on an L2 generation (and `EXCLUDED` does not list) is generated
+/// by its layout's valid strategy, with or without an entry in `RECIPES`, and passes L2.
+#[test]
+fn every_gated_opcode_is_generated_and_passes_l2() {
+    let mut rng = fuzzgen::SplitMix64(11);
+    let mut checked = 0;
+    for gen in l2::GENS {
+        for r in spec::opcodes() {
+            if !r.is_present(gen)
+                || tpbsim_isa::FormatGate::of(gen, r.code).is_none()
+                || recipes::is_excluded(gen, r.code)
+            {
+                continue;
+            }
+            let layout = fuzzgen::layouts()
+                .find(|(l, g)| {
+                    *g == gen
+                        && l.format_name() == r.format
+                        && fuzzgen::layout_opcodes(l, gen)
+                            .iter()
+                            .any(|(op, _)| *op == r.code)
+                })
+                .map(|(l, _)| l)
+                .unwrap_or_else(|| panic!("{gen} {:#04x}: no layout of {}", r.code, r.format));
+            let n = fuzzgen::generated_opcodes(layout, gen).len() as u32;
+            let hit = (0..64 * n).find_map(|_| {
+                fuzzgen::valid_bundle(&mut rng, layout, gen).filter(|g| g.bundle.0[0] == r.code)
+            });
+            let g = hit.unwrap_or_else(|| {
+                panic!("{gen} {:#04x} ({}) is never generated", r.code, r.format)
+            });
+            let e = errors(gen, g.engine, &g.bundle);
+            assert!(e.is_empty(), "{gen} {}: {e:?}", g.bundle.to_hex());
+            checked += 1;
+        }
+    }
+    assert!(
+        checked > 180,
+        "only {checked} gated opcode/generation pairs"
+    );
 }
 
 #[test]

@@ -9,10 +9,12 @@
 //!   dtypes from the `DTYPE` enum, access patterns as SBUF/PSUM addresses of the generation's
 //!   geometry with non-zero counts, bitfields with their reserved bits clear, reserved bytes
 //!   zero, header `inst_word_len` 0x10 and events from the header-listed wait/update modes.
-//!   For the formats that have an L2 format gate, a [`recipes::Recipe`] then applies the
-//!   constraints that gate documents (docs/l2.md): dtype sets, group/column bounds, quadrant
-//!   placement, element-count agreement, the v4 dual-FP8 selector rules. Opcodes with an L2
-//!   gate but no recipe are listed in [`recipes::EXCLUDED`] and never generated.
+//!   For the formats that have an L2 format gate, every rule row of the gate gets a legal
+//!   value and a [`recipes::Recipe`] then applies the cross-field constraints that gate
+//!   documents (docs/l2.md): dtype sets, group/column bounds, quadrant placement, element-count
+//!   agreement, the v4 dual-FP8 selector rules. A gated format without an entry in
+//!   [`recipes::RECIPES`] gets the default recipe (no cross-field fill). Gated opcodes listed
+//!   in [`recipes::EXCLUDED`] are never generated.
 //! * [`mutate`] breaks one documented rule of a valid bundle and returns the mutated bundle
 //!   with the name of the L2 rule it must now fail ([`Mutation::rule`]).
 
@@ -116,8 +118,9 @@ pub fn layout_opcodes(layout: &'static LayoutMeta, gen: Gen) -> Vec<(u8, Option<
     layout.opcodes(gen)
 }
 
-/// Opcodes of `layout` in `gen` that [`valid_bundle`] generates: those without an L2 format
-/// gate, and those whose gate has a recipe (everything but [`EXCLUDED`]).
+/// Opcodes of `layout` in `gen` that [`valid_bundle`] generates: every opcode but the
+/// [`EXCLUDED`] ones (a gated opcode is built with its format's recipe, the default one when
+/// [`recipes::RECIPES`] has none).
 pub fn generated_opcodes(layout: &'static LayoutMeta, gen: Gen) -> Vec<(u8, Option<(u8, u8)>)> {
     layout_opcodes(layout, gen)
         .into_iter()

@@ -11,105 +11,65 @@ use super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::table::{FieldRule, GateTable};
 use tpbsim_isa::spec::ByteSet;
 
-pub mod act;
-pub mod act2;
-pub mod ctrl;
-pub mod dma;
-pub mod mx;
-pub mod pe;
-pub mod pe_aux;
-pub mod pool;
-pub mod rs;
-pub mod tr;
-pub mod ts;
-pub mod tt;
+/// The gate modules and the dispatch from the spec's gate rows (`tpbsim_isa::format_gates!`,
+/// generated from `spec::GATES`): one `pub mod` per module a gate row names, [`run`] calling
+/// each gate's function (`<module>::<gate name>`) and [`table`] returning its rule table. A gate
+/// row whose module, function or table does not exist fails to build.
+macro_rules! gate_dispatch {
+    (
+        modules: [$($module:ident),*];
+        gates: [$($variant:ident => $m:ident :: $gate:ident, [$($table:path)?];)*];
+    ) => {
+        $(pub mod $module;)*
 
-/// Run `fmt`'s gate.
-pub fn run<S: Sink>(fmt: FormatGate, ck: &mut Ck<S>) {
-    match fmt {
-        FormatGate::S3Lw => pe::is_valid_s3_lw(ck),
-        FormatGate::S3d3Mm => pe::is_valid_s3d3_mm(ck),
-        FormatGate::S4d3Mm => pe::is_valid_s4d3_mm(ck),
-        FormatGate::Smx1Lw => mx::is_valid_smx1_lw(ck),
-        FormatGate::Smx1d3Mm => mx::is_valid_smx1d3_mm(ck),
-        FormatGate::S3dmx1Quant => mx::is_valid_s3dmx1_quant(ck),
-        FormatGate::S3d3Ac => act::is_valid_activate(ck),
-        FormatGate::S3s3d3Tt => tt::is_valid_s3s3d3_tt(ck),
-        FormatGate::S3d3Ts => ts::is_valid_s3d3_ts(ck),
-        FormatGate::S4d4Tr => tr::is_valid_s4d4_tr(ck),
-        FormatGate::S2d2Rs => rs::is_valid_s2d2_rs(ck),
-        FormatGate::CtrlEs => ctrl::is_valid_ctrl_es(ck),
-        FormatGate::S2d2Ac => act2::is_valid_s2d2_ac(ck),
-        FormatGate::S3d3Aq => act2::is_valid_s3d3_aq(ck),
-        FormatGate::D1Rd => act2::is_valid_d1_rd(ck),
-        FormatGate::CtrlNo => ctrl::is_valid_ctrl_no(ck),
-        FormatGate::Memset => pool::is_valid_memset(ck),
-        FormatGate::Iota => pool::is_valid_iota(ck),
-        FormatGate::TensDequant => pool::is_valid_tensor_dequantize(ck),
-        FormatGate::CpPredScalar => pool::is_valid_s3d3_cp_pred_scalar(ck),
-        FormatGate::SelectReduce => pool::is_valid_select_reduce(ck),
-        FormatGate::S2s2d2Stt => pool::is_valid_s2s2d2_stt(ck),
-        FormatGate::S4d4Pl => pool::is_valid_s4d4_pl(ck),
-        FormatGate::S3d3TsSelect => pool::is_valid_s3d3_ts_select(ck),
-        FormatGate::S2d2TsAs => pool::is_valid_s2d2_ts_as(ck),
-        FormatGate::S3Lt => pe_aux::is_valid_s3_lt(ck),
-        FormatGate::PeManageSeed => pe_aux::is_valid_pe_manage_seed(ck),
-        FormatGate::Ctrl => ctrl::is_valid_ctrl(ck),
-        FormatGate::Drain => ctrl::is_valid_drain(ck),
-        FormatGate::Write => ctrl::is_valid_write(ck),
-        FormatGate::CtrlAl => ctrl::is_valid_ctrl_al(ck),
-        FormatGate::CtrlBr => ctrl::is_valid_ctrl_br(ck),
-        FormatGate::RangeClear => ctrl::is_valid_event_semaphore_range_clear(ck),
-        FormatGate::DmaDirect2d => dma::is_valid_dma_direct2d(ck),
-        FormatGate::Pseudo => dma::is_valid_pseudo(ck),
-        FormatGate::Extended => dma::is_valid_extended(ck),
-        FormatGate::CoreBarrier => ctrl::is_valid_core_barrier(ck),
-    }
+        /// Run `fmt`'s gate.
+        pub fn run<S: Sink>(fmt: FormatGate, ck: &mut Ck<S>) {
+            match fmt {
+                $(FormatGate::$variant => $m::$gate(ck),)*
+            }
+        }
+
+        /// The rule data of `fmt`'s gate: the rows its generic checker evaluates (enum
+        /// membership, numeric ranges, dtypes), which the fuzz generator and the boundary tests
+        /// read; [`GateTable::EMPTY`] for a gate without rule rows.
+        pub const fn table(fmt: FormatGate) -> GateTable {
+            match fmt {
+                $(FormatGate::$variant => gate_dispatch!(@table $($table)?),)*
+            }
+        }
+    };
+    (@table) => { GateTable::EMPTY };
+    (@table $table:path) => { $table };
 }
 
-/// The rule data of `fmt`'s gate: the rows its generic checker evaluates (enum membership,
-/// numeric ranges, dtypes), which the fuzz generator and the boundary tests read.
-pub const fn table(fmt: FormatGate) -> GateTable {
-    match fmt {
-        FormatGate::S3Lw => pe::LW_TABLE,
-        FormatGate::S3d3Mm => pe::MM_TABLE,
-        FormatGate::S4d3Mm => pe::SPARSE_TABLE,
-        FormatGate::Smx1Lw => mx::LW_TABLE,
-        FormatGate::Smx1d3Mm => mx::MM_TABLE,
-        FormatGate::S3dmx1Quant => mx::Q_TABLE,
-        FormatGate::S3d3Ac => act::TABLE,
-        FormatGate::S3s3d3Tt => tt::TABLE,
-        FormatGate::S3d3Ts => ts::TABLE,
-        FormatGate::S4d4Tr => tr::TABLE,
-        FormatGate::S2d2Rs => rs::TABLE,
-        FormatGate::S2d2Ac => act2::AC2_TABLE,
-        FormatGate::S3d3Aq => act2::AQ_TABLE,
-        FormatGate::D1Rd => act2::RD_TABLE,
-        FormatGate::Memset => pool::MS_TABLE,
-        FormatGate::Iota => pool::IOTA_TABLE,
-        FormatGate::TensDequant => pool::DQ_TABLE,
-        FormatGate::CpPredScalar => pool::CPS_TABLE,
-        FormatGate::SelectReduce => pool::SR_TABLE,
-        FormatGate::S2s2d2Stt => pool::STT_TABLE,
-        FormatGate::S4d4Pl => pool::PL_TABLE,
-        FormatGate::S3d3TsSelect => pool::TSS_TABLE,
-        FormatGate::S2d2TsAs => pool::AS_TABLE,
-        FormatGate::S3Lt => pe_aux::LT_TABLE,
-        FormatGate::PeManageSeed => pe_aux::SEED_TABLE,
-        FormatGate::CtrlAl => ctrl::AL_TABLE,
-        FormatGate::CtrlBr => ctrl::BR_TABLE,
-        FormatGate::RangeClear => ctrl::RC_TABLE,
-        FormatGate::DmaDirect2d => dma::DMA_TABLE,
-        FormatGate::Pseudo => dma::PSEUDO_TABLE,
-        FormatGate::Extended => dma::EXT_TABLE,
-        FormatGate::CtrlEs
-        | FormatGate::CtrlNo
-        | FormatGate::Ctrl
-        | FormatGate::Drain
-        | FormatGate::Write
-        | FormatGate::CoreBarrier => GateTable::EMPTY,
-    }
-}
+tpbsim_isa::format_gates!(gate_dispatch);
+
+// `cargo fmt` does not expand macros: these never-compiled declarations let it reach the gate
+// modules the dispatch above declares. A new gate module builds without a line here.
+#[cfg(any())]
+mod act;
+#[cfg(any())]
+mod act2;
+#[cfg(any())]
+mod ctrl;
+#[cfg(any())]
+mod dma;
+#[cfg(any())]
+mod mx;
+#[cfg(any())]
+mod pe;
+#[cfg(any())]
+mod pe_aux;
+#[cfg(any())]
+mod pool;
+#[cfg(any())]
+mod rs;
+#[cfg(any())]
+mod tr;
+#[cfg(any())]
+mod ts;
+#[cfg(any())]
+mod tt;
 
 rule!(RESERVED_ZERO, "reserved_zero", Format,
     public "reserved byte ranges of the ISA spec layouts (isa/spec/formats.rs; isa-facts §4: bytes not listed are reserved-zero); C isa/pe-matmul-encoding.md (d3_mm_reserved_z*, lw_reserved_zero)",

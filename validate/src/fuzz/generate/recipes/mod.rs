@@ -85,6 +85,7 @@ pub struct EnumRule {
 
 /// The recipe of one spec format with an L2 format gate: it builds every opcode of the
 /// format wherever the spec binds the opcode to the gate (`FormatGate::of`).
+#[derive(Clone, Copy, Debug)]
 pub struct Recipe {
     /// The gate (`is_valid_s3_lw`).
     pub gate: &'static str,
@@ -106,7 +107,8 @@ pub fn is_excluded(gen: Gen, opcode: u8) -> bool {
     L2_GENS.contains(&gen) && EXCLUDED.iter().any(|e| e.0 == opcode)
 }
 
-/// Every recipe.
+/// The recipes with a cross-field fill. A gated format not listed here gets the default recipe
+/// (see [`all`]).
 pub const RECIPES: &[Recipe] = &[
     Recipe {
         gate: "is_valid_s3_lw",
@@ -122,13 +124,6 @@ pub const RECIPES: &[Recipe] = &[
         gate: "is_valid_activate",
         format: "Activate",
         fill: fill_activate,
-    },
-    Recipe {
-        gate: "is_valid_ctrl_es",
-        format: "EventSemaphore",
-        // The spec-derived base already draws the extended events from the header-listed
-        // modes with register ids below the register count, which is all the gate checks.
-        fill: |_| {},
     },
     Recipe {
         gate: "is_valid_s3s3d3_tt",
@@ -177,13 +172,6 @@ pub const RECIPES: &[Recipe] = &[
         format: "ReadAccumulator",
         fill: fill_read_accumulator,
     },
-    opaque_recipe("is_valid_ctrl_no", "ActTableLoad"),
-    opaque_recipe("is_valid_ctrl_no", "Notify"),
-    opaque_recipe("is_valid_ctrl", "Control"),
-    opaque_recipe("is_valid_drain", "Drain"),
-    opaque_recipe("is_valid_write", "Write"),
-    opaque_recipe("is_valid_dma_direct2d", "DmaDirect2d"),
-    opaque_recipe("is_valid_core_barrier", "CoreBarrier"),
     Recipe {
         gate: "is_valid_memset",
         format: "Memset",
@@ -259,26 +247,11 @@ pub const RECIPES: &[Recipe] = &[
     named_recipe("FunctionBegin"),
     named_recipe("FunctionCall"),
     Recipe {
-        gate: "is_valid_pseudo",
-        format: "PseudoInst",
-        fill: |_| {},
-    },
-    Recipe {
         gate: "is_valid_extended",
         format: "Extended",
         fill: fill_extended,
     },
 ];
-
-/// A recipe for a format whose gate checks only reserved bytes (and reports its unpublished
-/// fields as not checked): the spec-derived base bundle is already legal.
-const fn opaque_recipe(gate: &'static str, format: &'static str) -> Recipe {
-    Recipe {
-        gate,
-        format,
-        fill: |_| {},
-    }
-}
 
 /// A recipe for a named pseudo instruction (`is_valid_pseudo.name`).
 const fn named_recipe(format: &'static str) -> Recipe {
@@ -325,14 +298,58 @@ pub const EVENT_ENUMS: &[EnumRule] = &[
     },
 ];
 
-/// The recipe that builds `opcode` on `gen`: the recipe of the opcode's spec format, where
-/// the spec binds the opcode to an L2 format gate on `gen`.
+/// The default recipe of `format`, checked by `gate`: an empty fill. The generator still gives
+/// every rule row of the gate a legal value and the mutations break them; the spec-derived base
+/// bundle supplies the rest. It fits a gate whose rules are all rule rows (or that checks only
+/// reserved bytes and reports its unpublished fields as not checked), such as the control,
+/// notify, drain, write, event-semaphore and DMA gates.
+pub const fn default_recipe(gate: &'static str, format: &'static str) -> Recipe {
+    Recipe {
+        gate,
+        format,
+        fill: |_| {},
+    }
+}
+
+/// Every recipe: for each spec format whose gate checks one of its opcodes on an L2
+/// generation (and not only [`EXCLUDED`] ones), its [`RECIPES`] entry or else its
+/// [`default_recipe`], in spec format order.
+pub fn all() -> &'static [Recipe] {
+    static ALL: std::sync::OnceLock<Vec<Recipe>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        spec::formats()
+            .iter()
+            .filter_map(|f| {
+                let gate = L2_GENS.iter().find_map(|&gen| {
+                    spec::opcodes()
+                        .iter()
+                        .filter(|o| o.format == f.name && !is_excluded(gen, o.code))
+                        .find_map(|o| tpbsim_isa::FormatGate::of(gen, o.code))
+                })?;
+                Some(
+                    RECIPES
+                        .iter()
+                        .find(|r| r.format == f.name)
+                        .copied()
+                        .unwrap_or(default_recipe(gate.gate_name(), f.name)),
+                )
+            })
+            .collect()
+    })
+}
+
+/// The recipe that builds `opcode` on `gen`: the recipe of the opcode's spec format (see
+/// [`all`]), where the spec binds the opcode to an L2 format gate on `gen` and [`EXCLUDED`] does
+/// not list it.
 pub fn recipe_for(gen: Gen, opcode: u8) -> Option<&'static Recipe> {
-    if !L2_GENS.contains(&gen) || tpbsim_isa::FormatGate::of(gen, opcode).is_none() {
+    if !L2_GENS.contains(&gen)
+        || tpbsim_isa::FormatGate::of(gen, opcode).is_none()
+        || is_excluded(gen, opcode)
+    {
         return None;
     }
     let format = spec::opcode(opcode)?.format;
-    RECIPES.iter().find(|r| r.format == format)
+    all().iter().find(|r| r.format == format)
 }
 
 /// Opcodes whose engine the public sources disagree on, with the engine the spec row does not
@@ -421,6 +438,57 @@ mod tests {
         for e in EXCLUDED {
             assert!(spec::opcode(e.0).is_some(), "{:#x}", e.0);
         }
+    }
+
+    #[test]
+    fn every_recipe_names_the_gate_the_spec_binds_its_format_to() {
+        for r in RECIPES {
+            let gate = spec::format(r.format).map(|f| f.gate).unwrap_or_default();
+            let bound = tpbsim_isa::FormatGate::ALL
+                .into_iter()
+                .find(|g| g.def().variant == gate);
+            assert_eq!(bound.map(|g| g.gate_name()), Some(r.gate), "{}", r.format);
+            assert!(
+                all().iter().any(|a| a.format == r.format),
+                "{}: no gated opcode on an L2 generation",
+                r.format
+            );
+        }
+    }
+
+    #[test]
+    fn a_gated_format_without_a_listed_recipe_gets_the_default() {
+        // Control (is_valid_ctrl) checks only reserved bytes: it has no RECIPES entry.
+        assert!(RECIPES.iter().all(|r| r.format != "Control"));
+        let r = all()
+            .iter()
+            .find(|r| r.format == "Control")
+            .expect("Control is gated");
+        assert_eq!(r.gate, "is_valid_ctrl");
+        let op = spec::opcodes()
+            .iter()
+            .find(|o| o.format == "Control" && recipe_for(Gen::V3, o.code).is_some())
+            .expect("a Control opcode gated on v3");
+        assert_eq!(
+            recipe_for(Gen::V3, op.code).map(|r| r.format),
+            Some("Control")
+        );
+        let mut b = Bundle::ZERO;
+        b.0[0] = op.code;
+        let before = b;
+        let mut rng = super::super::SplitMix64(1);
+        (r.fill)(&mut Ctx {
+            rng: DynEntropy(&mut rng),
+            gen: Gen::V3,
+            engine: Engine::Sp,
+            b: &mut b,
+        });
+        assert_eq!(b, before, "the default fill changes nothing");
+        assert_eq!(
+            recipe_for(Gen::V5, op.code).map(|r| r.format),
+            None,
+            "no L2 on v5"
+        );
     }
 
     #[test]

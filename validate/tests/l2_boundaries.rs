@@ -160,9 +160,26 @@ fn field_row(gen: Gen, e: Engine, b: &Bundle, r: &FieldRule, what: &str) {
     }
 }
 
-/// Try every code of a dtype row on one valid bundle.
+/// Try every code of a dtype row on one valid bundle (with the row's condition made to hold:
+/// its field set to the first byte that satisfies it), with the flags the row uses there; a
+/// row whose condition does not hold is not checked at all.
 fn dtype_row(gen: Gen, e: Engine, b: &Bundle, r: &DtypeRule, what: &str) {
     let rule = &tpbsim_validate::l2::formats::IS_VALID_DTYPE;
+    if let Some(w) = r.when.filter(|w| !w.on(b)) {
+        let d = r.field.start as usize;
+        let mut x = *b;
+        x.0[d] = r.with_tag(b.0[d], 0);
+        assert!(
+            !rejects(gen, e, &x, rule, r.field, None),
+            "{what}: an INVALID dtype is rejected while the row's condition does not hold"
+        );
+        let v = (0..=255u8)
+            .find(|&v| (w.holds)(v))
+            .expect("a satisfiable condition");
+        let mut y = *b;
+        y.0[w.field.start as usize] = v;
+        return dtype_row(gen, e, &y, r, what);
+    }
     let codes = if r.part == Part::Byte {
         0..=255u8
     } else {
@@ -172,7 +189,7 @@ fn dtype_row(gen: Gen, e: Engine, b: &Bundle, r: &DtypeRule, what: &str) {
     for tag in codes {
         let mut x = *b;
         x.0[off] = r.with_tag(b.0[off], tag);
-        let ok = r.admits(gen, tag);
+        let ok = r.admits(&x, gen, tag);
         assert_eq!(
             rejects(gen, e, &x, rule, r.field, None),
             !ok,

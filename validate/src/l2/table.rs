@@ -220,6 +220,24 @@ pub enum Part {
     High,
 }
 
+/// A predicate over the byte of another field: a dtype row applies, or opens its 64-bit path,
+/// when that field's byte satisfies it.
+#[derive(Clone, Copy, Debug)]
+pub struct When {
+    /// The field read.
+    pub field: Field,
+    /// True when the row's condition holds for the field's byte.
+    pub holds: fn(u8) -> bool,
+}
+
+impl When {
+    /// True when the condition holds on `b`.
+    #[inline]
+    pub fn on(&self, b: &tpbsim_isa::Bundle) -> bool {
+        (self.holds)(self.field.get(b) as u8)
+    }
+}
+
 /// A dtype field the gate passes to `is_valid_dtype` with the given acceptance flags.
 #[derive(Clone, Copy, Debug)]
 pub struct DtypeRule {
@@ -231,6 +249,10 @@ pub struct DtypeRule {
     pub opts: DtypeOpts,
     /// The opcodes it applies to.
     pub ops: Ops,
+    /// Checked only when this holds (the branch's compare dtype only for a conditional branch).
+    pub when: Option<When>,
+    /// The 64-bit path is open when this holds (TensorTensor's integer-band ops).
+    pub wide_when: Option<When>,
 }
 
 impl DtypeRule {
@@ -241,16 +263,16 @@ impl DtypeRule {
             part: Part::Byte,
             opts,
             ops: Ops::All,
+            when: None,
+            wide_when: None,
         }
     }
 
     /// A dtype in one nibble of a pair byte.
     pub const fn nibble(field: Field, high: bool, opts: DtypeOpts) -> Self {
         DtypeRule {
-            field,
             part: if high { Part::High } else { Part::Low },
-            opts,
-            ops: Ops::All,
+            ..Self::byte(field, opts)
         }
     }
 
@@ -258,6 +280,40 @@ impl DtypeRule {
     pub const fn only(mut self, ops: &'static [u8]) -> Self {
         self.ops = Ops::Only(ops);
         self
+    }
+
+    /// The row for every opcode but `ops`.
+    pub const fn except(mut self, ops: &'static [u8]) -> Self {
+        self.ops = Ops::Except(ops);
+        self
+    }
+
+    /// The row checked only when `holds` accepts the byte of `field`.
+    pub const fn when(mut self, field: Field, holds: fn(u8) -> bool) -> Self {
+        self.when = Some(When { field, holds });
+        self
+    }
+
+    /// The row with its 64-bit path open when `holds` accepts the byte of `field`.
+    pub const fn wide_when(mut self, field: Field, holds: fn(u8) -> bool) -> Self {
+        self.wide_when = Some(When { field, holds });
+        self
+    }
+
+    /// True when the row applies to bundle `b` (its opcode and its condition).
+    #[inline]
+    pub fn applies(&self, b: &tpbsim_isa::Bundle) -> bool {
+        self.ops.has(b.0[0]) && self.when.is_none_or(|w| w.on(b))
+    }
+
+    /// The acceptance flags the row uses on bundle `b`.
+    #[inline]
+    pub fn opts_on(&self, b: &tpbsim_isa::Bundle) -> DtypeOpts {
+        let mut o = self.opts;
+        if self.wide_when.is_some_and(|w| w.on(b)) {
+            o.b64 = true;
+        }
+        o
     }
 
     /// The dtype code the row reads from `b`.
@@ -280,21 +336,31 @@ impl DtypeRule {
         }
     }
 
-    /// True when `tag` passes the row's `is_valid_dtype` on `gen`.
-    pub fn admits(&self, gen: Gen, tag: u8) -> bool {
-        dtype::is_valid(gen, tag, self.opts.fp32r, self.opts.b64, self.opts.fp4)
+    /// True when `tag` passes the row's `is_valid_dtype` on `gen`, with the flags the row
+    /// uses on bundle `b`.
+    pub fn admits(&self, b: &tpbsim_isa::Bundle, gen: Gen, tag: u8) -> bool {
+        let o = self.opts_on(b);
+        dtype::is_valid(gen, tag, o.fp32r, o.b64, o.fp4)
+    }
+
+    /// Evaluate the row on the bundle under check: true when it does not apply or the dtype
+    /// passes (a failure is reported).
+    #[inline]
+    pub fn check<S: Sink>(&self, ck: &mut Ck<S>) -> bool {
+        if !self.applies(ck.b) {
+            return true;
+        }
+        let tag = self.tag(ck.b);
+        let o = self.opts_on(ck.b);
+        super::formats::dtype_check(ck, self.field, tag, o)
     }
 }
 
 /// Evaluate the dtype rows that apply, in order.
 #[inline]
 pub fn check_dtypes<S: Sink>(ck: &mut Ck<S>, rows: &[DtypeRule]) {
-    let opc = ck.u8(0);
     for r in rows {
-        if r.ops.has(opc) {
-            let tag = r.tag(ck.b);
-            super::formats::dtype_check(ck, r.field, tag, r.opts);
-        }
+        r.check(ck);
     }
 }
 

@@ -284,7 +284,10 @@ pub fn mutate_kind<R: Entropy>(
         }
         MutationKind::InvalidDtype => {
             recipe?;
-            let rows = dtype_rows(gen, op);
+            let rows: Vec<_> = dtype_rows(gen, op)
+                .into_iter()
+                .filter(|d| d.applies(&b))
+                .collect();
             if rows.is_empty() {
                 return None;
             }

@@ -8,7 +8,7 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
-use super::{dtype_check, float_finite, pool_no_psum, spec_reserved, DtypeOpts};
+use super::{float_finite, pool_no_psum, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 
 /// `imm_src` (IMM_SRC).
@@ -79,7 +79,13 @@ pub const ENUMS: &[FieldRule] = &[
 pub const DTYPES: &[DtypeRule] = &[
     DtypeRule::nibble(IN_DTYPE, false, DtypeOpts::PLAIN),
     DtypeRule::byte(OUT_DTYPE, DtypeOpts::FP32R),
+    DtypeRule::nibble(BIAS_DTYPE, true, DtypeOpts::PLAIN).when(BIAS_SRC_N, bias_pointer),
 ];
+
+/// True when `bias_src` (0) makes the bias a pointer whose dtype is read.
+const fn bias_pointer(bias_src: u8) -> bool {
+    bias_src == 0
+}
 
 /// Geometry stage.
 pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&ACT_NUM_ACTIVE, NUM_ACTIVE)];
@@ -112,13 +118,10 @@ pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
     let (in_dt, bias_dt) = (pair & 0xF, pair >> 4);
     let out = ck.get(OUT_DTYPE) as u8;
     check_dtypes(ck, DTYPES);
-    let bias_src = ck.get(BIAS_SRC_N) as u8;
-    if bias_src == 0 {
-        dtype_check(ck, BIAS_DTYPE, bias_dt, DtypeOpts::PLAIN);
-    }
     if ck.done() {
         return;
     }
+    let bias_src = ck.get(BIAS_SRC_N) as u8;
     // (6) immediates the instruction reads, operands, geometry
     if ck.get(SCALE_SRC) == 0 {
         float_finite(ck, SCALE);

@@ -68,9 +68,10 @@ pub fn is_valid_dma_direct2d<S: Sink>(ck: &mut Ck<S>) {
 /// The name field of a named pseudo instruction: (offset, length).
 const fn name_field(opcode: u8) -> Option<Field> {
     match opcode {
-        0xC1 => Some(Field::new("queue_name", 12, 36)),
-        0xC6 => Some(Field::new("act_set_name", 12, 32)),
-        0xD1 | 0xD3 => Some(Field::new("name", 12, 36)),
+        0xC1 => Some(Field::at(loc::dma_trigger::QUEUE_NAME)),
+        0xC6 => Some(Field::at(loc::load_act_func_set::ACT_SET_NAME)),
+        0xD1 => Some(Field::at(loc::function_begin::NAME)),
+        0xD3 => Some(Field::at(loc::function_call::NAME)),
         _ => None,
     }
 }

@@ -134,7 +134,7 @@ fn fill_gate<S: Sink>(
 // ---- Iota 0x7E ----
 
 /// Iota source band.
-pub const IOTA_BAND: Field = Field::new("src_band", 16, 8);
+pub const IOTA_BAND: Field = Field::at(loc::iota::SRC_BAND).head(8);
 /// Iota output dtype.
 pub const IOTA_OUT: Field = Field::at(loc::iota::OUT_DTYPE);
 /// Iota active channels.
@@ -642,7 +642,7 @@ pub const AS_DTYPES: &[DtypeRule] = &[
 const fn mask_num(name: &'static str, k: u8) -> FieldRule {
     FieldRule::range(
         &AS_MASK_NUM,
-        Field::new(name, 28 + 2 * k, 2),
+        Field::element(loc::affine_select::MASK_NUM, k, 2, name),
         1,
         0xFFFF,
         Allowed::Min(1),

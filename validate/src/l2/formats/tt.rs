@@ -10,8 +10,8 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, FieldRule, GateTable};
-use super::{alu_pool_only, dtype_check, pool_no_psum, spec_reserved, DtypeOpts};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::{alu_pool_only, pool_no_psum, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 use tpbsim_isa::spec::ByteSet;
 
@@ -83,11 +83,22 @@ pub const GEOMETRY: &[FieldRule] = &[FieldRule::range(
     128,
     Allowed::Text("1..=128 partitions"),
 )];
-/// The rule data of `is_valid_s3s3d3_tt` (its dtype flags depend on the op byte and stay
-/// procedural).
+/// Dtype stage: the source dtypes and the output dtype (FP32R only for arith 0x41); an
+/// integer-band op opens the 64-bit path of all three.
+pub const DTYPES: &[DtypeRule] = &[
+    DtypeRule::nibble(DT0, false, DtypeOpts::PLAIN).wide_when(OP, enums::is_int_band),
+    DtypeRule::nibble(DT1, true, DtypeOpts::PLAIN).wide_when(OP, enums::is_int_band),
+    DtypeRule::byte(OUT, DtypeOpts::FP32R)
+        .wide_when(OP, enums::is_int_band)
+        .only(&[0x41]),
+    DtypeRule::byte(OUT, DtypeOpts::PLAIN)
+        .wide_when(OP, enums::is_int_band)
+        .except(&[0x41]),
+];
+/// The rule data of `is_valid_s3s3d3_tt`.
 pub const TABLE: GateTable = GateTable {
     fields: &[ENUMS, GEOMETRY],
-    dtypes: &[],
+    dtypes: &[DTYPES],
 };
 
 /// `is_valid_s3s3d3_tt`.
@@ -106,23 +117,7 @@ pub fn is_valid_s3s3d3_tt<S: Sink>(ck: &mut Ck<S>) {
     let pair = ck.u8(12);
     let (d0, d1, out) = (pair & 0xF, pair >> 4, ck.get(OUT) as u8);
     let int_band = enums::is_int_band(op);
-    let o = DtypeOpts {
-        fp32r: false,
-        b64: int_band,
-        fp4: false,
-    };
-    dtype_check(ck, DT0, d0, o);
-    dtype_check(ck, DT1, d1, o);
-    dtype_check(
-        ck,
-        OUT,
-        out,
-        DtypeOpts {
-            fp32r: opc == 0x41,
-            b64: int_band,
-            fp4: false,
-        },
-    );
+    check_dtypes(ck, DTYPES);
     if ck.done() {
         return;
     }

@@ -74,7 +74,7 @@ pub fn has_valid_neuron_header<S: Sink>(ck: &mut Ck<S>) -> bool {
         OPCODE,
         Allowed::Text("an opcode of this generation's enum"),
     );
-    let len = ck.u8(1);
+    let len = ck.get(INST_WORD_LEN) as u8;
     let ok = len == 0x10 || (len == 0x11 && op == QUANTIZE_MX && ck.v4plus());
     ck.check(ok, &HAS_VALID_INST_LEN, INST_WORD_LEN, Allowed::Eq(0x10));
     known

@@ -7,8 +7,11 @@
 use super::super::addr::{self, Operand, Placement};
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
-use super::{float_finite, pool_no_psum, spec_reserved, DtypeOpts};
+use super::super::table::{
+    check, check_dtypes, check_regions, check_windows, src_dst, DtypeRule, FieldRule, GateTable,
+    OperandRule, Part, Tag,
+};
+use super::{float_finite, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 
 /// `imm_src` (IMM_SRC).
@@ -94,7 +97,17 @@ pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&ACT_NUM_ACTIVE, NUM_ACTIV
 pub const TABLE: GateTable = GateTable {
     fields: &[ENUMS, GEOMETRY],
     dtypes: &[DTYPES],
+    operands: &[OPERANDS],
 };
+/// Placement stage: the source and destination regions and partition windows (the bias
+/// pointer stays procedural: a start address read only for `bias_src_n` 0).
+pub const OPERANDS: &[OperandRule] = &src_dst(
+    [SRC, DST],
+    3,
+    [Tag::Of(IN_DTYPE, Part::Low), Tag::Of(OUT_DTYPE, Part::Byte)],
+    NUM_ACTIVE,
+    true,
+);
 
 /// `is_valid_activate`.
 pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
@@ -114,9 +127,7 @@ pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     // (5) dtypes
-    let pair = ck.u8(32);
-    let (in_dt, bias_dt) = (pair & 0xF, pair >> 4);
-    let out = ck.get(OUT_DTYPE) as u8;
+    let bias_dt = ck.get(BIAS_DTYPE) as u8 >> 4;
     check_dtypes(ck, DTYPES);
     if ck.done() {
         return;
@@ -137,14 +148,11 @@ pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
         float_finite(ck, IMM);
     }
     check(ck, GEOMETRY);
-    let ein = addr::tensor_valid(ck, SRC, 3, in_dt, Placement::READ_ANY);
-    let eout = addr::tensor_valid(ck, DST, 3, out, Placement::WRITE_ANY);
+    let [ein, eout, ..] = check_regions(ck, OPERANDS);
     if ein != 0 && eout != 0 && ein != eout {
         ck.fail(&ACT_ELEMENTS, DST.num(3, 2), eout, Allowed::Eq(ein));
     }
-    addr::start_addr_active_channels(ck, SRC, NUM_ACTIVE);
-    addr::start_addr_active_channels(ck, DST, NUM_ACTIVE);
-    pool_no_psum(ck, &[SRC, DST]);
+    check_windows(ck, OPERANDS);
 }
 
 #[cfg(test)]

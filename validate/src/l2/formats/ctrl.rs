@@ -187,6 +187,7 @@ pub const AL_DST: &[FieldRule] = &[FieldRule::per_gen(
 pub const AL_TABLE: GateTable = GateTable {
     fields: &[AL_ENUMS, AL_DST],
     dtypes: &[AL_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_ctrl_al`: the scalar-register ALU 0xA8. The runtime's own ALU builders leave
@@ -328,6 +329,7 @@ pub const BR_DTYPES: &[DtypeRule] =
 pub const BR_TABLE: GateTable = GateTable {
     fields: &[BR_ENUMS],
     dtypes: &[BR_DTYPES],
+    operands: &[],
 };
 
 /// True for a conditional `cmp_op` (0 branches unconditionally).
@@ -363,6 +365,7 @@ pub const RC_ENUMS: &[FieldRule] = &[FieldRule::set(
 pub const RC_TABLE: GateTable = GateTable {
     fields: &[RC_ENUMS],
     dtypes: &[],
+    operands: &[],
 };
 
 /// `is_valid_event_semaphore_range_clear`: EventSemaphoreRangeClear 0xB0.

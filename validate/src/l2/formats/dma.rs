@@ -52,6 +52,7 @@ pub const DMA_ENUMS: &[FieldRule] = &[FieldRule::set(
 pub const DMA_TABLE: GateTable = GateTable {
     fields: &[DMA_ENUMS],
     dtypes: &[],
+    operands: &[],
 };
 
 /// `is_valid_dma_direct2d`: DMA_DIRECT2D pseudo 0xD4.
@@ -99,6 +100,7 @@ pub const PSEUDO_ENUMS: &[FieldRule] = &[FieldRule::set(
 pub const PSEUDO_TABLE: GateTable = GateTable {
     fields: &[PSEUDO_ENUMS],
     dtypes: &[],
+    operands: &[],
 };
 
 /// `is_valid_pseudo`: DmaTrigger 0xC1, LoadActFuncSet 0xC6, FunctionBegin 0xD1, FunctionCall
@@ -160,6 +162,7 @@ pub const TTA_DTYPES: &[DtypeRule] = &[
 pub const EXT_TABLE: GateTable = GateTable {
     fields: &[EXT_ENUMS],
     dtypes: &[TTA_DTYPES],
+    operands: &[],
 };
 
 /// True for the TENSOR_TENSOR_ARITH sub-opcode (2).

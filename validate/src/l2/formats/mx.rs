@@ -114,12 +114,14 @@ pub const MM_ENUMS: &[FieldRule] = &[
 pub const MM_TABLE: GateTable = GateTable {
     fields: &[MM_ENUMS, pe::ROWS],
     dtypes: &[MX_IN_DTYPES],
+    operands: &[],
 };
 
 /// The rule data of `is_valid_smx1_lw`.
 pub const LW_TABLE: GateTable = GateTable {
     fields: &[pe::ROWS],
     dtypes: &[MX_IN_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_smx1d3_mm`: MatmulMx 0x0A (v4+).
@@ -159,6 +161,7 @@ pub const Q_GEOMETRY: &[FieldRule] = &[FieldRule::set(
 pub const Q_TABLE: GateTable = GateTable {
     fields: &[Q_GEOMETRY],
     dtypes: &[Q_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s3dmx1_quant`: QuantizeMx 0xE3 (DVE, v4+).

@@ -280,6 +280,7 @@ pub const LW_ENUMS: &[FieldRule] =
 pub const LW_TABLE: GateTable = GateTable {
     fields: &[LW_ENUMS, ROWS],
     dtypes: &[IN_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s3_lw`: LdWeights 0x01.
@@ -549,6 +550,7 @@ pub const MM_ENUMS: &[FieldRule] = &[
 pub const MM_TABLE: GateTable = GateTable {
     fields: &[MM_ENUMS, ROWS],
     dtypes: &[IN_DTYPES],
+    operands: &[],
 };
 
 /// The matmul PSUM destination: v4 `mm_dst_mem3d_valid_nc_v4` (PSUM, tag 4..11); v2/v3 FP32
@@ -598,6 +600,7 @@ pub const SPARSE_COL_GRP: &[FieldRule] = &[FieldRule::eq(&S4D3_MM_COL_GRP, COL_G
 pub const SPARSE_TABLE: GateTable = GateTable {
     fields: &[MM_ENUMS, SPARSE_COL_GRP, ROWS],
     dtypes: &[IN_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s4d3_mm`: MatmulSparse 0x07 (v3+).

@@ -2,12 +2,13 @@
 //! element-count agreement, dtype combinations and operand placement.
 
 use super::*;
-use crate::l2::formats::dma;
+use crate::l2::formats::{act2, dma, rs};
+use crate::l2::table::OperandRule;
 use tpbsim_isa::formats::loc::{
     activate2 as ac2, activate_quantize as aq, affine_select as asel, alu_op_inst as al,
     compare_branch as br, copy_pred_scalar as cps, event_semaphore_range_clear as rc,
     extended as ext, extended_tta as tta, iota, ld_tags as lt, memset as ms,
-    pe_manage_seed as seed, pool as pl, range_select as rs, read_accumulator as rd,
+    pe_manage_seed as seed, pool as pl, range_select as rsel, read_accumulator as rd,
     scalar_tensor_tensor as stt, select_reduce as sr, tensor_dequantize as dq,
     tensor_reduce as tr_loc, tensor_scalar as ts_loc, tensor_scalar_select as tss,
     tensor_tensor as tt_loc,
@@ -126,18 +127,22 @@ pub(super) fn tensor3(
     write_pattern(c.b, c.off(f), 3, addr, &steps, &nums);
 }
 
-/// Sources of a two-source op with `n` active partitions (`tt_valid_partitions` and
-/// `start_addr_active_channels`): at most one source in PSUM (none on Pool), two SBUF sources
-/// in one 32-partition quadrant, every start partition at most `128 - n`.
+/// The source rows of a two-source op with `n` active partitions (`tt_valid_partitions` and
+/// `start_addr_active_channels`): at most one source in PSUM (where both rows admit it), two
+/// SBUF sources in one 32-partition quadrant, every start partition at most `128 - n`.
 pub(super) fn two_sources(
     c: &mut Ctx<'_>,
-    offs: [FieldLoc; 2],
+    rows: &[OperandRule],
     dts: [u8; 2],
     n: u32,
     nums: [[u16; 4]; 2],
 ) {
     let top = 129 - n;
-    let psum = if c.engine != Engine::Pool && c.rng.chance(1, 2) {
+    let psum_ok = rows
+        .iter()
+        .zip(dts)
+        .all(|(r, d)| r.psum_ok(Some(c.engine), d));
+    let psum = if psum_ok && c.rng.chance(1, 2) {
         Some(c.rng.below(2) as usize)
     } else {
         None
@@ -150,7 +155,23 @@ pub(super) fn two_sources(
             Some(_) => (Region::Sbuf, 0..top),
             None => (Region::Sbuf, q..(q + 32).min(top)),
         };
-        tensor3(c, offs[i], region, dts[i], parts, nums[i]);
+        let addr = address(
+            &mut c.rng,
+            c.gen,
+            region,
+            dtype_bytes(dts[i]).unwrap_or(4),
+            parts,
+        );
+        let steps = random_steps(&mut c.rng, 3);
+        let r = &rows[i];
+        write_pattern(
+            c.b,
+            r.op.off as usize,
+            r.dims as usize,
+            addr,
+            &steps,
+            &nums[i],
+        );
     }
 }
 
@@ -159,7 +180,8 @@ pub(super) fn fill_tensor_tensor(c: &mut Ctx<'_>) {
     let ops = legal(c, tt::OP);
     let op = c.rng.pick(&ops);
     c.put(tt_loc::OP, op);
-    let band = enums::is_int_band(op);
+    // The dtype rows' 64-bit path: open for an integer-band op.
+    let band = tt::DTYPES[0].opts_on(c.b).b64;
     let signed = band.then(|| {
         if enums::SIGNED_ONLY.has(op) {
             true
@@ -203,16 +225,36 @@ pub(super) fn fill_tensor_tensor(c: &mut Ctx<'_>) {
     // Same element count everywhere: every operand's counts are a rotation of one triple.
     let nums = random_nums(&mut c.rng, 3);
     let (n0, n1, nd) = (rotated(c, nums), rotated(c, nums), rotated(c, nums));
-    two_sources(c, [tt_loc::SRC0, tt_loc::SRC1], [d0, d1], n, [n0, n1]);
-    let dst_psum = c.engine != Engine::Pool && dtype_bytes(out) == Some(4) && c.rng.chance(1, 3);
-    tensor3(
-        c,
-        tt_loc::DST,
-        if dst_psum { Region::Psum } else { Region::Sbuf },
-        out,
-        0..129 - n,
-        nd,
-    );
+    two_sources(c, &tt::OPERANDS[..2], [d0, d1], n, [n0, n1]);
+    place(c, &tt::OPERANDS[2], out, 0..129 - n, Some(nd));
+}
+
+/// The pattern of operand row `r` for dtype `dt`: in PSUM a third of the time where the row
+/// admits PSUM for that dtype on the bundle's engine (always where it admits only PSUM), else
+/// in SBUF; aligned to the dtype; start partition in `parts`; counts `nums` or random ones.
+pub(super) fn place(
+    c: &mut Ctx<'_>,
+    r: &OperandRule,
+    dt: u8,
+    parts: std::ops::Range<u32>,
+    nums: Option<[u16; 4]>,
+) {
+    let psum = !r.placement.sbuf || (r.psum_ok(Some(c.engine), dt) && c.rng.chance(1, 3));
+    let region = if psum { Region::Psum } else { Region::Sbuf };
+    let align = dtype_bytes(dt).unwrap_or(4);
+    let addr = address(&mut c.rng, c.gen, region, align, parts);
+    let dims = r.dims as usize;
+    let steps = random_steps(&mut c.rng, dims);
+    let nums = nums.unwrap_or_else(|| random_nums(&mut c.rng, dims));
+    write_pattern(c.b, r.op.off as usize, dims, addr, &steps, &nums);
+}
+
+/// Every operand row of a gate with `n` active partitions ([`place`], start partitions at
+/// most `128 - n`), the dtypes in row order.
+pub(super) fn operands(c: &mut Ctx<'_>, rows: &[OperandRule], dts: &[u8], n: u32) {
+    for (r, &dt) in rows.iter().zip(dts) {
+        place(c, r, dt, 0..129 - n, None);
+    }
 }
 
 /// A source and a destination pattern of `dims` dimensions with `n` active partitions: start
@@ -268,7 +310,7 @@ pub(super) fn fill_tensor_scalar(c: &mut Ctx<'_>) {
     c.put(ts_loc::IN_DTYPE, i);
     c.put(ts_loc::OUT_DTYPE, o);
     let n = num_active(c, ts_loc::NUM_ACTIVE_PARTITIONS);
-    src_dst(c, 3, [ts_loc::SRC, ts_loc::DST], [i, o], n);
+    operands(c, ts::OPERANDS, &[i, o], n);
 }
 
 pub(super) fn fill_tensor_reduce(c: &mut Ctx<'_>) {
@@ -287,34 +329,34 @@ pub(super) fn fill_tensor_reduce(c: &mut Ctx<'_>) {
     c.put(tr_loc::IN_DTYPE, i);
     c.put(tr_loc::OUT_DTYPE, o);
     let n = num_active(c, tr_loc::NUM_ACTIVE_CHANNELS);
-    src_dst(c, 4, [tr_loc::SRC, tr_loc::DST], [i, o], n);
+    operands(c, tr::OPERANDS, &[i, o], n);
 }
 
 pub(super) fn fill_range_select(c: &mut Ctx<'_>) {
     let gen = c.gen;
     let cmd = c.rng.range(0, 3);
-    c.put(rs::REDUCE_CMD, cmd);
-    c.put(rs::REDUCE_OP, 0x08u8);
-    for f in [rs::COMP_OP0, rs::COMP_OP1] {
+    c.put(rsel::REDUCE_CMD, cmd);
+    c.put(rsel::REDUCE_OP, 0x08u8);
+    for f in [rsel::COMP_OP0, rsel::COMP_OP1] {
         let v = c.rng.range(0x12, 0x16);
         c.put(f, v);
     }
-    for f in [rs::BOUND0_SRC, rs::BOUND1_SRC] {
+    for f in [rsel::BOUND0_SRC, rsel::BOUND1_SRC] {
         let v = c.rng.range(0, 2);
         c.put(f, v);
     }
     // A finite base with |base| <= 2^24: a signed integer below 2^24 scaled by 2^-k.
     let whole = c.rng.below(1 << 25) as i64 - (1 << 24);
     let base = whole as f32 / (1u32 << c.rng.below(24)) as f32;
-    c.put(rs::BASE, base.to_bits());
-    c.put(rs::FILL_VAL, 0xFF7F_FFFFu32);
+    c.put(rsel::BASE, base.to_bits());
+    c.put(rsel::FILL_VAL, 0xFF7F_FFFFu32);
     let (i, o) = (
         c.rng.pick(&compute_dtypes(gen, false)),
         c.rng.pick(&compute_dtypes(gen, true)),
     );
-    c.put(rs::IN_OUT_DTYPES, i | o << 4);
-    let n = num_active(c, rs::NUM_ACTIVE_PARTITIONS);
-    src_dst(c, 2, [rs::SRC, rs::DST], [i, o], n);
+    c.put(rsel::IN_OUT_DTYPES, i | o << 4);
+    let n = num_active(c, rsel::NUM_ACTIVE_PARTITIONS);
+    operands(c, rs::OPERANDS, &[i, o], n);
 }
 
 // ---- recipes of the remaining typed formats ----
@@ -360,7 +402,7 @@ pub(super) fn fill_activate2(c: &mut Ctx<'_>) {
     c.put(ac2::IN_DTYPE, i);
     c.put(ac2::OUT_DTYPE, o);
     let n = num_active(c, ac2::NUM_ACTIVE_PARTITIONS);
-    src_dst(c, 2, [ac2::SRC, ac2::DST], [i, o], n);
+    operands(c, act2::AC2_OPERANDS, &[i, o], n);
 }
 
 pub(super) fn fill_activate_quantize(c: &mut Ctx<'_>) {
@@ -383,7 +425,7 @@ pub(super) fn fill_activate_quantize(c: &mut Ctx<'_>) {
     );
     c.put(aq::BIAS_ADDR, bias_addr);
     let n = num_active(c, aq::NUM_ACTIVE_PARTITIONS);
-    src_dst(c, 3, [aq::SRC, aq::DST], [i, UINT8], n);
+    operands(c, act2::AQ_OPERANDS, &[i, UINT8], n);
 }
 
 pub(super) fn fill_read_accumulator(c: &mut Ctx<'_>) {

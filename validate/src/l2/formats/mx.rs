@@ -16,6 +16,8 @@ use tpbsim_isa::spec::ByteSet;
 
 /// MX source descriptor (MXMEM_PATTERN1D) of LdWeightsMx / MatmulMx.
 pub const MX_SRC: Operand = Operand::at(loc::ld_weights_mx::SRC);
+/// The source's data word (the direct arm's first word), as the quadrant rule names it.
+const MX_SRC_DATA: Operand = Operand::new("src.data_addr", MX_SRC.off);
 /// MatmulMx `out_dtype`.
 pub const MX_OUT_DTYPE: Field = Field::at(loc::matmul_mx::OUT_DTYPE);
 
@@ -91,7 +93,7 @@ pub fn is_valid_smx1_lw<S: Sink>(ck: &mut Ck<S>) {
     }
     addr::mxmem1d_valid(ck, MX_SRC, dt, Placement::READ_SBUF);
     pe::col_group_active_columns(ck);
-    pe::row_group_and_sbuf_quadrant(ck, Operand::new("src.data_addr", 16));
+    pe::row_group_and_sbuf_quadrant(ck, MX_SRC_DATA);
 }
 
 /// MatmulMx enum stage.
@@ -145,7 +147,7 @@ pub fn is_valid_smx1d3_mm<S: Sink>(ck: &mut Ck<S>) {
     addr::mxmem1d_valid(ck, MX_SRC, dt, Placement::READ_SBUF);
     pe::mm_dst(ck, pe::DST, dt, out);
     pe::col_group_active_columns(ck);
-    pe::row_group_and_sbuf_quadrant(ck, Operand::new("src.data_addr", 16));
+    pe::row_group_and_sbuf_quadrant(ck, MX_SRC_DATA);
     pe::psum_quadrant(ck, pe::DST);
 }
 

@@ -131,6 +131,14 @@ pub(crate) fn gen_locators(out: &mut String) {
         EVENTS_FIELDS,
         "YYYY",
     );
+    write_locators(
+        out,
+        "events_ext",
+        "`EVENTS_EXTENDED` block fields, at offsets relative to the block (`Field::member`).",
+        "",
+        EVENTS_EXT_FIELDS,
+        "YYYY",
+    );
     let mut all = Vec::new();
     for f in FORMATS {
         let names = write_locators(

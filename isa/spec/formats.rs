@@ -92,6 +92,17 @@ pub const EVENTS_FIELDS: &[FieldRow] = &[
     fall("semaphore_value", U32, 8, SYN).note("immediate or register id"),
 ];
 
+/// Fields of the 12-byte `EVENTS_EXTENDED` block (`EventsExt`), at offsets relative to the
+/// block's start (EventSemaphore's `events_ext` at +0x20).
+pub const EVENTS_EXT_FIELDS: &[FieldRow] = &[
+    fall("wait_mode", Enum("WAIT_MODE"), 0, SYN),
+    fall("wait_idx", U8, 1, SYN),
+    fall("update_mode", Enum("UPDATE_MODE"), 2, SYN),
+    fall("update_idx", U8, 3, SYN),
+    fall("sem_wait_value", U32, 4, SYN).note("value the wait compares (immediate or register id)"),
+    fall("sem_update_value", U32, 8, SYN).note("value the update applies (immediate or register id)"),
+];
+
 /// Every typed format.
 pub const FORMATS: &[FormatDef] = &[
     // ---------------------------------------------------------------- PE

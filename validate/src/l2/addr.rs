@@ -432,43 +432,79 @@ pub fn tt_valid_partitions<S: Sink>(ck: &mut Ck<S>, a: Operand, b: Operand) {
 rule!(MXMEM1D_VALID, "mxmem1d_valid", Format,
     public "C isa/pe-matmul-encoding.md (mxmem1d_valid agrees with assignAccessForMX); C isa/mxmem-pattern1d.md",
     "MXMEM_PATTERN1D: data ADDR4 valid as UINT32 (UINT16 when the dtype argument is FP4_EXP2), scale ADDR4 in SBUF valid as UINT8, K != 0, step sign 0x01 or 0xFF, scale partition with low 2 bits clear and <= 0x0F");
+/// The sub-fields of an MXMEM_PATTERN1D descriptor: the direct arm (data and scale words, K,
+/// step sign, scale partition) and, behind a 4-byte index word, the indirect arm. Read by
+/// [`mxmem1d_valid`] and written by the fuzz generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MxPattern(pub Operand);
+
+impl MxPattern {
+    /// The descriptor a spec locator names, at its offset in the L2 generations.
+    pub const fn at(loc: tpbsim_isa::spec::FieldLoc) -> MxPattern {
+        MxPattern(Operand::at(loc))
+    }
+    const fn f(&self, sub: &'static str, off: u8, len: u8) -> Field {
+        Field::sub(self.0.name, sub, self.0.off + off, len)
+    }
+    /// Data address word.
+    pub const fn data(&self) -> Field {
+        self.f("data_addr", 0, 4)
+    }
+    /// Scale address word.
+    pub const fn scale(&self) -> Field {
+        self.f("scale_addr", 4, 4)
+    }
+    /// K (element count).
+    pub const fn k(&self) -> Field {
+        self.f("k_elems", 8, 2)
+    }
+    /// Step sign byte (direct arm only).
+    pub const fn step_sign(&self) -> Field {
+        self.f("step_sign", 0xA, 1)
+    }
+    /// Scale partition byte.
+    pub const fn scale_partition(&self) -> Field {
+        self.f("scale_partition", 0xB, 1)
+    }
+    /// The index word of the indirect arm (where the direct arm's data word sits).
+    pub const fn indices(&self) -> Field {
+        self.f("indices_addr", 0, 4)
+    }
+    /// The indirect arm: the direct arm's fields shifted past the 4-byte index word (data +4,
+    /// scale +8, K +0xC, scale partition +0xF; it has no step sign).
+    pub const fn indirect(&self) -> MxPattern {
+        MxPattern(Operand {
+            name: self.0.name,
+            off: self.0.off + 4,
+        })
+    }
+}
+
 /// `mxmem1d_valid` for an MX descriptor at `op` whose descriptor dtype argument is `dt`;
 /// `data` is the placement of the data tensor. The MXINDIRECT16B arm (marker 0x20 on the
 /// first word) is checked with the same rules at its shifted offsets (indices +0, data +4,
 /// scale +8, K +0xC, scale partition +0xF); its index tensor is checked for placement only
 /// (project-defined: the index dtype is not public).
 pub fn mxmem1d_valid<S: Sink>(ck: &mut Ck<S>, op: Operand, dt: u8, data: Placement) {
-    let o = op.off;
     let word = ck.get(op.addr()) as u32;
     let data_tag = if dt == dtype::FP4_EXP2 {
         dtype::UINT16
     } else {
         dtype::UINT32
     };
+    let d = MxPattern(op);
     let (data_f, scale_f, k_f, part_f, step_f) = if is_indirect(word) && !is_register(word) {
         // Index tensor: placement and register form only (alignment 1 via UINT8).
-        tensor_start_addr_valid(
-            ck,
-            Field::sub(op.name, "indices_addr", o, 4),
-            dtype::UINT8,
-            Placement::READ_ANY,
-        );
-        let f = |s, off, len| Field::sub(op.name, s, o + off, len);
-        (
-            f("data_addr", 4, 4),
-            f("scale_addr", 8, 4),
-            f("k_elems", 0xC, 2),
-            f("scale_partition", 0xF, 1),
-            None,
-        )
+        tensor_start_addr_valid(ck, d.indices(), dtype::UINT8, Placement::READ_ANY);
+        let i = d.indirect();
+        (i.data(), i.scale(), i.k(), i.scale_partition(), None)
     } else {
-        let f = |s, off, len| Field::sub(op.name, s, o + off, len);
         (
-            f("data_addr", 0, 4),
-            f("scale_addr", 4, 4),
-            f("k_elems", 8, 2),
-            f("scale_partition", 0xB, 1),
-            Some(f("step_sign", 0xA, 1)),
+            d.data(),
+            d.scale(),
+            d.k(),
+            d.scale_partition(),
+            Some(d.step_sign()),
         )
     };
     tensor_start_addr_valid(ck, data_f, data_tag, data);

@@ -16,16 +16,16 @@ use tpbsim_isa::spec::ByteSet;
 pub const OPCODE: Field = Field::at(loc::header::OPCODE);
 /// `inst_word_len`.
 pub const INST_WORD_LEN: Field = Field::at(loc::header::INST_WORD_LEN);
-/// Events block fields.
-pub const WAIT_MODE: Field = Field::new("events.wait_mode", 4, 1);
+/// Events block fields (bytes 4..12).
+pub const WAIT_MODE: Field = Field::member("events", 0, loc::events::WAIT_MODE);
 /// Semaphore/event index the wait reads.
-pub const WAIT_IDX: Field = Field::new("events.wait_idx", 5, 1);
+pub const WAIT_IDX: Field = Field::member("events", 0, loc::events::WAIT_IDX);
 /// Update mode.
-pub const UPDATE_MODE: Field = Field::new("events.update_mode", 6, 1);
+pub const UPDATE_MODE: Field = Field::member("events", 0, loc::events::UPDATE_MODE);
 /// Semaphore/event index the update writes.
-pub const UPDATE_IDX: Field = Field::new("events.update_idx", 7, 1);
+pub const UPDATE_IDX: Field = Field::member("events", 0, loc::events::UPDATE_IDX);
 /// Value word (immediate or register id).
-pub const SEM_VALUE: Field = Field::new("events.semaphore_value", 8, 4);
+pub const SEM_VALUE: Field = Field::member("events", 0, loc::events::SEMAPHORE_VALUE);
 
 /// QuantizeMx, whose header byte 1 may carry the saturate bit.
 pub const QUANTIZE_MX: u8 = 0xE3;
@@ -74,7 +74,7 @@ pub fn has_valid_neuron_header<S: Sink>(ck: &mut Ck<S>) -> bool {
         OPCODE,
         Allowed::Text("an opcode of this generation's enum"),
     );
-    let len = ck.u8(1);
+    let len = ck.get(INST_WORD_LEN) as u8;
     let ok = len == 0x10 || (len == 0x11 && op == QUANTIZE_MX && ck.v4plus());
     ck.check(ok, &HAS_VALID_INST_LEN, INST_WORD_LEN, Allowed::Eq(0x10));
     known

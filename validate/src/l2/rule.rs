@@ -146,6 +146,50 @@ impl Field {
         }
     }
 
+    /// The field a block-relative spec locator names inside the block `block` that starts at
+    /// `base` (`events.wait_mode`, `events_ext.sem_wait_value`).
+    pub const fn member(block: &'static str, base: u8, loc: tpbsim_isa::spec::FieldLoc) -> Field {
+        Field {
+            name: block,
+            sub: loc.name,
+            start: base + loc.l2_offset(),
+            len: loc.l2_width(),
+        }
+    }
+
+    /// Element `k` of the array field a spec locator names, `elem` bytes wide, reported as
+    /// `name` (`mask_num[2]`).
+    pub const fn element(
+        loc: tpbsim_isa::spec::FieldLoc,
+        k: u8,
+        elem: u8,
+        name: &'static str,
+    ) -> Field {
+        assert!(
+            (k + 1) * elem <= loc.l2_width(),
+            "element past the array's end"
+        );
+        Field {
+            name,
+            sub: "",
+            start: loc.l2_offset() + k * elem,
+            len: elem,
+        }
+    }
+
+    /// The first `len` bytes of the field (a read window over a wide opaque field).
+    pub const fn head(mut self, len: u8) -> Field {
+        assert!(len <= self.len, "window wider than the field");
+        self.len = len;
+        self
+    }
+
+    /// The field reported under another name (a byte the gate reads in another role).
+    pub const fn labelled(mut self, name: &'static str) -> Field {
+        self.name = name;
+        self
+    }
+
     /// A sub-field of a descriptor operand named `name`.
     pub const fn sub(name: &'static str, sub: &'static str, start: u8, len: u8) -> Field {
         Field {
@@ -162,6 +206,16 @@ impl Field {
             self.name.to_string()
         } else {
             format!("{}.{}", self.name, self.sub)
+        }
+    }
+
+    /// Write `v` into the field, little-endian, truncated to the field's width (fields up to 8
+    /// bytes).
+    pub fn set(&self, b: &mut Bundle, v: u64) {
+        for i in 0..(self.len as usize).min(8) {
+            if let Some(x) = b.0.get_mut(self.start as usize + i) {
+                *x = (v >> (8 * i)) as u8;
+            }
         }
     }
 
@@ -437,6 +491,48 @@ mod tests {
         b.set_u32(16, 0x8000_0012);
         assert_eq!(Field::new("a", 16, 4).get(&b), 0x8000_0012);
         assert_eq!(Field::new("a", 19, 1).get(&b), 0x80);
+    }
+
+    #[test]
+    fn located_fields_sit_where_the_spec_puts_them() {
+        use tpbsim_isa::formats::loc;
+        let f = |x: Field| (x.full_name(), x.start, x.len);
+        let ext = loc::event_semaphore::EVENTS_EXT;
+        assert_eq!(
+            f(Field::member("events", 0, loc::events::SEMAPHORE_VALUE)),
+            ("events.semaphore_value".into(), 8, 4)
+        );
+        assert_eq!(
+            f(Field::member(
+                ext.name,
+                ext.l2_offset(),
+                loc::events_ext::UPDATE_MODE
+            )),
+            ("events_ext.update_mode".into(), 0x22, 1)
+        );
+        assert_eq!(
+            f(Field::member(
+                ext.name,
+                ext.l2_offset(),
+                loc::events_ext::SEM_UPDATE_VALUE
+            )),
+            ("events_ext.sem_update_value".into(), 0x28, 4)
+        );
+        let m = loc::affine_select::MASK_NUM;
+        assert_eq!(
+            f(Field::element(m, 3, 2, "mask_num[3]")),
+            ("mask_num[3]".into(), 34, 2)
+        );
+        let p = Field::at(loc::notify::PAYLOAD);
+        assert_eq!((p.len, p.head(8).len, p.head(8).start), (52, 8, 12));
+        assert_eq!(f(p.labelled("x")), ("x".into(), 12, 52));
+        let mut b = Bundle::ZERO;
+        Field::new("w", 62, 2).set(&mut b, 0x1_2345);
+        Field::new("v", 20, 3).set(&mut b, 0x0A0B_0C0D);
+        assert_eq!(
+            (b.0[62], b.0[63], b.0[20], b.0[22], b.0[23]),
+            (0x45, 0x23, 0x0D, 0x0B, 0)
+        );
     }
 
     #[test]

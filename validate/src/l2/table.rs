@@ -10,6 +10,7 @@
 use tpbsim_isa::spec::ByteSet;
 use tpbsim_isa::Gen;
 
+use super::addr::{self, Operand, Placement};
 use super::dtype;
 use super::formats::DtypeOpts;
 use super::rule::{Allowed, Ck, Field, Rule, Sink};
@@ -220,6 +221,24 @@ pub enum Part {
     High,
 }
 
+/// A predicate over the byte of another field: a dtype row applies, or opens its 64-bit path,
+/// when that field's byte satisfies it.
+#[derive(Clone, Copy, Debug)]
+pub struct When {
+    /// The field read.
+    pub field: Field,
+    /// True when the row's condition holds for the field's byte.
+    pub holds: fn(u8) -> bool,
+}
+
+impl When {
+    /// True when the condition holds on `b`.
+    #[inline]
+    pub fn on(&self, b: &tpbsim_isa::Bundle) -> bool {
+        (self.holds)(self.field.get(b) as u8)
+    }
+}
+
 /// A dtype field the gate passes to `is_valid_dtype` with the given acceptance flags.
 #[derive(Clone, Copy, Debug)]
 pub struct DtypeRule {
@@ -231,6 +250,10 @@ pub struct DtypeRule {
     pub opts: DtypeOpts,
     /// The opcodes it applies to.
     pub ops: Ops,
+    /// Checked only when this holds (the branch's compare dtype only for a conditional branch).
+    pub when: Option<When>,
+    /// The 64-bit path is open when this holds (TensorTensor's integer-band ops).
+    pub wide_when: Option<When>,
 }
 
 impl DtypeRule {
@@ -241,16 +264,16 @@ impl DtypeRule {
             part: Part::Byte,
             opts,
             ops: Ops::All,
+            when: None,
+            wide_when: None,
         }
     }
 
     /// A dtype in one nibble of a pair byte.
     pub const fn nibble(field: Field, high: bool, opts: DtypeOpts) -> Self {
         DtypeRule {
-            field,
             part: if high { Part::High } else { Part::Low },
-            opts,
-            ops: Ops::All,
+            ..Self::byte(field, opts)
         }
     }
 
@@ -258,6 +281,40 @@ impl DtypeRule {
     pub const fn only(mut self, ops: &'static [u8]) -> Self {
         self.ops = Ops::Only(ops);
         self
+    }
+
+    /// The row for every opcode but `ops`.
+    pub const fn except(mut self, ops: &'static [u8]) -> Self {
+        self.ops = Ops::Except(ops);
+        self
+    }
+
+    /// The row checked only when `holds` accepts the byte of `field`.
+    pub const fn when(mut self, field: Field, holds: fn(u8) -> bool) -> Self {
+        self.when = Some(When { field, holds });
+        self
+    }
+
+    /// The row with its 64-bit path open when `holds` accepts the byte of `field`.
+    pub const fn wide_when(mut self, field: Field, holds: fn(u8) -> bool) -> Self {
+        self.wide_when = Some(When { field, holds });
+        self
+    }
+
+    /// True when the row applies to bundle `b` (its opcode and its condition).
+    #[inline]
+    pub fn applies(&self, b: &tpbsim_isa::Bundle) -> bool {
+        self.ops.has(b.0[0]) && self.when.is_none_or(|w| w.on(b))
+    }
+
+    /// The acceptance flags the row uses on bundle `b`.
+    #[inline]
+    pub fn opts_on(&self, b: &tpbsim_isa::Bundle) -> DtypeOpts {
+        let mut o = self.opts;
+        if self.wide_when.is_some_and(|w| w.on(b)) {
+            o.b64 = true;
+        }
+        o
     }
 
     /// The dtype code the row reads from `b`.
@@ -280,21 +337,168 @@ impl DtypeRule {
         }
     }
 
-    /// True when `tag` passes the row's `is_valid_dtype` on `gen`.
-    pub fn admits(&self, gen: Gen, tag: u8) -> bool {
-        dtype::is_valid(gen, tag, self.opts.fp32r, self.opts.b64, self.opts.fp4)
+    /// True when `tag` passes the row's `is_valid_dtype` on `gen`, with the flags the row
+    /// uses on bundle `b`.
+    pub fn admits(&self, b: &tpbsim_isa::Bundle, gen: Gen, tag: u8) -> bool {
+        let o = self.opts_on(b);
+        dtype::is_valid(gen, tag, o.fp32r, o.b64, o.fp4)
+    }
+
+    /// Evaluate the row on the bundle under check: true when it does not apply or the dtype
+    /// passes (a failure is reported).
+    #[inline]
+    pub fn check<S: Sink>(&self, ck: &mut Ck<S>) -> bool {
+        if !self.applies(ck.b) {
+            return true;
+        }
+        let tag = self.tag(ck.b);
+        let o = self.opts_on(ck.b);
+        super::formats::dtype_check(ck, self.field, tag, o)
     }
 }
 
 /// Evaluate the dtype rows that apply, in order.
 #[inline]
 pub fn check_dtypes<S: Sink>(ck: &mut Ck<S>, rows: &[DtypeRule]) {
-    let opc = ck.u8(0);
     for r in rows {
-        if r.ops.has(opc) {
-            let tag = r.tag(ck.b);
-            super::formats::dtype_check(ck, r.field, tag, r.opts);
+        r.check(ck);
+    }
+}
+
+/// Where an operand row's dtype comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Tag {
+    /// The dtype code in a field (a whole byte or one nibble of a pair).
+    Of(Field, Part),
+    /// A fixed dtype (the descriptor is always read as this type).
+    Fixed(u8),
+}
+
+impl Tag {
+    /// The dtype code on `b`.
+    #[inline]
+    pub fn on(self, b: &tpbsim_isa::Bundle) -> u8 {
+        match self {
+            Tag::Of(f, p) => {
+                let x = f.get(b) as u8;
+                match p {
+                    Part::Byte => x,
+                    Part::Low => x & 0xF,
+                    Part::High => x >> 4,
+                }
+            }
+            Tag::Fixed(t) => t,
         }
+    }
+}
+
+/// An operand region row: the `dims`-dimensional access pattern `op`, typed by `dtype`, must
+/// lie where `placement` allows (`tensor{1..4}d_valid`); with `channels`, its start partition
+/// leaves room for that many active partitions (`start_addr_active_channels`); with
+/// `pool_sbuf`, a Pool-engine bundle may not place it in PSUM.
+#[derive(Clone, Copy, Debug)]
+pub struct OperandRule {
+    /// The descriptor.
+    pub op: Operand,
+    /// Its dimensions.
+    pub dims: u8,
+    /// Its dtype (alignment, the 4-byte rule of a PSUM write).
+    pub dtype: Tag,
+    /// Where it may live and whether the op writes it.
+    pub placement: Placement,
+    /// The active-partition count its start partition is checked against.
+    pub channels: Option<Field>,
+    /// Off PSUM on the Pool engine.
+    pub pool_sbuf: bool,
+}
+
+impl OperandRule {
+    /// A read operand in SBUF or PSUM.
+    pub const fn read(op: Operand, dims: u8, dtype: Tag) -> Self {
+        OperandRule {
+            op,
+            dims,
+            dtype,
+            placement: Placement::READ_ANY,
+            channels: None,
+            pool_sbuf: false,
+        }
+    }
+
+    /// A written operand in SBUF or PSUM.
+    pub const fn write(op: Operand, dims: u8, dtype: Tag) -> Self {
+        OperandRule {
+            placement: Placement::WRITE_ANY,
+            ..Self::read(op, dims, dtype)
+        }
+    }
+
+    /// The row with its start partition checked against the count in `num`.
+    pub const fn channels(mut self, num: Field) -> Self {
+        self.channels = Some(num);
+        self
+    }
+
+    /// The row kept off PSUM on the Pool engine.
+    pub const fn pool_sbuf(mut self) -> Self {
+        self.pool_sbuf = true;
+        self
+    }
+
+    /// True when the row admits PSUM for an operand of dtype `tag` on `engine` (the engine the
+    /// format gate is given: v4 only; `None` where the gate does not know it).
+    pub fn psum_ok(&self, engine: Option<tpbsim_isa::Engine>, tag: u8) -> bool {
+        self.placement.psum
+            && !(self.pool_sbuf && engine == Some(tpbsim_isa::Engine::Pool))
+            && (!self.placement.write || dtype::is_4byte(tag))
+    }
+}
+
+/// The rows of a one-source, one-destination op: the source read and the destination written
+/// as `dims`-dimensional patterns typed by `tags`, both within the `num` active partitions
+/// and, with `pool_sbuf`, kept off PSUM on the Pool engine.
+pub const fn src_dst(
+    ops: [Operand; 2],
+    dims: u8,
+    tags: [Tag; 2],
+    num: Field,
+    pool_sbuf: bool,
+) -> [OperandRule; 2] {
+    let mut r = [
+        OperandRule::read(ops[0], dims, tags[0]).channels(num),
+        OperandRule::write(ops[1], dims, tags[1]).channels(num),
+    ];
+    r[0].pool_sbuf = pool_sbuf;
+    r[1].pool_sbuf = pool_sbuf;
+    r
+}
+
+/// The region pass of operand rows, in order: each descriptor's `tensor{n}d_valid`. Returns
+/// the element counts (0 where a count is zero or the arm is not checked), row by row.
+#[inline]
+pub fn check_regions<S: Sink>(ck: &mut Ck<S>, rows: &[OperandRule]) -> [u64; 4] {
+    let mut e = [0u64; 4];
+    for (i, r) in rows.iter().enumerate() {
+        let tag = r.dtype.on(ck.b);
+        let n = addr::tensor_valid(ck, r.op, r.dims, tag, r.placement);
+        if let Some(x) = e.get_mut(i) {
+            *x = n;
+        }
+    }
+    e
+}
+
+/// The partition-window pass of operand rows, in order: every row's
+/// `start_addr_active_channels`, then every row's Pool-engine PSUM check.
+#[inline]
+pub fn check_windows<S: Sink>(ck: &mut Ck<S>, rows: &[OperandRule]) {
+    for r in rows {
+        if let Some(n) = r.channels {
+            addr::start_addr_active_channels(ck, r.op, n);
+        }
+    }
+    for r in rows.iter().filter(|r| r.pool_sbuf) {
+        super::formats::pool_no_psum(ck, &[r.op]);
     }
 }
 
@@ -306,6 +510,8 @@ pub struct GateTable {
     pub fields: &'static [&'static [FieldRule]],
     /// Dtype rows.
     pub dtypes: &'static [&'static [DtypeRule]],
+    /// Operand region rows.
+    pub operands: &'static [&'static [OperandRule]],
 }
 
 impl GateTable {
@@ -313,6 +519,7 @@ impl GateTable {
     pub const EMPTY: GateTable = GateTable {
         fields: &[],
         dtypes: &[],
+        operands: &[],
     };
 
     /// Every field row.
@@ -323,6 +530,11 @@ impl GateTable {
     /// Every dtype row.
     pub fn dtype_rows(&self) -> impl Iterator<Item = &'static DtypeRule> + '_ {
         self.dtypes.iter().flat_map(|s| s.iter())
+    }
+
+    /// Every operand region row.
+    pub fn operand_rows(&self) -> impl Iterator<Item = &'static OperandRule> + '_ {
+        self.operands.iter().flat_map(|s| s.iter())
     }
 }
 

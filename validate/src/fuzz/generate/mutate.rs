@@ -6,6 +6,7 @@
 
 use super::recipes::{self, EVENT_ENUMS};
 use super::{dtype_rows, enum_knows, field_max, rule_rows, write_field, Entropy, Generated};
+use crate::l2::formats::pe;
 use crate::l2::rule::Field;
 use crate::l2::table::{FieldRule, Values};
 use tpbsim_isa::spec::{self, FieldType};
@@ -284,7 +285,10 @@ pub fn mutate_kind<R: Entropy>(
         }
         MutationKind::InvalidDtype => {
             recipe?;
-            let rows = dtype_rows(gen, op);
+            let rows: Vec<_> = dtype_rows(gen, op)
+                .into_iter()
+                .filter(|d| d.applies(&b))
+                .collect();
             if rows.is_empty() {
                 return None;
             }
@@ -298,28 +302,30 @@ pub fn mutate_kind<R: Entropy>(
                 return None;
             }
             let rule = "s3_lw_dual_fp8_restrictions";
+            let sel = pe::DUAL_FP8_SELECTOR;
             match rng.below(4) {
                 0 => {
                     let bad: Vec<u8> = (0..=255u8).filter(|v| !matches!(v, 0 | 1 | 4)).collect();
-                    b.0[35] = rng.pick(&bad);
-                    mk(b, "perf_opt", rule)
+                    sel.set(&mut b, rng.pick(&bad).into());
+                    mk(b, tpbsim_isa::formats::loc::ld_weights::PERF_OPT.name, rule)
                 }
                 1 => {
-                    b.0[35] = rng.pick(&[1, 4]);
-                    b.0[32] = rng.pick(&[0x03, 0x06, 0x07, 0x0A, 0x0D]);
-                    mk(b, "in_dtype", rule)
+                    sel.set(&mut b, rng.pick(&[1, 4]));
+                    let dt = rng.pick(&[0x03, 0x06, 0x07, 0x0A, 0x0D]);
+                    pe::IN_DTYPE.set(&mut b, dt);
+                    mk(b, pe::IN_DTYPE.name, rule)
                 }
                 2 => {
-                    b.0[35] = rng.pick(&[1, 4]);
+                    sel.set(&mut b, rng.pick(&[1, 4]));
                     let g2 = rng.pick(&[0x3u8, 0xC, 0x1, 0x2, 0x4, 0x8]);
-                    b.0[45] = g2;
-                    b.0[39] = rng.range(1, recipes::col_bound(g2)) as u8;
-                    mk(b, "col_grp", rule)
+                    pe::COL_GRP.set(&mut b, g2.into());
+                    pe::NUM_ACTIVE_COLS.set(&mut b, rng.range(1, recipes::col_bound(g2)));
+                    mk(b, pe::COL_GRP.name, rule)
                 }
                 _ => {
-                    b.0[35] = rng.pick(&[1, 4]);
-                    b.0[34] = rng.range(1, 255) as u8;
-                    mk(b, "transpose_mode", rule)
+                    sel.set(&mut b, rng.pick(&[1, 4]));
+                    pe::TRANSPOSE_MODE.set(&mut b, rng.range(1, 255));
+                    mk(b, pe::TRANSPOSE_MODE.name, rule)
                 }
             }
         }

@@ -7,8 +7,11 @@
 use super::super::addr::{self, Operand, Placement};
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
-use super::{dtype_check, float_finite, pool_no_psum, spec_reserved, DtypeOpts};
+use super::super::table::{
+    check, check_dtypes, check_regions, check_windows, src_dst, DtypeRule, FieldRule, GateTable,
+    OperandRule, Part, Tag,
+};
+use super::{float_finite, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 
 /// `imm_src` (IMM_SRC).
@@ -79,7 +82,13 @@ pub const ENUMS: &[FieldRule] = &[
 pub const DTYPES: &[DtypeRule] = &[
     DtypeRule::nibble(IN_DTYPE, false, DtypeOpts::PLAIN),
     DtypeRule::byte(OUT_DTYPE, DtypeOpts::FP32R),
+    DtypeRule::nibble(BIAS_DTYPE, true, DtypeOpts::PLAIN).when(BIAS_SRC_N, bias_pointer),
 ];
+
+/// True when `bias_src` (0) makes the bias a pointer whose dtype is read.
+const fn bias_pointer(bias_src: u8) -> bool {
+    bias_src == 0
+}
 
 /// Geometry stage.
 pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&ACT_NUM_ACTIVE, NUM_ACTIVE)];
@@ -88,7 +97,17 @@ pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&ACT_NUM_ACTIVE, NUM_ACTIV
 pub const TABLE: GateTable = GateTable {
     fields: &[ENUMS, GEOMETRY],
     dtypes: &[DTYPES],
+    operands: &[OPERANDS],
 };
+/// Placement stage: the source and destination regions and partition windows (the bias
+/// pointer stays procedural: a start address read only for `bias_src_n` 0).
+pub const OPERANDS: &[OperandRule] = &src_dst(
+    [SRC, DST],
+    3,
+    [Tag::Of(IN_DTYPE, Part::Low), Tag::Of(OUT_DTYPE, Part::Byte)],
+    NUM_ACTIVE,
+    true,
+);
 
 /// `is_valid_activate`.
 pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
@@ -108,17 +127,12 @@ pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     // (5) dtypes
-    let pair = ck.u8(32);
-    let (in_dt, bias_dt) = (pair & 0xF, pair >> 4);
-    let out = ck.get(OUT_DTYPE) as u8;
+    let bias_dt = ck.get(BIAS_DTYPE) as u8 >> 4;
     check_dtypes(ck, DTYPES);
-    let bias_src = ck.get(BIAS_SRC_N) as u8;
-    if bias_src == 0 {
-        dtype_check(ck, BIAS_DTYPE, bias_dt, DtypeOpts::PLAIN);
-    }
     if ck.done() {
         return;
     }
+    let bias_src = ck.get(BIAS_SRC_N) as u8;
     // (6) immediates the instruction reads, operands, geometry
     if ck.get(SCALE_SRC) == 0 {
         float_finite(ck, SCALE);
@@ -134,14 +148,11 @@ pub fn is_valid_activate<S: Sink>(ck: &mut Ck<S>) {
         float_finite(ck, IMM);
     }
     check(ck, GEOMETRY);
-    let ein = addr::tensor_valid(ck, SRC, 3, in_dt, Placement::READ_ANY);
-    let eout = addr::tensor_valid(ck, DST, 3, out, Placement::WRITE_ANY);
+    let [ein, eout, ..] = check_regions(ck, OPERANDS);
     if ein != 0 && eout != 0 && ein != eout {
         ck.fail(&ACT_ELEMENTS, DST.num(3, 2), eout, Allowed::Eq(ein));
     }
-    addr::start_addr_active_channels(ck, SRC, NUM_ACTIVE);
-    addr::start_addr_active_channels(ck, DST, NUM_ACTIVE);
-    pool_no_psum(ck, &[SRC, DST]);
+    check_windows(ck, OPERANDS);
 }
 
 #[cfg(test)]

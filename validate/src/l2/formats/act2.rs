@@ -10,7 +10,10 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::super::table::{
+    check, check_dtypes, check_regions, check_windows, src_dst, DtypeRule, FieldRule, GateTable,
+    OperandRule, Part, Tag,
+};
 use super::act::{ACT_FUNC_ENUM, IMM_SRC_ENUM};
 use super::{active_channels_row, float_finite, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
@@ -113,7 +116,16 @@ pub const AC2_GEOMETRY: &[FieldRule] = &[active_channels_row(AC2_NUM)];
 pub const AC2_TABLE: GateTable = GateTable {
     fields: &[AC2_ENUMS, AC2_LATE, AC2_GEOMETRY],
     dtypes: &[AC2_DTYPES],
+    operands: &[AC2_OPERANDS],
 };
+/// Activate2 placement stage: the source and destination regions and partition windows.
+pub const AC2_OPERANDS: &[OperandRule] = &src_dst(
+    [AC2_SRC, AC2_DST],
+    2,
+    [Tag::Of(AC2_IN, Part::Byte), Tag::Of(AC2_OUT, Part::Byte)],
+    AC2_NUM,
+    false,
+);
 
 /// `is_valid_s2d2_ac`: Activate2 0x25.
 pub fn is_valid_s2d2_ac<S: Sink>(ck: &mut Ck<S>) {
@@ -127,7 +139,6 @@ pub fn is_valid_s2d2_ac<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     // (5) dtypes
-    let (i, o) = (ck.get(AC2_IN) as u8, ck.get(AC2_OUT) as u8);
     check_dtypes(ck, AC2_DTYPES);
     ck.not_checked(
         &AC2_IMM_DTYPE_RULE,
@@ -139,10 +150,8 @@ pub fn is_valid_s2d2_ac<S: Sink>(ck: &mut Ck<S>) {
     }
     // (6) placement and geometry
     check(ck, AC2_GEOMETRY);
-    addr::tensor_valid(ck, AC2_SRC, 2, i, Placement::READ_ANY);
-    addr::tensor_valid(ck, AC2_DST, 2, o, Placement::WRITE_ANY);
-    addr::start_addr_active_channels(ck, AC2_SRC, AC2_NUM);
-    addr::start_addr_active_channels(ck, AC2_DST, AC2_NUM);
+    check_regions(ck, AC2_OPERANDS);
+    check_windows(ck, AC2_OPERANDS);
 }
 
 // ---- ActivateQuantize 0x22 (S3D3_AQ) ----
@@ -182,7 +191,17 @@ pub const AQ_GEOMETRY: &[FieldRule] = &[active_channels_row(AQ_NUM)];
 pub const AQ_TABLE: GateTable = GateTable {
     fields: &[AQ_OUT_ROWS, AQ_GEOMETRY],
     dtypes: &[AQ_DTYPES],
+    operands: &[AQ_OPERANDS],
 };
+/// ActivateQuantize placement stage: the source and destination regions and partition
+/// windows (the bias pointer stays procedural: a start address, not a pattern).
+pub const AQ_OPERANDS: &[OperandRule] = &src_dst(
+    [AQ_SRC, AQ_DST],
+    3,
+    [Tag::Of(AQ_IN, Part::Low), Tag::Of(AQ_OUT, Part::Byte)],
+    AQ_NUM,
+    false,
+);
 
 /// `is_valid_s3d3_aq`: ActivateQuantize 0x22.
 pub fn is_valid_s3d3_aq<S: Sink>(ck: &mut Ck<S>) {
@@ -191,9 +210,7 @@ pub fn is_valid_s3d3_aq<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    let pair = ck.u8(32);
-    let (i, bias) = (pair & 0xF, pair >> 4);
-    let o = ck.get(AQ_OUT) as u8;
+    let bias = ck.get(AQ_IN) as u8 >> 4;
     check_dtypes(ck, AQ_DTYPES);
     check(ck, AQ_OUT_ROWS);
     if ck.done() {
@@ -203,10 +220,8 @@ pub fn is_valid_s3d3_aq<S: Sink>(ck: &mut Ck<S>) {
     float_finite(ck, AQ_DEQUANT_SCALE);
     check(ck, AQ_GEOMETRY);
     addr::tensor_start_addr_valid(ck, AQ_BIAS, bias, Placement::READ_ANY);
-    addr::tensor_valid(ck, AQ_SRC, 3, i, Placement::READ_ANY);
-    addr::tensor_valid(ck, AQ_DST, 3, o, Placement::WRITE_ANY);
-    addr::start_addr_active_channels(ck, AQ_SRC, AQ_NUM);
-    addr::start_addr_active_channels(ck, AQ_DST, AQ_NUM);
+    check_regions(ck, AQ_OPERANDS);
+    check_windows(ck, AQ_OPERANDS);
 }
 
 // ---- ReadAccumulator 0x24 / 0x9B (D1_RD) ----
@@ -238,6 +253,7 @@ pub const RD_GEOMETRY: &[FieldRule] = &[
 pub const RD_TABLE: GateTable = GateTable {
     fields: &[RD_ENUMS, RD_GEOMETRY],
     dtypes: &[RD_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_d1_rd`: ReadAccumulator 0x24 (ACT) / DveReadAccumulator 0x9B (DVE).

@@ -6,14 +6,21 @@ use super::super::rule::{Ck, Field, Sink};
 use tpbsim_isa::formats::loc;
 use tpbsim_isa::Gen;
 
+/// The extended events block.
+const EXT: tpbsim_isa::spec::FieldLoc = loc::event_semaphore::EVENTS_EXT;
 /// Extended wait mode.
-pub const X_WAIT_MODE: Field = Field::new("events_ext.wait_mode", 0x20, 1);
+pub const X_WAIT_MODE: Field = ext(loc::events_ext::WAIT_MODE);
 /// Extended update mode.
-pub const X_UPDATE_MODE: Field = Field::new("events_ext.update_mode", 0x22, 1);
+pub const X_UPDATE_MODE: Field = ext(loc::events_ext::UPDATE_MODE);
 /// Extended wait value.
-pub const X_WAIT_VALUE: Field = Field::new("events_ext.sem_wait_value", 0x24, 4);
+pub const X_WAIT_VALUE: Field = ext(loc::events_ext::SEM_WAIT_VALUE);
 /// Extended update value.
-pub const X_UPDATE_VALUE: Field = Field::new("events_ext.sem_update_value", 0x28, 4);
+pub const X_UPDATE_VALUE: Field = ext(loc::events_ext::SEM_UPDATE_VALUE);
+
+/// A field of the extended events block.
+const fn ext(f: tpbsim_isa::spec::FieldLoc) -> Field {
+    Field::member(EXT.name, EXT.l2_offset(), f)
+}
 
 /// `is_valid_ctrl_es`: the extended block's wait/update modes are enum members and its REG
 /// forms name registers; the block's remaining bytes are not checked.
@@ -63,7 +70,7 @@ mod tests {
 
 use super::super::rule::{rule, Allowed};
 use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
-use super::{dtype_check, spec_reserved, DtypeOpts};
+use super::{spec_reserved, DtypeOpts};
 use tpbsim_isa::spec::ByteSet;
 
 rule!(CTRL_NO_NOTIFICATION, "ctrl_no_valid_notification", Format,
@@ -91,7 +98,7 @@ rule!(RANGE_CLEAR_ORDER, "is_valid_event_semaphore_range_clear.range", Format,
 /// ActivationTableLoad's set selector (+0x23).
 pub const ACT_TABLE_SET: Field = Field::at(loc::act_table_load::ACT_TABLE_SET);
 /// Notify's payload (first bytes).
-pub const NOTIFY_PAYLOAD: Field = Field::new("payload", 12, 8);
+pub const NOTIFY_PAYLOAD: Field = Field::at(loc::notify::PAYLOAD).head(8);
 
 /// `is_valid_ctrl_no`: ActivationTableLoad 0x23 and Notify 0xA6. Only reserved bytes of the
 /// spec layout are checked; the notification word is reported as not checked.
@@ -121,7 +128,7 @@ pub fn is_valid_drain<S: Sink>(ck: &mut Ck<S>) {
 }
 
 /// Write's payload (first bytes).
-pub const WRITE_PAYLOAD_F: Field = Field::new("payload", 12, 8);
+pub const WRITE_PAYLOAD_F: Field = Field::at(loc::write::PAYLOAD).head(8);
 
 /// `is_valid_write`: Write 0xA5; the CSR operands are reported as not checked.
 pub fn is_valid_write<S: Sink>(ck: &mut Ck<S>) {
@@ -180,6 +187,7 @@ pub const AL_DST: &[FieldRule] = &[FieldRule::per_gen(
 pub const AL_TABLE: GateTable = GateTable {
     fields: &[AL_ENUMS, AL_DST],
     dtypes: &[AL_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_ctrl_al`: the scalar-register ALU 0xA8. The runtime's own ALU builders leave
@@ -314,12 +322,20 @@ pub const BR_ENUMS: &[FieldRule] = &[
         "1, 3 or 4",
     ),
 ];
-/// The rule data of `is_valid_ctrl_br` (the compared dtype is checked only for a conditional
-/// branch and stays procedural).
+/// The compared dtype: it matters only for a conditional branch (`cmp_op` non-zero).
+pub const BR_DTYPES: &[DtypeRule] =
+    &[DtypeRule::byte(BR_DTYPE, DtypeOpts::PLAIN).when(BR_CMP, conditional)];
+/// The rule data of `is_valid_ctrl_br`.
 pub const BR_TABLE: GateTable = GateTable {
     fields: &[BR_ENUMS],
-    dtypes: &[],
+    dtypes: &[BR_DTYPES],
+    operands: &[],
 };
+
+/// True for a conditional `cmp_op` (0 branches unconditionally).
+const fn conditional(cmp: u8) -> bool {
+    cmp != 0
+}
 
 /// `is_valid_ctrl_br`: CompareBranch 0xA9.
 pub fn is_valid_ctrl_br<S: Sink>(ck: &mut Ck<S>) {
@@ -328,11 +344,7 @@ pub fn is_valid_ctrl_br<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    // The compared dtype matters only for a conditional branch.
-    if ck.get(BR_CMP) != 0 {
-        let d = ck.get(BR_DTYPE) as u8;
-        dtype_check(ck, BR_DTYPE, d, DtypeOpts::PLAIN);
-    }
+    check_dtypes(ck, BR_DTYPES);
 }
 
 /// Range-clear mode.
@@ -353,6 +365,7 @@ pub const RC_ENUMS: &[FieldRule] = &[FieldRule::set(
 pub const RC_TABLE: GateTable = GateTable {
     fields: &[RC_ENUMS],
     dtypes: &[],
+    operands: &[],
 };
 
 /// `is_valid_event_semaphore_range_clear`: EventSemaphoreRangeClear 0xB0.

@@ -9,8 +9,8 @@
 
 use super::super::addr::{self, Operand, Placement};
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, FieldRule, GateTable};
-use super::{dtype_check, spec_reserved, DtypeOpts};
+use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::{spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 use tpbsim_isa::spec::ByteSet;
 
@@ -52,6 +52,7 @@ pub const DMA_ENUMS: &[FieldRule] = &[FieldRule::set(
 pub const DMA_TABLE: GateTable = GateTable {
     fields: &[DMA_ENUMS],
     dtypes: &[],
+    operands: &[],
 };
 
 /// `is_valid_dma_direct2d`: DMA_DIRECT2D pseudo 0xD4.
@@ -66,11 +67,12 @@ pub fn is_valid_dma_direct2d<S: Sink>(ck: &mut Ck<S>) {
 }
 
 /// The name field of a named pseudo instruction: (offset, length).
-const fn name_field(opcode: u8) -> Option<Field> {
+pub const fn name_field(opcode: u8) -> Option<Field> {
     match opcode {
-        0xC1 => Some(Field::new("queue_name", 12, 36)),
-        0xC6 => Some(Field::new("act_set_name", 12, 32)),
-        0xD1 | 0xD3 => Some(Field::new("name", 12, 36)),
+        0xC1 => Some(Field::at(loc::dma_trigger::QUEUE_NAME)),
+        0xC6 => Some(Field::at(loc::load_act_func_set::ACT_SET_NAME)),
+        0xD1 => Some(Field::at(loc::function_begin::NAME)),
+        0xD3 => Some(Field::at(loc::function_call::NAME)),
         _ => None,
     }
 }
@@ -98,6 +100,7 @@ pub const PSEUDO_ENUMS: &[FieldRule] = &[FieldRule::set(
 pub const PSEUDO_TABLE: GateTable = GateTable {
     fields: &[PSEUDO_ENUMS],
     dtypes: &[],
+    operands: &[],
 };
 
 /// `is_valid_pseudo`: DmaTrigger 0xC1, LoadActFuncSet 0xC6, FunctionBegin 0xD1, FunctionCall
@@ -110,7 +113,7 @@ pub fn is_valid_pseudo<S: Sink>(ck: &mut Ck<S>) {
         let (s, e) = (f.start as usize, f.start as usize + f.len as usize);
         if !is_padded_name(&ck.b.0[s..e]) {
             // Report the first 8 bytes of the name (the value column holds up to 8 bytes).
-            let shown = Field::new(f.name, f.start, 8);
+            let shown = f.head(8);
             let v = ck.get(shown);
             ck.fail(
                 &PSEUDO_NAME,
@@ -148,12 +151,24 @@ pub const EXT_ENUMS: &[FieldRule] = &[FieldRule::set(
     ByteSet::range(0, 9).minus(ByteSet::of(&[5])),
     "0..=9 except 5",
 )];
-/// The rule data of `is_valid_extended` (the TENSOR_TENSOR_ARITH rules depend on the
-/// sub-opcode and stay procedural).
+/// EXTENDED_TTA dtype stage (sub-opcode 2 only).
+pub const TTA_DTYPES: &[DtypeRule] = &[
+    DtypeRule::nibble(TTA_IN0, false, DtypeOpts::PLAIN).when(EXT_OP, tensor_tensor_arith),
+    DtypeRule::nibble(TTA_IN1, true, DtypeOpts::PLAIN).when(EXT_OP, tensor_tensor_arith),
+    DtypeRule::byte(TTA_OUT, DtypeOpts::FP32R).when(EXT_OP, tensor_tensor_arith),
+];
+/// The rule data of `is_valid_extended` (the TENSOR_TENSOR_ARITH op and operands depend on
+/// the sub-opcode and stay procedural).
 pub const EXT_TABLE: GateTable = GateTable {
     fields: &[EXT_ENUMS],
-    dtypes: &[],
+    dtypes: &[TTA_DTYPES],
+    operands: &[],
 };
+
+/// True for the TENSOR_TENSOR_ARITH sub-opcode (2).
+const fn tensor_tensor_arith(sub: u8) -> bool {
+    sub == 2
+}
 
 /// `is_valid_extended`: EXTENDED_INST 0xF0; the TENSOR_TENSOR_ARITH sub-opcode (2) is checked
 /// in full, the others for their sub-opcode and reserved bytes.
@@ -180,11 +195,9 @@ pub fn is_valid_extended<S: Sink>(ck: &mut Ck<S>) {
     if sub != 2 {
         return;
     }
-    let pair = ck.u8(14);
+    let pair = ck.get(TTA_IN0) as u8;
     let (a, b, o) = (pair & 0xF, pair >> 4, ck.get(TTA_OUT) as u8);
-    dtype_check(ck, TTA_IN0, a, DtypeOpts::PLAIN);
-    dtype_check(ck, TTA_IN1, b, DtypeOpts::PLAIN);
-    dtype_check(ck, TTA_OUT, o, DtypeOpts::FP32R);
+    check_dtypes(ck, TTA_DTYPES);
     if ck.done() {
         return;
     }

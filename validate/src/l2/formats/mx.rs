@@ -8,14 +8,16 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, FieldRule, GateTable};
+use super::super::table::{check, DtypeRule, FieldRule, GateTable};
 use super::pe::{self, IN_DTYPE, PSUM_ACC, ZERO_REGION};
-use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use super::{enum_check, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 use tpbsim_isa::spec::ByteSet;
 
 /// MX source descriptor (MXMEM_PATTERN1D) of LdWeightsMx / MatmulMx.
 pub const MX_SRC: Operand = Operand::at(loc::ld_weights_mx::SRC);
+/// The source's data word (the direct arm's first word), as the quadrant rule names it.
+const MX_SRC_DATA: Operand = Operand::new("src.data_addr", MX_SRC.off);
 /// MatmulMx `out_dtype`.
 pub const MX_OUT_DTYPE: Field = Field::at(loc::matmul_mx::OUT_DTYPE);
 
@@ -51,18 +53,23 @@ pub const MX_DTYPES: ByteSet = ByteSet::of(&[
     dtype::FP4_EXP2,
 ]);
 
+/// `is_valid_dtype_inc_fp4`: the FP4-inclusive dtype check.
+const FP4: DtypeOpts = DtypeOpts {
+    fp32r: false,
+    b64: false,
+    fp4: true,
+};
+/// The MX input dtype row (before the MX dtype set).
+pub const MX_IN_DTYPES: &[DtypeRule] = &[DtypeRule::byte(IN_DTYPE, FP4)];
+/// QuantizeMx's source and output dtype rows (before their dtype sets).
+pub const Q_DTYPES: &[DtypeRule] = &[
+    DtypeRule::byte(Q_SRC_DTYPE, DtypeOpts::PLAIN),
+    DtypeRule::byte(Q_OUT_DTYPE, FP4),
+];
+
 fn mx_in_dtype<S: Sink>(ck: &mut Ck<S>) -> u8 {
     let dt = ck.get(IN_DTYPE) as u8;
-    if dtype_check(
-        ck,
-        IN_DTYPE,
-        dt,
-        DtypeOpts {
-            fp32r: false,
-            b64: false,
-            fp4: true,
-        },
-    ) {
+    if MX_IN_DTYPES[0].check(ck) {
         enum_check(
             ck,
             &MX_DTYPE,
@@ -86,7 +93,7 @@ pub fn is_valid_smx1_lw<S: Sink>(ck: &mut Ck<S>) {
     }
     addr::mxmem1d_valid(ck, MX_SRC, dt, Placement::READ_SBUF);
     pe::col_group_active_columns(ck);
-    pe::row_group_and_sbuf_quadrant(ck, Operand::new("src.data_addr", 16));
+    pe::row_group_and_sbuf_quadrant(ck, MX_SRC_DATA);
 }
 
 /// MatmulMx enum stage.
@@ -108,13 +115,15 @@ pub const MM_ENUMS: &[FieldRule] = &[
 /// The rule data of `is_valid_smx1d3_mm`.
 pub const MM_TABLE: GateTable = GateTable {
     fields: &[MM_ENUMS, pe::ROWS],
-    dtypes: &[],
+    dtypes: &[MX_IN_DTYPES],
+    operands: &[],
 };
 
 /// The rule data of `is_valid_smx1_lw`.
 pub const LW_TABLE: GateTable = GateTable {
     fields: &[pe::ROWS],
-    dtypes: &[],
+    dtypes: &[MX_IN_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_smx1d3_mm`: MatmulMx 0x0A (v4+).
@@ -138,7 +147,7 @@ pub fn is_valid_smx1d3_mm<S: Sink>(ck: &mut Ck<S>) {
     addr::mxmem1d_valid(ck, MX_SRC, dt, Placement::READ_SBUF);
     pe::mm_dst(ck, pe::DST, dt, out);
     pe::col_group_active_columns(ck);
-    pe::row_group_and_sbuf_quadrant(ck, Operand::new("src.data_addr", 16));
+    pe::row_group_and_sbuf_quadrant(ck, MX_SRC_DATA);
     pe::psum_quadrant(ck, pe::DST);
 }
 
@@ -153,7 +162,8 @@ pub const Q_GEOMETRY: &[FieldRule] = &[FieldRule::set(
 /// The rule data of `is_valid_s3dmx1_quant`.
 pub const Q_TABLE: GateTable = GateTable {
     fields: &[Q_GEOMETRY],
-    dtypes: &[],
+    dtypes: &[Q_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s3dmx1_quant`: QuantizeMx 0xE3 (DVE, v4+).
@@ -163,7 +173,7 @@ pub fn is_valid_s3dmx1_quant<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     let src = ck.get(Q_SRC_DTYPE) as u8;
-    if dtype_check(ck, Q_SRC_DTYPE, src, DtypeOpts::PLAIN) {
+    if Q_DTYPES[0].check(ck) {
         ck.check(
             src == dtype::BF16 || src == dtype::FP16,
             &QUANT_SRC_DTYPE,
@@ -172,16 +182,7 @@ pub fn is_valid_s3dmx1_quant<S: Sink>(ck: &mut Ck<S>) {
         );
     }
     let out = ck.get(Q_OUT_DTYPE) as u8;
-    if dtype_check(
-        ck,
-        Q_OUT_DTYPE,
-        out,
-        DtypeOpts {
-            fp32r: false,
-            b64: false,
-            fp4: true,
-        },
-    ) {
+    if Q_DTYPES[1].check(ck) {
         ck.check(
             matches!(out, dtype::FP8_EXP4 | dtype::FP8_EXP5 | dtype::FP4_EXP2),
             &QUANT_OUT_DTYPE,

@@ -13,8 +13,8 @@ use super::super::addr::{self, Operand, Placement};
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, FieldRule, GateTable};
-use super::{dtype_check, enum_check, spec_reserved, DtypeOpts};
+use super::super::table::{check, DtypeRule, FieldRule, GateTable};
+use super::{enum_check, spec_reserved, DtypeOpts};
 use tpbsim_isa::spec::ByteSet;
 
 // ---- fields shared by S3_LW / S3D3_MM ----
@@ -25,6 +25,8 @@ pub const SRC: Operand = Operand::at(loc::ld_weights::SRC);
 pub const DST: Operand = Operand::at(loc::matmul::DST);
 /// `in_dtype`.
 pub const IN_DTYPE: Field = Field::at(loc::ld_weights::IN_DTYPE);
+/// The PE input dtype row (`is_valid_dtype`, before `has_valid_mm_in_dtype`).
+pub const IN_DTYPES: &[DtypeRule] = &[DtypeRule::byte(IN_DTYPE, DtypeOpts::PLAIN)];
 /// `fp32_mode` (PE_FP32MODE).
 pub const FP32_MODE: Field = Field::at(loc::ld_weights::FP32_MODE);
 /// `transpose_mode` (v3+).
@@ -277,7 +279,8 @@ pub const LW_ENUMS: &[FieldRule] =
 /// The rule data of `is_valid_s3_lw`.
 pub const LW_TABLE: GateTable = GateTable {
     fields: &[LW_ENUMS, ROWS],
-    dtypes: &[],
+    dtypes: &[IN_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s3_lw`: LdWeights 0x01.
@@ -295,7 +298,7 @@ pub fn is_valid_s3_lw<S: Sink>(ck: &mut Ck<S>) {
     }
     // (5) dtype
     let dt = ck.get(IN_DTYPE) as u8;
-    if dtype_check(ck, IN_DTYPE, dt, DtypeOpts::PLAIN) {
+    if IN_DTYPES[0].check(ck) {
         enum_check(
             ck,
             &MM_IN_DTYPE,
@@ -321,7 +324,7 @@ pub fn is_valid_s3_lw<S: Sink>(ck: &mut Ck<S>) {
 
 /// The byte of a v2 LdWeights that holds the transpose flag: the top byte of the source ADDR4
 /// (C isa/pe-matmul-encoding.md, CoreV2 `generateLoadWeights`: `b[0x13] = 0x80`).
-pub const V2_LW_TRANSPOSE_BYTE: usize = 0x13;
+pub const V2_LW_TRANSPOSE_BYTE: usize = SRC.marker().start as usize;
 /// The v2 LdWeights transpose flag value.
 pub const V2_LW_TRANSPOSE: u8 = 0x80;
 
@@ -353,12 +356,13 @@ fn lw_flags<S: Sink>(ck: &mut Ck<S>) {
 
 /// The dual-FP8 selector: byte 35 (`perf_opt` in the v4 header layout). Project-defined:
 /// the public reading names it `HIBYTE(a11)`; see docs/l2.md for the frame derivation.
-pub const DUAL_FP8_SELECTOR: Field = Field::new("perf_opt (dual-FP8 selector)", 35, 1);
+pub const DUAL_FP8_SELECTOR: Field =
+    Field::at(loc::ld_weights::PERF_OPT).labelled("perf_opt (dual-FP8 selector)");
 /// `dual-FP8 partition word`: stride[2] and the counts of the source pattern.
 pub const DUAL_FP8_PARTITION_WORD: Field = Field::sub(
-    "src",
+    SRC.name,
     "step_elem[2]..num_elem[2] (dual-FP8 partition word)",
-    24,
+    SRC.stride(2).start,
     8,
 );
 
@@ -451,7 +455,7 @@ pub fn is_valid_s3d3_mm<S: Sink>(ck: &mut Ck<S>) {
     }
     // (5) dtypes
     let dt = ck.get(IN_DTYPE) as u8;
-    if dtype_check(ck, IN_DTYPE, dt, DtypeOpts::PLAIN) {
+    if IN_DTYPES[0].check(ck) {
         enum_check(
             ck,
             &MM_IN_DTYPE,
@@ -545,7 +549,8 @@ pub const MM_ENUMS: &[FieldRule] = &[
 /// The rule data of `is_valid_s3d3_mm`.
 pub const MM_TABLE: GateTable = GateTable {
     fields: &[MM_ENUMS, ROWS],
-    dtypes: &[],
+    dtypes: &[IN_DTYPES],
+    operands: &[],
 };
 
 /// The matmul PSUM destination: v4 `mm_dst_mem3d_valid_nc_v4` (PSUM, tag 4..11); v2/v3 FP32
@@ -594,7 +599,8 @@ pub const SPARSE_COL_GRP: &[FieldRule] = &[FieldRule::eq(&S4D3_MM_COL_GRP, COL_G
 /// The rule data of `is_valid_s4d3_mm`.
 pub const SPARSE_TABLE: GateTable = GateTable {
     fields: &[MM_ENUMS, SPARSE_COL_GRP, ROWS],
-    dtypes: &[],
+    dtypes: &[IN_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s4d3_mm`: MatmulSparse 0x07 (v3+).
@@ -606,7 +612,7 @@ pub fn is_valid_s4d3_mm<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     let dt = ck.get(IN_DTYPE) as u8;
-    if dtype_check(ck, IN_DTYPE, dt, DtypeOpts::PLAIN) {
+    if IN_DTYPES[0].check(ck) {
         enum_check(
             ck,
             &MM_IN_DTYPE,

@@ -59,6 +59,7 @@ pub const LT_ENUMS: &[FieldRule] = &[FieldRule::set(
 pub const LT_TABLE: GateTable = GateTable {
     fields: &[LT_ENUMS],
     dtypes: &[LT_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s3_lt`: LdTags 0x06.
@@ -119,6 +120,7 @@ pub const SEED_DTYPES: &[DtypeRule] = &[DtypeRule::byte(SEED_ID_DTYPE, DtypeOpts
 pub const SEED_TABLE: GateTable = GateTable {
     fields: &[SEED_ENUMS],
     dtypes: &[SEED_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_pe_manage_seed`: PE_MANAGE_SEED 0x08 (v4).

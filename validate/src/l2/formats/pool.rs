@@ -92,6 +92,7 @@ pub const MS_DST: Operand = Operand::at(loc::memset::DST);
 pub const MS_TABLE: GateTable = GateTable {
     fields: &[&[active_channels_row(MS_NUM)]],
     dtypes: &[&[DtypeRule::byte(MS_DTYPE, B64)]],
+    operands: &[],
 };
 
 /// `is_valid_memset`: Memset 0x49 (compiler layout, family C).
@@ -134,7 +135,7 @@ fn fill_gate<S: Sink>(
 // ---- Iota 0x7E ----
 
 /// Iota source band.
-pub const IOTA_BAND: Field = Field::new("src_band", 16, 8);
+pub const IOTA_BAND: Field = Field::at(loc::iota::SRC_BAND).head(8);
 /// Iota output dtype.
 pub const IOTA_OUT: Field = Field::at(loc::iota::OUT_DTYPE);
 /// Iota active channels.
@@ -146,6 +147,7 @@ pub const IOTA_DST: Operand = Operand::at(loc::memset::DST);
 pub const IOTA_TABLE: GateTable = GateTable {
     fields: &[&[active_channels_row(IOTA_NUM)]],
     dtypes: &[&[DtypeRule::byte(IOTA_OUT, B64)]],
+    operands: &[],
 };
 
 /// `is_valid_iota`: Iota 0x7E (compiler layout, family C).
@@ -200,6 +202,7 @@ pub const DQ_DTYPES: &[FieldRule] = &[
 pub const DQ_TABLE: GateTable = GateTable {
     fields: &[DQ_ENUMS, DQ_DTYPES, &[active_channels_row(DQ_NUM)]],
     dtypes: &[],
+    operands: &[],
 };
 
 /// `is_valid_tensor_dequantize`: TensorDequantize 0x7B (v3+).
@@ -228,7 +231,7 @@ pub fn is_valid_tensor_dequantize<S: Sink>(ck: &mut Ck<S>) {
     addr::start_addr_active_channels(ck, DQ_DST, DQ_NUM);
     let src = addr::tensor_valid(ck, DQ_SRC, 3, dtype::UINT32, Placement::READ_SBUF);
     let dst = addr::tensor_valid(ck, DQ_DST, 3, dtype::UINT32, Placement::WRITE_SBUF);
-    let (sw, dw) = (ck.u32_at(12), ck.u32_at(44));
+    let (sw, dw) = (ck.get(DQ_SRC.addr()) as u32, ck.get(DQ_DST.addr()) as u32);
     if src == 0 || dst == 0 || shape_from_register(sw) || shape_from_register(dw) {
         return;
     }
@@ -277,6 +280,7 @@ pub const CPS_DTYPES: &[DtypeRule] = &[
 pub const CPS_TABLE: GateTable = GateTable {
     fields: &[CPS_ENUMS, &[active_channels_row(CPS_NUM)]],
     dtypes: &[CPS_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s3d3_cp_pred_scalar`: CopyPredicatedScalar 0xE8 (compiler layout).
@@ -378,6 +382,7 @@ pub const SR_IMM_DTYPE: &[FieldRule] =
 pub const SR_TABLE: GateTable = GateTable {
     fields: &[SR_ENUMS, SR_IMM_DTYPE, &[active_channels_row(STT_NUM)]],
     dtypes: &[STT_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_select_reduce`: SelectReduce 0xEA (predicate src0, data src1).
@@ -387,7 +392,7 @@ pub fn is_valid_select_reduce<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    let pair = ck.u8(40);
+    let pair = ck.get(STT_IN0) as u8;
     let (m, d, o) = (pair & 0xF, pair >> 4, ck.get(STT_OUT) as u8);
     let imm_dt = ck.get(STT_IMM0_DT) as u8;
     check_dtypes(ck, STT_DTYPES);
@@ -486,6 +491,7 @@ pub const STT_IMM_DTYPE: &[DtypeRule] = &[DtypeRule::byte(STT_IMM0_DT, DtypeOpts
 pub const STT_TABLE: GateTable = GateTable {
     fields: &[STT_ENUMS, STT_LATE, &[active_channels_row(STT_NUM)]],
     dtypes: &[STT_DTYPES, STT_IMM_DTYPE],
+    operands: &[],
 };
 
 /// `is_valid_s2s2d2_stt`: ScalarTensorTensor 0x9D (arith) / 0x9E (bitvec) and
@@ -499,7 +505,7 @@ pub fn is_valid_s2s2d2_stt<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    let pair = ck.u8(40);
+    let pair = ck.get(STT_IN0) as u8;
     let (a, b, o, sc) = (
         pair & 0xF,
         pair >> 4,
@@ -566,6 +572,7 @@ pub const TSS_DTYPES: &[DtypeRule] = &[
 pub const TSS_TABLE: GateTable = GateTable {
     fields: &[TSS_ENUMS, &[active_channels_row(TSS_NUM)]],
     dtypes: &[TSS_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s3d3_ts_select`: TensorScalarSelect 0x98.
@@ -642,7 +649,7 @@ pub const AS_DTYPES: &[DtypeRule] = &[
 const fn mask_num(name: &'static str, k: u8) -> FieldRule {
     FieldRule::range(
         &AS_MASK_NUM,
-        Field::new(name, 28 + 2 * k, 2),
+        Field::element(loc::affine_select::MASK_NUM, k, 2, name),
         1,
         0xFFFF,
         Allowed::Min(1),
@@ -659,6 +666,7 @@ pub const AS_MASK: &[FieldRule] = &[
 pub const AS_TABLE: GateTable = GateTable {
     fields: &[AS_ENUMS, AS_MASK, &[active_channels_row(AS_NUM)]],
     dtypes: &[AS_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s2d2_ts_as`: TensorScalarAffineSelect 0x92.
@@ -668,7 +676,7 @@ pub fn is_valid_s2d2_ts_as<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    let pair = ck.u8(13);
+    let pair = ck.get(AS_IN) as u8;
     let (i, o) = (pair & 0xF, pair >> 4);
     check_dtypes(ck, AS_DTYPES);
     if ck.done() {
@@ -713,6 +721,7 @@ pub const PL_DTYPES: &[DtypeRule] = &[
 pub const PL_TABLE: GateTable = GateTable {
     fields: &[PL_ENUMS, &[active_channels_row(PL_NUM)]],
     dtypes: &[PL_DTYPES],
+    operands: &[],
 };
 
 /// `is_valid_s4d4_pl`: Pool 0x45 / MaxPoolSelect 0x58.

@@ -2,10 +2,13 @@
 //!
 //! Layout and the published sub-checks: isa-facts §4.3 (G firmware/kernels/rangeselect.md).
 
-use super::super::addr::{self, Operand, Placement};
+use super::super::addr::Operand;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
+use super::super::table::{
+    check, check_dtypes, check_regions, check_windows, DtypeRule, FieldRule, GateTable,
+    OperandRule, Part, Tag,
+};
 use super::{float_finite, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 use tpbsim_isa::spec::ByteSet;
@@ -64,7 +67,13 @@ pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&RS_FIELDS, NUM)];
 pub const TABLE: GateTable = GateTable {
     fields: &[ENUMS, FILL_ROWS, GEOMETRY],
     dtypes: &[DTYPE_ROWS],
+    operands: &[OPERANDS],
 };
+/// Placement stage: the source and destination regions; the source's partition window.
+pub const OPERANDS: &[OperandRule] = &[
+    OperandRule::read(SRC, 2, Tag::Of(DTYPES, Part::Low)).channels(NUM),
+    OperandRule::write(DST, 2, Tag::Of(DTYPES, Part::High)),
+];
 
 /// `is_valid_s2d2_rs`.
 pub fn is_valid_s2d2_rs<S: Sink>(ck: &mut Ck<S>) {
@@ -74,8 +83,6 @@ pub fn is_valid_s2d2_rs<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    let pair = ck.u8(13);
-    let (i, o) = (pair & 0xF, pair >> 4);
     check_dtypes(ck, DTYPE_ROWS);
     check(ck, FILL_ROWS);
     float_finite(ck, BASE);
@@ -92,9 +99,8 @@ pub fn is_valid_s2d2_rs<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     check(ck, GEOMETRY);
-    addr::tensor_valid(ck, SRC, 2, i, Placement::READ_ANY);
-    addr::tensor_valid(ck, DST, 2, o, Placement::WRITE_ANY);
-    addr::start_addr_active_channels(ck, SRC, NUM);
+    check_regions(ck, OPERANDS);
+    check_windows(ck, OPERANDS);
 }
 
 #[cfg(test)]

@@ -6,11 +6,14 @@
 //! generation; isa-facts §4.3): src 4D +12, in +32, out +33, num +34, negated +35, op +36,
 //! op_dim +37, mask_enable +38, reserved +39..+43, dst 4D +44.
 
-use super::super::addr::{self, Operand, Placement};
+use super::super::addr::Operand;
 use super::super::enums;
 use super::super::rule::{rule, Ck, Field, Sink};
-use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
-use super::{alu_pool_only, pool_no_psum, spec_reserved, DtypeOpts};
+use super::super::table::{
+    check, check_dtypes, check_regions, check_windows, src_dst, DtypeRule, FieldRule, GateTable,
+    OperandRule, Part, Tag,
+};
+use super::{alu_pool_only, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 
 /// Source.
@@ -84,7 +87,19 @@ pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&TR_NUM, NUM)];
 pub const TABLE: GateTable = GateTable {
     fields: &[ENUMS, LATE, GEOMETRY],
     dtypes: &[DTYPES],
+    operands: &[OPERANDS],
 };
+/// Placement stage: the source and destination regions and partition windows.
+pub const OPERANDS: &[OperandRule] = &src_dst(
+    [SRC, DST],
+    4,
+    [
+        Tag::Of(IN_DTYPE, Part::Byte),
+        Tag::Of(OUT_DTYPE, Part::Byte),
+    ],
+    NUM,
+    true,
+);
 
 /// `is_valid_s4d4_tr`.
 pub fn is_valid_s4d4_tr<S: Sink>(ck: &mut Ck<S>) {
@@ -95,17 +110,13 @@ pub fn is_valid_s4d4_tr<S: Sink>(ck: &mut Ck<S>) {
     if ck.done() {
         return;
     }
-    let (i, o) = (ck.get(IN_DTYPE) as u8, ck.get(OUT_DTYPE) as u8);
     check_dtypes(ck, DTYPES);
     if ck.done() {
         return;
     }
     check(ck, GEOMETRY);
-    addr::tensor_valid(ck, SRC, 4, i, Placement::READ_ANY);
-    addr::tensor_valid(ck, DST, 4, o, Placement::WRITE_ANY);
-    addr::start_addr_active_channels(ck, SRC, NUM);
-    addr::start_addr_active_channels(ck, DST, NUM);
-    pool_no_psum(ck, &[SRC, DST]);
+    check_regions(ck, OPERANDS);
+    check_windows(ck, OPERANDS);
 }
 
 #[cfg(test)]

@@ -4,12 +4,15 @@
 //! Layout and legality: isa-facts §4.3 (header offsets, §10 #4). `tensor_scalar_valid_ops`:
 //! R isa/validator-architecture.md.
 
-use super::super::addr::{self, Operand, Placement};
+use super::super::addr::Operand;
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, check_dtypes, DtypeRule, FieldRule, GateTable};
-use super::{alu_pool_only, pool_no_psum, spec_reserved, DtypeOpts};
+use super::super::table::{
+    check, check_dtypes, check_regions, check_windows, src_dst, DtypeRule, FieldRule, GateTable,
+    OperandRule, Part, Tag,
+};
+use super::{alu_pool_only, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 
 /// `accumulator_cmd`.
@@ -113,7 +116,19 @@ pub const GEOMETRY: &[FieldRule] = &[FieldRule::count(&TS_NUM, NUM)];
 pub const TABLE: GateTable = GateTable {
     fields: &[ENUMS, LATE, GEOMETRY],
     dtypes: &[DTYPES],
+    operands: &[OPERANDS],
 };
+/// Placement stage: the source and destination regions and partition windows.
+pub const OPERANDS: &[OperandRule] = &src_dst(
+    [SRC, DST],
+    3,
+    [
+        Tag::Of(IN_DTYPE, Part::Byte),
+        Tag::Of(OUT_DTYPE, Part::Byte),
+    ],
+    NUM,
+    true,
+);
 
 /// `is_valid_s3d3_ts`.
 pub fn is_valid_s3d3_ts<S: Sink>(ck: &mut Ck<S>) {
@@ -154,11 +169,8 @@ pub fn is_valid_s3d3_ts<S: Sink>(ck: &mut Ck<S>) {
     }
     // (6) geometry
     check(ck, GEOMETRY);
-    addr::tensor_valid(ck, SRC, 3, i, Placement::READ_ANY);
-    addr::tensor_valid(ck, DST, 3, o, Placement::WRITE_ANY);
-    addr::start_addr_active_channels(ck, SRC, NUM);
-    addr::start_addr_active_channels(ck, DST, NUM);
-    pool_no_psum(ck, &[SRC, DST]);
+    check_regions(ck, OPERANDS);
+    check_windows(ck, OPERANDS);
 }
 
 #[cfg(test)]

@@ -6,12 +6,15 @@
 //! nibble src1), +13 out_dtype, +14 op, +15 num_active_partitions, src0 +16, src1 +32,
 //! dst +48. Legality: isa-facts §4.3 and §6.3; `tt_valid_partitions` §3.1.
 
-use super::super::addr::{self, Operand, Placement};
+use super::super::addr::{self, Operand};
 use super::super::dtype;
 use super::super::enums;
 use super::super::rule::{rule, Allowed, Ck, Field, Sink};
-use super::super::table::{check, FieldRule, GateTable};
-use super::{alu_pool_only, dtype_check, pool_no_psum, spec_reserved, DtypeOpts};
+use super::super::table::{
+    check, check_dtypes, check_regions, check_windows, DtypeRule, FieldRule, GateTable,
+    OperandRule, Part, Tag,
+};
+use super::{alu_pool_only, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
 use tpbsim_isa::spec::ByteSet;
 
@@ -83,12 +86,37 @@ pub const GEOMETRY: &[FieldRule] = &[FieldRule::range(
     128,
     Allowed::Text("1..=128 partitions"),
 )];
-/// The rule data of `is_valid_s3s3d3_tt` (its dtype flags depend on the op byte and stay
-/// procedural).
+/// Dtype stage: the source dtypes and the output dtype (FP32R only for arith 0x41); an
+/// integer-band op opens the 64-bit path of all three.
+pub const DTYPES: &[DtypeRule] = &[
+    DtypeRule::nibble(DT0, false, DtypeOpts::PLAIN).wide_when(OP, enums::is_int_band),
+    DtypeRule::nibble(DT1, true, DtypeOpts::PLAIN).wide_when(OP, enums::is_int_band),
+    DtypeRule::byte(OUT, DtypeOpts::FP32R)
+        .wide_when(OP, enums::is_int_band)
+        .only(&[0x41]),
+    DtypeRule::byte(OUT, DtypeOpts::PLAIN)
+        .wide_when(OP, enums::is_int_band)
+        .except(&[0x41]),
+];
+/// The rule data of `is_valid_s3s3d3_tt`.
 pub const TABLE: GateTable = GateTable {
     fields: &[ENUMS, GEOMETRY],
-    dtypes: &[],
+    dtypes: &[DTYPES],
+    operands: &[OPERANDS],
 };
+/// Placement stage: the two sources and the destination (regions, partition windows); the
+/// sources' shared quadrant (`tt_valid_partitions`) stays procedural, a rule over two rows.
+pub const OPERANDS: &[OperandRule] = &[
+    OperandRule::read(SRC0, 3, Tag::Of(DT0, Part::Low))
+        .channels(NUM)
+        .pool_sbuf(),
+    OperandRule::read(SRC1, 3, Tag::Of(DT1, Part::High))
+        .channels(NUM)
+        .pool_sbuf(),
+    OperandRule::write(DST, 3, Tag::Of(OUT, Part::Byte))
+        .channels(NUM)
+        .pool_sbuf(),
+];
 
 /// `is_valid_s3s3d3_tt`.
 pub fn is_valid_s3s3d3_tt<S: Sink>(ck: &mut Ck<S>) {
@@ -103,26 +131,10 @@ pub fn is_valid_s3s3d3_tt<S: Sink>(ck: &mut Ck<S>) {
         return;
     }
     // (5) dtypes
-    let pair = ck.u8(12);
+    let pair = ck.get(DT0) as u8;
     let (d0, d1, out) = (pair & 0xF, pair >> 4, ck.get(OUT) as u8);
     let int_band = enums::is_int_band(op);
-    let o = DtypeOpts {
-        fp32r: false,
-        b64: int_band,
-        fp4: false,
-    };
-    dtype_check(ck, DT0, d0, o);
-    dtype_check(ck, DT1, d1, o);
-    dtype_check(
-        ck,
-        OUT,
-        out,
-        DtypeOpts {
-            fp32r: opc == 0x41,
-            b64: int_band,
-            fp4: false,
-        },
-    );
+    check_dtypes(ck, DTYPES);
     if ck.done() {
         return;
     }
@@ -174,17 +186,12 @@ pub fn is_valid_s3s3d3_tt<S: Sink>(ck: &mut Ck<S>) {
     }
     // (6) placement and geometry
     check(ck, GEOMETRY);
-    let e0 = addr::tensor_valid(ck, SRC0, 3, d0, Placement::READ_ANY);
-    let e1 = addr::tensor_valid(ck, SRC1, 3, d1, Placement::READ_ANY);
-    let ed = addr::tensor_valid(ck, DST, 3, out, Placement::WRITE_ANY);
+    let [e0, e1, ed, _] = check_regions(ck, OPERANDS);
     if e0 != 0 && e1 != 0 && ed != 0 && !(e0 == e1 && e1 == ed) {
         ck.fail(&TT_ELEMENTS, DST.num(3, 2), ed, Allowed::Eq(e0));
     }
     addr::tt_valid_partitions(ck, SRC0, SRC1);
-    for op in [SRC0, SRC1, DST] {
-        addr::start_addr_active_channels(ck, op, NUM);
-    }
-    pool_no_psum(ck, &[SRC0, SRC1, DST]);
+    check_windows(ck, OPERANDS);
 }
 
 #[cfg(test)]

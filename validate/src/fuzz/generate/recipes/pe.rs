@@ -2,6 +2,12 @@
 //! the row/column groups, quadrant placement and PSUM destinations their gates tie together.
 
 use super::*;
+use crate::l2::addr::MxPattern;
+use tpbsim_isa::formats::loc::{
+    activate as act, ld_weights as lw, ld_weights_mx as lwmx, matmul as mm, matmul_mx as mmmx,
+    matmul_sparse as sp, quantize_mx as qmx,
+};
+use tpbsim_isa::spec::{BitLoc, FieldLoc};
 // ---- PE groups ----
 
 /// Row/column group bitmasks and the partition range each selects.
@@ -51,23 +57,76 @@ pub(super) fn pick_col_group(c: &mut Ctx<'_>) -> u8 {
     c.rng.pick(&gs)
 }
 
+/// The group fields of one PE format: row group, column group, active rows, active columns
+/// and the v2 xbus select (where the format has one).
+pub(super) struct PeGroupFields {
+    row: FieldLoc,
+    col: FieldLoc,
+    rows: FieldLoc,
+    cols: FieldLoc,
+    xbus: Option<FieldLoc>,
+}
+
+/// LdWeights' group fields.
+pub(super) const LW_GROUPS: PeGroupFields = PeGroupFields {
+    row: lw::ROW_GRP,
+    col: lw::COL_GRP,
+    rows: lw::NUM_ACTIVE_ROWS,
+    cols: lw::NUM_ACTIVE_COLS,
+    xbus: Some(lw::XBUS_SEL),
+};
+/// Matmul's group fields.
+pub(super) const MM_GROUPS: PeGroupFields = PeGroupFields {
+    row: mm::ROW_GRP,
+    col: mm::COL_GRP,
+    rows: mm::NUM_ACTIVE_ROWS,
+    cols: mm::NUM_ACTIVE_COLS,
+    xbus: Some(mm::XBUS_SEL),
+};
+/// MatmulSparse's group fields.
+pub(super) const SPARSE_GROUPS: PeGroupFields = PeGroupFields {
+    row: sp::ROW_GRP,
+    col: sp::COL_GRP,
+    rows: sp::NUM_ACTIVE_ROWS,
+    cols: sp::NUM_ACTIVE_COLS,
+    xbus: None,
+};
+/// LdWeightsMx's group fields.
+pub(super) const LW_MX_GROUPS: PeGroupFields = PeGroupFields {
+    row: lwmx::ROW_GRP,
+    col: lwmx::COL_GRP,
+    rows: lwmx::NUM_ACTIVE_ROWS,
+    cols: lwmx::NUM_ACTIVE_COLS,
+    xbus: None,
+};
+/// MatmulMx's group fields.
+pub(super) const MM_MX_GROUPS: PeGroupFields = PeGroupFields {
+    row: mmmx::ROW_GRP,
+    col: mmmx::COL_GRP,
+    rows: mmmx::NUM_ACTIVE_ROWS,
+    cols: mmmx::NUM_ACTIVE_COLS,
+    xbus: None,
+};
+
 /// Shared PE group fields: row/col groups, active rows/columns, v2 xbus; returns the groups.
-pub(super) fn pe_groups(c: &mut Ctx<'_>, col_grp: Option<u8>) -> (u8, u8) {
+pub(super) fn pe_groups(c: &mut Ctx<'_>, f: &PeGroupFields, col_grp: Option<u8>) -> (u8, u8) {
     let col = col_grp.unwrap_or_else(|| pick_col_group(c));
     let row = c.rng.pick(&GROUPS.iter().map(|g| g.0).collect::<Vec<_>>());
-    c.b.0[44] = row;
-    c.b.0[45] = col;
-    c.b.0[38] = c.rng.range(1, 128) as u8;
-    c.b.0[39] = c.rng.range(1, col_bound(col)) as u8;
-    if c.gen == Gen::V2 {
-        c.b.0[46] = xbus_for(col).unwrap_or(0);
+    c.put(f.row, row);
+    c.put(f.col, col);
+    let rows = c.rng.range(1, 128);
+    c.put(f.rows, rows);
+    let cols = c.rng.range(1, col_bound(col));
+    c.put(f.cols, cols);
+    if let (Gen::V2, Some(x)) = (c.gen, f.xbus) {
+        c.put(x, xbus_for(col).unwrap_or(0));
     }
     (row, col)
 }
 
 pub(super) fn sbuf_source(
     c: &mut Ctx<'_>,
-    off: usize,
+    src: FieldLoc,
     dt: u8,
     parts: std::ops::Range<u32>,
 ) -> ([i16; 4], [u16; 4]) {
@@ -75,7 +134,7 @@ pub(super) fn sbuf_source(
     let addr = address(&mut c.rng, c.gen, Region::Sbuf, align, parts);
     let steps = random_steps(&mut c.rng, 3);
     let nums = random_nums(&mut c.rng, 3);
-    write_pattern(c.b, off, 3, addr, &steps, &nums);
+    write_pattern(c.b, c.off(src), 3, addr, &steps, &nums);
     (steps, nums)
 }
 
@@ -93,48 +152,41 @@ pub(super) fn fill_ld_weights(c: &mut Ctx<'_>) {
     } else {
         c.rng.pick(MM_IN)
     };
-    c.b.0[32] = dt;
-    c.b.0[35] = sel;
-    let (row, _) = pe_groups(c, dual.then_some(0xF));
-    let (mut steps, mut nums) = sbuf_source(c, 16, dt, group_range(row));
+    c.put(lw::IN_DTYPE, dt);
+    c.put(lw::PERF_OPT, sel);
+    let (row, _) = pe_groups(c, &LW_GROUPS, dual.then_some(0xF));
+    let (mut steps, mut nums) = sbuf_source(c, lw::SRC, dt, group_range(row));
     if dual && sel == 1 {
         // Partition word: num_elem[2] == 2, step_elem[2] & 0xF == 0.
         nums[2] = 2;
         steps[2] &= !0xF;
-        let addr = c.b.u32_at(16);
-        write_pattern(c.b, 16, 3, addr, &steps, &nums);
+        let off = c.off(lw::SRC);
+        let addr = c.b.u32_at(off);
+        write_pattern(c.b, off, 3, addr, &steps, &nums);
     }
-    if gen != Gen::V2 {
-        c.b.0[34] = if dual { 0 } else { c.rng.next_u64() as u8 };
-    }
+    // v3+ (the field is absent on v2).
+    let xpose = if dual { 0 } else { c.rng.next_u64() as u8 };
+    c.put(lw::TRANSPOSE_MODE, xpose);
     if gen == Gen::V4 {
         // LD_WEIGHT_FLAGS: reserved bits clear, seed NONE/LOAD/SAVE (is_valid_matmul_flags).
         let seed = c.rng.pick(&enum_members("PE_SEED_MODE", gen));
-        c.b.0[47] = bitfield_value(&mut c.rng, gen, "LD_WEIGHT_FLAGS") & !(3 << 3) | seed << 3;
+        let flags = bitfield_value(&mut c.rng, gen, "LD_WEIGHT_FLAGS");
+        c.put(lw::FLAGS, with_bits(lw::FLAGS_SEED, flags, seed));
     }
 }
 
 pub(super) fn fill_matmul(c: &mut Ctx<'_>) {
     let gen = c.gen;
     let dt = c.rng.pick(MM_IN);
-    c.b.0[32] = dt;
-    c.b.0[33] = if dt == FP32 {
-        c.rng.range(1, 3) as u8
-    } else {
-        0
-    };
-    c.b.0[35] = c.rng.range(0, 3) as u8;
-    let flags: Vec<u8> = crate::l2::enums::psum_accumulate_flags(gen)
-        .iter()
-        .collect();
-    c.b.0[43] = c.rng.pick(&flags);
-    c.b.0[47] = if gen == Gen::V4 {
-        c.rng.pick(&enum_members("ZERO_REGION", gen))
-    } else {
-        0
-    };
+    c.put(mm::IN_DTYPE, dt);
+    let fp32_mode = if dt == FP32 { c.rng.range(1, 3) } else { 0 };
+    c.put(mm::FP32_MODE, fp32_mode);
+    let perf = c.rng.range(0, 3);
+    c.put(mm::PERF_OPT, perf);
+    psum_flags(c, mm::PSUM_ACCUMULATE_FLAGS, mm::PSUM_ZERO_REGION);
     if gen == Gen::V4 {
-        c.b.0[42] = bitfield_value(&mut c.rng, gen, "MATMUL_FLAGS");
+        let flags = bitfield_value(&mut c.rng, gen, "MATMUL_FLAGS");
+        c.put(mm::FLAGS, flags);
     }
     let out = match gen {
         Gen::V2 => 0,
@@ -142,42 +194,66 @@ pub(super) fn fill_matmul(c: &mut Ctx<'_>) {
         Gen::V3 => c.rng.pick(&[0, FP32]),
         _ => c.rng.pick(&[0, FP32, BF16]),
     };
-    if gen != Gen::V2 {
-        c.b.0[40] = out;
-    }
+    // v3+ (the field is absent on v2).
+    c.put(mm::OUT_DTYPE, out);
     let tag = match gen {
         Gen::V4 if out != 0 => out,
         Gen::V4 => FP32,
         _ if dt == UINT8 => UINT32,
         _ => FP32,
     };
-    let (row, col) = pe_groups(c, None);
-    sbuf_source(c, 16, dt, group_range(row));
+    let (row, col) = pe_groups(c, &MM_GROUPS, None);
+    sbuf_source(c, mm::SRC, dt, group_range(row));
     let align = dtype_bytes(tag).unwrap_or(4);
-    c.random_pattern(48, 3, Region::Psum, align, group_range(col));
+    let dst = c.off(mm::DST);
+    c.random_pattern(dst, 3, Region::Psum, align, group_range(col));
+}
+
+/// The accumulate flags (a member of the generation's set) and, on v4, the zero region (0
+/// before v4).
+fn psum_flags(c: &mut Ctx<'_>, acc: FieldLoc, zero: FieldLoc) {
+    let flags: Vec<u8> = crate::l2::enums::psum_accumulate_flags(c.gen)
+        .iter()
+        .collect();
+    let f = c.rng.pick(&flags);
+    c.put(acc, f);
+    let z = if c.gen == Gen::V4 {
+        c.rng.pick(&enum_members("ZERO_REGION", c.gen))
+    } else {
+        0
+    };
+    c.put(zero, z);
+}
+
+/// `byte` with the bits `bit` locates set to `v`.
+fn with_bits(bit: BitLoc, byte: u8, v: u8) -> u8 {
+    let mask = (((1u16 << bit.width) - 1) as u8) << bit.lsb;
+    byte & !mask | (v << bit.lsb) & mask
 }
 
 pub(super) fn fill_activate(c: &mut Ctx<'_>) {
     let gen = c.gen;
-    for (off, e) in [
-        (12, "IMM_SRC"),
-        (13, "IMM_SRC"),
-        (14, "ACCUM_CMD"),
-        (15, "IMM_SRC_N"),
+    for (f, e) in [
+        (act::IMM_SRC, "IMM_SRC"),
+        (act::SCALE_SRC, "IMM_SRC"),
+        (act::ACCUMULATOR_CMD, "ACCUM_CMD"),
+        (act::BIAS_SRC_N, "IMM_SRC_N"),
     ] {
-        c.b.0[off] = c.rng.pick(&enum_members(e, gen));
+        let v = c.rng.pick(&enum_members(e, gen));
+        c.put(f, v);
     }
-    c.b.0[35] = c.rng.pick(&enum_members("ACT_FUNC", gen));
+    let func = c.rng.pick(&enum_members("ACT_FUNC", gen));
+    c.put(act::ACTIVATION_FUNC, func);
     let plain = compute_dtypes(gen, false);
     let with_r = compute_dtypes(gen, true);
     let in_dt = c.rng.pick(&plain);
-    let bias_src = c.b.0[15];
+    let bias_src = c.get(act::BIAS_SRC_N);
     let bias_dt = c.rng.pick(&plain);
-    c.b.0[32] = in_dt | bias_dt << 4;
+    c.put(act::IN_BIAS_DTYPES, in_dt | bias_dt << 4);
     let out = c.rng.pick(&with_r);
-    c.b.0[33] = out;
+    c.put(act::OUT_DTYPE, out);
     let scale = finite_f32(&mut c.rng);
-    c.b.set_u32(36, scale);
+    c.put(act::SCALE_VALUE, scale);
     let bias = match bias_src {
         0 => {
             let region = if c.rng.chance(1, 2) && c.engine != Engine::Pool {
@@ -195,11 +271,11 @@ pub(super) fn fill_activate(c: &mut Ctx<'_>) {
         }
         _ => finite_f32(&mut c.rng),
     };
-    c.b.set_u32(40, bias);
+    c.put(act::BIAS, bias);
     let imm = finite_f32(&mut c.rng);
-    c.b.set_u32(44, imm);
+    c.put(act::IMM, imm);
     let n = c.rng.range(1, 128) as u32;
-    c.b.0[34] = n as u8;
+    c.put(act::NUM_ACTIVE_PARTITIONS, n);
     let psum_ok = c.engine != Engine::Pool;
     let src_region = if psum_ok && c.rng.chance(1, 3) {
         Region::Psum
@@ -229,59 +305,61 @@ pub(super) fn fill_activate(c: &mut Ctx<'_>) {
     // Same element count on both sides: the destination counts are a rotation.
     let dnums = [nums[1], nums[2], nums[0], 1];
     let (s1, s2) = (random_steps(&mut c.rng, 3), random_steps(&mut c.rng, 3));
-    write_pattern(c.b, 16, 3, src, &s1, &nums);
-    write_pattern(c.b, 48, 3, dst, &s2, &dnums);
+    write_pattern(c.b, c.off(act::SRC), 3, src, &s1, &nums);
+    write_pattern(c.b, c.off(act::DST), 3, dst, &s2, &dnums);
 }
 
 /// FP4_EXP2 (v4 MX data).
 pub(super) const FP4_EXP2: u8 = Dtype::FP4_EXP2.0;
 
-/// An MXMEM_PATTERN1D (direct arm) at `off` for MX dtype `dt` (`mxmem1d_valid`): data word
+/// An MXMEM_PATTERN1D (direct arm) at `mx` for MX dtype `dt` (`mxmem1d_valid`): data word
 /// aligned as UINT32 (UINT16 for FP4_EXP2) in `data` with its start partition in `parts`;
 /// scale word in SBUF; K non-zero; step sign 0x01 or 0xFF; scale partition 0, 4, 8 or 12.
+/// The sub-fields are those of `addr::MxPattern`, the descriptor the gate reads.
 pub(super) fn mx_pattern(
     c: &mut Ctx<'_>,
-    off: usize,
+    mx: FieldLoc,
     dt: u8,
     data: Region,
     parts: std::ops::Range<u32>,
 ) {
+    let d = MxPattern::at(mx);
     let data_bytes = if dt == FP4_EXP2 { 2 } else { 4 };
     let data = address(&mut c.rng, c.gen, data, data_bytes, parts);
     let scale = address(&mut c.rng, c.gen, Region::Sbuf, 1, 0..128);
-    c.b.set_u32(off, data);
-    c.b.set_u32(off + 4, scale);
-    c.b.set_u16(off + 8, c.rng.range(1, 0xFFFF) as u16);
-    c.b.0[off + 10] = c.rng.pick(&[0x01, 0xFF]);
-    c.b.0[off + 11] = c.rng.pick(&[0, 4, 8, 12]);
+    d.data().set(c.b, data.into());
+    d.scale().set(c.b, scale.into());
+    d.k().set(c.b, c.rng.range(1, 0xFFFF));
+    d.step_sign().set(c.b, c.rng.pick(&[0x01, 0xFF]));
+    d.scale_partition().set(c.b, c.rng.pick(&[0, 4, 8, 12]));
 }
 
 pub(super) fn fill_ld_weights_mx(c: &mut Ctx<'_>) {
     let dt = c.rng.pick(&[FP8_EXP3, FP8_EXP4, FP8_EXP5, FP4_EXP2]);
-    c.b.0[32] = dt;
-    let (row, _) = pe_groups(c, None);
-    mx_pattern(c, 16, dt, Region::Sbuf, group_range(row));
+    c.put(lwmx::IN_DTYPE, dt);
+    let (row, _) = pe_groups(c, &LW_MX_GROUPS, None);
+    mx_pattern(c, lwmx::SRC, dt, Region::Sbuf, group_range(row));
 }
 
 pub(super) fn fill_quantize_mx(c: &mut Ctx<'_>) {
     let i = c.rng.pick(&[BF16, FP16]);
     let o = c.rng.pick(&[FP8_EXP4, FP8_EXP5, FP4_EXP2]);
-    c.b.0[34] = i;
-    c.b.0[35] = o;
+    c.put(qmx::IN_DTYPE, i);
+    c.put(qmx::OUT_DTYPE, o);
     let n = c.rng.pick(&[32u32, 64, 96, 128]);
-    c.b.0[33] = n as u8;
+    c.put(qmx::NUM_ACTIVE_PARTITIONS, n);
     let region = if c.engine != Engine::Pool && c.rng.chance(1, 3) {
         Region::Psum
     } else {
         Region::Sbuf
     };
     let nums = random_nums(&mut c.rng, 3);
-    tensor3(c, 16, region, i, 0..129 - n, nums);
+    tensor3(c, qmx::SRC, region, i, 0..129 - n, nums);
     // The data word is written: PSUM only as a 4-byte word, and not from Pool.
     let psum = o != FP4_EXP2 && c.engine != Engine::Pool && c.rng.chance(1, 3);
     mx_pattern(
         c,
-        48,
+        qmx::DST,
         o,
         if psum { Region::Psum } else { Region::Sbuf },
         0..128,
@@ -289,22 +367,18 @@ pub(super) fn fill_quantize_mx(c: &mut Ctx<'_>) {
 }
 
 pub(super) fn fill_matmul_mx(c: &mut Ctx<'_>) {
-    let gen = c.gen;
     let dt = c.rng.pick(&[FP8_EXP3, FP8_EXP4, FP8_EXP5, FP4_EXP2]);
-    c.b.0[32] = dt;
-    let flags: Vec<u8> = crate::l2::enums::psum_accumulate_flags(gen)
-        .iter()
-        .collect();
-    c.b.0[43] = c.rng.pick(&flags);
-    c.b.0[47] = c.rng.pick(&enum_members("ZERO_REGION", gen));
+    c.put(mmmx::IN_DTYPE, dt);
+    psum_flags(c, mmmx::PSUM_ACCUMULATE_FLAGS, mmmx::PSUM_ZERO_REGION);
     let out = c.rng.pick(&[0, FP32, BF16]);
-    c.b.0[40] = out;
-    let (row, col) = pe_groups(c, None);
-    mx_pattern(c, 16, dt, Region::Sbuf, group_range(row));
+    c.put(mmmx::OUT_DTYPE, out);
+    let (row, col) = pe_groups(c, &MM_MX_GROUPS, None);
+    mx_pattern(c, mmmx::SRC, dt, Region::Sbuf, group_range(row));
     // PSUM destination in the column group's partitions, aligned to the output dtype.
     let tag = if out == 0 { FP32 } else { out };
+    let dst = c.off(mmmx::DST);
     c.random_pattern(
-        48,
+        dst,
         3,
         Region::Psum,
         dtype_bytes(tag).unwrap_or(4),
@@ -315,28 +389,23 @@ pub(super) fn fill_matmul_mx(c: &mut Ctx<'_>) {
 pub(super) fn fill_matmul_sparse(c: &mut Ctx<'_>) {
     let gen = c.gen;
     let dt = c.rng.pick(MM_IN);
-    c.b.0[32] = dt;
-    c.b.0[33] = c.rng.range(0, 3) as u8;
+    c.put(sp::IN_DTYPE, dt);
+    let fp32_mode = c.rng.range(0, 3);
+    c.put(sp::FP32_MODE, fp32_mode);
     let out = if gen == Gen::V4 {
         c.rng.pick(&[0, FP32, BF16])
     } else {
         c.rng.pick(&[0, FP32])
     };
-    c.b.0[34] = out;
-    c.b.0[35] = c.rng.range(0, 3) as u8;
-    let flags: Vec<u8> = crate::l2::enums::psum_accumulate_flags(gen)
-        .iter()
-        .collect();
-    c.b.0[43] = c.rng.pick(&flags);
-    c.b.0[47] = if gen == Gen::V4 {
-        c.rng.pick(&enum_members("ZERO_REGION", gen))
-    } else {
-        0
-    };
+    c.put(sp::OUT_DTYPE, out);
+    let perf = c.rng.range(0, 3);
+    c.put(sp::PERF_OPT, perf);
+    psum_flags(c, sp::PSUM_ACCUMULATE_FLAGS, sp::PSUM_ZERO_REGION);
     // Column group 0xF only; the 4D source in SBUF inside the row group's partitions.
-    let (row, _) = pe_groups(c, Some(0xF));
+    let (row, _) = pe_groups(c, &SPARSE_GROUPS, Some(0xF));
+    let src = c.off(sp::SRC);
     c.random_pattern(
-        12,
+        src,
         4,
         Region::Sbuf,
         dtype_bytes(dt).unwrap_or(4),
@@ -347,5 +416,6 @@ pub(super) fn fill_matmul_sparse(c: &mut Ctx<'_>) {
     } else {
         FP32
     };
-    c.random_pattern(48, 3, Region::Psum, dtype_bytes(tag).unwrap_or(4), 0..128);
+    let dst = c.off(sp::DST);
+    c.random_pattern(dst, 3, Region::Psum, dtype_bytes(tag).unwrap_or(4), 0..128);
 }

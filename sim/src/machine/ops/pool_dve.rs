@@ -154,12 +154,7 @@ impl Machine<'_> {
             }
             DatapathOp::Fp(fop) => {
                 if plan.formats == [NumFormat::Float32; 3] && !fop.op().is_arg() {
-                    let mut rows = [self.take_buf(), self.take_buf()];
-                    let done = self
-                        .chip
-                        .map_rows_f32([r0, r1], rd, &mut rows, |_, [a, b], o| fop.map2(a, b, o));
-                    rows.into_iter().for_each(|b| self.give_buf(b));
-                    if done {
+                    if self.map_rows_f32([r0, r1], rd, |_, [a, b], o| fop.map2(a, b, o)) {
                         return Ok(());
                     }
                 }
@@ -278,12 +273,9 @@ impl Machine<'_> {
                     && s0.as_scalar().check("scalar0", parts).is_ok()
                     && s1.as_scalar().check("scalar1", parts).is_ok()
                 {
-                    let mut rows = [self.take_buf()];
-                    let done = self.chip.map_rows_f32([rs], rd, &mut rows, |p, [x], o| {
+                    if self.map_rows_f32([rs], rd, |p, [x], o| {
                         alu::tensor_scalar_row(o0, s0.at(p), o1, s1.at(p), rev, x, o)
-                    });
-                    rows.into_iter().for_each(|b| self.give_buf(b));
-                    if done {
+                    }) {
                         return Ok(());
                     }
                 }

@@ -2,69 +2,79 @@
 
 use std::sync::Mutex;
 
-use super::geometry::{Geometry, Space, PARTITIONS, PSUM_BYTES_PER_PARTITION};
+use super::geometry::{Geometry, Space, PARTITIONS};
 use super::pattern::{AccessError, Resolved, TensorPattern};
 use super::race::{ChipAccess, OnChipLog};
 use crate::numerics::pe::PsumFlags;
 
+mod rows;
+
 /// Bytes per bit of a [`Store`]'s dirty map.
 const GRANULE: usize = 1024;
+
+/// Bytes between the end of one partition and the start of the next in a [`Store`]. Partitions
+/// a multiple of 4 KiB long would put the same offset of every partition in the same cache
+/// set (of L1 and L2 alike), so that a tile — one row per partition — would evict itself; one
+/// line of padding makes the stride an odd number of lines, which spreads the rows of a tile
+/// over distinct sets.
+const PARTITION_PAD: usize = 64;
 
 /// Cleared stores kept for reuse (see [`OnChip`]); at most this many SBUF/PSUM pairs.
 const POOL_CAPACITY: usize = 4;
 
-/// One on-chip memory: anonymous zero-filled pages and a map of the granules written since
-/// they were last known to be zero.
+/// One on-chip memory: [`PARTITIONS`] partitions of `per` bytes, `stride` bytes apart, in
+/// anonymous zero-filled pages, and a map of the granules written since they were last known to
+/// be zero. The map is column-major — bit `column × PARTITIONS + partition` stands for bytes
+/// `column × GRANULE ..` of the partition — so that a tile (the same bytes of consecutive
+/// partitions) is marked with a word or two per granule column, whatever its partition count.
 struct Store {
     bytes: memmap2::MmapMut,
     dirty: Vec<u64>,
+    per: usize,
+    stride: usize,
 }
 
 impl Store {
-    fn new(len: usize) -> std::io::Result<Store> {
+    fn new(per: usize, stride: usize) -> std::io::Result<Store> {
         Ok(Store {
-            bytes: memmap2::MmapMut::map_anon(len)?,
-            dirty: vec![0; len.div_ceil(GRANULE).div_ceil(64)],
+            bytes: memmap2::MmapMut::map_anon(PARTITIONS as usize * stride)?,
+            dirty: vec![0; (per.div_ceil(GRANULE) * PARTITIONS as usize).div_ceil(64)],
+            per,
+            stride,
         })
     }
 
-    /// Note that bytes `lo..hi` (`lo < hi <= len`) may now be non-zero.
+    /// Note that bytes `lo..hi` (`lo < hi <= per`) of partitions `first..first + count`
+    /// (`count > 0`, inside the memory) may now be non-zero.
     #[inline]
-    fn mark(&mut self, lo: usize, hi: usize) {
-        let (first, last) = (lo / GRANULE, (hi - 1) / GRANULE);
-        let (w0, w1) = (first / 64, last / 64);
-        let lo_mask = u64::MAX << (first % 64);
-        let hi_mask = u64::MAX >> (63 - last % 64);
-        if w0 == w1 {
-            self.dirty[w0] |= lo_mask & hi_mask;
-        } else {
-            self.dirty[w0] |= lo_mask;
-            self.dirty[w0 + 1..w1].fill(u64::MAX);
-            self.dirty[w1] |= hi_mask;
+    fn mark(&mut self, first: usize, count: usize, lo: usize, hi: usize) {
+        for column in lo / GRANULE..=(hi - 1) / GRANULE {
+            let start = column * PARTITIONS as usize + first;
+            let (w0, w1) = (start / 64, (start + count - 1) / 64);
+            let lo_mask = u64::MAX << (start % 64);
+            let hi_mask = u64::MAX >> (63 - (start + count - 1) % 64);
+            if w0 == w1 {
+                self.dirty[w0] |= lo_mask & hi_mask;
+            } else {
+                self.dirty[w0] |= lo_mask;
+                self.dirty[w0 + 1..w1].fill(u64::MAX);
+                self.dirty[w1] |= hi_mask;
+            }
         }
     }
 
-    /// Zero every dirty granule (runs of them with one fill) and forget them.
+    /// Zero every dirty granule and forget them.
     fn clear(&mut self) {
-        let len = self.bytes.len();
-        let mut run: Option<(usize, usize)> = None;
         for w in 0..self.dirty.len() {
             let mut bits = std::mem::take(&mut self.dirty[w]);
             while bits != 0 {
                 let g = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                run = match run {
-                    Some((a, b)) if b == g => Some((a, g + 1)),
-                    Some((a, b)) => {
-                        self.bytes[a * GRANULE..(b * GRANULE).min(len)].fill(0);
-                        Some((g, g + 1))
-                    }
-                    None => Some((g, g + 1)),
-                };
+                let (column, partition) = (g / PARTITIONS as usize, g % PARTITIONS as usize);
+                let at = partition * self.stride;
+                let lo = column * GRANULE;
+                self.bytes[at + lo..at + (lo + GRANULE).min(self.per)].fill(0);
             }
-        }
-        if let Some((a, b)) = run {
-            self.bytes[a * GRANULE..(b * GRANULE).min(len)].fill(0);
         }
     }
 }
@@ -110,17 +120,19 @@ impl std::fmt::Debug for OnChip {
 impl OnChip {
     /// Zeroed SBUF and PSUM for `geom`; fails only when the OS refuses the mapping.
     pub fn new(geom: Geometry) -> std::io::Result<OnChip> {
-        let sbuf = PARTITIONS as usize * geom.sbuf_bytes_per_partition as usize;
-        let psum = PARTITIONS as usize * PSUM_BYTES_PER_PARTITION as usize;
+        let per = [Space::Sbuf, Space::Psum].map(|s| geom.bytes_per_partition(s) as usize);
         let reused = {
             let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
             pool.iter()
-                .position(|s| s[0].bytes.len() == sbuf && s[1].bytes.len() == psum)
+                .position(|s| s[0].per == per[0] && s[1].per == per[1])
                 .map(|i| pool.swap_remove(i))
         };
         let stores = match reused {
             Some(s) => s,
-            None => vec![Store::new(sbuf)?, Store::new(psum)?],
+            None => vec![
+                Store::new(per[0], per[0] + PARTITION_PAD)?,
+                Store::new(per[1], per[1] + PARTITION_PAD)?,
+            ],
         };
         Ok(OnChip {
             geom,
@@ -186,7 +198,13 @@ impl OnChip {
     }
 
     fn per_partition(&self, space: Space) -> usize {
-        self.geom.bytes_per_partition(space) as usize
+        self.store(space).per
+    }
+
+    /// Bytes from the start of one partition to the next in `space`'s store.
+    #[inline]
+    fn stride(&self, space: Space) -> usize {
+        self.store(space).stride
     }
 
     fn store(&self, space: Space) -> &Store {
@@ -199,9 +217,11 @@ impl OnChip {
 
     /// The active bytes of one partition.
     pub fn partition(&self, space: Space, partition: u32) -> &[u8] {
-        let per = self.per_partition(space);
-        let p = partition as usize;
-        &self.store(space).bytes[p * per..(p + 1) * per]
+        let (per, at) = (
+            self.per_partition(space),
+            partition as usize * self.stride(space),
+        );
+        &self.store(space).bytes[at..at + per]
     }
 
     /// The active bytes of one partition, writable (the whole partition counts as written).
@@ -216,19 +236,23 @@ impl OnChip {
         partition: u32,
         range: std::ops::Range<usize>,
     ) -> &mut [u8] {
-        let per = self.per_partition(space);
-        let at = partition as usize * per;
+        let (per, at) = (
+            self.per_partition(space),
+            partition as usize * self.stride(space),
+        );
         let s = self.store_mut(space);
         if range.start < range.end && range.end <= per {
-            s.mark(at + range.start, at + range.end);
+            s.mark(partition as usize, 1, range.start, range.end);
         }
         &mut s.bytes[at..at + per][range]
     }
 
     /// Clear bytes `range` of one partition.
     pub fn zero(&mut self, space: Space, partition: u32, range: std::ops::Range<usize>) {
-        let per = self.per_partition(space);
-        let at = partition as usize * per;
+        let (per, at) = (
+            self.per_partition(space),
+            partition as usize * self.stride(space),
+        );
         // Zero bytes need no clearing later: the dirty map is left as it is.
         self.store_mut(space).bytes[at..at + per][range].fill(0);
     }
@@ -277,95 +301,6 @@ impl OnChip {
         true
     }
 
-    /// `dst = f(srcs)` row by row on fp32 tiles whose every operand is one contiguous,
-    /// word-aligned run per partition of the same length, without gathering or scattering
-    /// the tiles: `f` gets the row index, the source rows and the destination row, all in
-    /// place (a source row that is the destination row itself is copied into `rows`, reused
-    /// buffers, first). Records the same accesses as gathering the sources in order and
-    /// scattering `dst`. False, with nothing read, written or recorded, when the operands do
-    /// not qualify, or when a destination row could overlap a source row other than its own.
-    pub fn map_rows_f32<const N: usize>(
-        &mut self,
-        srcs: [&Resolved; N],
-        dst: &Resolved,
-        rows: &mut [Vec<f32>; N],
-        mut f: impl FnMut(usize, &[&[f32]; N], &mut [f32]),
-    ) -> bool {
-        let (len, parts) = (dst.run_bytes as usize, dst.partitions);
-        let fits = |r: &Resolved| {
-            r.is_dense()
-                && r.run_bytes as usize == len
-                && r.partitions == parts
-                && len % 4 == 0
-                && r.base % 4 == 0
-        };
-        let same_rows = |s: &Resolved| {
-            s.space == dst.space && s.first_partition == dst.first_partition && s.base == dst.base
-        };
-        // Otherwise no row of `s` meets a row of `dst`: other memory, other bytes of each
-        // partition, or other partitions.
-        let apart = |s: &Resolved| {
-            s.space != dst.space
-                || s.base as usize + len <= dst.base as usize
-                || dst.base as usize + len <= s.base as usize
-                || s.first_partition + parts <= dst.first_partition
-                || dst.first_partition + parts <= s.first_partition
-        };
-        if !cfg!(target_endian = "little")
-            || !fits(dst)
-            || !srcs.iter().all(|s| fits(s) && (same_rows(s) || apart(s)))
-            || [dst].iter().chain(&srcs).any(|r| {
-                self.per_partition(r.space) % 4 != 0
-                    || self.store(r.space).bytes.as_ptr() as usize % 4 != 0
-            })
-        {
-            return false;
-        }
-        for s in srcs {
-            self.note(|| ChipAccess::Read(s.clone()));
-        }
-        self.note(|| ChipAccess::Write(dst.clone()));
-        let alias: [bool; N] = std::array::from_fn(|i| same_rows(srcs[i]));
-        for (b, _) in rows.iter_mut().zip(alias).filter(|(_, a)| *a) {
-            b.resize(len / 4, 0.0);
-        }
-        let per = [Space::Sbuf, Space::Psum].map(|s| self.per_partition(s));
-        let (sbuf, psum) = self.stores.split_at_mut(1);
-        let (out_store, other) = match dst.space {
-            Space::Sbuf => (&mut sbuf[0], &psum[0]),
-            Space::Psum => (&mut psum[0], &sbuf[0]),
-        };
-        let start = |r: &Resolved, k: u32| {
-            (r.first_partition + k) as usize * per[r.space as usize] + r.base as usize
-        };
-        for k in 0..parts {
-            let at = start(dst, k);
-            out_store.mark(at, at + len);
-            let (below, rest) = out_store.bytes.split_at_mut(at);
-            let (out, above) = rest.split_at_mut(len);
-            for (b, _) in rows.iter_mut().zip(alias).filter(|(_, a)| *a) {
-                b.copy_from_slice(bytemuck::cast_slice(out));
-            }
-            let ins: [&[f32]; N] = std::array::from_fn(|i| {
-                let s = srcs[i];
-                let from = start(s, k);
-                let bytes = if alias[i] {
-                    return rows[i].as_slice();
-                } else if s.space != dst.space {
-                    &other.bytes[from..from + len]
-                } else if from + len <= at {
-                    &below[from..from + len]
-                } else {
-                    // `apart`: the row lies wholly above the destination row.
-                    &above[from - at - len..from - at]
-                };
-                bytemuck::cast_slice(bytes)
-            });
-            f(k as usize, &ins, bytemuck::cast_slice_mut(out));
-        }
-        true
-    }
-
     /// The bytes of a resolved pattern, partition-major.
     pub fn gather(&self, r: &Resolved) -> Vec<u8> {
         let mut v = Vec::new();
@@ -405,30 +340,32 @@ impl OnChip {
     }
 
     /// Where the `len`-byte DMA run at flat address `addr` lies: its memory and its index in
-    /// that memory's partition-major bytes; `None` where [`OnChip::read_flat`] fails.
+    /// that memory's store ([`OnChip::space_bytes`]); `None` where [`OnChip::read_flat`] fails.
     #[inline]
     pub(crate) fn run_at(&self, addr: u32, len: usize) -> Option<(Space, usize)> {
         let loc = self.geom.locate(addr);
         let per = self.per_partition(loc.space);
         (loc.partition < PARTITIONS && loc.offset as usize + len <= per).then_some((
             loc.space,
-            loc.partition as usize * per + loc.offset as usize,
+            loc.partition as usize * self.stride(loc.space) + loc.offset as usize,
         ))
     }
 
-    /// All bytes of `space`, partition-major (indices from [`OnChip::run_at`]).
+    /// All bytes of `space`'s store: the partitions in order, each followed by padding
+    /// (indices from [`OnChip::run_at`]).
     #[inline]
     pub(crate) fn space_bytes(&self, space: Space) -> &[u8] {
         &self.store(space).bytes
     }
 
-    /// Write `data` at index `at` of `space`'s partition-major bytes (from
+    /// Write `data` at index `at` of `space`'s store (from
     /// [`OnChip::run_at`]).
     #[inline]
     pub(crate) fn write_run(&mut self, space: Space, at: usize, data: &[u8]) {
         let s = self.store_mut(space);
         if !data.is_empty() {
-            s.mark(at, at + data.len());
+            let (p, offset) = (at / s.stride, at % s.stride);
+            s.mark(p, 1, offset, offset + data.len());
         }
         s.bytes[at..at + data.len()].copy_from_slice(data);
     }
@@ -614,7 +551,7 @@ mod tests {
     }
 
     #[test]
-    fn map_rows_equals_gather_compute_scatter_or_declines() {
+    fn zip_rows_equals_gather_compute_scatter_or_declines() {
         let g = Geometry::of(Gen::V3);
         let fill = |m: &mut OnChip| {
             for p in 0..PARTITIONS {
@@ -653,12 +590,8 @@ mod tests {
                 fast.resolve(&b).unwrap(),
                 fast.resolve(&d).unwrap(),
             );
-            let mut rows = [Vec::new(), Vec::new()];
-            let done = fast.map_rows_f32([&ra, &rb], &rd, &mut rows, |p, [x, y], o| {
-                for ((o, x), y) in o.iter_mut().zip(*x).zip(*y) {
-                    *o = x * 3.0 - y + p as f32;
-                }
-            });
+            let done =
+                fast.zip_rows_f32([&ra, &rb], &rd, |p| p as f32, |p, [x, y]| x * 3.0 - y + p);
             assert_eq!(done, applies, "case {i}");
             if done {
                 let (x, y) = (slow.gather_f32(&ra).unwrap(), slow.gather_f32(&rb).unwrap());
@@ -680,25 +613,34 @@ mod tests {
 
     #[test]
     fn store_clear_zeroes_exactly_the_marked_granules() {
-        let mut s = Store::new(260 * GRANULE + 100).unwrap();
-        for (lo, hi) in [
-            (0, 1),
-            (GRANULE - 1, GRANULE + 1),
-            (64 * GRANULE + 5, 66 * GRANULE),
-            // Across four words of the map.
-            (50 * GRANULE + 7, 200 * GRANULE - 3),
-            (260 * GRANULE, 260 * GRANULE + 100),
+        // Partitions of 3 granules and 100 bytes, one pad line apart.
+        let per = 3 * GRANULE + 100;
+        let mut s = Store::new(per, per + PARTITION_PAD).unwrap();
+        let at = |p: usize, o: usize| p * (per + PARTITION_PAD) + o;
+        // (first partition, count, lo, hi)
+        for (first, count, lo, hi) in [
+            (0, 1, 0, 1),
+            (0, 1, GRANULE - 1, GRANULE + 1),
+            // Partitions 60..70 cross a word of the map; the last, partial granule.
+            (60, 10, 3 * GRANULE + 5, per),
+            // All partitions (every word of two columns).
+            (0, 128, 2 * GRANULE + 1, 2 * GRANULE + 3),
+            (127, 1, 0, per),
         ] {
-            s.bytes[lo..hi].fill(0xAB);
-            s.mark(lo, hi);
+            for p in first..first + count {
+                s.bytes[at(p, lo)..at(p, hi)].fill(0xAB);
+            }
+            s.mark(first, count, lo, hi);
         }
-        // Granules 10 and 230 are written without being marked: clearing leaves them alone.
-        s.bytes[10 * GRANULE] = 7;
-        s.bytes[230 * GRANULE] = 8;
+        // Bytes written without being marked: clearing leaves them alone.
+        let unmarked = [at(5, GRANULE + 2), at(59, 3 * GRANULE + 5), at(126, 0)];
+        for i in unmarked {
+            s.bytes[i] = 7;
+        }
         s.clear();
         assert!(s.dirty.iter().all(|&w| w == 0));
         let nonzero: Vec<usize> = (0..s.bytes.len()).filter(|&i| s.bytes[i] != 0).collect();
-        assert_eq!(nonzero, vec![10 * GRANULE, 230 * GRANULE]);
+        assert_eq!(nonzero, unmarked);
     }
 
     #[test]

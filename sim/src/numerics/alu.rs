@@ -251,7 +251,7 @@ impl IntOp {
 
 /// `maxss`-style max: `a > b ? a : b` (NaN or tie → `b`).
 #[inline(always)]
-fn sse_max(a: f32, b: f32) -> f32 {
+pub(crate) fn sse_max(a: f32, b: f32) -> f32 {
     if a > b {
         a
     } else {
@@ -261,7 +261,7 @@ fn sse_max(a: f32, b: f32) -> f32 {
 
 /// `minss`-style min: `a < b ? a : b` (NaN or tie → `b`).
 #[inline(always)]
-fn sse_min(a: f32, b: f32) -> f32 {
+pub(crate) fn sse_min(a: f32, b: f32) -> f32 {
     if a < b {
         a
     } else {
@@ -281,7 +281,7 @@ fn b2f(v: bool) -> f32 {
 /// The fp32 datapath on one pair of operands. `code` must be validated by
 /// [`AluContext::fp_op`]; codes outside the fp set return NaN.
 #[inline(always)]
-fn fp_eval(code: u8, a: f32, b: f32) -> f32 {
+pub(crate) fn fp_eval(code: u8, a: f32, b: f32) -> f32 {
     match code {
         0x00 => a,
         0x04 => a + b,
@@ -496,29 +496,80 @@ pub trait ElementOp: Copy {
 
 /// The fp32 ops with a scalar operand as monomorphic closures (the hot ops; the rest through
 /// [`fp_eval`]): `$go(|v| op(v, s))`, operands swapped when `$rev`.
-macro_rules! fp_scalar_op {
-    ($code:expr, $rev:expr, $s:expr, $go:expr) => {{
-        let s = $s;
+/// `$go` with `$f(v, s)` the element function of fp op `$code` between a tensor value `v`
+/// and a scalar `s` (`s op v` when `$rev`): one closure per hot op, so each use compiles to a
+/// loop of its own that vectorises; the other ops share one loop over [`fp_eval`].
+macro_rules! fp_rev_op {
+    ($code:expr, $rev:expr, |$f:ident| $go:expr) => {{
         match ($code, $rev) {
-            (0x00, false) => $go(|v: f32| v),
-            (0x00, true) => $go(|_: f32| s),
-            (0x04, false) => $go(|v: f32| v + s),
-            (0x04, true) => $go(|v: f32| s + v),
-            (0x05, false) => $go(|v: f32| v - s),
-            (0x05, true) => $go(|v: f32| s - v),
-            (0x06, false) => $go(|v: f32| v * s),
-            (0x06, true) => $go(|v: f32| s * v),
-            (0x07, false) => $go(|v: f32| v / s),
-            (0x07, true) => $go(|v: f32| s / v),
-            (0x08, false) => $go(|v: f32| sse_max(v, s)),
-            (0x08, true) => $go(|v: f32| sse_max(s, v)),
-            (0x09, false) => $go(|v: f32| sse_min(v, s)),
-            (0x09, true) => $go(|v: f32| sse_min(s, v)),
-            (c, false) => $go(|v: f32| fp_eval(c, v, s)),
-            (c, true) => $go(|v: f32| fp_eval(c, s, v)),
+            (0x00, false) => {
+                let $f = |v: f32, _: f32| v;
+                $go
+            }
+            (0x00, true) => {
+                let $f = |_: f32, s: f32| s;
+                $go
+            }
+            (0x04, false) => {
+                let $f = |v: f32, s: f32| v + s;
+                $go
+            }
+            (0x04, true) => {
+                let $f = |v: f32, s: f32| s + v;
+                $go
+            }
+            (0x05, false) => {
+                let $f = |v: f32, s: f32| v - s;
+                $go
+            }
+            (0x05, true) => {
+                let $f = |v: f32, s: f32| s - v;
+                $go
+            }
+            (0x06, false) => {
+                let $f = |v: f32, s: f32| v * s;
+                $go
+            }
+            (0x06, true) => {
+                let $f = |v: f32, s: f32| s * v;
+                $go
+            }
+            (0x07, false) => {
+                let $f = |v: f32, s: f32| v / s;
+                $go
+            }
+            (0x07, true) => {
+                let $f = |v: f32, s: f32| s / v;
+                $go
+            }
+            (0x08, false) => {
+                let $f = |v: f32, s: f32| $crate::numerics::alu::sse_max(v, s);
+                $go
+            }
+            (0x08, true) => {
+                let $f = |v: f32, s: f32| $crate::numerics::alu::sse_max(s, v);
+                $go
+            }
+            (0x09, false) => {
+                let $f = |v: f32, s: f32| $crate::numerics::alu::sse_min(v, s);
+                $go
+            }
+            (0x09, true) => {
+                let $f = |v: f32, s: f32| $crate::numerics::alu::sse_min(s, v);
+                $go
+            }
+            (c, false) => {
+                let $f = move |v: f32, s: f32| $crate::numerics::alu::fp_eval(c, v, s);
+                $go
+            }
+            (c, true) => {
+                let $f = move |v: f32, s: f32| $crate::numerics::alu::fp_eval(c, s, v);
+                $go
+            }
         }
     }};
 }
+pub(crate) use fp_rev_op;
 
 #[inline(always)]
 fn map1_with(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
@@ -589,26 +640,18 @@ impl ElementOp for FpOp {
 
     /// Specialised loops for the hot ops so they vectorise; the rest share one loop.
     fn map2(self, a: &[f32], b: &[f32], out: &mut [f32]) {
-        match self.0 .0 {
-            0x04 => map2_with(a, b, out, |x, y| x + y),
-            0x05 => map2_with(a, b, out, |x, y| x - y),
-            0x06 => map2_with(a, b, out, |x, y| x * y),
-            0x08 => map2_with(a, b, out, sse_max),
-            0x09 => map2_with(a, b, out, sse_min),
-            0x00 => map2_with(a, b, out, |x, _| x),
-            c => map2_with(a, b, out, |x, y| fp_eval(c, x, y)),
-        }
+        fp_rev_op!(self.0 .0, false, |f| map2_with(a, b, out, f))
     }
 
     fn map_scalar(self, rev: bool, x: &[f32], s: f32, out: &mut [f32]) {
-        fp_scalar_op!(self.0 .0, rev, s, |f| map1_with(x, out, f))
+        fp_rev_op!(self.0 .0, rev, |f| map1_with(x, out, |v| f(v, s)))
     }
 
     fn map_scalar_in_place(self, rev: bool, xs: &mut [f32], s: f32) {
         if (self.0 .0, rev) == (0x00, false) {
             return; // BYPASS passes the value through.
         }
-        fp_scalar_op!(self.0 .0, rev, s, |f| map1_in_place(xs, f))
+        fp_rev_op!(self.0 .0, rev, |f| map1_in_place(xs, |v| f(v, s)))
     }
 }
 

@@ -6,7 +6,7 @@ use tpbsim_isa::{ActTableLoad, Activate, Activate2, Engine, ReadAccumulator};
 use super::ScalarSrc;
 use crate::machine::core::Machine;
 use crate::machine::fault::{Fault, Site};
-use crate::numerics::act::{self, AccumulateInto, ActFunction, ClosedForm};
+use crate::numerics::act::{self, AccumulateInto, ActEvaluator, ActFunction, ClosedForm};
 use crate::numerics::alu::{self, AluOp};
 use crate::numerics::cast::CastPolicy;
 use crate::numerics::reduce::AccumCmd;
@@ -49,6 +49,28 @@ impl Machine<'_> {
         }
         let scale = self.scalar_f32(site, "scale", scale, &src)?;
         let bias = self.scalar_f32(site, "bias", bias, &src)?;
+        let parts = shape.partitions();
+        if (input, out) == (NumFormat::Float32, NumFormat::Float32)
+            && cmd == AccumCmd::Idle
+            && scale.as_scalar().check("scale", parts).is_ok()
+            && bias.as_scalar().check("bias", parts).is_ok()
+            && self.chip.rows_pair_f32(&rs, &rd)
+        {
+            // Dense fp32 rows: `src × scale + bias` read straight into one buffer, evaluated
+            // at once, written straight back (as `act::activate` computes it).
+            let mut v = self.take_buf();
+            let row = |p| (scale.at(p), bias.at(p));
+            self.chip
+                .read_rows_f32(&rs, &mut v, row, |&(k, b), x| x * k + b);
+            let r = ClosedForm
+                .eval_slice(func, &mut v, f32::from_bits(x.imm))
+                .map_err(|e| Fault::exec(site, e.to_string()))
+                .map(|()| {
+                    self.chip.write_rows_f32(&rd, &v);
+                });
+            self.give_buf(v);
+            return r;
+        }
         let (mut v, mut res) = (self.take_buf(), self.take_buf());
         self.load_f32_into(site, &rs, input, &mut v)?;
         res.resize(v.len(), 0.0);

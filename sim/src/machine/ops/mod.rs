@@ -291,21 +291,6 @@ impl Machine<'_> {
         v
     }
 
-    /// [`OnChip::map_rows_f32`](crate::machine::memory::OnChip::map_rows_f32) with row
-    /// buffers from the machine's pool (returned afterwards); `false` when the operands do not
-    /// fit the row path and nothing was written.
-    pub(crate) fn map_rows_f32<const N: usize>(
-        &mut self,
-        srcs: [&Resolved; N],
-        dst: &Resolved,
-        f: impl FnMut(usize, &[&[f32]; N], &mut [f32]),
-    ) -> bool {
-        let mut rows: [Vec<f32>; N] = std::array::from_fn(|_| self.take_buf());
-        let done = self.chip.map_rows_f32(srcs, dst, &mut rows, f);
-        rows.into_iter().for_each(|b| self.give_buf(b));
-        done
-    }
-
     /// Return a buffer taken with [`Machine::take_buf`] to the pool.
     pub(crate) fn give_buf(&mut self, v: Vec<f32>) {
         if self.bufs.len() < OPERAND_BUFFERS {

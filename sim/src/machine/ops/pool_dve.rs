@@ -153,10 +153,14 @@ impl Machine<'_> {
                 self.chip.scatter(rd, &narrow(&res, out));
             }
             DatapathOp::Fp(fop) => {
-                if plan.formats == [NumFormat::Float32; 3] && !fop.op().is_arg() {
-                    if self.map_rows_f32([r0, r1], rd, |_, [a, b], o| fop.map2(a, b, o)) {
-                        return Ok(());
-                    }
+                if plan.formats == [NumFormat::Float32; 3]
+                    && !fop.op().is_arg()
+                    && alu::fp_rev_op!(fop.op().wire(), false, |f| {
+                        self.chip
+                            .zip_rows_f32([r0, r1], rd, |_| (), |_, [a, b]| f(a, b))
+                    })
+                {
+                    return Ok(());
                 }
                 let (mut xs, mut ys, mut res) = (self.take_buf(), self.take_buf(), self.take_buf());
                 self.load_f32_into(site, r0, in0, &mut xs)?;
@@ -273,9 +277,21 @@ impl Machine<'_> {
                     && s0.as_scalar().check("scalar0", parts).is_ok()
                     && s1.as_scalar().check("scalar1", parts).is_ok()
                 {
-                    if self.map_rows_f32([rs], rd, |p, [x], o| {
-                        alu::tensor_scalar_row(o0, s0.at(p), o1, s1.at(p), rev, x, o)
-                    }) {
+                    let row = |p| (s0.at(p), s1.at(p));
+                    let done = if (o1.op().wire(), rev.op1) == (0x00, false) {
+                        // BYPASS: one op.
+                        alu::fp_rev_op!(o0.op().wire(), rev.op0, |f| {
+                            self.chip
+                                .zip_rows_f32([rs], rd, row, |&(a, _), [x]| f(x, a))
+                        })
+                    } else {
+                        alu::fp_rev_op!(o0.op().wire(), rev.op0, |f| {
+                            self.chip.zip_rows_f32([rs], rd, row, |&(a, b), [x]| {
+                                alu::apply_rev(o1, rev.op1, f(x, a), b)
+                            })
+                        })
+                    };
+                    if done {
                         return Ok(());
                     }
                 }

@@ -22,6 +22,10 @@
 //!   the normal range — about one in 4000 of the inputs in range) is evaluated by the closed
 //!   form itself.
 //!
+//! The wider loops (AVX-512F, AVX2) are compiled with fused multiply-adds, the portable loop
+//! with a multiply and an add ([`MulAdd`]); a fused step only removes a rounding, so either stays
+//! within the bounds above, and the guard keeps their different last bits out of the results.
+//!
 //! `tests` check the margin against the closed form over dense samples (the approximation's
 //! largest difference stays far below it) and compare results bit for bit over the classes of
 //! input the other tests use; an ignored test compares all 2^32 inputs of each function.
@@ -65,15 +69,45 @@ fn table() -> &'static [f64; N] {
     T.get_or_init(|| std::array::from_fn(|j| (j as f64 / N as f64).exp2()))
 }
 
+/// How the approximations compute `a · b + c`.
+pub(crate) trait MulAdd {
+    /// `a · b + c`.
+    fn mad(a: f64, b: f64, c: f64) -> f64;
+}
+
+/// One rounding (`fma`): for code compiled where the CPU has FMA.
+pub(crate) struct Fused;
+
+/// Two roundings: a multiply, then an add.
+pub(crate) struct Split;
+
+impl MulAdd for Fused {
+    #[inline(always)]
+    fn mad(a: f64, b: f64, c: f64) -> f64 {
+        a.mul_add(b, c)
+    }
+}
+
+impl MulAdd for Split {
+    #[inline(always)]
+    fn mad(a: f64, b: f64, c: f64) -> f64 {
+        a * b + c
+    }
+}
+
 /// `e^d = s · (1 + m)`: the scale `s = 2^(k/N)` (from the table, exponent adjusted) and
 /// `m = e^r − 1`, for `|d| ≤ 128`. Any other `d` gives some value, never a panic.
 #[inline(always)]
-fn exp_parts(t: &[f64; N], d: f64) -> (f64, f64) {
-    let kz = d * INV_LN2_N + SHIFT;
+fn exp_parts<M: MulAdd>(t: &[f64; N], d: f64) -> (f64, f64) {
+    let kz = M::mad(d, INV_LN2_N, SHIFT);
     let k = kz.to_bits().wrapping_sub(SHIFT.to_bits()) as i64;
     let kd = kz - SHIFT;
-    let r = (d - kd * LN2_N_HI) - kd * LN2_N_LO;
-    let m = r + r * r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0))));
+    // `kd · LN2_N_HI` is exact: the first step is `d − kd · LN2_N_HI` either way.
+    let r = M::mad(-kd, LN2_N_LO, M::mad(-kd, LN2_N_HI, d));
+    let p = M::mad(r, 1.0 / 120.0, 1.0 / 24.0);
+    let p = M::mad(r, p, 1.0 / 6.0);
+    let p = M::mad(r, p, 0.5);
+    let m = M::mad(r * r, p, r);
     let s = t[(k as usize) & (N - 1)];
     let s = f64::from_bits(s.to_bits().wrapping_add(((k >> 6) as u64).wrapping_shl(52)));
     (s, m)
@@ -92,24 +126,24 @@ fn settles(y: f64) -> bool {
 
 /// The f64 approximation of `e^d`.
 #[inline(always)]
-pub(crate) fn exp64(t: &[f64; N], d: f64) -> f64 {
-    let (s, m) = exp_parts(t, d);
-    s + s * m
+pub(crate) fn exp64<M: MulAdd>(t: &[f64; N], d: f64) -> f64 {
+    let (s, m) = exp_parts::<M>(t, d);
+    M::mad(s, m, s)
 }
 
 /// The f64 approximation of `tanh d`.
 #[inline(always)]
-pub(crate) fn tanh64(t: &[f64; N], d: f64) -> f64 {
-    let (s, m) = exp_parts(t, 2.0 * d.abs());
+pub(crate) fn tanh64<M: MulAdd>(t: &[f64; N], d: f64) -> f64 {
+    let (s, m) = exp_parts::<M>(t, 2.0 * d.abs());
     // e^2|d| − 1 without cancelling the leading 1 when k = 0 (s = 1).
-    let em1 = s * m + (s - 1.0);
+    let em1 = M::mad(s, m, s - 1.0);
     (em1 / (em1 + 2.0)).copysign(d)
 }
 
 /// The f64 approximation of `σ(d)`, in the closed form's two branches.
 #[inline(always)]
-pub(crate) fn sigmoid64(t: &[f64; N], d: f64) -> f64 {
-    let e = exp64(t, -d.abs());
+pub(crate) fn sigmoid64<M: MulAdd>(t: &[f64; N], d: f64) -> f64 {
+    let e = exp64::<M>(t, -d.abs());
     if d >= 0.0 {
         1.0 / (1.0 + e)
     } else {
@@ -117,17 +151,18 @@ pub(crate) fn sigmoid64(t: &[f64; N], d: f64) -> f64 {
     }
 }
 
-/// Evaluate `func` over `xs` in place with `fast` inside `|x| ≤ range`, the closed form
-/// elsewhere and wherever the rounding is not settled. Returns the number of closed-form
-/// evaluations. The fast pass is compiled for AVX-512F and AVX2 as well, chosen at run time
-/// (the results do not depend on it: only the approximation's last bits can differ, and the
-/// guard keeps them from the result).
+/// Evaluate `func` over `xs` in place with the approximation inside `|x| ≤ range`, the closed
+/// form elsewhere and wherever the rounding is not settled. Returns the number of closed-form
+/// evaluations. The fast pass is compiled for AVX-512F and AVX2 (each with FMA, using `fused`)
+/// as well as portably (using `split`), chosen at run time; the results do not depend on it
+/// (only the approximation's last bits can differ, and the guard keeps them from the result).
 #[inline(always)]
 fn guarded(
     func: ActFunction,
     xs: &mut [f32],
     range: f64,
-    fast: impl Fn(&[f64; N], f64) -> f64,
+    fused: impl Fn(&[f64; N], f64) -> f64,
+    split: impl Fn(&[f64; N], f64) -> f64,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
@@ -145,18 +180,20 @@ fn guarded(
                 }
             };
         }
-        wider!(avx512, "avx512f");
-        wider!(avx2, "avx2");
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F.
-            return unsafe { avx512(func, xs, range, fast) };
+        wider!(avx512, "avx512f,fma");
+        wider!(avx2, "avx2,fma");
+        let fma = std::arch::is_x86_feature_detected!("fma");
+        if fma && std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F and FMA.
+            return unsafe { avx512(func, xs, range, fused) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2.
-            return unsafe { avx2(func, xs, range, fast) };
+        if fma && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 and FMA.
+            return unsafe { avx2(func, xs, range, fused) };
         }
     }
-    guarded_loop(func, xs, range, fast)
+    let _ = &fused;
+    guarded_loop(func, xs, range, split)
 }
 
 #[inline(always)]
@@ -193,17 +230,35 @@ fn guarded_loop(
 
 /// `exp` over `xs` in place; the closed-form evaluations made.
 pub(crate) fn exp(xs: &mut [f32]) -> usize {
-    guarded(ActFunction::Exp, xs, EXP_RANGE, exp64)
+    guarded(
+        ActFunction::Exp,
+        xs,
+        EXP_RANGE,
+        exp64::<Fused>,
+        exp64::<Split>,
+    )
 }
 
 /// `tanh` over `xs` in place; the closed-form evaluations made.
 pub(crate) fn tanh(xs: &mut [f32]) -> usize {
-    guarded(ActFunction::Tanh, xs, TANH_RANGE, tanh64)
+    guarded(
+        ActFunction::Tanh,
+        xs,
+        TANH_RANGE,
+        tanh64::<Fused>,
+        tanh64::<Split>,
+    )
 }
 
 /// `sigmoid` over `xs` in place; the closed-form evaluations made.
 pub(crate) fn sigmoid(xs: &mut [f32]) -> usize {
-    guarded(ActFunction::Sigmoid, xs, SIGMOID_RANGE, sigmoid64)
+    guarded(
+        ActFunction::Sigmoid,
+        xs,
+        SIGMOID_RANGE,
+        sigmoid64::<Fused>,
+        sigmoid64::<Split>,
+    )
 }
 
 /// The table, for the tests' direct use of the approximations.

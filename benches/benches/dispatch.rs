@@ -8,14 +8,18 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tpbsim_benches::dispatch::{adds, nops, GEN};
-use tpbsim_sim::machine::{Machine, RunOptions, Space};
+use tpbsim_sim::machine::{Machine, RunOptions};
 
 const SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
 
 fn run(k: &tpbsim_sim::machine::Kernel) -> u64 {
     let mut m = Machine::new(k, GEN).expect("machine");
     m.validate_with_l2();
-    m.chip.partition_mut(Space::Sbuf, 0)[4..8].copy_from_slice(&1f32.to_le_bytes());
+    let one = m.chip.geom.sbuf_address(0, 4);
+    m.chip
+        .write_flat(one, 4)
+        .expect("inside SBUF")
+        .copy_from_slice(&1f32.to_le_bytes());
     let st = m.run(&RunOptions::default(), &mut |_| {}).expect("run");
     st.sched.steps
 }

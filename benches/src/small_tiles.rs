@@ -174,7 +174,8 @@ pub fn inputs(words: usize) -> Vec<f32> {
 pub fn init_sbuf(m: &mut Machine<'_>, words: usize) {
     let v = inputs(words);
     for (p, row) in v.chunks_exact(words).enumerate() {
-        let part = m.chip.partition_mut(Space::Sbuf, p as u32);
+        let addr = m.chip.geom.sbuf_address(p as u32, 0);
+        let part = m.chip.write_flat(addr, 4 * words).expect("inside SBUF");
         for (d, x) in part.chunks_exact_mut(4).zip(row) {
             d.copy_from_slice(&x.to_le_bytes());
         }

@@ -30,9 +30,32 @@
 //! largest difference stays far below it) and compare results bit for bit over the classes of
 //! input the other tests use; an ignored test compares all 2^32 inputs of each function.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use super::{ActFunction, ClosedForm};
+
+/// The loops [`guarded`] may choose from: the portable loop, then AVX2, then AVX-512F.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Loop {
+    /// Multiply and add, any CPU (named by the tests; the default is the widest).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Portable = 0,
+    /// AVX2 with FMA.
+    Avx2 = 1,
+    /// AVX-512F with FMA.
+    Avx512 = 2,
+}
+
+/// The widest [`Loop`] that [`guarded`] may use (where the CPU has it); lowered only by tests,
+/// which so check every loop on one host.
+static WIDEST: AtomicU8 = AtomicU8::new(Loop::Avx512 as u8);
+
+/// Let [`guarded`] use loops up to `widest` (tests).
+#[cfg(test)]
+pub(crate) fn set_widest(widest: Loop) {
+    WIDEST.store(widest as u8, Ordering::Relaxed);
+}
 
 /// Entries of the `2^(j/N)` table.
 const N: usize = 64;
@@ -183,11 +206,12 @@ fn guarded(
         wider!(avx512, "avx512f,fma");
         wider!(avx2, "avx2,fma");
         let fma = std::arch::is_x86_feature_detected!("fma");
-        if fma && std::arch::is_x86_feature_detected!("avx512f") {
+        let widest = WIDEST.load(Ordering::Relaxed);
+        if widest >= Loop::Avx512 as u8 && fma && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F and FMA.
             return unsafe { avx512(func, xs, range, fused) };
         }
-        if fma && std::arch::is_x86_feature_detected!("avx2") {
+        if widest >= Loop::Avx2 as u8 && fma && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 and FMA.
             return unsafe { avx2(func, xs, range, fused) };
         }

@@ -476,6 +476,25 @@ fn strip_origin(mut i: Instruction) -> Instruction {
     i
 }
 
+/// `bundles` lifted as one stream of `engine` (no file name), and its instructions without
+/// their origins.
+fn lifted(bundles: &[Bundle], engine: Engine, gen: Gen) -> (LiftedStream, Vec<Instruction>) {
+    let input = StreamInput {
+        function: "f".into(),
+        file: None,
+        engine,
+        bundles,
+    };
+    let s = lift_stream(&input, gen);
+    let got = s.function.blocks[0]
+        .instructions
+        .iter()
+        .cloned()
+        .map(strip_origin)
+        .collect();
+    (s, got)
+}
+
 fn bir_engine_to_wire(e: EngineType) -> Engine {
     e.wire().unwrap_or(Engine::Sp)
 }
@@ -504,8 +523,7 @@ proptest! {
             Ok(b) => b,
             Err(e) => return Err(TestCaseError::fail(format!("{e}\n{}", dump(&x)))),
         };
-        let s = lift_stream(&StreamInput { function: "f".into(), file: None, engine: bir_engine_to_wire(x.engine), bundles: &bundles }, gen);
-        let got: Vec<Instruction> = s.function.blocks[0].instructions.iter().cloned().map(strip_origin).collect();
+        let (s, got) = lifted(&bundles, bir_engine_to_wire(x.engine), gen);
         prop_assert_eq!(got.len(), 1, "{:?}\n{}", s.diagnostics, dump(&x));
         prop_assert!(got[0] == x, "lifted:\n{}\nexpected:\n{}", dump(&got[0]), dump(&x));
     }
@@ -532,7 +550,7 @@ proptest! {
             }
         }
         let engine = Engine::ALL[e];
-        let s = lift_stream(&StreamInput { function: "f".into(), file: None, engine, bundles: &bundles }, gen);
+        let (s, _) = lifted(&bundles, engine, gen);
         prop_assert_eq!(lower_function(&s.function, gen).map_err(|e| TestCaseError::fail(e.to_string()))?, bundles.clone());
         prop_assert_eq!(s.lifted_bundles + s.generic_bundles, bundles.len() as u64);
     }
@@ -688,8 +706,7 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("0x{op:02X}: {e}\n{}", dump(&x))))?;
         prop_assert_eq!(bundles.len(), 1);
         prop_assert_eq!(bundles[0].0[0], op);
-        let s = lift_stream(&StreamInput { function: "f".into(), file: None, engine: bir_engine_to_wire(x.engine), bundles: &bundles }, gen);
-        let got: Vec<Instruction> = s.function.blocks[0].instructions.iter().cloned().map(strip_origin).collect();
+        let (s, got) = lifted(&bundles, bir_engine_to_wire(x.engine), gen);
         prop_assert_eq!(got.len(), 1, "{:?}\n{}", s.diagnostics, dump(&x));
         prop_assert!(got[0] == x, "0x{:02X} on {}: lifted:\n{}\nexpected:\n{}", op, gen, dump(&got[0]), dump(&x));
     }
@@ -727,21 +744,7 @@ fn class_generator_reaches_every_fan_in_variant() {
                 };
                 let b = lower_instruction(&x, gen).unwrap_or_else(|e| panic!("{e}\n{}", dump(&x)));
                 let engine = bir_engine_to_wire(x.engine);
-                let s = lift_stream(
-                    &StreamInput {
-                        function: "f".into(),
-                        file: None,
-                        engine,
-                        bundles: &b,
-                    },
-                    gen,
-                );
-                let got: Vec<Instruction> = s.function.blocks[0]
-                    .instructions
-                    .iter()
-                    .cloned()
-                    .map(strip_origin)
-                    .collect();
+                let (_, got) = lifted(&b, engine, gen);
                 assert_eq!(got, vec![x.clone()], "{}", dump(&x));
                 seen.insert((gen, b.iter().map(|b| b.0[0]).collect(), engine));
             }
@@ -809,21 +812,7 @@ fn select_lowers_to_the_reduce_op_l2_accepts() {
                 .iter()
                 .any(|f| f.rule.name == "is_valid_select_reduce.ops");
             assert_eq!(!ops_rejected, ok, "{gen} {op:?}: {fails:?}");
-            let s = lift_stream(
-                &StreamInput {
-                    function: "f".into(),
-                    file: None,
-                    engine,
-                    bundles: &b,
-                },
-                gen,
-            );
-            let got: Vec<Instruction> = s.function.blocks[0]
-                .instructions
-                .iter()
-                .cloned()
-                .map(strip_origin)
-                .collect();
+            let (_, got) = lifted(&b, engine, gen);
             assert_eq!(got, vec![x.clone()], "{gen}: {}", dump(&x));
         }
     }

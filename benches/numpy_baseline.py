@@ -12,7 +12,8 @@ order. Two timings of the same program:
   bundle once);
 * replayed: the views built ahead, only the numpy calls timed (a floor for any numpy
   interpreter of these bundles).
- Prints bundles/s for the mixed [128 x 8] kernel and bytes/s for the
+
+Prints bundles/s for the mixed [128 x 8] kernel and bytes/s for the
 [128 x 2048] adds (two tiles read, one written per add) beside numpy's copy of one tile (read
 and written), and checks the final SBUF against the simulator's.
 

@@ -44,6 +44,13 @@ impl Store {
         })
     }
 
+    /// The bytes of partition `p` in the store (its active bytes, without the padding).
+    #[inline]
+    fn partition_range(&self, p: u32) -> std::ops::Range<usize> {
+        let at = p as usize * self.stride;
+        at..at + self.per
+    }
+
     /// Note that bytes `lo..hi` (`lo < hi <= per`) of partitions `first..first + count`
     /// (`count > 0`, inside the memory) may now be non-zero.
     #[inline]
@@ -71,9 +78,9 @@ impl Store {
                 let g = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let (column, partition) = (g / PARTITIONS as usize, g % PARTITIONS as usize);
-                let at = partition * self.stride;
-                let lo = column * GRANULE;
-                self.bytes[at + lo..at + (lo + GRANULE).min(self.per)].fill(0);
+                let whole = self.partition_range(partition as u32);
+                let lo = whole.start + column * GRANULE;
+                self.bytes[lo..(lo + GRANULE).min(whole.end)].fill(0);
             }
         }
     }
@@ -217,11 +224,8 @@ impl OnChip {
 
     /// The active bytes of one partition.
     pub fn partition(&self, space: Space, partition: u32) -> &[u8] {
-        let (per, at) = (
-            self.per_partition(space),
-            partition as usize * self.stride(space),
-        );
-        &self.store(space).bytes[at..at + per]
+        let s = self.store(space);
+        &s.bytes[s.partition_range(partition)]
     }
 
     /// The active bytes of one partition, writable (the whole partition counts as written).
@@ -236,25 +240,20 @@ impl OnChip {
         partition: u32,
         range: std::ops::Range<usize>,
     ) -> &mut [u8] {
-        let (per, at) = (
-            self.per_partition(space),
-            partition as usize * self.stride(space),
-        );
         let s = self.store_mut(space);
-        if range.start < range.end && range.end <= per {
+        let whole = s.partition_range(partition);
+        if range.start < range.end && range.end <= s.per {
             s.mark(partition as usize, 1, range.start, range.end);
         }
-        &mut s.bytes[at..at + per][range]
+        &mut s.bytes[whole][range]
     }
 
     /// Clear bytes `range` of one partition.
     pub fn zero(&mut self, space: Space, partition: u32, range: std::ops::Range<usize>) {
-        let (per, at) = (
-            self.per_partition(space),
-            partition as usize * self.stride(space),
-        );
+        let s = self.store_mut(space);
+        let whole = s.partition_range(partition);
         // Zero bytes need no clearing later: the dirty map is left as it is.
-        self.store_mut(space).bytes[at..at + per][range].fill(0);
+        s.bytes[whole][range].fill(0);
     }
 
     /// Copy the bytes of a resolved pattern into `out` (appended), partition-major, elements

@@ -494,8 +494,6 @@ pub trait ElementOp: Copy {
     }
 }
 
-/// The fp32 ops with a scalar operand as monomorphic closures (the hot ops; the rest through
-/// [`fp_eval`]): `$go(|v| op(v, s))`, operands swapped when `$rev`.
 /// `$go` with `$f(v, s)` the element function of fp op `$code` between a tensor value `v`
 /// and a scalar `s` (`s op v` when `$rev`): one closure per hot op, so each use compiles to a
 /// loop of its own that vectorises; the other ops share one loop over [`fp_eval`].

@@ -1,6 +1,6 @@
 //! Row loops over fp32 tiles in place: every operand is one contiguous, word-aligned run of the
 //! same length in each of the same number of partitions (*dense rows*), so that a tile is
-//! `partitions` rows at a fixed stride (the memory's bytes per partition) and an elementwise op
+//! `partitions` rows at a fixed stride (the store's partition stride) and an elementwise op
 //! is one loop over rows and one over words, without gathering the operands into buffers or
 //! scattering the result.
 //!

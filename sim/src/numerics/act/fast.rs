@@ -40,8 +40,7 @@ use super::{ActFunction, ClosedForm};
 /// The loops [`guarded`] may choose from: the portable loop, then AVX2, then AVX-512F.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Loop {
-    /// Multiply and add, any CPU (named by the tests; the default is the widest).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Multiply and add, any CPU.
     Portable = 0,
     /// AVX2 with FMA.
     Avx2 = 1,
@@ -52,6 +51,24 @@ pub(crate) enum Loop {
 /// The widest [`Loop`] that [`guarded`] may use (where the CPU has it); lowered only by tests,
 /// which so check every loop on one host.
 static WIDEST: AtomicU8 = AtomicU8::new(Loop::Avx512 as u8);
+
+/// The widest [`Loop`] this CPU has, within [`WIDEST`].
+#[inline]
+fn best_loop() -> Loop {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let widest = WIDEST.load(Ordering::Relaxed);
+        if std::arch::is_x86_feature_detected!("fma") {
+            if widest >= Loop::Avx512 as u8 && std::arch::is_x86_feature_detected!("avx512f") {
+                return Loop::Avx512;
+            }
+            if widest >= Loop::Avx2 as u8 && std::arch::is_x86_feature_detected!("avx2") {
+                return Loop::Avx2;
+            }
+        }
+    }
+    Loop::Portable
+}
 
 /// Let [`guarded`] use loops up to `widest` (tests).
 #[cfg(test)]
@@ -213,15 +230,12 @@ fn guarded(
         }
         wider!(avx512, "avx512f,fma");
         wider!(avx2, "avx2,fma");
-        let fma = std::arch::is_x86_feature_detected!("fma");
-        let widest = WIDEST.load(Ordering::Relaxed);
-        if widest >= Loop::Avx512 as u8 && fma && std::arch::is_x86_feature_detected!("avx512f") {
+        match best_loop() {
             // SAFETY: the CPU has AVX-512F and FMA.
-            return unsafe { avx512(func, xs, range, fused) };
-        }
-        if widest >= Loop::Avx2 as u8 && fma && std::arch::is_x86_feature_detected!("avx2") {
+            Loop::Avx512 => return unsafe { avx512(func, xs, range, fused) },
             // SAFETY: the CPU has AVX2 and FMA.
-            return unsafe { avx2(func, xs, range, fused) };
+            Loop::Avx2 => return unsafe { avx2(func, xs, range, fused) },
+            Loop::Portable => {}
         }
     }
     let _ = &fused;
@@ -263,10 +277,7 @@ fn guarded_loop(
 /// `exp` over `xs` in place; the closed-form evaluations made.
 pub(crate) fn exp(xs: &mut [f32]) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if WIDEST.load(Ordering::Relaxed) >= Loop::Avx512 as u8
-        && std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("fma")
-    {
+    if best_loop() == Loop::Avx512 {
         // SAFETY: the CPU has AVX-512F and FMA.
         return unsafe { exp_avx512(xs) };
     }

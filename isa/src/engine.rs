@@ -33,6 +33,9 @@ impl Engine {
         Engine::Sp,
     ];
 
+    /// Number of engines (the length of [`Engine::ALL`]).
+    pub const COUNT: usize = Engine::ALL.len();
+
     /// Wire id (`NEURON_ENGINE`).
     #[inline]
     pub const fn wire_id(self) -> u8 {

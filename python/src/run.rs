@@ -12,7 +12,7 @@ use serde_json::json;
 use tpbsim_sim::api::{self, RunConfig, RunError};
 use tpbsim_sim::machine::load::dtype_of;
 use tpbsim_sim::machine::timeline::Timeline;
-use tpbsim_sim::machine::{Fault, Kernel, VarKind, VarSpec};
+use tpbsim_sim::machine::{CoreFault, Fault, Program, VarKind, VarSpec};
 
 use crate::{json_to_py, load_error, parse_gen, raise, read_neff};
 
@@ -25,7 +25,8 @@ pub(crate) fn numpy_dtype(v: &VarSpec) -> &'static str {
     }
 }
 
-fn fault_error(py: Python<'_>, f: &Fault, schedule: u32) -> PyErr {
+fn fault_error(py: Python<'_>, cf: &CoreFault, schedule: u32) -> PyErr {
+    let f = &cf.fault;
     let class = match f {
         Fault::Deadlock(_) => "Deadlock",
         Fault::OutOfBounds { .. } => "OutOfBounds",
@@ -48,7 +49,7 @@ fn fault_error(py: Python<'_>, f: &Fault, schedule: u32) -> PyErr {
     raise(
         py,
         class,
-        (f.to_string(), f.kind(), engine, index, offset, schedule),
+        (cf.to_string(), f.kind(), engine, index, offset, schedule),
     )
 }
 
@@ -63,8 +64,31 @@ fn run_error(py: Python<'_>, source: &str, e: RunError) -> PyErr {
     }
 }
 
-/// The per-engine profile of a timeline (`sim profile --json`'s `profile` object) with its
-/// slices for plotting: `{"makespan_ns", "tracks", "critical_path", "slices"}`.
+/// The profile of a run's timelines: for one core, the per-engine profile (`sim profile
+/// --json`'s `profile` object) with its slices for plotting: `{"makespan_ns", "tracks",
+/// "critical_path", "slices"}`; for several, `{"makespan_ns", "cores": [...]}` with that
+/// object (and its `subgraph`) per core.
+fn profiles_json(ts: &[Timeline], program: &Program) -> serde_json::Value {
+    if let [t] = ts {
+        return profile_json(t);
+    }
+    let cores: Vec<serde_json::Value> = ts
+        .iter()
+        .enumerate()
+        .map(|(c, t)| {
+            let mut v = profile_json(t);
+            v["subgraph"] = json!(program.core_name(c));
+            v
+        })
+        .collect();
+    let makespan = cores
+        .iter()
+        .filter_map(|c| c["makespan_ns"].as_f64())
+        .fold(0.0f64, f64::max);
+    json!({"makespan_ns": makespan, "cores": cores})
+}
+
+/// The per-engine profile of one timeline with its slices.
 fn profile_json(t: &Timeline) -> serde_json::Value {
     let mut v = json!(t.profile());
     v["slices"] = t
@@ -89,7 +113,7 @@ fn profile_json(t: &Timeline) -> serde_json::Value {
 /// the same outputs).
 #[pyclass(module = "tpbsim._native", frozen)]
 pub struct Run {
-    kernel: Arc<Kernel>,
+    program: Arc<Program>,
     /// The input arrays as flat `uint8` views (kept alive, borrowed again for the rerun).
     inputs: Vec<(String, Py<PyArray1<u8>>)>,
     cfg: RunConfig,
@@ -110,7 +134,7 @@ impl Run {
             schedules: 1,
             ..self.cfg.clone()
         };
-        let kernel = self.kernel.clone();
+        let program = self.program.clone();
         let views: Vec<_> = self
             .inputs
             .iter()
@@ -119,14 +143,15 @@ impl Run {
         let given = borrowed(&views)?;
         let out = py
             .allow_threads(|| {
-                let gen = api::generation(&kernel, cfg.arch)?;
-                api::run_schedule(&kernel, gen, &given, &cfg, 0, &mut |_| {})
+                let gen = api::generation(&program, cfg.arch)?;
+                let shared = api::share_inputs(&given);
+                api::run_schedule(&program, gen, &shared, &cfg, 0, &|_, _| {})
             })
             .map_err(|e| run_error(py, &self.source, e))?;
-        let t = out
-            .timeline
-            .ok_or_else(|| PyValueError::new_err("the run recorded no timeline"))?;
-        json_to_py(py, &profile_json(&t))
+        if out.timelines.is_empty() {
+            return Err(PyValueError::new_err("the run recorded no timeline"));
+        }
+        json_to_py(py, &profiles_json(&out.timelines, &program))
     }
 }
 
@@ -164,7 +189,7 @@ fn run<'py>(
     profile: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (n, source) = read_neff(py, neff)?;
-    let kernel = api::load_kernel(&n).map_err(|e| run_error(py, &source, e))?;
+    let program = api::load_program(&n).map_err(|e| run_error(py, &source, e))?;
     let np = py.import("numpy")?;
     py.import("ml_dtypes")?;
     // Each input is checked against its variable and borrowed as bytes; the library copies
@@ -173,14 +198,21 @@ fn run<'py>(
     if let Some(d) = inputs {
         for (k, arr) in d.iter() {
             let name: String = k.extract()?;
-            let var = kernel
+            let var = program
                 .var(&name)
                 .filter(|v| v.kind == VarKind::Input)
                 .ok_or_else(|| {
                     PyValueError::new_err(format!("the kernel has no input variable `{name}`"))
                 })?;
             let want = numpy_dtype(var);
-            let arr = np.getattr("ascontiguousarray")?.call1((arr,))?;
+            let mut arr = np.getattr("ascontiguousarray")?.call1((arr,))?;
+            // The machine reads little-endian bytes: an array of the other byte order is
+            // converted (values kept), never reinterpreted.
+            let dtype = arr.getattr("dtype")?;
+            if !dtype.getattr("isnative")?.extract::<bool>()? || cfg!(target_endian = "big") {
+                let le = dtype.call_method1("newbyteorder", ("<",))?;
+                arr = arr.call_method1("astype", (le,))?;
+            }
             let got: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
             if got != want {
                 return Err(PyValueError::new_err(format!(
@@ -215,14 +247,14 @@ fn run<'py>(
         cfg.max_steps = s;
     }
     let out = py
-        .allow_threads(|| api::run_kernel(&kernel, &given, &cfg))
+        .allow_threads(|| api::run_program(&program, &given, &cfg))
         .map_err(|e| run_error(py, &source, e))?;
-    let profile = out.timeline.as_ref().map(profile_json);
+    let profile = (!out.timelines.is_empty()).then(|| profiles_json(&out.timelines, &program));
     drop(given);
     drop(views);
     let outputs = PyDict::new(py);
     let mut bytes_by_name = out.outputs;
-    for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
+    for v in program.outputs() {
         let Some(bytes) = bytes_by_name.remove(&v.name) else {
             continue;
         };
@@ -236,6 +268,7 @@ fn run<'py>(
     let r = PyDict::new(py);
     r.set_item("outputs", outputs)?;
     r.set_item("stats", json_to_py(py, &out.stats)?)?;
+    r.set_item("cores", json_to_py(py, &out.cores)?)?;
     let findings = PyList::empty(py);
     for f in &out.findings {
         let d = json_to_py(py, f)?;
@@ -249,7 +282,7 @@ fn run<'py>(
     r.set_item(
         "run",
         Run {
-            kernel: Arc::new(kernel),
+            program: Arc::new(program),
             inputs: arrays.into_iter().map(|(n, a)| (n, a.unbind())).collect(),
             cfg,
             source,
@@ -264,10 +297,16 @@ fn run<'py>(
 #[pyfunction]
 fn variables<'py>(py: Python<'py>, neff: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyDict>>> {
     let (n, source) = read_neff(py, neff)?;
-    let kernel = api::load_kernel(&n).map_err(|e| run_error(py, &source, e))?;
-    kernel
-        .vars
-        .iter()
+    let program = api::load_program(&n).map_err(|e| run_error(py, &source, e))?;
+    let mut vars: Vec<&VarSpec> = program.io_vars();
+    for k in &program.cores {
+        for v in &k.vars {
+            if !vars.iter().any(|o| o.name == v.name) {
+                vars.push(v);
+            }
+        }
+    }
+    vars.into_iter()
         .map(|v| {
             let d = PyDict::new(py);
             d.set_item("name", &v.name)?;

@@ -8,14 +8,16 @@ use std::collections::BTreeMap;
 use tpbsim_isa::neff::Neff;
 use tpbsim_isa::Gen;
 
+use std::sync::Arc;
+
+use crate::machine::cluster::{Cluster, CoreFault, SharedBytes};
 use crate::machine::core::SetupError;
 use crate::machine::load::{self, LoadError};
+use crate::machine::program::Program;
 use crate::machine::race::Finding;
 use crate::machine::sched::{Order, SchedStats};
 use crate::machine::timeline::Timeline;
-use crate::machine::{
-    Fault, Kernel, Limits, Machine, RunOptions, RunStats, VarKind, DEFAULT_MAX_STEPS,
-};
+use crate::machine::{Fault, Kernel, Limits, RunOptions, RunStats, VarKind, DEFAULT_MAX_STEPS};
 
 /// How to run a kernel.
 #[derive(Clone, Debug)]
@@ -35,8 +37,11 @@ pub struct RunConfig {
     /// Validate each bundle with L2 before it executes.
     pub validate: bool,
     /// Record the timeline of the round-robin run (cost model in `docs/trace.md`), for
-    /// [`RunOutput::timeline`] and its profile.
+    /// [`RunOutput::timelines`] and their profiles.
     pub timeline: bool,
+    /// Worker threads for the cores of a multi-core program (0 = one per available hardware
+    /// thread); the result does not depend on it.
+    pub threads: usize,
 }
 
 impl Default for RunConfig {
@@ -50,6 +55,7 @@ impl Default for RunConfig {
             limits: Limits::default(),
             validate: true,
             timeline: false,
+            threads: 0,
         }
     }
 }
@@ -102,6 +108,15 @@ pub fn diff_outputs(
     v
 }
 
+/// One core's part of a run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CoreRun {
+    /// The subgraph the core ran (`sg00`, ...).
+    pub subgraph: String,
+    /// Its counters.
+    pub stats: RunStats,
+}
+
 /// The result of a run.
 #[derive(Clone, Debug)]
 pub struct RunOutput {
@@ -109,16 +124,29 @@ pub struct RunOutput {
     pub gen: Gen,
     /// Each output variable's bytes, by name.
     pub outputs: BTreeMap<String, Vec<u8>>,
-    /// Counters of the round-robin run.
+    /// Counters of the round-robin run, all cores together.
     pub stats: RunStats,
-    /// Race and uninitialised-read findings of the round-robin run (empty unless checked).
+    /// Per core, in core order: its subgraph and counters.
+    pub cores: Vec<CoreRun>,
+    /// Worker threads the cores ran on.
+    pub threads: usize,
+    /// Race and uninitialised-read findings of the round-robin run (empty unless checked),
+    /// and the races between cores (always checked when there are several cores).
     pub findings: Vec<Finding>,
     /// Outputs that differ between schedules.
     pub schedule_diffs: Vec<ScheduleDiff>,
-    /// The timeline of the round-robin run (with [`RunConfig::timeline`]).
-    pub timeline: Option<Timeline>,
+    /// The timeline of each core in the round-robin run (with [`RunConfig::timeline`]; empty
+    /// otherwise).
+    pub timelines: Vec<Timeline>,
     /// Project-defined details the executed ops relied on (not backed by public facts).
     pub project_defined: Vec<&'static str>,
+}
+
+impl RunOutput {
+    /// The timeline of the first core (with [`RunConfig::timeline`]).
+    pub fn timeline(&self) -> Option<&Timeline> {
+        self.timelines.first()
+    }
 }
 
 /// Why a run did not complete.
@@ -136,36 +164,41 @@ pub enum RunError {
     /// The simulation faulted; `schedule` is 0 for the round-robin run.
     #[error("{fault}")]
     Fault {
-        /// The fault.
-        fault: Fault,
+        /// The fault, with the core it happened on.
+        fault: Box<CoreFault>,
         /// Which schedule faulted.
         schedule: u32,
-        /// The timeline up to the fault (with [`RunConfig::timeline`]).
-        timeline: Option<Box<Timeline>>,
+        /// The timelines up to the fault (with [`RunConfig::timeline`]), one per core.
+        timelines: Vec<Timeline>,
     },
 }
 
-/// Load the kernel of `neff`.
+/// Load the kernel of a single-subgraph `neff`.
 pub fn load_kernel(neff: &Neff) -> Result<Kernel, RunError> {
     Ok(load::kernel_from_neff(neff)?)
 }
 
-/// The generation to run `kernel` on: `arch`, else the NEFF's target.
-pub fn generation(kernel: &Kernel, arch: Option<Gen>) -> Result<Gen, RunError> {
-    arch.or(kernel.gen).ok_or_else(|| {
+/// Load the program of `neff`: one kernel per subgraph (NeuronCore).
+pub fn load_program(neff: &Neff) -> Result<Program, RunError> {
+    Ok(load::program_from_neff(neff)?)
+}
+
+/// The generation to run `program` on: `arch`, else the NEFF's target.
+pub fn generation(program: &Program, arch: Option<Gen>) -> Result<Gen, RunError> {
+    arch.or(program.gen).ok_or_else(|| {
         RunError::Usage("the NEFF names no known target generation; pass an arch".into())
     })
 }
 
-/// Check `inputs` against the kernel's input variables: each names an input of the right size,
-/// and every input without data in the NEFF is given.
+/// Check `inputs` against the program's input variables: each names an input of the right
+/// size, and every input without data in the NEFF is given.
 pub fn check_inputs<D: AsRef<[u8]>>(
-    kernel: &Kernel,
+    program: &Program,
     inputs: &BTreeMap<String, D>,
 ) -> Result<(), RunError> {
     for (name, data) in inputs {
         let data = data.as_ref();
-        let var = kernel
+        let var = program
             .var(name)
             .ok_or_else(|| RunError::Usage(format!("the kernel has no variable `{name}`")))?;
         if var.kind != VarKind::Input {
@@ -183,7 +216,7 @@ pub fn check_inputs<D: AsRef<[u8]>>(
             )));
         }
     }
-    for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Input) {
+    for v in program.inputs() {
         if !inputs.contains_key(&v.name) && v.init.is_none() {
             return Err(RunError::Usage(format!(
                 "input `{}` has no data in the NEFF; pass it",
@@ -203,19 +236,37 @@ pub fn order_of(seed: u64, i: u32) -> Order {
     }
 }
 
-/// Run `kernel` with `inputs` (raw little-endian bytes by input name, copied once into the
-/// machine; inputs not given take the NEFF's own data) under `cfg.schedules` interleavings.
+/// Inputs shared by every core and every schedule: each given input copied once.
+pub fn share_inputs<D: AsRef<[u8]>>(inputs: &BTreeMap<String, D>) -> BTreeMap<String, SharedBytes> {
+    inputs
+        .iter()
+        .map(|(k, v)| (k.clone(), Arc::new(v.as_ref().to_vec()) as SharedBytes))
+        .collect()
+}
+
+/// Run `kernel` (one core) with `inputs`; see [`run_program`].
 pub fn run_kernel<D: AsRef<[u8]>>(
     kernel: &Kernel,
     inputs: &BTreeMap<String, D>,
     cfg: &RunConfig,
 ) -> Result<RunOutput, RunError> {
-    let gen = generation(kernel, cfg.arch)?;
-    check_inputs(kernel, inputs)?;
-    let base = run_schedule(kernel, gen, inputs, cfg, 0, &mut |_| {})?;
+    run_program(&Program::single(kernel.clone()), inputs, cfg)
+}
+
+/// Run `program` with `inputs` (raw little-endian bytes by input name, copied once; inputs
+/// not given take the NEFF's own data) under `cfg.schedules` interleavings.
+pub fn run_program<D: AsRef<[u8]>>(
+    program: &Program,
+    inputs: &BTreeMap<String, D>,
+    cfg: &RunConfig,
+) -> Result<RunOutput, RunError> {
+    let gen = generation(program, cfg.arch)?;
+    check_inputs(program, inputs)?;
+    let shared = share_inputs(inputs);
+    let base = run_schedule(program, gen, &shared, cfg, 0, &|_, _| {})?;
     let mut schedule_diffs = Vec::new();
     for i in 1..cfg.schedules.max(1) {
-        let other = run_schedule(kernel, gen, inputs, cfg, i, &mut |_| {})?;
+        let other = run_schedule(program, gen, &shared, cfg, i, &|_, _| {})?;
         let seed = cfg.seed.wrapping_add(i as u64 - 1);
         schedule_diffs.extend(
             diff_outputs(&base.outputs, &other.outputs)
@@ -235,77 +286,116 @@ pub fn run_kernel<D: AsRef<[u8]>>(
     })
 }
 
-/// One run of `kernel` on `gen` under schedule `schedule` of `cfg` (see [`order_of`]), the
-/// inputs already checked ([`check_inputs`]); `progress` is told the bundles issued so far
-/// (in all, per engine). The
-/// timeline is recorded for schedule 0 with [`RunConfig::timeline`]; the copies of the outputs
-/// are charged to the memory budget.
-pub fn run_schedule<D: AsRef<[u8]>>(
-    kernel: &Kernel,
+/// One run of `program` on `gen` under schedule `schedule` of `cfg` (see [`order_of`]), the
+/// inputs already checked ([`check_inputs`]) and shared ([`share_inputs`]); `progress` is told
+/// each core's bundles issued so far (in all, per engine). The timelines are recorded for
+/// schedule 0 with [`RunConfig::timeline`]; the copies of the outputs are charged to the
+/// memory budget.
+pub fn run_schedule(
+    program: &Program,
     gen: Gen,
-    inputs: &BTreeMap<String, D>,
+    inputs: &BTreeMap<String, SharedBytes>,
     cfg: &RunConfig,
     schedule: u32,
-    progress: &mut dyn FnMut(&SchedStats),
+    progress: &(dyn Fn(usize, &SchedStats) + Sync),
 ) -> Result<RunOutput, RunError> {
     let order = order_of(cfg.seed, schedule);
-    let mut m = Machine::with_limits(kernel, gen, cfg.limits)?;
-    for (name, data) in inputs {
-        m.set_var(name, data.as_ref())?;
-    }
-    if cfg.validate {
-        m.validate_with_l2();
-    }
-    if cfg.check_races {
-        m.enable_race_check();
-    }
-    if cfg.timeline && schedule == 0 {
-        m.enable_timeline();
+    let mut cl = Cluster::new(program, gen, cfg.limits, inputs.clone())?;
+    for m in &mut cl.cores {
+        if cfg.validate {
+            m.validate_with_l2();
+        }
+        if cfg.check_races {
+            m.enable_race_check();
+        }
+        if cfg.timeline && schedule == 0 {
+            m.enable_timeline();
+        }
     }
     let opts = RunOptions {
         max_steps: cfg.max_steps,
         order,
     };
-    let fault = |m: &Machine, fault: Fault| RunError::Fault {
-        fault,
-        schedule,
-        timeline: m.timeline().cloned().map(Box::new),
+    let timelines = |cl: &Cluster| -> Vec<Timeline> {
+        cl.cores
+            .iter()
+            .filter_map(|m| m.timeline().cloned())
+            .collect()
     };
-    let stats = match m.run(&opts, progress) {
+    let stats = match cl.run(&opts, cfg.threads, progress) {
         Ok(s) => s,
-        Err(f) => return Err(fault(&m, f)),
+        Err(fault) => {
+            return Err(RunError::Fault {
+                timelines: timelines(&cl),
+                fault,
+                schedule,
+            })
+        }
     };
     // The copies of the outputs (and their encodings) are charged like the run's own memory.
-    let out_bytes: u64 = kernel
-        .vars
-        .iter()
-        .filter(|v| v.kind == VarKind::Output)
-        .map(|v| v.size)
-        .sum();
-    if let Err(exceeded) = m.charge_memory("the copies of the outputs", out_bytes.saturating_mul(2))
+    let outs = program.outputs();
+    let out_bytes: u64 = outs.iter().map(|v| v.size).sum();
+    if let Err(exceeded) =
+        cl.cores[0].charge_memory("the copies of the outputs", out_bytes.saturating_mul(2))
     {
         return Err(RunError::Fault {
-            fault: Fault::Budget {
-                at: "after the run".into(),
-                exceeded,
-            },
+            fault: Box::new(CoreFault {
+                core: 0,
+                subgraph: program.core_name(0).to_string(),
+                cores: program.cores.len(),
+                fault: Fault::Budget {
+                    at: "after the run".into(),
+                    exceeded,
+                },
+            }),
             schedule,
-            timeline: None,
+            timelines: Vec::new(),
         });
     }
-    let outputs = kernel
-        .vars
-        .iter()
-        .filter(|v| v.kind == VarKind::Output)
-        .map(|v| (v.name.clone(), m.var(&v.name).unwrap_or_default().to_vec()))
+    let names: Vec<String> = outs.iter().map(|v| v.name.clone()).collect();
+    let outputs = names
+        .into_iter()
+        .map(|name| {
+            let bytes = cl.output(&name).unwrap_or_default();
+            (name, bytes)
+        })
         .collect();
+    let several = program.cores.len() > 1;
+    let mut findings = Vec::new();
+    for (c, m) in cl.cores.iter().enumerate() {
+        findings.extend(m.race_findings().into_iter().map(|mut f| {
+            if several {
+                f.core = Some(c);
+            }
+            f
+        }));
+    }
+    findings.extend(cl.core_races());
+    let mut project_defined: Vec<&'static str> = Vec::new();
+    for m in &cl.cores {
+        for n in m.project_defined_notes() {
+            if !project_defined.contains(&n) {
+                project_defined.push(n);
+            }
+        }
+    }
     Ok(RunOutput {
         gen,
         outputs,
-        stats,
-        findings: m.race_findings(),
+        stats: stats.total(),
+        cores: stats
+            .cores
+            .iter()
+            .enumerate()
+            .map(|(c, s)| CoreRun {
+                subgraph: program.core_name(c).to_string(),
+                stats: *s,
+            })
+            .collect(),
+        threads: stats.threads,
+        findings,
         schedule_diffs: Vec::new(),
-        timeline: m.timeline().cloned(),
-        project_defined: m.project_defined_notes(),
+        timelines: timelines(&cl),
+        project_defined,
     })
 }

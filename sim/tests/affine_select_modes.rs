@@ -71,7 +71,8 @@ fn run(mode: u8) -> Vec<Vec<f32>> {
 
 #[test]
 fn each_fill_mode_keeps_the_lanes_its_comparison_admits() {
-    let modes: [(u8, fn(i32) -> bool); 4] = [
+    type Keep = fn(i32) -> bool;
+    let modes: [(u8, Keep); 4] = [
         (0, |m| m > 0),
         (1, |m| m >= 0),
         (2, |m| m == 0),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_sim::api::{self, RunConfig, RunError};
-use tpbsim_sim::machine::{Fault, Kernel};
+use tpbsim_sim::machine::{Fault, Kernel, Program};
 
 fn kernel(name: &str) -> Kernel {
     let p =
@@ -31,7 +31,7 @@ fn given_inputs_replace_the_neff_data_and_outputs_come_back_by_name() {
     let want = f32_bytes(x.iter().zip(&y).map(|(a, b)| a + b));
     assert_eq!(out.outputs["out"], want);
     assert!(out.stats.sched.steps > 0);
-    assert!(out.timeline.is_none() && out.findings.is_empty());
+    assert!(out.timelines.is_empty() && out.findings.is_empty());
     // Borrowed slices give the same run.
     let borrowed: BTreeMap<String, &[u8]> = inputs
         .iter()
@@ -51,14 +51,16 @@ fn the_timeline_is_recorded_for_the_round_robin_run_only_when_asked() {
         ..RunConfig::default()
     };
     let out = api::run_kernel(&k, &none, &cfg).unwrap();
-    let t = out.timeline.expect("timeline");
+    let t = out.timeline().expect("timeline");
     let p = t.profile();
     assert!(p.makespan_ns > 0.0 && !p.critical_path.is_empty());
     assert!(out.schedule_diffs.is_empty());
     // A seeded schedule records none.
-    let gen = api::generation(&k, None).unwrap();
-    let other = api::run_schedule(&k, gen, &none, &cfg, 1, &mut |_| {}).unwrap();
-    assert!(other.timeline.is_none());
+    let p = Program::single(k.clone());
+    let gen = api::generation(&p, None).unwrap();
+    let shared = api::share_inputs(&none);
+    let other = api::run_schedule(&p, gen, &shared, &cfg, 1, &|_, _| {}).unwrap();
+    assert!(other.timelines.is_empty());
     assert_eq!(other.outputs, out.outputs);
 }
 
@@ -92,10 +94,10 @@ fn a_deadlock_is_a_fault_of_schedule_zero_with_its_timeline() {
     };
     match api::run_kernel(&k, &none, &cfg) {
         Err(RunError::Fault {
-            fault: Fault::Deadlock(_),
+            fault,
             schedule: 0,
-            timeline,
-        }) => assert!(timeline.is_some()),
+            timelines,
+        }) if matches!(fault.fault, Fault::Deadlock(_)) => assert_eq!(timelines.len(), 1),
         other => panic!("{other:?}"),
     }
 }

@@ -52,6 +52,10 @@ pub struct KernelArgs {
     /// Skip the L2 validation of each bundle before it executes.
     #[arg(long)]
     pub no_validate: bool,
+    /// Worker threads for the NeuronCores of a NEFF of several subgraphs (0 = one per
+    /// available hardware thread); the result does not depend on it.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub threads: usize,
     /// NEFF reader options (digest check, archive size limits).
     #[command(flatten)]
     pub read: super::neff::ReadArgs,

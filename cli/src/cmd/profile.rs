@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tpbsim_isa::text::neuron::operands_text;
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_sim::machine::timeline::Timeline;
-use tpbsim_sim::machine::Kernel;
+use tpbsim_sim::machine::Program;
 
 use crate::cmd::kernel_args::KernelArgs;
 use crate::cmd::run;
@@ -59,46 +59,56 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
 /// The timeline as `neuron-profile view --output-format json` lays a device profile out:
 /// a `summary` list (one object) and an `instruction` list with `timestamp` and `duration` in
 /// ns, `label` (the engine), `opcode` and `operands` in the neuron dialect. DMA transfers, which
-/// the real output keeps in tables of their own, go to a `dma` list.
-pub fn neuron_profile_json(t: &Timeline, kernel: &Kernel, gen: Gen) -> Value {
+/// the real output keeps in tables of their own, go to a `dma` list. With several cores every
+/// event also names its `core` and `subgraph`.
+pub fn neuron_profile_json(ts: &[Timeline], program: &Program, gen: Gen) -> Value {
     let mut instructions = Vec::new();
     let mut dmas = Vec::new();
-    for s in &t.slices {
-        let label = t.labels.get(s.agent as usize).cloned().unwrap_or_default();
-        let engine = Engine::ALL
-            .iter()
-            .copied()
-            .find(|e| *e as usize == s.agent as usize);
-        match (engine, s.bundle) {
-            (Some(e), Some(i)) => {
-                let operands = kernel
-                    .stream(e)
-                    .get(i)
-                    .map_or_else(String::new, |b| operands_text(b, gen));
-                instructions.push(json!({
+    let several = ts.len() > 1;
+    let mut total_ns = 0.0f64;
+    for (c, (t, kernel)) in ts.iter().zip(&program.cores).enumerate() {
+        for s in &t.slices {
+            let label = t.labels.get(s.agent as usize).cloned().unwrap_or_default();
+            let engine = Engine::ALL
+                .iter()
+                .copied()
+                .find(|e| *e as usize == s.agent as usize);
+            let mut event = match (engine, s.bundle) {
+                (Some(e), Some(i)) => {
+                    let operands = kernel
+                        .stream(e)
+                        .get(i)
+                        .map_or_else(String::new, |b| operands_text(b, gen));
+                    json!({
+                        "timestamp": s.start,
+                        "duration": s.dur,
+                        "label": label,
+                        "opcode": s.name,
+                        "operands": operands,
+                        "pc": i,
+                        "wait_time": s.waited,
+                    })
+                }
+                _ => json!({
                     "timestamp": s.start,
                     "duration": s.dur,
                     "label": label,
-                    "opcode": s.name,
-                    "operands": operands,
-                    "pc": i,
-                    "wait_time": s.waited,
-                }));
+                    "name": s.name,
+                    "operands": s.args,
+                }),
+            };
+            if several {
+                event["core"] = json!(c);
+                event["subgraph"] = json!(program.core_name(c));
             }
-            _ => dmas.push(json!({
-                "timestamp": s.start,
-                "duration": s.dur,
-                "label": label,
-                "name": s.name,
-                "operands": s.args,
-            })),
+            if event.get("opcode").is_some() {
+                instructions.push(event);
+            } else {
+                dmas.push(event);
+            }
+            total_ns = total_ns.max(s.start + s.dur);
         }
     }
-    let total_ns = t
-        .slices
-        .iter()
-        .map(|s| s.start + s.dur)
-        .fold(0.0f64, f64::max);
     json!({
         "summary": [{
             "total_time": total_ns / 1e9,
@@ -106,6 +116,7 @@ pub fn neuron_profile_json(t: &Timeline, kernel: &Kernel, gen: Gen) -> Value {
             "instruction_count": instructions.len(),
             "dma_count": dmas.len(),
             "arch": gen.short(),
+            "cores": ts.len(),
             "source": "tpbsim timeline cost model (docs/trace.md), not a device measurement",
         }],
         "instruction": instructions,

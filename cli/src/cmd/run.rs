@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tpbsim_isa::neff::{self, Neff};
@@ -15,10 +16,14 @@ use tpbsim_sim::machine::load::{self, dtype_of};
 use tpbsim_sim::machine::race::Finding;
 use tpbsim_sim::machine::sched::Order;
 use tpbsim_sim::machine::timeline::{Profile, Timeline};
-use tpbsim_sim::machine::{Fault, Kernel, Limits, RunStats, VarKind, VarSpec};
+use tpbsim_sim::machine::{CoreFault, Fault, Limits, Program, RunStats, SharedBytes, VarSpec};
+use tpbsim_sim::machine::{SchedStats, VarKind};
 
 use crate::cmd::kernel_args::KernelArgs;
 use crate::exit::{CliError, Outcome};
+
+/// A rendering of the cores' timelines (`sim profile --format neuron-profile-json`).
+pub type TimelineRender = fn(&[Timeline], &Program, Gen) -> Value;
 
 /// Arguments of `sim run`.
 #[derive(clap::Args)]
@@ -53,7 +58,7 @@ pub struct Args {
     /// Print this rendering of the timeline instead of the run's report (set by
     /// `sim profile --format neuron-profile-json`).
     #[arg(skip)]
-    pub timeline_json: Option<fn(&Timeline, &Kernel, Gen) -> Value>,
+    pub timeline_json: Option<TimelineRender>,
 }
 
 /// A byte count with an optional K, M, G or T suffix (powers of 1024).
@@ -109,6 +114,7 @@ impl Args {
             },
             validate: !c.no_validate,
             timeline: self.trace.is_some() || self.profile,
+            threads: c.threads,
         }
     }
 }
@@ -186,7 +192,7 @@ fn check_output_name(name: &str) -> Result<(), CliError> {
 
 /// Check every file the run will write before the simulation starts: the output directory
 /// (a directory, or absent) and each target (absent or a regular file), and the trace.
-fn check_targets(a: &Args, kernel: &Kernel, out_dir: Option<&Path>) -> Result<(), CliError> {
+fn check_targets(a: &Args, program: &Program, out_dir: Option<&Path>) -> Result<(), CliError> {
     let io = |p: &Path, e: std::io::Error| CliError::Io(format!("{}: {e}", p.display()));
     if let Some(dir) = out_dir {
         match std::fs::metadata(dir) {
@@ -198,7 +204,7 @@ fn check_targets(a: &Args, kernel: &Kernel, out_dir: Option<&Path>) -> Result<()
             }
             _ => {}
         }
-        for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
+        for v in program.outputs() {
             let p = dir.join(format!("{}.npy", v.name));
             tpbsim_isa::fsio::check_target(&p).map_err(|e| io(&p, e))?;
         }
@@ -218,9 +224,14 @@ fn check_targets(a: &Args, kernel: &Kernel, out_dir: Option<&Path>) -> Result<()
     Ok(())
 }
 
-/// Write the Chrome/Perfetto trace of `t` to `path`.
-fn write_trace(path: &Path, t: &Timeline) -> Result<(), CliError> {
-    let text = serde_json::to_vec(&t.to_chrome())
+/// Write the Chrome/Perfetto trace of the cores' timelines to `path` (one process per core).
+fn write_trace(path: &Path, program: &Program, ts: &[Timeline]) -> Result<(), CliError> {
+    let cores: Vec<(String, &Timeline)> = ts
+        .iter()
+        .enumerate()
+        .map(|(c, t)| (program.core_name(c).to_string(), t))
+        .collect();
+    let text = serde_json::to_vec(&Timeline::cores_to_chrome(&cores))
         .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
     neff::write_atomic(path, &text).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))
 }
@@ -262,12 +273,12 @@ struct Refs {
     tolerances: ToleranceFile,
 }
 
-fn find_refs(a: &KernelArgs, kernel: &Kernel) -> Result<Refs, CliError> {
+fn find_refs(a: &KernelArgs, program: &Program) -> Result<Refs, CliError> {
     let mut files = BTreeMap::new();
     let dir = if !a.refs.is_empty() {
         for r in &a.refs {
             let (name, file) = split_kv("ref", r)?;
-            let v = kernel.var(name).filter(|v| v.kind == VarKind::Output);
+            let v = program.outputs().into_iter().find(|v| v.name == name);
             if v.is_none() {
                 return Err(usage(format!(
                     "--ref {name}: the kernel has no output `{name}`"
@@ -289,7 +300,7 @@ fn find_refs(a: &KernelArgs, kernel: &Kernel) -> Result<Refs, CliError> {
     if let Some(d) = dir {
         // A reference directory covers every output: one without the file is an error, not an
         // output silently left unchecked.
-        for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
+        for v in program.outputs() {
             let p = d.join(format!("{}.npy", v.name));
             if !p.exists() {
                 return Err(usage(format!(
@@ -308,7 +319,7 @@ fn find_refs(a: &KernelArgs, kernel: &Kernel) -> Result<Refs, CliError> {
             if let Some(name) = tf
                 .outputs
                 .keys()
-                .find(|n| kernel.var(n).is_none_or(|v| v.kind != VarKind::Output))
+                .find(|n| !program.outputs().iter().any(|v| &v.name == *n))
             {
                 return Err(usage(format!(
                     "{}: `outputs` names `{name}`, which is not an output of the kernel",
@@ -395,30 +406,32 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     let write_outputs = write_outputs || c.out_dir.is_some();
     let n = Neff::read(&c.kernel, &c.read.options())
         .map_err(|e| usage(format!("{}: {e}", c.kernel.display())))?;
-    let kernel = api::load_kernel(&n).map_err(|e| usage(format!("{}: {e}", c.kernel.display())))?;
-    let gen = c.arch.or(kernel.gen).ok_or_else(|| {
+    let program =
+        api::load_program(&n).map_err(|e| usage(format!("{}: {e}", c.kernel.display())))?;
+    let gen = c.arch.or(program.gen).ok_or_else(|| {
         usage(format!(
             "{}: the NEFF names {}; pass --arch v2|v3|v4|v5",
             c.kernel.display(),
             load::target_source(&n)
         ))
     })?;
-    // The kernel holds what the run needs: the archive's members are not kept through it.
+    // The program holds what the run needs: the archive's members are not kept through it.
     drop(n);
-    for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
+    for v in program.outputs() {
         check_output_name(&v.name)?;
     }
     let out_dir = c
         .out_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.out", stem(&c.kernel))));
-    check_targets(&a, &kernel, write_outputs.then_some(out_dir.as_path()))?;
+    check_targets(&a, &program, write_outputs.then_some(out_dir.as_path()))?;
 
-    // Inputs: --input first, else the NEFF's own data.
-    let mut given: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    // Inputs: --input first, else the NEFF's own data. Each is read once and shared by every
+    // core and every schedule.
+    let mut given: BTreeMap<String, SharedBytes> = BTreeMap::new();
     for s in &c.inputs {
         let (name, file) = split_kv("input", s)?;
-        let var = kernel.var(name).ok_or_else(|| {
+        let var = program.var(name).ok_or_else(|| {
             usage(format!(
                 "--input {name}: the kernel has no variable `{name}`"
             ))
@@ -429,10 +442,10 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             )));
         }
         let data = checked_data(var, read_npy(Path::new(file), var.size)?, file)?;
-        given.insert(name.to_string(), data);
+        given.insert(name.to_string(), Arc::new(data));
     }
-    let refs = find_refs(c, &kernel)?;
-    for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Input) {
+    let refs = find_refs(c, &program)?;
+    for v in program.inputs() {
         if !given.contains_key(&v.name) && v.init.is_none() {
             return Err(usage(format!(
                 "input `{}` has no data in the NEFF: pass --input {}=FILE.npy",
@@ -442,22 +455,29 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     }
 
     let cfg = a.config(gen);
-    let mut progress = Progress::new(shows_progress(
-        a.json,
-        std::io::stdout().is_terminal(),
-        std::io::stderr().is_terminal(),
-    ));
-    let first = api::run_schedule(&kernel, gen, &given, &cfg, 0, &mut |st| progress.update(st));
+    let progress = Progress::new(
+        shows_progress(
+            a.json,
+            std::io::stdout().is_terminal(),
+            std::io::stderr().is_terminal(),
+        ),
+        program.cores.len(),
+    );
+    let first = api::run_schedule(&program, gen, &given, &cfg, 0, &|core, st| {
+        progress.update(core, st)
+    });
     progress.finish();
     let base = match first {
         Ok(r) => r,
         Err(RunError::Fault {
-            fault: f, timeline, ..
+            fault: f,
+            timelines,
+            ..
         }) => {
             let err = fault(&a, gen, &f);
             // The trace up to the fault.
-            if let (Some(path), Some(t)) = (&a.trace, &timeline) {
-                if let Err(e) = write_trace(path, t) {
+            if let (Some(path), false) = (&a.trace, timelines.is_empty()) {
+                if let Err(e) = write_trace(path, &program, &timelines) {
                     return Err(CliError::Fault(format!(
                         "{err}; the trace was not written: {e}"
                     )));
@@ -473,13 +493,13 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     let mut finding_changes: Vec<(u32, String)> = Vec::new();
     for i in 1..a.schedules {
         let order = api::order_of(a.seed, i);
-        let r = match api::run_schedule(&kernel, gen, &given, &cfg, i, &mut |_| {}) {
+        let r = match api::run_schedule(&program, gen, &given, &cfg, i, &|_, _| {}) {
             Ok(r) => r,
             Err(RunError::Fault { fault: f, .. }) => {
                 return Err(fault(
                     &a,
                     gen,
-                    &annotate(f, &format!("schedule {i} ({})", describe_order(order))),
+                    &annotate(*f, &format!("schedule {i} ({})", describe_order(order))),
                 ))
             }
             Err(e) => return Err(run_error(c, e)),
@@ -505,7 +525,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     // temporary file and renamed, and a failed write removes the outputs this run already wrote.
     let mut pending: Vec<(String, PathBuf, Vec<u8>)> = Vec::new();
     let mut comparisons: Vec<Comparison> = Vec::new();
-    for v in kernel.vars.iter().filter(|v| v.kind == VarKind::Output) {
+    for v in program.outputs() {
         let data = base.outputs.get(&v.name).map_or(&[][..], |d| d.as_slice());
         let dtype = dtype_of(v.format)
             .ok_or_else(|| usage(format!("output `{}` has no npy dtype", v.name)))?;
@@ -547,25 +567,34 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         }
         written.push((name, path));
     }
-    if let (Some(path), Some(t)) = (&a.trace, &base.timeline) {
-        if let Err(e) = write_trace(path, t) {
+    if let (Some(path), false) = (&a.trace, base.timelines.is_empty()) {
+        if let Err(e) = write_trace(path, &program, &base.timelines) {
             for (_, p) in &written {
                 let _ = std::fs::remove_file(p);
             }
             return Err(e);
         }
     }
-    let profile = base
-        .timeline
-        .as_ref()
-        .filter(|_| a.profile)
-        .map(Timeline::profile);
+    let profiles: Vec<Profile> = if a.profile {
+        base.timelines.iter().map(Timeline::profile).collect()
+    } else {
+        Vec::new()
+    };
+    let several = program.cores.len() > 1;
+    // Races between cores are always checked; the others with --check-races.
+    let core_races = base
+        .findings
+        .iter()
+        .filter(|f| f.kind_name() == "core-race")
+        .count();
     let matched = comparisons.iter().all(Comparison::passed);
     let clean = base.findings.is_empty() && diffs.is_empty() && finding_changes.is_empty();
     let ok = matched && clean;
-    if let (Some(render), Some(t)) = (a.timeline_json, &base.timeline) {
-        println!("{}", render(t, &kernel, gen));
-        return Ok(if ok { Outcome::Ok } else { Outcome::Invalid });
+    if let Some(render) = a.timeline_json {
+        if !base.timelines.is_empty() {
+            println!("{}", render(&base.timelines, &program, gen));
+            return Ok(if ok { Outcome::Ok } else { Outcome::Invalid });
+        }
     }
     if a.json {
         let mut obj = json!({
@@ -577,11 +606,29 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             "outputs": written.iter().map(|(n, p)| json!({"name": n, "path": p.display().to_string()})).collect::<Vec<_>>(),
             "comparisons": comparisons,
         });
-        if a.check_races {
+        if several {
+            obj["cores"] = json!(base
+                .cores
+                .iter()
+                .map(|cr| json!({"subgraph": cr.subgraph, "summary": summary_json(&cr.stats)}))
+                .collect::<Vec<_>>());
+            obj["threads"] = json!(base.threads);
+        }
+        if a.check_races || core_races > 0 {
             obj["findings"] = json!(base.findings);
         }
-        if let Some(p) = &profile {
-            obj["profile"] = json!(p);
+        match profiles.as_slice() {
+            [] => {}
+            [p] if !several => obj["profile"] = json!(p),
+            ps => {
+                obj["profile"] = json!(ps
+                    .iter()
+                    .enumerate()
+                    .map(
+                        |(i, p)| json!({"core": i, "subgraph": program.core_name(i), "profile": p})
+                    )
+                    .collect::<Vec<_>>())
+            }
         }
         if a.schedules > 1 {
             obj["schedules"] = json!({
@@ -600,10 +647,25 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             println!("wrote {n} -> {}", p.display());
         }
         print_summary(&stats);
+        if several {
+            for (i, cr) in base.cores.iter().enumerate() {
+                print!("  core {i} ({}): ", cr.subgraph);
+                print_summary(&cr.stats);
+            }
+            println!(
+                "  {} cores on {} worker thread{}",
+                program.cores.len(),
+                base.threads,
+                if base.threads == 1 { "" } else { "s" }
+            );
+        }
         for n in &base.project_defined {
             println!("note: {n}");
         }
-        if let Some(p) = &profile {
+        for (i, p) in profiles.iter().enumerate() {
+            if several {
+                println!("core {i} ({}):", program.core_name(i));
+            }
             print_profile(p);
         }
         if let Some(path) = &a.trace {
@@ -660,6 +722,11 @@ fn print_findings(
             findings.len(),
             if findings.len() == 1 { "" } else { "s" }
         );
+    } else {
+        // Races between cores are found by every run of several cores.
+        for f in findings.iter().filter(|f| f.kind_name() == "core-race") {
+            println!("{f}");
+        }
     }
     if a.schedules > 1 {
         for d in diffs {
@@ -681,14 +748,14 @@ fn print_findings(
 }
 
 /// `f` with `what` prepended to its message (for faults of later schedules).
-fn annotate(f: Fault, what: &str) -> Fault {
-    match f {
-        Fault::Exec { site, message } => Fault::Exec {
+fn annotate(mut f: CoreFault, what: &str) -> CoreFault {
+    if let Fault::Exec { site, message } = f.fault {
+        f.fault = Fault::Exec {
             site,
             message: format!("{what}: {message}"),
-        },
-        other => other,
+        };
     }
+    f
 }
 
 fn checked_reference<'r>(
@@ -718,28 +785,32 @@ fn run_error(c: &KernelArgs, e: RunError) -> CliError {
         RunError::Fault { fault, .. } => CliError::Fault(format!(
             "{}: {} fault: {fault}",
             c.kernel.display(),
-            fault.kind()
+            fault.fault.kind()
         )),
         e => usage(format!("{}: {e}", c.kernel.display())),
     }
 }
 
-fn fault(a: &Args, gen: Gen, f: &Fault) -> CliError {
+fn fault(a: &Args, gen: Gen, cf: &CoreFault) -> CliError {
+    let f = &cf.fault;
     if a.json {
-        let obj = json!({
+        let mut obj = json!({
             "kernel": a.common.kernel.display().to_string(),
             "arch": gen.short(),
             "status": "fault",
-            "fault": { "kind": f.kind(), "message": f.to_string() },
+            "fault": { "kind": f.kind(), "message": cf.to_string() },
         });
-        let mut obj = obj;
+        if cf.cores > 1 {
+            obj["fault"]["core"] = json!(cf.core);
+            obj["fault"]["subgraph"] = json!(cf.subgraph);
+        }
         if let Fault::Deadlock(r) = f {
             obj["fault"]["deadlock"] = json!(r);
         }
         println!("{obj}");
     }
     CliError::Fault(format!(
-        "{}: {} fault: {f}",
+        "{}: {} fault: {cf}",
         a.common.kernel.display(),
         f.kind()
     ))
@@ -754,28 +825,43 @@ fn shows_progress(json: bool, stdout_tty: bool, stderr_tty: bool) -> bool {
 /// How long a run goes before its progress bar appears.
 const PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The progress bar of a long run on stderr: bundles issued, in all and per engine; it
-/// appears once the run has taken [`PROGRESS_AFTER`] and is cleared at its end.
+/// The progress bar of a long run on stderr: bundles issued by every core, in all and per
+/// engine; it appears once the run has taken [`PROGRESS_AFTER`] and is cleared at its end.
+/// The cores report from their own threads.
 struct Progress {
     enabled: bool,
     start: std::time::Instant,
-    bar: Option<indicatif::ProgressBar>,
+    state: std::sync::Mutex<(Vec<SchedStats>, Option<indicatif::ProgressBar>)>,
 }
 
 impl Progress {
-    fn new(enabled: bool) -> Progress {
+    fn new(enabled: bool, cores: usize) -> Progress {
         Progress {
             enabled,
             start: std::time::Instant::now(),
-            bar: None,
+            state: std::sync::Mutex::new((vec![SchedStats::default(); cores.max(1)], None)),
         }
     }
 
-    fn update(&mut self, st: &tpbsim_sim::machine::SchedStats) {
+    fn update(&self, core: usize, st: &SchedStats) {
         if !self.enabled || self.start.elapsed() < PROGRESS_AFTER {
             return;
         }
-        let bar = self.bar.get_or_insert_with(|| {
+        let Ok(mut guard) = self.state.lock() else {
+            return;
+        };
+        let (per_core, bar) = &mut *guard;
+        if let Some(slot) = per_core.get_mut(core) {
+            *slot = *st;
+        }
+        let mut all = SchedStats::default();
+        for c in per_core.iter() {
+            all.steps += c.steps;
+            for (a, b) in all.per_engine.iter_mut().zip(c.per_engine) {
+                *a += b;
+            }
+        }
+        let bar = bar.get_or_insert_with(|| {
             let b = indicatif::ProgressBar::new_spinner();
             b.set_style(
                 indicatif::ProgressStyle::with_template(
@@ -785,19 +871,19 @@ impl Progress {
             );
             b
         });
-        bar.set_position(st.steps);
-        bar.set_message(progress_message(st));
+        bar.set_position(all.steps);
+        bar.set_message(progress_message(&all));
     }
 
     fn finish(self) {
-        if let Some(b) = self.bar {
+        if let Ok((_, Some(b))) = self.state.into_inner() {
             b.finish_and_clear();
         }
     }
 }
 
 /// The per-engine part of the progress line: `pe N, act N, ...` for the engines that issued.
-fn progress_message(st: &tpbsim_sim::machine::SchedStats) -> String {
+fn progress_message(st: &SchedStats) -> String {
     Engine::ALL
         .iter()
         .filter(|e| st.per_engine[**e as usize] > 0)

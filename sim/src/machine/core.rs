@@ -9,11 +9,11 @@ use super::control::NUM_REGS;
 use super::dma::{self, DmaDesc};
 use super::fault::{Fault, Site};
 use super::geometry::Geometry;
-use super::kernel::Kernel;
-use super::memory::{Dram, DramVar, OnChip};
+use super::kernel::{Kernel, VarSpec};
+use super::memory::{Dram, DramVar, OnChip, VarBytes};
 use super::ops::EngineState;
 use super::race::{AccessKind, Agent, Checker, Finding, Mem};
-use super::sched::{self, Flow, Order, Program, SchedStats};
+use super::sched::{self, Flow, Order, SchedStats, Streams};
 use super::sync::{Events, SyncState};
 use super::waitfor::{PendingUpdate, SyncRef};
 
@@ -95,13 +95,13 @@ pub struct Machine<'k> {
     /// Semaphores and events.
     pub sync: SyncState,
     /// Per-engine registers, by wire id.
-    pub regs: [[u32; NUM_REGS]; 5],
+    pub regs: [[u32; NUM_REGS]; Engine::COUNT],
     /// PE stationary operand, ACT/DVE accumulators, ACT table selection.
     pub engines: EngineState,
     validator: Option<Box<BundleValidator>>,
     /// Per engine, per bundle position: 1 + the index in `entries` of what the bundle decoded
     /// to the first time it was reached (0: not reached yet).
-    slots: [Vec<u32>; 5],
+    slots: [Vec<u32>; Engine::COUNT],
     /// The distinct bundles decoded and validated so far.
     entries: Vec<Entry>,
     /// `entries` by bundle bytes and engine (a direct-mapped table).
@@ -126,6 +126,8 @@ pub struct Machine<'k> {
     /// Timeline entries and race-check records charged to the memory budget.
     timeline_charged: u64,
     records_charged: u64,
+    /// Ranges of the shared-DRAM access record charged to the memory budget.
+    logged_charged: u64,
 }
 
 /// A distinct bundle (its bytes, on one engine), decoded and validated once and reused at
@@ -165,13 +167,13 @@ fn seen_index(bytes: &[u8; 64], e: Engine) -> usize {
 struct Snapshot {
     dram: Dram,
     sync: SyncState,
-    regs: [[u32; NUM_REGS]; 5],
+    regs: [[u32; NUM_REGS]; Engine::COUNT],
     engines: EngineState,
 }
 
 /// `n` zero bytes, or `None` when they cannot be allocated. The pages are zeroed lazily by
 /// the allocator (a large variable costs nothing until it is touched).
-fn zeroed(n: u64) -> Option<Vec<u8>> {
+pub(crate) fn zeroed(n: u64) -> Option<Vec<u8>> {
     let n = usize::try_from(n).ok()?;
     if n == 0 {
         return Some(Vec::new());
@@ -185,6 +187,27 @@ fn zeroed(n: u64) -> Option<Vec<u8>> {
     // SAFETY: `p` was allocated by the global allocator with the layout of `n` bytes (align
     // 1), all of them initialised to zero; the Vec takes ownership with capacity `n`.
     Some(unsafe { Vec::from_raw_parts(p, n, n) })
+}
+
+/// The bytes of a variable a core owns: its shipped data or zeros, charged to `budget` first.
+fn private_bytes(budget: &mut Budget, v: &VarSpec) -> Result<Vec<u8>, SetupError> {
+    budget
+        .charge_memory(|| format!("variable `{}`", v.name), v.size)
+        .map_err(SetupError::Budget)?;
+    match &v.init {
+        Some(d) if d.len() as u64 != v.size => Err(SetupError::Size {
+            name: v.name.clone(),
+            got: d.len() as u64,
+            want: v.size,
+        }),
+        Some(d) => Ok(d.clone()),
+        None => zeroed(v.size).ok_or_else(|| {
+            SetupError::Memory(format!(
+                "variable `{}`: cannot allocate {} bytes",
+                v.name, v.size
+            ))
+        }),
+    }
 }
 
 /// The NUL-terminated queue name of a DMA trigger.
@@ -220,7 +243,17 @@ impl<'k> Machine<'k> {
         gen: Gen,
         limits: Limits,
     ) -> Result<Machine<'k>, SetupError> {
-        let mut budget = Budget::new(limits);
+        Machine::with_budget(kernel, gen, Budget::new(limits), &|_| None)
+    }
+
+    /// A machine charging `budget`; the variables for which `shared` gives bytes take them
+    /// (shared with other cores, charged by the caller), the others are allocated here.
+    pub(crate) fn with_budget(
+        kernel: &'k Kernel,
+        gen: Gen,
+        mut budget: Budget,
+        shared: &dyn Fn(&VarSpec) -> Option<VarBytes>,
+    ) -> Result<Machine<'k>, SetupError> {
         let geom = Geometry::of(gen);
         let chip_bytes = super::geometry::PARTITIONS as u64
             * (u64::from(geom.sbuf_bytes_per_partition)
@@ -230,24 +263,9 @@ impl<'k> Machine<'k> {
             .map_err(SetupError::Budget)?;
         let mut dram = Dram::default();
         for v in &kernel.vars {
-            budget
-                .charge_memory(|| format!("variable `{}`", v.name), v.size)
-                .map_err(SetupError::Budget)?;
-            let bytes = match &v.init {
-                Some(d) if d.len() as u64 != v.size => {
-                    return Err(SetupError::Size {
-                        name: v.name.clone(),
-                        got: d.len() as u64,
-                        want: v.size,
-                    })
-                }
-                Some(d) => d.clone(),
-                None => zeroed(v.size).ok_or_else(|| {
-                    SetupError::Memory(format!(
-                        "variable `{}`: cannot allocate {} bytes",
-                        v.name, v.size
-                    ))
-                })?,
+            let bytes = match shared(v) {
+                Some(b) => b,
+                None => private_bytes(&mut budget, v)?.into(),
             };
             dram.insert(
                 v.id,
@@ -264,7 +282,7 @@ impl<'k> Machine<'k> {
             chip: OnChip::new(geom).map_err(|e| SetupError::Memory(e.to_string()))?,
             dram,
             sync: SyncState::default(),
-            regs: [[0; NUM_REGS]; 5],
+            regs: [[0; NUM_REGS]; Engine::COUNT],
             engines: EngineState::default(),
             validator: None,
             slots: std::array::from_fn(|i| vec![0; kernel.streams[i].len()]),
@@ -283,6 +301,7 @@ impl<'k> Machine<'k> {
             work: 0,
             timeline_charged: 0,
             records_charged: 0,
+            logged_charged: 0,
         })
     }
 
@@ -392,7 +411,7 @@ impl<'k> Machine<'k> {
 
     /// Agent id of DMA queue `queue` of `e`'s sidecar.
     fn queue_agent(&self, e: Engine, queue: &str) -> Agent {
-        let mut id = 5usize;
+        let mut id = Engine::COUNT;
         for x in Engine::ALL {
             for q in &self.kernel.queues[x as usize] {
                 if x == e && q.name == queue {
@@ -407,7 +426,7 @@ impl<'k> Machine<'k> {
     /// Agent id of `e`'s direct DMA.
     fn direct_agent(&self, e: Engine) -> Agent {
         let queues: usize = self.kernel.queues.iter().map(Vec::len).sum();
-        (5 + queues + e as usize) as Agent
+        (Engine::COUNT + queues + e as usize) as Agent
     }
 
     /// Attribute the logged on-chip accesses to the current bundle.
@@ -582,7 +601,7 @@ impl<'k> Machine<'k> {
                 want: var.bytes.len() as u64,
             });
         }
-        var.bytes.copy_from_slice(data);
+        var.bytes.make_mut().0.copy_from_slice(data);
         Ok(())
     }
 
@@ -591,7 +610,7 @@ impl<'k> Machine<'k> {
         self.dram
             .id_of(name)
             .and_then(|id| self.dram.get(id))
-            .map(|v| v.bytes.as_slice())
+            .map(|v| &v.bytes[..])
     }
 
     /// Run to completion or fault. `progress` receives the counters so far (bundles issued,
@@ -745,10 +764,46 @@ impl<'k> Machine<'k> {
             )?;
         self.dma_bytes += n;
         self.dma_transfers += 1;
+        let copied = self.dram.take_copied();
+        if copied > 0 {
+            self.budget
+                .charge_memory(
+                    || format!("`{operand}`: this core's copy of a shared variable it writes"),
+                    copied,
+                )
+                .map_err(|e| Fault::budget(site, e))?;
+        }
+        if self.dram.tracks() {
+            self.note_shared(site, d)?;
+        }
         if self.race.is_some() {
             self.record_dma(site, operand, d)?;
         }
         Ok(())
+    }
+
+    /// Note the bytes a transfer read and wrote in the DRAM variables this core shares with
+    /// others (the cluster checks them for accesses no synchronisation orders).
+    fn note_shared(&mut self, site: Site, d: &DmaDesc) -> Result<(), Fault> {
+        for (side, write) in [(&d.from, false), (&d.to, true)] {
+            if let dma::DmaMem::Dram(var) = side.mem {
+                let dram = &mut self.dram;
+                side.for_each_covered_run(|at, len| {
+                    if let Ok(lo) = u64::try_from(at) {
+                        dram.note(var, lo, lo.saturating_add(len as u64), write);
+                    }
+                });
+            }
+        }
+        let ranges = self.dram.logged_ranges();
+        self.budget
+            .charge_growth(
+                || format!("the record of shared DRAM accesses ({ranges} ranges)"),
+                ranges,
+                &mut self.logged_charged,
+                16,
+            )
+            .map_err(|e| Fault::budget(site, e))
     }
 
     /// Decoded bundle `pc` of `e`, decoding (and, with a validator, validating) it the first
@@ -914,7 +969,7 @@ impl<'k> Machine<'k> {
     }
 }
 
-impl Program for Machine<'_> {
+impl Streams for Machine<'_> {
     fn stream_len(&self, e: Engine) -> usize {
         self.kernel.streams[e as usize].len()
     }

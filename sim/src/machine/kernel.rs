@@ -73,11 +73,11 @@ pub struct Kernel {
     /// Target generation.
     pub gen: Option<Gen>,
     /// Per-engine streams, by wire id.
-    pub streams: [Vec<Bundle>; 5],
+    pub streams: [Vec<Bundle>; Engine::COUNT],
     /// DRAM variables.
     pub vars: Vec<VarSpec>,
     /// Per-engine DMA queues (the issuing engine's sidecar), by wire id.
-    pub queues: [Vec<DmaQueue>; 5],
+    pub queues: [Vec<DmaQueue>; Engine::COUNT],
     /// Ranks the collectives span (the largest `replica_groups` group; 1 for a single core).
     pub world: usize,
 }

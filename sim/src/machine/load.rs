@@ -9,6 +9,7 @@ use tpbsim_isa::{Engine, Gen};
 use super::dma::{DmaDesc, DmaMem, DmaSide};
 use super::kernel::{DmaBlockSpec, DmaEntrySpec, DmaQueue, Kernel, VarSpec};
 use super::memory::VarKind;
+use super::program::Program;
 use super::sync::{Operand, Update, UpdateOp, When};
 use tpbsim_isa::NumFormat;
 
@@ -88,27 +89,48 @@ fn world_size(def: &DefJson) -> usize {
         .max(1)
 }
 
-/// Build the kernel of a single-subgraph NEFF.
+/// Build the kernel of a single-subgraph NEFF (a NEFF of several subgraphs is refused: see
+/// [`program_from_neff`]).
 pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
-    let mut sgs = n.subgraphs()?;
+    let mut p = program_from_neff(n)?;
+    match p.cores.len() {
+        1 => Ok(p.cores.swap_remove(0)),
+        k => Err(invalid(
+            "def.json",
+            format!(
+                "the NEFF has {k} subgraphs ({}), one per NeuronCore; load it as a program",
+                p.names.join(", ")
+            ),
+        )),
+    }
+}
+
+/// Build the program of a NEFF: one kernel per subgraph, each on its own NeuronCore, the
+/// input and output variables bound by name across them (see [`Program`]).
+pub fn program_from_neff(n: &Neff) -> Result<Program, LoadError> {
+    let sgs = n.subgraphs()?;
     n.check_reachable(&sgs)?;
-    let mut sg = match sgs.len() {
-        1 => sgs.swap_remove(0),
-        0 => return Err(invalid("def.json", "the NEFF has no subgraph")),
-        _ => {
-            let many = &sgs;
-            let dirs: Vec<&str> = many.iter().map(|s| s.dir.as_str()).collect();
-            return Err(invalid(
-                "def.json",
-                format!(
-                    "the NEFF has {} subgraphs ({}); one is supported",
-                    many.len(),
-                    dirs.join(", ")
-                ),
-            ));
-        }
-    };
-    let sg = &mut sg;
+    if sgs.is_empty() {
+        return Err(invalid("def.json", "the NEFF has no subgraph"));
+    }
+    let gen = target_gen(n)?;
+    let host = n.host_tensors();
+    let mut names = Vec::with_capacity(sgs.len());
+    let mut cores = Vec::with_capacity(sgs.len());
+    for mut sg in sgs {
+        names.push(sg.dir.clone());
+        cores.push(kernel_from_subgraph(n, &mut sg, gen, &host)?);
+    }
+    Program::new(gen, cores, names).map_err(|e| invalid("def.json", e.to_string()))
+}
+
+/// The kernel of one subgraph; its streams are moved out of `sg`.
+fn kernel_from_subgraph(
+    n: &Neff,
+    sg: &mut neff::Subgraph,
+    gen: Option<Gen>,
+    host: &BTreeMap<String, (String, Vec<u64>)>,
+) -> Result<Kernel, LoadError> {
     if let Some(u) = sg.unmodelled.iter().find(|u| u.affects_results) {
         return Err(invalid(
             &u.member,
@@ -124,7 +146,7 @@ pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
         ));
     }
     let mut kernel = Kernel {
-        gen: target_gen(n)?,
+        gen,
         world: world_size(&sg.def),
         ..Kernel::default()
     };
@@ -134,7 +156,6 @@ pub fn kernel_from_neff(n: &Neff) -> Result<Kernel, LoadError> {
             kernel.streams[e as usize] = s.stream.into_bundles();
         }
     }
-    let host = n.host_tensors();
     for v in &sg.def.var {
         if v.kind == neff::VarKind::StateBuffer {
             continue;

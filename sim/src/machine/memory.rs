@@ -7,7 +7,10 @@ use super::pattern::{AccessError, Resolved, TensorPattern};
 use super::race::{ChipAccess, OnChipLog};
 use crate::numerics::pe::PsumFlags;
 
+mod dram;
 mod rows;
+
+pub use dram::{AccessLog, Dram, DramVar, Ranges, VarBytes, VarKind};
 
 /// Bytes per bit of a [`Store`]'s dirty map.
 const GRANULE: usize = 1024;
@@ -395,103 +398,6 @@ impl OnChip {
     }
 }
 
-/// Kind of a DRAM variable, as def.json names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VarKind {
-    /// Kernel input (loaded from `--input` or the NEFF's own data).
-    Input,
-    /// Kernel output (written as `.npy` after the run).
-    Output,
-    /// Constant data shipped in the NEFF.
-    File,
-    /// Any other variable (scratch, state).
-    Other,
-}
-
-/// One DRAM variable: a named, sized byte buffer.
-#[derive(Clone, Debug)]
-pub struct DramVar {
-    /// Name from def.json.
-    pub name: String,
-    /// Kind.
-    pub kind: VarKind,
-    /// Contents.
-    pub bytes: Vec<u8>,
-}
-
-/// The DRAM variables of a kernel, addressed by variable id.
-#[derive(Clone, Debug, Default)]
-pub struct Dram {
-    vars: Vec<(u32, DramVar)>,
-}
-
-impl Dram {
-    /// Add a variable under `id`. Ids need not be dense.
-    pub fn insert(&mut self, id: u32, var: DramVar) {
-        match self.vars.binary_search_by_key(&id, |(i, _)| *i) {
-            Ok(i) => self.vars[i].1 = var,
-            Err(i) => self.vars.insert(i, (id, var)),
-        }
-    }
-
-    /// Variable by id.
-    pub fn get(&self, id: u32) -> Option<&DramVar> {
-        self.vars
-            .binary_search_by_key(&id, |(i, _)| *i)
-            .ok()
-            .map(|i| &self.vars[i].1)
-    }
-
-    /// Variable by id, writable.
-    pub fn get_mut(&mut self, id: u32) -> Option<&mut DramVar> {
-        self.vars
-            .binary_search_by_key(&id, |(i, _)| *i)
-            .ok()
-            .map(move |i| &mut self.vars[i].1)
-    }
-
-    /// Variable id by name.
-    pub fn id_of(&self, name: &str) -> Option<u32> {
-        self.vars
-            .iter()
-            .find(|(_, v)| v.name == name)
-            .map(|(i, _)| *i)
-    }
-
-    /// All variables in id order.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, &DramVar)> {
-        self.vars.iter().map(|(i, v)| (*i, v))
-    }
-
-    /// `len` bytes at `offset` of variable `id`.
-    pub fn read(&self, id: u32, offset: u64, len: usize) -> Result<&[u8], AccessError> {
-        let v = self.get(id).ok_or(AccessError::UnknownVar(id))?;
-        let r = Self::range(v, offset, len)?;
-        Ok(&v.bytes[r])
-    }
-
-    /// Writable `len` bytes at `offset` of variable `id`.
-    pub fn write(&mut self, id: u32, offset: u64, len: usize) -> Result<&mut [u8], AccessError> {
-        let v = self.get_mut(id).ok_or(AccessError::UnknownVar(id))?;
-        let r = Self::range(v, offset, len)?;
-        Ok(&mut v.bytes[r])
-    }
-
-    fn range(v: &DramVar, offset: u64, len: usize) -> Result<std::ops::Range<usize>, AccessError> {
-        let hi = offset.checked_add(len as u64).unwrap_or(u64::MAX);
-        if hi > v.bytes.len() as u64 {
-            return Err(AccessError::Dram {
-                var: v.name.clone(),
-                lo: offset as i64,
-                hi: hi.min(i64::MAX as u64) as i64,
-                size: v.bytes.len() as u64,
-            });
-        }
-        Ok(offset as usize..hi as usize)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -691,7 +597,7 @@ mod tests {
             DramVar {
                 name: "x".into(),
                 kind: VarKind::Input,
-                bytes: vec![0; 16],
+                bytes: vec![0; 16].into(),
             },
         );
         assert!(d.read(7, 12, 4).is_ok());

@@ -5,6 +5,7 @@
 //! The execution model is documented in `docs/machine.md`.
 
 pub mod budget;
+pub mod cluster;
 pub mod compare;
 pub mod control;
 pub mod core;
@@ -19,6 +20,7 @@ pub mod ops;
 pub mod pack;
 pub mod pattern;
 pub(crate) mod plan;
+pub mod program;
 pub mod pseudo;
 pub mod race;
 pub mod sched;
@@ -29,12 +31,14 @@ pub mod waitfor;
 
 pub use self::core::{Machine, RunOptions, RunStats, DEFAULT_MAX_STEPS};
 pub use budget::{Budget, Exceeded, Limits, DEFAULT_MAX_DMA_BYTES, DEFAULT_MAX_MEMORY};
+pub use cluster::{Cluster, ClusterStats, CoreFault, SharedBytes};
 pub use fault::{Fault, Site};
 pub use geometry::{Geometry, Space};
 pub use kernel::{DmaBlockSpec, DmaEntrySpec, DmaQueue, Kernel, VarSpec};
 pub use memory::{Dram, DramVar, OnChip, VarKind};
 pub use pattern::{AccessError, Dim, Resolved, TensorPattern};
-pub use sched::{Flow, Program, SchedStats};
+pub use program::Program;
+pub use sched::{Flow, SchedStats, Streams};
 pub use sync::{Events, SyncState};
 
 #[cfg(test)]

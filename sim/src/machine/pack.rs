@@ -24,11 +24,11 @@ pub struct Package {
     /// Target generation.
     pub gen: Gen,
     /// Per-engine streams, by wire id.
-    pub streams: [Vec<Bundle>; 5],
+    pub streams: [Vec<Bundle>; Engine::COUNT],
     /// def.json.
     pub def: DefJson,
     /// Per-engine sidecars, by wire id.
-    pub sidecars: [Sidecar; 5],
+    pub sidecars: [Sidecar; Engine::COUNT],
     /// Extra members relative to the subgraph directory (variable data).
     pub files: BTreeMap<String, Vec<u8>>,
 }

@@ -26,7 +26,7 @@ pub enum Flow {
 }
 
 /// The program the scheduler drives: per-engine streams and their execution.
-pub trait Program {
+pub trait Streams {
     /// Number of bundles in `e`'s stream (0 when the engine has none).
     fn stream_len(&self, e: Engine) -> usize;
     /// Opcode byte of bundle `pc` of `e`.
@@ -81,7 +81,7 @@ pub struct SchedStats {
     /// Bundles issued in total.
     pub steps: u64,
     /// Bundles issued per engine, by wire id.
-    pub per_engine: [u64; 5],
+    pub per_engine: [u64; Engine::COUNT],
     /// Scheduler rounds.
     pub rounds: u64,
 }
@@ -107,7 +107,7 @@ pub const PROGRESS_INTERVAL: u64 = 1 << 14;
 /// Run `p` until every engine finishes, a fault, a deadlock or `max_steps` issued bundles.
 /// `progress` is called with the counters so far (bundles issued, per engine) every
 /// [`PROGRESS_INTERVAL`] steps.
-pub fn run<P: Program>(
+pub fn run<P: Streams>(
     p: &mut P,
     sync: &mut SyncState,
     max_steps: u64,
@@ -118,7 +118,7 @@ pub fn run<P: Program>(
 
 /// [`run`] with the issue order `order`. Every order is a legal interleaving: an engine issues
 /// only when its waits hold, and a deadlock is reported only when no unfinished engine can.
-pub fn run_ordered<P: Program>(
+pub fn run_ordered<P: Streams>(
     p: &mut P,
     sync: &mut SyncState,
     max_steps: u64,
@@ -128,7 +128,7 @@ pub fn run_ordered<P: Program>(
     if let Order::Seeded(seed) = order {
         return run_seeded(p, sync, max_steps, seed, progress);
     }
-    let mut q = [Queue::START; 5];
+    let mut q = [Queue::START; Engine::COUNT];
     let mut stats = SchedStats::default();
     for e in Engine::ALL {
         q[e as usize].done = p.stream_len(e) == 0;
@@ -174,7 +174,7 @@ pub fn run_ordered<P: Program>(
 }
 
 /// Issue `e`'s current bundle (its waits hold) and move its program counter.
-fn step<P: Program>(
+fn step<P: Streams>(
     p: &mut P,
     e: Engine,
     qe: &mut Queue,
@@ -201,7 +201,7 @@ fn step<P: Program>(
 }
 
 /// Whether `e` can issue now; loads its pending events. Marks engines past their stream done.
-fn ready<P: Program>(
+fn ready<P: Streams>(
     p: &mut P,
     e: Engine,
     qe: &mut Queue,
@@ -225,14 +225,14 @@ fn ready<P: Program>(
     Ok(ev.blocking(sync, p.regs(e)).is_none().then_some(ev))
 }
 
-fn run_seeded<P: Program>(
+fn run_seeded<P: Streams>(
     p: &mut P,
     sync: &mut SyncState,
     max_steps: u64,
     seed: u64,
     progress: &mut dyn FnMut(&SchedStats),
 ) -> Result<SchedStats, Fault> {
-    let mut q = [Queue::START; 5];
+    let mut q = [Queue::START; Engine::COUNT];
     let mut stats = SchedStats::default();
     // splitmix64 of the seed, then xorshift64*.
     let mut state = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -278,7 +278,7 @@ fn run_seeded<P: Program>(
     }
 }
 
-fn site<P: Program>(p: &P, e: Engine, pc: usize) -> Site {
+fn site<P: Streams>(p: &P, e: Engine, pc: usize) -> Site {
     Site {
         engine: e,
         index: pc,
@@ -286,22 +286,22 @@ fn site<P: Program>(p: &P, e: Engine, pc: usize) -> Site {
     }
 }
 
-fn deadlock_report<P: Program>(
+fn deadlock_report<P: Streams>(
     p: &mut P,
-    q: &[Queue; 5],
+    q: &[Queue; Engine::COUNT],
     sync: &SyncState,
     steps: u64,
 ) -> DeadlockReport {
     // What each unfinished engine can still update.
-    let mut pending: [Vec<PendingUpdate>; 5] = Default::default();
+    let mut pending: [Vec<PendingUpdate>; Engine::COUNT] = Default::default();
     for e in Engine::ALL {
         if !q[e as usize].done {
             pending[e as usize] = p.pending_updates(e, q[e as usize].pc);
         }
     }
     let mut blocked = Vec::new();
-    let mut edges: [Vec<Engine>; 5] = Default::default();
-    let mut on: [Option<SyncRef>; 5] = [None; 5];
+    let mut edges: [Vec<Engine>; Engine::COUNT] = Default::default();
+    let mut on: [Option<SyncRef>; Engine::COUNT] = [None; Engine::COUNT];
     for e in Engine::ALL {
         let qe = &q[e as usize];
         if qe.done {
@@ -350,7 +350,7 @@ fn deadlock_report<P: Program>(
     }
 }
 
-fn budget_fault<P: Program>(p: &P, q: &[Queue; 5], budget: u64, bundles: u64) -> Fault {
+fn budget_fault<P: Streams>(p: &P, q: &[Queue; Engine::COUNT], budget: u64, bundles: u64) -> Fault {
     let positions: Vec<String> = Engine::ALL
         .iter()
         .filter(|e| !q[**e as usize].done)
@@ -371,12 +371,12 @@ mod tests {
 
     /// A scripted program: each bundle is (events, flow); execution logs (engine, pc).
     struct Script {
-        streams: [Vec<(Events, Flow)>; 5],
+        streams: [Vec<(Events, Flow)>; Engine::COUNT],
         log: Vec<(Engine, usize)>,
         regs: [u32; 64],
     }
 
-    impl Program for Script {
+    impl Streams for Script {
         fn stream_len(&self, e: Engine) -> usize {
             self.streams[e as usize].len()
         }
@@ -422,7 +422,7 @@ mod tests {
         }
     }
 
-    fn script(streams: [Vec<(Events, Flow)>; 5]) -> Script {
+    fn script(streams: [Vec<(Events, Flow)>; Engine::COUNT]) -> Script {
         Script {
             streams,
             log: Vec::new(),

@@ -13,7 +13,7 @@ use tpbsim_isa::Engine;
 use super::race::Agent;
 
 /// Engine clocks in GHz by wire id (PE, ACT, POOL, DVE, SP).
-pub const CLOCK_GHZ: [f64; 5] = [2.8, 1.4, 1.4, 1.12, 1.4];
+pub const CLOCK_GHZ: [f64; Engine::COUNT] = [2.8, 1.4, 1.4, 1.12, 1.4];
 
 /// Fixed cycles of a data-path bundle on ACT/DVE/POOL (project-defined).
 pub const FIXED_CYCLES: u64 = 64;
@@ -130,8 +130,8 @@ pub struct Timeline {
     /// Flows into the bundle being issued: (from agent, time, name).
     pub(crate) pending_flows: Vec<(Agent, Stamp, String)>,
     /// Start of the bundle being executed, per engine.
-    pub(crate) cur_start: [f64; 5],
-    cur_ready: [(f64, Option<(Agent, Stamp)>); 5],
+    pub(crate) cur_start: [f64; Engine::COUNT],
+    cur_ready: [(f64, Option<(Agent, Stamp)>); Engine::COUNT],
 }
 
 impl Timeline {
@@ -247,36 +247,57 @@ impl Timeline {
     }
 
     /// Chrome trace-event JSON (`traceEvents`): one named track per engine and DMA queue that
-    /// has a slice (the five engines always), slices as complete events, flows as `s`/`f`.
+    /// has a slice (the engines always), slices as complete events, flows as `s`/`f`.
     /// Times are in µs. Everything sits in process 1 (`NeuronCore`) and track `t` of the
     /// model is thread `t + 1`: importers such as Perfetto's reserve pid/tid 0 for the idle
     /// process and its swapper thread.
     pub fn to_chrome(&self) -> Value {
-        const PID: u32 = 1;
+        let mut ev = Vec::new();
+        self.chrome_events(1, "NeuronCore", &mut ev);
+        json!({"traceEvents": ev, "displayTimeUnit": "ns"})
+    }
+
+    /// The Chrome trace of several cores' timelines (`(subgraph, timeline)` in core order):
+    /// core `c` is process `c + 1`, named `NeuronCore c (subgraph)`, with its tracks as in
+    /// [`Timeline::to_chrome`]. One core gives exactly [`Timeline::to_chrome`].
+    pub fn cores_to_chrome(cores: &[(String, &Timeline)]) -> Value {
+        if let [(_, t)] = cores {
+            return t.to_chrome();
+        }
+        let mut ev = Vec::new();
+        for (c, (name, t)) in cores.iter().enumerate() {
+            t.chrome_events(c as u32 + 1, &format!("NeuronCore {c} ({name})"), &mut ev);
+        }
+        json!({"traceEvents": ev, "displayTimeUnit": "ns"})
+    }
+
+    /// The events of this timeline as process `pid` named `process`.
+    fn chrome_events(&self, pid: u32, process: &str, ev: &mut Vec<Value>) {
+        let engines = Engine::COUNT;
         let tid = |agent: usize| agent + 1;
-        let mut ev = vec![
-            json!({"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "NeuronCore"}}),
-        ];
+        ev.push(json!({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": process}}));
         for (i, l) in self.labels.iter().enumerate() {
-            if i >= 5 && !self.slices.iter().any(|s| s.agent as usize == i) {
+            if i >= engines && !self.slices.iter().any(|s| s.agent as usize == i) {
                 continue;
             }
-            let name = if i < 5 {
+            let name = if i < engines {
                 format!("{l} engine")
             } else {
                 format!("DMA {l}")
             };
-            ev.push(json!({"ph": "M", "pid": PID, "tid": tid(i), "name": "thread_name", "args": {"name": name}}));
-            ev.push(json!({"ph": "M", "pid": PID, "tid": tid(i), "name": "thread_sort_index", "args": {"sort_index": i}}));
+            ev.push(json!({"ph": "M", "pid": pid, "tid": tid(i), "name": "thread_name", "args": {"name": name}}));
+            ev.push(json!({"ph": "M", "pid": pid, "tid": tid(i), "name": "thread_sort_index", "args": {"sort_index": i}}));
         }
         for s in &self.slices {
             ev.push(json!({
-                "ph": "X", "pid": PID, "tid": tid(s.agent as usize), "name": s.name, "cat": "bundle",
+                "ph": "X", "pid": pid, "tid": tid(s.agent as usize), "name": s.name, "cat": "bundle",
                 "ts": s.start / 1e3, "dur": s.dur / 1e3,
                 "args": {"operands": s.args, "waited_ns": s.waited},
             }));
         }
         let by_agent = self.by_agent();
+        // Flow ids are unique across processes: the process number in the high bits.
+        let base = u64::from(pid) << 40;
         for (id, f) in self.flows.iter().enumerate() {
             let to = &self.slices[f.to];
             let Some(src) = self.slice_at(&by_agent, f.from.0, f.from.1) else {
@@ -293,10 +314,14 @@ impl Timeline {
                 .t
                 .clamp(s.start + inset(s.dur), s.start + s.dur - inset(s.dur));
             let to_ts = to.start + inset(to.dur);
-            ev.push(json!({"ph": "s", "id": id, "pid": PID, "tid": tid(f.from.0 as usize), "ts": from_ts / 1e3, "name": f.name, "cat": "sync"}));
-            ev.push(json!({"ph": "f", "bp": "e", "id": id, "pid": PID, "tid": tid(to.agent as usize), "ts": to_ts / 1e3, "name": f.name, "cat": "sync"}));
+            let id = if pid == 1 {
+                id as u64
+            } else {
+                base | id as u64
+            };
+            ev.push(json!({"ph": "s", "id": id, "pid": pid, "tid": tid(f.from.0 as usize), "ts": from_ts / 1e3, "name": f.name, "cat": "sync"}));
+            ev.push(json!({"ph": "f", "bp": "e", "id": id, "pid": pid, "tid": tid(to.agent as usize), "ts": to_ts / 1e3, "name": f.name, "cat": "sync"}));
         }
-        json!({"traceEvents": ev, "displayTimeUnit": "ns"})
     }
 
     /// Per-track busy, wait and idle time and the critical path.

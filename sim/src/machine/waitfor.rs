@@ -108,12 +108,12 @@ pub struct CycleEdge {
 }
 
 /// Find the first cycle of the graph `edges[e] = engines e waits for`, in wire order.
-pub fn find_cycle(edges: &[Vec<Engine>; 5]) -> Option<Vec<Engine>> {
+pub fn find_cycle(edges: &[Vec<Engine>; Engine::COUNT]) -> Option<Vec<Engine>> {
     for start in Engine::ALL {
         // Depth-first search with an explicit path.
         let mut path: Vec<(Engine, usize)> = vec![(start, 0)];
-        let mut on_path = [false; 5];
-        let mut done = [false; 5];
+        let mut on_path = [false; Engine::COUNT];
+        let mut done = [false; Engine::COUNT];
         on_path[start as usize] = true;
         while let Some(&mut (e, ref mut next)) = path.last_mut() {
             let out = &edges[e as usize];
@@ -144,19 +144,19 @@ mod tests {
 
     #[test]
     fn cycles_and_self_loops() {
-        let mut g: [Vec<Engine>; 5] = Default::default();
+        let mut g: [Vec<Engine>; Engine::COUNT] = Default::default();
         g[Act as usize] = vec![Dve];
         g[Dve as usize] = vec![Act];
         g[Sp as usize] = vec![Dve];
         assert_eq!(find_cycle(&g), Some(vec![Act, Dve]));
-        let mut g: [Vec<Engine>; 5] = Default::default();
+        let mut g: [Vec<Engine>; Engine::COUNT] = Default::default();
         g[Pool as usize] = vec![Pool];
         assert_eq!(find_cycle(&g), Some(vec![Pool]));
-        let mut g: [Vec<Engine>; 5] = Default::default();
+        let mut g: [Vec<Engine>; Engine::COUNT] = Default::default();
         g[Sp as usize] = vec![Dve];
         assert_eq!(find_cycle(&g), None);
         // A longer cycle reached through a tail.
-        let mut g: [Vec<Engine>; 5] = Default::default();
+        let mut g: [Vec<Engine>; Engine::COUNT] = Default::default();
         g[Pe as usize] = vec![Act];
         g[Act as usize] = vec![Pool];
         g[Pool as usize] = vec![Dve];

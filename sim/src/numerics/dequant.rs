@@ -168,7 +168,7 @@ pub fn dequantize_partition(
     policy: &CastPolicy,
 ) -> Result<(), DequantError> {
     let (sw, dw, text) = ratio(fmt, group_size)?;
-    if src.len() % sw != 0 {
+    if !src.len().is_multiple_of(sw) {
         return Err(DequantError::Blocks {
             src: src.len(),
             block: sw,
@@ -232,7 +232,7 @@ mod tests {
             (s.value(1), s.value(0x1F), s.value(0x3F)),
             (0.125, 7.5, -7.5)
         );
-        assert_eq!(s.value(0b0_01_100), 1.5);
+        assert_eq!(s.value(0b00_1100), 1.5);
         assert_eq!(DequantFmt::Nf4ToE4m3.value(7), 0.0);
         assert!(DequantFmt::from_wire(0).is_err() && DequantFmt::from_wire(5).is_err());
     }

@@ -173,11 +173,11 @@ pub(super) fn write_fast(
     };
     let ok = match d.mem {
         DmaMem::Dram(var) => {
-            let v = dram.get_mut(var)?;
-            if !inside(&runs, v.bytes.len() as u64) {
+            let len = dram.get(var)?.bytes.len() as u64;
+            if !inside(&runs, len) {
                 return None;
             }
-            let bytes = &mut v.bytes;
+            let bytes = dram.bytes_mut(var)?;
             runs.for_each(|a| match (bytes.get_mut(a..a + n), next(&mut at)) {
                 (Some(dst), Some(src)) => {
                     dst.copy_from_slice(src);

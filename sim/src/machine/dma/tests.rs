@@ -14,7 +14,7 @@ fn setup() -> (Geometry, Dram, OnChip) {
         DramVar {
             name: "in".into(),
             kind: VarKind::Input,
-            bytes,
+            bytes: bytes.into(),
         },
     );
     d.insert(
@@ -22,7 +22,7 @@ fn setup() -> (Geometry, Dram, OnChip) {
         DramVar {
             name: "out".into(),
             kind: VarKind::Output,
-            bytes: vec![0; 64],
+            bytes: vec![0; 64].into(),
         },
     );
     (g, d, OnChip::new(g).unwrap())
@@ -86,7 +86,7 @@ fn transposing_steps() {
 fn casting_copy() {
     let (g, mut d, mut c) = setup();
     let vals = [1.0f32, -2.5, 3.0e9, 0.333];
-    d.get_mut(1).unwrap().bytes[..16].copy_from_slice(
+    d.bytes_mut(1).unwrap()[..16].copy_from_slice(
         &vals
             .iter()
             .flat_map(|v| v.to_le_bytes())
@@ -266,13 +266,13 @@ fn streamed_chunks_give_the_whole_transfer() {
         DramVar {
             name: "in".into(),
             kind,
-            bytes,
+            bytes: bytes.into(),
         },
     );
     let out = || DramVar {
         name: "out".into(),
         kind: VarKind::Output,
-        bytes: vec![0; 8192],
+        bytes: vec![0; 8192].into(),
     };
     d.insert(2, out());
     let stride = g.sbuf_partition_stride() as i64;
@@ -376,7 +376,10 @@ mod fast_path {
     fn memories(g: Geometry) -> (Dram, OnChip) {
         let mut d = Dram::default();
         for (id, len) in [(1u32, 4096usize), (2, 300)] {
-            let bytes = (0..len).map(|i| (i * 7 + id as usize) as u8).collect();
+            let bytes = (0..len)
+                .map(|i| (i * 7 + id as usize) as u8)
+                .collect::<Vec<u8>>()
+                .into();
             let name = format!("v{id}");
             let kind = VarKind::Input;
             d.insert(id, DramVar { name, kind, bytes });

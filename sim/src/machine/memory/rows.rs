@@ -61,10 +61,10 @@ impl OnChip {
             && r.is_dense()
             && r.run_bytes as usize == len
             && r.partitions == parts
-            && len % 4 == 0
-            && r.base % 4 == 0
-            && stride % 4 == 0
-            && bytes.as_ptr() as usize % 4 == 0
+            && len.is_multiple_of(4)
+            && r.base.is_multiple_of(4)
+            && stride.is_multiple_of(4)
+            && (bytes.as_ptr() as usize).is_multiple_of(4)
             && r.base as usize + len <= per
             && r.first_partition + parts <= PARTITIONS
             && (r.first_partition + parts) as usize * stride <= bytes.len();

@@ -269,7 +269,7 @@ impl Checker {
             let extent = Extent {
                 memory,
                 partitions: agg.partitions,
-                bytes: agg.bytes,
+                bytes: (u64::from(agg.bytes.0), u64::from(agg.bytes.1)),
                 address,
                 count: agg.count,
             };
@@ -302,7 +302,11 @@ impl Checker {
                     last: last.map(org),
                 },
             };
-            out.push(Finding { kind, extent });
+            out.push(Finding {
+                core: None,
+                kind,
+                extent,
+            });
         }
         // A read that races with a write is reported as the race alone: whether it also found
         // the bytes unwritten depends on which of the two the schedule ran first.

@@ -117,7 +117,7 @@ pub struct Extent {
     /// Partition range `[first, end)` (on-chip memories).
     pub partitions: Option<(u32, u32)>,
     /// Byte range `[lo, hi)` inside each partition (on-chip) or inside the variable (DRAM).
-    pub bytes: (u32, u32),
+    pub bytes: (u64, u64),
     /// Partition-folded address of the first byte (on-chip).
     pub address: Option<u32>,
     /// Overlapping bytes counted over all occurrences.
@@ -160,6 +160,17 @@ pub struct RaceSide {
     pub next_release: Option<String>,
 }
 
+/// One core's access in a [`FindingKind::CoreRace`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CoreSide {
+    /// Core index.
+    pub core: usize,
+    /// The subgraph it runs (`sg00`, ...).
+    pub subgraph: String,
+    /// Read or write.
+    pub kind: AccessKind,
+}
+
 /// What a finding is.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -178,6 +189,14 @@ pub enum FindingKind {
         /// The read.
         at: Origin,
     },
+    /// Two cores access overlapping bytes of a DRAM variable they share, at least one a write,
+    /// and nothing orders the two cores.
+    CoreRace {
+        /// The lower-numbered core's access.
+        a: CoreSide,
+        /// The other core's access.
+        b: CoreSide,
+    },
     /// A matmul adds into PSUM bytes outside an open accumulation group.
     PsumUnzeroed {
         /// The matmul.
@@ -190,6 +209,10 @@ pub enum FindingKind {
 /// One finding with the bytes it covers.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Finding {
+    /// The core it was found on, in a program of several cores (a race between cores names
+    /// both in its kind).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core: Option<usize>,
     /// What.
     #[serde(flatten)]
     pub kind: FindingKind,
@@ -204,17 +227,26 @@ impl Finding {
             FindingKind::Race { .. } => "race",
             FindingKind::UninitRead { .. } => "uninit-read",
             FindingKind::PsumUnzeroed { .. } => "psum-unzeroed",
+            FindingKind::CoreRace { .. } => "core-race",
         }
     }
 }
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(c) = self.core {
+            write!(f, "core {c}: ")?;
+        }
         match &self.kind {
             FindingKind::Race { a, b, missing } => write!(
                 f,
                 "race: {} of {}\n  and {} of {}\n  on {}\n  missing synchronisation: {missing}",
                 a.kind, a.origin, b.kind, b.origin, self.extent
+            ),
+            FindingKind::CoreRace { a, b } => write!(
+                f,
+                "race between cores: {} by core {} ({}) and {} by core {} ({})\n  on {}\n  missing synchronisation: nothing orders the two cores (the result depends on their timing)",
+                a.kind, a.core, a.subgraph, b.kind, b.core, b.subgraph, self.extent
             ),
             FindingKind::UninitRead { at } => write!(
                 f,
@@ -251,6 +283,7 @@ pub(super) fn order_key(f: &Finding) -> (u8, Vec<(Origin, Option<AccessKind>)>, 
             v.extend(last.iter().map(|o| (o.clone(), None)));
             (2, v)
         }
+        FindingKind::CoreRace { .. } => (3, Vec::new()),
     };
     (rank, sides, f.extent.memory.clone())
 }

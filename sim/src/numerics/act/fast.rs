@@ -84,8 +84,8 @@ const N: usize = 1 << N_BITS;
 const INV_LN2_N: f64 = N as f64 / std::f64::consts::LN_2;
 /// `ln 2 / N` in two parts: the high part has 32 significant bits, so `k · LN2_N_HI` is exact
 /// for every `|k| < 2^21` (fdlibm's `ln2_hi` / `ln2_lo`, scaled by 1/16).
-const LN2_N_HI: f64 = 6.931_471_803_691_238_164_9e-1 / N as f64;
-const LN2_N_LO: f64 = 1.908_214_929_270_587_700_02e-10 / N as f64;
+const LN2_N_HI: f64 = 6.931_471_803_691_238e-1 / N as f64;
+const LN2_N_LO: f64 = 1.908_214_929_270_587_7e-10 / N as f64;
 /// `1.5 · 2^52`: adding it rounds an f64 below 2^51 to an integer held in the low mantissa bits.
 const SHIFT: f64 = 6_755_399_441_055_744.0;
 

@@ -336,14 +336,14 @@ fn every_malformed_class_gets_a_named_error() {
     check(
         &mut rows,
         "NEFF: bad hash",
-        &["neff", "info", &bad_hash],
+        &["neff", "info", &bad_hash, "--verify-hash"],
         2,
         "mismatch",
     );
     check(
         &mut rows,
         "NEFF: bad hash",
-        &["run", &bad_hash],
+        &["run", &bad_hash, "--verify-hash"],
         2,
         "mismatch",
     );

@@ -174,12 +174,17 @@ fn bad_inputs_exit_2() {
             .code(),
         Some(0)
     );
-    // A corrupted digest: refused, then readable with --no-verify-hash.
+    // A corrupted digest: read (the digest is not checked unless asked), refused with
+    // --verify-hash; the retired --no-verify-hash still parses and changes nothing.
     let mut bytes = std::fs::read(&neff).unwrap();
     bytes[0xAC] ^= 0xFF;
     let bad = tmp.path().join("bad.neff");
     std::fs::write(&bad, &bytes).unwrap();
-    let out = sim(&["neff", "info", s(&bad)]);
+    let out = sim(&["neff", "info", s(&bad), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["header"]["hash_status"], "not checked");
+    let out = sim(&["neff", "info", s(&bad), "--verify-hash"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("MD5 mismatch"),
@@ -192,6 +197,22 @@ fn bad_inputs_exit_2() {
             .code(),
         Some(0)
     );
+    let out = sim(&["neff", "info", s(&bad), "--no-verify-hash", "--verify-hash"]);
+    assert_eq!(out.status.code(), Some(2), "the two flags conflict");
+    // The intact file's digest matches when checked.
+    let out = sim(&["neff", "info", s(&neff), "--json", "--verify-hash"]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["header"]["hash_status"], "match");
+    for cmd in ["validate", "verify", "lift"] {
+        let out = sim(&[cmd, s(&bad), "--verify-hash"]);
+        assert_eq!(out.status.code(), Some(2), "{cmd}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("MD5 mismatch"),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     // Truncated file.
     std::fs::write(&bad, &bytes[..500]).unwrap();
     let out = sim(&["neff", "info", s(&bad)]);

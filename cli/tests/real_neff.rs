@@ -51,7 +51,7 @@ fn info_lists_the_fixture_its_reader_and_what_is_not_modelled() {
         "target: * (kelf-a.json target",
         "0 that change results",
         "sg00/def.json: var.output.#file-name",
-        "sg00/act.json: act_semaphore (no effect on results; the engine runs no program)",
+        "sg00/def.json: debug_info (no effect on results; debug members (G neff/concrete-carve.md §7))",
     ] {
         assert!(t.contains(needle), "`{needle}` missing from:\n{t}");
     }

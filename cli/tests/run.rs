@@ -401,7 +401,7 @@ fn hostile_archives_exit_2_and_write_nothing() {
                 b[172] ^= 0xFF;
                 b
             },
-            vec![],
+            vec!["--verify-hash"],
             "MD5 mismatch",
         ),
         (

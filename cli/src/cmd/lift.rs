@@ -32,6 +32,9 @@ pub struct Args {
     /// Output BIR JSON file (default: stdout).
     #[arg(short = 'o', long = "output", value_name = "OUT.bir.json")]
     pub output: Option<PathBuf>,
+    /// NEFF reader options (digest check, archive size limits).
+    #[command(flatten)]
+    pub read: crate::cmd::neff::ReadArgs,
 }
 
 /// One stream read from an input file.
@@ -61,11 +64,12 @@ fn stream_error(e: StreamError) -> CliError {
     }
 }
 
-/// Open a `.bin` or `.neff` input.
+/// Open a `.bin` or `.neff` input (a NEFF read with `read`).
 pub(crate) fn load(
     path: &Path,
     arch: Option<Gen>,
     engine: Option<Engine>,
+    read: &ReadOptions,
 ) -> Result<Loaded, CliError> {
     let name = path.display().to_string();
     let ext = path
@@ -94,8 +98,7 @@ pub(crate) fn load(
                     "--engine applies to .bin streams; a NEFF names its streams".into(),
                 ));
             }
-            let n = Neff::read(path, &ReadOptions::default())
-                .map_err(|e| CliError::Io(format!("{name}: {e}")))?;
+            let n = Neff::read(path, read).map_err(|e| CliError::Io(format!("{name}: {e}")))?;
             let gen = crate::cmd::neff::generation(&n, arch, &name)?;
             let sgs = crate::cmd::neff::checked_subgraphs(&n, &name)?;
             let mut streams = Vec::new();
@@ -148,7 +151,7 @@ pub(crate) fn lift_loaded(path: &Path, l: &Loaded) -> Lifted {
 
 /// Run `sim lift`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    let loaded = load(&a.file, a.arch, a.engine)?;
+    let loaded = load(&a.file, a.arch, a.engine, &a.read.options())?;
     let lifted = lift_loaded(&a.file, &loaded);
     for d in &lifted.diagnostics {
         eprintln!("sim: {d}");

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use tpbsim_isa::neff::{
-    header::hex, Layout, Limits, Neff, NeffError, ReadOptions, Subgraph, Target, Unmodelled,
+    header::hex, DigestStatus, Layout, Limits, LogicalCore, Neff, NeffError, ReadOptions, Subgraph,
+    Target, Unmodelled,
 };
 use tpbsim_isa::text::{cross_check, AsmCheck};
 use tpbsim_isa::Gen;
@@ -35,8 +36,13 @@ enum Action {
 /// Options shared by the commands that read a NEFF.
 #[derive(clap::Args)]
 pub struct ReadArgs {
-    /// Read even if the payload digest does not match the header.
+    /// Check the payload digest against the header's hash and refuse a mismatch (off by
+    /// default, as in the Neuron runtime, whose NEURON_RT_VALIDATE_HASH defaults to false).
     #[arg(long)]
+    verify_hash: bool,
+    /// No effect: the digest is checked only with --verify-hash (kept so that existing command
+    /// lines still parse).
+    #[arg(long, hide = true, conflicts_with = "verify_hash")]
     no_verify_hash: bool,
     /// Largest total uncompressed size accepted, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
@@ -50,7 +56,7 @@ impl ReadArgs {
     /// The reader options these flags select.
     pub fn options(&self) -> ReadOptions {
         ReadOptions {
-            verify_hash: !self.no_verify_hash,
+            verify_hash: self.verify_hash,
             limits: Limits {
                 max_total_bytes: self.max_total_mib.saturating_mul(1 << 20),
                 max_member_bytes: self.max_member_mib.saturating_mul(1 << 20),
@@ -159,11 +165,13 @@ fn header_json(n: &Neff) -> Value {
         "num_tpb": h.num_tpb,
         "hash_algorithm": h.digest_algorithm(),
         "hash": hex(h.digest()),
+        "hash_status": n.digest.as_str(),
         "uuid": h.uuid_str(),
         "name": h.name_str(),
         "requested_tpb_count": h.requested_tpb_count,
         "tpb_per_node": &h.tpb_per_node[..tpb_used],
         "feature_bits": format!("{:#x}", h.feature_bits),
+        "feature_names": h.feature_names(),
         "lnc_size": h.lnc_size,
         "runtime_compat_issues": h.runtime_compat_issues(),
     })
@@ -178,6 +186,8 @@ fn subgraph_json(sg: &Subgraph) -> Value {
             json!({
                 "var_id": v.var_id, "name": v.name, "type": v.kind.as_str(), "size": v.size,
                 "dtype": v.dtype.map(|d| d.name()), "shape": v.shape, "file_name": v.file_name,
+                "list": v.list, "backing_variable_off": v.backing_variable_off,
+                "backing_buf": v.backing_buf.as_ref().map(ToString::to_string),
             })
         })
         .collect();
@@ -185,9 +195,17 @@ fn subgraph_json(sg: &Subgraph) -> Value {
         .def
         .dma_queue
         .iter()
-        .map(
-            |q| json!({"name": q.name, "id": q.id, "owner": q.owner, "semaphores": q.semaphores()}),
-        )
+        .map(|q| {
+            json!({
+                "name": q.name, "id": q.id, "owner": q.owner, "type": q.role_type,
+                "num_queues": q.num_queues, "semaphores": q.semaphores(),
+                "dynamic_dma": q.dynamic_dma.as_ref().map(|d| json!({
+                    "SB_scratch_partition_offset": d.sb_scratch_partition_offset,
+                    "SB_scratch_partition_size": d.sb_scratch_partition_size,
+                })),
+                "fabric_path": q.fabric_path,
+            })
+        })
         .collect();
     let streams: Vec<Value> = sg
         .streams
@@ -211,6 +229,10 @@ fn subgraph_json(sg: &Subgraph) -> Value {
     json!({
         "dir": sg.dir, "def_json": sg.def_member, "variables": vars, "queues": queues, "streams": streams,
         "def_dma_blocks": sg.def.dma.len(), "sidecars_without_stream": orphan_sidecars,
+        "neff_features": sg.def.neff_features,
+        "fp8_conversion_config": sg.def.fp8_conversion_config,
+        "runtime_semaphore_count": sg.def.runtime_semaphore_count,
+        "runtime_event_count": sg.def.runtime_event_count,
     })
 }
 
@@ -255,6 +277,7 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
         .iter()
         .filter_map(|(_, r)| r.as_ref().ok())
         .collect();
+    let mut core: Option<Result<LogicalCore, String>> = None;
     let mut unmodelled: Vec<Unmodelled> = loaded
         .iter()
         .flat_map(|s| s.unmodelled.iter().cloned())
@@ -268,6 +291,11 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
         if let Err(e) = n.check_reachable(&owned) {
             note(&e);
         }
+        let c = n.logical_core(&owned);
+        if let Err(e) = &c {
+            note(e);
+        }
+        core = Some(c.map_err(|e| e.to_string()));
     }
     let gen = a.arch.or_else(|| load::target_gen(&n).ok().flatten());
     let asm_rows = asm_cross_checks(&n, &loaded, gen);
@@ -280,6 +308,11 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
             "target_arch": target_arch,
             "target": target,
             "reader": reader,
+            "logical_core": match &core {
+                Some(Ok(c)) => json!({"size": c.size, "vnc_feature": c.vnc_feature, "subgraphs": c.subgraphs}),
+                Some(Err(e)) => json!({"error": e}),
+                None => Value::Null,
+            },
             "unmodelled": unmodelled.iter().map(|u| json!({
                 "member": u.member, "path": u.path, "affects_results": u.affects_results, "note": u.note,
             })).collect::<Vec<_>>(),
@@ -295,6 +328,16 @@ fn info(a: InfoArgs) -> Result<Outcome, CliError> {
         print_text(&a.file, &n, target.as_deref(), &subgraphs);
         if let Some(r) = reader {
             println!("reader: {r}");
+        }
+        match &core {
+            Some(Ok(c)) => println!(
+                "logical core: {} physical core(s) (lnc_size), vnc feature {}, {} subgraph(s), one per physical core",
+                c.size,
+                if c.vnc_feature { "set" } else { "not set" },
+                c.subgraphs
+            ),
+            Some(Err(e)) => println!("logical core: error: {e}"),
+            None => {}
         }
         if unmodelled.is_empty() {
             println!("not modelled: nothing");
@@ -409,9 +452,13 @@ fn print_text(
         println!("  build_version        {:?}", h.build_version_str());
         println!("  num_tpb              {}", h.num_tpb);
         println!(
-            "  hash                 {} ({})",
+            "  hash                 {} ({}, {})",
             hex(h.digest()),
-            h.digest_algorithm().unwrap_or("?")
+            h.digest_algorithm().unwrap_or("?"),
+            match &n.digest {
+                DigestStatus::NotChecked => "not checked; --verify-hash checks it",
+                other => other.as_str(),
+            }
         );
         println!("  uuid                 {}", h.uuid_str());
         println!("  name                 {:?}", h.name_str());
@@ -422,7 +469,16 @@ fn print_text(
             .rposition(|&b| b != 0)
             .map_or(0, |i| i + 1);
         println!("  tpb_per_node         {:?}", &h.tpb_per_node[..used]);
-        println!("  feature_bits         {:#x}", h.feature_bits);
+        let names = h.feature_names();
+        if names.is_empty() {
+            println!("  feature_bits         {:#x}", h.feature_bits);
+        } else {
+            println!(
+                "  feature_bits         {:#x} ({})",
+                h.feature_bits,
+                names.join(", ")
+            );
+        }
         println!("  lnc_size             {}", h.lnc_size);
         for issue in h.runtime_compat_issues() {
             println!("  note: the Neuron runtime would refuse this header: {issue}");
@@ -446,6 +502,21 @@ fn print_text(
             }
         };
         println!("subgraph {shown}:");
+        if !sg.def.neff_features.is_empty() {
+            println!("  neff_features: {}", sg.def.neff_features.join(", "));
+        }
+        if let Some(c) = &sg.def.fp8_conversion_config {
+            let show = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+            println!(
+                "  fp8_conversion_config: emax_fp8_e4m3 {}, emax_fp8_e5m2 {}, fp8_range_extension {}, fp8_sis {}, fp8_sns {}, ocp_sat {}",
+                show(c.emax_fp8_e4m3.map(|v| v.to_string())),
+                show(c.emax_fp8_e5m2.map(|v| v.to_string())),
+                show(c.fp8_range_extension.map(|v| v.to_string())),
+                show(c.fp8_sis.map(|v| v.to_string())),
+                show(c.fp8_sns.map(|v| v.to_string())),
+                show(c.ocp_sat.map(|v| v.to_string())),
+            );
+        }
         println!("  variables: {}", sg.def.var.len());
         for v in &sg.def.var {
             let mut line = format!(
@@ -466,6 +537,15 @@ fn print_text(
             if let Some(f) = &v.file_name {
                 line.push_str(&format!(" <- {f}"));
             }
+            if let Some(l) = &v.list {
+                line.push_str(&format!(" list {l:?}"));
+            }
+            if let Some(o) = v.backing_variable_off {
+                line.push_str(&format!(" backing_variable_off {o}"));
+            }
+            if let Some(b) = &v.backing_buf {
+                line.push_str(&format!(" backing_buf {b}"));
+            }
             println!("{line}");
         }
         println!("  dma queues: {}", sg.def.dma_queue.len());
@@ -475,7 +555,25 @@ fn print_text(
                 .owner
                 .as_deref()
                 .map_or(String::new(), |o| format!(" owner {o}"));
-            println!("    {}{id}{owner} semaphores {:?}", q.name, q.semaphores());
+            let kind = q
+                .role_type
+                .as_deref()
+                .map_or(String::new(), |t| format!(" type {t}"));
+            let count = q
+                .num_queues
+                .map_or(String::new(), |n| format!(" num_queues {n}"));
+            let scratch = q.dynamic_dma.as_ref().map_or(String::new(), |d| {
+                format!(
+                    " SB scratch {}+{} per partition",
+                    d.sb_scratch_partition_offset.unwrap_or(0),
+                    d.sb_scratch_partition_size.unwrap_or(0)
+                )
+            });
+            println!(
+                "    {}{id}{owner}{kind}{count} semaphores {:?}{scratch}",
+                q.name,
+                q.semaphores()
+            );
         }
         println!("  streams: {}", sg.streams.len());
         for (e, s) in &sg.streams {
@@ -584,13 +682,12 @@ pub fn generation(n: &Neff, arch: Option<Gen>, name: &str) -> Result<Gen, CliErr
     })
 }
 
-/// Every subgraph of a NEFF, with the check that something was reachable and nothing
-/// stream-like was left aside.
+/// Every subgraph of a NEFF, with the checks that something was reachable, that nothing
+/// stream-like was left aside, and that the number of subgraphs suits the logical core.
 pub fn checked_subgraphs(n: &Neff, name: &str) -> Result<Vec<Subgraph>, CliError> {
-    let sgs = n
-        .subgraphs()
-        .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
-    n.check_reachable(&sgs)
-        .map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+    let usage = |e: NeffError| CliError::Usage(format!("{name}: {e}"));
+    let sgs = n.subgraphs().map_err(usage)?;
+    n.check_reachable(&sgs).map_err(usage)?;
+    n.logical_core(&sgs).map_err(usage)?;
     Ok(sgs)
 }

@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
+use tpbsim_isa::neff::Neff;
 use tpbsim_isa::stream::EngineStream;
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_validate::diag::{Mode, Severity};
@@ -48,6 +48,9 @@ pub struct Args {
     /// Treat lint warnings (docs/asm.md, "Lint") as errors (exit 1).
     #[arg(long)]
     pub deny_warnings: bool,
+    /// NEFF reader options (digest check, archive size limits).
+    #[command(flatten)]
+    pub read: crate::cmd::neff::ReadArgs,
 }
 
 /// Most worker threads `--force-threads` allows.
@@ -100,7 +103,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
         if ext.as_deref() == Some("neff") {
-            let neff = Neff::read(f, &ReadOptions::default())
+            let neff = Neff::read(f, &a.read.options())
                 .map_err(|e| CliError::Io(format!("{}: {e}", f.display())))?;
             let shown = f.display().to_string();
             let gen = crate::cmd::neff::generation(&neff, a.arch, &shown)?;

@@ -53,6 +53,9 @@ pub struct Args {
     /// List the rules: property, rule name, codes, what it checks.
     #[arg(long)]
     pub list_rules: bool,
+    /// NEFF reader options (digest check, archive size limits).
+    #[command(flatten)]
+    pub read: crate::cmd::neff::ReadArgs,
 }
 
 /// The kind of input, from the file name.
@@ -164,7 +167,13 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         Mode::CollectAll
     };
     if input_kind(path)? != InputKind::BirJson {
-        return streams::verify(path, arch, a.engine, a.json, mode, &registry, props);
+        let input = streams::Input {
+            path,
+            arch,
+            engine: a.engine,
+            read: a.read.options(),
+        };
+        return streams::verify(&input, a.json, mode, &registry, props);
     }
     if a.engine.is_some() {
         return Err(CliError::Usage("--engine applies to .bin streams".into()));

@@ -112,11 +112,15 @@ fn archive_error(e: io::Error, tripped: &Cell<bool>, limits: &Limits, context: &
     }
 }
 
-/// Read every regular-file member of a tar (gzip or plain) payload, enforcing `limits`.
-pub(crate) fn read_members(
-    payload: &[u8],
-    limits: &Limits,
-) -> Result<BTreeMap<String, Vec<u8>>, NeffError> {
+/// Members by normalised path, and the offset in the payload just past the archive.
+pub(crate) type Members = (BTreeMap<String, Vec<u8>>, usize);
+
+/// Read every regular-file member of a tar (gzip or plain) payload, enforcing `limits`. The tar
+/// is read up to its end-of-archive marker (as the runtime's libarchive walk does); a gzip
+/// payload is read as one gzip member, whose trailer (CRC-32 and length) is checked. Returns
+/// the members and where the archive ends in `payload`: the end of the gzip member, or the
+/// whole payload for a plain tar. What follows a gzip member is the caller's to check.
+pub(crate) fn read_members(payload: &[u8], limits: &Limits) -> Result<Members, NeffError> {
     let tripped = Rc::new(Cell::new(false));
     // Room for tar headers, padding and extension records on top of the member bytes.
     let overhead = (limits.max_members as u64)
@@ -124,8 +128,8 @@ pub(crate) fn read_members(
         .saturating_mul(4 * 512)
         .saturating_add(1 << 20);
     let budget = limits.max_total_bytes.saturating_add(overhead);
-    // The gzip decoder reads through a slice that tracks how far it got: bytes after the first
-    // gzip member (a second member, trailing data) are an error, not silently ignored.
+    // The gzip decoder reads through a slice that tracks how far it got, so the caller can
+    // check what follows the first gzip member (zero padding up to data_size).
     let consumed = Rc::new(Cell::new(0usize));
     let gzip = is_gzip(payload);
     let inner: Box<dyn Read + '_> = if gzip {
@@ -258,20 +262,12 @@ pub(crate) fn read_members(
             members.insert(name, data);
         }
     }
-    // Drain the rest so the gzip trailer (CRC-32 and length) is checked.
+    // Drain the rest of the member so the gzip trailer (CRC-32 and length) is checked.
     let mut rest = archive.into_inner();
     io::copy(&mut rest, &mut io::sink())
         .map_err(|e| archive_error(e, &tripped, limits, "after the last member"))?;
-    if gzip && consumed.get() < payload.len() {
-        return Err(NeffError::CorruptArchive {
-            detail: format!(
-                "{} bytes follow the gzip member that ends at payload byte {} (a second gzip member or trailing data; one member is read)",
-                payload.len() - consumed.get(),
-                consumed.get()
-            ),
-        });
-    }
-    Ok(members)
+    let end = if gzip { consumed.get() } else { payload.len() };
+    Ok((members, end))
 }
 
 /// A byte slice read through `BufRead`, recording how many bytes were consumed.
@@ -389,8 +385,26 @@ mod tests {
         m.insert(long.clone(), b"hello".to_vec());
         m.insert("short".to_string(), Vec::new());
         let bytes = write_gzip_tar(&m).unwrap();
-        let back = read_members(&bytes, &Limits::default()).unwrap();
+        let (back, end) = read_members(&bytes, &Limits::default()).unwrap();
         assert_eq!(back, m);
+        assert_eq!(end, bytes.len());
+    }
+
+    #[test]
+    fn the_archive_ends_with_its_gzip_member() {
+        let mut m = BTreeMap::new();
+        m.insert("a".to_string(), b"hello".to_vec());
+        let gz = write_gzip_tar(&m).unwrap();
+        // Whatever follows the member is left to the caller, zero or not.
+        for tail in [&[0u8; 100][..], b"\x1f\x8b junk"] {
+            let mut padded = gz.clone();
+            padded.extend_from_slice(tail);
+            let (back, end) = read_members(&padded, &Limits::default()).unwrap();
+            assert_eq!((back, end), (m.clone(), gz.len()));
+        }
+        // A plain tar ends with its payload.
+        let tar = write_plain_tar(&m).unwrap();
+        assert_eq!(read_members(&tar, &Limits::default()).unwrap().1, tar.len());
     }
 
     #[test]
@@ -402,7 +416,7 @@ mod tests {
         m.insert("big".to_string(), vec![7u8; (17 << 20) + 64]);
         m.insert("small".to_string(), vec![1u8; 100]);
         for bytes in [write_gzip_tar(&m).unwrap(), write_plain_tar(&m).unwrap()] {
-            let back = read_members(&bytes, &Limits::default()).unwrap();
+            let (back, _) = read_members(&bytes, &Limits::default()).unwrap();
             assert_eq!(back, m);
             for (name, data) in &back {
                 assert_eq!(data.capacity(), data.len(), "{name}");

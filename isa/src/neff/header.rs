@@ -13,11 +13,7 @@ pub const PKG_TAR_SHA256: u64 = 1;
 /// `pkg_version` of a gzip tar payload whose MD5 fills `hash[0..16]`.
 pub const PKG_GZIP_MD5: u64 = 2;
 
-/// Feature bits the runtime understands (`0x7FFFFFF`); for `neff_version_major == 2` a set bit
-/// under [`FEATURE_REJECT_MASK`] makes the runtime refuse the NEFF.
-pub const FEATURE_SUPPORTED: u64 = 0x7FF_FFFF;
-/// The runtime's reject mask for `neff_version_major == 2`.
-pub const FEATURE_REJECT_MASK: u64 = 0x7FFF_FFFF_F800_0000;
+pub use super::features::{FEATURE_REJECT_MASK, FEATURE_SUPPORTED};
 
 /// Field offsets (bytes from the start of the file).
 pub mod offset {
@@ -276,9 +272,24 @@ impl Header {
         self.data_size = payload.len() as u64;
     }
 
+    /// Whether the payload hashes to the digest this header records. A package version
+    /// without a digest algorithm is a mismatch against an empty digest.
+    pub fn check_digest(&self, payload: &[u8]) -> DigestStatus {
+        let actual = self.compute_digest(payload).unwrap_or_default();
+        if self.digest() == actual.as_slice() {
+            DigestStatus::Match
+        } else {
+            DigestStatus::Mismatch {
+                algorithm: self.digest_algorithm().unwrap_or("digest"),
+                expected: hex(self.digest()),
+                actual: hex(&actual),
+            }
+        }
+    }
+
     /// Conditions under which the Neuron runtime would refuse this header even though the
-    /// container is readable: a major version above 2, or (major 2) feature bits outside the
-    /// runtime's supported set.
+    /// container is readable: a major version above 2. (Feature bits the runtime refuses are
+    /// refused by the reader: [`super::NeffError::UnsupportedFeatures`].)
     pub fn runtime_compat_issues(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.neff_version_major > 2 {
@@ -287,13 +298,54 @@ impl Header {
                 self.neff_version_major
             ));
         }
-        if self.neff_version_major == 2 && self.feature_bits & FEATURE_REJECT_MASK != 0 {
-            out.push(format!(
-                "feature_bits {:#x} has bits outside the runtime's supported set {:#x}",
-                self.feature_bits, FEATURE_SUPPORTED
-            ));
-        }
         out
+    }
+
+    /// The name of every set feature bit, unknown ones in hex
+    /// ([`super::features::feature_names`]).
+    pub fn feature_names(&self) -> Vec<String> {
+        super::features::feature_names(self.feature_bits)
+    }
+
+    /// Whether bit 0x400 (`neff_feature_vnc`) is set.
+    pub fn vnc_feature(&self) -> bool {
+        self.feature_bits & super::features::FEATURE_VNC != 0
+    }
+
+    /// The logical-core size: `lnc_size`, with 0 read as 1 (NEFFs written before the field
+    /// carry 0; the runtime's DWARF names the field `vnc_size`).
+    pub fn lnc(&self) -> u32 {
+        self.lnc_size.max(1)
+    }
+}
+
+/// The outcome of the payload digest check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DigestStatus {
+    /// The payload hashes to the header's digest.
+    Match,
+    /// It does not (a read with `ReadOptions::verify_hash` refuses the NEFF instead).
+    Mismatch {
+        /// `MD5` or `SHA-256`.
+        algorithm: &'static str,
+        /// Digest recorded in the header (hex).
+        expected: String,
+        /// Digest of the payload (hex).
+        actual: String,
+    },
+    /// Not computed: `ReadOptions::verify_hash` is off (the runtime's default,
+    /// `NEURON_RT_VALIDATE_HASH=false`), or a bare archive has no header to hold one.
+    NotChecked,
+}
+
+impl DigestStatus {
+    /// `match`, `mismatch` or `not checked`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DigestStatus::Match => "match",
+            DigestStatus::Mismatch { .. } => "mismatch",
+            DigestStatus::NotChecked => "not checked",
+        }
     }
 }
 
@@ -389,11 +441,40 @@ mod tests {
     fn runtime_compat() {
         let mut h = Header::default();
         assert!(h.runtime_compat_issues().is_empty());
-        h.feature_bits = 0x0800_0000;
-        assert_eq!(h.runtime_compat_issues().len(), 1);
         h.neff_version_major = 3;
-        h.feature_bits = 0;
         assert_eq!(h.runtime_compat_issues().len(), 1);
+    }
+
+    #[test]
+    fn digest_status() {
+        let mut h = Header::default();
+        h.seal(b"abc");
+        assert_eq!(h.check_digest(b"abc"), DigestStatus::Match);
+        let DigestStatus::Mismatch {
+            algorithm,
+            expected,
+            actual,
+        } = h.check_digest(b"abd")
+        else {
+            panic!("a changed payload matched")
+        };
+        assert_eq!(algorithm, "MD5");
+        assert_eq!(expected, "900150983cd24fb0d6963f7d28e17f72");
+        assert_ne!(actual, expected);
+        assert_eq!(DigestStatus::NotChecked.as_str(), "not checked");
+    }
+
+    #[test]
+    fn lnc_zero_reads_as_one() {
+        let mut h = Header::default();
+        assert_eq!(h.lnc(), 1);
+        h.lnc_size = 1;
+        assert_eq!(h.lnc(), 1);
+        h.lnc_size = 2;
+        assert_eq!(h.lnc(), 2);
+        assert!(!h.vnc_feature());
+        h.feature_bits = 0x20_9c00;
+        assert!(h.vnc_feature());
     }
 
     #[test]

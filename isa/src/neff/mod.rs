@@ -17,22 +17,27 @@
 //! `docs/neff.md` lists every field and key tpbsim reads and writes, with its source.
 
 mod archive;
+pub mod features;
 pub mod header;
 pub mod npy;
 pub mod reader;
 pub mod schema;
+pub mod unmodelled;
 pub mod writer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use header::{Header, HEADER_LEN, PKG_GZIP_MD5, PKG_TAR_SHA256};
+pub use features::{logical_core, FeatureFlag, LogicalCore, FEATURE_FLAGS};
+pub use header::{DigestStatus, Header, HEADER_LEN, PKG_GZIP_MD5, PKG_TAR_SHA256};
 pub use npy::{NpyArray, NpyElem, NpyError};
-pub use reader::{Plan, Reader, Target, Unmodelled};
+pub use reader::{Plan, Reader, Target};
 pub use schema::{
-    engine_token, DefJson, DmaBlock, DmaEntry, DmaOp, DmaQueue, EngineFiles, NeffJson, SemOp,
-    Sidecar, VarKind, VarRef, Variable,
+    engine_token, BackingBuf, DefError, DefJson, DmaBlock, DmaEntry, DmaOp, DmaQueue, DveTableSet,
+    DynamicDma, EngineFiles, Fp8ConversionConfig, NeffJson, SemOp, Sidecar, VarKind, VarRef,
+    Variable,
 };
+pub use unmodelled::Unmodelled;
 pub use writer::{to_runtime_layout, Repacked};
 
 use serde_json::Value;
@@ -69,7 +74,7 @@ pub enum NeffError {
         /// File length.
         file_len: u64,
     },
-    /// `data_size` disagrees with the bytes after the header.
+    /// `data_size` is zero or larger than the bytes after the header.
     #[error("data_size {data_size} but {available} bytes follow the 1024-byte header")]
     DataSize {
         /// Recorded payload size.
@@ -77,8 +82,9 @@ pub enum NeffError {
         /// Bytes present after the header.
         available: u64,
     },
-    /// The payload digest does not match the header.
-    #[error("{algorithm} mismatch: header has {expected}, payload hashes to {actual} (use --no-verify-hash to read anyway)")]
+    /// The payload digest does not match the header (checked only when asked:
+    /// [`ReadOptions::verify_hash`], `--verify-hash`).
+    #[error("{algorithm} mismatch: header has {expected}, payload hashes to {actual} (the check runs only with --verify-hash; the runtime skips it unless NEURON_RT_VALIDATE_HASH is set)")]
     HashMismatch {
         /// `MD5` or `SHA-256`.
         algorithm: &'static str,
@@ -86,6 +92,46 @@ pub enum NeffError {
         expected: String,
         /// Digest of the payload (hex).
         actual: String,
+    },
+    /// `feature_bits` has bits the runtime refuses (`neff_version_major` 2, mask
+    /// `0x7FFFFFFFF8000000`, R `neff/container.md`).
+    #[error("feature_bits {bits:#x}: bits {refused:#x} are in the runtime's reject mask {:#x} (neff_version_major 2): the NEFF needs features newer than the runtime's set {:#x}", features::FEATURE_REJECT_MASK, features::FEATURE_SUPPORTED)]
+    UnsupportedFeatures {
+        /// The header's `feature_bits`.
+        bits: u64,
+        /// The refused ones.
+        refused: u64,
+    },
+    /// A non-zero byte after the archive: only zero padding may follow the gzip member (the
+    /// runtime reads one member up to the tar's end-of-archive marker and never looks past it).
+    #[error("byte {offset} of the file is {value:#04x}, after the archive that ends at byte {archive_end}: only zero padding may follow it (a second gzip member or trailing data; one member is read)")]
+    TrailingData {
+        /// File offset of the first non-zero byte.
+        offset: u64,
+        /// Its value.
+        value: u8,
+        /// File offset just past the archive (the gzip member's trailer, or the plain tar's
+        /// `data_size` bytes).
+        archive_end: u64,
+    },
+    /// The number of subgraphs is neither 1 nor the logical-core size (the runtime asserts
+    /// `nkbin == 1 || nkbin == vnc core size`, R `neff/load-pipeline.md`).
+    #[error("{subgraphs} subgraphs for a logical core of {lnc_size} physical core(s): the runtime loads 1 subgraph, or one per physical core")]
+    SubgraphCount {
+        /// Subgraphs the NEFF declares.
+        subgraphs: usize,
+        /// The logical-core size (`lnc_size`, 0 read as 1).
+        lnc_size: u32,
+    },
+    /// A `def.json` key breaks one of its rules.
+    #[error("{member}: at {path}: {error}")]
+    Def {
+        /// The member.
+        member: String,
+        /// JSON path.
+        path: String,
+        /// The rule broken.
+        error: DefError,
     },
     /// The archive ends early.
     #[error("truncated archive: {detail}")]
@@ -215,21 +261,14 @@ impl Default for Limits {
 }
 
 /// Options for reading a NEFF.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadOptions {
-    /// Check the payload digest against the header (default on).
+    /// Check the payload digest against the header and refuse a mismatch (default off, as the
+    /// runtime: `NEURON_RT_VALIDATE_HASH` defaults to false; the neuronx-cc 2.23 header hash
+    /// does not cover the payload).
     pub verify_hash: bool,
     /// Size limits.
     pub limits: Limits,
-}
-
-impl Default for ReadOptions {
-    fn default() -> Self {
-        ReadOptions {
-            verify_hash: true,
-            limits: Limits::default(),
-        }
-    }
 }
 
 /// How the archive sits in the file.
@@ -250,8 +289,25 @@ pub struct Neff {
     pub header: Header,
     /// How the archive was stored when read ([`Layout::Headered`] for a new NEFF).
     pub layout: Layout,
+    /// The payload digest check made when it was read ([`DigestStatus::NotChecked`] unless
+    /// [`ReadOptions::verify_hash`]; a mismatch is refused then, so it reads `Match`).
+    pub digest: DigestStatus,
     /// Member contents by path (`/`-separated, no leading `./`).
     pub members: BTreeMap<String, Vec<u8>>,
+}
+
+/// Everything in `bytes` from `archive_end` on must be zero: the padding the compiler writes up
+/// to `data_size`, and anything after `data_size`.
+fn check_trailing(bytes: &[u8], archive_end: usize) -> Result<(), NeffError> {
+    let rest = bytes.get(archive_end..).unwrap_or_default();
+    match rest.iter().position(|&b| b != 0) {
+        None => Ok(()),
+        Some(i) => Err(NeffError::TrailingData {
+            offset: (archive_end + i) as u64,
+            value: rest[i],
+            archive_end: archive_end as u64,
+        }),
+    }
 }
 
 /// Join a subgraph directory and a relative name.
@@ -276,6 +332,7 @@ impl Neff {
         Ok(Neff {
             header,
             layout: Layout::Headered,
+            digest: DigestStatus::NotChecked,
             members: BTreeMap::new(),
         })
     }
@@ -319,7 +376,8 @@ impl Neff {
             } else {
                 Layout::BareTar
             };
-            let members = archive::read_members(bytes, &opts.limits)?;
+            let (members, archive_end) = archive::read_members(bytes, &opts.limits)?;
+            check_trailing(bytes, archive_end)?;
             let header = Header {
                 pkg_version: if layout == Layout::BareGzip {
                     PKG_GZIP_MD5
@@ -332,6 +390,7 @@ impl Neff {
             return Ok(Neff {
                 header,
                 layout,
+                digest: DigestStatus::NotChecked,
                 members,
             });
         }
@@ -351,28 +410,49 @@ impl Neff {
                 file_len,
             });
         }
+        let refused = features::refused_bits(header.neff_version_major, header.feature_bits);
+        if refused != 0 {
+            return Err(NeffError::UnsupportedFeatures {
+                bits: header.feature_bits,
+                refused,
+            });
+        }
+        // The runtime hands [1024, 1024 + data_size) to its archive reader and requires only
+        // that it fits the file (R neff/container.md).
         let available = file_len - HEADER_LEN as u64;
-        if header.data_size != available || header.data_size == 0 {
+        if header.data_size > available || header.data_size == 0 {
             return Err(NeffError::DataSize {
                 data_size: header.data_size,
                 available,
             });
         }
-        let payload = &bytes[HEADER_LEN..];
-        if opts.verify_hash {
-            let actual = header.compute_digest(payload).unwrap_or_default();
-            if header.digest() != actual.as_slice() {
-                return Err(NeffError::HashMismatch {
-                    algorithm: header.digest_algorithm().unwrap_or("digest"),
-                    expected: header::hex(header.digest()),
-                    actual: header::hex(&actual),
-                });
+        // data_size <= available, which is a usize.
+        let end = HEADER_LEN + header.data_size as usize;
+        let payload = &bytes[HEADER_LEN..end];
+        let digest = if opts.verify_hash {
+            match header.check_digest(payload) {
+                DigestStatus::Mismatch {
+                    algorithm,
+                    expected,
+                    actual,
+                } => {
+                    return Err(NeffError::HashMismatch {
+                        algorithm,
+                        expected,
+                        actual,
+                    })
+                }
+                status => status,
             }
-        }
-        let members = archive::read_members(payload, &opts.limits)?;
+        } else {
+            DigestStatus::NotChecked
+        };
+        let (members, archive_end) = archive::read_members(payload, &opts.limits)?;
+        check_trailing(bytes, HEADER_LEN + archive_end)?;
         Ok(Neff {
             header,
             layout: Layout::Headered,
+            digest,
             members,
         })
     }
@@ -560,46 +640,6 @@ impl Neff {
         self.subgraph_at(dir, &member, reader)
     }
 
-    /// Every member and JSON key the NEFF's manifests carry that no subgraph reads (the
-    /// subgraphs' own lists come with each [`Subgraph`]).
-    pub fn unmodelled_members(&self, sgs: &[Subgraph]) -> Result<Vec<Unmodelled>, NeffError> {
-        let plan = self.plan()?;
-        let mut out = Vec::new();
-        let mut scan = reader::Scan { out: &mut out };
-        let mut used: std::collections::BTreeSet<String> =
-            sgs.iter().flat_map(|s| s.used.iter().cloned()).collect();
-        if let Some(b) = self.member("neff.json") {
-            used.insert("neff.json".into());
-            let v = reader::parse_value("neff.json", b)?;
-            let modelled = if plan.reader == Reader::Runtime {
-                reader::TVM_MODELLED
-            } else {
-                reader::MANIFEST_MODELLED
-            };
-            scan.manifest("neff.json", &v, modelled);
-        }
-        if let Some(k) = &plan.kelf {
-            used.insert(k.clone());
-            if let Some(b) = self.member(k) {
-                let v = reader::parse_value(k, b)?;
-                scan.manifest(k, &v, reader::KELF_MODELLED);
-            }
-        }
-        for m in self.members.keys().filter(|m| !used.contains(*m)) {
-            out.push(Unmodelled {
-                member: m.clone(),
-                path: String::new(),
-                affects_results: false,
-                note: if m.ends_with(".asm") {
-                    "producer listing"
-                } else {
-                    "member no manifest names"
-                },
-            });
-        }
-        Ok(out)
-    }
-
     /// Check that the subgraphs read something and that no stream-like member is left aside:
     /// a NEFF with no subgraph, subgraphs without any stream, or a member shaped like a stream
     /// that no subgraph reads is an error naming what was found.
@@ -664,10 +704,14 @@ impl Neff {
         def.validate(&def_member)?;
         let mut used = std::collections::BTreeSet::from([def_member.clone()]);
         let mut unmodelled = Vec::new();
-        reader::Scan {
+        unmodelled::Scan {
             out: &mut unmodelled,
         }
         .def_json(&def_member, &raw);
+        let mut named: BTreeMap<String, String> = unmodelled::debug_members(dir, &def_member, &raw)
+            .into_iter()
+            .filter(|(m, _)| self.members.contains_key(m))
+            .collect();
         let mut streams = BTreeMap::new();
         let mut sidecars = BTreeMap::new();
         let runtime_engines = Engine::ALL.iter().any(|&e| def.engine_json(e).is_some());
@@ -696,7 +740,7 @@ impl Neff {
                     })?;
                 let ev = reader::parse_value(&member, data)?;
                 let sidecar: Sidecar = schema::parse_json(&member, data)?;
-                schema::validate_blocks(&member, "dma", &sidecar.dma, &def)?;
+                schema::validate_sidecar(&member, &sidecar, &def)?;
                 used.insert(member.clone());
                 let mut runs = false;
                 if let Some(instr) = &sidecar.instr {
@@ -717,10 +761,11 @@ impl Neff {
                     used.insert(sm.clone());
                     streams.insert(engine, StreamMember { member: sm, stream });
                 }
-                reader::Scan {
+                unmodelled::Scan {
                     out: &mut unmodelled,
                 }
-                .engine_json(&member, &ev, runs);
+                .engine_json(&member, &ev, &sidecar, runs);
+                self.engine_members(dir, &member, &sidecar, runs, &mut named)?;
                 sidecars.insert(engine, SidecarMember { member, sidecar });
                 continue;
             }
@@ -737,19 +782,23 @@ impl Neff {
             {
                 let data = &self.members[&member];
                 let sidecar: Sidecar = schema::parse_json(&member, data)?;
-                schema::validate_blocks(&member, "dma", &sidecar.dma, &def)?;
+                schema::validate_sidecar(&member, &sidecar, &def)?;
                 let ev = reader::parse_value(&member, data)?;
                 let runs = streams
                     .get(&engine)
                     .is_some_and(|s| !s.stream.bundles().is_empty());
-                reader::Scan {
+                unmodelled::Scan {
                     out: &mut unmodelled,
                 }
-                .engine_json(&member, &ev, runs);
+                .engine_json(&member, &ev, &sidecar, runs);
+                self.engine_members(dir, &member, &sidecar, runs, &mut named)?;
                 used.insert(member.clone());
                 sidecars.insert(engine, SidecarMember { member, sidecar });
             }
         }
+        // Named members are kept with the subgraph (packing keeps them); their content is
+        // listed as not modelled.
+        used.extend(named.keys().cloned());
         let mut sg = Subgraph {
             dir: dir.to_string(),
             def_member,
@@ -758,6 +807,7 @@ impl Neff {
             sidecars,
             reader,
             unmodelled,
+            named,
             used,
         };
         for i in 0..sg.def.var.len() {
@@ -1046,7 +1096,10 @@ pub struct Subgraph {
     pub reader: Reader,
     /// JSON keys of its members that tpbsim does not model.
     pub unmodelled: Vec<Unmodelled>,
-    /// Every member it reads.
+    /// Members its JSON names whose content tpbsim does not read (ACT and DVE table images,
+    /// the ACT set manifest, debug files), each with what names it.
+    pub named: BTreeMap<String, String>,
+    /// Every member it reads or names.
     pub used: std::collections::BTreeSet<String>,
 }
 

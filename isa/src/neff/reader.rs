@@ -8,7 +8,7 @@
 //! are found by name (`definition.<tok>._instr`, `<tok>_instr`, `PE.bin`): the compiler-side
 //! shapes and tpbsim's earlier dialect. Both readers fill the same [`super::Subgraph`].
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{Neff, NeffError};
 
@@ -65,35 +65,6 @@ pub struct Plan {
     pub target: Target,
     /// Subgraphs: (directory, def.json member), in the kelf's order or sorted.
     pub graphs: Vec<(String, String)>,
-}
-
-/// A member or JSON key tpbsim does not model.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unmodelled {
-    /// The member.
-    pub member: String,
-    /// JSON path (empty for a whole member).
-    pub path: String,
-    /// Whether it can change results (`sim run` refuses a kernel relying on it).
-    pub affects_results: bool,
-    /// The page that describes it, or why it is harmless.
-    pub note: &'static str,
-}
-
-impl std::fmt::Display for Unmodelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{}", self.member)?;
-        } else {
-            write!(f, "{}: {}", self.member, self.path)?;
-        }
-        let tag = if self.affects_results {
-            "changes results"
-        } else {
-            "no effect on results"
-        };
-        write!(f, " ({tag}; {})", self.note)
-    }
 }
 
 fn invalid(member: &str, path: impl Into<String>, message: impl Into<String>) -> NeffError {
@@ -248,8 +219,11 @@ impl Neff {
 
     /// The host-side tensors of a TVM `neff.json` by name: dtype name and shape, from
     /// `attrs.dltype` / `attrs.shape` indexed through `node_row_ptr` (R `neff/metadata-schema.md`
-    /// §3). Inputs are the `arg_nodes`; outputs the `heads`, named by `attrs.output_names`, else
-    /// the node's `output`, else its `name`. Empty for a manifest that is not a TVM graph.
+    /// §3). Inputs are the `arg_nodes`; outputs the `heads` (`[node, output index, ...]`),
+    /// named by `attrs.output_names` (indexed by head), else the node's own `output_names`
+    /// (indexed by output; neuronx-cc 2.23 writes them on the `__kelf` node, one per
+    /// subgraph), else the node's `output`, else its `name`. Empty for a manifest that is not
+    /// a TVM graph.
     pub fn host_tensors(&self) -> std::collections::BTreeMap<String, (String, Vec<u64>)> {
         let mut out = std::collections::BTreeMap::new();
         let Some(v) = self
@@ -333,13 +307,20 @@ impl Neff {
             let name = names
                 .and_then(|ns| ns.get(hi))
                 .and_then(Value::as_str)
+                .or_else(|| {
+                    n.and_then(|n| n.get("output_names"))
+                        .and_then(|ns| ns.get(out_idx))
+                        .and_then(Value::as_str)
+                })
                 .or_else(|| n.and_then(|n| n.get("output")).and_then(Value::as_str))
                 .or_else(|| n.and_then(|n| n.get("name")).and_then(Value::as_str));
             let t = row(node)
                 .and_then(|r| r.checked_add(out_idx))
                 .and_then(tensor);
             if let (Some(name), Some(t)) = (name, t) {
-                out.insert(name.to_string(), t);
+                // One head per subgraph may name the same tensor (neuronx-cc 2.23 LNC2:
+                // `output0` twice); the first head's view is kept.
+                out.entry(name.to_string()).or_insert(t);
             }
         }
         out
@@ -370,459 +351,6 @@ pub fn looks_like_stream(member: &str) -> bool {
         .iter()
         .any(|n| file == format!("{n}.bin") || (*n != "activation" && file == format!("{n}_instr")))
 }
-
-/// Keys of `def.json` the simulation models (top level).
-const DEF_MODELLED: &[&str] = &[
-    "var",
-    "dma_queue",
-    "dma",
-    "definition",
-    "check_var_ids",
-    "pe",
-    "act",
-    "pool",
-    "dve",
-    "sp",
-];
-/// Keys of `def.json` known to have no effect on a single-core value simulation.
-const DEF_HARMLESS: &[(&str, &str)] = &[
-    ("name", "a label"),
-    ("version", "parse-only"),
-    ("git_version", "a label"),
-    ("debug_info", "debug members (G neff/concrete-carve.md §7)"),
-];
-/// Keys of `def.json` that change results and are not simulated.
-const DEF_AFFECTING: &[(&str, &str)] = &[
-    (
-        "ucode_lib",
-        "R neff/metadata-schema.md §6: GPSIMD ucode libraries",
-    ),
-    (
-        "ext_isa_ucode_lib_def",
-        "R neff/metadata-schema.md §5: extended-ISA library",
-    ),
-    (
-        "fp8_conversion_config",
-        "R neff/metadata-schema.md §7: FP8 range and saturation",
-    ),
-    (
-        "src_target_pairs",
-        "R neff/metadata-schema.md §5: collectives between cores",
-    ),
-    (
-        "num_streams",
-        "R neff/metadata-schema.md §5: collective streams",
-    ),
-    (
-        "q7",
-        "R neff/metadata-schema.md §5: a GPSIMD engine program",
-    ),
-];
-const VAR_MODELLED: &[&str] = &[
-    "type",
-    "var_id",
-    "size",
-    "dtype",
-    "shape",
-    "file_name",
-    "file",
-    "name",
-];
-const VAR_HARMLESS: &[(&str, &str)] = &[
-    (
-        "alignment",
-        "placement only; variables are separate in the simulation",
-    ),
-    (
-        "element_size",
-        "bytes per element; sizes are already in bytes",
-    ),
-    ("internal_shape", "a shape hint; sizes are in bytes"),
-    (
-        "prefix",
-        "device-print extra (R neff/metadata-schema.md §6)",
-    ),
-    ("pipe", "device-print extra (R neff/metadata-schema.md §6)"),
-];
-const VAR_AFFECTING: &[(&str, &str)] = &[
-    (
-        "backing_variable_off",
-        "R neff/metadata-schema.md §6: a virtual variable aliasing another",
-    ),
-    (
-        "backing_buf",
-        "R neff/metadata-schema.md §6: a virtual variable aliasing another",
-    ),
-    (
-        "referenced_var_id",
-        "R neff/metadata-schema.md §6: a pointer variable",
-    ),
-    ("list", "R neff/metadata-schema.md §6: a list variable"),
-];
-const QUEUE_MODELLED: &[&str] = &["name", "owner", "type", "semaphore", "id", "direction"];
-const QUEUE_HARMLESS: &[(&str, &str)] = &[
-    ("pinned", "ring placement"),
-    ("dge", "hardware DGE ring; blocks run the same"),
-    ("priority_class", "scheduling only"),
-];
-const QUEUE_AFFECTING: &[(&str, &str)] = &[
-    ("semaphore_set", "R neff/metadata-schema.md §6: queue sets"),
-    ("num_queues", "R neff/metadata-schema.md §6: queue sets"),
-    (
-        "queue_instances",
-        "R neff/metadata-schema.md §6: ring instances",
-    ),
-    ("dynamic_dma", "R neff/metadata-schema.md §6: dynamic DMA"),
-    (
-        "indirect_memcpy",
-        "R neff/metadata-schema.md §6: indirect memcpy rings",
-    ),
-    (
-        "embedding_update_sync_semaphore",
-        "R neff/metadata-schema.md §6: embedding update",
-    ),
-];
-const ENGINE_MODELLED: &[&str] = &["dma", "instr"];
-const ENGINE_HARMLESS: &[(&str, &str)] = &[
-    ("name", "a label"),
-    (
-        "act_info",
-        "activation metadata (G neff/concrete-carve.md §7)",
-    ),
-    ("profile_meta_data", "profiling metadata"),
-];
-/// Engine-JSON keys that matter only when the engine runs a program.
-const ENGINE_AFFECTING_IF_RUN: &[(&str, &str)] = &[
-    (
-        "act_semaphore",
-        "R neff/metadata-schema.md §5: ACT table loads",
-    ),
-    (
-        "activation_function_sets",
-        "R neff/metadata-schema.md §5: ACT table sets",
-    ),
-    ("dve_tables", "R neff/metadata-schema.md §5: DVE tables"),
-];
-const BLOCK_MODELLED: &[&str] = &["queue", "instance_name", "id", "desc"];
-const BLOCK_HARMLESS: &[(&str, &str)] = &[
-    ("#comment", "a comment"),
-    ("comment", "a comment"),
-    ("priority_class", "scheduling only"),
-    ("function_start", "a block marker"),
-    ("section_start_desc", "a block marker"),
-];
-const BLOCK_AFFECTING: &[(&str, &str)] = &[(
-    "remote_semaphores",
-    "R neff/metadata-schema.md §6: semaphores of other cores",
-)];
-const DESC_MODELLED: &[&str] = &[
-    "op",
-    "from",
-    "from_arr",
-    "to",
-    "from_sizes",
-    "to_sizes",
-    "from_steps",
-    "to_steps",
-    "from_dtype",
-    "to_dtype",
-    "from_offset",
-    "to_offset",
-    "cast",
-    "id",
-    "sem",
-    "sem_op",
-    "sem_value",
-    "event",
-];
-const DESC_AFFECTING: &[(&str, &str)] = &[
-    (
-        "scale",
-        "R neff/metadata-schema.md §6: FMA scale; its arithmetic is not given",
-    ),
-    (
-        "scale_dtype",
-        "R neff/metadata-schema.md §6: FMA scale; its arithmetic is not given",
-    ),
-    (
-        "constant",
-        "R neff/metadata-schema.md §6: min/max operand; its arithmetic is not given",
-    ),
-    (
-        "constant_dtype",
-        "R neff/metadata-schema.md §6: min/max operand",
-    ),
-    (
-        "transpose_op",
-        "R neff/metadata-schema.md §6: transpose parameters",
-    ),
-    (
-        "transpose_shape",
-        "R neff/metadata-schema.md §6: transpose parameters",
-    ),
-    (
-        "transpose_element_size",
-        "R neff/metadata-schema.md §6: transpose parameters",
-    ),
-    (
-        "num_tiling_dimensions",
-        "R neff/metadata-schema.md §6: transpose tiling",
-    ),
-];
-
-/// Collects what a subgraph's JSON leaves unmodelled.
-pub(crate) struct Scan<'a> {
-    pub(crate) out: &'a mut Vec<Unmodelled>,
-}
-
-impl Scan<'_> {
-    fn push(&mut self, member: &str, path: String, affects: bool, note: &'static str) {
-        self.out.push(Unmodelled {
-            member: member.to_string(),
-            path,
-            affects_results: affects,
-            note,
-        });
-    }
-
-    /// Classify every key of `obj` not in `modelled`.
-    fn keys(
-        &mut self,
-        member: &str,
-        at: &str,
-        obj: &Map<String, Value>,
-        modelled: &[&str],
-        harmless: &[(&str, &'static str)],
-        affecting: &[(&str, &'static str)],
-    ) {
-        for k in obj.keys() {
-            if modelled.contains(&k.as_str()) {
-                continue;
-            }
-            let path = if at.is_empty() {
-                k.clone()
-            } else {
-                format!("{at}.{k}")
-            };
-            if let Some((_, n)) = affecting.iter().find(|(a, _)| a == k) {
-                self.push(member, path, true, n);
-            } else if let Some((_, n)) = harmless.iter().find(|(a, _)| a == k) {
-                self.push(member, path, false, n);
-            } else if k.starts_with('#') {
-                self.push(member, path, false, "a `#` annotation");
-            } else {
-                self.push(
-                    member,
-                    path,
-                    false,
-                    "not named by any page tpbsim follows; ignored",
-                );
-            }
-        }
-    }
-
-    /// A def.json value.
-    pub(crate) fn def_json(&mut self, member: &str, v: &Value) {
-        let Some(obj) = v.as_object() else { return };
-        for (k, x) in obj {
-            match k.as_str() {
-                "replica_groups" => {
-                    let ranks = x
-                        .as_array()
-                        .map(|gs| {
-                            gs.iter()
-                                .filter_map(Value::as_array)
-                                .map(Vec::len)
-                                .max()
-                                .unwrap_or(0)
-                        })
-                        .unwrap_or(0);
-                    if ranks > 1 {
-                        self.push(
-                            member,
-                            k.clone(),
-                            true,
-                            "R neff/metadata-schema.md §5: groups of more than one rank",
-                        );
-                    }
-                }
-                "runtime_statebuffer_reservation" => {
-                    if x.as_array().is_some_and(|a| !a.is_empty()) {
-                        self.push(member, k.clone(), false, "SB carve-out for the runtime (R neff/metadata-schema.md §7); kernels do not see it");
-                    }
-                }
-                _ => {}
-            }
-        }
-        let mut rest = obj.clone();
-        rest.remove("replica_groups");
-        rest.remove("runtime_statebuffer_reservation");
-        self.keys(member, "", &rest, DEF_MODELLED, DEF_HARMLESS, DEF_AFFECTING);
-        self.entries(
-            member,
-            obj.get("var"),
-            "var",
-            VAR_MODELLED,
-            VAR_HARMLESS,
-            VAR_AFFECTING,
-        );
-        self.entries(
-            member,
-            obj.get("dma_queue"),
-            "dma_queue",
-            QUEUE_MODELLED,
-            QUEUE_HARMLESS,
-            QUEUE_AFFECTING,
-        );
-        if let Some(Value::Array(blocks)) = obj.get("dma") {
-            self.blocks(member, "dma", blocks);
-        }
-        if let Some(Value::Object(vars)) = obj.get("var") {
-            for (name, var) in vars {
-                self.var_type(member, &format!("var.{name}"), var);
-            }
-        } else if let Some(Value::Array(vars)) = obj.get("var") {
-            for (i, var) in vars.iter().enumerate() {
-                self.var_type(member, &format!("var[{i}]"), var);
-            }
-        }
-    }
-
-    fn var_type(&mut self, member: &str, at: &str, var: &Value) {
-        let t = var.get("type").and_then(Value::as_str).unwrap_or("");
-        let note = match t {
-            "remote" | "shared" | "sharded" | "main" | "dge-table" => {
-                "R neff/metadata-schema.md §6: variable type not simulated"
-            }
-            "list" => "R neff/metadata-schema.md §6: list variables are not simulated",
-            _ => return,
-        };
-        self.push(member, format!("{at}.type"), true, note);
-    }
-
-    fn entries(
-        &mut self,
-        member: &str,
-        v: Option<&Value>,
-        root: &str,
-        modelled: &[&str],
-        harmless: &[(&str, &'static str)],
-        affecting: &[(&str, &'static str)],
-    ) {
-        match v {
-            Some(Value::Object(m)) => {
-                for (k, e) in m {
-                    if let Some(o) = e.as_object() {
-                        self.keys(
-                            member,
-                            &format!("{root}.{k}"),
-                            o,
-                            modelled,
-                            harmless,
-                            affecting,
-                        );
-                    }
-                }
-            }
-            Some(Value::Array(a)) => {
-                for (i, e) in a.iter().enumerate() {
-                    if let Some(o) = e.as_object() {
-                        self.keys(
-                            member,
-                            &format!("{root}[{i}]"),
-                            o,
-                            modelled,
-                            harmless,
-                            affecting,
-                        );
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// An engine JSON or sidecar value; `runs` says whether the engine has bundles.
-    pub(crate) fn engine_json(&mut self, member: &str, v: &Value, runs: bool) {
-        let Some(obj) = v.as_object() else { return };
-        let affecting: Vec<(&str, &'static str)> = if runs {
-            ENGINE_AFFECTING_IF_RUN.to_vec()
-        } else {
-            Vec::new()
-        };
-        let mut harmless: Vec<(&str, &'static str)> = ENGINE_HARMLESS.to_vec();
-        if !runs {
-            harmless.extend(
-                ENGINE_AFFECTING_IF_RUN
-                    .iter()
-                    .map(|(k, _)| (*k, "the engine runs no program")),
-            );
-        }
-        self.keys(member, "", obj, ENGINE_MODELLED, &harmless, &affecting);
-        if let Some(Value::Array(blocks)) = obj.get("dma") {
-            self.blocks(member, "dma", blocks);
-        }
-    }
-
-    fn blocks(&mut self, member: &str, root: &str, blocks: &[Value]) {
-        for (bi, b) in blocks.iter().enumerate() {
-            let Some(bo) = b.as_object() else { continue };
-            let at = format!("{root}[{bi}]");
-            self.keys(
-                member,
-                &at,
-                bo,
-                BLOCK_MODELLED,
-                BLOCK_HARMLESS,
-                BLOCK_AFFECTING,
-            );
-            if let Some(Value::Array(desc)) = bo.get("desc") {
-                for (di, d) in desc.iter().enumerate() {
-                    if let Some(o) = d.as_object() {
-                        let dat = format!("{at}.desc[{di}]");
-                        self.keys(member, &dat, o, DESC_MODELLED, &[], DESC_AFFECTING);
-                        match o.get("op").and_then(Value::as_str) {
-                            None | Some("copy") | Some("cast") => {}
-                            Some(_) => self.push(
-                                member,
-                                format!("{dat}.op"),
-                                true,
-                                "R neff/metadata-schema.md §6 names fma/add/min/max/transpose; no page gives their arithmetic",
-                            ),
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// neff.json and the kelf member (runtime reader).
-    pub(crate) fn manifest(&mut self, member: &str, v: &Value, modelled: &[&str]) {
-        if let Some(o) = v.as_object() {
-            let harmless: Vec<(&str, &'static str)> = o
-                .keys()
-                .map(|k| {
-                    (
-                        k.as_str(),
-                        "host-side graph metadata; the kernel's variables come from def.json",
-                    )
-                })
-                .collect();
-            let harmless: Vec<(&str, &'static str)> = harmless
-                .into_iter()
-                .filter(|(k, _)| !modelled.contains(k))
-                .collect();
-            self.keys(member, "", o, modelled, &harmless, &[]);
-        }
-    }
-}
-
-/// Keys of `neff.json` the runtime reader uses.
-pub(crate) const TVM_MODELLED: &[&str] = &["nodes", "arg_nodes", "heads", "node_row_ptr", "attrs"];
-/// Keys of the kelf member the runtime reader uses.
-pub(crate) const KELF_MODELLED: &[&str] = &["graphs", "target", "version"];
-/// Keys of neff.json the by-name reader uses.
-pub(crate) const MANIFEST_MODELLED: &[&str] = &["target_arch", "revision"];
 
 #[cfg(test)]
 mod tests {

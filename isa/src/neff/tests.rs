@@ -548,33 +548,355 @@ fn decompression_bombs() {
     assert!(matches!(e, NeffError::ArchiveTooLarge { .. }), "{e}");
 }
 
+const VERIFY: ReadOptions = ReadOptions {
+    verify_hash: true,
+    limits: Limits {
+        max_total_bytes: 1 << 30,
+        max_member_bytes: 512 << 20,
+        max_members: 100_000,
+    },
+};
+
 #[test]
-fn hash_mismatch_and_override() {
-    let mut bytes = fixture().to_bytes().unwrap();
+fn the_hash_is_checked_only_on_request() {
+    assert!(!ReadOptions::default().verify_hash);
+    assert_eq!(VERIFY.limits, Limits::default());
+    let good = fixture().to_bytes().unwrap();
+    assert_eq!(read(&good).unwrap().digest, DigestStatus::NotChecked);
+    assert_eq!(
+        Neff::from_bytes(&good, &VERIFY).unwrap().digest,
+        DigestStatus::Match
+    );
+    let mut bytes = good.clone();
     bytes[header::offset::HASH] ^= 0xFF;
-    match read(&bytes).unwrap_err() {
+    match Neff::from_bytes(&bytes, &VERIFY).unwrap_err() {
         NeffError::HashMismatch { algorithm, .. } => assert_eq!(algorithm, "MD5"),
         other => panic!("{other}"),
     }
-    let opts = ReadOptions {
-        verify_hash: false,
-        ..ReadOptions::default()
-    };
-    assert_eq!(
-        Neff::from_bytes(&bytes, &opts).unwrap().members,
-        fixture().members
-    );
+    // Without the request the runtime's default holds: read, digest not checked.
+    let back = read(&bytes).unwrap();
+    assert_eq!(back.members, fixture().members);
+    assert_eq!(back.digest, DigestStatus::NotChecked);
     let mut n = fixture();
     n.header.pkg_version = PKG_TAR_SHA256;
     let mut bytes = n.to_bytes().unwrap();
     bytes[header::offset::HASH + 31] ^= 1;
     assert!(matches!(
-        read(&bytes).unwrap_err(),
+        Neff::from_bytes(&bytes, &VERIFY).unwrap_err(),
         NeffError::HashMismatch {
             algorithm: "SHA-256",
             ..
         }
     ));
+    assert!(read(&bytes).is_ok());
+    // A bare archive has no digest.
+    let gz = archive::write_gzip_tar(&fixture().members).unwrap();
+    assert_eq!(
+        Neff::from_bytes(&gz, &VERIFY).unwrap().digest,
+        DigestStatus::NotChecked
+    );
+}
+
+/// A pkg-2 header sealed over `payload`, then `data_size` set to `data_size`, followed by
+/// `payload`.
+fn headered(payload: &[u8], data_size: u64) -> Vec<u8> {
+    let mut h = Header::default();
+    h.seal(&payload[..(data_size as usize).min(payload.len())]);
+    h.data_size = data_size;
+    let mut out = h.to_bytes().to_vec();
+    out.extend_from_slice(payload);
+    out
+}
+
+#[test]
+fn zero_padding_after_the_gzip_member_is_read_a_non_zero_byte_is_not() {
+    let gz = archive::write_gzip_tar(&fixture().members).unwrap();
+    let end = (HEADER_LEN + gz.len()) as u64;
+    let mut padded = gz.clone();
+    padded.resize(gz.len() + 7839, 0);
+    let n = Neff::from_bytes(&headered(&padded, padded.len() as u64), &VERIFY).unwrap();
+    assert_eq!(n.members, fixture().members);
+    assert_eq!(
+        n.digest,
+        DigestStatus::Match,
+        "the digest covers the padding"
+    );
+    // One non-zero byte: the first after the member, the last before data_size.
+    for at in [0, 7838] {
+        let mut bad = padded.clone();
+        bad[gz.len() + at] = 0x5A;
+        match read(&headered(&bad, bad.len() as u64)).unwrap_err() {
+            NeffError::TrailingData {
+                offset,
+                value,
+                archive_end,
+            } => assert_eq!((offset, value, archive_end), (end + at as u64, 0x5A, end)),
+            other => panic!("{other}"),
+        }
+    }
+    // A second gzip member is not zero padding.
+    let mut two = gz.clone();
+    two.extend_from_slice(&gz);
+    let e = read(&headered(&two, two.len() as u64)).unwrap_err();
+    assert!(
+        matches!(e, NeffError::TrailingData { offset, value: 0x1F, .. } if offset == end),
+        "{e}"
+    );
+    // A bare gzip archive: the same rule, offsets from the start of the file.
+    let mut bare = padded.clone();
+    assert_eq!(read(&bare).unwrap().layout, Layout::BareGzip);
+    *bare.last_mut().unwrap() = 1;
+    assert!(matches!(
+        read(&bare).unwrap_err(),
+        NeffError::TrailingData { offset, .. } if offset == bare.len() as u64 - 1
+    ));
+}
+
+#[test]
+fn data_size_edges() {
+    let gz = archive::write_gzip_tar(&fixture().members).unwrap();
+    let mut padded = gz.clone();
+    padded.resize(gz.len() + 100, 0);
+    let len = padded.len() as u64;
+    // Up to the end of the file, or up to the end of the gzip member with zeros after it.
+    for ds in [len, gz.len() as u64] {
+        let n = Neff::from_bytes(&headered(&padded, ds), &VERIFY).unwrap();
+        assert_eq!(
+            (n.header.data_size, n.members.len()),
+            (ds, fixture().members.len())
+        );
+    }
+    // One byte more than the file holds, and zero.
+    for ds in [len + 1, 0] {
+        assert!(
+            matches!(
+                read(&headered(&padded, ds)).unwrap_err(),
+                NeffError::DataSize { data_size, available } if data_size == ds && available == len
+            ),
+            "data_size {ds}"
+        );
+    }
+    // One byte short of the gzip member cuts its trailer.
+    let e = read(&headered(&padded, gz.len() as u64 - 1)).unwrap_err();
+    assert!(matches!(e, NeffError::TruncatedArchive { .. }), "{e}");
+    // A non-zero byte past data_size is refused like one before it.
+    let mut bad = padded.clone();
+    *bad.last_mut().unwrap() = 2;
+    assert!(matches!(
+        read(&headered(&bad, gz.len() as u64)).unwrap_err(),
+        NeffError::TrailingData { offset, value: 2, .. } if offset == HEADER_LEN as u64 + len - 1
+    ));
+}
+
+#[test]
+fn feature_bits_the_runtime_refuses() {
+    let good = fixture().to_bytes().unwrap();
+    let with_bits = |major: u64, bits: u64| {
+        let mut b = good.clone();
+        let mut h = Header::parse(b[..HEADER_LEN].try_into().unwrap());
+        h.neff_version_major = major;
+        h.feature_bits = bits;
+        b[..HEADER_LEN].copy_from_slice(&h.to_bytes());
+        read(&b)
+    };
+    // Bit 26 is the runtime's last known bit; bit 27 the first refused one.
+    assert!(with_bits(2, 0x20_9c00 | 1 << 26).is_ok());
+    for bit in [27, 40, 62] {
+        match with_bits(2, 0x400 | 1 << bit).unwrap_err() {
+            NeffError::UnsupportedFeatures { bits, refused } => {
+                assert_eq!((bits, refused), (0x400 | 1 << bit, 1 << bit))
+            }
+            other => panic!("bit {bit}: {other}"),
+        }
+    }
+    // Bit 63 is outside the mask, and only major version 2 is checked.
+    assert!(with_bits(2, 1 << 63).is_ok());
+    assert!(with_bits(1, 1 << 27).is_ok());
+    let e = with_bits(2, 1 << 27).unwrap_err().to_string();
+    assert!(
+        e.contains("0x7ffffffff8000000") && e.contains("0x8000000"),
+        "{e}"
+    );
+}
+
+#[test]
+fn engine_jsons_name_their_tables() {
+    // An ACT engine JSON naming its set manifest and a DVE one naming its tables, in the
+    // by-name layout: the named members are checked, described and kept by the writer.
+    let act_info = json!({"pwp_file_keys": ["bkt_bin", "ctrl_bin"], "act_func_sets": [
+        {"name": "unused_set", "bkt_bin": "unused_bkt.bin", "ctrl_bin": "unused_ctrl.bin"},
+        {"name": "exp_and_others", "bkt_bin": "exp_bkt.bin", "ctrl_bin": "exp_ctrl.bin", "act": {"exp": 400}}
+    ]});
+    let mut act = fixture_act_sidecar();
+    act["act_info"] = json!("act_info.json");
+    act["activation_function_sets"] = json!(["exp_and_others"]);
+    act["act_semaphore"] = json!(12);
+    let dve = json!({"dma": [], "dve_tables": [{"opcode_table": "default_opcode_table.bin",
+        "datapath_table": "default_datapath_table.bin"}]});
+    let build = |drop: Option<&str>, set: &str| {
+        let mut n = fixture();
+        let mut act = act.clone();
+        act["activation_function_sets"] = json!([set]);
+        let m = &mut n.members;
+        m.insert("sg00/act".into(), serde_json::to_vec(&act).unwrap());
+        m.insert("sg00/DVE.json".into(), serde_json::to_vec(&dve).unwrap());
+        m.insert("sg00/DVE.bin".into(), bundles(Engine::Dve, 1));
+        m.insert(
+            "sg00/act_info.json".into(),
+            serde_json::to_vec(&act_info).unwrap(),
+        );
+        for f in [
+            "exp_bkt.bin",
+            "exp_ctrl.bin",
+            "default_opcode_table.bin",
+            "default_datapath_table.bin",
+        ] {
+            m.insert(format!("sg00/{f}"), vec![7; 16]);
+        }
+        if let Some(d) = drop {
+            m.remove(d);
+        }
+        n
+    };
+    let n = build(None, "exp_and_others");
+    let sg = n.subgraph("sg00").unwrap();
+    assert_eq!(
+        sg.named.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "sg00/act_info.json",
+            "sg00/default_datapath_table.bin",
+            "sg00/default_opcode_table.bin",
+            "sg00/exp_bkt.bin",
+            "sg00/exp_ctrl.bin"
+        ],
+        "the unused set's files are not named"
+    );
+    assert!(sg.named["sg00/exp_ctrl.bin"].contains("act_func_sets[1].ctrl_bin"));
+    // The typed keys are modelled: not listed (the fixture's `add` descriptor is).
+    let keys = [
+        "act_info",
+        "act_semaphore",
+        "activation_function_sets",
+        "dve_tables",
+    ];
+    assert!(
+        !sg.unmodelled
+            .iter()
+            .any(|u| keys.contains(&u.path.as_str())),
+        "{:?}",
+        sg.unmodelled
+    );
+    let r = to_runtime_layout(&n).unwrap();
+    for f in ["exp_bkt.bin", "default_opcode_table.bin", "act_info.json"] {
+        assert_eq!(
+            r.neff.members[&format!("sg00/{f}")],
+            n.members[&format!("sg00/{f}")]
+        );
+    }
+    r.neff.subgraph("sg00").unwrap();
+    // Each named member must exist while its engine runs a program.
+    for gone in [
+        "sg00/exp_ctrl.bin",
+        "sg00/act_info.json",
+        "sg00/default_datapath_table.bin",
+    ] {
+        match build(Some(gone), "exp_and_others")
+            .subgraph("sg00")
+            .unwrap_err()
+        {
+            NeffError::MissingMember { member, .. } => assert_eq!(member, gone),
+            other => panic!("{gone}: {other}"),
+        }
+    }
+    // A set the manifest does not describe.
+    let e = build(None, "gelu").subgraph("sg00").unwrap_err();
+    assert!(
+        e.to_string().contains("activation_function_sets[0]") && e.to_string().contains("gelu"),
+        "{e}"
+    );
+    // A non-default DVE table set changes results while DVE runs a program.
+    let mut n = build(None, "exp_and_others");
+    let custom = json!({"dma": [], "dve_tables": [{"opcode_table": "saturate_opcode_table.bin"}]});
+    n.members
+        .insert("sg00/DVE.json".into(), serde_json::to_vec(&custom).unwrap());
+    n.members
+        .insert("sg00/saturate_opcode_table.bin".into(), vec![1; 16]);
+    let sg = n.subgraph("sg00").unwrap();
+    let u: Vec<_> = sg
+        .unmodelled
+        .iter()
+        .filter(|u| u.affects_results && u.member == "sg00/DVE.json")
+        .collect();
+    assert_eq!(u.len(), 1, "{u:?}");
+    assert_eq!(
+        (u[0].member.as_str(), u[0].path.as_str()),
+        ("sg00/DVE.json", "dve_tables")
+    );
+    // Without a DVE program the same tables are listed as harmless.
+    n.members.insert("sg00/DVE.bin".into(), Vec::new());
+    let sg = n.subgraph("sg00").unwrap();
+    let u: Vec<_> = sg
+        .unmodelled
+        .iter()
+        .filter(|u| u.member == "sg00/DVE.json")
+        .collect();
+    assert_eq!(u.len(), 1, "{u:?}");
+    assert!(!u[0].affects_results);
+}
+
+/// The fixture with `count` subgraphs (sg00's members copied to sg01, ...) and `lnc_size`.
+fn with_subgraphs(count: usize, lnc_size: u32) -> Neff {
+    let mut n = fixture();
+    n.header.lnc_size = lnc_size;
+    let sg00: Vec<(String, Vec<u8>)> = n
+        .members
+        .iter()
+        .filter_map(|(m, d)| m.strip_prefix("sg00/").map(|r| (r.to_string(), d.clone())))
+        .collect();
+    for i in 1..count {
+        for (rest, d) in &sg00 {
+            n.members.insert(format!("sg{i:02}/{rest}"), d.clone());
+        }
+    }
+    n
+}
+
+#[test]
+fn subgraph_count_against_the_logical_core_size() {
+    for lnc in [0u32, 1, 2] {
+        for count in [1usize, 2, 3] {
+            let n = with_subgraphs(count, lnc);
+            let sgs = n.subgraphs().unwrap();
+            assert_eq!(sgs.len(), count);
+            let r = n.logical_core(&sgs);
+            let size = lnc.max(1);
+            if count == 1 || count as u32 == size {
+                let core = r.unwrap();
+                assert_eq!((core.size, core.subgraphs), (size, count));
+                // The fixture sets header bit 0x400.
+                assert!(core.vnc_feature);
+            } else {
+                match r.unwrap_err() {
+                    NeffError::SubgraphCount {
+                        subgraphs,
+                        lnc_size,
+                    } => assert_eq!((subgraphs, lnc_size), (count, size), "lnc {lnc}"),
+                    other => panic!("lnc {lnc}, {count} subgraphs: {other}"),
+                }
+            }
+        }
+    }
+    // The vnc feature from def.json neff_features alone.
+    let mut n = with_subgraphs(2, 2);
+    n.header.feature_bits = 0;
+    let sgs = n.subgraphs().unwrap();
+    assert!(!n.logical_core(&sgs).unwrap().vnc_feature);
+    let mut def = fixture_def();
+    def["neff_features"] = json!(["neff_feature_vnc"]);
+    n.members
+        .insert("sg01/def.json".into(), serde_json::to_vec(&def).unwrap());
+    let sgs = n.subgraphs().unwrap();
+    assert!(n.logical_core(&sgs).unwrap().vnc_feature);
 }
 
 #[test]
@@ -605,11 +927,14 @@ fn header_errors() {
         read(&b).unwrap_err(),
         NeffError::HeaderSize { .. }
     ));
+    // Bytes past data_size: zeros are read past, anything else is refused.
     let mut b = good.clone();
     b.push(0);
+    assert!(read(&b).is_ok(), "trailing zero");
+    *b.last_mut().unwrap() = 1;
     assert!(
-        matches!(read(&b).unwrap_err(), NeffError::DataSize { .. }),
-        "trailing bytes"
+        matches!(read(&b).unwrap_err(), NeffError::TrailingData { .. }),
+        "trailing byte"
     );
     assert!(
         matches!(

@@ -49,6 +49,7 @@ pub fn to_runtime_layout(n: &Neff) -> Result<Repacked, NeffError> {
     let mut out = Neff {
         header: n.header.clone(),
         layout: super::Layout::Headered,
+        digest: super::DigestStatus::NotChecked,
         members: Default::default(),
     };
     let mut used: BTreeSet<String> = sgs.iter().flat_map(|s| s.used.iter().cloned()).collect();
@@ -156,6 +157,18 @@ fn rewrite_subgraph(n: &Neff, sg: &Subgraph, dir: &str, out: &mut Neff) -> Resul
                 wanted_by: format!("{} variable `{}`", sg.def_member, v.name),
             })?;
             out.members.insert(join(dir, f), data.to_vec());
+        }
+    }
+    // The members the JSON names beside streams and constants (ACT and DVE tables, debug
+    // files) keep their names relative to the subgraph directory.
+    for m in sg.named.keys() {
+        let rel = if sg.dir.is_empty() {
+            m.as_str()
+        } else {
+            m.strip_prefix(&format!("{}/", sg.dir)).unwrap_or(m)
+        };
+        if let Some(data) = n.member(m) {
+            out.members.insert(join(dir, rel), data.to_vec());
         }
     }
     out.members

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use tpbsim_isa::neff::ReadOptions;
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_validate::bir::{ArchLevel, InstClass};
 use tpbsim_validate::diag::{Layer, Mode};
@@ -15,23 +16,39 @@ use tpbsim_validate::verify::verify_streams;
 use crate::cmd::lift as lift_cmd;
 use crate::exit::{CliError, Outcome};
 
+/// A `.bin` or `.neff` input and how to read it.
+pub(super) struct Input<'a> {
+    /// The file.
+    pub path: &'a Path,
+    /// `--arch`.
+    pub arch: Option<ArchLevel>,
+    /// `--engine` (a `.bin`).
+    pub engine: Option<Engine>,
+    /// NEFF reader options.
+    pub read: ReadOptions,
+}
+
 /// Verify a `.bin` or `.neff` input.
 pub(super) fn verify(
-    path: &Path,
-    arch: Option<ArchLevel>,
-    engine: Option<Engine>,
+    input: &Input<'_>,
     json: bool,
     mode: Mode,
     registry: &Registry,
     props: PropertySet,
 ) -> Result<Outcome, CliError> {
+    let Input {
+        path,
+        arch,
+        engine,
+        read,
+    } = *input;
     let gen = match arch {
         Some(level) => Some(level.gen().ok_or_else(|| {
             CliError::Usage(format!("{level}: tpbsim decodes streams of v2..v5 only"))
         })?),
         None => None,
     };
-    let loaded = lift_cmd::load(path, gen, engine)?;
+    let loaded = lift_cmd::load(path, gen, engine, &read)?;
     let gen: Gen = loaded.gen;
     let verified = verify_streams(
         &lift_cmd::stream_inputs(&loaded),

@@ -7,11 +7,67 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::{
-    contiguous_steps, DefJson, DmaBlock, DmaEntry, DmaOp, SemOp, VarKind, VarRef, Variable,
-    MAX_DMA_DIMS, MAX_DMA_QUEUES,
+    contiguous_steps, DefJson, DmaBlock, DmaEntry, DmaOp, SemOp, Sidecar, VarKind, VarRef,
+    Variable, MAX_DMA_DIMS, MAX_DMA_QUEUES,
 };
 use crate::neff::{archive, NeffError};
 use crate::NumFormat;
+
+/// Largest `num_queues` of a queue set (NEFF-doc `num_queues`: "On non-INF1 platforms it
+/// must be 16 or less").
+pub const MAX_QUEUES_PER_SET: u64 = 16;
+
+/// Semaphores per core (C `arch/execution-sync-model.md`: 256 per core).
+pub const SEMAPHORES: u64 = 256;
+
+/// A rule of the `def.json` and engine-JSON keys that place variables, address DGE tables and
+/// size queue sets, broken ([`NeffError::Def`] carries it with the member and JSON path).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DefError {
+    /// A semaphore index is 256 or more.
+    #[error("semaphore {0} is not below 256")]
+    SemaphoreRange(u64),
+    /// `num_queues` is 0 or above 16.
+    #[error("num_queues {0}: a queue set has 1 to 16 queues (AWS NEFF documentation: \"must be 16 or less\")")]
+    NumQueues(u64),
+    /// `semaphore_set` and `num_queues` disagree.
+    #[error("{set} semaphores for {num_queues} queues: a queue set has one semaphore per queue")]
+    SemaphoreSetLength {
+        /// Length of `semaphore_set`.
+        set: usize,
+        /// `num_queues`.
+        num_queues: u64,
+    },
+    /// A `dge-table` entry names no variable.
+    #[error("entry {entry} names var_id {var_id}, which no variable of this def.json has")]
+    DgeTableEntry {
+        /// The entry (index into `list`).
+        entry: usize,
+        /// The var_id it names.
+        var_id: u64,
+    },
+    /// A `virtual` variable lacks a key it needs.
+    #[error("a `virtual` variable needs `{0}` (the AWS NEFF documentation places it in the scratchpad by its size and backing_variable_off)")]
+    VirtualWithout(&'static str),
+    /// A `virtual` variable's end overflows.
+    #[error("backing_variable_off {off} + size {size} overflows")]
+    VirtualOverflow {
+        /// `backing_variable_off`.
+        off: u64,
+        /// `size`.
+        size: u64,
+    },
+    /// A key given on a variable type it does not apply to.
+    #[error("`{key}` applies to `{applies_to}` variables, not `{kind}` (AWS NEFF documentation restrictions)")]
+    KeyOnKind {
+        /// The key.
+        key: &'static str,
+        /// The type it applies to.
+        applies_to: &'static str,
+        /// The variable's type.
+        kind: String,
+    },
+}
 
 fn invalid(member: &str, path: impl Into<String>, message: impl Into<String>) -> NeffError {
     NeffError::Invalid {
@@ -19,6 +75,22 @@ fn invalid(member: &str, path: impl Into<String>, message: impl Into<String>) ->
         path: path.into(),
         message: message.into(),
     }
+}
+
+fn def_error(member: &str, path: impl Into<String>, error: DefError) -> NeffError {
+    NeffError::Def {
+        member: member.to_string(),
+        path: path.into(),
+        error,
+    }
+}
+
+/// A semaphore index below 256.
+fn check_semaphore(member: &str, path: impl Into<String>, s: u64) -> Result<(), NeffError> {
+    if s >= SEMAPHORES {
+        return Err(def_error(member, path, DefError::SemaphoreRange(s)));
+    }
+    Ok(())
 }
 
 impl DefJson {
@@ -81,6 +153,7 @@ impl DefJson {
                     format!("duplicate variable name `{}`", v.name),
                 ));
             }
+            self.check_placement(member, i, v)?;
             if v.kind.requires_size() && v.size.is_none() {
                 return Err(invalid(
                     member,
@@ -153,12 +226,27 @@ impl DefJson {
             let sems = q.semaphore.iter().map(|s| ("semaphore".to_string(), *s));
             let set = q.semaphore_set.iter().flatten().enumerate();
             for (key, s) in sems.chain(set.map(|(j, s)| (format!("semaphore_set[{j}]"), *s))) {
-                if s > 255 {
-                    return Err(invalid(
+                check_semaphore(member, format!("{qpath}.{key}"), u64::from(s))?;
+            }
+            if let Some(n) = q.num_queues {
+                if n == 0 || n > MAX_QUEUES_PER_SET {
+                    return Err(def_error(
                         member,
-                        format!("{qpath}.{key}"),
-                        format!("semaphore {s} is not below 256"),
+                        format!("{qpath}.num_queues"),
+                        DefError::NumQueues(n),
                     ));
+                }
+                if let Some(set) = &q.semaphore_set {
+                    if set.len() as u64 != n {
+                        return Err(def_error(
+                            member,
+                            format!("{qpath}.semaphore_set"),
+                            DefError::SemaphoreSetLength {
+                                set: set.len(),
+                                num_queues: n,
+                            },
+                        ));
+                    }
                 }
             }
         }
@@ -176,6 +264,73 @@ impl DefJson {
         }
         validate_blocks(member, "dma", &self.dma, self)
     }
+
+    /// The placement keys of variable `i`: a `dge-table`'s `list` names existing variables, a
+    /// `virtual` variable has a size and a `backing_variable_off` whose end does not
+    /// overflow, and `list` / the backing keys appear only on the types they apply to.
+    fn check_placement(&self, member: &str, i: usize, v: &Variable) -> Result<(), NeffError> {
+        let at = |k: &str| format!("{}.{k}", self.var_path(i));
+        let on_kind = |key: &'static str, applies_to: &'static str| {
+            def_error(
+                member,
+                at(key),
+                DefError::KeyOnKind {
+                    key,
+                    applies_to,
+                    kind: v.kind.to_string(),
+                },
+            )
+        };
+        if let Some(list) = &v.list {
+            if !matches!(v.kind, VarKind::DgeTable | VarKind::List) {
+                return Err(on_kind("list", "dge-table"));
+            }
+            for (entry, &var_id) in list.iter().enumerate() {
+                if self.variable_by_id(var_id).is_none() {
+                    return Err(def_error(
+                        member,
+                        format!("{}[{entry}]", at("list")),
+                        DefError::DgeTableEntry { entry, var_id },
+                    ));
+                }
+            }
+        }
+        if v.kind == VarKind::Virtual {
+            let size = v
+                .size
+                .ok_or_else(|| def_error(member, at("size"), DefError::VirtualWithout("size")))?;
+            let off = v.backing_variable_off.ok_or_else(|| {
+                def_error(
+                    member,
+                    at("backing_variable_off"),
+                    DefError::VirtualWithout("backing_variable_off"),
+                )
+            })?;
+            if off.checked_add(size).is_none() {
+                return Err(def_error(
+                    member,
+                    at("backing_variable_off"),
+                    DefError::VirtualOverflow { off, size },
+                ));
+            }
+        } else if v.backing_variable_off.is_some() {
+            return Err(on_kind("backing_variable_off", "virtual"));
+        } else if v.backing_buf.is_some() {
+            return Err(on_kind("backing_buf", "virtual"));
+        }
+        Ok(())
+    }
+}
+
+/// Check an engine JSON or sidecar against its subgraph's `def.json`: its DMA blocks
+/// ([`validate_blocks`]) and its `act_semaphore`. (The members it names are checked by the
+/// reader, which sees the archive.)
+pub fn validate_sidecar(member: &str, sidecar: &Sidecar, def: &DefJson) -> Result<(), NeffError> {
+    validate_blocks(member, "dma", &sidecar.dma, def)?;
+    if let Some(s) = sidecar.act_semaphore {
+        check_semaphore(member, "act_semaphore", u64::from(s))?;
+    }
+    Ok(())
 }
 
 /// Check DMA blocks against the subgraph's `def.json`.
@@ -379,12 +534,8 @@ fn validate_entry(member: &str, path: &str, e: &DmaEntry, def: &DefJson) -> Resu
             ));
         }
     }
-    if let Some(s) = e.sem.filter(|&s| s > 255) {
-        return Err(invalid(
-            member,
-            format!("{path}.sem"),
-            format!("semaphore {s} is not below 256"),
-        ));
+    if let Some(s) = e.sem {
+        check_semaphore(member, format!("{path}.sem"), u64::from(s))?;
     }
     if let Some(v) = e.sem_value.filter(|&v| u32::try_from(v).is_err()) {
         return Err(invalid(

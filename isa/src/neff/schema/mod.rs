@@ -8,6 +8,10 @@
 //! `project-defined` there and on the fields below.
 //!
 //! `check.rs` holds the consistency checks over a parsed `def.json` and the DMA blocks.
+//!
+//! NEFF-doc below is the AWS page `neuron-runtime/explore/work-with-neff-files.rst`
+//! (aws-neuron-sdk, commit db1586c3): the official description of the header, queue sets,
+//! variables and engine JSONs.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -19,7 +23,7 @@ mod check;
 #[cfg(test)]
 mod tests;
 
-pub use check::validate_blocks;
+pub use check::{validate_blocks, validate_sidecar, DefError, MAX_QUEUES_PER_SET, SEMAPHORES};
 
 use super::NeffError;
 use crate::engine::Engine;
@@ -97,6 +101,10 @@ open_enum! {
         Pointer = "pointer",
         /// `list`.
         List = "list",
+        /// `dge-table`: a table whose `list` names the variables the descriptor generation
+        /// engine addresses by entry (NEFF-doc `list`: "List of var_ids to populate the
+        /// table with").
+        DgeTable = "dge-table",
     }
 }
 
@@ -136,9 +144,41 @@ pub struct Variable {
     /// Member (relative to the subgraph directory) holding a `file` variable's data.
     #[serde(default, alias = "file", skip_serializing_if = "Option::is_none")]
     pub file_name: Option<String>,
-    /// Keys tpbsim does not interpret (`pointer`, `backing_variable_off`, ...), kept verbatim.
+    /// Byte offset of a `virtual` variable inside the scratchpad the runtime allocates
+    /// (NEFF-doc `backing_variable_off`: "The offset inside the shared scratchpad space
+    /// allocated by Runtime"; R `neff/metadata-schema.md` §6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_variable_off: Option<u64>,
+    /// Which scratchpad arena backs a `virtual` variable (R `neff/metadata-schema.md` §6; R
+    /// `neff/memory-planning.md` gives the runtime's codes LOCAL 0, SHARED 1, SHARDED 2,
+    /// MAIN 3), as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_buf: Option<BackingBuf>,
+    /// The `var_id`s a `dge-table` variable's entries name, entry 0 first (NEFF-doc `list`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<Vec<u64>>,
+    /// Keys tpbsim does not interpret (`referenced_var_id`, `ops`, ...), kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A `virtual` variable's `backing_buf`: the value as given, a name or a number.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BackingBuf {
+    /// A number (the runtime's `kbin_backing_buf` code).
+    Code(u64),
+    /// A name.
+    Name(String),
+}
+
+impl fmt::Display for BackingBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackingBuf::Code(c) => write!(f, "{c}"),
+            BackingBuf::Name(n) => f.write_str(n),
+        }
+    }
 }
 
 impl Variable {
@@ -152,6 +192,9 @@ impl Variable {
             dtype: None,
             shape: None,
             file_name: None,
+            backing_variable_off: None,
+            backing_buf: None,
+            list: None,
             extra: Map::new(),
         }
     }
@@ -186,9 +229,21 @@ pub struct DmaQueue {
     /// Completion semaphore.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semaphore: Option<u32>,
-    /// Completion semaphores of a queue set.
+    /// Completion semaphores of a queue set (NEFF-doc `semaphore_set`; the compiler writes
+    /// one per queue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semaphore_set: Option<Vec<u32>>,
+    /// Hardware queues the queue set reserves (NEFF-doc `num_queues`: default 1, "must be
+    /// 16 or less"; a descriptor's completion adds `num_queues` to its semaphore).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_queues: Option<u64>,
+    /// The software DGE's state-buffer scratch of a dynamic queue set
+    /// (R `neff/metadata-schema.md` §6 `dynamic_dma`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_dma: Option<DynamicDma>,
+    /// DMA pathway, `main` or `alt` (NEFF-doc `fabric_path`, default `main`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_path: Option<String>,
     /// Direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<String>,
@@ -226,6 +281,9 @@ impl DmaQueue {
             owner: None,
             semaphore: None,
             semaphore_set: None,
+            num_queues: None,
+            dynamic_dma: None,
+            fabric_path: None,
             direction: None,
             role_type: None,
             extra: Map::new(),
@@ -237,6 +295,129 @@ impl DmaQueue {
         let mut v: Vec<u32> = self.semaphore.into_iter().collect();
         v.extend(self.semaphore_set.iter().flatten().copied());
         v
+    }
+
+    /// Hardware queues of the set: `num_queues`, 1 when absent (NEFF-doc default).
+    pub fn queue_count(&self) -> u64 {
+        self.num_queues.unwrap_or(1)
+    }
+}
+
+/// `dma_queue[].dynamic_dma`: the state-buffer scratch the software DGE of a dynamic queue set
+/// uses (key names from the compiler's output and R `neff/metadata-schema.md` §6).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DynamicDma {
+    /// Byte offset of the scratch in each state-buffer partition.
+    #[serde(
+        rename = "SB_scratch_partition_offset",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sb_scratch_partition_offset: Option<u64>,
+    /// Bytes of scratch in each state-buffer partition.
+    #[serde(
+        rename = "SB_scratch_partition_size",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sb_scratch_partition_size: Option<u64>,
+    /// Keys tpbsim does not interpret, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `def.json` `fp8_conversion_config`: the runtime-programmed FP8 conversion settings
+/// (R `neff/metadata-schema.md` §7; R `isa/fp8-dtype-encoding.md`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fp8ConversionConfig {
+    /// Largest unbiased exponent of FP8 E4M3 (8 in neuronx-cc 2.23 output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emax_fp8_e4m3: Option<u32>,
+    /// Largest unbiased exponent of FP8 E5M2 (15 in neuronx-cc 2.23 output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emax_fp8_e5m2: Option<u32>,
+    /// FP8 range extension (R §7 reads it as bool or uint; kept as a flag).
+    #[serde(
+        default,
+        deserialize_with = "flag_or_uint",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fp8_range_extension: Option<bool>,
+    /// `fp8_sis` (its meaning is not pinned; R §7 guesses "scale-in-software").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_sis: Option<bool>,
+    /// `fp8_sns` (its meaning is not pinned; R §7 guesses "scale-not-stochastic").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_sns: Option<bool>,
+    /// OCP saturation mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ocp_sat: Option<bool>,
+    /// Keys tpbsim does not interpret, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A flag written as a bool or as 0/1.
+fn flag_or_uint<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Bool(b) => Ok(Some(b)),
+        Value::Number(n) if n.as_u64() == Some(0) => Ok(Some(false)),
+        Value::Number(n) if n.as_u64() == Some(1) => Ok(Some(true)),
+        Value::Null => Ok(None),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a bool or 0/1, found {other}"
+        ))),
+    }
+}
+
+/// One DVE microcode table set of `DVE.json` `dve_tables[]`: member names relative to the
+/// subgraph directory (NEFF-doc "Loadable DVE"; the four-table form is neuronx-cc 2.23's,
+/// the `control_table` form the NEFF-doc example's).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DveTableSet {
+    /// Opcode table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opcode_table: Option<String>,
+    /// Fast control table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_fast_table: Option<String>,
+    /// Slow control table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_slow_table: Option<String>,
+    /// Control table (the NEFF-doc example's single control table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_table: Option<String>,
+    /// Datapath table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datapath_table: Option<String>,
+    /// Keys tpbsim does not interpret, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl DveTableSet {
+    /// Every table (key, member name) the set names.
+    pub fn tables(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("opcode_table", &self.opcode_table),
+            ("control_fast_table", &self.control_fast_table),
+            ("control_slow_table", &self.control_slow_table),
+            ("control_table", &self.control_table),
+            ("datapath_table", &self.datapath_table),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+        .collect()
+    }
+
+    /// Whether every table is the default microcode: each member's file name starts with
+    /// `default_` (the compiler's name for the standard set, C `arch/dve-engine.md`).
+    pub fn is_default(&self) -> bool {
+        self.tables().iter().all(|(_, m)| {
+            m.rsplit('/')
+                .next()
+                .is_some_and(|f| f.starts_with("default_"))
+        })
     }
 }
 
@@ -279,6 +460,21 @@ pub struct DefJson {
     /// DMA descriptor blocks carried in `def.json` itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dma: Vec<DmaBlock>,
+    /// FP8 conversion settings (R `neff/metadata-schema.md` §7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_conversion_config: Option<Fp8ConversionConfig>,
+    /// The named feature flags the compiler sets (C `formats/neff-feature-flags.md`: the
+    /// `def.json` mirror of the header's `feature_bits`; `neff_feature_vnc` marks a
+    /// multi-core logical core).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub neff_features: Vec<String>,
+    /// Semaphores the runtime reserves (C `formats/neff-feature-flags.md`, adjacent resource
+    /// keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_semaphore_count: Option<u64>,
+    /// Events the runtime reserves (as above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_event_count: Option<u64>,
     /// Keys tpbsim does not interpret (`replica_groups`, `ucode_lib`, ...), kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -581,6 +777,21 @@ pub struct Sidecar {
     /// R `neff/metadata-schema.md` §5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instr: Option<String>,
+    /// `Activation.json`: the activation function sets, by name, that ACTIVATION_TABLE_LOAD
+    /// selects from (index = `act_tbl_sel`; NEFF-doc Activation.json, C
+    /// `activation/loadactfuncset.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activation_function_sets: Option<Vec<String>>,
+    /// `Activation.json`: the semaphore of ACT table loads (R `neff/metadata-schema.md` §5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_semaphore: Option<u32>,
+    /// `Activation.json`: the member describing the function sets (`act_info.json`: each set's
+    /// table images).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_info: Option<String>,
+    /// `DVE.json`: the DVE microcode table sets (NEFF-doc DVE.json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dve_tables: Option<Vec<DveTableSet>>,
     /// Keys tpbsim does not interpret, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -590,6 +801,14 @@ impl Sidecar {
     /// Number of descriptor entries over all blocks.
     pub fn entry_count(&self) -> usize {
         self.dma.iter().map(|b| b.desc.len()).sum()
+    }
+
+    /// Whether every DVE table set is the default microcode (true when there are none).
+    pub fn dve_tables_default(&self) -> bool {
+        self.dve_tables
+            .iter()
+            .flatten()
+            .all(DveTableSet::is_default)
     }
 }
 
@@ -670,6 +889,18 @@ impl DefJson {
     /// The variable named `name`.
     pub fn variable(&self, name: &str) -> Option<&Variable> {
         self.var.iter().find(|v| v.name == name)
+    }
+
+    /// The variable with `var_id` `id`.
+    pub fn variable_by_id(&self, id: u64) -> Option<&Variable> {
+        self.var.iter().find(|v| v.var_id == id)
+    }
+
+    /// Whether `neff_features` names `neff_feature_vnc`.
+    pub fn vnc_feature(&self) -> bool {
+        self.neff_features
+            .iter()
+            .any(|f| f == crate::neff::features::NEFF_FEATURE_VNC)
     }
 
     /// The queue named `name`.

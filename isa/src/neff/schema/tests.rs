@@ -181,3 +181,250 @@ fn steps() {
     assert_eq!(pattern_span(8, &[2, 3], &[-3, 1], 2), Some((2, 14)));
     assert_eq!(pattern_span(0, &[u64::MAX, 2], &[i64::MAX, 1], 2), None);
 }
+
+/// The `DefError` a `def.json` breaks, with its path.
+fn def_error(d: &DefJson) -> (String, DefError) {
+    match d.validate("d").unwrap_err() {
+        NeffError::Def { path, error, .. } => (path, error),
+        other => panic!("{other}"),
+    }
+}
+
+/// `def()` with a queue set of `num_queues` and `semaphores`.
+fn with_queue_set(num_queues: Option<u64>, semaphores: std::ops::Range<u32>) -> DefJson {
+    let mut d = def();
+    let mut q = DmaQueue::new("qPoolDynamic");
+    q.owner = Some("pool".into());
+    q.role_type = Some("dynamic".into());
+    q.num_queues = num_queues;
+    q.semaphore_set = Some(semaphores.collect());
+    d.dma_queue.push(q);
+    d
+}
+
+#[test]
+fn queue_sets() {
+    with_queue_set(Some(16), 24..40).validate("d").unwrap();
+    with_queue_set(Some(1), 255..256).validate("d").unwrap();
+    // Without num_queues the set's length is not checked (the NEFF-doc default is 1).
+    with_queue_set(None, 24..26).validate("d").unwrap();
+    for n in [0, 17] {
+        assert_eq!(
+            def_error(&with_queue_set(Some(n), 24..40)),
+            ("dma_queue[1].num_queues".into(), DefError::NumQueues(n))
+        );
+    }
+    assert_eq!(
+        def_error(&with_queue_set(Some(16), 24..39)),
+        (
+            "dma_queue[1].semaphore_set".into(),
+            DefError::SemaphoreSetLength {
+                set: 15,
+                num_queues: 16
+            }
+        )
+    );
+    assert_eq!(
+        def_error(&with_queue_set(Some(2), 255..257)),
+        (
+            "dma_queue[1].semaphore_set[1]".into(),
+            DefError::SemaphoreRange(256)
+        )
+    );
+    let mut d = def();
+    d.dma_queue[0].semaphore = Some(256);
+    assert_eq!(
+        def_error(&d),
+        (
+            "dma_queue[0].semaphore".into(),
+            DefError::SemaphoreRange(256)
+        )
+    );
+    d.dma_queue[0].semaphore = Some(255);
+    d.validate("d").unwrap();
+}
+
+#[test]
+fn dge_tables_and_virtual_variables() {
+    let table = |list: Vec<u64>| {
+        let mut d = def();
+        let mut t = Variable::new(5, "DGETable0", VarKind::DgeTable);
+        t.list = Some(list);
+        d.var.push(t);
+        d
+    };
+    table(vec![0, 1, 0]).validate("d").unwrap();
+    table(vec![]).validate("d").unwrap();
+    assert_eq!(
+        def_error(&table(vec![1, 7])),
+        (
+            "var[2].list[1]".into(),
+            DefError::DgeTableEntry {
+                entry: 1,
+                var_id: 7
+            }
+        )
+    );
+    // `list` on an input.
+    let mut d = def();
+    d.var[0].list = Some(vec![1]);
+    assert!(matches!(
+        def_error(&d),
+        (p, DefError::KeyOnKind { key: "list", .. }) if p == "var[0].list"
+    ));
+    let spill = |size: Option<u64>, off: Option<u64>| {
+        let mut d = def();
+        let mut v = Variable::new(5, "spill", VarKind::Virtual);
+        v.size = size;
+        v.backing_variable_off = off;
+        d.var.push(v);
+        d
+    };
+    spill(Some(524288), Some(7864320)).validate("d").unwrap();
+    spill(Some(1), Some(u64::MAX - 1)).validate("d").unwrap();
+    assert_eq!(
+        def_error(&spill(None, Some(0))),
+        ("var[2].size".into(), DefError::VirtualWithout("size"))
+    );
+    assert_eq!(
+        def_error(&spill(Some(8), None)),
+        (
+            "var[2].backing_variable_off".into(),
+            DefError::VirtualWithout("backing_variable_off")
+        )
+    );
+    assert_eq!(
+        def_error(&spill(Some(2), Some(u64::MAX - 1))),
+        (
+            "var[2].backing_variable_off".into(),
+            DefError::VirtualOverflow {
+                off: u64::MAX - 1,
+                size: 2
+            }
+        )
+    );
+    // Backing keys on a variable that is not virtual.
+    let mut d = def();
+    d.var[1].backing_variable_off = Some(0);
+    assert!(matches!(
+        def_error(&d),
+        (
+            _,
+            DefError::KeyOnKind {
+                key: "backing_variable_off",
+                applies_to: "virtual",
+                ..
+            }
+        )
+    ));
+    let mut d = def();
+    d.var[1].backing_buf = Some(BackingBuf::Name("local".into()));
+    assert!(matches!(
+        def_error(&d),
+        (
+            _,
+            DefError::KeyOnKind {
+                key: "backing_buf",
+                ..
+            }
+        )
+    ));
+}
+
+#[test]
+fn typed_keys_of_the_compilers_def_json() {
+    let text = r#"{
+        "var": {
+            "t": {"type": "dge-table", "var_id": 2, "list": [0, 1]},
+            "x": {"type": "input", "var_id": 0, "size": 4},
+            "v": {"type": "virtual", "var_id": 1, "size": 4, "backing_variable_off": 8, "backing_buf": 1, "ops": []}
+        },
+        "dma_queue": {"q": {"owner": "pool", "type": "dynamic", "num_queues": 2,
+            "semaphore_set": [3, 4], "fabric_path": "main",
+            "dynamic_dma": {"SB_scratch_partition_offset": 0, "SB_scratch_partition_size": 16384, "more": 1}}},
+        "fp8_conversion_config": {"emax_fp8_e4m3": 8, "emax_fp8_e5m2": 15, "fp8_range_extension": 1,
+            "fp8_sis": false, "fp8_sns": false, "ocp_sat": true},
+        "neff_features": ["neff_feature_vnc"],
+        "runtime_semaphore_count": 3, "runtime_event_count": 12
+    }"#;
+    let d: DefJson = parse_json("sg00/def.json", text.as_bytes()).unwrap();
+    d.validate("sg00/def.json").unwrap();
+    let v = d.variable("v").unwrap();
+    assert_eq!(
+        (v.backing_variable_off, v.backing_buf.clone()),
+        (Some(8), Some(BackingBuf::Code(1)))
+    );
+    assert_eq!(v.extra.keys().collect::<Vec<_>>(), ["ops"]);
+    assert_eq!(d.variable("t").unwrap().list.as_deref(), Some(&[0, 1][..]));
+    let q = d.queue("q").unwrap();
+    assert_eq!((q.num_queues, q.queue_count()), (Some(2), 2));
+    let dd = q.dynamic_dma.as_ref().unwrap();
+    assert_eq!(
+        (dd.sb_scratch_partition_offset, dd.sb_scratch_partition_size),
+        (Some(0), Some(16384))
+    );
+    assert!(dd.extra.contains_key("more"));
+    assert_eq!(q.fabric_path.as_deref(), Some("main"));
+    let fp8 = d.fp8_conversion_config.as_ref().unwrap();
+    assert_eq!(fp8.fp8_range_extension, Some(true), "1 reads as true");
+    assert!(d.vnc_feature());
+    assert_eq!(
+        (d.runtime_semaphore_count, d.runtime_event_count),
+        (Some(3), Some(12))
+    );
+    assert!(d.extra.is_empty(), "{:?}", d.extra);
+    // Written back, the typed keys keep their names.
+    let back = serde_json::to_value(&d).unwrap();
+    assert_eq!(
+        back["dma_queue"][0]["dynamic_dma"]["SB_scratch_partition_size"],
+        16384
+    );
+    assert_eq!(back["fp8_conversion_config"]["emax_fp8_e4m3"], 8);
+    let again: DefJson = serde_json::from_value(back).unwrap();
+    assert_eq!(again.var, d.var);
+    // A range-extension flag that is neither a bool nor 0/1 is an error with its path.
+    let bad = r#"{"var": [], "fp8_conversion_config": {"fp8_range_extension": 2}}"#;
+    let e = parse_json::<DefJson>("d", bad.as_bytes()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("fp8_conversion_config.fp8_range_extension"),
+        "{e}"
+    );
+}
+
+#[test]
+fn dve_table_sets_and_act_semaphores() {
+    let set = DveTableSet {
+        opcode_table: Some("default_opcode_table.bin".into()),
+        control_table: Some("default_control_table.bin".into()),
+        ..Default::default()
+    };
+    assert!(set.is_default());
+    assert_eq!(set.tables().len(), 2);
+    let custom = DveTableSet {
+        datapath_table: Some("saturate_datapath_table.bin".into()),
+        ..set.clone()
+    };
+    assert!(!custom.is_default());
+    let s = Sidecar {
+        dve_tables: Some(vec![set, custom]),
+        ..Default::default()
+    };
+    assert!(!s.dve_tables_default());
+    assert!(Sidecar::default().dve_tables_default());
+    let d = def();
+    let act = |sem: u32| Sidecar {
+        act_semaphore: Some(sem),
+        ..Default::default()
+    };
+    validate_sidecar("Activation.json", &act(255), &d).unwrap();
+    match validate_sidecar("Activation.json", &act(256), &d).unwrap_err() {
+        NeffError::Def { path, error, .. } => {
+            assert_eq!(
+                (path.as_str(), error),
+                ("act_semaphore", DefError::SemaphoreRange(256))
+            )
+        }
+        other => panic!("{other}"),
+    }
+}

@@ -242,6 +242,11 @@ pub const RECIPES: &[Recipe] = &[
         format: "EventSemaphoreRangeClear",
         fill: fill_range_clear,
     },
+    Recipe {
+        gate: "is_valid_dma_direct2d",
+        format: "DmaDirect2d",
+        fill: fill_dma_direct2d,
+    },
     named_recipe("DmaTrigger"),
     named_recipe("LoadActFuncSet"),
     named_recipe("FunctionBegin"),
@@ -302,7 +307,7 @@ pub const EVENT_ENUMS: &[EnumRule] = &[
 /// every rule row of the gate a legal value and the mutations break them; the spec-derived base
 /// bundle supplies the rest. It fits a gate whose rules are all rule rows (or that checks only
 /// reserved bytes and reports its unpublished fields as not checked), such as the control,
-/// notify, drain, write, event-semaphore and DMA gates.
+/// notify, drain, write and event-semaphore gates.
 pub const fn default_recipe(gate: &'static str, format: &'static str) -> Recipe {
     Recipe {
         gate,

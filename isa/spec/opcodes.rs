@@ -204,6 +204,48 @@ pub const OPCODES: &[OpcodeRow] = &[
         .note("sentinel: member of the enum on every generation, never a valid instruction"),
 ];
 
+/// An engine an opcode is legal on, on the generations `gens` marks, beyond its row's engine
+/// column. The engine column stays the published catalog's (`isa/tests/catalog.rs`); these rows
+/// carry what later evidence adds per generation. The L2 engine gate, the disassembler's engine
+/// annotation and the L1 engine sets read the column plus these rows
+/// ([`legal_engine_classes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineLegalRow {
+    /// Opcode byte.
+    pub code: u8,
+    /// The engine classes added (PE, ACT, POOL, DVE; DMA stands for SP as in the engine column).
+    pub engines: EngineClass,
+    /// Generations v2..v5 the classes are added on (`Y` added, `-` not).
+    pub gens: PresenceStr,
+    /// Source.
+    pub prov: &'static str,
+    /// Remarks.
+    pub note: &'static str,
+}
+
+const COPY_ON_ACT: &str = "emitted by neuronx-cc 2.23 on ACT (Trn2 NEFFs, shared/real/nkipy/matmul_small.neff sg00/sg01 Activation.bin); NKI nki.isa.tensor_copy: \"Supported engines: NeuronCore v2: Vector, GpSimd; NeuronCore v3+: Vector, Scalar, GpSimd\"";
+
+/// The per-generation engine legality rows, ascending by byte.
+pub const ENGINE_LEGAL: &[EngineLegalRow] = &[
+    EngineLegalRow { code: 0x46, engines: EngineClass::ACT, gens: "-YYY", prov: COPY_ON_ACT, note: "Copy: Scalar (ACT) engine from v3; not on v2" },
+    EngineLegalRow { code: 0x47, engines: EngineClass::ACT, gens: "-YYY", prov: COPY_ON_ACT, note: "Cast (tensor_copy with differing dtypes): Scalar (ACT) engine from v3; not on v2" },
+];
+
+/// The engine classes `r` is legal on at generation index `gi` (0 = v2): its engine column
+/// plus the [`ENGINE_LEGAL`] rows that mark the generation.
+pub const fn legal_engine_classes(r: &OpcodeRow, gi: usize) -> EngineClass {
+    let mut c = r.engines;
+    let mut i = 0;
+    while i < ENGINE_LEGAL.len() {
+        let x = &ENGINE_LEGAL[i];
+        if x.code == r.code && presence_at(x.gens, gi).is_present() {
+            c = c.or(x.engines);
+        }
+        i += 1;
+    }
+    c
+}
+
 /// An engine the simulator executes an opcode on beyond the opcode row's engine column. The
 /// engine column (and with it the L2 engine gate) stays as the sources give it; these rows only
 /// widen where the machine runs the opcode.

@@ -241,8 +241,29 @@ pub fn isa_markdown() -> String {
         );
     }
 
+    // Per-generation engine legality rows.
+    o.push_str("\n### Engine legality by generation\n\nAn opcode is legal on the engines of its engine column and, on the generations a row marks, on the engines these rows add (`spec::ENGINE_LEGAL`, `OpcodeRow::legal_on`). The L2 engine gate, the disassembler's engine annotation and the L1 engine sets read the column plus these rows; the column itself stays the published catalog's.\n\n| Op | Mnemonic | Engine column | Also legal on | v2 | v3 | v4 | v5 | Source | Note |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for x in spec::engine_legal_rows() {
+        let r = spec::opcode(x.code);
+        let g: Vec<char> = x.gens.chars().collect();
+        let _ = writeln!(
+            o,
+            "| {:#04x} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+            x.code,
+            r.map_or("?", |r| r.mnemonic()),
+            r.map_or("-".to_string(), |r| r.engines.label()),
+            x.engines.label(),
+            g.first().copied().unwrap_or('-'),
+            g.get(1).copied().unwrap_or('-'),
+            g.get(2).copied().unwrap_or('-'),
+            g.get(3).copied().unwrap_or('-'),
+            esc(x.prov),
+            esc(x.note)
+        );
+    }
+
     // Runs-on rows.
-    o.push_str("\n### Runs on (simulator)\n\nThe simulator executes an opcode on the engines of its engine column (NX: every engine, DMA: SP) and on the engines these rows add (`spec::RUNS_ON`, generated `RUNS_ON_ENGINES`). The engine column, and with it the L2 engine gate, is unchanged by them.\n\n| Op | Mnemonic | Engine column | Also runs on | Source | Note |\n|---|---|---|---|---|---|\n");
+    o.push_str("\n### Runs on (simulator)\n\nThe simulator executes an opcode on the engines of its engine column (NX: every engine, DMA: SP) and on the engines these rows add (`spec::RUNS_ON`, generated `RUNS_ON_ENGINES`). The engine column is unchanged by them, and so is the L2 engine gate, which reads the column plus the engine legality rows above.\n\n| Op | Mnemonic | Engine column | Also runs on | Source | Note |\n|---|---|---|---|---|---|\n");
     for x in spec::runs_on_rows() {
         let r = spec::opcode(x.code);
         let _ = writeln!(

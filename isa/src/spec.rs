@@ -87,6 +87,12 @@ pub fn runs_on_rows() -> &'static [RunsOnRow] {
     RUNS_ON
 }
 
+/// The per-generation engine legality rows: engines an opcode is legal on, on some
+/// generations, beyond its engine column.
+pub fn engine_legal_rows() -> &'static [EngineLegalRow] {
+    ENGINE_LEGAL
+}
+
 /// Whether the simulator executes `opcode` on engine `e`: the engine column of its row
 /// ([`OpcodeRow::runs_on`]) or one of its [`RUNS_ON`] rows (generated table).
 #[inline]
@@ -120,26 +126,43 @@ impl OpcodeRow {
         crate::formats::MNEMONICS[self.code as usize].unwrap_or(self.name)
     }
 
+    /// Whether the opcode is legal on the wire engine `e` in `gen`: its engine column
+    /// ([`OpcodeRow::runs_on`]) plus the [`ENGINE_LEGAL`] rows for `gen`. This is what the L2
+    /// engine gate and the disassembler's engine annotation read.
+    pub fn legal_on(&self, e: Engine, gen: Gen) -> bool {
+        self.legal_classes(gen).has_engine(e)
+    }
+
+    /// The engine classes the opcode is legal on in `gen` (engine column plus [`ENGINE_LEGAL`]).
+    pub fn legal_classes(&self, gen: Gen) -> EngineClass {
+        legal_engine_classes(self, gen.index())
+    }
+
     /// Whether the row's engine classes include the wire engine `e`.
     ///
     /// Mapping (project-defined): PE, ACT, POOL, DVE are their engines; NX (the sequencer of
     /// every engine) matches all engines; DMA matches SP (the queue that issues DMA).
     pub fn runs_on(&self, e: Engine) -> bool {
-        let c = self.engines;
-        if c.contains(EngineClass::NX) {
-            return true;
-        }
-        match e {
-            Engine::Pe => c.contains(EngineClass::PE),
-            Engine::Act => c.contains(EngineClass::ACT),
-            Engine::Pool => c.contains(EngineClass::POOL),
-            Engine::Dve => c.contains(EngineClass::DVE),
-            Engine::Sp => c.contains(EngineClass::DMA),
-        }
+        self.engines.has_engine(e)
     }
 }
 
 impl EngineClass {
+    /// Whether the set includes the wire engine `e`: NX (the sequencer of every engine)
+    /// matches all engines, DMA matches SP, the others their engine.
+    pub fn has_engine(self, e: Engine) -> bool {
+        if self.contains(EngineClass::NX) {
+            return true;
+        }
+        match e {
+            Engine::Pe => self.contains(EngineClass::PE),
+            Engine::Act => self.contains(EngineClass::ACT),
+            Engine::Pool => self.contains(EngineClass::POOL),
+            Engine::Dve => self.contains(EngineClass::DVE),
+            Engine::Sp => self.contains(EngineClass::DMA),
+        }
+    }
+
     /// `PE/DVE`-style text of the set.
     pub fn label(self) -> String {
         let v: Vec<&str> = Self::NAMES
@@ -307,6 +330,46 @@ mod tests {
             opcode_by_mnemonic("pseudo_dma_direct2d").unwrap().code,
             0xD4
         );
+    }
+
+    #[test]
+    fn engine_legal_rows_are_well_formed() {
+        let mut last = None;
+        for x in ENGINE_LEGAL {
+            assert!(!x.prov.is_empty(), "{:#04x}", x.code);
+            assert!(last < Some(x.code), "rows ascending at {:#04x}", x.code);
+            last = Some(x.code);
+            let r = opcode(x.code).expect("an opcode row");
+            assert!(x.gens.len() == 4 && x.gens.bytes().all(|c| c == b'Y' || c == b'-'));
+            for g in Gen::ALL {
+                let added = presence_at(x.gens, g.index()).is_present();
+                // A row adds only where the opcode exists, and only engines beyond its column.
+                assert!(!added || r.is_present(g), "{:#04x} absent on {g}", x.code);
+                for e in Engine::ALL {
+                    if x.engines.has_engine(e) {
+                        assert!(!r.runs_on(e), "{:#04x} already on {e}", x.code);
+                        assert_eq!(r.legal_on(e, g), added, "{:#04x} {e} {g}", x.code);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn copy_and_cast_are_legal_on_act_from_v3() {
+        for code in [0x46, 0x47] {
+            let r = opcode(code).unwrap();
+            assert!(!r.legal_on(Engine::Act, Gen::V2), "{code:#04x}");
+            for g in [Gen::V3, Gen::V4, Gen::V5] {
+                assert!(r.legal_on(Engine::Act, g), "{code:#04x} {g}");
+                assert!(r.legal_on(Engine::Dve, g) && r.legal_on(Engine::Pool, g));
+                assert!(!r.legal_on(Engine::Pe, g) && !r.legal_on(Engine::Sp, g));
+            }
+            assert_eq!(r.legal_classes(Gen::V2).label(), "POOL/DVE");
+            assert_eq!(r.legal_classes(Gen::V3).label(), "ACT/POOL/DVE");
+        }
+        // The engine column itself stays the catalog's.
+        assert!(!opcode(0x46).unwrap().runs_on(Engine::Act));
     }
 }
 

@@ -98,7 +98,8 @@ pub fn disasm_bundle_as(b: &Bundle, gen: Gen, syntax: Syntax) -> String {
 }
 
 /// A full disassembly line: `INDEX 0xOFFSET:  TEXT`, plus an engine-legality comment when
-/// `engine` is given and the catalog's engine classes do not include it.
+/// `engine` is given and the opcode is not legal on it in `gen` (the catalog's engine classes
+/// plus the spec's per-generation engine legality rows, `spec::ENGINE_LEGAL`).
 pub fn disasm_line(index: usize, b: &Bundle, gen: Gen, engine: Option<Engine>) -> String {
     disasm_line_as(index, b, gen, engine, Syntax::Tpbsim)
 }
@@ -117,11 +118,11 @@ pub fn disasm_line_as(
         disasm_bundle_as(b, gen, syntax)
     );
     if let (Some(e), Some(row)) = (engine, spec::opcode(b.0[0])) {
-        if row.is_present(gen) && !row.runs_on(e) {
+        if row.is_present(gen) && !row.legal_on(e, gen) {
             let _ = write!(
                 s,
                 " ; engine classes {} do not include {e}",
-                row.engines.label()
+                row.legal_classes(gen).label()
             );
         }
     }

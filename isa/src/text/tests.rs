@@ -33,6 +33,34 @@ fn disasm_shows_fields_and_reserved() {
 }
 
 #[test]
+fn engine_annotation_reads_the_per_generation_legality() {
+    for code in [0x46u8, 0x47] {
+        let mut b = Bundle::ZERO;
+        b.0[0] = code;
+        b.0[1] = 0x10;
+        // v2: COPY / CAST are not legal on ACT.
+        let v2 = disasm_line(0, &b, Gen::V2, Some(Engine::Act));
+        assert!(
+            v2.ends_with("; engine classes POOL/DVE do not include act"),
+            "{v2}"
+        );
+        // v3 and v4: legal on ACT, no annotation.
+        for g in [Gen::V3, Gen::V4] {
+            let l = disasm_line(0, &b, g, Some(Engine::Act));
+            assert!(!l.contains("engine classes"), "{g}: {l}");
+            let dve = disasm_line(0, &b, g, Some(Engine::Dve));
+            assert!(!dve.contains("engine classes"), "{g}: {dve}");
+            // Still not legal on PE.
+            let pe = disasm_line(0, &b, g, Some(Engine::Pe));
+            assert!(
+                pe.ends_with("; engine classes ACT/POOL/DVE do not include pe"),
+                "{g}: {pe}"
+            );
+        }
+    }
+}
+
+#[test]
 fn parse_errors_name_the_column() {
     let e = parse_line("MATMUL in_dtype=NOPE", Gen::V3).unwrap_err();
     assert_eq!(e.column, 17);

@@ -363,14 +363,16 @@ fn make_case(
     })
 }
 
+/// How findings are grouped: the layer, the class of disagreement and the two sides' rules.
+type GroupKey = (&'static str, Class, Vec<String>, Vec<String>);
+
 /// Run the differential.
 pub fn run(cfg: &Config) -> Result<Report, FuzzError> {
     let layouts = candidate_layouts(cfg)?;
     let registry = Registry::l1();
     let mut rng = SplitMix64(cfg.seed);
     let mut report = Report::default();
-    let mut groups: BTreeMap<(&'static str, Class, Vec<String>, Vec<String>), usize> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<GroupKey, usize> = BTreeMap::new();
     let mut case = 0u64;
     let mut attempts = 0u64;
     while case < cfg.cases && attempts < cfg.cases.saturating_mul(64).max(1024) {

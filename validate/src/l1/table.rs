@@ -14,7 +14,8 @@ use tpbsim_isa::NumFormat;
 /// Where a table value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Src {
-    /// Stated by a seed document (the text names where).
+    /// Stated by a seed document or another public source (the compiler's own output, the
+    /// NKI documentation); the text names where.
     Seed(&'static str),
     /// `project-defined`: no public source; the text says how tpbsim chose it.
     Project(&'static str),
@@ -469,6 +470,79 @@ const DT_QUANTIZE_MX: DtypeRule = DtypeRule {
     src: Src::Project("QuantizeMx reads plain values and writes x4 containers plus E8M0 scales"),
 };
 
+/// The decoded levels (those with a generation), oldest first.
+const DECODED_LEVELS: [ArchLevel; 4] = [
+    ArchLevel::Sunda,
+    ArchLevel::Gen3,
+    ArchLevel::CoreV4,
+    ArchLevel::CoreV5,
+];
+
+/// The BIR engines of a spec engine-class set (PE, ACT, POOL, DVE; DMA as SP; NX as every
+/// concrete engine), as `OpcodeRow::runs_on` maps them to wire engines.
+const fn engine_set_of(c: tpbsim_isa::spec::EngineClass) -> EngineSet {
+    use tpbsim_isa::spec::EngineClass as K;
+    if c.contains(K::NX) {
+        return CONCRETE;
+    }
+    let mut s = EngineSet::EMPTY;
+    if c.contains(K::PE) {
+        s = s.union(PE);
+    }
+    if c.contains(K::ACT) {
+        s = s.union(ACT);
+    }
+    if c.contains(K::POOL) {
+        s = s.union(POOL);
+    }
+    if c.contains(K::DVE) {
+        s = s.union(DVE);
+    }
+    if c.contains(K::DMA) {
+        s = s.union(EngineSet::of(&[E::Sp]));
+    }
+    s
+}
+
+/// `base` plus, per decoded level, the engines the spec's per-generation engine legality rows
+/// (`spec::ENGINE_LEGAL`) add to any of `codes` on that level's generation: the L1 engine set
+/// of a class whose instructions are those opcodes, read from the same data as the L2 engine
+/// gate and the disassembler.
+const fn with_spec_legality(base: EngineSet, codes: &[u8]) -> [(ArchLevel, EngineSet); 4] {
+    let mut out = [(ArchLevel::Sunda, base); 4];
+    let mut l = 0;
+    while l < DECODED_LEVELS.len() {
+        let level = DECODED_LEVELS[l];
+        let gi = match level.gen() {
+            Some(g) => g.index(),
+            None => panic!("a decoded level has a generation"),
+        };
+        let mut s = base;
+        let mut k = 0;
+        while k < codes.len() {
+            let mut i = 0;
+            while i < tpbsim_isa::spec::OPCODES.len() {
+                let r = &tpbsim_isa::spec::OPCODES[i];
+                if r.code == codes[k] {
+                    s = s.union(engine_set_of(tpbsim_isa::spec::legal_engine_classes(r, gi)));
+                }
+                i += 1;
+            }
+            k += 1;
+        }
+        out[l] = (level, s);
+        l += 1;
+    }
+    out
+}
+
+/// TensorCopy / Cast (COPY 0x46, CAST 0x47): the catalog's {Pool, DVE} plus ACT from gen3.
+const COPY_CAST_ENGINES: [(ArchLevel, EngineSet); 4] = with_spec_legality(POOL_DVE, &[0x46, 0x47]);
+
+const COPY_CAST_SRC: Src = Src::Seed(
+    "the spec's engine column plus its per-generation engine legality rows for COPY 0x46 / CAST 0x47 (isa/spec/opcodes.rs ENGINE_LEGAL: emitted by neuronx-cc 2.23 on ACT in Trn2 NEFFs; NKI nki.isa.tensor_copy: NeuronCore v2 Vector, GpSimd; v3+ Vector, Scalar, GpSimd)",
+);
+
 /// The L1 driver of a class.
 pub const fn class_rule(c: InstClass) -> ClassRule {
     use InstClass as C;
@@ -603,6 +677,9 @@ pub const fn class_rule(c: InstClass) -> ClassRule {
         | C::Select => {
             r.mem = MEM_ONCHIP;
             r.dtypes = DT_COPY;
+            if matches!(c, C::TensorCopy | C::Cast) {
+                r.engines = EngineRule::PerArch(&COPY_CAST_ENGINES, POOL_DVE, COPY_CAST_SRC);
+            }
         }
         C::ReadActivationAccumulator
         | C::ActivationReadAccumulator
@@ -779,6 +856,28 @@ mod tests {
         assert_eq!(
             class_rule(InstClass::MatmultMx).arch.min,
             Some(ArchLevel::CoreV4)
+        );
+    }
+
+    #[test]
+    fn copy_and_cast_take_act_from_gen3() {
+        for c in [InstClass::TensorCopy, InstClass::Cast] {
+            let e = class_rule(c).engines;
+            assert!(!e.src().is_project(), "{c}");
+            assert_eq!(e.at(ArchLevel::Sunda), POOL_DVE, "{c}");
+            for level in [ArchLevel::Gen3, ArchLevel::CoreV4, ArchLevel::CoreV5] {
+                let s = e.at(level);
+                assert!(s.contains(EngineType::Act), "{c} {level}");
+                assert!(s.contains(EngineType::Pool) && s.contains(EngineType::Dve));
+                assert!(!s.contains(EngineType::Pe) && !s.contains(EngineType::Sp));
+            }
+        }
+        // The other POOL/DVE copies keep the catalog's set.
+        assert_eq!(
+            class_rule(InstClass::TensorCopyDynamicSrc)
+                .engines
+                .at(ArchLevel::Gen3),
+            POOL_DVE
         );
     }
 

@@ -3,7 +3,9 @@
 //! each generation ([`super::header`]) and the per-engine bitmaps ([`super::engine_gate`]) —
 //! is computed from these rows at compile time, never written by hand.
 
-use tpbsim_isa::spec::{presence_at, EngineClass, OpKind, OpcodeRow, OPCODES};
+use tpbsim_isa::spec::{
+    legal_engine_classes, presence_at, EngineClass, OpKind, OpcodeRow, OPCODES,
+};
 use tpbsim_isa::Gen;
 
 use tpbsim_isa::spec::ByteSet;
@@ -40,11 +42,21 @@ pub const fn present(r: &OpcodeRow, gen: Gen) -> bool {
     in_header_enum(r) && presence_at(r.presence, gen.index()).is_present()
 }
 
-/// The wire engines a row's classes execute on: PE, ACT, POOL, DVE map to their engine; NX
-/// (the sequencer of every engine) to all engines; DMA to SP (the queue that issues DMA), as
-/// the spec's `OpcodeRow::runs_on`; plus [`ENGINE_UNIONS`].
+/// The wire engines a row's engine column executes on: PE, ACT, POOL, DVE map to their
+/// engine; NX (the sequencer of every engine) to all engines; DMA to SP (the queue that issues
+/// DMA), as the spec's `OpcodeRow::runs_on`; plus [`ENGINE_UNIONS`].
 pub const fn engines(r: &OpcodeRow) -> u8 {
-    let c = r.engines.0;
+    classes_to_engines(r.code, r.engines)
+}
+
+/// The wire engines a row is legal on in `gen`: [`engines`] plus the spec's per-generation
+/// engine legality rows (`spec::ENGINE_LEGAL`, as `OpcodeRow::legal_on`).
+pub const fn engines_at(r: &OpcodeRow, gen: Gen) -> u8 {
+    classes_to_engines(r.code, legal_engine_classes(r, gen.index()))
+}
+
+const fn classes_to_engines(code: u8, classes: EngineClass) -> u8 {
+    let c = classes.0;
     if c & EngineClass::NX.0 != 0 {
         return ALL;
     }
@@ -66,7 +78,7 @@ pub const fn engines(r: &OpcodeRow) -> u8 {
     }
     let mut i = 0;
     while i < ENGINE_UNIONS.len() {
-        if ENGINE_UNIONS[i].0 == r.code {
+        if ENGINE_UNIONS[i].0 == code {
             m |= ENGINE_UNIONS[i].1;
         }
         i += 1;
@@ -123,6 +135,10 @@ mod tests {
                     .iter()
                     .any(|(op, m)| *op == r.code && m & (1 << e.wire_id()) != 0);
                 assert_eq!(ours, r.runs_on(e) || extra, "{:#x} {e}", r.code);
+                for g in Gen::ALL {
+                    let at = engines_at(r, g) & (1 << e.wire_id()) != 0;
+                    assert_eq!(at, r.legal_on(e, g) || extra, "{:#x} {e} {g}", r.code);
+                }
             }
         }
     }

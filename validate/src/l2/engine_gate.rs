@@ -3,11 +3,14 @@
 //! mask per engine per 64-opcode band, tested with a single bit test like the shipped
 //! `_bittest64` gate.
 //!
-//! The bitmaps are computed at compile time from the ISA spec's opcode rows (engine classes
-//! and per-generation presence, via [`super::catalog`]); the derived rows are project-defined
-//! (the full per-engine expansion of the shipped masks is not public). The one published
-//! mask — v4 ACT `0x1000000000FE7F41` indexed by `opcode − 88` — overrides the derived ACT
-//! rows for opcodes 88..=151 on v4.
+//! The bitmaps are computed at compile time from the ISA spec's opcode rows (engine classes,
+//! the per-generation engine legality rows `spec::ENGINE_LEGAL` and per-generation presence,
+//! via [`super::catalog`]); the derived rows are project-defined (the full per-engine
+//! expansion of the shipped masks is not public) except where a legality row carries its
+//! evidence (COPY 0x46 / CAST 0x47 on ACT from v3: the compiler's own output and NKI's
+//! `tensor_copy` engine list). The one published mask — v4 ACT `0x1000000000FE7F41` indexed
+//! by `opcode − 88` — overrides the derived ACT rows for opcodes 88..=151 on v4; it does not
+//! reach 0x46 / 0x47 (70, 71).
 
 use tpbsim_isa::formats::loc;
 use tpbsim_isa::{Engine, Gen};
@@ -36,7 +39,7 @@ const fn derive(rows: &[OpcodeRow]) -> EngineBitmaps {
             let mut i = 0;
             while i < rows.len() {
                 let r = &rows[i];
-                if catalog::present(r, gens[g]) && catalog::engines(r) & (1 << e) != 0 {
+                if catalog::present(r, gens[g]) && catalog::engines_at(r, gens[g]) & (1 << e) != 0 {
                     s = s.with(r.code);
                 }
                 i += 1;
@@ -73,7 +76,7 @@ pub const fn opcode_on_engine(gen: Gen, engine: Engine, opcode: u8) -> bool {
 }
 
 rule!(NEURON_ISA_CHECK_OPCODE_ON_ENGINE, "neuron_isa_check_opcode_on_engine", Engine,
-    project "per-engine opcode bitmaps derived from the catalog's engine classes (NX = every engine); v4 ACT 88..=151 from the published mask 0x1000000000FE7F41",
+    project "per-engine opcode bitmaps derived from the catalog's engine classes (NX = every engine) plus the spec's per-generation engine legality rows (COPY 0x46 / CAST 0x47 on ACT from v3: emitted by neuronx-cc 2.23 on ACT in Trn2 NEFFs; NKI nki.isa.tensor_copy: v3+ Vector, Scalar, GpSimd); v4 ACT 88..=151 from the published mask 0x1000000000FE7F41",
     "the opcode is legal on the engine whose stream holds it (v3/v4 per-engine bitmap)");
 rule!(INSTRUCTION_ENGINE_CHECK, "instruction_engine_check", Engine,
     project "the v2 gate body is not public; tpbsim uses the same catalog-derived per-engine sets",
@@ -148,6 +151,25 @@ mod tests {
             opcode_on_engine(Gen::V4, Engine::Dve, 0xE3)
                 && !opcode_on_engine(Gen::V3, Engine::Dve, 0xE3)
         );
+    }
+
+    #[test]
+    fn copy_and_cast_on_act_from_v3() {
+        for op in [0x46u8, 0x47] {
+            assert!(!opcode_on_engine(Gen::V2, Engine::Act, op), "{op:#x} v2");
+            for g in [Gen::V3, Gen::V4] {
+                assert!(opcode_on_engine(g, Engine::Act, op), "{op:#x} {g}");
+                assert!(
+                    opcode_on_engine(g, Engine::Dve, op) && opcode_on_engine(g, Engine::Pool, op)
+                );
+                assert!(!opcode_on_engine(g, Engine::Pe, op), "{op:#x} {g} PE");
+                assert!(!opcode_on_engine(g, Engine::Sp, op), "{op:#x} {g} SP");
+            }
+            // The published v4 ACT mask starts at 88: it says nothing about 70 / 71.
+            assert!(op < V4_ACT_BASE);
+        }
+        // Neighbours keep their column: RECIPROCAL (0x48) is still not an ACT opcode.
+        assert!(!opcode_on_engine(Gen::V3, Engine::Act, 0x48));
     }
 
     #[test]

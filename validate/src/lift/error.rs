@@ -133,7 +133,7 @@ pub enum LiftError {
         /// The class the group would lift to.
         class: InstClass,
         /// What does not map.
-        reason: LiftFault,
+        reason: Box<LiftFault>,
     },
 }
 

@@ -663,7 +663,7 @@ pub fn lift_stream(input: &StreamInput<'_>, gen: Gen) -> LiftedStream {
                 .map_err(|reason| LiftError::NotLiftable {
                     opcodes: opcodes_of(&bundles[i..i + len]),
                     class,
-                    reason,
+                    reason: Box::new(reason),
                 })
         });
         let (mut inst, len) = match result {

@@ -206,12 +206,13 @@ fn apply_rows(rng: &mut impl Entropy, gen: Gen, b: &mut Bundle) {
     }
 }
 
-/// Engines whose stream may hold `opcode` (the spec's engine classes).
-pub fn engines_for(opcode: u8) -> Vec<Engine> {
+/// Engines whose stream may hold `opcode` on `gen` (the spec's engine classes plus its
+/// per-generation engine legality rows, `OpcodeRow::legal_on`).
+pub fn engines_for(gen: Gen, opcode: u8) -> Vec<Engine> {
     match spec::opcode(opcode) {
         Some(row) => Engine::ALL
             .into_iter()
-            .filter(|e| row.runs_on(*e))
+            .filter(|e| row.legal_on(*e, gen))
             .collect(),
         None => Vec::new(),
     }

@@ -209,7 +209,7 @@ pub fn mutate_kind<R: Entropy>(
                     let outside = (0..=255u8)
                         .filter(|&v| {
                             !(r.member)(gen, v)
-                                && !(!r.spec_enum.is_empty() && enum_knows(r.spec_enum, v))
+                                && (r.spec_enum.is_empty() || !enum_knows(r.spec_enum, v))
                         })
                         .map(u64::from)
                         .collect();

@@ -17,9 +17,21 @@ use tpbsim_isa::spec::ByteSet;
 rule!(DGE_OPCODE_ENUM, "is_valid_enum(DGE_OPCODE)", Format,
     public "G dma/descriptor-ring-field-tables.md (DMA_DIRECT2D +15 dge_op: DIRECT2D 0, INDIRECT1D 1, TRANSPOSE 2, GATHER_TRANSPOSE 3); the compiler's sync-command reading (COPY 3, TRANSPOSE 1) stays inside the same range (isa-facts §10 #34)",
     "dge_op is a DGE_OPCODE member (0..=3)");
+rule!(DMA_ADDR8_MODE, "is_valid_dma_direct2d.addr8_mode", Format,
+    public "C isa/dma-encoding.md (assign64bitAddr, every store site disassembled, CERTAIN: mode byte a2[7] = 0x10 physical var-id, 0x20 DGE table entry with an immediate, 0x28 DGE table entry with an offset register, | 0x04 two-register pair (0x28 arm only), | 0x40 move/transpose); G collectives/ops/rdma-gather-pseudo-ops.md (0xD4 is the compiler's interface; PSEUDO_ADDR8 VAR_ID_BIT 0x10, ADDR_TBL_BIT 0x20); neuronx-cc 2.23 Trn2 NEFFs use 0x10 and 0x20",
+    "each DMA_DIRECT2D ADDR8 mode byte (byte 7) is a form the compiler writes: 0x10, 0x20, 0x28 or 0x2C, each with or without 0x40");
+rule!(DMA_ADDR8_DGE_HIGH, "is_valid_dma_direct2d.addr8_dge_byte6", Format,
+    public "C isa/dma-encoding.md (assign64bitAddr: the DGE arms write the table-entry id as 16 bits at +4 and leave +6 at the bundle's zero fill; only the physical var-id arm writes +6, the var id's high byte)",
+    "a DGE-form ADDR8 (mode 0x20 / 0x28 / 0x2C, with or without 0x40) has byte 6 zero");
+rule!(DMA_ELEMENTS, "is_valid_dma_direct2d.elements", Format,
+    public "C isa/dma-encoding.md (generateDynamicDMA pre-assert \"DMA instruction must read and write same number of elements\"; *_elem_size = dtype bytes × last-dim count, 0x10000 stored as 0)",
+    "DIRECT2D (dge_op 0): source and destination move the same number of elements (num[0] × num[1] × elem_size / dtype size), each elem_size a whole number of its dtype's elements");
 rule!(DMA_ADDR8, "is_valid_dma_direct2d.addr8", Format,
-    project "the ADDR8 marker byte has two published encodings (compiler pseudo form vs runtime header form, isa-facts §10 #32) and the descriptor's dtype/count conditions are not public; reported as not checked",
-    "DMA_DIRECT2D ADDR8 operands, counts and dtypes");
+    project "what an ADDR8 names is resolved against the NEFF when the runtime lowers the pseudo instruction (the var id against def.json, the DGE table entry against the dge-table variable's list, the 0x28 offset register), and the dtype pair (cast) and bound-register conditions of the pseudo form are not public; reported as not checked",
+    "DMA_DIRECT2D: what the ADDR8 operands name, the dtype pair and the bound registers");
+rule!(DMA_ELEMENTS_OTHER, "is_valid_dma_direct2d.elements_dge_op", Format,
+    project "dge_op 1..3 (INDIRECT1D, TRANSPOSE, GATHER_TRANSPOSE) lower to other records with a 0xDA extension whose element rules are not public; reported as not checked",
+    "the element counts of a DMA_DIRECT2D whose dge_op is not DIRECT2D");
 rule!(PSEUDO_NAME, "is_valid_pseudo.name", Format,
     project "pseudo-instruction names (queue, function, activation-set) are NUL-padded C strings; tpbsim requires a non-empty printable-ASCII name followed only by NUL bytes",
     "the name field is a non-empty printable-ASCII string padded with NUL bytes");
@@ -41,13 +53,38 @@ pub const DMA_DGE_OP: Field = Field::at(loc::dma_direct2d::DGE_OP);
 /// DMA_DIRECT2D source ADDR8.
 pub const DMA_SRC: Field = Field::at(loc::dma_direct2d::SRC);
 
-/// DMA_DIRECT2D enum stage.
-pub const DMA_ENUMS: &[FieldRule] = &[FieldRule::set(
-    &DGE_OPCODE_ENUM,
-    DMA_DGE_OP,
-    ByteSet::range(0, 3),
-    "0..=3",
-)];
+/// DMA_DIRECT2D destination ADDR8.
+pub const DMA_DST: Field = Field::at(loc::dma_direct2d::DST);
+
+/// Byte `k` of an ADDR8 operand, reported as the operand's part `sub` (`src.mode`).
+const fn addr8_byte(loc: tpbsim_isa::spec::FieldLoc, k: u8, sub: &'static str) -> Field {
+    let f = Field::element(loc, k, 1, loc.name);
+    Field { sub, ..f }
+}
+
+/// The source ADDR8's mode byte (byte 7).
+pub const DMA_SRC_MODE: Field = addr8_byte(loc::dma_direct2d::SRC, 7, "mode");
+/// The destination ADDR8's mode byte (byte 7).
+pub const DMA_DST_MODE: Field = addr8_byte(loc::dma_direct2d::DST, 7, "mode");
+/// The source ADDR8's byte 6 (the var id's high byte in the 0x10 form).
+pub const DMA_SRC_B6: Field = addr8_byte(loc::dma_direct2d::SRC, 6, "id_high");
+/// The destination ADDR8's byte 6.
+pub const DMA_DST_B6: Field = addr8_byte(loc::dma_direct2d::DST, 6, "id_high");
+
+/// The compiler's PSEUDO_ADDR8 mode bytes (`assign64bitAddr`): 0x10 physical var-id, 0x20 DGE
+/// table entry + immediate, 0x28 DGE table entry + offset register, 0x2C the same with a
+/// two-register pair, each with or without the 0x40 move/transpose bit.
+pub const ADDR8_MODES: ByteSet = ByteSet::of(&[0x10, 0x20, 0x28, 0x2C, 0x50, 0x60, 0x68, 0x6C]);
+/// The DGE-table forms among [`ADDR8_MODES`] (bytes 4..5 hold a table-entry id; byte 6 unused).
+pub const ADDR8_DGE_MODES: ByteSet = ByteSet::of(&[0x20, 0x28, 0x2C, 0x60, 0x68, 0x6C]);
+const ADDR8_MODES_TEXT: &str = "0x10, 0x20, 0x28 or 0x2C, each optionally | 0x40";
+
+/// DMA_DIRECT2D enum stage: dge_op, then the two ADDR8 mode bytes.
+pub const DMA_ENUMS: &[FieldRule] = &[
+    FieldRule::set(&DGE_OPCODE_ENUM, DMA_DGE_OP, ByteSet::range(0, 3), "0..=3"),
+    FieldRule::set(&DMA_ADDR8_MODE, DMA_SRC_MODE, ADDR8_MODES, ADDR8_MODES_TEXT),
+    FieldRule::set(&DMA_ADDR8_MODE, DMA_DST_MODE, ADDR8_MODES, ADDR8_MODES_TEXT),
+];
 /// The rule data of `is_valid_dma_direct2d`.
 pub const DMA_TABLE: GateTable = GateTable {
     fields: &[DMA_ENUMS],
@@ -55,14 +92,121 @@ pub const DMA_TABLE: GateTable = GateTable {
     operands: &[],
 };
 
-/// `is_valid_dma_direct2d`: DMA_DIRECT2D pseudo 0xD4.
+/// One side of a DMA_DIRECT2D: its counts, element size and dtype.
+struct Side {
+    num: Field,
+    elem_size: Field,
+    dtype: Field,
+}
+
+const SRC_SIDE: Side = Side {
+    num: Field::at(loc::dma_direct2d::SRC_NUM),
+    elem_size: Field::at(loc::dma_direct2d::SRC_ELEM_SIZE),
+    dtype: Field::at(loc::dma_direct2d::IN_DTYPE),
+};
+const DST_SIDE: Side = Side {
+    num: Field::at(loc::dma_direct2d::DST_NUM),
+    elem_size: Field::at(loc::dma_direct2d::DST_ELEM_SIZE),
+    dtype: Field::at(loc::dma_direct2d::OUT_DTYPE),
+};
+
+/// What a side's counts say about its element count.
+enum Elements {
+    /// `num[0] × num[1] × elem_size / dtype size`.
+    Count(u64),
+    /// The element size is not a whole number of the dtype's elements.
+    Partial,
+    /// The dtype has no byte size (INVALID, packed or coded tags): not decided here.
+    Unknown,
+}
+
+fn side_elements<S: Sink>(ck: &Ck<S>, s: &Side) -> Elements {
+    let Some(size) = super::super::dtype::size(ck.get(s.dtype) as u8) else {
+        return Elements::Unknown;
+    };
+    let nums = ck.get(s.num);
+    let (n0, n1) = (nums & 0xFFFF, nums >> 16);
+    let chunk = match ck.get(s.elem_size) {
+        0 => 0x10000,
+        v => v,
+    };
+    if chunk % size as u64 != 0 {
+        return Elements::Partial;
+    }
+    Elements::Count(n0 * n1 * (chunk / size as u64))
+}
+
+/// `is_valid_dma_direct2d`: DMA_DIRECT2D pseudo 0xD4 — dge_op, the ADDR8 mode bytes, byte 6
+/// of the DGE-table forms, the element counts of a DIRECT2D copy; what the operands name is
+/// resolved by the runtime against the NEFF and is reported as not checked.
 pub fn is_valid_dma_direct2d<S: Sink>(ck: &mut Ck<S>) {
     check(ck, DMA_ENUMS);
+    for (mode, b6) in [(DMA_SRC_MODE, DMA_SRC_B6), (DMA_DST_MODE, DMA_DST_B6)] {
+        if ADDR8_DGE_MODES.has(ck.get(mode) as u8) {
+            ck.check(ck.get(b6) == 0, &DMA_ADDR8_DGE_HIGH, b6, Allowed::Eq(0));
+        }
+    }
     spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    if ck.get(DMA_DGE_OP) == 0 {
+        match (side_elements(ck, &SRC_SIDE), side_elements(ck, &DST_SIDE)) {
+            (Elements::Count(a), Elements::Count(b)) if a != b => {
+                let f = DST_SIDE.elem_size;
+                ck.fail(
+                    &DMA_ELEMENTS,
+                    f,
+                    ck.get(f),
+                    Allowed::Text(
+                        "the source's element count (num[0] × num[1] × elem_size / dtype size)",
+                    ),
+                );
+            }
+            (Elements::Partial, _) => {
+                let f = SRC_SIDE.elem_size;
+                ck.fail(
+                    &DMA_ELEMENTS,
+                    f,
+                    ck.get(f),
+                    Allowed::Text("a multiple of in_dtype's size"),
+                );
+            }
+            (_, Elements::Partial) => {
+                let f = DST_SIDE.elem_size;
+                ck.fail(
+                    &DMA_ELEMENTS,
+                    f,
+                    ck.get(f),
+                    Allowed::Text("a multiple of out_dtype's size"),
+                );
+            }
+            (Elements::Unknown, _) => ck.not_checked(
+                &DMA_ELEMENTS,
+                SRC_SIDE.dtype,
+                Allowed::Text("a dtype with a byte size"),
+            ),
+            (_, Elements::Unknown) => ck.not_checked(
+                &DMA_ELEMENTS,
+                DST_SIDE.dtype,
+                Allowed::Text("a dtype with a byte size"),
+            ),
+            _ => {}
+        }
+    } else {
+        ck.not_checked(
+            &DMA_ELEMENTS_OTHER,
+            DMA_DGE_OP,
+            Allowed::Text("no public element rule for this dge_op"),
+        );
+    }
+    if ck.done() {
+        return;
+    }
     ck.not_checked(
         &DMA_ADDR8,
         DMA_SRC,
-        Allowed::Text("no single public reading"),
+        Allowed::Text("resolved against the NEFF by the runtime; no public condition"),
     );
 }
 
@@ -214,20 +358,121 @@ mod tests {
     use crate::l2::dtype;
     use tpbsim_isa::Gen;
 
+    /// A DIRECT2D copy as neuronx-cc 2.23 writes it on Pool (shared/real-neff-trn2.md §2):
+    /// output0 (DGE table entry 2) from SBUF 0x4200, FP32 -> FP16, 128 rows of 64 elements.
+    fn direct2d() -> tpbsim_isa::Bundle {
+        let mut b = hdr(0xD4);
+        b.0[13] = 27;
+        b.0[14] = 16;
+        b.set_u32(16, 0x4200);
+        b.0[23] = 0x10;
+        b.set_u32(24, 262144);
+        b.set_u32(28, 1);
+        b.set_u16(32, 128);
+        b.set_u16(34, 1);
+        b.set_u16(36, 256);
+        b.set_u16(44, 2);
+        b.0[47] = 0x20;
+        b.set_u32(48, 256);
+        b.set_u32(52, 1);
+        b.set_u16(56, 128);
+        b.set_u16(58, 1);
+        b.set_u16(60, 128);
+        b.0[62] = dtype::FP32;
+        b.0[63] = dtype::FP16;
+        b
+    }
+
     #[test]
     fn dma_direct2d() {
-        let mut b = hdr(0xD4);
-        b.0[15] = 3;
+        let b = direct2d();
         assert!(fails(&b, Gen::V3, None, is_valid_dma_direct2d).is_empty());
         assert_eq!(
             unchecked(&b, Gen::V3, None, is_valid_dma_direct2d),
             ["is_valid_dma_direct2d.addr8"]
         );
-        b.0[15] = 4;
+        let mut x = b;
+        x.0[15] = 3;
+        assert!(fails(&x, Gen::V3, None, is_valid_dma_direct2d).is_empty());
         assert_eq!(
-            fails(&b, Gen::V3, None, is_valid_dma_direct2d),
+            unchecked(&x, Gen::V3, None, is_valid_dma_direct2d),
+            [
+                "is_valid_dma_direct2d.elements_dge_op",
+                "is_valid_dma_direct2d.addr8"
+            ]
+        );
+        x.0[15] = 4;
+        assert_eq!(
+            fails(&x, Gen::V3, None, is_valid_dma_direct2d),
             ["is_valid_enum(DGE_OPCODE)"]
         );
+    }
+
+    #[test]
+    fn dma_direct2d_addr8_modes() {
+        for mode in [0x10u8, 0x20, 0x28, 0x2C, 0x50, 0x60, 0x68, 0x6C] {
+            let mut b = direct2d();
+            b.0[47] = mode;
+            assert!(
+                fails(&b, Gen::V4, None, is_valid_dma_direct2d).is_empty(),
+                "{mode:#x}"
+            );
+        }
+        for mode in [0x00u8, 0x01, 0x11, 0x14, 0x18, 0x24, 0x30, 0x80, 0xA0] {
+            let mut b = direct2d();
+            b.0[23] = mode;
+            assert_eq!(
+                fails(&b, Gen::V3, None, is_valid_dma_direct2d),
+                ["is_valid_dma_direct2d.addr8_mode"],
+                "{mode:#x}"
+            );
+        }
+        // Byte 6: the var id's high byte in the 0x10 form, unused in the DGE forms.
+        let mut b = direct2d();
+        b.0[22] = 1;
+        assert!(fails(&b, Gen::V3, None, is_valid_dma_direct2d).is_empty());
+        b.0[46] = 1;
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_dma_direct2d),
+            ["is_valid_dma_direct2d.addr8_dge_byte6"]
+        );
+    }
+
+    #[test]
+    fn dma_direct2d_elements() {
+        // 128 rows of 64 elements each side; one more row on the destination breaks it.
+        let mut b = direct2d();
+        b.set_u16(56, 129);
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_dma_direct2d),
+            ["is_valid_dma_direct2d.elements"]
+        );
+        // The same element count split differently is fine: 64 rows of 128 elements.
+        let mut b = direct2d();
+        b.set_u16(56, 64);
+        b.set_u16(60, 256);
+        assert!(fails(&b, Gen::V3, None, is_valid_dma_direct2d).is_empty());
+        // elem_size 0 is 0x10000 bytes.
+        let mut b = direct2d();
+        b.set_u16(32, 1);
+        b.set_u16(36, 0);
+        b.set_u16(56, 1);
+        b.set_u16(60, 0x8000);
+        assert!(fails(&b, Gen::V3, None, is_valid_dma_direct2d).is_empty());
+        // An element size that is not whole elements of its dtype.
+        let mut b = direct2d();
+        b.set_u16(36, 258);
+        b.set_u16(60, 129);
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_dma_direct2d),
+            ["is_valid_dma_direct2d.elements"]
+        );
+        // A dtype without a byte size: not decided.
+        let mut b = direct2d();
+        b.0[62] = 0;
+        assert!(fails(&b, Gen::V3, None, is_valid_dma_direct2d).is_empty());
+        assert!(unchecked(&b, Gen::V3, None, is_valid_dma_direct2d)
+            .contains(&"is_valid_dma_direct2d.elements"));
     }
 
     #[test]

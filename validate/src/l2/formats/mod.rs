@@ -391,9 +391,9 @@ pub(crate) mod testutil {
     /// A TENSOR4D at `off`.
     pub fn t4(b: &mut Bundle, off: usize, addr: u32, nums: [u16; 4]) {
         b.set_u32(off, addr);
-        for i in 0..4 {
+        for (i, n) in nums.into_iter().enumerate() {
             b.set_u16(off + 4 + 2 * i, 1);
-            b.set_u16(off + 12 + 2 * i, nums[i]);
+            b.set_u16(off + 12 + 2 * i, n);
         }
     }
 

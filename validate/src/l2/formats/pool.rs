@@ -237,8 +237,8 @@ pub fn is_valid_tensor_dequantize<S: Sink>(ck: &mut Ck<S>) {
     }
     let ok = match (fmt, group) {
         (1..=3, 0) => src * 2 == dst,
-        (4, 0) => src * 4 == dst * 3 && src % 3 == 0,
-        (1..=3, 8) => src * 8 == dst * 5 && src % 5 == 0,
+        (4, 0) => src * 4 == dst * 3 && src.is_multiple_of(3),
+        (1..=3, 8) => src * 8 == dst * 5 && src.is_multiple_of(5),
         _ => true, // already rejected by the enum stage
     };
     if !ok {

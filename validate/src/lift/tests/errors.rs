@@ -231,7 +231,7 @@ fn lift_errors_are_typed_and_keep_their_messages() {
     let e = LiftError::NotLiftable {
         opcodes: vec![0x01, 0x02],
         class: InstClass::Matmult,
-        reason: LiftFault::Unbound,
+        reason: Box::new(LiftFault::Unbound),
     };
     assert_eq!(
         e.to_string(),

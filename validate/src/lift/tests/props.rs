@@ -791,7 +791,7 @@ fn class_generator_reaches_every_fan_in_variant() {
 /// to a bundle L2 rejects and lifts back with that op. The round trip and the L2 verdict agree.
 #[test]
 fn select_lowers_to_the_reduce_op_l2_accepts() {
-    let mut r = Rng(0x5E1E_C7);
+    let mut r = Rng(0x005E_1EC7);
     // The generations with an L2 validator.
     for gen in [Gen::V2, Gen::V3, Gen::V4] {
         let mut x = gen_inst(&mut r, InstClass::Select, gen).expect("Select lowers everywhere");

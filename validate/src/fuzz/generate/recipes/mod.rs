@@ -242,6 +242,11 @@ pub const RECIPES: &[Recipe] = &[
         format: "EventSemaphoreRangeClear",
         fill: fill_range_clear,
     },
+    Recipe {
+        gate: "is_valid_dma_direct2d",
+        format: "DmaDirect2d",
+        fill: fill_dma_direct2d,
+    },
     named_recipe("DmaTrigger"),
     named_recipe("LoadActFuncSet"),
     named_recipe("FunctionBegin"),
@@ -302,7 +307,7 @@ pub const EVENT_ENUMS: &[EnumRule] = &[
 /// every rule row of the gate a legal value and the mutations break them; the spec-derived base
 /// bundle supplies the rest. It fits a gate whose rules are all rule rows (or that checks only
 /// reserved bytes and reports its unpublished fields as not checked), such as the control,
-/// notify, drain, write, event-semaphore and DMA gates.
+/// notify, drain, write and event-semaphore gates.
 pub const fn default_recipe(gate: &'static str, format: &'static str) -> Recipe {
     Recipe {
         gate,
@@ -357,11 +362,11 @@ pub fn recipe_for(gen: Gen, opcode: u8) -> Option<&'static Recipe> {
 /// either engine, so the generator does too.
 const ENGINE_UNIONS: &[(u8, Engine)] = &[(0x30, Engine::Act), (0xE4, Engine::Pe)];
 
-/// Engines whose stream may hold `opcode` on `gen`: the spec's engine classes plus
-/// [`ENGINE_UNIONS`], with the published v4 ACT mask (`0x1000000000FE7F41` over opcodes
-/// 88..=151) deciding ACT there.
+/// Engines whose stream may hold `opcode` on `gen`: the spec's engine classes and its
+/// per-generation engine legality rows, plus [`ENGINE_UNIONS`], with the published v4 ACT
+/// mask (`0x1000000000FE7F41` over opcodes 88..=151) deciding ACT there.
 pub fn engines(gen: Gen, opcode: u8) -> Vec<Engine> {
-    let mut spec_engines = engines_for(opcode);
+    let mut spec_engines = engines_for(gen, opcode);
     spec_engines.extend(ENGINE_UNIONS.iter().filter(|u| u.0 == opcode).map(|u| u.1));
     let masked = gen == Gen::V4 && (88..=151).contains(&opcode);
     Engine::ALL

@@ -6,9 +6,9 @@ use crate::l2::formats::{act2, dma, rs};
 use crate::l2::table::OperandRule;
 use tpbsim_isa::formats::loc::{
     activate2 as ac2, activate_quantize as aq, affine_select as asel, alu_op_inst as al,
-    compare_branch as br, copy_pred_scalar as cps, event_semaphore_range_clear as rc,
-    extended as ext, extended_tta as tta, iota, ld_tags as lt, memset as ms,
-    pe_manage_seed as seed, pool as pl, range_select as rsel, read_accumulator as rd,
+    compare_branch as br, copy_pred_scalar as cps, dma_direct2d as d2d,
+    event_semaphore_range_clear as rc, extended as ext, extended_tta as tta, iota, ld_tags as lt,
+    memset as ms, pe_manage_seed as seed, pool as pl, range_select as rsel, read_accumulator as rd,
     scalar_tensor_tensor as stt, select_reduce as sr, tensor_dequantize as dq,
     tensor_reduce as tr_loc, tensor_scalar as ts_loc, tensor_scalar_select as tss,
     tensor_tensor as tt_loc,
@@ -697,6 +697,39 @@ pub(super) fn fill_pseudo_name(c: &mut Ctx<'_>) {
         } else {
             0
         };
+    }
+}
+
+/// DMA_DIRECT2D: byte 6 of a DGE-form ADDR8 zero (the rule rows chose the mode bytes) and, for
+/// a DIRECT2D copy, whole-element chunks moving the same number of elements on both sides.
+pub(super) fn fill_dma_direct2d(c: &mut Ctx<'_>) {
+    for mode in [dma::DMA_SRC_MODE, dma::DMA_DST_MODE] {
+        if dma::ADDR8_DGE_MODES.has(mode.get(c.b) as u8) {
+            c.b.0[mode.start as usize - 1] = 0;
+        }
+    }
+    const SIZED: [u8; 9] = [
+        Dtype::INT8.0,
+        Dtype::UINT8.0,
+        Dtype::INT16.0,
+        Dtype::UINT16.0,
+        Dtype::BF16.0,
+        Dtype::FP16.0,
+        Dtype::INT32.0,
+        Dtype::UINT32.0,
+        Dtype::FP32.0,
+    ];
+    let (i, o) = (c.rng.pick(&SIZED), c.rng.pick(&SIZED));
+    c.put(d2d::IN_DTYPE, i);
+    c.put(d2d::OUT_DTYPE, o);
+    let elems = c.rng.range(1, 64);
+    let (n0, n1) = (c.rng.range(1, 128), c.rng.range(1, 4));
+    for (num, size, t) in [
+        (d2d::SRC_NUM, d2d::SRC_ELEM_SIZE, i),
+        (d2d::DST_NUM, d2d::DST_ELEM_SIZE, o),
+    ] {
+        c.put(num, n0 | n1 << 16);
+        c.put(size, elems * dtype_bytes(t).unwrap_or(1) as u64);
     }
 }
 

@@ -308,8 +308,11 @@ output. SP is written in the neuron dialect here.",
         dir: "3_pe_matmul_psum",
         text: "`out = w^T @ x` with a contraction of 256 rows, done as two 128-row chunks that \
 accumulate in one PSUM bank. bf16 inputs: the DMA steps count bf16 elements, so one partition \
-is 131072 of them, and chunk `k` of `w` lands at byte `0x100 * k` of every partition. The \
-ACTIVATE copies PSUM to SBUF for the output DMA.",
+is 131072 of them, and chunk `k` of `w` lands at byte `0x100 * k` of every partition. Each \
+LDWEIGHTS reads its partition's weights last to first (`[0xfe step=-1,0,-32 num=32,1,4]`, as \
+the compiler writes it): the `j`-th element read lands in PE column `127 - j`, so column `c` \
+(the PSUM partition) holds element `c` (docs/numerics.md §10). The ACTIVATE copies PSUM to \
+SBUF for the output DMA.",
         files: &[
             (
                 "src/PE.s",

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::text::{parse_line, render_error};
 use tpbsim_isa::{spec, Engine, Gen, NumFormat};
+use tpbsim_sim::machine::ops::pe::compiler_weights_source;
 
 use crate::{neff_error, parse_engine, parse_gen};
 
@@ -105,6 +106,29 @@ impl Tensor {
         t.shape = shape;
         t.steps = steps;
         Ok(t)
+    }
+
+    /// The tile read from its last element to its first, in the form the compiler writes an
+    /// LdWeights source (`[last step=-1,0,-32 num=32,1,n/32]` for a multiple of 32 elements):
+    /// LdWeights puts the `j`-th element it reads in PE column `n − 1 − j`, so with this operand
+    /// column `c` holds element `c` (`docs/numerics.md` §10). A tile of one free dimension only.
+    fn reversed(&self) -> PyResult<Tensor> {
+        let n = match (&self.place, self.shape.as_slice()) {
+            (Place::Chip, &[n]) => u16::try_from(n).ok().filter(|&n| n > 0),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            PyValueError::new_err(
+                "reversed() takes an SBUF/PSUM tile of one free dimension of 1..=65535 elements",
+            )
+        })?;
+        let t = compiler_weights_source(self.offset as u32, n, self.itemsize as u32);
+        Ok(Tensor {
+            offset: u64::from(t.addr.address()),
+            shape: t.num.iter().rev().map(|&v| u64::from(v)).collect(),
+            steps: t.step.iter().rev().map(|&v| i64::from(v)).collect(),
+            ..self.clone()
+        })
     }
 
     /// The operand text of the tile (`[ADDR step=... num=...]`, `docs/asm.md`).

@@ -85,9 +85,12 @@ def test_pe_matmul_psum():
     k.sp.pseudo_dmatrigger(queue_name="in", block_id=load)
     common = dict(in_dtype="BF16", num_active_rows=128, num_active_cols=128, row_grp=15,
                   col_grp=15)
-    k.pe.ldweights(wait=("loaded", 4), src=w0, **common)
+    # LdWeights reads each partition's weights last to first, as the compiler does: the j-th
+    # element read lands in PE column 127 - j, so column c (PSUM partition c) holds w[:, c].
+    assert str(w0.reversed()) == "[0xfe step=-1,0,-32 num=32,1,4]"
+    k.pe.ldweights(wait=("loaded", 4), src=w0.reversed(), **common)
     k.pe.matmul(src=x0, dst=ps, out_dtype="FP32", psum_accumulate_flags="{begin=1}", **common)
-    k.pe.ldweights(src=w1, **common)
+    k.pe.ldweights(src=w1.reversed(), **common)
     k.pe.matmul(signal="mm", src=x1, dst=ps, out_dtype="FP32",
                 psum_accumulate_flags="{end=1}", **common)
     k.act.activate(
@@ -186,6 +189,12 @@ def test_builder_refuses_unknown_fields_and_instructions():
         k.sbuf((0, 129), 0, (4,), F32)
     with pytest.raises(ValueError):
         k.input("x", (4,), F32, data=np.zeros(5, F32))
+    # reversed() takes one free dimension of an on-chip tile.
+    assert str(k.sbuf(128, 0x100, (16,), F32).reversed()) == "[0x13c step=-1,0,0 num=16,1,1]"
+    with pytest.raises(ValueError):
+        k.sbuf(128, 0, (4, 4), F32).reversed()
+    with pytest.raises(ValueError):
+        k.input("w", (4,), F32).reversed()
 
 
 def test_builder_fields_come_from_the_spec():

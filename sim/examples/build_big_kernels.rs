@@ -35,6 +35,7 @@ use tpbsim_isa::{
     PsumAccumulateFlags, ReadAccumulator, Tensor, TensorReduce, TensorReduceV2, TensorScalar,
     TensorSubdim, TensorTensor, TsReverse, UpdateMode, WaitMode, Wire, ZeroRegion,
 };
+use tpbsim_sim::machine::ops::pe::{compiler_weights_source, ALL_QUADRANTS};
 use tpbsim_sim::machine::pack::Package;
 use tpbsim_sim::machine::Geometry;
 
@@ -453,12 +454,13 @@ fn matmul_k64() -> Package {
                 LdWeights::V3(LdWeightsV3 {
                     header: Header::new(Opcode(0x01)),
                     events: ev(if m == 0 { wait } else { Wait::None }, None),
-                    src: at(sb(w_off[b] + 2 * MB * m), MB as u16),
+                    // Block m's MB weight columns, read last to first (column c = element c).
+                    src: compiler_weights_source(sb(w_off[b] + 2 * MB * m), MB as u16, 2),
                     in_dtype: bft,
                     num_active_rows: KT as u8,
                     num_active_cols: MB as u8,
-                    row_grp: 0x01,
-                    col_grp: 0x01,
+                    row_grp: ALL_QUADRANTS,
+                    col_grp: ALL_QUADRANTS,
                     ..Default::default()
                 })
                 .to_bundle(),
@@ -474,8 +476,8 @@ fn matmul_k64() -> Package {
                     num_active_cols: MB as u8,
                     // START zeroes the 2 KiB bank holding every block's region, then writes.
                     psum_accumulate_flags: PsumAccumulateFlags::from_bits(u8::from(start)),
-                    row_grp: 0x01,
-                    col_grp: 0x01,
+                    row_grp: ALL_QUADRANTS,
+                    col_grp: ALL_QUADRANTS,
                     psum_zero_region: ZeroRegion(0),
                     dst: dense(dst, NC as u16),
                     ..Default::default()
@@ -968,16 +970,17 @@ fn attention_512() -> Package {
     }
 
     let (bft, f32t) = (tag(BF16), tag(F32));
-    let ldw = |events: Events, src: Tensor<3>, rows: u8, cols: u8| {
+    // `cols` bf16 weights per partition from `addr`, read last to first (column c = element c).
+    let ldw = |events: Events, addr: u32, rows: u8, cols: u8| {
         LdWeights::V3(LdWeightsV3 {
             header: Header::new(Opcode(0x01)),
             events,
-            src,
+            src: compiler_weights_source(addr, u16::from(cols), 2),
             in_dtype: bft,
             num_active_rows: rows,
             num_active_cols: cols,
-            row_grp: if rows > 32 { 0x0F } else { 0x01 },
-            col_grp: if cols > 32 { 0x0F } else { 0x01 },
+            row_grp: ALL_QUADRANTS,
+            col_grp: ALL_QUADRANTS,
             ..Default::default()
         })
         .to_bundle()
@@ -992,8 +995,8 @@ fn attention_512() -> Package {
             num_active_rows: rows,
             num_active_cols: cols,
             psum_accumulate_flags: PsumAccumulateFlags::from_bits(u8::from(start)),
-            row_grp: if rows > 32 { 0x0F } else { 0x01 },
-            col_grp: if cols > 32 { 0x0F } else { 0x01 },
+            row_grp: ALL_QUADRANTS,
+            col_grp: ALL_QUADRANTS,
             psum_zero_region: ZeroRegion(0),
             dst,
             ..Default::default()
@@ -1010,7 +1013,7 @@ fn attention_512() -> Package {
         // 1. Scores; the Qᵀ buffer is free once its weights are loaded.
         pe.put(ldw(
             ev(Wait::Reg(LOADED[b], R_PAIR), Some(FREE[b])),
-            at(sb(q_off[b]), QT as u16),
+            sb(q_off[b]),
             dhu,
             qt,
         ));
@@ -1045,7 +1048,7 @@ fn attention_512() -> Package {
             } else {
                 Wait::None
             };
-            pe.put(ldw(ev(w, None), at(sb(p_off + 256 * kt), 128), qt, 128));
+            pe.put(ldw(ev(w, None), sb(p_off + 256 * kt), qt, 128));
             let upd = (kt == 3).then_some(PT_READY);
             // The first transpose zeroes the bank; the others add onto zeros.
             pe.put(mm(
@@ -1064,12 +1067,7 @@ fn attention_512() -> Package {
             } else {
                 Wait::None
             };
-            pe.put(ldw(
-                ev(w, None),
-                at(sb(pt_off + 2 * QT * kt), QT as u16),
-                128,
-                qt,
-            ));
+            pe.put(ldw(ev(w, None), sb(pt_off + 2 * QT * kt), 128, qt));
             let upd = (kt == 3).then_some(O_READY);
             pe.put(mm(
                 ev(Wait::None, upd),

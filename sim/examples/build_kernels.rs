@@ -23,6 +23,7 @@ use tpbsim_isa::{
     ReadAccumulator, Tensor, TensorReduce, TensorReduceV2, TensorScalar, TensorSubdim,
     TensorTensor, TsReverse, UpdateMode, WaitMode, Wire, ZeroRegion,
 };
+use tpbsim_sim::machine::ops::pe::compiler_weights_source;
 use tpbsim_sim::machine::pack::Package;
 use tpbsim_sim::machine::Geometry;
 
@@ -662,7 +663,8 @@ fn matmul_bf16() -> Package {
             LdWeights::V3(LdWeightsV3 {
                 header: Header::new(Opcode(0x01)),
                 events: ev,
-                src: row(sbuf(256 * c), M),
+                // Chunk c's row of M weights, read last to first (column m = element m).
+                src: compiler_weights_source(sbuf(256 * c).address(), M, 2),
                 in_dtype: bft,
                 num_active_rows: 128,
                 num_active_cols: M as u8,
@@ -765,7 +767,9 @@ fn dma4(
 ///
 /// On-chip layout of chunk `c` (K rows `512c + 4p + j`, partition `p`, lane `j`): x at byte
 /// `1024c` (bf16, element `4f + j`), its quantized containers at `4096 + 512c` and scales at
-/// `8192 + 256c`; w's containers at `12288 + 256c` (container `n`) and scales at `16384 + 128c`;
+/// `8192 + 256c`; w's containers at `12288 + 256c` and scales at `16384 + 128c`, column `n` in
+/// container `N − 1 − n` (LdWeightsMx reads ascending and puts the `j`-th container in PE
+/// column `N − 1 − j`, the LdWeights column rule; the DMA writes the columns in reverse);
 /// scale row `b` (partitions `8b..8b+8`) sits in partition `(b & 3) + 32·(b >> 2)`.
 fn mx_matmul() -> Package {
     use tpbsim_sim::numerics::mx::{self, MxConfig, MxShape};
@@ -873,21 +877,21 @@ fn mx_matmul() -> Package {
         0,
         vec![512, stride(2), 4, 1],
     );
-    // w_q[512c + 4p + j, n] → partition p, byte 12288 + 256c + 4n + j.
+    // w_q[512c + 4p + j, n] → partition p, byte 12288 + 256c + 4(N − 1 − n) + j.
     let w_in = dma4(
         "w_q",
         vec![ch, 128, n, 4],
         vec![512 * ns, 4 * ns, 1, ns],
-        12288,
-        vec![256, stride(1), 4, 1],
+        12288 + 4 * (n - 1),
+        vec![256, stride(1), -4, 1],
     );
-    // w_scale[16c + 4h + l, n] → partition l + 32h, byte 16384 + 128c + n.
+    // w_scale[16c + 4h + l, n] → partition l + 32h, byte 16384 + 128c + N − 1 − n.
     let s_in = dma4(
         "w_scale",
         vec![ch, 4, 4, n],
         vec![16 * ns, 4 * ns, ns, 1],
-        16384,
-        vec![128, 32 * stride(1), stride(1), 1],
+        16384 + (n - 1),
+        vec![128, 32 * stride(1), stride(1), -1],
     );
     // b[n] → partition n, one fp32 at 20480.
     let b_in = dma4("b", vec![n, 1], vec![1, 1], 20480, vec![stride(4), 1]);

@@ -582,16 +582,24 @@ fn mx_matmul_pair_on_pe_accumulates_in_psum() {
     let mut want = vec![0f32; N * F];
     pe::mx_matmul(&op(&wd, &ws, N), &op(&xd, &xs, F), &mut want).unwrap();
     let want: Vec<f32> = want.iter().map(|v| v + v).collect();
-    let r = m
-        .chip
-        .resolve(&TensorPattern::dense(
-            Geometry::of(G4).psum_address(0, 0),
-            N as u32,
-            4,
-            F as u32,
-        ))
-        .unwrap();
-    assert_eq!(f32s(&m.chip.gather(&r)), want);
+    // LdWeightsMx read the containers in ascending order: container j (w's column j, with its
+    // scale byte) sits in PE column N − 1 − j, which is PSUM partition N − 1 − j.
+    let got_reversed: Vec<f32> = (0..N)
+        .rev()
+        .flat_map(|c| {
+            let r = m
+                .chip
+                .resolve(&TensorPattern::dense(
+                    Geometry::of(G4).psum_address(c as u32, 0),
+                    1,
+                    4,
+                    F as u32,
+                ))
+                .unwrap();
+            f32s(&m.chip.gather(&r))
+        })
+        .collect();
+    assert_eq!(got_reversed, want);
     // Independent check of the dequantized product against an f64 sum (the values are
     // coarsely quantized, so only closeness to the unquantized product is expected).
     let exact: f64 = (0..4 * P)

@@ -12,6 +12,11 @@
 //!
 //! The kernel keeps that order while vectorising across `F` (independent outputs), so it is
 //! bit-identical to the scalar loop [`matmul_reference`].
+//!
+//! The stationary slices here are in PE column order: LdWeights puts the `j`-th element it reads
+//! on a partition into column `n − 1 − j` ([`stationary_column`], applied by
+//! [`stationary_from_load`]). With `transpose_mode = 1` the array passes the stationary values
+//! through instead of multiplying ([`transpose_pass`]).
 
 use std::ops::Range;
 
@@ -54,6 +59,17 @@ pub enum PeError {
     /// An MX operand that the MX matmul cannot take.
     #[error("MX matmul: {0}")]
     Mx(String),
+    /// A transpose (`transpose_mode = 1`) whose moving tensor is not a 0/1 selection: its
+    /// column `column` does not hold exactly one 1 with every other element 0.
+    #[error("transpose with a non-permutation moving tensor (moving column {column} holds {ones} ones and {others} values other than 0 and 1)")]
+    NotPermutation {
+        /// The moving column (free index `f`).
+        column: usize,
+        /// Elements equal to 1.
+        ones: usize,
+        /// Elements neither 0 nor 1 (NaN included).
+        others: usize,
+    },
 }
 
 fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), PeError> {
@@ -465,6 +481,100 @@ pub fn transpose<T: Copy>(
     for r in 0..rows {
         for c in 0..cols {
             dst[c * rows + r] = src[r * cols + c];
+        }
+    }
+    Ok(())
+}
+
+/// **The LdWeights column rule.** The `j`-th of the `n` elements LdWeights (and LdWeightsMx, one
+/// ×4 container per element) reads on a partition, in access-pattern order, lands in PE column
+/// `n − 1 − j`: the weights are shifted into the array, so the first value read ends in the
+/// farthest column. A reversed read (step −1 from the last element, as the compiler writes
+/// every LdWeights) therefore loads column `c` with element `c`. The column is the PSUM
+/// partition (offset from the destination's first) a Matmul writes: `psum[c][f] =
+/// Σ_p W[p][c]·M[p][f]`. Evidence: the neuronx-cc 2.23 Trn2 stream computes `x @ y` only under
+/// this reading (`docs/numerics.md` §10); the MX form follows it by inference (the same array).
+///
+/// `j < n` (the callers iterate `j` over `0..n`).
+pub const fn stationary_column(j: usize, n: usize) -> usize {
+    n - 1 - j
+}
+
+/// A tile as LdWeights read it — rows (partitions) of `n` elements of `width` items each, in
+/// access-pattern order — rearranged into stationary column order by [`stationary_column`]:
+/// element `j` of a row moves to column `n − 1 − j`, its `width` items kept in order (one
+/// widened value per element, the element's bytes, or an MX container's bytes).
+pub fn stationary_from_load<T: Copy>(
+    loaded: &[T],
+    n: usize,
+    width: usize,
+) -> Result<Vec<T>, PeError> {
+    let row = n * width;
+    if loaded.is_empty() {
+        return Ok(Vec::new());
+    }
+    if row == 0 || !loaded.len().is_multiple_of(row) {
+        return Err(PeError::Shape {
+            what: "loaded weights (whole rows of n elements)",
+            expected: loaded.len().checked_div(row).unwrap_or(0) * row,
+            got: loaded.len(),
+        });
+    }
+    let mut out = Vec::with_capacity(loaded.len());
+    for r in loaded.chunks_exact(row) {
+        out.extend((0..n).flat_map(|c| {
+            let j = stationary_column(c, n); // the column map is its own inverse
+            r[j * width..(j + 1) * width].iter().copied()
+        }));
+    }
+    Ok(out)
+}
+
+/// The PE transpose pass-through (`transpose_mode = 1` on LdWeights and Matmul): the stationary
+/// values reach PSUM unchanged, `psum[c][f]` = the `elem` bytes of `W[p][c]` for the one `p`
+/// with `M[p][f] = 1`. No conversion, no multiply, no accumulation, so −0.0, NaN payloads and
+/// subnormals keep their bits, and the result has the input's width.
+///
+/// `stationary` is `[k][n]` elements of `elem` bytes in column order, `moving` the `[k][f]`
+/// moving values (exactly widened); `out` receives `[n][f]` elements of `elem` bytes. The
+/// moving tensor must be a 0/1 selection — every column exactly one 1 (the identity of a
+/// transpose is one) and every other value ±0 — otherwise [`PeError::NotPermutation`]: what
+/// the array passes through for any other moving tensor is not public.
+pub fn transpose_pass(
+    stationary: &[u8],
+    elem: usize,
+    moving: &[f32],
+    k: usize,
+    n: usize,
+    f: usize,
+    out: &mut [u8],
+) -> Result<(), PeError> {
+    check_len("stationary", k * n * elem, stationary.len())?;
+    check_len("moving", k * f, moving.len())?;
+    check_len("psum", n * f * elem, out.len())?;
+    for ff in 0..f {
+        let (mut one, mut ones, mut others) = (0, 0, 0);
+        for p in 0..k {
+            let v = moving[p * f + ff];
+            if v == 1.0 {
+                one = p;
+                ones += 1;
+            } else if v != 0.0 {
+                // ±0 is a zero; anything else (NaN included) is neither 0 nor 1.
+                others += 1;
+            }
+        }
+        if ones != 1 || others != 0 {
+            return Err(PeError::NotPermutation {
+                column: ff,
+                ones,
+                others,
+            });
+        }
+        for c in 0..n {
+            let s = (one * n + c) * elem;
+            let d = (c * f + ff) * elem;
+            out[d..d + elem].copy_from_slice(&stationary[s..s + elem]);
         }
     }
     Ok(())

@@ -43,11 +43,14 @@ use tpbsim_isa::NumFormat;
 /// Operand buffers a machine keeps for reuse between bundles.
 const OPERAND_BUFFERS: usize = 8;
 
+/// The PE's stationary operand as the last LdWeights / LdWeightsMx left it, in PE column order:
+/// the `j`-th of the `n` elements (or ×4 containers) read on a partition sits in column
+/// `n − 1 − j` (`numerics::pe::stationary_column`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stationary {
     /// Dense weights `[k, n]` widened to fp32, with the input format (for the fp32 passes).
     Dense {
-        /// Values, row-major `[k][n]`.
+        /// Values, row-major `[k][n]`, column order.
         values: Vec<f32>,
         /// Contraction rows (partitions).
         k: usize,
@@ -56,17 +59,29 @@ pub enum Stationary {
         /// Input format.
         format: NumFormat,
     },
+    /// Weights loaded with `transpose_mode = 1`: the element bytes as read, for the transpose
+    /// pass-through of a Matmul with `transpose_mode = 1`.
+    Transpose {
+        /// Element bytes, row-major `[k][n]`, column order.
+        bits: Vec<u8>,
+        /// Rows (partitions).
+        k: usize,
+        /// Columns.
+        n: usize,
+        /// Element format (the width the pass-through writes).
+        format: NumFormat,
+    },
     /// An MX operand: packed data and its interleaved scale buffer.
     Mx {
         /// Packed ×4 format.
         format: NumFormat,
         /// Partitions.
         partitions: usize,
-        /// Containers per partition.
+        /// Containers per partition (columns).
         lanes: usize,
-        /// Data bytes.
+        /// Data bytes, containers in column order.
         data: Vec<u8>,
-        /// Scale buffer bytes.
+        /// Scale buffer bytes, one per container in column order in each scale row.
         scales: Vec<u8>,
     },
 }

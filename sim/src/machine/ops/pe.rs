@@ -1,6 +1,6 @@
 //! PE: LdWeights / Matmul (0x01 / 0x02) and their MX forms LdWeightsMx / MatmulMx (0x09 / 0x0A).
 
-use tpbsim_isa::{LdWeights, LdWeightsMx, Matmul, MatmulMx, ZeroRegion as WireZeroRegion};
+use tpbsim_isa::{LdWeights, LdWeightsMx, Matmul, MatmulMx, Tensor, ZeroRegion as WireZeroRegion};
 
 use super::{mx_packed, Stationary};
 use crate::machine::core::Machine;
@@ -11,6 +11,99 @@ use crate::numerics::cast::CastPolicy;
 use crate::numerics::pe::{self, Fp32Mode, MxOperand, PeMode, PsumFlags, ZeroRegion};
 use tpbsim_isa::Gen;
 use tpbsim_isa::NumFormat;
+
+/// The row/column group code of all four 32-lane quadrants of the PE array: the only group the
+/// machine simulates (the code the compiler writes, and forces for a transpose).
+pub const ALL_QUADRANTS: u8 = 0x0F;
+
+/// Partial PE quadrants are not modelled: a `row_grp` / `col_grp` other than
+/// [`ALL_QUADRANTS`] is not simulated (where a partial group places the columns is not public).
+/// v5 has neither field.
+fn full_array(site: Site, row_grp: Option<u8>, col_grp: Option<u8>) -> Result<(), Fault> {
+    for (field, group) in [("row_grp", row_grp), ("col_grp", col_grp)] {
+        match group {
+            Some(g) if g != ALL_QUADRANTS => {
+                return Err(Fault::NotSimulated {
+                    site,
+                    name: format!(
+                        "{field} 0x{g:02x} (partial PE quadrants; only 0x0f, all four 32-lane quadrants, is modelled)"
+                    ),
+                    engine: site.engine,
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `transpose_mode` (v3/v4; the other generations have no field, read as 0): 1 makes the PE
+/// pass the stationary values through. Other values are not simulated.
+fn transposes(site: Site, mode: Option<u8>) -> Result<bool, Fault> {
+    match mode.unwrap_or(0) {
+        0 => Ok(false),
+        1 => Ok(true),
+        m => Err(Fault::NotSimulated {
+            site,
+            name: format!("transpose_mode {m}"),
+            engine: site.engine,
+        }),
+    }
+}
+
+/// The LdWeights source the compiler writes for `n` elements per partition whose element 0 sits
+/// at the immediate address `addr` (`elem_bytes` bytes each): read last to first, so that under
+/// the column rule (`pe::stationary_column`) stationary column `c` holds element `c`. A multiple
+/// of 32 elements is read in groups of 32, step −1 inside a group and −32 from group to group
+/// (`[addr + (n − 1)·elem_bytes step=-1,0,-32 num=32,1,n/32]`, the neuronx-cc 2.23 form); other
+/// counts as one group (`step=-1,0,0 num=n,1,1`).
+pub fn compiler_weights_source(addr: u32, n: u16, elem_bytes: u32) -> Tensor<3> {
+    let last = addr + u32::from(n.saturating_sub(1)) * elem_bytes;
+    let (step, num) = if n > 32 && n.is_multiple_of(32) {
+        ([-1, 0, -32], [32, 1, n / 32])
+    } else {
+        ([-1, 0, 0], [n, 1, 1])
+    };
+    Tensor::new(tpbsim_isa::Addr4::imm(last), step, num)
+}
+
+/// The moving tile spans the stationary's `k` rows.
+fn moving_rows(site: Site, src: &TensorPattern, k: usize) -> Result<(), Fault> {
+    if src.partitions as usize != k {
+        return Err(Fault::exec(
+            site,
+            format!(
+                "moving tile has {} partitions, the weights {k} rows",
+                src.partitions
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The PSUM destination holds the `n × f` result.
+fn psum_shape(site: Site, dst: &TensorPattern, n: usize, f: usize) -> Result<(), Fault> {
+    if dst.partitions as usize != n || dst.elems_per_partition() as usize != f {
+        return Err(Fault::exec(
+            site,
+            format!(
+                "PSUM destination is {} × {}, the result is {n} × {f}",
+                dst.partitions,
+                dst.elems_per_partition()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A stationary / matmul pairing whose behaviour is not public.
+fn mismatch(site: Site, what: String) -> Fault {
+    Fault::NotSimulated {
+        site,
+        name: what,
+        engine: site.engine,
+    }
+}
 
 /// Where a matmul's product goes: the PSUM destination and how it is written.
 struct PsumTarget {
@@ -25,7 +118,8 @@ struct PsumTarget {
 }
 
 impl Machine<'_> {
-    /// LdWeights: the `[k = partitions, n = elements]` tile becomes the stationary operand.
+    /// LdWeights: the `[k = partitions, n = elements]` tile becomes the stationary operand, the
+    /// `j`-th element read on a partition in column `n − 1 − j` (`pe::stationary_column`).
     pub(crate) fn ld_weights(&mut self, site: Site, x: &LdWeights) -> Result<(), Fault> {
         if let LdWeights::V2(v) = x {
             // The v2 transpose flag in the source ADDR4's top byte (docs/isa.md P9).
@@ -37,6 +131,8 @@ impl Machine<'_> {
                 });
             }
         }
+        full_array(site, x.row_grp(), x.col_grp())?;
+        let transpose = transposes(site, x.transpose_mode())?;
         let format = self.format(site, "in", x.in_dtype())?;
         let src = match x {
             LdWeights::V2(v) => v.src,
@@ -45,20 +141,45 @@ impl Machine<'_> {
             LdWeights::V5(v) => v.src.0,
         };
         let src = self.pattern(site, "src", &src, x.num_active_rows(), format)?;
-        let r = self.operand(site, "src", &src)?;
-        let values = self.load_f32(site, &r, format)?;
         let (k, n) = (src.partitions as usize, src.elems_per_partition() as usize);
-        self.engines.stationary = Some(Stationary::Dense {
-            values,
-            k,
-            n,
-            format,
+        // v5: a column count of 0 means 256.
+        let cols = match (x, x.num_active_cols()) {
+            (LdWeights::V5(_), 0) => 256,
+            (_, c) => usize::from(c),
+        };
+        if n != cols {
+            return Err(mismatch(
+                site,
+                format!("LdWeights reading {n} elements per partition into num_active_cols {cols}"),
+            ));
+        }
+        let r = self.operand(site, "src", &src)?;
+        let err = |e: pe::PeError| Fault::exec(site, e.to_string());
+        self.engines.stationary = Some(if transpose {
+            let bits = self.chip.gather(&r);
+            Stationary::Transpose {
+                bits: pe::stationary_from_load(&bits, n, format.container_bytes()).map_err(err)?,
+                k,
+                n,
+                format,
+            }
+        } else {
+            let loaded = self.load_f32(site, &r, format)?;
+            Stationary::Dense {
+                values: pe::stationary_from_load(&loaded, n, 1).map_err(err)?,
+                k,
+                n,
+                format,
+            }
         });
         Ok(())
     }
 
-    /// LdWeightsMx: the packed MX tile and its scales become the stationary operand.
+    /// LdWeightsMx: the packed MX tile and its scales become the stationary operand, the `j`-th
+    /// container of a partition (and its scale byte) in column `lanes − 1 − j` — the dense column
+    /// rule (`pe::stationary_column`) applied to the same array, by inference.
     pub(crate) fn ld_weights_mx(&mut self, site: Site, x: &LdWeightsMx) -> Result<(), Fault> {
+        full_array(site, Some(x.row_grp), Some(x.col_grp))?;
         let format = mx_packed(self.format(site, "in", x.in_dtype)?);
         let src = self.mx_patterns(
             site,
@@ -74,7 +195,11 @@ impl Machine<'_> {
         );
         let partitions = src.data.partitions as usize;
         let lanes = src.data.elems_per_partition() as usize;
-        let (data, scales) = (self.chip.gather(&rd), self.chip.gather(&rs));
+        let err = |e: pe::PeError| Fault::exec(site, e.to_string());
+        let data =
+            pe::stationary_from_load(&self.chip.gather(&rd), lanes, format.container_bytes())
+                .map_err(err)?;
+        let scales = pe::stationary_from_load(&self.chip.gather(&rs), lanes, 1).map_err(err)?;
         self.engines.stationary = Some(Stationary::Mx {
             format,
             partitions,
@@ -85,13 +210,12 @@ impl Machine<'_> {
         Ok(())
     }
 
-    /// Matmul: `psum[n][f] (+)= Σ_k stationary[k][n] · moving[k][f]`.
+    /// Matmul: `psum[c][f] (+)= Σ_k stationary[k][c] · moving[k][f]`, or with
+    /// `transpose_mode = 1` the stationary passed through ([`Machine::matmul_transpose`]).
     pub(crate) fn matmul(&mut self, site: Site, x: &Matmul) -> Result<(), Fault> {
+        full_array(site, x.row_grp(), x.col_grp())?;
+        let transpose = transposes(site, x.transpose_mode())?;
         let input = self.format(site, "in", x.in_dtype())?;
-        let out = match x.out_dtype() {
-            Some(d) if d.0 != 0 => self.format(site, "out", d)?,
-            _ => NumFormat::Float32,
-        };
         let flags = match (x.psum_accumulate_flags(), x.flags()) {
             (Some(p), _) => PsumFlags::from_wire(p.into_bits()),
             (None, Some(f)) => Ok(PsumFlags::from_accumulate_flag(f.accumulate_flag())),
@@ -105,6 +229,19 @@ impl Machine<'_> {
             Matmul::V5(v) => (v.src.0, v.dst.0),
         };
         let src = self.pattern(site, "src", &src, x.num_active_rows(), input)?;
+        if transpose {
+            return self.matmul_transpose(site, x, input, flags, &src, &dst);
+        }
+        if let Some(Stationary::Transpose { .. }) = &self.engines.stationary {
+            return Err(mismatch(
+                site,
+                "Matmul with transpose_mode 0 on weights loaded with transpose_mode 1".into(),
+            ));
+        }
+        let out = match x.out_dtype() {
+            Some(d) if d.0 != 0 => self.format(site, "out", d)?,
+            _ => NumFormat::Float32,
+        };
         let target = PsumTarget {
             flags,
             zero_region: x.psum_zero_region().unwrap_or_default(),
@@ -125,15 +262,7 @@ impl Machine<'_> {
         };
         let (k, n) = (*k, *n);
         let rs = self.operand(site, "src", &src)?;
-        if src.partitions as usize != k {
-            return Err(Fault::exec(
-                site,
-                format!(
-                    "moving tile has {} partitions, the weights {k} rows",
-                    src.partitions
-                ),
-            ));
-        }
+        moving_rows(site, &src, k)?;
         let f = src.elems_per_partition() as usize;
         let mode = if input == NumFormat::Float32 || *format == NumFormat::Float32 {
             PeMode::Fp32(
@@ -150,8 +279,88 @@ impl Machine<'_> {
         self.write_psum(site, &target, n, f, &sum)
     }
 
+    /// Matmul with `transpose_mode = 1` (the stationary loaded the same way): the PE passes the
+    /// stationary through, `psum[c][f]` = the bits of `W[p][c]` for the `p` with
+    /// `M[p][f] = 1`, written at the input's width (`pe::transpose_pass`). The PSUM write is a
+    /// plain store of the destination elements: `psum_accumulate_flags` must be begin and end
+    /// (3), and no zero region is cleared (the compiler writes two such transposes into one
+    /// 2 KiB bank and reads both).
+    fn matmul_transpose(
+        &mut self,
+        site: Site,
+        x: &Matmul,
+        input: NumFormat,
+        flags: PsumFlags,
+        src: &TensorPattern,
+        dst: &Tensor<3>,
+    ) -> Result<(), Fault> {
+        let Some(Stationary::Transpose { bits, k, n, format }) = &self.engines.stationary else {
+            return Err(mismatch(
+                site,
+                "Matmul with transpose_mode 1 on weights loaded without transpose_mode 1".into(),
+            ));
+        };
+        let (k, n, format) = (*k, *n, *format);
+        if !(flags.start && flags.stop && !flags.accumulate) {
+            return Err(mismatch(
+                site,
+                format!(
+                    "transposing Matmul with psum_accumulate_flags {{begin={} end={} accumulate={}}} (begin=1 end=1 is modelled)",
+                    u8::from(flags.start),
+                    u8::from(flags.stop),
+                    u8::from(flags.accumulate)
+                ),
+            ));
+        }
+        if input != format {
+            return Err(mismatch(
+                site,
+                format!(
+                    "transposing Matmul with a {} moving tensor on {} weights",
+                    input.name(),
+                    format.name()
+                ),
+            ));
+        }
+        if let Some(d) = x.out_dtype().filter(|d| d.0 != 0) {
+            let out = self.format(site, "out", d)?;
+            if out != format {
+                return Err(mismatch(
+                    site,
+                    format!(
+                        "transposing Matmul writing {} from {} weights (the output has the input's type)",
+                        out.name(),
+                        format.name()
+                    ),
+                ));
+            }
+        }
+        let dst = self.pattern(site, "dst", dst, x.num_active_cols(), format)?;
+        let rs = self.operand(site, "src", src)?;
+        moving_rows(site, src, k)?;
+        let f = src.elems_per_partition() as usize;
+        psum_shape(site, &dst, n, f)?;
+        let moving = self.load_f32(site, &rs, input)?;
+        let eb = format.container_bytes();
+        let mut out = vec![0u8; n * f * eb];
+        pe::transpose_pass(bits, eb, &moving, k, n, f, &mut out).map_err(|e| match e {
+            pe::PeError::NotPermutation { .. } => mismatch(site, e.to_string()),
+            e => Fault::exec(site, e.to_string()),
+        })?;
+        let rd = self.operand(site, "dst", &dst)?;
+        if rd.space != Space::Psum {
+            return Err(Fault::exec(
+                site,
+                format!("matmul destination 0x{:08x} is not in PSUM", dst.addr),
+            ));
+        }
+        self.chip.scatter(&rd, &out);
+        Ok(())
+    }
+
     /// MatmulMx: both operands MX; the moving tile's data and scales come from the bundle.
     pub(crate) fn matmul_mx(&mut self, site: Site, x: &MatmulMx) -> Result<(), Fault> {
+        full_array(site, Some(x.row_grp), Some(x.col_grp))?;
         let input = mx_packed(self.format(site, "in", x.in_dtype)?);
         let out = match x.out_dtype.0 {
             0 => NumFormat::Float32,
@@ -215,16 +424,7 @@ impl Machine<'_> {
         f: usize,
         sum: &[f32],
     ) -> Result<(), Fault> {
-        if a.dst.partitions as usize != n || a.dst.elems_per_partition() as usize != f {
-            return Err(Fault::exec(
-                site,
-                format!(
-                    "PSUM destination is {} × {}, the product is {n} × {f}",
-                    a.dst.partitions,
-                    a.dst.elems_per_partition()
-                ),
-            ));
-        }
+        psum_shape(site, &a.dst, n, f)?;
         let rd = self.operand(site, "dst", &a.dst)?;
         if rd.space != Space::Psum {
             return Err(Fault::exec(

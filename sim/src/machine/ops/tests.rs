@@ -184,11 +184,19 @@ fn matmul_accumulates_across_groups() {
     put_f32(&mut m, &w, &[1.0, 0.0, 0.0, 1.0]);
     let x = TensorPattern::dense(g.sbuf_address(0, 64), 2, 4, 3);
     put_f32(&mut m, &x, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    // Read last to first (step −1 from element 1), as the compiler loads weights: column c
+    // holds element c (the LdWeights column rule).
     let lw = LdWeights::V3(LdWeightsV3 {
-        src: tensor(g.sbuf_address(0, 0), 2),
+        src: Tensor {
+            addr: Addr4::imm(g.sbuf_address(0, 4)),
+            step: [-1, 0, 0],
+            num: [2, 1, 1],
+        },
         in_dtype: Dtype::FP32,
         num_active_rows: 2,
         num_active_cols: 2,
+        row_grp: 0x0F,
+        col_grp: 0x0F,
         ..Default::default()
     });
     m.ld_weights(site(Engine::Pe, 0x01), &lw).unwrap();
@@ -201,6 +209,8 @@ fn matmul_accumulates_across_groups() {
             num_active_rows: 2,
             num_active_cols: 2,
             psum_accumulate_flags: PsumAccumulateFlags::from_bits(flags),
+            row_grp: 0x0F,
+            col_grp: 0x0F,
             dst: tensor(dst, 3),
             ..Default::default()
         })

@@ -283,6 +283,163 @@ fn transpose_is_bit_exact() {
     assert!(transpose(&src, 3, 5, &mut dst).is_err());
 }
 
+#[test]
+fn ldweights_column_rule_puts_element_j_in_column_n_minus_1_minus_j() {
+    // The rule itself: the first element read ends in the farthest column.
+    assert_eq!(
+        (0..4).map(|j| stationary_column(j, 4)).collect::<Vec<_>>(),
+        [3, 2, 1, 0]
+    );
+    assert_eq!(stationary_column(0, 1), 0);
+    assert_eq!(stationary_column(127, 128), 0);
+    // Rows of n = 3 elements, one item each: every row reversed, rows kept in place.
+    let loaded = [10, 11, 12, 20, 21, 22];
+    assert_eq!(
+        stationary_from_load(&loaded, 3, 1),
+        Ok(vec![12, 11, 10, 22, 21, 20])
+    );
+    // Elements of 2 items (bytes of an fp16, a container): whole elements move, their items
+    // keep their order.
+    let bytes = [0xA0, 0xA1, 0xB0, 0xB1, 0xC0, 0xC1];
+    assert_eq!(
+        stationary_from_load(&bytes, 3, 2),
+        Ok(vec![0xC0, 0xC1, 0xB0, 0xB1, 0xA0, 0xA1])
+    );
+    // A reversed read (step −1 from the last element) undoes the rule: column c = element c.
+    let row: Vec<u16> = (0..128).collect();
+    let reversed: Vec<u16> = row.iter().rev().copied().collect();
+    assert_eq!(stationary_from_load(&reversed, 128, 1), Ok(row));
+    // Not a whole number of rows.
+    assert!(matches!(
+        stationary_from_load(&loaded[..5], 3, 1),
+        Err(PeError::Shape { .. })
+    ));
+    assert!(stationary_from_load(&loaded, 0, 1).is_err());
+    assert_eq!(stationary_from_load::<u8>(&[], 4, 2), Ok(vec![]));
+}
+
+/// Element bits as little-endian bytes of `width` bytes each.
+fn elem_bytes(bits: &[u32], width: usize) -> Vec<u8> {
+    bits.iter()
+        .flat_map(|b| b.to_le_bytes()[..width].to_vec())
+        .collect()
+}
+
+#[test]
+fn transpose_pass_moves_fp16_bf16_fp32_bits_unchanged() {
+    // Special values of each width: −0.0, NaNs with payloads (quiet and signalling), the
+    // smallest and largest subnormals, ±inf, ordinary values.
+    let fp16: [u32; 8] = [
+        0x8000, 0x7E01, 0x7C01, 0x0001, 0x83FF, 0xFC00, 0x3C00, 0xC500,
+    ];
+    let bf16: [u32; 8] = [
+        0x8000, 0x7FC1, 0x7F81, 0x0001, 0x807F, 0xFF80, 0x3F80, 0xC0A0,
+    ];
+    let fp32: [u32; 8] = [
+        0x8000_0000,
+        0x7FC0_1234,
+        0x7F80_0001,
+        0x0000_0001,
+        0x807F_FFFF,
+        0xFF80_0000,
+        0x3F80_0000,
+        0xC0A0_0000,
+    ];
+    // k = 4 rows, n = 2 columns: W[p][c] = specials[2p + c].
+    let (k, n) = (4, 2);
+    // Moving [k, f = 5]: column f selects row perm[f] (a selection, not the identity; −0.0
+    // counts as 0).
+    let perm = [2usize, 0, 3, 1, 2];
+    let f = perm.len();
+    let moving: Vec<f32> = (0..k * f)
+        .map(|i| {
+            let (p, ff) = (i / f, i % f);
+            if perm[ff] == p {
+                1.0
+            } else if (p + ff) % 2 == 0 {
+                -0.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    for (width, specials) in [(2usize, fp16), (2, bf16), (4, fp32)] {
+        let w = elem_bytes(&specials, width);
+        let mut out = vec![0u8; n * f * width];
+        transpose_pass(&w, width, &moving, k, n, f, &mut out).expect("a selection");
+        for c in 0..n {
+            for (ff, &p) in perm.iter().enumerate() {
+                let got = &out[(c * f + ff) * width..][..width];
+                let want = &specials[p * n + c].to_le_bytes()[..width];
+                assert_eq!(got, want, "width {width}: psum[{c}][{ff}] = W[{p}][{c}]");
+            }
+        }
+    }
+    // The identity moving tensor gives the plain transpose.
+    let ident: Vec<f32> = (0..k * k)
+        .map(|i| if i / k == i % k { 1.0 } else { 0.0 })
+        .collect();
+    let w = elem_bytes(&fp16, 2);
+    let mut out = vec![0u8; n * k * 2];
+    transpose_pass(&w, 2, &ident, k, n, k, &mut out).expect("identity");
+    let mut want = vec![0u16; n * k];
+    let src: Vec<u16> = fp16.iter().map(|&b| b as u16).collect();
+    transpose(&src, k, n, &mut want).expect("transpose");
+    let want: Vec<u32> = want.iter().map(|&v| u32::from(v)).collect();
+    assert_eq!(out, elem_bytes(&want, 2));
+}
+
+#[test]
+fn transpose_pass_refuses_a_moving_tensor_that_is_not_a_selection() {
+    let (k, n, f) = (3, 2, 2);
+    let w = vec![0u8; k * n * 2];
+    let mut out = vec![0u8; n * f * 2];
+    // Column 1: two ones. Column 0 legal.
+    let two = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0];
+    assert_eq!(
+        transpose_pass(&w, 2, &two, k, n, f, &mut out),
+        Err(PeError::NotPermutation {
+            column: 1,
+            ones: 2,
+            others: 0
+        })
+    );
+    // Column 0: no one at all.
+    let none = [0.0, 1.0, 0.0, 0.0, 0.0, 0.0];
+    assert_eq!(
+        transpose_pass(&w, 2, &none, k, n, f, &mut out),
+        Err(PeError::NotPermutation {
+            column: 0,
+            ones: 0,
+            others: 0
+        })
+    );
+    // A value other than 0 and 1 (a scaled identity, a NaN) beside the one.
+    for bad in [2.0, 0.5, f32::NAN, -1.0] {
+        let m = [1.0, 0.0, bad, 1.0, 0.0, 0.0];
+        assert_eq!(
+            transpose_pass(&w, 2, &m, k, n, f, &mut out),
+            Err(PeError::NotPermutation {
+                column: 0,
+                ones: 1,
+                others: 1
+            }),
+            "{bad}"
+        );
+    }
+    let e = transpose_pass(&w, 2, &two, k, n, f, &mut out).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("transpose with a non-permutation moving tensor"),
+        "{e}"
+    );
+    // Shapes are checked.
+    assert!(matches!(
+        transpose_pass(&w[..4], 2, &two, k, n, f, &mut out),
+        Err(PeError::Shape { .. })
+    ));
+}
+
 fn le_bytes(containers: &[u32], bytes: usize) -> Vec<u8> {
     containers
         .iter()

@@ -22,6 +22,7 @@ const ASP: &str = "G firmware/kernels/affineselect.md";
 const CPRP: &str = "G firmware/kernels/copypredicatedreduce.md";
 const IWP: &str = "G firmware/kernels/intwide-bf16-extremes.md";
 const SYN: &str = "C isa/sp-sync-encoding.md";
+const ORD: &str = "C arch/execution-sync-model.md (add_set_ordering_mode)";
 const IREC: &str = "R isa/instruction-record.md";
 const PSL: &str = "R isa/pseudo-instruction-lowering.md";
 const DMAR: &str = "G dma/descriptor-ring-field-tables.md";
@@ -770,6 +771,16 @@ pub const FORMATS: &[FormatDef] = &[
         prov: SYN,
         note: "control only: no operands (body reserved)",
         fields: &[],
+    },
+    FormatDef {
+        name: "OrderingMode",
+        header_struct: "CTRL",
+        gate: "Ctrl",
+        gens: "YYYY",
+        sub: None,
+        prov: ORD,
+        note: "SET_ORDERING_MODE: an ordering fence; the body is reserved but for the mode byte",
+        fields: &[fall("ordering_mode", U8, 12, ORD).note("0 = the default ordering (the only value neuronx-cc 2.23 writes)")],
     },
     FormatDef {
         name: "Drain",

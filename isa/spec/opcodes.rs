@@ -135,7 +135,7 @@ pub const OPCODES: &[OpcodeRow] = &[
     r(0xAA, "TENSOR_LOAD", E_NX, "", "", "YYYY"),
     r(0xAB, "TENSOR_STORE", E_NX, "", "", "YYYY"),
     r(0xB0, "EVENT_SEMAPHORE_RANGE_CLEAR", E_NX, "CTRL", "EventSemaphoreRangeClear", "YYYY"),
-    r(0xB1, "SET_ORDERING_MODE", E_NX, "CTRL", "", "YYYY"),
+    r(0xB1, "SET_ORDERING_MODE", E_NX, "CTRL", "OrderingMode", "YYYY"),
     r(0xB2, "MOVE_SHAPE", E_NX, "CTRL", "", "YYYY"),
     r(0xB3, "POLL_SEM", E_NX, "CTRL", "", "YYYY"),
     r(0xB4, "TEST_EVENT_SEM", E_NX, "CTRL_TEST_ES", "", "--YY"),

@@ -5,7 +5,7 @@
 //! it under a `.tpbsim-*.tmp` name only once it is complete, and renames that over the target:
 //! a process killed while writing (even by `SIGKILL`) leaves nothing. Where the file system has
 //! no unnamed files, a named temporary file is used. Named temporary files are registered while
-//! they exist; [`install_signal_cleanup`] makes `SIGINT`, `SIGTERM` and `SIGHUP` remove them
+//! they exist; [`install_signal_cleanup`] makes `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGPIPE` remove them
 //! before the process dies. Created files get mode 0644 less the umask.
 
 use std::ffi::CString;
@@ -277,10 +277,12 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Remove registered temporary files when the process receives `SIGINT`, `SIGTERM` or
-/// `SIGHUP`, then die of the signal as before.
+/// Remove registered temporary files when the process receives `SIGINT`, `SIGTERM`, `SIGHUP`
+/// or `SIGPIPE`, then die of the signal as before. (Rust programs start with `SIGPIPE`
+/// ignored, so that a reader closing the pipe — `sim ... | head` — would make every later
+/// print fail; a command-line filter dies of the signal instead, quietly.)
 pub fn install_signal_cleanup() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
         // SAFETY: the handler only calls async-signal-safe functions.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();

@@ -66,6 +66,7 @@ fn kernel(streams: [Vec<Bundle>; 5]) -> Kernel {
         vars: vec![var(1, "x", VarKind::Input), var(2, "y", VarKind::Output)],
         queues: Default::default(),
         world: 1,
+        ..Kernel::default()
     }
 }
 
@@ -339,6 +340,7 @@ fn direct2d_elem_size_zero_moves_65536_bytes() {
         vars: vec![var(1, "x", VarKind::Input), var(2, "y", VarKind::Output)],
         queues: Default::default(),
         world: 1,
+        ..Kernel::default()
     };
     let mut m = Machine::new(&k, Gen::V3).unwrap();
     let data: Vec<u8> = (0..65536u32).map(|i| (i * 7 + i / 256) as u8).collect();

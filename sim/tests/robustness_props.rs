@@ -57,8 +57,8 @@ fn kernel(gen: Gen, streams: [Vec<Bundle>; 5]) -> Kernel {
         gen: Some(gen),
         streams,
         vars: vec![var(1, "x", VarKind::Input), var(2, "y", VarKind::Output)],
-        queues: Default::default(),
         world: 1,
+        ..Kernel::default()
     }
 }
 

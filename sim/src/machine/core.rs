@@ -873,6 +873,11 @@ impl<'k> Machine<'k> {
         Some(s.entry as usize)
     }
 
+    /// The kernel this core runs.
+    pub(crate) fn kernel(&self) -> &'k Kernel {
+        self.kernel
+    }
+
     pub(crate) fn stream_len_of(&self, e: Engine) -> usize {
         self.kernel.streams[e as usize].len()
     }

@@ -10,10 +10,10 @@ use tpbsim_isa::{
     Control, CopyPredScalar, CoreBarrier, DmaDirect2d, DmaTrigger, Drain, Engine, EventSemaphore,
     EventSemaphoreRangeClear, Extended, ExtendedTta, FunctionBegin, FunctionCall, Inst,
     InstVisitor, Iota, LdTags, LdWeights, LdWeightsMx, LoadActFuncSet, Matmul, MatmulMx,
-    MatmulSparse, Memset, Notify, PeManageSeed, Pool, PseudoInst, QuantizeMx, RangeSelect, RawInst,
-    RdmaDescGen, ReadAccumulator, ScalarTensorTensor, SelectReduce, TensorDequantize, TensorReduce,
-    TensorScalar, TensorScalarIntWide, TensorScalarSelect, TensorTensor, TensorTensorIntWide,
-    Write,
+    MatmulSparse, Memset, Notify, OrderingMode, PeManageSeed, Pool, PseudoInst, QuantizeMx,
+    RangeSelect, RawInst, RdmaDescGen, ReadAccumulator, ScalarTensorTensor, SelectReduce,
+    TensorDequantize, TensorReduce, TensorScalar, TensorScalarIntWide, TensorScalarSelect,
+    TensorTensor, TensorTensorIntWide, Write,
 };
 
 use super::core::Machine;
@@ -105,8 +105,7 @@ impl InstVisitor for Exec<'_, '_> {
         self.unsupported()
     }
     fn act_table_load(&mut self, x: &ActTableLoad) -> Self::Output {
-        self.m.act_table_load(x);
-        Ok(Flow::Next)
+        Self::next(self.m.act_table_load(self.site, x))
     }
     fn read_accumulator(&mut self, x: &ReadAccumulator) -> Self::Output {
         Self::next(self.m.read_accumulator(self.site, x))
@@ -182,6 +181,9 @@ impl InstVisitor for Exec<'_, '_> {
     }
     fn control(&mut self, _: &Control) -> Self::Output {
         control::control_form(self.site)
+    }
+    fn ordering_mode(&mut self, x: &OrderingMode) -> Self::Output {
+        control::ordering_mode(self.site, x)
     }
     fn drain(&mut self, _: &Drain) -> Self::Output {
         Ok(Flow::Next)

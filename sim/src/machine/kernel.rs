@@ -67,6 +67,35 @@ pub struct DmaQueue {
     pub blocks: Vec<DmaBlockSpec>,
 }
 
+/// A dynamic DMA queue set of def.json (`type: dynamic`, `num_queues`, `semaphore_set`): the
+/// queues an engine's PSEUDO_DMA_DIRECT2D transfers are spread over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueSet {
+    /// Queue-set name (`qPoolDynamic`, ...).
+    pub name: String,
+    /// The engine that owns it (issues its transfers).
+    pub owner: Engine,
+    /// Hardware queues in the set (NEFF doc: "must be 16 or less").
+    pub num_queues: u32,
+    /// The semaphores the set signals completion on.
+    pub semaphores: Vec<u8>,
+}
+
+/// A `dge-table` variable: the variable ids the runtime populates its table with (NEFF doc:
+/// "List of var_ids to populate the table with"); the ADDR8 DGE-table form (0x20) names an
+/// entry of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DgeTable {
+    /// Variable name (`DGETable0`).
+    pub name: String,
+    /// Variable id of each entry.
+    pub entries: Vec<u32>,
+}
+
+/// Why FP8 conversions of a kernel cannot be simulated under its `fp8_conversion_config`
+/// (`None`: the configuration is the one the machine's FP8 formats implement).
+pub type Fp8Refusal = Option<String>;
+
 /// A kernel ready to run.
 #[derive(Clone, Debug, Default)]
 pub struct Kernel {
@@ -80,6 +109,18 @@ pub struct Kernel {
     pub queues: [Vec<DmaQueue>; Engine::COUNT],
     /// Ranks the collectives span (the largest `replica_groups` group; 1 for a single core).
     pub world: usize,
+    /// The id of the state-buffer variable: an ADDR8 var-id operand naming it addresses SBUF
+    /// (partition-folded). 0 when def.json declares none.
+    pub sb_var: u32,
+    /// The subgraph's `dge-table` variables.
+    pub dge_tables: Vec<DgeTable>,
+    /// The subgraph's dynamic DMA queue sets.
+    pub queue_sets: Vec<QueueSet>,
+    /// Number of ACT table sets (`activation_function_sets`) when the ACT sidecar lists them:
+    /// ACTIVATION_TABLE_LOAD selects one of them.
+    pub act_table_sets: Option<usize>,
+    /// Why FP8 conversions cannot be simulated under the subgraph's FP8 configuration.
+    pub fp8_refusal: Fp8Refusal,
 }
 
 impl Kernel {

@@ -7,7 +7,7 @@ use tpbsim_isa::neff::{self, DefJson, DmaEntry, DmaOp, Neff, SemOp, VarRef, Vari
 use tpbsim_isa::{Engine, Gen};
 
 use super::dma::{DmaDesc, DmaMem, DmaSide};
-use super::kernel::{DmaBlockSpec, DmaEntrySpec, DmaQueue, Kernel, VarSpec};
+use super::kernel::{DgeTable, DmaBlockSpec, DmaEntrySpec, DmaQueue, Kernel, QueueSet, VarSpec};
 use super::memory::VarKind;
 use super::program::Program;
 use super::sync::{Operand, Update, UpdateOp, When};
@@ -113,6 +113,8 @@ pub fn program_from_neff(n: &Neff) -> Result<Program, LoadError> {
     if sgs.is_empty() {
         return Err(invalid("def.json", "the NEFF has no subgraph"));
     }
+    // One subgraph, or one per physical core of the logical core (the runtime's check).
+    n.logical_core(&sgs)?;
     let gen = target_gen(n)?;
     let host = n.host_tensors();
     let mut names = Vec::with_capacity(sgs.len());
@@ -157,11 +159,27 @@ fn kernel_from_subgraph(
         }
     }
     for v in &sg.def.var {
-        if v.kind == neff::VarKind::StateBuffer {
-            continue;
+        match v.kind {
+            neff::VarKind::StateBuffer => {
+                kernel.sb_var = var_id(&sg.def_member, v)?;
+                continue;
+            }
+            neff::VarKind::DgeTable => {
+                kernel.dge_tables.push(dge_table(&sg.def_member, v)?);
+                continue;
+            }
+            _ => {}
         }
         kernel.vars.push(var_spec(n, sg, v, host.get(&v.name))?);
     }
+    check_virtual(&sg.def_member, &sg.def.var)?;
+    kernel.queue_sets = queue_sets(&sg.def_member, &sg.def)?;
+    kernel.act_table_sets = sg
+        .sidecars
+        .get(&Engine::Act)
+        .and_then(|sc| sc.sidecar.activation_function_sets.as_ref())
+        .map(Vec::len);
+    kernel.fp8_refusal = sg.def.fp8_conversion_config.as_ref().and_then(fp8_refusal);
     let sems: BTreeMap<&str, Option<u8>> = sg
         .def
         .dma_queue
@@ -225,6 +243,149 @@ fn kernel_from_subgraph(
         kernel.queues[e as usize] = queues;
     }
     Ok(kernel)
+}
+
+fn var_id(member: &str, v: &Variable) -> Result<u32, LoadError> {
+    u32::try_from(v.var_id).map_err(|_| {
+        invalid(
+            member,
+            format!(
+                "variable `{}`: var_id {} does not fit 32 bits",
+                v.name, v.var_id
+            ),
+        )
+    })
+}
+
+/// A `dge-table` variable's entries (its `list` of variable ids).
+fn dge_table(member: &str, v: &Variable) -> Result<DgeTable, LoadError> {
+    let entries = v
+        .list
+        .iter()
+        .flatten()
+        .map(|&id| {
+            u32::try_from(id).map_err(|_| {
+                invalid(
+                    member,
+                    format!("dge-table `{}`: var id {id} does not fit 32 bits", v.name),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(DgeTable {
+        name: v.name.clone(),
+        entries,
+    })
+}
+
+/// Virtual variables are disjoint windows of the core's scratchpad (NEFF doc:
+/// `backing_variable_off`, "the offset inside the shared scratchpad space allocated by
+/// Runtime"); each is modelled as a buffer of its own size, so windows that overlap, or a
+/// backing buffer other than the core's local scratchpad, are refused.
+fn check_virtual(member: &str, vars: &[Variable]) -> Result<(), LoadError> {
+    let mut windows: Vec<(u64, u64, &str)> = Vec::new();
+    for v in vars.iter().filter(|v| v.kind == neff::VarKind::Virtual) {
+        match &v.backing_buf {
+            None | Some(neff::BackingBuf::Code(0)) => {}
+            Some(neff::BackingBuf::Name(n)) if n.eq_ignore_ascii_case("local") => {}
+            Some(b) => {
+                return Err(invalid(
+                    member,
+                    format!(
+                        "not simulated: virtual variable `{}` is backed by `{b}` (only the core's local scratchpad is modelled; R neff/memory-planning.md names LOCAL 0, SHARED 1, SHARDED 2, MAIN 3)",
+                        v.name
+                    ),
+                ))
+            }
+        }
+        let off = v.backing_variable_off.unwrap_or(0);
+        let size = v.byte_size().unwrap_or(0);
+        windows.push((off, off.saturating_add(size), &v.name));
+    }
+    windows.sort_unstable();
+    for w in windows.windows(2) {
+        if w[1].0 < w[0].1 {
+            return Err(invalid(
+                member,
+                format!(
+                    "not simulated: virtual variables `{}` (scratchpad bytes {}..{}) and `{}` (bytes {}..{}) overlap",
+                    w[0].2, w[0].0, w[0].1, w[1].2, w[1].0, w[1].1
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The dynamic queue sets of def.json: the queues whose `owner` names an engine and that list
+/// a `semaphore_set`.
+fn queue_sets(member: &str, def: &DefJson) -> Result<Vec<QueueSet>, LoadError> {
+    let mut out = Vec::new();
+    for (i, q) in def.dma_queue.iter().enumerate() {
+        let (Some(set), Some(owner)) = (&q.semaphore_set, q.owner.as_deref()) else {
+            continue;
+        };
+        let Ok(owner) = owner.parse::<Engine>() else {
+            continue;
+        };
+        let semaphores = set
+            .iter()
+            .map(|&s| {
+                u8::try_from(s).map_err(|_| {
+                    invalid(
+                        member,
+                        format!("{}.semaphore_set: {s} is not below 256", def.queue_path(i)),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let num_queues = u32::try_from(q.queue_count()).map_err(|_| {
+            invalid(
+                member,
+                format!("{}.num_queues does not fit 32 bits", def.queue_path(i)),
+            )
+        })?;
+        out.push(QueueSet {
+            name: q.name.clone(),
+            owner,
+            num_queues,
+            semaphores,
+        });
+    }
+    Ok(out)
+}
+
+/// Why the machine cannot run FP8 conversions under `c`: its FP8 formats are OCP E4M3FN
+/// (emax 8, no infinity) and E5M2 (emax 15), saturating on overflow — the configuration
+/// neuronx-cc 2.23 writes (`emax_fp8_e4m3` 8, `emax_fp8_e5m2` 15, `fp8_range_extension`
+/// true, `ocp_sat` true, `fp8_sis`/`fp8_sns` false). Any other value changes FP8 results in
+/// ways no public page gives.
+fn fp8_refusal(c: &neff::Fp8ConversionConfig) -> Option<String> {
+    let mut bad = Vec::new();
+    if c.emax_fp8_e4m3.is_some_and(|e| e != 8) {
+        bad.push(format!("emax_fp8_e4m3 {:?}", c.emax_fp8_e4m3));
+    }
+    if c.emax_fp8_e5m2.is_some_and(|e| e != 15) {
+        bad.push(format!("emax_fp8_e5m2 {:?}", c.emax_fp8_e5m2));
+    }
+    if c.fp8_range_extension == Some(false) {
+        bad.push("fp8_range_extension false".into());
+    }
+    if c.ocp_sat == Some(false) {
+        bad.push("ocp_sat false".into());
+    }
+    if c.fp8_sis == Some(true) {
+        bad.push("fp8_sis true".into());
+    }
+    if c.fp8_sns == Some(true) {
+        bad.push("fp8_sns true".into());
+    }
+    (!bad.is_empty()).then(|| {
+        format!(
+            "fp8_conversion_config {} (the machine's FP8 formats are OCP E4M3FN/E5M2 with saturation: emax 8/15, range extension on, ocp_sat on, sis/sns off)",
+            bad.join(", ")
+        )
+    })
 }
 
 /// A variable's format and shape. Without a dtype, the host-side tensor of the same name in a

@@ -273,6 +273,7 @@ impl InstVisitor for Single<'_> {
         extended: tpbsim_isa::Extended,
         event_semaphore: tpbsim_isa::EventSemaphore,
         control: tpbsim_isa::Control,
+        ordering_mode: tpbsim_isa::OrderingMode,
         drain: tpbsim_isa::Drain,
         write: tpbsim_isa::Write,
         event_semaphore_range_clear: tpbsim_isa::EventSemaphoreRangeClear,

@@ -97,9 +97,24 @@ impl Machine<'_> {
         r
     }
 
-    /// ActivationTableLoad: records the selected table set.
-    pub(crate) fn act_table_load(&mut self, x: &ActTableLoad) {
+    /// ActivationTableLoad: records the selected table set (C `activation/loadactfuncset.md`:
+    /// an index into the ACT sidecar's `activation_function_sets`). Activate evaluates every
+    /// function in closed form, so the set changes no value; a set the sidecar does not list
+    /// is refused.
+    pub(crate) fn act_table_load(&mut self, site: Site, x: &ActTableLoad) -> Result<(), Fault> {
+        if let Some(n) = self.kernel().act_table_sets {
+            if usize::from(x.act_table_set) >= n {
+                return Err(Fault::exec(
+                    site,
+                    format!(
+                        "ACTIVATION_TABLE_LOAD selects table set {}, the ACT sidecar lists {n}",
+                        x.act_table_set
+                    ),
+                ));
+            }
+        }
         self.engines.act_table_set = Some(x.act_table_set);
+        Ok(())
     }
 
     /// ReadAccumulator (ACT 0x24 / DVE 0x9B): one value per active partition into `dst`.

@@ -3,7 +3,8 @@
 //! Branch and range-clear semantics live in [`crate::machine::control`].
 
 use tpbsim_isa::{
-    AluOpInst, CompareBranch, CoreBarrier, Engine, EventSemaphoreRangeClear, PseudoInst,
+    AluOpInst, CompareBranch, CoreBarrier, Engine, EventSemaphoreRangeClear, OrderingMode,
+    PseudoInst,
 };
 
 use super::not_simulated;
@@ -22,6 +23,19 @@ pub(crate) fn control_form(site: Site) -> Result<Flow, Fault> {
         0xA1 => Ok(Flow::Finish),
         0x9F | 0xA3 | 0xA4 | 0xA6 => Ok(Flow::Next),
         _ => Err(not_simulated(site)),
+    }
+}
+
+/// SET_ORDERING_MODE: mode 0, the default ordering, changes nothing in a machine that
+/// completes every bundle before the next issues; what the other modes relax is not public.
+pub(crate) fn ordering_mode(site: Site, x: &OrderingMode) -> Result<Flow, Fault> {
+    match x.ordering_mode {
+        0 => Ok(Flow::Next),
+        m => Err(Fault::NotSimulated {
+            site,
+            name: format!("SET_ORDERING_MODE mode {m} (C arch/execution-sync-model.md names the byte, not the orderings)"),
+            engine: site.engine,
+        }),
     }
 }
 

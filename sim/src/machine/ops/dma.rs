@@ -9,6 +9,72 @@ use crate::machine::fault::{Fault, Site};
 use crate::machine::sync::SyncState;
 
 impl Machine<'_> {
+    /// The memory and byte offset an ADDR8 operand of PSEUDO_DMA_DIRECT2D names (C
+    /// `isa/dma-encoding.md`, `assign64bitAddr`): bytes 0..3 an offset, bytes 4..6 an id, byte
+    /// 7 the form. Form 0x10: the id is a variable id — the state-buffer variable's id names
+    /// SBUF/PSUM with a partition-folded offset, any other a DRAM variable. Form 0x20: bytes
+    /// 4..5 are an entry of the subgraph's `dge-table` variable, whose `list` gives the
+    /// variable id. The register forms (0x28, the pair modifier 0x04, the move modifier 0x40)
+    /// are not simulated.
+    fn addr8_mem(&self, site: Site, what: &str, a: Addr8) -> Result<(DmaMem, u64), Fault> {
+        let offset = a.value() & 0xFFFF_FFFF;
+        let id = ((a.value() >> 32) & 0x00FF_FFFF) as u32;
+        let refuse = |why: String| Fault::NotSimulated {
+            site,
+            name: format!("DMA `{what}` ADDR8 form 0x{:02x} ({why})", a.marker_byte()),
+            engine: site.engine,
+        };
+        let var = match a.marker_byte() {
+            0x10 => id,
+            0x20 => {
+                if id >> 16 != 0 {
+                    return Err(Fault::exec(
+                        site,
+                        format!("DMA `{what}` DGE-table entry operand has byte 6 = 0x{:02x}, not 0", id >> 16),
+                    ));
+                }
+                let entry = id as usize;
+                let tables = &self.kernel().dge_tables;
+                let table = match tables.as_slice() {
+                    [t] => t,
+                    [] => {
+                        return Err(Fault::exec(
+                            site,
+                            format!("DMA `{what}` names DGE-table entry {entry}, but the subgraph has no dge-table variable"),
+                        ))
+                    }
+                    _ => {
+                        return Err(refuse(format!(
+                            "the subgraph has {} dge-table variables; which one an entry indexes is not public",
+                            tables.len()
+                        )))
+                    }
+                };
+                *table.entries.get(entry).ok_or_else(|| {
+                    Fault::exec(
+                        site,
+                        format!(
+                            "DMA `{what}` names DGE-table entry {entry}, outside `{}` ({} entries)",
+                            table.name,
+                            table.entries.len()
+                        ),
+                    )
+                })?
+            }
+            _ => {
+                return Err(refuse(
+                    "C isa/dma-encoding.md gives the register forms 0x28 and the modifiers 0x04 / 0x40 without the queue state they read".into(),
+                ))
+            }
+        };
+        let mem = if var == self.kernel().sb_var {
+            DmaMem::OnChip
+        } else {
+            DmaMem::Dram(var)
+        };
+        Ok((mem, offset))
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn addr8_side(
         &self,
@@ -20,16 +86,7 @@ impl Machine<'_> {
         elem: u16,
         d: Dtype,
     ) -> Result<DmaSide, Fault> {
-        if !a.is_var_id() {
-            return Err(Fault::NotSimulated {
-                site,
-                name: format!(
-                    "DMA `{what}` ADDR8 mode 0x{:02x} (C isa/dma-encoding.md gives the DGE forms 0x20/0x28, not the DGE queue they use)",
-                    a.marker_byte()
-                ),
-                engine: site.engine,
-            });
-        }
+        let (mem, addr) = self.addr8_mem(site, what, a)?;
         let format = self.format(site, &format!("{what}_dtype"), d)?;
         let eb = format.container_bytes() as u32;
         let chunk = if elem == 0 { 0x10000 } else { elem as u32 };
@@ -42,14 +99,9 @@ impl Machine<'_> {
                 ),
             ));
         }
-        let var = ((a.value() >> 32) & 0x00FF_FFFF) as u32;
         Ok(DmaSide {
-            mem: if var == 0 {
-                DmaMem::OnChip
-            } else {
-                DmaMem::Dram(var)
-            },
-            addr: a.value() & 0xFFFF_FFFF,
+            mem,
+            addr,
             format,
             dims: vec![
                 (eb as i64, chunk / eb),
@@ -59,13 +111,70 @@ impl Machine<'_> {
         })
     }
 
-    /// PSEUDO_DMA_DIRECT2D: one descriptor from the bundle's two ADDR8 sides.
+    /// The queue set of the issuing engine, checked against a transfer's completion: the
+    /// semaphore is one of the set's and the increment at most its queue count (NEFF doc: "If
+    /// there are multiple queues in the queue set, semaphore will be incremented by num_queues
+    /// amount when the transfer is complete").
+    fn check_queue_set(&self, site: Site, sem: u8, inc: u8) -> Result<(), Fault> {
+        let Some(q) = self
+            .kernel()
+            .queue_sets
+            .iter()
+            .find(|q| q.owner == site.engine)
+        else {
+            return Ok(());
+        };
+        if !q.semaphores.contains(&sem) {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "DMA semaphore {sem} is outside the {} engine's queue set `{}` (semaphores {:?})",
+                    site.engine, q.name, q.semaphores
+                ),
+            ));
+        }
+        if u32::from(inc) > q.num_queues {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "DMA sem_increment {inc} exceeds the {} queues of `{}`",
+                    q.num_queues, q.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// PSEUDO_DMA_DIRECT2D: one descriptor from the bundle's two ADDR8 sides, completed
+    /// when the bundle executes by adding `sem_increment` to `semaphore` (the runtime spreads
+    /// the transfer over the queue set's queues, each adding one at its completion; every
+    /// wait the compiler emits is on a multiple of the set's queue count, so one addition
+    /// of the whole increment is the same to every waiter). `dge_op` 0 (DIRECT2D) only, and no
+    /// bound-check registers.
     pub(crate) fn dma_direct2d(
         &mut self,
         site: Site,
         x: &DmaDirect2d,
         sync: &mut SyncState,
     ) -> Result<(), Fault> {
+        if x.dge_op.0 != 0 {
+            return Err(Fault::NotSimulated {
+                site,
+                name: format!(
+                    "PSEUDO_DMA_DIRECT2D dge_op {} (G collectives/ops/rdma-gather-pseudo-ops.md: 1 INDIRECT1D, 2 TRANSPOSE, 3 GATHER_TRANSPOSE)",
+                    x.dge_op.0
+                ),
+                engine: site.engine,
+            });
+        }
+        if x.src_bound_reg.into_bits() != 0 || x.dst_bound_reg.into_bits() != 0 {
+            return Err(Fault::NotSimulated {
+                site,
+                name: "PSEUDO_DMA_DIRECT2D with bound-check registers".into(),
+                engine: site.engine,
+            });
+        }
+        self.check_queue_set(site, x.semaphore, x.sem_increment)?;
         let d = DmaDesc {
             from: self.addr8_side(
                 site,

@@ -467,7 +467,7 @@ impl Machine<'_> {
 
     /// The format a dtype field names on this generation.
     pub(crate) fn format(&self, site: Site, field: &str, d: Dtype) -> Result<NumFormat, Fault> {
-        NumFormat::from_wire_tag(d.0, self.gen).ok_or_else(|| {
+        let f = NumFormat::from_wire_tag(d.0, self.gen).ok_or_else(|| {
             Fault::exec(
                 site,
                 format!(
@@ -475,7 +475,17 @@ impl Machine<'_> {
                     d.0, self.gen
                 ),
             )
-        })
+        })?;
+        if f.class() == tpbsim_isa::spec::NumClass::Fp8 {
+            if let Some(why) = &self.kernel().fp8_refusal {
+                return Err(Fault::NotSimulated {
+                    site,
+                    name: format!("`{field}` in {} under {why}", f.name()),
+                    engine: site.engine,
+                });
+            }
+        }
+        Ok(f)
     }
 
     /// The access pattern of a TENSORnD operand over `partitions` partitions of `f` elements.

@@ -114,3 +114,45 @@ def test_wrong_dtype_is_refused():
     shape = tpbsim.run(path).outputs["out"].shape
     with pytest.raises(ValueError):
         tpbsim.run(path, {"x": np.zeros(shape, np.float64)})
+
+
+REAL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "real")
+REAL_NEFFS = sorted(glob.glob(os.path.join(REAL, "**", "*.neff"), recursive=True))
+
+
+def test_the_compilers_lnc2_matmul_runs_on_two_cores_bit_for_bit():
+    path = os.path.join(REAL, "nkipy", "matmul_small.neff")
+    rng = np.random.default_rng(3)
+    x = rng.integers(-2, 3, (128, 256)).astype(np.float16)
+    y = rng.integers(-2, 3, (256, 128)).astype(np.float16)
+    r = tpbsim.run(path, {"x": x, "y": y})
+    want = (x.astype(np.float64) @ y.astype(np.float64)).astype(np.float16)
+    got = r.outputs["output0"]
+    assert got.dtype == np.float16 and got.shape == (128, 128)
+    assert got.tobytes() == want.tobytes()
+    assert [c["subgraph"] for c in r.cores] == ["sg00", "sg01"]
+    assert all(c["stats"]["sched"]["steps"] > 0 for c in r.cores)
+    assert r.findings == []
+    prof = r.profile()
+    assert [c["subgraph"] for c in prof["cores"]] == ["sg00", "sg01"]
+
+
+def test_big_endian_inputs_are_converted_not_reinterpreted():
+    path = os.path.join(REAL, "nkipy", "matmul_small.neff")
+    rng = np.random.default_rng(4)
+    x = rng.integers(-2, 3, (128, 256)).astype(np.float16)
+    y = rng.integers(-2, 3, (256, 128)).astype(np.float16)
+    little = tpbsim.run(path, {"x": x, "y": y}).outputs["output0"]
+    big = tpbsim.run(path, {"x": x.astype(">f2"), "y": y.astype(">f2")}).outputs["output0"]
+    assert big.tobytes() == little.tobytes()
+
+
+@pytest.mark.parametrize("path", REAL_NEFFS)
+def test_every_real_neff_runs(path):
+    inputs = {}
+    for v in tpbsim.variables(path):
+        if v["kind"] == "input":
+            inputs[v["name"]] = np.zeros(v["shape"], dtype=v["dtype"])
+    r = tpbsim.run(path, inputs)
+    assert r.findings == []
+    assert len(r.cores) >= 1

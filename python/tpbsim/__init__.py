@@ -75,11 +75,13 @@ class ExecutionError(SimulationFault):
 
 @dataclass
 class Result:
-    """The outputs (numpy arrays by name), counters and findings of a run."""
+    """The outputs (numpy arrays by name), counters and findings of a run; ``cores`` lists
+    each NeuronCore's subgraph and counters (one entry per core of the program)."""
 
     outputs: Dict[str, Any]
     stats: Dict[str, Any]
     findings: List[Dict[str, Any]]
+    cores: List[Dict[str, Any]] = field(default_factory=list)
     schedule_diffs: List[Dict[str, Any]] = field(default_factory=list)
     arch: Optional[str] = None
     run: Any = field(default=None, repr=False)

@@ -1,5 +1,7 @@
 //! Shared helpers for the criterion benchmarks (stream synthesis, temporary files).
 
+pub mod lnc2_matmul;
+
 /// Build a pseudo-random byte buffer of `len` bytes with a fixed seed (xorshift64*).
 pub fn pseudo_random_bytes(len: usize, seed: u64) -> Vec<u8> {
     let mut s = seed | 1;

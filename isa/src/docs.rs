@@ -1,5 +1,5 @@
 //! Generator of `docs/isa.md` from the spec. A test keeps the committed file equal to the
-//! output; `TPBSIM_BLESS=1 cargo test -p tpbsim-isa` rewrites it.
+//! output; `TPBSIM_BLESS=1 cargo test -p tpbsim-isa --test docs` rewrites it.
 
 use crate::formats::LAYOUT_META;
 use crate::spec::{self, presence_at, FieldType, NA};
@@ -37,8 +37,8 @@ fn ty_label(t: &FieldType) -> String {
 const INTRO: &str = r#"# The NeuronCore engine ISA in tpbsim
 
 This file is generated from the encoding spec (`isa/spec/*.rs`) by `tpbsim_isa::docs`; a test
-fails when it differs from the generator output, and `TPBSIM_BLESS=1 cargo test -p tpbsim-isa`
-rewrites it. Do not edit it by hand.
+fails when it differs from the generator output, and `TPBSIM_BLESS=1 cargo test -p tpbsim-isa
+--test docs` rewrites it. Do not edit it by hand.
 
 ## The spec and what is derived from it
 

@@ -1,5 +1,6 @@
 //! `docs/isa.md` and `docs/asm.md` are generated from the spec (and the examples); these tests
-//! fail when a committed file differs. `TPBSIM_BLESS=1 cargo test -p tpbsim-isa` rewrites them.
+//! fail when a committed file differs. `TPBSIM_BLESS=1 cargo test -p tpbsim-isa --test docs`
+//! rewrites them.
 
 use std::path::PathBuf;
 

@@ -22,19 +22,12 @@ use crate::exit::{CliError, Outcome};
 pub struct Args {
     /// An engine stream (`.bin`) or a NEFF (`.neff`).
     pub file: PathBuf,
-    /// Target generation (v2..v5, or a name: sunda, cayman, mariana, maverick); required for a
-    /// `.bin`, read from the NEFF's `neff.json` when omitted for a `.neff`.
-    #[arg(long)]
-    pub arch: Option<Gen>,
-    /// Engine of a `.bin` stream (pe, act, pool, dve, sp); taken from the file name when omitted.
-    #[arg(long)]
-    pub engine: Option<Engine>,
+    /// Generation, engine, NEFF reader options.
+    #[command(flatten)]
+    pub stream: crate::cmd::stream_args::StreamArgs,
     /// Output BIR JSON file (default: stdout).
     #[arg(short = 'o', long = "output", value_name = "OUT.bir.json")]
     pub output: Option<PathBuf>,
-    /// NEFF reader options (digest check, archive size limits).
-    #[command(flatten)]
-    pub read: crate::cmd::neff::ReadArgs,
 }
 
 /// One stream read from an input file.
@@ -151,7 +144,12 @@ pub(crate) fn lift_loaded(path: &Path, l: &Loaded) -> Lifted {
 
 /// Run `sim lift`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    let loaded = load(&a.file, a.arch, a.engine, &a.read.options())?;
+    let loaded = load(
+        &a.file,
+        a.stream.gen()?,
+        a.stream.engine,
+        &a.stream.read.options(),
+    )?;
     let lifted = lift_loaded(&a.file, &loaded);
     for d in &lifted.diagnostics {
         eprintln!("sim: {d}");

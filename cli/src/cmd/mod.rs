@@ -12,6 +12,7 @@ pub mod lift;
 pub mod neff;
 pub mod profile;
 pub mod run;
+pub mod stream_args;
 pub mod validate;
 pub mod verify;
 

@@ -28,7 +28,14 @@ enum Action {
     /// Extract every member into a directory.
     #[command(after_help = crate::help::NEFF_UNPACK)]
     Unpack(UnpackArgs),
-    /// Build a NEFF from a directory (each file becomes a member under its relative path).
+    /// Build a NEFF from a directory, in the runtime's layout (with --keep-layout: every file
+    /// as it is).
+    ///
+    /// Without --keep-layout only the members a manifest names are packed (the others are
+    /// reported); a directory already in the runtime's layout keeps their paths, one in the
+    /// by-name layout is rewritten (sgNN/def.json, one engine JSON per engine, lowercase
+    /// streams). With --keep-layout (or --no-validate) every file becomes a member under its
+    /// relative path.
     #[command(after_help = crate::help::NEFF_PACK)]
     Pack(PackArgs),
 }
@@ -96,7 +103,7 @@ struct UnpackArgs {
 
 #[derive(clap::Args)]
 struct PackArgs {
-    /// Directory whose files become the members.
+    /// Directory to pack (either layout).
     dir: PathBuf,
     /// The NEFF file to write.
     #[arg(short, long, value_name = "FILE")]
@@ -114,7 +121,8 @@ struct PackArgs {
     /// implies --keep-layout.
     #[arg(long)]
     no_validate: bool,
-    /// Pack the directory's files as they are instead of writing the runtime's layout.
+    /// Pack every file of the directory as it is, under its relative path (members no manifest
+    /// names included), instead of writing the runtime's layout.
     #[arg(long)]
     keep_layout: bool,
 }

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use tpbsim_isa::neff::Neff;
 use tpbsim_isa::stream::EngineStream;
-use tpbsim_isa::{Engine, Gen};
-use tpbsim_validate::diag::{Mode, Severity};
+use tpbsim_isa::Gen;
+use tpbsim_validate::diag::Severity;
 use tpbsim_validate::l2::{self, StreamSpec};
 use tpbsim_validate::lint;
 
@@ -25,19 +25,12 @@ pub struct Args {
     /// Engine streams (`.bin`) or NEFF files (`.neff`).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Target generation: v2, v3 or v4 (default for a NEFF: the generation it names; required
-    /// for `.bin` streams and for a NEFF whose target is `*` or absent).
-    #[arg(long)]
-    pub arch: Option<Gen>,
-    /// Engine of the streams (pe, act, pool, dve, sp); taken from each file name when omitted.
-    #[arg(long)]
-    pub engine: Option<Engine>,
-    /// Print diagnostics as JSON Lines.
-    #[arg(long)]
-    pub json: bool,
-    /// Stop at the first error.
-    #[arg(long)]
-    pub fail_fast: bool,
+    /// Generation, engine, NEFF reader options.
+    #[command(flatten)]
+    pub stream: crate::cmd::stream_args::StreamArgs,
+    /// Report format and stop rule.
+    #[command(flatten)]
+    pub report: crate::cmd::stream_args::ReportArgs,
     /// Worker threads (default: all available cores; at most that many unless
     /// --force-threads).
     #[arg(long)]
@@ -48,9 +41,6 @@ pub struct Args {
     /// Treat lint warnings (docs/asm.md, "Lint") as errors (exit 1).
     #[arg(long)]
     pub deny_warnings: bool,
-    /// NEFF reader options (digest check, archive size limits).
-    #[command(flatten)]
-    pub read: crate::cmd::neff::ReadArgs,
 }
 
 /// Most worker threads `--force-threads` allows.
@@ -58,7 +48,8 @@ const MAX_FORCED_THREADS: usize = 1024;
 
 /// Run `sim validate`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
-    if let Some(g) = a.arch.filter(|g| !l2::GENS.contains(g)) {
+    let arch = a.stream.gen()?;
+    if let Some(g) = arch.filter(|g| !l2::GENS.contains(g)) {
         return Err(CliError::Usage(format!(
             "--arch {g}: the L2 validator exists for v2, v3 and v4"
         )));
@@ -89,11 +80,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     let pool = builder
         .build()
         .map_err(|e| CliError::Usage(format!("thread pool: {e}")))?;
-    let mode = if a.fail_fast {
-        Mode::FailFast
-    } else {
-        Mode::CollectAll
-    };
+    let mode = a.report.mode();
     // Open every input before validating any, so usage and I/O errors come first.
     let mut streams: Vec<(String, EngineStream, Gen)> = Vec::new();
     let mut lint_findings = Vec::new();
@@ -103,10 +90,10 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
         if ext.as_deref() == Some("neff") {
-            let neff = Neff::read(f, &a.read.options())
+            let neff = Neff::read(f, &a.stream.read.options())
                 .map_err(|e| CliError::Io(format!("{}: {e}", f.display())))?;
             let shown = f.display().to_string();
-            let gen = crate::cmd::neff::generation(&neff, a.arch, &shown)?;
+            let gen = crate::cmd::neff::generation(&neff, arch, &shown)?;
             if !l2::GENS.contains(&gen) {
                 return Err(CliError::Usage(format!(
                     "{shown}: targets {gen}; the L2 validator exists for v2, v3 and v4"
@@ -129,13 +116,13 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
                 }
             }
         } else {
-            let s = EngineStream::open(f, a.engine).map_err(|e| match e {
+            let s = EngineStream::open(f, a.stream.engine).map_err(|e| match e {
                 tpbsim_isa::stream::StreamError::Io { .. } => CliError::Io(e.to_string()),
                 _ => CliError::Usage(format!(
                     "{e}; pass --engine pe|act|pool|dve|sp if the name does not tell"
                 )),
             })?;
-            let gen = a.arch.ok_or_else(|| {
+            let gen = arch.ok_or_else(|| {
                 CliError::Usage(format!(
                     "{}: --arch is required for a .bin stream",
                     f.display()
@@ -167,7 +154,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         };
         let report = pool.install(|| l2::validate_stream(bundles, &spec, mode));
         for d in &report.diagnostics {
-            let r = if a.json {
+            let r = if a.report.json {
                 writeln!(out, "{}", d.to_json())
             } else {
                 let idx = d.location.index.unwrap_or(0) as usize;
@@ -178,7 +165,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             };
             r.map_err(|e| CliError::Io(format!("stdout: {e}")))?;
         }
-        if !a.json {
+        if !a.report.json {
             let nc = report
                 .diagnostics
                 .iter()
@@ -193,7 +180,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             );
         }
         any_invalid |= report.has_errors();
-        if any_invalid && a.fail_fast {
+        if any_invalid && a.report.fail_fast {
             break;
         }
     }

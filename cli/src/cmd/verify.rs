@@ -8,9 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use tpbsim_isa::Engine;
-use tpbsim_validate::bir::{self, ArchLevel, Module};
-use tpbsim_validate::diag::{Diagnostic, Mode};
+use tpbsim_validate::bir::{self, Module};
+use tpbsim_validate::diag::Diagnostic;
 use tpbsim_validate::l1::drift;
 use tpbsim_validate::registry::{report_jsonl, report_text, PropertySet, Registry};
 
@@ -25,20 +24,12 @@ pub struct Args {
     /// lift and verify with both L1 and L2.
     #[arg(required_unless_present_any = ["l0_drift", "list_rules"])]
     pub file: Option<PathBuf>,
-    /// Architecture level to verify for (`sunda`, `gen3`, `core_v4`, `v5`, `40`, ...);
-    /// overrides the module's own `arch`.
-    /// Required for a `.bin` stream; a `.neff` names its own in `neff.json`.
-    #[arg(long)]
-    pub arch: Option<String>,
-    /// Engine of a `.bin` stream (pe, act, pool, dve, sp); taken from the file name when omitted.
-    #[arg(long)]
-    pub engine: Option<Engine>,
-    /// Print diagnostics as JSON Lines instead of the grouped text report.
-    #[arg(long)]
-    pub json: bool,
-    /// Stop at the first error.
-    #[arg(long)]
-    pub fail_fast: bool,
+    /// Generation, engine, NEFF reader options.
+    #[command(flatten)]
+    pub stream: crate::cmd::stream_args::StreamArgs,
+    /// Report format and stop rule.
+    #[command(flatten)]
+    pub report: crate::cmd::stream_args::ReportArgs,
     /// Run only these properties / rules (comma-separated; names from `--list-rules`, or the
     /// groups `all`, `default`, `shared`, `module`).
     #[arg(long, value_name = "LIST")]
@@ -53,9 +44,6 @@ pub struct Args {
     /// List the rules: property, rule name, codes, what it checks.
     #[arg(long)]
     pub list_rules: bool,
-    /// NEFF reader options (digest check, archive size limits).
-    #[command(flatten)]
-    pub read: crate::cmd::neff::ReadArgs,
 }
 
 /// The kind of input, from the file name.
@@ -84,14 +72,6 @@ fn input_kind(path: &Path) -> Result<InputKind, CliError> {
             path.display()
         )))
     }
-}
-
-fn parse_arch(s: &str) -> Result<ArchLevel, CliError> {
-    ArchLevel::parse(s).ok_or_else(|| {
-        CliError::Usage(format!(
-            "unknown arch `{s}` (expected inferentia|sunda|gen3|core_v4|core_v5, v2..v5 or 10..50)"
-        ))
-    })
 }
 
 /// Largest BIR JSON file read (parsing takes up to about 20 times the text in memory).
@@ -150,7 +130,7 @@ fn list_rules(registry: &Registry) {
 /// Run `sim verify`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
     let registry = Registry::l1();
-    let arch = a.arch.as_deref().map(parse_arch).transpose()?;
+    let arch = a.stream.arch;
     if a.list_rules {
         list_rules(&registry);
     }
@@ -161,26 +141,22 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         return Ok(Outcome::Ok);
     };
     let props = selection(&a, &registry)?;
-    let mode = if a.fail_fast {
-        Mode::FailFast
-    } else {
-        Mode::CollectAll
-    };
+    let mode = a.report.mode();
     if input_kind(path)? != InputKind::BirJson {
         let input = streams::Input {
             path,
-            arch,
-            engine: a.engine,
-            read: a.read.options(),
+            gen: a.stream.gen()?,
+            engine: a.stream.engine,
+            read: a.stream.read.options(),
         };
-        return streams::verify(&input, a.json, mode, &registry, props);
+        return streams::verify(&input, a.report.json, mode, &registry, props);
     }
-    if a.engine.is_some() {
+    if a.stream.engine.is_some() {
         return Err(CliError::Usage("--engine applies to .bin streams".into()));
     }
     let mut module = load(path)?;
     if let Some(arch) = arch {
-        if arch != module.arch && !a.json {
+        if arch != module.arch && !a.report.json {
             eprintln!(
                 "sim: note: verifying for {arch}; the module says {}",
                 module.arch
@@ -195,7 +171,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         tpbsim_validate::lift::locate(&module, d);
         d.location.file.get_or_insert_with(|| file.clone());
     }
-    if a.json {
+    if a.report.json {
         print!("{}", report_jsonl(&diags));
     } else {
         println!(

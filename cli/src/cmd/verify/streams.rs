@@ -7,7 +7,7 @@ use std::path::Path;
 
 use tpbsim_isa::neff::ReadOptions;
 use tpbsim_isa::{Engine, Gen};
-use tpbsim_validate::bir::{ArchLevel, InstClass};
+use tpbsim_validate::bir::InstClass;
 use tpbsim_validate::diag::{Layer, Mode};
 use tpbsim_validate::l2;
 use tpbsim_validate::registry::{PropertySet, Registry, Summary};
@@ -20,8 +20,8 @@ use crate::exit::{CliError, Outcome};
 pub(super) struct Input<'a> {
     /// The file.
     pub path: &'a Path,
-    /// `--arch`.
-    pub arch: Option<ArchLevel>,
+    /// The generation `--arch` names.
+    pub gen: Option<Gen>,
     /// `--engine` (a `.bin`).
     pub engine: Option<Engine>,
     /// NEFF reader options.
@@ -38,16 +38,10 @@ pub(super) fn verify(
 ) -> Result<Outcome, CliError> {
     let Input {
         path,
-        arch,
+        gen,
         engine,
         read,
     } = *input;
-    let gen = match arch {
-        Some(level) => Some(level.gen().ok_or_else(|| {
-            CliError::Usage(format!("{level}: tpbsim decodes streams of v2..v5 only"))
-        })?),
-        None => None,
-    };
     let loaded = lift_cmd::load(path, gen, engine, &read)?;
     let gen: Gen = loaded.gen;
     let verified = verify_streams(

@@ -141,6 +141,47 @@ fn closed_form_special_values() {
     assert_eq!(v(DerivativeLeakyRelu, -3.0), 0.01);
 }
 
+#[test]
+fn leaky_relu_rounds_once_and_prelu_is_an_fp32_product() {
+    use ActFunction::*;
+    // -5 × 0.01: the f64 product rounded once to fp32 is 0xBD4CCCCD; -5 × fl32(0.01) in fp32
+    // is 0xBD4CCCCC.
+    assert_eq!(ClosedForm::value(Lrelu, -5.0, 0.0).to_bits(), 0xBD4C_CCCD);
+    assert_eq!(ClosedForm::value(Prelu, -5.0, 0.01).to_bits(), 0xBD4C_CCCC);
+}
+
+#[test]
+fn gelu_and_silu_round_the_f64_tie_of_odd_subnormals_to_even() {
+    use ActFunction::*;
+    // For a subnormal x, erfc(−x/√2) and σ(x) are 1 and ½ in f64, so the f64 value is x/2
+    // exactly: a tie for an odd multiple k of 2^−149, which goes to even. The true value is
+    // x/2 + O(x²) > x/2, so the correctly rounded result is ⌈k/2⌉ for k ≡ 1 (mod 4) and for
+    // k ≡ 3 (mod 4) with x < 0: 1 ulp away (docs/numerics.md, §9).
+    // (k, the result's magnitude in units of 2^−149, the correctly rounded magnitude); the
+    // results carry the sign of x.
+    for f in [Gelu, Silu] {
+        for (k, closed, correctly_rounded) in [
+            (1i32, 0u32, 1u32),
+            (3, 2, 2),
+            (5, 2, 3),
+            (-1, 0, 0),
+            (-3, 2, 1),
+            (-5, 2, 2),
+        ] {
+            let sign = if k < 0 { 0x8000_0000 } else { 0 };
+            let x = f32::from_bits(sign | k.unsigned_abs());
+            let got = ClosedForm::value(f, x, 0.0);
+            assert_eq!(got.to_bits(), sign | closed, "{f} at {k}·2^-149");
+            let want = f32::from_bits(sign | correctly_rounded);
+            assert_eq!(
+                ulps(got, want),
+                u64::from(closed != correctly_rounded),
+                "{f} at {k}·2^-149"
+            );
+        }
+    }
+}
+
 fn sigmoid_table() -> PwpTable {
     PwpTable::from_json(&String::from_utf8(read("pwp_sigmoid.json")).expect("utf8"))
         .expect("sigmoid table")

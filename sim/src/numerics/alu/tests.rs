@@ -281,6 +281,15 @@ fn fp_nan_and_signed_zero_rules() {
         "tie: the second operand"
     );
     assert!(fp(AluOp::MIN).eval(-0.0, 0.0).is_sign_positive());
+    // Two NaNs: MAX and MIN keep the second operand's, sign and payload included.
+    let (p, q) = (f32::from_bits(0x7FC0_0001), f32::from_bits(0xFFC0_0002));
+    for op in [AluOp::MAX, AluOp::MIN] {
+        assert_eq!(fp(op).eval(p, q).to_bits(), 0xFFC0_0002, "{op}");
+        assert_eq!(fp(op).eval(q, p).to_bits(), 0x7FC0_0001, "{op}");
+        let mut out = [0.0f32; 3];
+        tensor_tensor(fp(op), &[p; 3], &[q; 3], &mut out).unwrap();
+        assert!(out.iter().all(|o| o.to_bits() == 0xFFC0_0002), "{op} tile");
+    }
     assert_eq!(fp(AluOp::RE_LU).eval(f32::NAN, 0.0), 0.0);
     assert_eq!(fp(AluOp::IS_NE).eval(f32::NAN, f32::NAN), 1.0);
     assert_eq!(fp(AluOp::IS_EQ).eval(f32::NAN, f32::NAN), 0.0);
@@ -808,3 +817,4 @@ fn scalar_tensor_tensor_order_and_reverse() {
         Err(AluError::Shape { .. })
     ));
 }
+

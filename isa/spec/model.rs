@@ -143,6 +143,11 @@ pub struct OpcodeRow {
     pub prov: &'static str,
     /// Remarks (engine hedges, conflicts).
     pub note: &'static str,
+    /// Semantic family within its format (a variant of the generated `<Format>Sem` enum), or
+    /// "" for a format whose opcodes all share one meaning. `NotSimulated` declares that the
+    /// simulator does not execute the opcode. When one row of a format names a family, every
+    /// row of that format must (checked by `isa/build.rs`).
+    pub sem: &'static str,
 }
 
 impl OpcodeRow {
@@ -157,12 +162,18 @@ impl OpcodeRow {
         presence: PresenceStr,
         prov: &'static str,
     ) -> OpcodeRow {
-        OpcodeRow { code, name, kind, engines, header_struct, format, presence, prov, note: "" }
+        OpcodeRow { code, name, kind, engines, header_struct, format, presence, prov, note: "", sem: "" }
     }
 
     /// Same row with a note.
     pub const fn note(mut self, note: &'static str) -> OpcodeRow {
         self.note = note;
+        self
+    }
+
+    /// Same row with a semantic family (see [`OpcodeRow::sem`]).
+    pub const fn sem(mut self, sem: &'static str) -> OpcodeRow {
+        self.sem = sem;
         self
     }
 

@@ -10,11 +10,13 @@ use tpbsim_isa::{
     Control, CopyPredScalar, CoreBarrier, DmaDirect2d, DmaTrigger, Drain, Engine, EventSemaphore,
     EventSemaphoreRangeClear, Extended, ExtendedTta, FunctionBegin, FunctionCall, Inst,
     InstVisitor, Iota, LdTags, LdWeights, LdWeightsMx, LoadActFuncSet, Matmul, MatmulMx,
-    MatmulSparse, Memset, Notify, OrderingMode, PeManageSeed, Pool, PseudoInst, QuantizeMx,
+    MatmulSparse, Memset, Notify, Opcode, OrderingMode, PeManageSeed, Pool, PseudoInst, QuantizeMx,
     RangeSelect, RawInst, RdmaDescGen, ReadAccumulator, ScalarTensorTensor, SelectReduce,
     TensorDequantize, TensorReduce, TensorScalar, TensorScalarIntWide, TensorScalarSelect,
     TensorTensor, TensorTensorIntWide, Write,
 };
+
+use tpbsim_isa::spec::OpKind;
 
 use super::core::Machine;
 use super::fault::{Fault, Site};
@@ -231,7 +233,10 @@ impl InstVisitor for Exec<'_, '_> {
 
     // ---------------------------------------------------------------- raw
     fn raw(&mut self, x: &RawInst) -> Self::Output {
-        if (0xC1..=0xDF).contains(&self.site.opcode) {
+        if Opcode(self.site.opcode)
+            .row()
+            .is_some_and(|r| r.kind == OpKind::Pseudo)
+        {
             self.m.pseudo(self.site, &x.0, self.sync)
         } else {
             self.unsupported()

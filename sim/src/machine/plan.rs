@@ -9,7 +9,7 @@
 //! operand access as it is checked); a bundle whose checks fail gets no plan, so its fault is
 //! reported by the ordinary path, as before.
 
-use tpbsim_isa::{Addr4Kind, Inst};
+use tpbsim_isa::{Addr4Kind, Inst, TensorTensorSem};
 
 use super::core::Machine;
 use super::fault::{Fault, Site};
@@ -37,7 +37,7 @@ impl Machine<'_> {
     pub(crate) fn plan_of(&self, site: Site, inst: &Inst) -> Option<Plan> {
         match inst {
             Inst::TensorTensor(x)
-                if matches!(site.opcode, 0x41 | 0x51)
+                if TensorTensorSem::of(site.opcode) == Some(TensorTensorSem::Elementwise)
                     && [x.src0.addr, x.src1.addr, x.dst.addr]
                         .iter()
                         .all(|a| a.kind() == Addr4Kind::Imm) =>

@@ -10,8 +10,10 @@
 //!   collective type +0x20). On one rank every collective type the page names is a copy of the
 //!   input to the output (an all-reduce over one rank is its input); more ranks are refused.
 //! - everything else is refused naming the page that leaves it open.
+//!
+//! Which of these an opcode is comes from the spec's `sem` column (`PseudoSem`).
 
-use tpbsim_isa::{Bundle, Dtype};
+use tpbsim_isa::{Bundle, Dtype, PseudoSem};
 
 use super::core::Machine;
 use super::dma::{DmaDesc, DmaMem, DmaSide};
@@ -44,22 +46,22 @@ impl Machine<'_> {
             name: format!("{name} (opcode 0x{:02x}; {why})", site.opcode),
             engine: site.engine,
         };
-        match site.opcode {
-            0xCC | 0xC2 | 0xCF => Ok(Flow::Next),
-            0xC8 => self.collective(site, b, sync),
-            0xD2 => Err(refuse(
+        match PseudoSem::of(site.opcode) {
+            Some(PseudoSem::NoEffect) => Ok(Flow::Next),
+            Some(PseudoSem::Collective) => self.collective(site, b, sync),
+            Some(PseudoSem::FunctionReturn) => Err(refuse(
                 "FUNCTION_RETURN",
                 "R isa/pseudo-instruction-lowering.md builds the call frame in FUNCTION sections whose NEFF members no page names",
             )),
-            0xDA => Err(refuse(
+            Some(PseudoSem::Extension) => Err(refuse(
                 "EXTENSION",
                 "C isa/dma-encoding.md gives the DGE forms 0x20/0x28 of ADDR8 but not the DGE queue they use",
             )),
-            0xCB | 0xD9 | 0xDB | 0xDC => Err(refuse(
+            Some(PseudoSem::CollectivePlan) => Err(refuse(
                 "collective",
                 "R isa/pseudo-instruction-lowering.md §3 gives the encoded plan only as enc_op_list, not its fields",
             )),
-            _ => Err(refuse(
+            Some(PseudoSem::NotSimulated) | None => Err(refuse(
                 "pseudo instruction",
                 "R isa/pseudo-instruction-lowering.md does not give its expansion",
             )),

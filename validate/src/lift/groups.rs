@@ -9,6 +9,7 @@ use serde_json::Value;
 use tpbsim_isa::formats::loc::{
     ld_weights as ldw_loc, ld_weights_mx as ldwmx_loc, matmul as mm_loc, matmul_mx as mmx_loc,
 };
+use tpbsim_isa::opcode_byte as ob;
 use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{Bundle, Gen};
 
@@ -62,8 +63,8 @@ pub(crate) struct GroupDef {
 pub(crate) static GROUPS: [GroupDef; 10] = [
     GroupDef {
         classes: &[InstClass::Matmult, InstClass::Transpose],
-        lead: &[0x01],
-        follow: 0x02,
+        lead: &[ob::LDWEIGHTS],
+        follow: ob::MATMUL,
         shape: Shape::Passes,
         nargs: Some(2),
         lone_lead: None,
@@ -74,8 +75,8 @@ pub(crate) static GROUPS: [GroupDef; 10] = [
     },
     GroupDef {
         classes: &[InstClass::MatmultMx],
-        lead: &[0x09],
-        follow: 0x0A,
+        lead: &[ob::LDWEIGHTS_MX],
+        follow: ob::MATMUL_MX,
         shape: Shape::Pair,
         nargs: Some(4),
         lone_lead: Some("LDWEIGHTS_MX without the MATMUL_MX that always follows it"),
@@ -86,8 +87,8 @@ pub(crate) static GROUPS: [GroupDef; 10] = [
     },
     GroupDef {
         classes: &[InstClass::Activation],
-        lead: &[0x21],
-        follow: 0x24,
+        lead: &[ob::ACTIVATE],
+        follow: ob::ACTIVATION_READ_ACCUMULATOR,
         shape: Shape::Pair,
         nargs: None,
         lone_lead: None,
@@ -98,8 +99,8 @@ pub(crate) static GROUPS: [GroupDef; 10] = [
     },
     GroupDef {
         classes: &[InstClass::TensorScalar],
-        lead: &[0x9A],
-        follow: 0x9B,
+        lead: &[ob::TENSOR_SCALAR_CACHE_REDUCE],
+        follow: ob::DVE_READ_ACCUMULATOR,
         shape: Shape::Pair,
         nargs: Some(1),
         lone_lead: None,
@@ -110,8 +111,8 @@ pub(crate) static GROUPS: [GroupDef; 10] = [
     },
     GroupDef {
         classes: &[InstClass::Select],
-        lead: &[0x46, 0x47],
-        follow: 0xEA,
+        lead: &[ob::COPY, ob::CAST],
+        follow: ob::SELECT_REDUCE,
         shape: Shape::Pair,
         nargs: Some(3),
         lone_lead: None,
@@ -122,8 +123,8 @@ pub(crate) static GROUPS: [GroupDef; 10] = [
     },
     GroupDef {
         classes: &[InstClass::StreamShuffle],
-        lead: &[0x69],
-        follow: 0x6A,
+        lead: &[ob::LOAD_MASK_SELECT],
+        follow: ob::STREAM_SHUFFLE,
         shape: Shape::Pair,
         nargs: Some(1),
         lone_lead: Some(LONE_MASK_SELECT),
@@ -134,8 +135,8 @@ pub(crate) static GROUPS: [GroupDef; 10] = [
     },
     GroupDef {
         classes: &[InstClass::StreamTranspose],
-        lead: &[0x69],
-        follow: 0x6B,
+        lead: &[ob::LOAD_MASK_SELECT],
+        follow: ob::STREAM_TRANSPOSE,
         shape: Shape::Pair,
         nargs: Some(1),
         lone_lead: Some(LONE_MASK_SELECT),
@@ -146,8 +147,8 @@ pub(crate) static GROUPS: [GroupDef; 10] = [
     },
     GroupDef {
         classes: &[InstClass::MaxIndex],
-        lead: &[0x6D],
-        follow: 0x6E,
+        lead: &[ob::MATCH_VALUE_LOAD],
+        follow: ob::FIND_INDEX8,
         shape: Shape::Pair,
         nargs: Some(0),
         lone_lead: Some(LONE_MAX_INDEX),
@@ -158,8 +159,8 @@ pub(crate) static GROUPS: [GroupDef; 10] = [
     },
     GroupDef {
         classes: &[InstClass::Gather],
-        lead: &[0x67],
-        follow: 0x68,
+        lead: &[ob::POOL_BUFFER_LOAD],
+        follow: ob::GATHER,
         shape: Shape::Pair,
         nargs: Some(0),
         lone_lead: Some(LONE_GATHER),
@@ -170,8 +171,8 @@ pub(crate) static GROUPS: [GroupDef; 10] = [
     },
     GroupDef {
         classes: &[InstClass::CustomOp],
-        lead: &[0x85],
-        follow: 0x86,
+        lead: &[ob::CUSTOM_OP_HEADER],
+        follow: ob::CUSTOM_OP_PAYLOAD,
         shape: Shape::Repeat,
         nargs: Some(0),
         lone_lead: None,
@@ -387,7 +388,7 @@ pub(crate) fn pe_pieces(ops: &[u8], _: usize, gen: Gen) -> Vec<Piece> {
     )];
     ops.iter()
         .map(|&op| {
-            if op == 0x01 {
+            if op == ob::LDWEIGHTS {
                 piece(op, &rules::LDW, ldw.clone())
             } else {
                 piece(op, &super::lower::MM_FORM, mm.clone())

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 use tpbsim_isa::formats::loc::{activate as act_loc, ld_weights as ldw_loc, matmul as mm_loc};
+use tpbsim_isa::opcode_byte as ob;
 use tpbsim_isa::spec::FieldLoc;
 use tpbsim_isa::{decode, Addr4, Bundle, Engine, Gen, InstVisitor, LayoutMeta, BUNDLE_SIZE};
 
@@ -233,7 +234,7 @@ impl InstVisitor for Single<'_> {
     }
     fn tensor_scalar(&mut self, _: &tpbsim_isa::TensorScalar) -> Self::Output {
         // TENSOR_SCALAR_CACHE_CUMULATIVE shares the layout; its mode is an attribute.
-        if self.b.opcode() == 0xE6 {
+        if self.b.opcode() == ob::TENSOR_SCALAR_CACHE_CUMULATIVE {
             Ok(Group::new(InstClass::TensorScalarCache, 1, 1)
                 .attr(ATTR_TSC_MODE, "Cumulative".into()))
         } else {
@@ -311,7 +312,9 @@ fn is_fp32_quad(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
     let Some(q) = bundles.get(i..i + 4) else {
         return false;
     };
-    if q.iter().map(Bundle::opcode).collect::<Vec<_>>() != [0x01, 0x02, 0x01, 0x02] {
+    if q.iter().map(Bundle::opcode).collect::<Vec<_>>()
+        != [ob::LDWEIGHTS, ob::MATMUL, ob::LDWEIGHTS, ob::MATMUL]
+    {
         return false;
     }
     let fp32 = |b: &Bundle| {
@@ -337,7 +340,7 @@ fn is_fp32_quad(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
 }
 
 fn mm_pieces(gen: Gen) -> Vec<Piece> {
-    bindings(InstClass::Matmult, &[0x01, 0x02], 2, gen).unwrap_or_default()
+    bindings(InstClass::Matmult, &[ob::LDWEIGHTS, ob::MATMUL], 2, gen).unwrap_or_default()
 }
 
 /// Whether output role `ra` of bundle `a` and `rb` of bundle `b` read as the same pattern.
@@ -509,13 +512,13 @@ fn lift_group(
         // PE FP32 inputs: the High mode of a single pass is float32r (the 0x020A signature);
         // a single pass over float32 is recorded so lowering does not split it in two.
         for (k, p) in pieces.iter().enumerate().take(2) {
-            let slot = if p.opcode == 0x01 && g.class != InstClass::LoadWeights {
+            let slot = if p.opcode == ob::LDWEIGHTS && g.class != InstClass::LoadWeights {
                 1
             } else {
                 0
             };
             let meta = layout_of(&bundles[k], gen)?;
-            let in_dtype = if p.opcode == 0x01 {
+            let in_dtype = if p.opcode == ob::LDWEIGHTS {
                 ldw_loc::IN_DTYPE
             } else {
                 mm_loc::IN_DTYPE

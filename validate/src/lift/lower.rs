@@ -12,6 +12,7 @@ use tpbsim_isa::formats::loc::{
     self, activate as act_loc, ld_weights as ldw_loc, ld_weights_mx as ldwmx_loc, matmul as mm_loc,
     matmul_mx as mmx_loc, quantize_mx as qmx_loc, read_accumulator as rdacc_loc,
 };
+use tpbsim_isa::opcode_byte as ob;
 use tpbsim_isa::spec::{FieldLoc, FieldType};
 use tpbsim_isa::{decode, spec, Addr4, Bundle, FieldValue, Gen, LayoutMeta, Wire};
 
@@ -89,7 +90,7 @@ pub(crate) fn activate_piece(nargs: usize) -> Piece {
     if nargs == 2 {
         b.push(Bind::Bias(Slot::Arg(1)));
     }
-    piece(0x21, &rules::ACT, b)
+    piece(ob::ACTIVATE, &rules::ACT, b)
 }
 
 /// The bundles a class with `nargs` inputs lowers to for `opcodes`, with their bindings.
@@ -110,9 +111,9 @@ pub(crate) fn bindings(
         return Ok(groups::pieces(g, opcodes, nargs, gen));
     }
     Ok(match (class, opcodes) {
-        (C::Matmult | C::Transpose, [0x02]) => groups::pe_pieces(opcodes, nargs, gen),
-        (C::QuantizeMx, [0xE3]) => vec![piece(
-            0xE3,
+        (C::Matmult | C::Transpose, [ob::MATMUL]) => groups::pe_pieces(opcodes, nargs, gen),
+        (C::QuantizeMx, [ob::QUANTIZE_MX]) => vec![piece(
+            ob::QUANTIZE_MX,
             &QMX_FORM,
             vec![
                 Bind::Role(
@@ -132,7 +133,7 @@ pub(crate) fn bindings(
                 },
             ],
         )],
-        (C::Activation, [0x21]) => vec![activate_piece(nargs)],
+        (C::Activation, [ob::ACTIVATE]) => vec![activate_piece(nargs)],
         (_, [op]) => {
             let (_, form) = rules::forms_of(class)
                 .find(|(o, _)| o == op)
@@ -206,7 +207,7 @@ pub(crate) fn plan(inst: &Instruction, gen: Gen) -> Result<Vec<u8>, PlanError> {
     let mut ops: Vec<u8> = match groups::plan(inst)? {
         Some(ops) => ops,
         None => match inst.class {
-            C::QuantizeMx => vec![0xE3],
+            C::QuantizeMx => vec![ob::QUANTIZE_MX],
             _ => vec![rules::default_opcode(inst, gen)?],
         },
     };
@@ -434,7 +435,7 @@ fn write_piece(
     gen: Gen,
 ) -> Result<(), OperandError> {
     let mut parts = Parts(Vec::new());
-    let pe = matches!(p.opcode, 0x01 | 0x02);
+    let pe = matches!(p.opcode, ob::LDWEIGHTS | ob::MATMUL);
     let get = |slot: Slot| {
         slot_ap(inst, slot).ok_or(OperandError::Missing {
             class: inst.class,
@@ -558,7 +559,7 @@ fn finish(
             let out = ap(Slot::Out(0)).ok_or(OperandError::MatmulOutput)?;
             for (k, (b, meta)) in bundles.iter_mut().enumerate() {
                 let pass = k / 2;
-                let operand = if pieces[k].opcode == 0x01 {
+                let operand = if pieces[k].opcode == ob::LDWEIGHTS {
                     ap(Slot::Arg(1))
                 } else {
                     ap(Slot::Arg(0))
@@ -585,7 +586,7 @@ fn finish(
                 if gen == Gen::V2 {
                     set_if(b, meta, &[ldw_loc::XBUS_SEL, mm_loc::XBUS_SEL], 0x10);
                 }
-                if pieces[k].opcode == 0x01 {
+                if pieces[k].opcode == ob::LDWEIGHTS {
                     let cols = if out.partitions == 256 && gen == Gen::V5 {
                         0
                     } else {
@@ -655,7 +656,10 @@ fn finish(
         // (`is_valid_select_reduce.ops`), so MAX is the derived reduce op, not a parameter
         // left 0.
         C::Select => {
-            if let Some((b, meta)) = bundles.iter_mut().find(|(b, _)| b.opcode() == 0xEA) {
+            if let Some((b, meta)) = bundles
+                .iter_mut()
+                .find(|(b, _)| b.opcode() == ob::SELECT_REDUCE)
+            {
                 set_if(b, meta, &[loc::select_reduce::REDUCE_OP], 0x08);
             }
         }
@@ -703,7 +707,10 @@ pub(crate) fn build(
 pub(crate) fn primary(pieces: &[Piece]) -> usize {
     let ops: Vec<u8> = pieces.iter().map(|p| p.opcode).collect();
     match ops.as_slice() {
-        [0x01, 0x02, ..] | [0x09, 0x0A] | [0x69, _] | [0x46 | 0x47, 0xEA] => 1,
+        [ob::LDWEIGHTS, ob::MATMUL, ..]
+        | [ob::LDWEIGHTS_MX, ob::MATMUL_MX]
+        | [ob::LOAD_MASK_SELECT, _]
+        | [ob::COPY | ob::CAST, ob::SELECT_REDUCE] => 1,
         _ => 0,
     }
 }
@@ -804,8 +811,8 @@ fn fp32_mode_is_free(inst: &Instruction, pieces: &[Piece], k: usize) -> Result<(
         return Ok(());
     };
     let operand = match (inst.class, pieces[k].opcode) {
-        (InstClass::LoadWeights, _) | (_, 0x02) => inst.args.first(),
-        (_, 0x01) => inst.args.get(1),
+        (InstClass::LoadWeights, _) | (_, ob::MATMUL) => inst.args.first(),
+        (_, ob::LDWEIGHTS) => inst.args.get(1),
         _ => return Ok(()),
     };
     if pieces.len() == 4 {

@@ -16,7 +16,7 @@ use tpbsim_isa::formats::loc::{
     tensor_scalar_int_wide as tsw, tensor_tensor as tt, tensor_tensor_int_wide as ttw,
 };
 use tpbsim_isa::spec::FieldLoc;
-use tpbsim_isa::{spec, Gen};
+use tpbsim_isa::{spec, Gen, Opcode};
 
 use super::dtype::DtypeCtx;
 use super::error::{AttrError, PlanError};
@@ -598,118 +598,354 @@ pub(crate) static OPAQUE: Form = Form {
 /// opcode where [`default_opcode`] has no rule.
 pub(crate) static SINGLES: &[(u8, InstClass, &Form)] = &[
     // POOL / DVE elementwise.
-    (0x41, InstClass::TensorTensor, &TT),
-    (0x51, InstClass::TensorTensor, &TT),
-    (0x8A, InstClass::TensorTensor, &TT),
-    (0x8B, InstClass::TensorTensor, &TT),
-    (0x8F, InstClass::TensorTensor, &TT),
-    (0xF3, InstClass::TensorTensor, &TT_WIDE),
-    (0x72, InstClass::CopyPredicated, &CP),
-    (0x99, InstClass::CopyPredicated, &CP),
-    (0xEA, InstClass::CopyPredicated, &CP_SELRED),
-    (0x43, InstClass::TensorScalar, &TS),
-    (0x53, InstClass::TensorScalar, &TS),
-    (0x93, InstClass::TensorScalar, &TS),
-    (0xF4, InstClass::TensorScalar, &TS_WIDE),
-    (0x44, InstClass::TensorScalarPtr, &TS),
-    (0x54, InstClass::TensorScalarPtr, &TS),
-    (0x4F, InstClass::TensorScalarPtr, &TS),
-    (0x5F, InstClass::TensorScalarPtr, &TS),
-    (0x70, InstClass::TensorScalarPtr, &TS),
-    (0x71, InstClass::TensorScalarPtr, &TS),
-    (0x87, InstClass::TensorScalarPtr, &TS),
-    (0x88, InstClass::TensorScalarPtr, &TS),
-    (0x9A, InstClass::TensorScalarCache, &TS),
-    (0xE6, InstClass::TensorScalarCache, &TS),
-    (0x92, InstClass::TensorScalarAffineSelect, &AS),
-    (0x30, InstClass::Exponential, &TS),
-    (0x42, InstClass::TensorReduce, &TR),
-    (0x52, InstClass::TensorReduce, &TR),
-    (0x83, InstClass::TensorReduce, &TR),
-    (0x84, InstClass::TensorReduce, &TR),
-    (0x8C, InstClass::TensorReduce, &TR),
-    (0x8D, InstClass::TensorReduce, &TR),
-    (0x46, InstClass::TensorCopy, &TR),
-    (0x47, InstClass::TensorCopy, &TR),
-    (0x48, InstClass::Reciprocal, &TR),
-    (0x4E, InstClass::TensorCumulative, &TR),
-    (0x5E, InstClass::TensorCumulative, &TR),
-    (0x45, InstClass::Pool, &POOL),
-    (0x58, InstClass::Pool, &POOL),
-    (0x49, InstClass::Memset, &MEMSET),
-    (0x7E, InstClass::Iota, &IOTA),
-    (0x7B, InstClass::TensorDequantize, &DEQ),
-    (0x9D, InstClass::ScalarTensorTensor, &STT),
-    (0x9E, InstClass::ScalarTensorTensor, &STT),
-    (0xE5, InstClass::TensorTensorScan, &STT),
-    (0xBC, InstClass::RangeSelect, &RS),
-    (0x9B, InstClass::DveReadAccumulator, &RDACC),
+    (
+        Opcode::TENSOR_TENSOR_ARITH_OP.0,
+        InstClass::TensorTensor,
+        &TT,
+    ),
+    (
+        Opcode::TENSOR_TENSOR_BITVEC_OP.0,
+        InstClass::TensorTensor,
+        &TT,
+    ),
+    (
+        Opcode::TENSOR_TENSOR_ADD_BF16.0,
+        InstClass::TensorTensor,
+        &TT,
+    ),
+    (
+        Opcode::TENSOR_TENSOR_MULT_BF16.0,
+        InstClass::TensorTensor,
+        &TT,
+    ),
+    (
+        Opcode::TENSOR_TENSOR_SUB_BF16.0,
+        InstClass::TensorTensor,
+        &TT,
+    ),
+    (
+        Opcode::TENSOR_TENSOR_INT_WIDE.0,
+        InstClass::TensorTensor,
+        &TT_WIDE,
+    ),
+    (Opcode::COPY_PREDICATED.0, InstClass::CopyPredicated, &CP),
+    (Opcode::CAST_PREDICATED.0, InstClass::CopyPredicated, &CP),
+    (
+        Opcode::SELECT_REDUCE.0,
+        InstClass::CopyPredicated,
+        &CP_SELRED,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_ARITH_OP.0,
+        InstClass::TensorScalar,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_BITVEC_OP.0,
+        InstClass::TensorScalar,
+        &TS,
+    ),
+    (
+        Opcode::TRANSPOSE_TENSOR_SCALAR_ARITH_OP.0,
+        InstClass::TensorScalar,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_INT_WIDE.0,
+        InstClass::TensorScalar,
+        &TS_WIDE,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_PTR_ARITH_OP.0,
+        InstClass::TensorScalarPtr,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_PTR_BITVEC_OP.0,
+        InstClass::TensorScalarPtr,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_PTR_MULTI_ARITH.0,
+        InstClass::TensorScalarPtr,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_PTR_MULTI_BITVEC.0,
+        InstClass::TensorScalarPtr,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_IMM_LD_ARITH.0,
+        InstClass::TensorScalarPtr,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_IMM_LD_BITVEC.0,
+        InstClass::TensorScalarPtr,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_PTR_MULTI_DUAL_ARITH.0,
+        InstClass::TensorScalarPtr,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_PTR_MULTI_DUAL_BITVEC.0,
+        InstClass::TensorScalarPtr,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_CACHE_REDUCE.0,
+        InstClass::TensorScalarCache,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_CACHE_CUMULATIVE.0,
+        InstClass::TensorScalarCache,
+        &TS,
+    ),
+    (
+        Opcode::TENSOR_SCALAR_AFFINE_SELECT.0,
+        InstClass::TensorScalarAffineSelect,
+        &AS,
+    ),
+    (Opcode::EXPONENTIAL.0, InstClass::Exponential, &TS),
+    (
+        Opcode::TENSOR_REDUCE_ARITH_OP.0,
+        InstClass::TensorReduce,
+        &TR,
+    ),
+    (
+        Opcode::TENSOR_REDUCE_BITVEC_OP.0,
+        InstClass::TensorReduce,
+        &TR,
+    ),
+    (
+        Opcode::TRANSPOSE_TENSOR_REDUCE_ARITH_OP.0,
+        InstClass::TensorReduce,
+        &TR,
+    ),
+    (
+        Opcode::TRANSPOSE_TENSOR_REDUCE_BITVEC_OP.0,
+        InstClass::TensorReduce,
+        &TR,
+    ),
+    (
+        Opcode::TENSOR_REDUCE_ADD_BF16.0,
+        InstClass::TensorReduce,
+        &TR,
+    ),
+    (
+        Opcode::TENSOR_REDUCE_MAX_BF16.0,
+        InstClass::TensorReduce,
+        &TR,
+    ),
+    (Opcode::COPY.0, InstClass::TensorCopy, &TR),
+    (Opcode::CAST.0, InstClass::TensorCopy, &TR),
+    (Opcode::RECIPROCAL.0, InstClass::Reciprocal, &TR),
+    (
+        Opcode::TENSOR_CUMULATIVE_ARITH_OP.0,
+        InstClass::TensorCumulative,
+        &TR,
+    ),
+    (
+        Opcode::TENSOR_CUMULATIVE_BITVEC_OP.0,
+        InstClass::TensorCumulative,
+        &TR,
+    ),
+    (Opcode::POOL.0, InstClass::Pool, &POOL),
+    (Opcode::MAX_POOL_SELECT.0, InstClass::Pool, &POOL),
+    (Opcode::MEMSET.0, InstClass::Memset, &MEMSET),
+    (Opcode::IOTA.0, InstClass::Iota, &IOTA),
+    (
+        Opcode::TENSOR_DEQUANTIZE.0,
+        InstClass::TensorDequantize,
+        &DEQ,
+    ),
+    (
+        Opcode::SCALAR_TENSOR_TENSOR_ARITH.0,
+        InstClass::ScalarTensorTensor,
+        &STT,
+    ),
+    (
+        Opcode::SCALAR_TENSOR_TENSOR_BITVEC.0,
+        InstClass::ScalarTensorTensor,
+        &STT,
+    ),
+    (
+        Opcode::TENSOR_TENSOR_SCAN_ARITH.0,
+        InstClass::TensorTensorScan,
+        &STT,
+    ),
+    (Opcode::RANGE_SELECT.0, InstClass::RangeSelect, &RS),
+    (
+        Opcode::DVE_READ_ACCUMULATOR.0,
+        InstClass::DveReadAccumulator,
+        &RDACC,
+    ),
     // ACT.
-    (0x21, InstClass::Activation, &ACT),
-    (0x25, InstClass::Activation, &ACT2),
-    (0x22, InstClass::ActivationQuantize, &ACTQ),
-    (0x24, InstClass::ReadActivationAccumulator, &RDACC),
-    (0xC6, InstClass::LoadActFuncSet, &ACT_SET_PSEUDO),
-    (0x23, InstClass::LoadActFuncSet, &ACT_TABLE_LOAD),
+    (Opcode::ACTIVATE.0, InstClass::Activation, &ACT),
+    (Opcode::ACTIVATE2.0, InstClass::Activation, &ACT2),
+    (
+        Opcode::ACTIVATE_QUANTIZE.0,
+        InstClass::ActivationQuantize,
+        &ACTQ,
+    ),
+    (
+        Opcode::ACTIVATION_READ_ACCUMULATOR.0,
+        InstClass::ReadActivationAccumulator,
+        &RDACC,
+    ),
+    (
+        Opcode::PSEUDO_LOAD_ACT_FUNC_SET.0,
+        InstClass::LoadActFuncSet,
+        &ACT_SET_PSEUDO,
+    ),
+    (
+        Opcode::ACTIVATION_TABLE_LOAD.0,
+        InstClass::LoadActFuncSet,
+        &ACT_TABLE_LOAD,
+    ),
     // PE.
-    (0x01, InstClass::LoadWeights, &LDW),
+    (Opcode::LDWEIGHTS.0, InstClass::LoadWeights, &LDW),
     // Control and sync.
-    (0xA0, InstClass::EventSemaphore, &ES),
-    (0xA1, InstClass::Halt, &CTRL),
-    (0xA4, InstClass::NoOp, &CTRL),
-    (0x9F, InstClass::NoOp, &CTRL),
-    (0xA2, InstClass::Drain, &DRAIN),
-    (0xB0, InstClass::GroupResetSemaphores, &RANGE_CLEAR),
-    (0xA9, InstClass::CompareAndBranch, &BRANCH),
-    (0xA9, InstClass::UnconditionalBranch, &BRANCH),
-    (0xA8, InstClass::RegisterAlu, &REG_ALU),
-    (0xC1, InstClass::DmaTrigger, &DMA_TRIGGER),
-    (0xD3, InstClass::Call, &CALL),
-    (0xD8, InstClass::CoreBarrier, &CORE_BARRIER),
-    (0xDF, InstClass::Exit, &PSEUDO),
+    (Opcode::EVENT_SEMAPHORE.0, InstClass::EventSemaphore, &ES),
+    (Opcode::HALT.0, InstClass::Halt, &CTRL),
+    (Opcode::NOP.0, InstClass::NoOp, &CTRL),
+    (Opcode::ENGINE_NOP.0, InstClass::NoOp, &CTRL),
+    (Opcode::DRAIN.0, InstClass::Drain, &DRAIN),
+    (
+        Opcode::EVENT_SEMAPHORE_RANGE_CLEAR.0,
+        InstClass::GroupResetSemaphores,
+        &RANGE_CLEAR,
+    ),
+    (
+        Opcode::COMPARE_BRANCH.0,
+        InstClass::CompareAndBranch,
+        &BRANCH,
+    ),
+    (
+        Opcode::COMPARE_BRANCH.0,
+        InstClass::UnconditionalBranch,
+        &BRANCH,
+    ),
+    (Opcode::ALU_OP.0, InstClass::RegisterAlu, &REG_ALU),
+    (
+        Opcode::PSEUDO_DMATRIGGER.0,
+        InstClass::DmaTrigger,
+        &DMA_TRIGGER,
+    ),
+    (Opcode::PSEUDO_FUNCTION_CALL.0, InstClass::Call, &CALL),
+    (
+        Opcode::PSEUDO_CORE_BARRIER.0,
+        InstClass::CoreBarrier,
+        &CORE_BARRIER,
+    ),
+    (Opcode::PSEUDO_INST.0, InstClass::Exit, &PSEUDO),
     // Operands not decoded (no published layout): class only, body kept in `wire`.
-    (0xA7, InstClass::RegisterMove, &OPAQUE),
-    (0xA6, InstClass::Signal, &OPAQUE),
-    (0xB3, InstClass::Wait, &OPAQUE),
-    (0xB4, InstClass::Wait, &OPAQUE),
-    (0xD5, InstClass::AllEngineBarrier, &OPAQUE),
-    (0xD2, InstClass::Return, &OPAQUE),
-    (0xB5, InstClass::BranchHint, &OPAQUE),
-    (0xDD, InstClass::BranchHint, &OPAQUE),
-    (0xF0, InstClass::InlineAsmBytes, &OPAQUE),
-    (0x03, InstClass::PeRegWrite, &OPAQUE),
-    (0x6C, InstClass::Max, &OPAQUE),
-    (0x6F, InstClass::MatchReplace, &OPAQUE),
-    (0x61, InstClass::BnStats, &OPAQUE),
-    (0x82, InstClass::BnStats, &OPAQUE),
-    (0x62, InstClass::BnStatsAggregate, &OPAQUE),
-    (0x63, InstClass::BnGradients, &OPAQUE),
-    (0x94, InstClass::BnGradients, &OPAQUE),
-    (0x4D, InstClass::Rng, &OPAQUE),
-    (0x76, InstClass::Rand, &OPAQUE),
-    (0xE2, InstClass::Rand2, &OPAQUE),
-    (0x77, InstClass::GetRandState, &OPAQUE),
-    (0x78, InstClass::SetRandState, &OPAQUE),
-    (0x7F, InstClass::Dropout, &OPAQUE),
-    (0xE7, InstClass::IndirectCopy, &OPAQUE),
-    (0x96, InstClass::Sort, &OPAQUE),
-    (0xF2, InstClass::NonzeroWithCount, &OPAQUE),
-    (0xBE, InstClass::GetSequenceBounds, &OPAQUE),
-    (0xBF, InstClass::GpsimdSb2Sb, &OPAQUE),
-    (0xE0, InstClass::SparsityCompress, &OPAQUE),
-    (0xE1, InstClass::SparsityCompress, &OPAQUE),
-    (0x7C, InstClass::CrossLaneReduce, &OPAQUE),
-    (0x7D, InstClass::CrossLaneReduce, &OPAQUE),
-    (0x26, InstClass::ActivationMultipass, &OPAQUE),
-    (0xBD, InstClass::DmaTranspose, &OPAQUE),
-    (0xF1, InstClass::DmaTranspose, &OPAQUE),
+    (Opcode::MOVE.0, InstClass::RegisterMove, &OPAQUE),
+    (Opcode::NOTIFY.0, InstClass::Signal, &OPAQUE),
+    (Opcode::POLL_SEM.0, InstClass::Wait, &OPAQUE),
+    (Opcode::TEST_EVENT_SEM.0, InstClass::Wait, &OPAQUE),
+    (
+        Opcode::PSEUDO_SYNC_BARRIER.0,
+        InstClass::AllEngineBarrier,
+        &OPAQUE,
+    ),
+    (Opcode::PSEUDO_FUNCTION_RETURN.0, InstClass::Return, &OPAQUE),
+    (
+        Opcode::BRANCH_PREFETCH_HINT.0,
+        InstClass::BranchHint,
+        &OPAQUE,
+    ),
+    (
+        Opcode::PSEUDO_BRANCH_PREFETCH_HINT.0,
+        InstClass::BranchHint,
+        &OPAQUE,
+    ),
+    (Opcode::EXTENDED_INST.0, InstClass::InlineAsmBytes, &OPAQUE),
+    (Opcode::PE_REG_WRITE.0, InstClass::PeRegWrite, &OPAQUE),
+    (Opcode::MAX8.0, InstClass::Max, &OPAQUE),
+    (Opcode::MATCH_REPLACE8.0, InstClass::MatchReplace, &OPAQUE),
+    (Opcode::BATCH_NORM_STATS2.0, InstClass::BnStats, &OPAQUE),
+    (
+        Opcode::TRANSPOSE_BATCH_NORM_STATS2.0,
+        InstClass::BnStats,
+        &OPAQUE,
+    ),
+    (
+        Opcode::BATCH_NORM_AGGREGATE.0,
+        InstClass::BnStatsAggregate,
+        &OPAQUE,
+    ),
+    (
+        Opcode::BATCH_NORM_GRAD_ACCUMULATE.0,
+        InstClass::BnGradients,
+        &OPAQUE,
+    ),
+    (
+        Opcode::BATCH_NORM_GRAD_ACCUMULATE2.0,
+        InstClass::BnGradients,
+        &OPAQUE,
+    ),
+    (Opcode::RNG.0, InstClass::Rng, &OPAQUE),
+    (Opcode::RAND.0, InstClass::Rand, &OPAQUE),
+    (Opcode::RAND2.0, InstClass::Rand2, &OPAQUE),
+    (Opcode::RAND_GET_STATE.0, InstClass::GetRandState, &OPAQUE),
+    (Opcode::RAND_SET_STATE.0, InstClass::SetRandState, &OPAQUE),
+    (Opcode::DROPOUT.0, InstClass::Dropout, &OPAQUE),
+    (Opcode::INDIRECT_COPY.0, InstClass::IndirectCopy, &OPAQUE),
+    (Opcode::SORT.0, InstClass::Sort, &OPAQUE),
+    (
+        Opcode::NONZERO_WITH_COUNT.0,
+        InstClass::NonzeroWithCount,
+        &OPAQUE,
+    ),
+    (
+        Opcode::GET_SEQUENCE_BOUNDS.0,
+        InstClass::GetSequenceBounds,
+        &OPAQUE,
+    ),
+    (Opcode::SB2SB_COLLECTIVE.0, InstClass::GpsimdSb2Sb, &OPAQUE),
+    (
+        Opcode::SPARSITY_COMPRESS.0,
+        InstClass::SparsityCompress,
+        &OPAQUE,
+    ),
+    (
+        Opcode::SPARSITY_COMPRESS_TAG.0,
+        InstClass::SparsityCompress,
+        &OPAQUE,
+    ),
+    (
+        Opcode::CROSS_LANE_REDUCE_ARITH.0,
+        InstClass::CrossLaneReduce,
+        &OPAQUE,
+    ),
+    (
+        Opcode::CROSS_LANE_REDUCE_BITVEC.0,
+        InstClass::CrossLaneReduce,
+        &OPAQUE,
+    ),
+    (
+        Opcode::ACTIVATE_MULTIPASS.0,
+        InstClass::ActivationMultipass,
+        &OPAQUE,
+    ),
+    (Opcode::DMA_TRANSPOSE.0, InstClass::DmaTranspose, &OPAQUE),
+    (
+        Opcode::DMA_GATHER_TRANSPOSE.0,
+        InstClass::DmaTranspose,
+        &OPAQUE,
+    ),
 ];
 
 /// The class and form a single bundle lifts to (the branch and exit rows are chosen by the
 /// bundle's compare op / sub-op).
 pub(crate) fn single(opcode: u8, b: &tpbsim_isa::Bundle) -> Option<(InstClass, &'static Form)> {
-    match opcode {
-        0xA9 => Some((
+    match Opcode(opcode) {
+        Opcode::COMPARE_BRANCH => Some((
             if b.0[12] == 0 {
                 InstClass::UnconditionalBranch
             } else {
@@ -717,7 +953,7 @@ pub(crate) fn single(opcode: u8, b: &tpbsim_isa::Bundle) -> Option<(InstClass, &
             },
             &BRANCH,
         )),
-        0xDF if b.0[12] != 1 => None,
+        Opcode::PSEUDO_INST if b.0[12] != 1 => None,
         _ => SINGLES
             .iter()
             .find(|(op, _, _)| *op == opcode)
@@ -727,7 +963,7 @@ pub(crate) fn single(opcode: u8, b: &tpbsim_isa::Bundle) -> Option<(InstClass, &
 
 /// The forms a class may be lowered with, by opcode (for the `opcode` attribute).
 pub(crate) fn forms_of(class: InstClass) -> impl Iterator<Item = (u8, &'static Form)> {
-    static TS_EXTRA: [(u8, &Form); 1] = [(0x9A, &TS)];
+    static TS_EXTRA: [(u8, &Form); 1] = [(Opcode::TENSOR_SCALAR_CACHE_REDUCE.0, &TS)];
     let extra: &'static [(u8, &'static Form)] = match class {
         // TensorScalar with an accumulate command and one output lowers to 0x9A (seed 004).
         InstClass::TensorScalar => &TS_EXTRA,
@@ -795,7 +1031,7 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanErr
         C::TensorTensor => {
             let op = alu_attr(inst, "op")?.unwrap_or(0);
             if wide {
-                0xF3
+                Opcode::TENSOR_TENSOR_INT_WIDE.0
             } else if gen == Gen::V2
                 && inst.engine == EngineType::Pool
                 && arg_dt(0) == Some(NumFormat::Bfloat16)
@@ -804,14 +1040,14 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanErr
                 && matches!(op, 0x04..=0x06)
             {
                 match op {
-                    0x04 => 0x8A,
-                    0x06 => 0x8B,
-                    _ => 0x8F,
+                    0x04 => Opcode::TENSOR_TENSOR_ADD_BF16.0,
+                    0x06 => Opcode::TENSOR_TENSOR_MULT_BF16.0,
+                    _ => Opcode::TENSOR_TENSOR_SUB_BF16.0,
                 }
             } else if is_bitvec(op, gen) {
-                0x51
+                Opcode::TENSOR_TENSOR_BITVEC_OP.0
             } else {
-                0x41
+                Opcode::TENSOR_TENSOR_ARITH_OP.0
             }
         }
         C::TensorReduce => {
@@ -822,54 +1058,72 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanErr
                 && matches!(op, 0x04 | 0x08)
             {
                 if op == 0x04 {
-                    0x8C
+                    Opcode::TENSOR_REDUCE_ADD_BF16.0
                 } else {
-                    0x8D
+                    Opcode::TENSOR_REDUCE_MAX_BF16.0
                 }
             } else if is_bitvec(op, gen) {
-                0x52
+                Opcode::TENSOR_REDUCE_BITVEC_OP.0
             } else {
-                0x42
+                Opcode::TENSOR_REDUCE_ARITH_OP.0
             }
         }
         C::TensorScalar => {
             if wide {
-                0xF4
+                Opcode::TENSOR_SCALAR_INT_WIDE.0
             } else {
                 let op0 = alu_attr(inst, "op0")?.unwrap_or(0);
                 let op1 = alu_attr(inst, "op1")?.unwrap_or(0);
                 let acc = enum_attr(inst, "accumulator_cmd", "ACCUM_CMD")?.unwrap_or(0);
                 if is_bitvec(op0, gen) && (op1 == 0 || is_bitvec(op1, gen)) {
-                    0x53
+                    Opcode::TENSOR_SCALAR_BITVEC_OP.0
                 } else if acc != 0 {
-                    0x9A
+                    Opcode::TENSOR_SCALAR_CACHE_REDUCE.0
                 } else {
-                    0x43
+                    Opcode::TENSOR_SCALAR_ARITH_OP.0
                 }
             }
         }
-        C::TensorScalarPtr => by_op(inst, "op0", gen, 0x54, 0x44)?,
-        C::TensorCumulative => by_op(inst, "op", gen, 0x5E, 0x4E)?,
-        C::ScalarTensorTensor => by_op(inst, "op0", gen, 0x9E, 0x9D)?,
+        C::TensorScalarPtr => by_op(
+            inst,
+            "op0",
+            gen,
+            Opcode::TENSOR_SCALAR_PTR_BITVEC_OP.0,
+            Opcode::TENSOR_SCALAR_PTR_ARITH_OP.0,
+        )?,
+        C::TensorCumulative => by_op(
+            inst,
+            "op",
+            gen,
+            Opcode::TENSOR_CUMULATIVE_BITVEC_OP.0,
+            Opcode::TENSOR_CUMULATIVE_ARITH_OP.0,
+        )?,
+        C::ScalarTensorTensor => by_op(
+            inst,
+            "op0",
+            gen,
+            Opcode::SCALAR_TENSOR_TENSOR_BITVEC.0,
+            Opcode::SCALAR_TENSOR_TENSOR_ARITH.0,
+        )?,
         C::TensorScalarCache => {
             match inst.attrs.get(super::ATTR_TSC_MODE).and_then(Value::as_str) {
-                None | Some("Reduce") => 0x9A,
-                Some("Cumulative") | Some("TensorScan") => 0xE6,
+                None | Some("Reduce") => Opcode::TENSOR_SCALAR_CACHE_REDUCE.0,
+                Some("Cumulative") | Some("TensorScan") => Opcode::TENSOR_SCALAR_CACHE_CUMULATIVE.0,
                 Some(other) => return Err(PlanError::TscMode(other.to_string())),
             }
         }
         C::TensorCopy => {
             if arg_dt(0).is_some() && arg_dt(0) != out_dt(0) {
-                0x47
+                Opcode::CAST.0
             } else {
-                0x46
+                Opcode::COPY.0
             }
         }
         C::CopyPredicated => {
             if arg_dt(0).is_some() && arg_dt(0) != out_dt(0) {
-                0x99
+                Opcode::CAST_PREDICATED.0
             } else {
-                0x72
+                Opcode::COPY_PREDICATED.0
             }
         }
         other => match forms_of(other).next() {

@@ -3,8 +3,8 @@
 //! Branch and range-clear semantics live in [`crate::machine::control`].
 
 use tpbsim_isa::{
-    AluOpInst, CompareBranch, CoreBarrier, Engine, EventSemaphoreRangeClear, OrderingMode,
-    PseudoInst,
+    AluOpInst, CompareBranch, ControlSem, CoreBarrier, Engine, EventSemaphoreRangeClear,
+    OrderingMode, PseudoInst,
 };
 
 use super::not_simulated;
@@ -17,12 +17,12 @@ use crate::numerics::alu::{AluContext, AluOp, ElementOp, Signedness};
 use tpbsim_isa::dtype::Kind;
 
 /// The control form (no operands): HALT finishes the engine; ENGINE_NOP, INSTRUCTION_FLUSH,
-/// NOP and NOTIFY act through their events only.
+/// and NOP act through their events only (the spec's `Control` families).
 pub(crate) fn control_form(site: Site) -> Result<Flow, Fault> {
-    match site.opcode {
-        0xA1 => Ok(Flow::Finish),
-        0x9F | 0xA3 | 0xA4 | 0xA6 => Ok(Flow::Next),
-        _ => Err(not_simulated(site)),
+    match ControlSem::of(site.opcode) {
+        Some(ControlSem::Halt) => Ok(Flow::Finish),
+        Some(ControlSem::EventsOnly) => Ok(Flow::Next),
+        None => Err(not_simulated(site)),
     }
 }
 

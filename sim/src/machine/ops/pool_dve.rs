@@ -5,8 +5,9 @@
 //! compute forms ScalarTensorTensor (0x9D / 0x9E) and TensorTensorScan (0xE5).
 
 use tpbsim_isa::{
-    CopyPredScalar, Engine, Iota, Memset, QuantizeMx, ScalarTensorTensor, TensorReduce,
-    TensorScalar, TensorTensor,
+    CopyPredScalar, Engine, Iota, Memset, Opcode, QuantizeMx, ScalarTensorTensor,
+    ScalarTensorTensorSem as SttKind, TensorReduce, TensorReduceSem, TensorScalar, TensorScalarSem,
+    TensorTensor, TensorTensorSem,
 };
 
 use super::{
@@ -75,10 +76,10 @@ enum Unary {
 impl Machine<'_> {
     /// TensorTensor layout: 0x41 / 0x51 `dst = src0 op src1`; 0x72 / 0x99 predicated copy / cast.
     pub(crate) fn tensor_tensor(&mut self, site: Site, x: &TensorTensor) -> Result<(), Fault> {
-        match site.opcode {
-            0x41 | 0x51 => self.tensor_tensor_arith(site, x),
-            0x72 | 0x99 => self.predicated(site, x),
-            _ => Err(not_simulated(site)),
+        match TensorTensorSem::of(site.opcode) {
+            Some(TensorTensorSem::Elementwise) => self.tensor_tensor_arith(site, x),
+            Some(TensorTensorSem::Predicated) => self.predicated(site, x),
+            Some(TensorTensorSem::NotSimulated) | None => Err(not_simulated(site)),
         }
     }
 
@@ -190,8 +191,9 @@ impl Machine<'_> {
         site: Site,
         x: &TensorScalar,
     ) -> Result<TensorScalarPlan, Fault> {
-        if !matches!(site.opcode, 0x43 | 0x53) {
-            return Err(not_simulated(site));
+        match TensorScalarSem::of(site.opcode) {
+            Some(TensorScalarSem::Scalar) => {}
+            Some(TensorScalarSem::NotSimulated) | None => return Err(not_simulated(site)),
         }
         let (input, out) = (
             self.format(site, "in", x.in_dtype)?,
@@ -327,12 +329,16 @@ impl Machine<'_> {
         let dtypes = (x.in_dtype(), x.out_dtype());
         let (input, out, src, dst) =
             self.in_out(site, dtypes, &src, &dst, x.num_active_channels())?;
-        match site.opcode {
-            0x42 | 0x52 => self.reduce(site, x, input, out, &src, &dst),
-            0x46 | 0x47 => self.unary(site, Unary::Copy, input, out, &src, &dst),
-            0x48 => self.unary(site, Unary::Reciprocal, input, out, &src, &dst),
-            0x83 | 0x84 => self.transpose_reduce(site, x, input, out, &src, &dst),
-            _ => Err(not_simulated(site)),
+        match TensorReduceSem::of(site.opcode) {
+            Some(TensorReduceSem::Reduce) => self.reduce(site, x, input, out, &src, &dst),
+            Some(TensorReduceSem::Copy) => self.unary(site, Unary::Copy, input, out, &src, &dst),
+            Some(TensorReduceSem::Reciprocal) => {
+                self.unary(site, Unary::Reciprocal, input, out, &src, &dst)
+            }
+            Some(TensorReduceSem::TransposeReduce) => {
+                self.transpose_reduce(site, x, input, out, &src, &dst)
+            }
+            Some(TensorReduceSem::NotSimulated) | None => Err(not_simulated(site)),
         }
     }
 
@@ -437,7 +443,7 @@ impl Machine<'_> {
     /// Memset (0x49): every element of `dst` takes the encoding held in the low bytes of the
     /// fill value.
     pub(crate) fn memset(&mut self, site: Site, x: &Memset) -> Result<(), Fault> {
-        if site.opcode != 0x49 {
+        if site.opcode != Opcode::MEMSET.0 {
             return Err(not_simulated(site));
         }
         let format = self.format(site, "dtype", x.dtype)?;
@@ -532,7 +538,7 @@ impl Machine<'_> {
             self.pattern(site, "data", &x.src1, n, data_format)?,
             self.pattern(site, "dst", &x.dst, n, out)?,
         );
-        let cast = site.opcode == 0x99;
+        let cast = site.opcode == Opcode::CAST_PREDICATED.0;
         same_count(site, ("predicate", &pred), ("data", &data))?;
         same_count(site, ("predicate", &pred), ("dst", &dst))?;
         integer_operand(site, "predicate", pred_format)?;
@@ -773,37 +779,10 @@ impl Machine<'_> {
     }
 }
 
-/// The three compute forms of the `S2S2D2_STT` layout (SelectReduce 0xEA, the fourth, lives in
-/// [`super::select`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SttKind {
-    /// 0x9D SCALAR_TENSOR_TENSOR_ARITH: general arithmetic ops.
-    Arith,
-    /// 0x9E SCALAR_TENSOR_TENSOR_BITVEC: general bit-vector ops on integer bit patterns.
-    Bitvec,
-    /// 0xE5 TENSOR_TENSOR_SCAN_ARITH: the arith pair as a recurrence along the free elements.
-    Scan,
-}
-
-impl SttKind {
-    /// The form an opcode selects, if it is one of 0x9D / 0x9E / 0xE5.
-    pub fn from_opcode(opcode: u8) -> Option<Self> {
-        match opcode {
-            0x9D => Some(SttKind::Arith),
-            0x9E => Some(SttKind::Bitvec),
-            0xE5 => Some(SttKind::Scan),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            SttKind::Arith => "SCALAR_TENSOR_TENSOR_ARITH (0x9D)",
-            SttKind::Bitvec => "SCALAR_TENSOR_TENSOR_BITVEC (0x9E)",
-            SttKind::Scan => "TENSOR_TENSOR_SCAN_ARITH (0xE5)",
-        }
-    }
-}
+// The three compute forms of the `S2S2D2_STT` layout are the spec's families of the
+// `ScalarTensorTensor` format (`SttKind`, SelectReduce 0xEA, the fourth, lives in
+// [`super::select`]): `Arith` general arithmetic ops, `Bitvec` general bit-vector ops on
+// integer bit patterns, `Scan` the arith pair as a recurrence along the free elements.
 
 impl Machine<'_> {
     /// ScalarTensorTensor (0x9D arith / 0x9E bitvec): `dst = (src0 op0 s) op1 src1`, and
@@ -817,7 +796,7 @@ impl Machine<'_> {
         site: Site,
         x: &ScalarTensorTensor,
     ) -> Result<(), Fault> {
-        let kind = SttKind::from_opcode(site.opcode).ok_or_else(|| not_simulated(site))?;
+        let kind = SttKind::of(site.opcode).ok_or_else(|| not_simulated(site))?;
         let (in0, in1) = (
             self.format(site, "in0", x.in_dtypes.lo())?,
             self.format(site, "in1", x.in_dtypes.hi())?,
@@ -829,7 +808,7 @@ impl Machine<'_> {
         let src0 = self.pattern(site, "src0", &x.src0, n, in0)?;
         let src1 = self.pattern(site, "src1", &x.src1, n, in1)?;
         let dst = self.pattern(site, "dst", &x.dst, n, out)?;
-        let name = kind.name();
+        let name = format!("{} (0x{:02X})", Opcode(site.opcode), site.opcode);
         same_count(site, ("src0", &src0), ("src1", &src1))?;
         same_count(site, ("src0", &src0), ("dst", &dst))?;
         match (kind, x.accumulator_cmd.0) {

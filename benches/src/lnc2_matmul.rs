@@ -289,10 +289,7 @@ impl Lnc2Matmul {
                     })?;
                 let bytes: Vec<u8> = bundles.iter().flat_map(|b| b.0).collect();
                 out.members.insert(format!("{sg}/{file}.bin"), bytes);
-                let mut side = json!({"dma": [], "instr": format!("{file}.bin"), "name": format!("{file}.json")});
-                if file == "Activation" {
-                    side["activation_function_sets"] = json!(["exp_and_others"]);
-                }
+                let side = json!({"dma": [], "instr": format!("{file}.bin"), "name": format!("{file}.json")});
                 out.members.insert(format!("{sg}/{file}.json"), json(&side));
             }
             out.members

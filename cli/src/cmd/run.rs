@@ -154,15 +154,21 @@ fn stem(p: &Path) -> String {
     )
 }
 
-/// Bytes of an `.npy` file beyond its data (the header) accepted by [`read_npy`].
-const NPY_HEADER_ROOM: u64 = 1 << 20;
-
-/// Read an `.npy` file of at most `max_data` data bytes (any file type: a pipe or device is
-/// read up to the limit).
+/// Read an `.npy` file of at most `max_data` data bytes (any file type: a pipe or device is read
+/// up to the limit). The data is read once, straight into the buffer the run shares with every
+/// core, so a large input costs its own size in memory once. It is read rather than mapped: a
+/// mapped file truncated by another process while the run reads it would kill the process
+/// (SIGBUS) instead of giving an error.
 fn read_npy(path: &Path, max_data: u64) -> Result<neff::NpyArray, CliError> {
-    let bytes = tpbsim_isa::fsio::read_limited(path, max_data.saturating_add(NPY_HEADER_ROOM))
-        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
-    neff::npy::read_npy(&bytes).map_err(|e| usage(format!("{}: {e}", path.display())))
+    let named = |e: &dyn std::fmt::Display| usage(format!("{}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| named(&e))?;
+    if file.metadata().map_err(|e| named(&e))?.is_dir() {
+        return Err(named(&"is a directory"));
+    }
+    neff::npy::read_npy_from(file, max_data).map_err(|e| match e {
+        neff::npy::NpyError::Io { source, .. } => named(&source),
+        e => named(&e),
+    })
 }
 
 /// Check that an output variable's name is a plain file-name component, so that its `.npy`

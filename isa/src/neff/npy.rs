@@ -41,7 +41,7 @@ pub enum NpyError {
     /// A dtype tpbsim does not read (records, strings, objects, complex, datetimes).
     #[error("unsupported .npy dtype `{0}`")]
     UnsupportedDtype(String),
-    /// The data is shorter than the header promises.
+    /// The data length differs from what the header promises.
     #[error(".npy data holds {actual} bytes; shape {shape:?} × {item} bytes needs {expected}")]
     DataLength {
         /// Shape from the header.
@@ -60,6 +60,26 @@ pub enum NpyError {
         stored: String,
         /// Declared dtype.
         declared: NumFormat,
+    },
+    /// The header promises more data than the caller accepts.
+    #[error(".npy data of {expected} bytes (shape {shape:?}) exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// Shape from the header.
+        shape: Vec<u64>,
+        /// Bytes the header promises.
+        expected: u64,
+        /// Bytes accepted.
+        limit: u64,
+    },
+    /// Bytes follow the data the header describes.
+    #[error(".npy data is longer than shape {shape:?} × {item} bytes = {expected} bytes")]
+    TrailingData {
+        /// Shape from the header.
+        shape: Vec<u64>,
+        /// Bytes per element.
+        item: usize,
+        /// Bytes needed.
+        expected: u64,
     },
     /// Bad arguments to the writer.
     #[error("{0}")]
@@ -159,17 +179,90 @@ pub fn read_npy(bytes: &[u8]) -> Result<NpyArray, NpyError> {
         .checked_add(len)
         .filter(|&e| e <= bytes.len())
         .ok_or_else(|| NpyError::Header("truncated header".into()))?;
-    check_shape(&bytes[start..end])?;
-    // ml_dtypes writes float8_e5m2 as `<f1`, which no npy reader accepts; read it as void
-    // (same length, so the header stays valid) and remember what it was.
-    for pat in [&b"'<f1'"[..], b"'|f1'"] {
-        if let Some(pos) = find(&bytes[start..end], pat) {
-            let mut image = bytes.to_vec();
-            image[start + pos..start + pos + 5].copy_from_slice(b"'|V1'");
-            return parse(&image, true);
+    let h = parse_header(bytes[..end].to_vec(), start)?;
+    let data = &bytes[end..];
+    if data.len() as u64 != h.expected {
+        return Err(h.short(data.len() as u64));
+    }
+    Ok(h.finish(data.to_vec()))
+}
+
+/// The largest header (magic, version, length and dict) [`read_npy_from`] accepts.
+pub const MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// Read an `.npy` stream whose data is at most `max_data` bytes. The header is read and checked
+/// first; the data is then read once, straight into the array's buffer (no second copy of a
+/// large input; big-endian data is swapped and Fortran order rearranged afterwards). A stream
+/// shorter or longer than the header promises is refused.
+pub fn read_npy_from(mut r: impl Read, max_data: u64) -> Result<NpyArray, NpyError> {
+    let io = |source: std::io::Error| NpyError::Io {
+        path: "<stream>".into(),
+        source,
+    };
+    let truncated = || NpyError::Header("truncated header".into());
+    let mut image = vec![0u8; 10];
+    read_full(&mut r, &mut image)
+        .map_err(io)?
+        .then_some(())
+        .ok_or_else(truncated)?;
+    if matches!(image.get(6), Some(2 | 3)) {
+        let mut more = [0u8; 2];
+        read_full(&mut r, &mut more)
+            .map_err(io)?
+            .then_some(())
+            .ok_or_else(truncated)?;
+        image.extend_from_slice(&more);
+    }
+    let (start, len) = dict_span(&image)?;
+    if start + len > MAX_HEADER_BYTES {
+        return Err(NpyError::Header(format!(
+            "header of {} bytes (at most {MAX_HEADER_BYTES} accepted)",
+            start + len
+        )));
+    }
+    image.resize(start + len, 0);
+    read_full(&mut r, &mut image[start..])
+        .map_err(io)?
+        .then_some(())
+        .ok_or_else(truncated)?;
+    let h = parse_header(image, start)?;
+    if h.expected > max_data {
+        return Err(NpyError::TooLarge {
+            shape: h.shape,
+            expected: h.expected,
+            limit: max_data,
+        });
+    }
+    let want = usize::try_from(h.expected).map_err(header_error)?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(want)
+        .map_err(|e| NpyError::Header(format!("cannot allocate {want} bytes of data: {e}")))?;
+    (&mut r)
+        .take(h.expected)
+        .read_to_end(&mut data)
+        .map_err(io)?;
+    if data.len() < want {
+        return Err(h.short(data.len() as u64));
+    }
+    let mut probe = [0u8; 1];
+    if read_full(&mut r, &mut probe).map_err(io)? {
+        return Err(h.trailing());
+    }
+    Ok(h.finish(data))
+}
+
+/// Fill `buf` from `r`: `Ok(false)` when the stream ends first.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    let mut at = 0;
+    while at < buf.len() {
+        match r.read(&mut buf[at..]) {
+            Ok(0) => return Ok(false),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
-    parse(bytes, false)
+    Ok(true)
 }
 
 /// Refuse a shape whose dimensions (zeros aside) multiply past u64 before the header parser
@@ -207,9 +300,70 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-fn parse(bytes: &[u8], e5m2: bool) -> Result<NpyArray, NpyError> {
-    let mut reader = bytes;
-    let header = npyz::NpyHeader::from_reader(&mut reader).map_err(header_error)?;
+/// A parsed header: what the data must be and how to bring it to little-endian C order.
+struct Header {
+    descr: String,
+    elem: NpyElem,
+    shape: Vec<u64>,
+    expected: u64,
+    big: bool,
+    fortran: bool,
+}
+
+impl Header {
+    /// The data length differs from the header's (`actual` bytes present).
+    fn short(&self, actual: u64) -> NpyError {
+        NpyError::DataLength {
+            shape: self.shape.clone(),
+            item: self.elem.size(),
+            expected: self.expected,
+            actual,
+        }
+    }
+
+    fn trailing(&self) -> NpyError {
+        NpyError::TrailingData {
+            shape: self.shape.clone(),
+            item: self.elem.size(),
+            expected: self.expected,
+        }
+    }
+
+    /// The array over `data` (exactly `expected` bytes), swapped and reordered in place where
+    /// needed.
+    fn finish(self, mut data: Vec<u8>) -> NpyArray {
+        let item = self.elem.size();
+        if self.big {
+            for chunk in data.chunks_exact_mut(item) {
+                chunk.reverse();
+            }
+        }
+        if self.fortran && self.shape.len() > 1 {
+            data = fortran_to_c(&data, &self.shape, item);
+        }
+        NpyArray {
+            descr: self.descr,
+            elem: self.elem,
+            shape: self.shape,
+            data,
+        }
+    }
+}
+
+/// Parse the header image (magic through the dict; the dict text starts at `start`).
+fn parse_header(mut image: Vec<u8>, start: usize) -> Result<Header, NpyError> {
+    check_shape(&image[start..])?;
+    // ml_dtypes writes float8_e5m2 as `<f1`, which no npy reader accepts; read it as void
+    // (same length, so the header stays valid) and remember what it was.
+    let mut e5m2 = false;
+    for pat in [&b"'<f1'"[..], b"'|f1'"] {
+        if let Some(pos) = find(&image[start..], pat) {
+            image[start + pos..start + pos + 5].copy_from_slice(b"'|V1'");
+            e5m2 = true;
+            break;
+        }
+    }
+    let header = npyz::NpyHeader::from_reader(&mut &image[..]).map_err(header_error)?;
     let npyz::DType::Plain(ts) = header.dtype() else {
         return Err(NpyError::UnsupportedDtype(header.dtype().descr()));
     };
@@ -240,33 +394,20 @@ fn parse(bytes: &[u8], e5m2: bool) -> Result<NpyArray, NpyError> {
     };
     let item = elem.size();
     let shape = header.shape().to_vec();
-    let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-    let expected = count.and_then(|c| c.checked_mul(item as u64));
-    let actual = reader.len() as u64;
-    let Some(expected) = expected.filter(|&e| e == actual) else {
-        return Err(NpyError::DataLength {
-            shape,
-            item,
-            expected: expected.unwrap_or(u64::MAX),
-            actual,
-        });
-    };
-    let mut data = reader[..expected as usize].to_vec();
+    let expected = shape
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .and_then(|c| c.checked_mul(item as u64))
+        .ok_or_else(|| NpyError::Header(format!("shape {shape:?} overflows")))?;
     let big =
         ts.endianness() == npyz::Endianness::Big && matches!(elem, NpyElem::Known(_)) && item > 1;
-    if big {
-        for chunk in data.chunks_exact_mut(item) {
-            chunk.reverse();
-        }
-    }
-    if header.order() == npyz::Order::Fortran && shape.len() > 1 {
-        data = fortran_to_c(&data, &shape, item);
-    }
-    Ok(NpyArray {
+    Ok(Header {
         descr,
         elem,
         shape,
-        data,
+        expected,
+        big,
+        fortran: header.order() == npyz::Order::Fortran,
     })
 }
 
@@ -296,17 +437,21 @@ fn fortran_to_c(data: &[u8], shape: &[u64], item: usize) -> Vec<u8> {
     out
 }
 
-/// Read an `.npy` file.
+/// Read an `.npy` file (the data read once, straight into the array's buffer).
 pub fn read_npy_file(path: impl AsRef<Path>) -> Result<NpyArray, NpyError> {
     let path = path.as_ref();
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|source| NpyError::Io {
+    let named = |e: NpyError| match e {
+        NpyError::Io { source, .. } => NpyError::Io {
             path: path.display().to_string(),
             source,
-        })?;
-    read_npy(&bytes)
+        },
+        e => e,
+    };
+    let file = std::fs::File::open(path).map_err(|source| NpyError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    read_npy_from(std::io::BufReader::new(file), u64::MAX).map_err(named)
 }
 
 /// The descr tpbsim writes for a dtype.
@@ -546,10 +691,99 @@ mod tests {
         ) {
             let shape = format!("({})", dims.iter().map(|d| format!("{d},")).collect::<String>());
             let image = image_with(descr, fortran, &shape, data);
-            if let Ok(a) = read_npy(&image) {
-                proptest::prop_assert_eq!(a.data.len() as u64, a.len() * a.elem.size() as u64);
+            let streamed = read_npy_from(&image[..], u64::MAX);
+            match read_npy(&image) {
+                Ok(a) => {
+                    proptest::prop_assert_eq!(a.data.len() as u64, a.len() * a.elem.size() as u64);
+                    proptest::prop_assert_eq!(streamed.ok(), Some(a));
+                }
+                Err(_) => proptest::prop_assert!(streamed.is_err()),
             }
         }
+    }
+
+    /// The streaming reader: the same arrays as the in-memory one, the data limit at its bound,
+    /// and a named error for every stream that ends early or runs on.
+    #[test]
+    fn streamed_reads_equal_in_memory_reads_and_refuse_bad_lengths() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/neff/npy");
+        let mut seen = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "npy") {
+                let bytes = std::fs::read(&p).unwrap();
+                let a = read_npy(&bytes).unwrap();
+                assert_eq!(read_npy_from(&bytes[..], u64::MAX).unwrap(), a, "{p:?}");
+                assert_eq!(read_npy_file(&p).unwrap(), a, "{p:?}");
+                seen += 1;
+            }
+        }
+        assert!(seen >= 10);
+        let image = encode_npy(NumFormat::Int32, &[4], &[7; 16]).unwrap();
+        // The limit: 16 data bytes accepted at 16, refused at 15.
+        assert_eq!(read_npy_from(&image[..], 16).unwrap().data, vec![7; 16]);
+        assert!(matches!(
+            read_npy_from(&image[..], 15),
+            Err(NpyError::TooLarge {
+                expected: 16,
+                limit: 15,
+                ..
+            })
+        ));
+        // One byte short, one byte over.
+        assert!(matches!(
+            read_npy_from(&image[..image.len() - 1], 16),
+            Err(NpyError::DataLength {
+                expected: 16,
+                actual: 15,
+                ..
+            })
+        ));
+        let mut over = image.clone();
+        over.push(0);
+        assert!(matches!(
+            read_npy_from(&over[..], 1 << 20),
+            Err(NpyError::TrailingData { expected: 16, .. })
+        ));
+        assert!(matches!(
+            read_npy(&over),
+            Err(NpyError::DataLength {
+                expected: 16,
+                actual: 17,
+                ..
+            })
+        ));
+        // Every cut inside the header is a header error, never a panic.
+        let data_at = image.len() - 16;
+        for cut in 0..data_at {
+            assert!(
+                matches!(read_npy_from(&image[..cut], 16), Err(NpyError::Header(_))),
+                "cut at {cut}"
+            );
+        }
+        // A version-2 header (4-byte length) and a header past the accepted size.
+        let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+        let dict = b"{'descr': '<i2', 'fortran_order': False, 'shape': (2,), }\n";
+        v2.extend_from_slice(&(dict.len() as u32).to_le_bytes());
+        v2.extend_from_slice(dict);
+        v2.extend_from_slice(&[1, 0, 2, 0]);
+        assert_eq!(read_npy_from(&v2[..], 4).unwrap().data, vec![1, 0, 2, 0]);
+        let mut huge = b"\x93NUMPY\x02\x00".to_vec();
+        huge.extend_from_slice(&(MAX_HEADER_BYTES as u32).to_le_bytes());
+        assert!(matches!(
+            read_npy_from(&huge[..], u64::MAX),
+            Err(NpyError::Header(m)) if m.contains("at most")
+        ));
+        // A stream that never ends is read no further than the limit.
+        let endless = image[..data_at]
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(0u8));
+        let endless = std::io::Cursor::new(endless.take(1 << 24).collect::<Vec<u8>>());
+        assert!(matches!(
+            read_npy_from(endless, 16),
+            Err(NpyError::TrailingData { .. })
+        ));
     }
 
     #[test]

@@ -270,6 +270,16 @@ impl OnChip {
         }
     }
 
+    /// Call `f` on each contiguous run of a resolved pattern, partition-major (the bytes
+    /// [`OnChip::gather`] would concatenate, without the copy).
+    pub fn for_each_run(&self, r: &Resolved, mut f: impl FnMut(&[u8])) {
+        self.note(|| ChipAccess::Read(r.clone()));
+        for p in r.first_partition..r.first_partition + r.partitions {
+            let part = self.partition(r.space, p);
+            r.for_each_run_in_partition(|o, l| f(&part[o..o + l]));
+        }
+    }
+
     /// The fp32 words of a resolved pattern whose runs are whole words (`None` otherwise),
     /// partition-major: [`OnChip::gather`] read as little-endian `f32`s, without the byte
     /// copy.

@@ -11,7 +11,11 @@
 //! (one more fp32 rounding, or a bf16 read-add-round on v4+ with a bf16 destination).
 //!
 //! The kernel keeps that order while vectorising across `F` (independent outputs), so it is
-//! bit-identical to the scalar loop [`matmul_reference`].
+//! bit-identical to the scalar loop [`matmul_reference`]. Where every product of an instruction
+//! is exact in fp32 ([`products_exact`]: finite operands of at most 12 significant bits whose
+//! magnitudes keep each product a normal fp32 — fp16, fp8 and in-range bf16 data) a fused
+//! multiply-add rounds once, exactly where the unfused pair rounds (the multiply does not round),
+//! so the kernel fuses there and gives the same bits in half the instructions.
 //!
 //! The stationary slices here are in PE column order: LdWeights puts the `j`-th element it reads
 //! on a partition into column `n − 1 − j` ([`stationary_column`], applied by
@@ -327,11 +331,41 @@ fn gemm_body<const T: usize, const NB: usize, const FB: usize>(
     gemm_edge(terms, k, n, f, nf..n, 0..f, out);
 }
 
-/// The AVX-512F kernel: 8 × 32 output tiles in sixteen zmm accumulators, one `vmulps` and one
-/// `vaddps` per 16 products (never fused), `k` (then term) order per element.
+/// Significand bits of an operand beyond which a product of two could round in fp32: at most
+/// 12 significant bits each keeps every product within fp32's 24.
+const EXACT_LOW_BITS: u32 = (1 << 12) - 1;
+/// Magnitudes outside `[2^-60, 2^60]` (zero aside) could make a product subnormal or overflow.
+const EXACT_MIN: f32 = 8.673_617e-19; // 2^-60
+const EXACT_MAX: f32 = 1.152_921_5e18; // 2^60
+
+/// Whether every value is finite, zero or of magnitude in `[2^-60, 2^60]`, with at most 12
+/// significant bits: then the product of any two such values is exact in fp32. (Branch-free over
+/// blocks, so that the check costs a small fraction of the multiply it guards.)
+fn exact_operand(x: &[f32]) -> bool {
+    let (lo, hi) = (EXACT_MIN.to_bits(), EXACT_MAX.to_bits());
+    x.chunks(1024).all(|block| {
+        let bad = block.iter().fold(0u32, |bad, &v| {
+            // Magnitude bits order like the magnitudes; NaN and infinity lie above `hi`.
+            let m = v.to_bits() & 0x7FFF_FFFF;
+            let ok = m == 0 || ((lo..=hi).contains(&m) && m & EXACT_LOW_BITS == 0);
+            bad | u32::from(!ok)
+        });
+        bad == 0
+    })
+}
+
+/// Whether every product `s · m` is exact in fp32, so that `acc + s·m` rounds once whether or not
+/// the multiply-add is fused (true for fp16 and fp8 data, and bf16 data within `2^±60`).
+pub fn products_exact(stationary: &[f32], moving: &[f32]) -> bool {
+    exact_operand(stationary) && exact_operand(moving)
+}
+
+/// The AVX-512F kernel: 8 × 32 output tiles in sixteen zmm accumulators, `k` (then term) order
+/// per element. Unfused (`FUSED = false`): one `vmulps` and one `vaddps` per 16 products. Fused:
+/// one `vfmadd231ps`, used only when [`products_exact`] holds, where it rounds identically.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn gemm_avx512<const T: usize>(
+fn gemm_avx512<const T: usize, const FUSED: bool>(
     terms: &[(&[f32], &[f32]); T],
     k: usize,
     n: usize,
@@ -339,7 +373,7 @@ fn gemm_avx512<const T: usize>(
     out: &mut [f32],
 ) {
     use std::arch::x86_64::{_mm512_add_ps, _mm512_loadu_ps, _mm512_mul_ps, _mm512_set1_ps};
-    use std::arch::x86_64::{_mm512_setzero_ps, _mm512_storeu_ps};
+    use std::arch::x86_64::{_mm512_fmadd_ps, _mm512_setzero_ps, _mm512_storeu_ps};
     const NB: usize = 8;
     const FB: usize = 32;
     let (nf, ff) = (n / NB * NB, f / FB * FB);
@@ -359,8 +393,13 @@ fn gemm_avx512<const T: usize>(
                     };
                     for (a, &sv) in acc.iter_mut().zip(srow) {
                         let b = _mm512_set1_ps(sv);
-                        a[0] = _mm512_add_ps(a[0], _mm512_mul_ps(b, m0));
-                        a[1] = _mm512_add_ps(a[1], _mm512_mul_ps(b, m1));
+                        if FUSED {
+                            a[0] = _mm512_fmadd_ps(b, m0, a[0]);
+                            a[1] = _mm512_fmadd_ps(b, m1, a[1]);
+                        } else {
+                            a[0] = _mm512_add_ps(a[0], _mm512_mul_ps(b, m0));
+                            a[1] = _mm512_add_ps(a[1], _mm512_mul_ps(b, m1));
+                        }
                     }
                 }
             }
@@ -378,6 +417,147 @@ fn gemm_avx512<const T: usize>(
     gemm_edge(terms, k, n, f, nf..n, 0..f, out);
 }
 
+/// The AVX2 kernel (with FMA where [`products_exact`] holds): 6 × 16 output tiles in twelve ymm
+/// accumulators, the same per-element order as [`gemm_avx512`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn gemm_avx2<const T: usize, const FUSED: bool>(
+    terms: &[(&[f32], &[f32]); T],
+    k: usize,
+    n: usize,
+    f: usize,
+    out: &mut [f32],
+) {
+    use std::arch::x86_64::{_mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_mul_ps};
+    use std::arch::x86_64::{_mm256_set1_ps, _mm256_setzero_ps, _mm256_storeu_ps};
+    const NB: usize = 6;
+    const FB: usize = 16;
+    let (nf, ff) = (n / NB * NB, f / FB * FB);
+    for n0 in (0..nf).step_by(NB) {
+        for f0 in (0..ff).step_by(FB) {
+            let mut acc = [[_mm256_setzero_ps(); 2]; NB];
+            for kk in 0..k {
+                for (s, m) in terms.iter() {
+                    let mrow = &m[kk * f + f0..][..FB];
+                    let srow = &s[kk * n + n0..][..NB];
+                    // SAFETY: `mrow` holds FB = 16 floats, so both 8-float loads are in bounds.
+                    let (m0, m1) = unsafe {
+                        (
+                            _mm256_loadu_ps(mrow.as_ptr()),
+                            _mm256_loadu_ps(mrow[8..].as_ptr()),
+                        )
+                    };
+                    for (a, &sv) in acc.iter_mut().zip(srow) {
+                        let b = _mm256_set1_ps(sv);
+                        if FUSED {
+                            a[0] = _mm256_fmadd_ps(b, m0, a[0]);
+                            a[1] = _mm256_fmadd_ps(b, m1, a[1]);
+                        } else {
+                            a[0] = _mm256_add_ps(a[0], _mm256_mul_ps(b, m0));
+                            a[1] = _mm256_add_ps(a[1], _mm256_mul_ps(b, m1));
+                        }
+                    }
+                }
+            }
+            for (j, a) in acc.iter().enumerate() {
+                let dst = &mut out[(n0 + j) * f + f0..][..FB];
+                // SAFETY: `dst` holds FB = 16 floats, so both 8-float stores are in bounds.
+                unsafe {
+                    _mm256_storeu_ps(dst.as_mut_ptr(), a[0]);
+                    _mm256_storeu_ps(dst[8..].as_mut_ptr(), a[1]);
+                }
+            }
+        }
+    }
+    gemm_edge(terms, k, n, f, 0..nf, ff..f, out);
+    gemm_edge(terms, k, n, f, nf..n, 0..f, out);
+}
+
+/// Which gemm loop runs (the fastest the host has unless a test forces another).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmLoop {
+    /// AVX-512F, 8 × 32 tiles.
+    Avx512,
+    /// AVX2 + FMA, 6 × 16 tiles.
+    Avx2,
+    /// Portable Rust, 4 × 16 tiles (vectorised by the compiler).
+    Portable,
+}
+
+impl GemmLoop {
+    /// The loops this host can run, fastest first (always ends with `Portable`).
+    pub fn available() -> Vec<GemmLoop> {
+        let mut v = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f") {
+                v.push(GemmLoop::Avx512);
+            }
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                v.push(GemmLoop::Avx2);
+            }
+        }
+        v.push(GemmLoop::Portable);
+        v
+    }
+}
+
+/// [`matmul`]'s sum through one named loop (`None` when the host cannot run it): every loop gives
+/// the same bits as [`matmul_reference`]; tests force each loop the host has.
+pub fn matmul_with(
+    lp: GemmLoop,
+    stationary: &[f32],
+    moving: &[f32],
+    k: usize,
+    n: usize,
+    f: usize,
+    out: &mut [f32],
+) -> Option<Result<(), PeError>> {
+    if !GemmLoop::available().contains(&lp) {
+        return None;
+    }
+    if let Err(e) = check_len("stationary", k * n, stationary.len())
+        .and(check_len("moving", k * f, moving.len()))
+        .and(check_len("psum", n * f, out.len()))
+    {
+        return Some(Err(e));
+    }
+    gemm_on(lp, &[(stationary, moving)], k, n, f, out);
+    Some(Ok(()))
+}
+
+fn gemm_on<const T: usize>(
+    lp: GemmLoop,
+    terms: &[(&[f32], &[f32]); T],
+    k: usize,
+    n: usize,
+    f: usize,
+    out: &mut [f32],
+) {
+    let fused = T == 1 && products_exact(terms[0].0, terms[0].1);
+    match lp {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `lp` is one of `GemmLoop::available()`, so the CPU has the features.
+        GemmLoop::Avx512 => unsafe {
+            if fused {
+                gemm_avx512::<T, true>(terms, k, n, f, out)
+            } else {
+                gemm_avx512::<T, false>(terms, k, n, f, out)
+            }
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        GemmLoop::Avx2 => unsafe {
+            if fused {
+                gemm_avx2::<T, true>(terms, k, n, f, out)
+            } else {
+                gemm_avx2::<T, false>(terms, k, n, f, out)
+            }
+        },
+        _ => gemm_body::<T, 4, 16>(terms, k, n, f, out),
+    }
+}
+
 /// `out[n][f] = Σ_k Σ_terms s_t[k][n]·m_t[k][f]` in the fixed order, vectorised across `f`.
 fn gemm<const T: usize>(
     terms: &[(&[f32], &[f32]); T],
@@ -386,14 +566,9 @@ fn gemm<const T: usize>(
     f: usize,
     out: &mut [f32],
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked above).
-            return unsafe { gemm_avx512(terms, k, n, f, out) };
-        }
-    }
-    gemm_body::<T, 4, 16>(terms, k, n, f, out)
+    static BEST: std::sync::OnceLock<GemmLoop> = std::sync::OnceLock::new();
+    let lp = *BEST.get_or_init(|| GemmLoop::available()[0]);
+    gemm_on(lp, terms, k, n, f, out)
 }
 
 fn split(x: &[f32]) -> (Vec<f32>, Vec<f32>) {

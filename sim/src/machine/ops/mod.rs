@@ -292,8 +292,29 @@ impl Machine<'_> {
         {
             return Ok(());
         }
+        let width = f.container_bytes();
+        if width > 0 && (r.run_bytes as usize).is_multiple_of(width) {
+            // Whole elements per run: decode each run where it lies, no byte gather.
+            let n = r.total_bytes() as usize / width * f.lanes();
+            out.resize(n, 0.0);
+            let mut at = 0;
+            let mut err = None;
+            self.chip.for_each_run(r, |run| {
+                let k = run.len() / width * f.lanes();
+                if err.is_none() {
+                    if let Err(e) = to_f32_slice(run, f, &mut out[at..at + k]) {
+                        err = Some(e);
+                    }
+                }
+                at += k;
+            });
+            return match err {
+                Some(e) => Err(Fault::exec(site, e.to_string())),
+                None => Ok(()),
+            };
+        }
         let bytes = self.chip.gather(r);
-        let n = bytes.len() / f.container_bytes() * f.lanes();
+        let n = bytes.len() / width * f.lanes();
         out.resize(n, 0.0);
         to_f32_slice(&bytes, f, out).map_err(|e| Fault::exec(site, e.to_string()))?;
         Ok(())

@@ -272,11 +272,20 @@ impl Machine<'_> {
         } else {
             PeMode::Plain
         };
-        let moving = self.load_f32(site, &rs, input)?;
-        let mut sum = vec![0f32; n * f];
-        pe::matmul(mode, values, &moving, k, n, f, &mut sum)
-            .map_err(|e| Fault::exec(site, e.to_string()))?;
-        self.write_psum(site, &target, n, f, &sum)
+        let mut moving = self.bufs.pop().unwrap_or_default();
+        let mut sum = self.bufs.pop().unwrap_or_default();
+        sum.clear();
+        sum.resize(n * f, 0.0);
+        let done = self
+            .load_f32_into(site, &rs, input, &mut moving)
+            .and_then(|()| {
+                pe::matmul(mode, values, &moving, k, n, f, &mut sum)
+                    .map_err(|e| Fault::exec(site, e.to_string()))
+            })
+            .and_then(|()| self.write_psum(site, &target, n, f, &sum));
+        self.give_buf(moving);
+        self.give_buf(sum);
+        done
     }
 
     /// Matmul with `transpose_mode = 1` (the stationary loaded the same way): the PE passes the

@@ -644,3 +644,89 @@ fn mx_matmul_matches_the_numpy_reference() {
         }
     }
 }
+
+/// fp16 values (the grid of an fp16 operand widened to fp32).
+fn f16_grid(v: &mut [f32]) {
+    for x in v {
+        *x = half::f16::from_f32(*x).to_f32();
+    }
+}
+
+#[test]
+fn every_loop_the_host_has_equals_the_sequential_loop() {
+    for lp in GemmLoop::available() {
+        for &(k, n, f) in &[
+            (1, 1, 1),
+            (3, 5, 7),
+            (128, 13, 33),
+            (64, 128, 96),
+            (7, 8, 512),
+        ] {
+            for grid in [None, Some(f16_grid as fn(&mut [f32])), Some(bf16_grid)] {
+                let mut s = values(k * n, 11 + k as u64);
+                let mut m = values(k * f, 13 + f as u64);
+                if let Some(g) = grid {
+                    g(&mut s);
+                    g(&mut m);
+                }
+                let mut fast = vec![0.0; n * f];
+                let mut slow = vec![0.0; n * f];
+                matmul_with(lp, &s, &m, k, n, f, &mut fast)
+                    .expect("available")
+                    .expect("matmul");
+                matmul_reference(&s, &m, k, n, f, &mut slow);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&fast), bits(&slow), "{lp:?} k{k} n{n} f{f}");
+            }
+        }
+    }
+}
+
+#[test]
+fn exact_products_at_their_bounds() {
+    let p = |v: f32| products_exact(&[v], &[1.0]);
+    // Twelve significant bits pass, thirteen do not.
+    assert!(p(1.0 + 2f32.powi(-11)));
+    assert!(!p(1.0 + 2f32.powi(-12)));
+    // Magnitudes 2^-60 and 2^60 pass; one binade beyond either does not.
+    assert!(p(2f32.powi(-60)) && p(-2f32.powi(60)));
+    assert!(!p(2f32.powi(-61)) && !p(2f32.powi(61)));
+    assert!(p(0.0) && p(-0.0));
+    assert!(!p(f32::INFINITY) && !p(f32::NAN) && !p(f32::MIN_POSITIVE / 2.0));
+    // Every fp16 value is exact; a bf16 value beyond 2^60 is not.
+    assert!((0..=u16::MAX)
+        .map(|b| half::f16::from_bits(b).to_f32())
+        .filter(|v| v.is_finite())
+        .all(p));
+    assert!(!p(half::bf16::from_f32(1e20).to_f32()));
+}
+
+/// A product that rounds in fp32, added onto its negation: the unfused order gives 0, a fused
+/// multiply-add 2^-24. Every loop must give the sequential loop's 0 (the fast path is taken only
+/// where products are exact).
+#[test]
+fn an_inexact_product_is_never_fused() {
+    let a = 1.0 + 2f32.powi(-12);
+    let s = [1.0, a];
+    let m = [-(1.0 + 2f32.powi(-11)), a];
+    let mut slow = [0.0f32];
+    matmul_reference(&s, &m, 2, 1, 1, &mut slow);
+    assert_eq!(slow[0], 0.0);
+    assert_eq!(
+        a.mul_add(a, m[0]),
+        2f32.powi(-24),
+        "the fused result differs"
+    );
+    for lp in GemmLoop::available() {
+        for (n, f) in [(1, 1), (8, 32), (6, 16)] {
+            // Tile the 1×1 case across n × f outputs so the vector loops run it.
+            let s: Vec<f32> = [1.0, a].iter().flat_map(|&v| vec![v; n]).collect();
+            let m: Vec<f32> = m.iter().flat_map(|&v| vec![v; f]).collect();
+            let mut out = vec![1.0f32; n * f];
+            matmul_with(lp, &s, &m, 2, n, f, &mut out)
+                .expect("available")
+                .expect("matmul");
+            assert!(out.iter().all(|&v| v.to_bits() == 0), "{lp:?} {n}x{f}");
+        }
+    }
+}

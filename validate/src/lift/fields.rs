@@ -55,6 +55,12 @@ pub(crate) fn read_uint(b: &Bundle, off: usize, width: usize) -> u64 {
     v
 }
 
+/// The unsigned value of the field `loc` names, in `gen`; `None` when `gen` has no such field.
+pub(crate) fn read_loc(b: &Bundle, loc: FieldLoc, gen: Gen) -> Option<u64> {
+    let (at, width) = (loc.at(gen)? as usize, loc.width(gen)? as usize);
+    (width <= 8 && at + width <= b.0.len()).then(|| read_uint(b, at, width))
+}
+
 /// Write the low `width` (1..=8) bytes of `v` at `off`, little-endian.
 pub(crate) fn write_uint(b: &mut Bundle, off: usize, width: usize, v: u64) {
     for i in 0..width {

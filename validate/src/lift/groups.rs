@@ -247,17 +247,21 @@ pub(crate) fn plan(inst: &Instruction) -> Result<Option<Vec<u8>>, PlanError> {
 pub(crate) fn find(class: InstClass, opcodes: &[u8]) -> Option<&'static GroupDef> {
     GROUPS.iter().find(|g| {
         g.classes.contains(&class)
-            && match (g.shape, opcodes) {
-                (Shape::Pair, [a, b]) => g.lead.contains(a) && *b == g.follow,
-                (Shape::Passes, [a, b]) | (Shape::Passes, [a, b, _, _]) => {
-                    g.lead.contains(a)
-                        && *b == g.follow
-                        && (opcodes.len() == 2 || opcodes[2..] == opcodes[..2])
-                }
-                (Shape::Repeat, [a, rest @ ..]) => {
-                    g.lead.contains(a) && rest.iter().all(|&o| o == g.follow)
-                }
-                _ => false,
+            && match g.shape {
+                Shape::Pair => matches!(opcodes, [a, b] if g.lead.contains(a) && *b == g.follow),
+                Shape::Passes => match opcodes {
+                    [a, b] | [a, b, _, _] => {
+                        g.lead.contains(a)
+                            && *b == g.follow
+                            && (opcodes.len() == 2 || opcodes[2..] == opcodes[..2])
+                    }
+                    // One or two passes of two bundles: no other length.
+                    [] | [_] | [_, _, _] | [_, _, _, _, _, ..] => false,
+                },
+                Shape::Repeat => match opcodes {
+                    [a, rest @ ..] => g.lead.contains(a) && rest.iter().all(|&o| o == g.follow),
+                    [] => false,
+                },
             }
     })
 }

@@ -192,7 +192,7 @@ impl Single<'_> {
     /// The bundle's per-opcode lifting form.
     fn by_rule(&self) -> Result<Group, LiftError> {
         let op = self.b.opcode();
-        match rules::single(op, self.b) {
+        match rules::single(op, self.b, self.gen) {
             Some((class, form)) => Ok(Group::new(class, 1, form.args.len())),
             None => Err(LiftError::NoRule { opcode: op }),
         }
@@ -673,7 +673,7 @@ pub fn lift_stream(input: &StreamInput<'_>, gen: Gen) -> LiftedStream {
         let (mut inst, len) = match result {
             Ok((inst, len, class)) => {
                 lifted += len as u64;
-                if rules::single(op, &bundles[i]).is_some_and(|(_, f)| f.format.is_empty())
+                if rules::single(op, &bundles[i], gen).is_some_and(|(_, f)| f.format.is_empty())
                     && has_hidden_operands(class)
                 {
                     reports.note(

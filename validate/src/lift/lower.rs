@@ -140,7 +140,8 @@ pub(crate) fn bindings(
                 .ok_or_else(bad)?;
             vec![piece(*op, form, form_binds(form, 0, 0))]
         }
-        _ => return Err(bad()),
+        // No group of the class has this sequence.
+        (_, [] | [_, _, ..]) => return Err(bad()),
     })
 }
 
@@ -810,11 +811,20 @@ fn fp32_mode_is_free(inst: &Instruction, pieces: &[Piece], k: usize) -> Result<(
     let Some(v) = inst.attrs.get("fp32_mode").filter(|v| !v.is_null()) else {
         return Ok(());
     };
-    let operand = match (inst.class, pieces[k].opcode) {
-        (InstClass::LoadWeights, _) | (_, ob::MATMUL) => inst.args.first(),
-        (_, ob::LDWEIGHTS) => inst.args.get(1),
-        _ => return Ok(()),
-    };
+    // The mode belongs to the bundles whose form has the field (LDWEIGHTS, MATMUL); the
+    // operand it qualifies is the first input the bundle reads (the weights, the moving input).
+    let piece = &pieces[k];
+    if piece.form.param("fp32_mode").is_none() {
+        return Ok(());
+    }
+    let operand = piece
+        .binds
+        .iter()
+        .find_map(|b| match b {
+            Bind::Role(_, Slot::Arg(i)) => Some(*i),
+            _ => None,
+        })
+        .and_then(|i| inst.args.get(i));
     if pieces.len() == 4 {
         return Err(AttrError::Fp32TwoPass(v.clone()));
     }

@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 use tpbsim_isa::formats::loc::{
-    ld_weights as ldw_loc, ld_weights_mx as ldwmx_loc, matmul as mm_loc, matmul_mx as mmx_loc,
+    activate as act_loc, ld_weights as ldw_loc, ld_weights_mx as ldwmx_loc, matmul as mm_loc,
+    matmul_mx as mmx_loc,
 };
 use tpbsim_isa::opcode_byte as ob;
 use tpbsim_isa::spec::FieldLoc;
@@ -278,8 +279,9 @@ fn always(_: &[Bundle], _: usize, _: Gen) -> bool {
 }
 
 /// ACTIVATE feeds READ_ACCUMULATOR when it accumulates (`accumulator_cmd` byte non-zero).
-fn accumulates(bundles: &[Bundle], i: usize, _: Gen) -> bool {
-    bundles[i].0[14] != 0
+fn accumulates(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
+    super::fields::read_loc(&bundles[i], act_loc::ACCUMULATOR_CMD, gen)
+        .is_some_and(|c| c != u64::from(tpbsim_isa::AccumCmd::IDLE.0))
 }
 
 /// The copy's and the SELECT_REDUCE's destinations are the same pattern.

@@ -328,7 +328,7 @@ impl Parts {
 /// compiler's 0x020A signature, facts §4.1).
 fn pe_tag(d: NumFormat, gen: Gen) -> u8 {
     if d == NumFormat::Float32r {
-        0x0A
+        tpbsim_isa::Dtype::FP32.0
     } else {
         wire_tag(d, gen)
     }
@@ -661,7 +661,12 @@ fn finish(
                 .iter_mut()
                 .find(|(b, _)| b.opcode() == ob::SELECT_REDUCE)
             {
-                set_if(b, meta, &[loc::select_reduce::REDUCE_OP], 0x08);
+                set_if(
+                    b,
+                    meta,
+                    &[loc::select_reduce::REDUCE_OP],
+                    u64::from(tpbsim_isa::AluOp::MAX.0),
+                );
             }
         }
         C::Exit => {

@@ -16,7 +16,7 @@ use tpbsim_isa::formats::loc::{
     tensor_scalar_int_wide as tsw, tensor_tensor as tt, tensor_tensor_int_wide as ttw,
 };
 use tpbsim_isa::spec::FieldLoc;
-use tpbsim_isa::{spec, Gen, Op, Opcode};
+use tpbsim_isa::{spec, AluOp, Gen, Op, Opcode};
 
 use super::dtype::DtypeCtx;
 use super::error::{AttrError, PlanError};
@@ -922,11 +922,11 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanErr
                 && arg_dt(0) == Some(NumFormat::Bfloat16)
                 && arg_dt(1) == Some(NumFormat::Bfloat16)
                 && inst.args.iter().all(packed_pairs)
-                && matches!(op, 0x04..=0x06)
+                && matches!(AluOp(op), AluOp::ADD | AluOp::SUBTRACT | AluOp::MULT)
             {
-                match op {
-                    0x04 => Opcode::TENSOR_TENSOR_ADD_BF16.0,
-                    0x06 => Opcode::TENSOR_TENSOR_MULT_BF16.0,
+                match AluOp(op) {
+                    AluOp::ADD => Opcode::TENSOR_TENSOR_ADD_BF16.0,
+                    AluOp::MULT => Opcode::TENSOR_TENSOR_MULT_BF16.0,
                     _ => Opcode::TENSOR_TENSOR_SUB_BF16.0,
                 }
             } else if is_bitvec(op, gen) {
@@ -940,9 +940,9 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanErr
             if gen == Gen::V2
                 && inst.engine == EngineType::Pool
                 && arg_dt(0) == Some(NumFormat::Bfloat16)
-                && matches!(op, 0x04 | 0x08)
+                && matches!(AluOp(op), AluOp::ADD | AluOp::MAX)
             {
-                if op == 0x04 {
+                if AluOp(op) == AluOp::ADD {
                     Opcode::TENSOR_REDUCE_ADD_BF16.0
                 } else {
                     Opcode::TENSOR_REDUCE_MAX_BF16.0

@@ -60,6 +60,7 @@ fn main() {
     gen_runs_on(&mut out);
     gen_op_sems(&mut out);
     gen_opcode_bytes(&mut out);
+    gen_op_enum(&mut out);
     let dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     std::fs::write(dir.join("isa_gen.rs"), out).expect("write generated code");
     std::fs::write(dir.join("visit_gen.rs"), gen_visitor(&layouts)).expect("write visitor");
@@ -210,6 +211,35 @@ fn check_spec() {
                     *c = true;
                 }
             }
+        }
+    }
+    // The collective record sits in the body of its raw bundle, without overlaps.
+    let mut cover = [false; 64];
+    for fr in COLLECTIVE_RECORD_FIELDS {
+        if fr.prov.is_empty() {
+            fail(format!(
+                "collective record field {} has no provenance",
+                fr.name
+            ));
+        }
+        if let FieldType::Enum(e) = fr.ty {
+            enum_index(e);
+        }
+        let (off, end) = (
+            fr.at[0] as usize,
+            fr.at[0] as usize + fr.ty.width() as usize,
+        );
+        if fr.at.iter().any(|&a| a != fr.at[0]) || off < 12 || end > 64 {
+            fail(format!(
+                "collective record field {} is not at one body offset",
+                fr.name
+            ));
+        }
+        for c in &mut cover[off..end] {
+            if *c {
+                fail(format!("collective record field {} overlaps", fr.name));
+            }
+            *c = true;
         }
     }
 }
@@ -1066,9 +1096,9 @@ fn check_op_sems() {
         );
     }
     for (fmt, _) in sem_families() {
-        for r in OPCODES
+        if let Some(r) = OPCODES
             .iter()
-            .filter(|r| sem_group(r) == fmt && r.sem.is_empty())
+            .find(|r| sem_group(r) == fmt && r.sem.is_empty())
         {
             fail(format!(
                 "opcode {:#04x} ({}) is bound to format {fmt}, whose opcodes name semantic families, but names none (give it one, or `NotSimulated`)",
@@ -1127,4 +1157,60 @@ fn gen_opcode_bytes(out: &mut String) {
         .unwrap();
     }
     writeln!(out, "}}").unwrap();
+}
+
+/// `Op`: every catalog opcode as a variant, for exhaustive matches. A consumer that matches
+/// it without a wildcard does not build once an opcode is added to the spec until it says
+/// what the new opcode does.
+fn gen_op_enum(out: &mut String) {
+    let camel = |r: &OpcodeRow| -> String {
+        mnemonic(r)
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                let w = w.to_ascii_lowercase();
+                let mut c = w.chars();
+                match c.next() {
+                    Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+                    None => String::new(),
+                }
+            })
+            .collect()
+    };
+    writeln!(out, "/// Every catalog opcode as a variant (discriminant = opcode byte). Match it without a wildcard\n/// where an opcode's meaning is decided: an opcode added to the spec then does not build\n/// until the match says what it does.").unwrap();
+    writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n#[repr(u8)]\npub enum Op {{").unwrap();
+    for r in OPCODES {
+        writeln!(
+            out,
+            "    /// `{}` ({:#04x}).\n    {} = {:#04x},",
+            mnemonic(r),
+            r.code,
+            camel(r),
+            r.code
+        )
+        .unwrap();
+    }
+    writeln!(out, "}}\nimpl Op {{").unwrap();
+    let all: Vec<String> = OPCODES
+        .iter()
+        .map(|r| format!("Op::{}", camel(r)))
+        .collect();
+    writeln!(
+        out,
+        "    /// Every variant, ascending by byte.\n    pub const ALL: &'static [Op] = &[{}];",
+        all.join(", ")
+    )
+    .unwrap();
+    writeln!(out, "    /// The variant of an opcode byte, or `None` when the catalog has no row for it.\n    pub const fn of(code: u8) -> Option<Op> {{\n        match code {{").unwrap();
+    for r in OPCODES {
+        writeln!(
+            out,
+            "            {:#04x} => Some(Op::{}),",
+            r.code,
+            camel(r)
+        )
+        .unwrap();
+    }
+    writeln!(out, "            _ => None,\n        }}\n    }}").unwrap();
+    writeln!(out, "    /// The opcode byte.\n    pub const fn code(self) -> u8 {{\n        self as u8\n    }}\n    /// The opcode.\n    pub const fn opcode(self) -> Opcode {{\n        Opcode(self as u8)\n    }}\n}}").unwrap();
 }

@@ -63,7 +63,7 @@ tot_lit = tot_ctx = tot_all = 0
 for f in files:
     s = cfg_test_cut(strip(open(f).read()))
     lits = [m for m in re.finditer(r"\b0x([0-9A-Fa-f]{2})\b", s) if int(m.group(1), 16) in codes]
-    catch, spans = 0, []
+    catch, spans, catch_at = 0, [], []
     for m in re.finditer(r"\bmatch\b([^{;]*)\{", s):
         if not re.search(r"opcode|\.0\[0\]", m.group(1)):
             continue
@@ -73,6 +73,7 @@ for f in files:
             elif s[j] == "}": depth -= 1
             elif depth == 1 and re.match(r"_\s*=>", s[j:j + 6]) and not (s[j-1].isalnum() or s[j-1] == "_"):
                 catch += 1
+                catch_at.append(s.count(chr(10), 0, j) + 1)
             j += 1
         spans.append((m.start(), j))
     def in_context(m):
@@ -82,7 +83,7 @@ for f in files:
     ctx = [m for m in lits if in_context(m)]
     if lits or catch:
         where = ", ".join(f"{s.count(chr(10), 0, m.start()) + 1}" for m in ctx)
-        print(f"{f}: {len(lits)} bound, {len(ctx)} in opcode context{' (lines ' + where + ')' if ctx else ''}, {catch} catch-all(s)")
+        print(f"{f}: {len(lits)} bound, {len(ctx)} in opcode context{' (lines ' + where + ')' if ctx else ''}, {catch} catch-all(s){' (lines ' + ', '.join(map(str, catch_at)) + ')' if catch_at else ''}")
     tot_lit += len(lits); tot_ctx += len(ctx); tot_all += catch
 print(f"total over {len(files)} files: {tot_lit} raw opcode literal(s) (bound), {tot_ctx} in opcode context, {tot_all} catch-all arm(s) over opcodes")
 PY

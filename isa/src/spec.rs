@@ -501,6 +501,32 @@ impl FieldLoc {
         }
     }
 
+    /// The field's unsigned little-endian value in the 64-byte bundle `b` in `gen`; `None`
+    /// when `gen` has no such field (or its type is wider than 8 bytes).
+    pub fn read_uint(&self, b: &[u8; 64], gen: Gen) -> Option<u64> {
+        let (at, w) = (self.at(gen)? as usize, self.width(gen)? as usize);
+        let bytes = b.get(at..at + w).filter(|_| w <= 8)?;
+        Some(bytes.iter().rev().fold(0u64, |v, &x| v << 8 | x as u64))
+    }
+
+    /// Write the low bytes of `v` as the field's little-endian value into `b` in `gen`;
+    /// `false` (nothing written) when `gen` has no such field or it is wider than 8 bytes.
+    pub fn write_uint(&self, b: &mut [u8; 64], gen: Gen, v: u64) -> bool {
+        let (Some(at), Some(w)) = (self.at(gen), self.width(gen)) else {
+            return false;
+        };
+        let (at, w) = (at as usize, w as usize);
+        match b.get_mut(at..at + w).filter(|_| w <= 8) {
+            Some(bytes) => {
+                for (i, x) in bytes.iter_mut().enumerate() {
+                    *x = (v >> (8 * i)) as u8;
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Bit range `lo..hi` within the bundle in `gen`.
     pub const fn bits(&self, gen: Gen) -> Option<(u16, u16)> {
         match (self.at(gen), self.width(gen)) {

@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyDict, PySlice, PyTuple};
 use serde_json::{json, Value};
 use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::text::{parse_line, render_error};
-use tpbsim_isa::{spec, Engine, Gen, NumFormat};
+use tpbsim_isa::{spec, Engine, Gen, Geometry, NumFormat};
 use tpbsim_sim::machine::ops::pe::compiler_weights_source;
 
 use crate::{neff_error, parse_engine, parse_gen};
@@ -303,9 +303,11 @@ impl Kernel {
             Ok(n) => (0, n),
             Err(_) => partitions.extract()?,
         };
-        if stop <= start || stop > 128 {
+        let geom = Geometry::of(self.gen);
+        let parts = geom.sbuf_partitions;
+        if stop <= start || stop > parts {
             return Err(PyValueError::new_err(format!(
-                "partitions {start}..{stop}: a range inside 0..128"
+                "partitions {start}..{stop}: a range inside 0..{parts}"
             )));
         }
         if shape.is_empty() || shape.len() > 3 {
@@ -314,20 +316,19 @@ impl Kernel {
             ));
         }
         let (dtype, itemsize) = dtype_info(py, dtype)?;
-        // Partition-folded addresses (docs/machine.md, "Memories").
-        let stride: u64 = if psum {
-            0x8000
-        } else if self.gen == Gen::V5 {
-            1 << 20
+        // Partition-folded addresses (docs/machine.md, "Memories"), from the spec's geometry.
+        let stride = u64::from(if psum {
+            geom.psum_partition_stride
         } else {
-            1 << 18
-        };
+            geom.sbuf_partition_stride
+        });
         if offset >= stride {
             return Err(PyValueError::new_err(format!(
                 "offset {offset:#x}: beyond a partition ({stride:#x} bytes)"
             )));
         }
-        let addr = if psum { 0x200_0000 } else { 0 } + start as u64 * stride + offset;
+        let base = if psum { u64::from(geom.psum_base) } else { 0 };
+        let addr = base + start as u64 * stride + offset;
         Ok(Tensor {
             place: Place::Chip,
             dtype,

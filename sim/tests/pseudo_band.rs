@@ -60,9 +60,13 @@ fn a_single_rank_all_reduce_copies_and_labels_are_no_ops() {
 
 #[test]
 fn more_ranks_other_collectives_and_functions_are_refused() {
-    let cases: [(Vec<Bundle>, usize, &str); 5] = [
+    // `ctype` is a u32 (spec COLLECTIVE_RECORD_FIELDS): a set byte above +0x20 is another type.
+    let mut wide = collective(1);
+    wide.set_u8(0x21, 1);
+    let cases: [(Vec<Bundle>, usize, &str); 6] = [
         (vec![collective(1)], 2, "over 2 ranks"),
         (vec![collective(2)], 1, "type 0x02"),
+        (vec![wide], 1, "type 0x101"),
         (vec![bundle(0xD2)], 1, "FUNCTION_RETURN"),
         (vec![bundle(0xCB)], 1, "collective"),
         (vec![bundle(0xDA)], 1, "EXTENSION"),

@@ -5,57 +5,58 @@
 //! PSEUDO_TRIGGER_COLLECTIVE $S[10]>0 $S[22]++@complete ctype=ALL_REDUCE input_tensor_id=3 output_tensor_id=4 num_elements=32 dtype=fp32 op=ADD group_id=0;
 //! ```
 //!
-//! The opcode has no typed format in the spec (its body is the raw form's `body` bytes from
-//! +0x0C); the page decodes the record byte for byte and the runtime reads it at these offsets:
-//! op u8 +0x0C, dtype u8 +0x0D, group_id u8 +0x0E, input_tensor_id u32 +0x10,
-//! output_tensor_id u32 +0x14, num_elements u64 +0x18, ctype u32 +0x20. The names the page
-//! gives are the only ones accepted (`op=ADD` is 0x04, `ctype=ALL_REDUCE` is 0x01); any other
+//! The opcode has no typed format (its body is the raw form's `body` bytes from +0x0C); the
+//! record's fields are the spec's `COLLECTIVE_RECORD_FIELDS`, read and written here by their
+//! generated locators (`loc::trigger_collective`), as the simulator reads them: op u8 +0x0C,
+//! dtype u8 +0x0D, group_id u8 +0x0E, input_tensor_id u32 +0x10, output_tensor_id u32 +0x14,
+//! num_elements u64 +0x18, ctype u32 +0x20. The names the page gives are the only ones
+//! accepted (`op=ADD` is 0x04, `ctype=ALL_REDUCE` is 0x01); any other
 //! code is written as a number. `dtype` takes the DTYPE names (the page's fp32 is 0x0A).
 
 use super::*;
+use crate::spec::FieldLoc;
 
 /// The collective opcode.
-pub(crate) const OPCODE: u8 = 0xC8;
+pub(crate) const OPCODE: u8 = Opcode::PSEUDO_TRIGGER_COLLECTIVE.0;
 
 /// Offset of the raw form's `body` field.
 const BODY: usize = 12;
 
-#[derive(Clone, Copy)]
-enum Kind {
-    /// One byte; names from the table.
-    Byte(&'static [(u64, &'static str)]),
-    /// DTYPE byte.
-    Dtype,
-    U32(&'static [(u64, &'static str)]),
-    U64,
-}
+/// The generation the record's locators are read at: the record sits at the same offsets on
+/// every generation (checked by `isa/build.rs`).
+const GEN: Gen = Gen::V5;
 
-/// (key, offset in the bundle, kind), in the order the producer writes them.
-const FIELDS: &[(&str, usize, Kind)] = &[
-    ("ctype", 0x20, Kind::U32(&[(0x01, "ALL_REDUCE")])),
-    ("input_tensor_id", 0x10, Kind::U32(&[])),
-    ("output_tensor_id", 0x14, Kind::U32(&[])),
-    ("num_elements", 0x18, Kind::U64),
-    ("dtype", 0x0D, Kind::Dtype),
-    ("op", 0x0C, Kind::Byte(&[(0x04, "ADD")])),
-    ("group_id", 0x0E, Kind::Byte(&[])),
-];
+/// The record's fields, in the order the producer writes them, with the value names the page
+/// gives (a DTYPE field reads by the DTYPE names instead).
+const FIELDS: &[(FieldLoc, &[(u64, &str)])] = {
+    use crate::formats::loc::trigger_collective as c;
+    &[
+        (c::CTYPE, &[(0x01, "ALL_REDUCE")]),
+        (c::INPUT_TENSOR_ID, &[]),
+        (c::OUTPUT_TENSOR_ID, &[]),
+        (c::NUM_ELEMENTS, &[]),
+        (c::DTYPE, &[]),
+        (c::OP, &[(0x04, "ADD")]),
+        (c::GROUP_ID, &[]),
+    ]
+};
 
 /// Bytes of the record: every other body byte must be zero for the `key=value` form.
 fn record_bytes(at: usize) -> bool {
-    FIELDS.iter().any(|&(_, o, k)| {
-        let n = match k {
-            Kind::Byte(_) | Kind::Dtype => 1,
-            Kind::U32(_) => 4,
-            Kind::U64 => 8,
-        };
-        (o..o + n).contains(&at)
+    FIELDS.iter().any(|(l, _)| match l.bits(GEN) {
+        Some((lo, hi)) => (lo as usize / 8..hi as usize / 8).contains(&at),
+        None => false,
     })
+}
+
+/// Whether a field reads by the DTYPE names.
+fn is_dtype(l: &FieldLoc) -> bool {
+    matches!(l.ty(GEN), Some(FieldType::Enum("DTYPE")))
 }
 
 /// Whether `key` is one of the record's fields.
 pub(crate) fn is_key(key: &str) -> bool {
-    FIELDS.iter().any(|(k, _, _)| *k == key)
+    FIELDS.iter().any(|(l, _)| l.name == key)
 }
 
 fn named(s: &str, names: &[(u64, &str)], max: u64) -> Result<u64, String> {
@@ -85,10 +86,11 @@ pub(crate) fn fold_items(items: &mut Vec<Item>) -> Result<(), (usize, String)> {
     let mut seen: Vec<&str> = Vec::new();
     let mut kept = Vec::new();
     for it in items.drain(..) {
-        let Some(&(key, at, kind)) = FIELDS.iter().find(|(k, _, _)| *k == it.key) else {
+        let Some(&(l, names)) = FIELDS.iter().find(|(l, _)| l.name == it.key) else {
             kept.push(it);
             continue;
         };
+        let key = l.name;
         if seen.contains(&key) {
             return Err((it.col, format!("field `{key}` given twice")));
         }
@@ -97,17 +99,19 @@ pub(crate) fn fold_items(items: &mut Vec<Item>) -> Result<(), (usize, String)> {
         let vcol = it.col + key.len() + 1;
         let v = it.value.as_str();
         let err = |e: String| (vcol, format!("{key}: {e}"));
-        match kind {
-            Kind::Byte(names) => body[at] = named(v, names, 0xFF).map_err(err)? as u8,
-            Kind::Dtype => {
-                let dt = spec::enum_def("DTYPE").ok_or((vcol, "DTYPE".to_string()))?;
-                body[at] = parse_enum(v, dt).map_err(err)?;
-            }
-            Kind::U32(names) => {
-                (named(v, names, u32::MAX as u64).map_err(err)? as u32).write(&mut body, at)
-            }
-            Kind::U64 => parse_uint(v, u64::MAX).map_err(err)?.write(&mut body, at),
-        }
+        let value = if is_dtype(&l) {
+            let dt = spec::enum_def("DTYPE").ok_or((vcol, "DTYPE".to_string()))?;
+            parse_enum(v, dt).map_err(err)? as u64
+        } else {
+            let width = l.width(GEN).unwrap_or(8) as u32;
+            let max = if width >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * width)) - 1
+            };
+            named(v, names, max).map_err(err)?
+        };
+        l.write_uint(&mut body, GEN, value);
     }
     if let Some(b) = kept.iter().find(|i| i.key == "body") {
         return Err((
@@ -139,16 +143,16 @@ pub(crate) fn text(b: &Bundle) -> Option<String> {
     };
     let parts: Vec<String> = FIELDS
         .iter()
-        .map(|&(key, at, kind)| {
-            let v = match kind {
-                Kind::Byte(names) => name(b.0[at] as u64, names),
-                Kind::Dtype => spec::enum_def("DTYPE")
-                    .and_then(|d| d.value(b.0[at]))
-                    .map_or(b.0[at].to_string(), |v| v.name.to_ascii_lowercase()),
-                Kind::U32(names) => name(u32::read(&b.0, at) as u64, names),
-                Kind::U64 => u64::read(&b.0, at).to_string(),
+        .map(|&(l, names)| {
+            let raw = l.read_uint(&b.0, GEN).unwrap_or(0);
+            let v = if is_dtype(&l) {
+                spec::enum_def("DTYPE")
+                    .and_then(|d| d.value(raw as u8))
+                    .map_or(raw.to_string(), |v| v.name.to_ascii_lowercase())
+            } else {
+                name(raw, names)
             };
-            format!("{key}={v}")
+            format!("{}={v}", l.name)
         })
         .collect();
     Some(parts.join(" "))

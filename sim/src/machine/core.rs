@@ -1046,7 +1046,10 @@ impl Streams for Machine<'_> {
     fn pending_updates(&mut self, e: Engine, from: usize) -> Vec<PendingUpdate> {
         let stream = &self.kernel.streams[e as usize];
         // A stream that can branch may run any of its bundles again.
-        let from = if stream.iter().any(|b| b.opcode() == 0xA9) {
+        let from = if stream
+            .iter()
+            .any(|b| b.opcode() == tpbsim_isa::opcode_byte::COMPARE_BRANCH)
+        {
             0
         } else {
             from

@@ -5,15 +5,16 @@
 //! - 0xCC BRANCH_LABEL: deleted by the lowering, so a no-op;
 //! - 0xC2 DMAREARM and 0xCF DMASWAP_QUEUE_SET: re-arm / re-point a queue; blocks run
 //!   synchronously when triggered here, so there is nothing to re-arm (a no-op);
-//! - 0xC8 TRIGGER_COLLECTIVE: the record G `neff/concrete-carve.md` §5.1 decodes (op +0x0C,
-//!   dtype +0x0D, group +0x0E, input var +0x10, output var +0x14, element count u64 +0x18,
-//!   collective type +0x20). On one rank every collective type the page names is a copy of the
+//! - 0xC8 TRIGGER_COLLECTIVE: the record G `neff/concrete-carve.md` §5.1 decodes, read by the
+//!   locators of the spec's `COLLECTIVE_RECORD_FIELDS` (op +0x0C, dtype +0x0D, group +0x0E,
+//!   input var +0x10, output var +0x14, element count u64 +0x18, collective type u32 +0x20). On one rank every collective type the page names is a copy of the
 //!   input to the output (an all-reduce over one rank is its input); more ranks are refused.
 //! - everything else is refused naming the page that leaves it open.
 //!
 //! Which of these an opcode is comes from the spec's `sem` column (`PseudoSem`).
 
-use tpbsim_isa::{Bundle, Dtype, PseudoSem};
+use tpbsim_isa::spec::FieldLoc;
+use tpbsim_isa::{Bundle, Dtype, Gen, PseudoSem};
 
 use super::core::Machine;
 use super::dma::{DmaDesc, DmaMem, DmaSide};
@@ -23,14 +24,12 @@ use super::sync::SyncState;
 
 /// The collective type code of an all-reduce (G `neff/concrete-carve.md` §5.1: `ctype=ALL_REDUCE`
 /// is 0x01).
-pub const CTYPE_ALL_REDUCE: u8 = 0x01;
+pub const CTYPE_ALL_REDUCE: u32 = 0x01;
 
-fn u32_at(b: &Bundle, at: usize) -> u32 {
-    u32::from_le_bytes([b.0[at], b.0[at + 1], b.0[at + 2], b.0[at + 3]])
-}
-
-fn u64_at(b: &Bundle, at: usize) -> u64 {
-    u64::from(u32_at(b, at)) | (u64::from(u32_at(b, at + 4)) << 32)
+/// A field of the collective record (`spec::COLLECTIVE_RECORD_FIELDS`, at the same offsets on
+/// every generation).
+fn record(b: &Bundle, l: FieldLoc, gen: Gen) -> u64 {
+    l.read_uint(&b.0, gen).unwrap_or(0)
 }
 
 impl Machine<'_> {
@@ -80,19 +79,24 @@ impl Machine<'_> {
                 engine: site.engine,
             });
         }
-        let ctype = b.0[0x20];
+        use tpbsim_isa::formats::loc::trigger_collective as c;
+        let gen = self.gen;
+        let ctype = record(b, c::CTYPE, gen) as u32;
         if ctype != CTYPE_ALL_REDUCE {
             return Err(Fault::NotSimulated {
                 site,
                 name: format!(
-                    "TRIGGER_COLLECTIVE type 0x{ctype:02x} (G neff/concrete-carve.md §5.1 names only 0x01 ALL_REDUCE)"
+                    "TRIGGER_COLLECTIVE type {ctype:#04x} (G neff/concrete-carve.md §5.1 names only 0x01 ALL_REDUCE)"
                 ),
                 engine: site.engine,
             });
         }
-        let format = self.format(site, "dtype", Dtype(b.0[0x0D]))?;
-        let (input, output) = (u32_at(b, 0x10), u32_at(b, 0x14));
-        let n = u64_at(b, 0x18);
+        let format = self.format(site, "dtype", Dtype(record(b, c::DTYPE, gen) as u8))?;
+        let (input, output) = (
+            record(b, c::INPUT_TENSOR_ID, gen) as u32,
+            record(b, c::OUTPUT_TENSOR_ID, gen) as u32,
+        );
+        let n = record(b, c::NUM_ELEMENTS, gen);
         let n = u32::try_from(n).map_err(|_| {
             Fault::exec(
                 site,

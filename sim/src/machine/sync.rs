@@ -194,17 +194,18 @@ impl Wait {
         };
         let sem = |cmp| Ok(Some(Wait::Sem { idx, cmp, rhs }));
         let evt = |until, flip| Ok(Some(Wait::Event { idx, until, flip }));
-        match mode & 0x7F {
-            0 if !reg => Ok(None),
-            1 => sem(Cmp::Eq),
-            2 => sem(Cmp::Lt),
-            3 => sem(Cmp::Le),
-            4 => sem(Cmp::Gt),
-            5 => sem(Cmp::Ge),
-            6 if !reg => evt(true, false),
-            7 if !reg => evt(true, true),
-            14 if !reg => evt(false, false),
-            15 if !reg => evt(false, true),
+        use tpbsim_isa::WaitMode as W;
+        match W(mode) {
+            W::NONE => Ok(None),
+            W::SEM_EQ_IMM | W::SEM_EQ_REG => sem(Cmp::Eq),
+            W::SEM_LT | W::SEM_LT_REG => sem(Cmp::Lt),
+            W::SEM_LE | W::SEM_LE_REG => sem(Cmp::Le),
+            W::SEM_GT | W::SEM_GT_REG => sem(Cmp::Gt),
+            W::SEM_GE_IMM | W::SEM_GE_REG => sem(Cmp::Ge),
+            W::EVT_SET => evt(true, false),
+            W::EVT_SET_THEN_CLEAR => evt(true, true),
+            W::EVT_CLEAR => evt(false, false),
+            W::EVT_CLEAR_THEN_SET => evt(false, true),
             _ => Err(SyncError::WaitMode(mode)),
         }
     }
@@ -271,21 +272,25 @@ impl Update {
         } else {
             Operand::Imm(value)
         };
-        let base = mode & 0x7F;
-        let (when, code) = match base {
-            0 if !reg => return Ok(None),
-            1..=0x0F => (When::Read, base),
-            0x11..=0x1F => (When::Complete, base - 0x10),
-            _ => return Err(SyncError::UpdateMode(mode)),
-        };
-        let op = match (code, reg) {
-            (1, false) => UpdateOp::EventSet,
-            (2, false) => UpdateOp::EventClear,
-            (3, false) => UpdateOp::SemInc,
-            (4, false) => UpdateOp::SemDec,
-            (5, _) => UpdateOp::SemAdd(v),
-            (7, _) => UpdateOp::SemSub(v),
-            (9, _) => UpdateOp::SemWrite(v),
+        use tpbsim_isa::UpdateMode as U;
+        use UpdateOp::*;
+        use When::{Complete, Read};
+        let (op, when) = match U(mode) {
+            U::NONE => return Ok(None),
+            U::EVT_SET_READ => (EventSet, Read),
+            U::EVT_SET_COMPLETE => (EventSet, Complete),
+            U::EVT_CLR_READ => (EventClear, Read),
+            U::EVT_CLR_COMPLETE => (EventClear, Complete),
+            U::SEM_INC_READ => (SemInc, Read),
+            U::SEM_INC_COMPLETE => (SemInc, Complete),
+            U::SEM_DEC_READ => (SemDec, Read),
+            U::SEM_DEC_COMPLETE => (SemDec, Complete),
+            U::SEM_ADD_IMM_READ | U::SEM_ADD_REG_READ => (SemAdd(v), Read),
+            U::SEM_ADD_IMM_COMPLETE | U::SEM_ADD_REG_COMPLETE => (SemAdd(v), Complete),
+            U::SEM_SUB_IMM_READ | U::SEM_SUB_REG_READ => (SemSub(v), Read),
+            U::SEM_SUB_IMM_COMPLETE | U::SEM_SUB_REG_COMPLETE => (SemSub(v), Complete),
+            U::SEM_WR_IMM_READ | U::SEM_WR_REG_READ => (SemWrite(v), Read),
+            U::SEM_WR_IMM_COMPLETE | U::SEM_WR_REG_COMPLETE => (SemWrite(v), Complete),
             _ => return Err(SyncError::UpdateMode(mode)),
         };
         Ok(Some(Update { idx, op, when }))
@@ -537,5 +542,27 @@ mod tests {
         let ev = Events::of_inst(&decode(&b)).unwrap();
         assert_eq!(ev.waits[1], None);
         assert_eq!(ev.updates[1], None);
+    }
+
+    /// The wait and update modes decoded are the spec's `WAIT_MODE` / `UPDATE_MODE` members,
+    /// and nothing else decodes.
+    #[test]
+    fn modes_are_the_spec_members() {
+        use tpbsim_isa::formats::members;
+        use tpbsim_isa::spec::ByteSet;
+        let waits = ByteSet::union_of(&members::WAIT_MODE);
+        let updates = ByteSet::union_of(&members::UPDATE_MODE);
+        for m in 0..=u8::MAX {
+            assert_eq!(
+                Wait::from_wire(m, 0, 0).is_ok(),
+                waits.has(m),
+                "wait mode {m:#04x}"
+            );
+            assert_eq!(
+                Update::from_wire(m, 0, 0).is_ok(),
+                updates.has(m),
+                "update mode {m:#04x}"
+            );
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! are documented, with their provenance, in `docs/trace.md`.
 
 use serde_json::{json, Value};
-use tpbsim_isa::Engine;
+use tpbsim_isa::{opcode_byte, Engine};
 
 use super::race::Agent;
 
@@ -37,7 +37,9 @@ pub fn bundle_cycles(e: Engine, opcode: u8, shapes: &[(u64, u32)]) -> u64 {
     let fp32 = if first_bytes == 4 { 4 } else { 1 };
     match (e, opcode) {
         // LdWeights / LdWeightsMx: up to 4x faster than a MultiplyMoving of the same size.
-        (Engine::Pe, 0x01 | 0x09) => first.div_ceil(4).max(LS_MIN_CYCLES) * fp32,
+        (Engine::Pe, opcode_byte::LDWEIGHTS | opcode_byte::LDWEIGHTS_MX) => {
+            first.div_ceil(4).max(LS_MIN_CYCLES) * fp32
+        }
         // Matmul / MatmulMx: max(N, 64) per moving tile, 4x for fp32 inputs.
         (Engine::Pe, _) => first.max(MM_INIT_CYCLES) * fp32,
         // 128 lanes: one element per partition per cycle, plus a fixed overhead.

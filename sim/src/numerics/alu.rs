@@ -281,33 +281,33 @@ fn b2f(v: bool) -> f32 {
 /// The fp32 datapath on one pair of operands. `code` must be validated by
 /// [`AluContext::fp_op`]; codes outside the fp set return NaN.
 #[inline(always)]
-pub(crate) fn fp_eval(code: u8, a: f32, b: f32) -> f32 {
-    match code {
-        0x00 => a,
-        0x04 => a + b,
-        0x05 => a - b,
-        0x06 => a * b,
-        0x07 => a / b,
-        0x08 => sse_max(a, b),
-        0x09 => sse_min(a, b),
-        0x0D => b2f(a != 0.0 && b != 0.0),
-        0x0E => b2f(a != 0.0 || b != 0.0),
-        0x0F => b2f((a != 0.0) ^ (b != 0.0)),
-        0x12 => b2f(a == b),
-        0x13 => b2f(a > b),
-        0x14 => b2f(a >= b),
-        0x15 => b2f(a <= b),
-        0x16 => b2f(a < b),
-        0x17 => (a - b).abs(),
-        0x18 => b2f(a != b),
-        0x19 => a.abs(),
-        0x1A => (a as f64).powf(b as f64) as f32,
-        0x1D => (1.0 / (a as f64).sqrt()) as f32,
-        0x20 => sse_max(a.abs(), b.abs()),
-        0x21 => sse_min(a.abs(), b.abs()),
-        0x22 => sse_max(a, 0.0),
-        0x23 => a * a,
-        0x24 => {
+pub(crate) fn fp_eval(op: AluOp, a: f32, b: f32) -> f32 {
+    match op {
+        AluOp::BYPASS => a,
+        AluOp::ADD => a + b,
+        AluOp::SUBTRACT => a - b,
+        AluOp::MULT => a * b,
+        AluOp::DIVIDE => a / b,
+        AluOp::MAX => sse_max(a, b),
+        AluOp::MIN => sse_min(a, b),
+        AluOp::LOGICAL_AND => b2f(a != 0.0 && b != 0.0),
+        AluOp::LOGICAL_OR => b2f(a != 0.0 || b != 0.0),
+        AluOp::LOGICAL_XOR => b2f((a != 0.0) ^ (b != 0.0)),
+        AluOp::IS_EQ => b2f(a == b),
+        AluOp::IS_GT => b2f(a > b),
+        AluOp::IS_GE => b2f(a >= b),
+        AluOp::IS_LE => b2f(a <= b),
+        AluOp::IS_LT => b2f(a < b),
+        AluOp::ABSOLUTE_DIFF => (a - b).abs(),
+        AluOp::IS_NE => b2f(a != b),
+        AluOp::ABSOLUTE_VALUE => a.abs(),
+        AluOp::POW => (a as f64).powf(b as f64) as f32,
+        AluOp::RSQRT => (1.0 / (a as f64).sqrt()) as f32,
+        AluOp::ABS_MAX => sse_max(a.abs(), b.abs()),
+        AluOp::ABS_MIN => sse_min(a.abs(), b.abs()),
+        AluOp::RE_LU => sse_max(a, 0.0),
+        AluOp::SQUARE => a * a,
+        AluOp::SYMMETRIC_CLAMP => {
             if a.is_nan() || a == 0.0 {
                 a
             } else {
@@ -364,58 +364,58 @@ fn irem(a: u32, b: u32, s: Signedness) -> u32 {
 /// The 32-bit integer datapath on one pair of operands (raw bit patterns). `code` must be
 /// validated by [`AluContext::int_op`] and must not be an arg op; other codes return 0.
 #[inline(always)]
-fn int_eval(code: u8, s: Signedness, a: u32, b: u32) -> u32 {
+fn int_eval(op: AluOp, s: Signedness, a: u32, b: u32) -> u32 {
     use Signedness::{Signed, Unsigned};
     let sh = b & 31;
-    match code {
-        0x00 => a,
-        0x01 => !a,
-        0x02 | 0x10 => a << sh,
-        0x03 => ((a as i32) >> sh) as u32,
-        0x11 => a >> sh,
-        0x04 | 0xC4 => a.wrapping_add(b),
-        0x05 | 0xC6 => a.wrapping_sub(b),
-        0x06 | 0xC5 | 0xDB => a.wrapping_mul(b),
-        0x08 => {
+    match op {
+        AluOp::BYPASS => a,
+        AluOp::BITWISE_NOT => !a,
+        AluOp::ARITH_SHIFT_LEFT | AluOp::LOGICAL_SHIFT_LEFT => a << sh,
+        AluOp::ARITH_SHIFT_RIGHT => ((a as i32) >> sh) as u32,
+        AluOp::LOGICAL_SHIFT_RIGHT => a >> sh,
+        AluOp::ADD | AluOp::ADD_INT => a.wrapping_add(b),
+        AluOp::SUBTRACT | AluOp::SUBTRACT_INT => a.wrapping_sub(b),
+        AluOp::MULT | AluOp::MULT_INT | AluOp::MULT_UINT => a.wrapping_mul(b),
+        AluOp::MAX => {
             if ilt(b, a, s) {
                 a
             } else {
                 b
             }
         }
-        0x09 => {
+        AluOp::MIN => {
             if ilt(a, b, s) {
                 a
             } else {
                 b
             }
         }
-        0x0A => a & b,
-        0x0B => a | b,
-        0x0C => a ^ b,
-        0x0D => b2u(a != 0 && b != 0),
-        0x0E => b2u(a != 0 || b != 0),
-        0x0F => b2u((a != 0) ^ (b != 0)),
-        0x12 | 0xC9 => b2u(a == b),
-        0x18 | 0xCA => b2u(a != b),
-        0x13 => b2u(ilt(b, a, s)),
-        0x14 => b2u(!ilt(a, b, s)),
-        0x15 => b2u(!ilt(b, a, s)),
-        0x16 => b2u(ilt(a, b, s)),
-        0x17 => match s {
+        AluOp::BITWISE_AND => a & b,
+        AluOp::BITWISE_OR => a | b,
+        AluOp::BITWISE_XOR => a ^ b,
+        AluOp::LOGICAL_AND => b2u(a != 0 && b != 0),
+        AluOp::LOGICAL_OR => b2u(a != 0 || b != 0),
+        AluOp::LOGICAL_XOR => b2u((a != 0) ^ (b != 0)),
+        AluOp::IS_EQ | AluOp::IS_EQUAL_INT => b2u(a == b),
+        AluOp::IS_NE | AluOp::IS_NE_INT => b2u(a != b),
+        AluOp::IS_GT => b2u(ilt(b, a, s)),
+        AluOp::IS_GE => b2u(!ilt(a, b, s)),
+        AluOp::IS_LE => b2u(!ilt(b, a, s)),
+        AluOp::IS_LT => b2u(ilt(a, b, s)),
+        AluOp::ABSOLUTE_DIFF => match s {
             Signed => ((a as i32 as i64) - (b as i32 as i64)).unsigned_abs() as u32,
             Unsigned => a.abs_diff(b),
         },
-        0x19 => imag(a, s),
-        0x1B | 0xC8 => irem(a, b, s),
-        0x20 => imag(a, s).max(imag(b, s)),
-        0x21 => imag(a, s).min(imag(b, s)),
-        0x22 => match s {
+        AluOp::ABSOLUTE_VALUE => imag(a, s),
+        AluOp::MOD | AluOp::MOD_INT => irem(a, b, s),
+        AluOp::ABS_MAX => imag(a, s).max(imag(b, s)),
+        AluOp::ABS_MIN => imag(a, s).min(imag(b, s)),
+        AluOp::RE_LU => match s {
             Signed => (a as i32).max(0) as u32,
             Unsigned => a,
         },
-        0x23 => a.wrapping_mul(a),
-        0x24 => {
+        AluOp::SQUARE => a.wrapping_mul(a),
+        AluOp::SYMMETRIC_CLAMP => {
             let m = imag(a, s).max(imag(b, s));
             match s {
                 Signed => (m as i32).wrapping_mul((a as i32).signum()) as u32,
@@ -428,25 +428,25 @@ fn int_eval(code: u8, s: Signedness, a: u32, b: u32) -> u32 {
                 }
             }
         }
-        0xC7 => idiv(a, b, s),
-        0xCB => imag(a, Signed).max(imag(b, Signed)),
-        0xCC => imag(a, Signed).min(imag(b, Signed)),
-        0xCD => ((a as i32 as i64) - (b as i32 as i64)).unsigned_abs() as u32,
-        0xCE => (a as i32).unsigned_abs(),
-        0xCF => (a as i32).max(b as i32) as u32,
-        0xD0 => (a as i32).min(b as i32) as u32,
-        0xD1 => b2u((a as i32) > (b as i32)),
-        0xD2 => b2u((a as i32) >= (b as i32)),
-        0xD3 => b2u((a as i32) <= (b as i32)),
-        0xD4 => b2u((a as i32) < (b as i32)),
-        0xD5 => a.max(b),
-        0xD6 => a.min(b),
-        0xD7 => b2u(a > b),
-        0xD8 => b2u(a >= b),
-        0xD9 => b2u(a <= b),
-        0xDA => b2u(a < b),
-        0xDC => idiv(a, b, Unsigned),
-        0xDD => irem(a, b, Unsigned),
+        AluOp::DIVIDE_INT => idiv(a, b, s),
+        AluOp::ABS_MAX_INT => imag(a, Signed).max(imag(b, Signed)),
+        AluOp::ABS_MIN_INT => imag(a, Signed).min(imag(b, Signed)),
+        AluOp::ABS_DIFF_INT => ((a as i32 as i64) - (b as i32 as i64)).unsigned_abs() as u32,
+        AluOp::ABS_VALUE_INT => (a as i32).unsigned_abs(),
+        AluOp::MAX_INT => (a as i32).max(b as i32) as u32,
+        AluOp::MIN_INT => (a as i32).min(b as i32) as u32,
+        AluOp::IS_GT_INT => b2u((a as i32) > (b as i32)),
+        AluOp::IS_GE_INT => b2u((a as i32) >= (b as i32)),
+        AluOp::IS_LE_INT => b2u((a as i32) <= (b as i32)),
+        AluOp::IS_LT_INT => b2u((a as i32) < (b as i32)),
+        AluOp::MAX_UINT => a.max(b),
+        AluOp::MIN_UINT => a.min(b),
+        AluOp::IS_GT_UINT => b2u(a > b),
+        AluOp::IS_GE_UINT => b2u(a >= b),
+        AluOp::IS_LE_UINT => b2u(a <= b),
+        AluOp::IS_LT_UINT => b2u(a < b),
+        AluOp::DIVIDE_UINT => idiv(a, b, Unsigned),
+        AluOp::MOD_UINT => irem(a, b, Unsigned),
         _ => 0,
     }
 }
@@ -500,59 +500,59 @@ pub trait ElementOp: Copy {
 macro_rules! fp_rev_op {
     ($code:expr, $rev:expr, |$f:ident| $go:expr) => {{
         match ($code, $rev) {
-            (0x00, false) => {
+            ($crate::numerics::alu::AluOp::BYPASS, false) => {
                 let $f = |v: f32, _: f32| v;
                 $go
             }
-            (0x00, true) => {
+            ($crate::numerics::alu::AluOp::BYPASS, true) => {
                 let $f = |_: f32, s: f32| s;
                 $go
             }
-            (0x04, false) => {
+            ($crate::numerics::alu::AluOp::ADD, false) => {
                 let $f = |v: f32, s: f32| v + s;
                 $go
             }
-            (0x04, true) => {
+            ($crate::numerics::alu::AluOp::ADD, true) => {
                 let $f = |v: f32, s: f32| s + v;
                 $go
             }
-            (0x05, false) => {
+            ($crate::numerics::alu::AluOp::SUBTRACT, false) => {
                 let $f = |v: f32, s: f32| v - s;
                 $go
             }
-            (0x05, true) => {
+            ($crate::numerics::alu::AluOp::SUBTRACT, true) => {
                 let $f = |v: f32, s: f32| s - v;
                 $go
             }
-            (0x06, false) => {
+            ($crate::numerics::alu::AluOp::MULT, false) => {
                 let $f = |v: f32, s: f32| v * s;
                 $go
             }
-            (0x06, true) => {
+            ($crate::numerics::alu::AluOp::MULT, true) => {
                 let $f = |v: f32, s: f32| s * v;
                 $go
             }
-            (0x07, false) => {
+            ($crate::numerics::alu::AluOp::DIVIDE, false) => {
                 let $f = |v: f32, s: f32| v / s;
                 $go
             }
-            (0x07, true) => {
+            ($crate::numerics::alu::AluOp::DIVIDE, true) => {
                 let $f = |v: f32, s: f32| s / v;
                 $go
             }
-            (0x08, false) => {
+            ($crate::numerics::alu::AluOp::MAX, false) => {
                 let $f = |v: f32, s: f32| $crate::numerics::alu::sse_max(v, s);
                 $go
             }
-            (0x08, true) => {
+            ($crate::numerics::alu::AluOp::MAX, true) => {
                 let $f = |v: f32, s: f32| $crate::numerics::alu::sse_max(s, v);
                 $go
             }
-            (0x09, false) => {
+            ($crate::numerics::alu::AluOp::MIN, false) => {
                 let $f = |v: f32, s: f32| $crate::numerics::alu::sse_min(v, s);
                 $go
             }
-            (0x09, true) => {
+            ($crate::numerics::alu::AluOp::MIN, true) => {
                 let $f = |v: f32, s: f32| $crate::numerics::alu::sse_min(s, v);
                 $go
             }
@@ -596,7 +596,7 @@ impl FpOp {
     /// Evaluate the op on one pair of fp32 operands.
     #[inline]
     pub fn eval(self, a: f32, b: f32) -> f32 {
-        fp_eval(self.0 .0, a, b)
+        fp_eval(self.0, a, b)
     }
 }
 
@@ -618,7 +618,7 @@ impl ElementOp for FpOp {
 
     #[inline(always)]
     fn apply(self, a: f32, b: f32) -> f32 {
-        fp_eval(self.0 .0, a, b)
+        fp_eval(self.0, a, b)
     }
 
     #[inline(always)]
@@ -627,29 +627,33 @@ impl ElementOp for FpOp {
     }
 
     fn identity(self) -> Option<f32> {
-        match self.0 .0 {
-            0x04 | 0x05 | 0x0E | 0x0F | 0x20 => Some(0.0),
-            0x06 | 0x0D => Some(1.0),
-            0x08 => Some(f32::NEG_INFINITY),
-            0x09 | 0x21 => Some(f32::INFINITY),
+        match self.0 {
+            AluOp::ADD
+            | AluOp::SUBTRACT
+            | AluOp::LOGICAL_OR
+            | AluOp::LOGICAL_XOR
+            | AluOp::ABS_MAX => Some(0.0),
+            AluOp::MULT | AluOp::LOGICAL_AND => Some(1.0),
+            AluOp::MAX => Some(f32::NEG_INFINITY),
+            AluOp::MIN | AluOp::ABS_MIN => Some(f32::INFINITY),
             _ => None,
         }
     }
 
     /// Specialised loops for the hot ops so they vectorise; the rest share one loop.
     fn map2(self, a: &[f32], b: &[f32], out: &mut [f32]) {
-        fp_rev_op!(self.0 .0, false, |f| map2_with(a, b, out, f))
+        fp_rev_op!(self.0, false, |f| map2_with(a, b, out, f))
     }
 
     fn map_scalar(self, rev: bool, x: &[f32], s: f32, out: &mut [f32]) {
-        fp_rev_op!(self.0 .0, rev, |f| map1_with(x, out, |v| f(v, s)))
+        fp_rev_op!(self.0, rev, |f| map1_with(x, out, |v| f(v, s)))
     }
 
     fn map_scalar_in_place(self, rev: bool, xs: &mut [f32], s: f32) {
-        if (self.0 .0, rev) == (0x00, false) {
+        if (self.0, rev) == (AluOp::BYPASS, false) {
             return; // BYPASS passes the value through.
         }
-        fp_rev_op!(self.0 .0, rev, |f| map1_in_place(xs, |v| f(v, s)))
+        fp_rev_op!(self.0, rev, |f| map1_in_place(xs, |v| f(v, s)))
     }
 }
 
@@ -665,7 +669,7 @@ impl IntOp {
         if self.op.is_arg() {
             return Err(AluError::ReductionOnly(self.op));
         }
-        Ok(int_eval(self.op.0, self.sign, a, b))
+        Ok(int_eval(self.op, self.sign, a, b))
     }
 }
 
@@ -678,7 +682,7 @@ impl ElementOp for IntOp {
 
     #[inline(always)]
     fn apply(self, a: u32, b: u32) -> u32 {
-        int_eval(self.op.0, self.sign, a, b)
+        int_eval(self.op, self.sign, a, b)
     }
 
     #[inline(always)]
@@ -688,28 +692,39 @@ impl ElementOp for IntOp {
 
     fn identity(self) -> Option<u32> {
         let signed = self.sign == Signedness::Signed;
-        match self.op.0 {
-            0x04 | 0xC4 | 0x05 | 0xC6 | 0x0B | 0x0C | 0x0E | 0x0F | 0x20 | 0xCB => Some(0),
-            0x06 | 0xC5 | 0xDB | 0x0D => Some(1),
-            0x0A => Some(u32::MAX),
-            0x08 if signed => Some(i32::MIN as u32),
-            0x08 | 0xD5 => Some(0),
-            0xCF => Some(i32::MIN as u32),
-            0x09 if signed => Some(i32::MAX as u32),
-            0x09 | 0xD6 => Some(u32::MAX),
-            0xD0 => Some(i32::MAX as u32),
-            0x21 if signed => Some(i32::MIN as u32),
-            0x21 => Some(u32::MAX),
-            0xCC => Some(i32::MIN as u32),
+        match self.op {
+            AluOp::ADD
+            | AluOp::ADD_INT
+            | AluOp::SUBTRACT
+            | AluOp::SUBTRACT_INT
+            | AluOp::BITWISE_OR
+            | AluOp::BITWISE_XOR
+            | AluOp::LOGICAL_OR
+            | AluOp::LOGICAL_XOR
+            | AluOp::ABS_MAX
+            | AluOp::ABS_MAX_INT => Some(0),
+            AluOp::MULT | AluOp::MULT_INT | AluOp::MULT_UINT | AluOp::LOGICAL_AND => Some(1),
+            AluOp::BITWISE_AND => Some(u32::MAX),
+            AluOp::MAX if signed => Some(i32::MIN as u32),
+            AluOp::MAX | AluOp::MAX_UINT => Some(0),
+            AluOp::MAX_INT => Some(i32::MIN as u32),
+            AluOp::MIN if signed => Some(i32::MAX as u32),
+            AluOp::MIN | AluOp::MIN_UINT => Some(u32::MAX),
+            AluOp::MIN_INT => Some(i32::MAX as u32),
+            AluOp::ABS_MIN if signed => Some(i32::MIN as u32),
+            AluOp::ABS_MIN => Some(u32::MAX),
+            AluOp::ABS_MIN_INT => Some(i32::MIN as u32),
             _ => None,
         }
     }
 
     fn map2(self, a: &[u32], b: &[u32], out: &mut [u32]) {
-        match self.op.0 {
-            0x04 | 0xC4 => map2_with(a, b, out, u32::wrapping_add),
-            0x05 | 0xC6 => map2_with(a, b, out, u32::wrapping_sub),
-            0x06 | 0xC5 | 0xDB => map2_with(a, b, out, u32::wrapping_mul),
+        match self.op {
+            AluOp::ADD | AluOp::ADD_INT => map2_with(a, b, out, u32::wrapping_add),
+            AluOp::SUBTRACT | AluOp::SUBTRACT_INT => map2_with(a, b, out, u32::wrapping_sub),
+            AluOp::MULT | AluOp::MULT_INT | AluOp::MULT_UINT => {
+                map2_with(a, b, out, u32::wrapping_mul)
+            }
             c => {
                 let s = self.sign;
                 map2_with(a, b, out, |x, y| int_eval(c, s, x, y))

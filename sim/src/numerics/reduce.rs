@@ -218,26 +218,28 @@ pub enum AccumCmd {
 }
 
 impl AccumCmd {
-    /// Decode the wire byte.
+    /// Decode the wire byte (the spec's `ACCUM_CMD` members).
     pub fn from_wire(byte: u8) -> Result<Self, AccumError> {
-        Ok(match byte {
-            0 => AccumCmd::Idle,
-            1 => AccumCmd::Zero,
-            2 => AccumCmd::Accumulate,
-            3 => AccumCmd::ZeroAccumulate,
-            4 => AccumCmd::LoadAccumulate,
+        use tpbsim_isa::AccumCmd as W;
+        Ok(match W(byte) {
+            W::IDLE => AccumCmd::Idle,
+            W::ZERO => AccumCmd::Zero,
+            W::ACCUMULATE => AccumCmd::Accumulate,
+            W::ZERO_ACCUMULATE => AccumCmd::ZeroAccumulate,
+            W::LOAD_ACCUMULATE => AccumCmd::LoadAccumulate,
             _ => return Err(AccumError::BadCmd(byte)),
         })
     }
 
     /// The wire byte.
     pub fn wire(self) -> u8 {
+        use tpbsim_isa::AccumCmd as W;
         match self {
-            AccumCmd::Idle => 0,
-            AccumCmd::Zero => 1,
-            AccumCmd::Accumulate => 2,
-            AccumCmd::ZeroAccumulate => 3,
-            AccumCmd::LoadAccumulate => 4,
+            AccumCmd::Idle => W::IDLE.0,
+            AccumCmd::Zero => W::ZERO.0,
+            AccumCmd::Accumulate => W::ACCUMULATE.0,
+            AccumCmd::ZeroAccumulate => W::ZERO_ACCUMULATE.0,
+            AccumCmd::LoadAccumulate => W::LOAD_ACCUMULATE.0,
         }
     }
 

@@ -232,11 +232,11 @@ pub fn tensor_start_addr_valid<S: Sink>(ck: &mut Ck<S>, f: Field, tag: u8, p: Pl
 }
 
 fn align_text(gen: Gen, tag: u8) -> &'static str {
-    match tag {
-        0x04..=0x07 => "2-byte aligned for a 2-byte dtype",
-        0x08..=0x0B => "4-byte aligned for a 4-byte dtype",
-        0x01 | 0x0C => "8-byte aligned for an 8-byte dtype",
-        0x10 if matches!(gen, Gen::V2 | Gen::V3) => {
+    match dtype::size(tag) {
+        Some(2) => "2-byte aligned for a 2-byte dtype",
+        Some(4) => "4-byte aligned for a 4-byte dtype",
+        Some(8) => "8-byte aligned for an 8-byte dtype",
+        _ if tag == dtype::FP4_EXP2 && matches!(gen, Gen::V2 | Gen::V3) => {
             "no alignment is defined for FP4_EXP2 before v4"
         }
         _ => "a dtype with a defined element size",

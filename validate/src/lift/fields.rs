@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
+use tpbsim_isa::formats::loc;
 use tpbsim_isa::spec::{self, FieldLoc, FieldType};
 use tpbsim_isa::{decode, Bundle, FieldMeta, Gen, LayoutMeta, INST_WORD_LEN};
 
@@ -53,6 +54,12 @@ pub(crate) fn read_uint(b: &Bundle, off: usize, width: usize) -> u64 {
         v = v << 8 | b.0[off + i] as u64;
     }
     v
+}
+
+/// The unsigned value of the field `loc` names, in `gen`; `None` when `gen` has no such field.
+pub(crate) fn read_loc(b: &Bundle, loc: FieldLoc, gen: Gen) -> Option<u64> {
+    let (at, width) = (loc.at(gen)? as usize, loc.width(gen)? as usize);
+    (width <= 8 && at + width <= b.0.len()).then(|| read_uint(b, at, width))
 }
 
 /// Write the low `width` (1..=8) bytes of `v` at `off`, little-endian.
@@ -494,28 +501,46 @@ pub(crate) fn parse_enum(e: &'static str, v: &Value) -> Result<u8, ValueError> {
     }
 }
 
+/// The events block's fields in wire order: the generated locators of `spec::EVENTS_FIELDS`.
+const EVENTS: [FieldLoc; 5] = [
+    loc::events::WAIT_MODE,
+    loc::events::WAIT_IDX,
+    loc::events::UPDATE_MODE,
+    loc::events::UPDATE_IDX,
+    loc::events::SEMAPHORE_VALUE,
+];
+
+/// The generation whose offsets the events block is read at: the block is common to every
+/// generation (checked by `events_block_is_common`).
+const EV_GEN: Gen = Gen::V5;
+
+/// The bundle bytes of the events block: from its first field to the end of its last.
+pub(crate) fn events_range() -> std::ops::Range<usize> {
+    let span = |l: &FieldLoc| match (l.at(EV_GEN), l.width(EV_GEN)) {
+        (Some(at), Some(w)) => (at as usize, at as usize + w as usize),
+        _ => (0, 0),
+    };
+    let lo = EVENTS.iter().map(|l| span(l).0).min().unwrap_or(0);
+    let hi = EVENTS.iter().map(|l| span(l).1).max().unwrap_or(0);
+    lo..hi
+}
+
 /// The event fields of a bundle as an object of the non-zero members (modes by name), or
 /// `None` when all are zero.
 pub(crate) fn events_value(b: &Bundle) -> Option<Value> {
-    if b.0[4..12].iter().all(|&x| x == 0) {
+    if b.0[events_range()].iter().all(|&x| x == 0) {
         return None;
     }
     let mut obj = Map::new();
-    if b.0[4] != 0 {
-        obj.insert("wait_mode".into(), enum_value("WAIT_MODE", b.0[4]));
-    }
-    if b.0[5] != 0 {
-        obj.insert("wait_idx".into(), b.0[5].into());
-    }
-    if b.0[6] != 0 {
-        obj.insert("update_mode".into(), enum_value("UPDATE_MODE", b.0[6]));
-    }
-    if b.0[7] != 0 {
-        obj.insert("update_idx".into(), b.0[7].into());
-    }
-    let value = read_uint(b, 8, 4);
-    if value != 0 {
-        obj.insert("semaphore_value".into(), value.into());
+    for l in EVENTS {
+        let v = read_loc(b, l, EV_GEN).unwrap_or(0);
+        if v != 0 {
+            let v = match l.ty(EV_GEN) {
+                Some(FieldType::Enum(e)) => enum_value(e, v as u8),
+                _ => v.into(),
+            };
+            obj.insert(l.name.into(), v);
+        }
     }
     Some(Value::Object(obj))
 }
@@ -528,16 +553,20 @@ pub(crate) fn put_events(b: &mut Bundle, v: &Value) -> Result<(), ValueError> {
     let obj = v
         .as_object()
         .ok_or_else(|| ValueError::NotEventsObject(v.clone()))?;
-    b.0[4..12].fill(0);
+    b.0[events_range()].fill(0);
     for (k, x) in obj {
-        match k.as_str() {
-            "wait_mode" => b.0[4] = parse_enum("WAIT_MODE", x)?,
-            "wait_idx" => b.0[5] = int_bits(x, 1)? as u8,
-            "update_mode" => b.0[6] = parse_enum("UPDATE_MODE", x)?,
-            "update_idx" => b.0[7] = int_bits(x, 1)? as u8,
-            "semaphore_value" => write_uint(b, 8, 4, int_bits(x, 4)?),
-            other => return Err(ValueError::UnknownEventsKey(other.to_string())),
-        }
+        let Some(l) = EVENTS.iter().find(|l| l.name == k) else {
+            return Err(ValueError::UnknownEventsKey(k.to_string()));
+        };
+        let (Some(at), Some(width)) = (l.at(EV_GEN), l.width(EV_GEN)) else {
+            return Err(ValueError::UnknownEventsKey(k.to_string()));
+        };
+        let (at, width) = (at as usize, width as usize);
+        let raw = match l.ty(EV_GEN) {
+            Some(FieldType::Enum(e)) => parse_enum(e, x)? as u64,
+            _ => int_bits(x, width)?,
+        };
+        write_uint(b, at, width, raw);
     }
     Ok(())
 }
@@ -585,6 +614,19 @@ mod tests {
             put_leaf(&mut c, &l, &leaf_value(&b, &l)).unwrap();
         }
         assert_eq!(b, c);
+    }
+
+    #[test]
+    fn events_block_is_common() {
+        assert_eq!(events_range(), 4..12);
+        for l in EVENTS {
+            for gen in Gen::ALL {
+                assert_eq!(l.at(gen), l.at(EV_GEN), "{} in {gen}", l.name);
+                assert_eq!(l.ty(gen), l.ty(EV_GEN), "{} in {gen}", l.name);
+            }
+        }
+        let names: Vec<&str> = spec::EVENTS_FIELDS.iter().map(|r| r.name).collect();
+        assert_eq!(names, EVENTS.map(|l| l.name));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 use tpbsim_isa::formats::loc::{
-    ld_weights as ldw_loc, ld_weights_mx as ldwmx_loc, matmul as mm_loc, matmul_mx as mmx_loc,
+    activate as act_loc, ld_weights as ldw_loc, ld_weights_mx as ldwmx_loc, matmul as mm_loc,
+    matmul_mx as mmx_loc,
 };
 use tpbsim_isa::opcode_byte as ob;
 use tpbsim_isa::spec::FieldLoc;
@@ -247,17 +248,21 @@ pub(crate) fn plan(inst: &Instruction) -> Result<Option<Vec<u8>>, PlanError> {
 pub(crate) fn find(class: InstClass, opcodes: &[u8]) -> Option<&'static GroupDef> {
     GROUPS.iter().find(|g| {
         g.classes.contains(&class)
-            && match (g.shape, opcodes) {
-                (Shape::Pair, [a, b]) => g.lead.contains(a) && *b == g.follow,
-                (Shape::Passes, [a, b]) | (Shape::Passes, [a, b, _, _]) => {
-                    g.lead.contains(a)
-                        && *b == g.follow
-                        && (opcodes.len() == 2 || opcodes[2..] == opcodes[..2])
-                }
-                (Shape::Repeat, [a, rest @ ..]) => {
-                    g.lead.contains(a) && rest.iter().all(|&o| o == g.follow)
-                }
-                _ => false,
+            && match g.shape {
+                Shape::Pair => matches!(opcodes, [a, b] if g.lead.contains(a) && *b == g.follow),
+                Shape::Passes => match opcodes {
+                    [a, b] | [a, b, _, _] => {
+                        g.lead.contains(a)
+                            && *b == g.follow
+                            && (opcodes.len() == 2 || opcodes[2..] == opcodes[..2])
+                    }
+                    // One or two passes of two bundles: no other length.
+                    [] | [_] | [_, _, _] | [_, _, _, _, _, ..] => false,
+                },
+                Shape::Repeat => match opcodes {
+                    [a, rest @ ..] => g.lead.contains(a) && rest.iter().all(|&o| o == g.follow),
+                    [] => false,
+                },
             }
     })
 }
@@ -274,8 +279,9 @@ fn always(_: &[Bundle], _: usize, _: Gen) -> bool {
 }
 
 /// ACTIVATE feeds READ_ACCUMULATOR when it accumulates (`accumulator_cmd` byte non-zero).
-fn accumulates(bundles: &[Bundle], i: usize, _: Gen) -> bool {
-    bundles[i].0[14] != 0
+fn accumulates(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
+    super::fields::read_loc(&bundles[i], act_loc::ACCUMULATOR_CMD, gen)
+        .is_some_and(|c| c != u64::from(tpbsim_isa::AccumCmd::IDLE.0))
 }
 
 /// The copy's and the SELECT_REDUCE's destinations are the same pattern.

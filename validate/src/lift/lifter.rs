@@ -134,7 +134,10 @@ fn has_hidden_operands(c: InstClass) -> bool {
 
 /// The Activation bias operand is present: `bias_src_n` = POINTER and a real bias dtype.
 fn has_bias(b: &Bundle, gen: Gen) -> bool {
-    b.0[15] == 0 && bir_dtype(b.0[32] >> 4, gen, DtypeCtx::Plain).is_some()
+    let read = |l: FieldLoc| fields::read_loc(b, l, gen);
+    read(act_loc::BIAS_SRC_N) == Some(u64::from(tpbsim_isa::ImmSrcN::POINTER.0))
+        && read(act_loc::IN_BIAS_DTYPES)
+            .is_some_and(|v| bir_dtype((v >> 4) as u8, gen, DtypeCtx::Plain).is_some())
 }
 
 /// Recognise the group starting at bundle `i`.
@@ -192,7 +195,7 @@ impl Single<'_> {
     /// The bundle's per-opcode lifting form.
     fn by_rule(&self) -> Result<Group, LiftError> {
         let op = self.b.opcode();
-        match rules::single(op, self.b) {
+        match rules::single(op, self.b, self.gen) {
             Some((class, form)) => Ok(Group::new(class, 1, form.args.len())),
             None => Err(LiftError::NoRule { opcode: op }),
         }
@@ -321,7 +324,7 @@ fn is_fp32_quad(bundles: &[Bundle], i: usize, gen: Gen) -> bool {
         layout_of(b, gen)
             .ok()
             .and_then(|m| fields::located(m, &[ldw_loc::IN_DTYPE, mm_loc::IN_DTYPE]))
-            .is_some_and(|m| b.0[m.offset as usize] == 0x0A)
+            .is_some_and(|m| b.0[m.offset as usize] == tpbsim_isa::Dtype::FP32.0)
     };
     let mut split = false;
     for (a, c) in [(0, 2), (1, 3)] {
@@ -524,7 +527,7 @@ fn lift_group(
                 mm_loc::IN_DTYPE
             };
             let tag = bundles[k].0[fields::field(meta, in_dtype)?.offset as usize];
-            if tag == 0x0A && fp32_mode(&bundles[k], gen) == Some(2) {
+            if tag == tpbsim_isa::Dtype::FP32.0 && fp32_mode(&bundles[k], gen) == Some(2) {
                 args[slot].dtype = NumFormat::Float32r;
             }
         }
@@ -574,7 +577,7 @@ fn lift_group(
         .iter()
         .zip(&canon)
         .map(|(a, (c, _))| {
-            if a.0[4..12] != c.0[4..12] {
+            if a.0[fields::events_range()] != c.0[fields::events_range()] {
                 fields::events_value(a).unwrap_or(Value::Null)
             } else {
                 Value::Null
@@ -592,7 +595,7 @@ fn lift_group(
             let mut obj = Map::new();
             if a != c {
                 for l in fields::leaves(meta) {
-                    if l.off >= 4 && l.off < 12 {
+                    if fields::events_range().contains(&l.off) {
                         continue;
                     }
                     if a.0[l.off..l.off + l.width] != c.0[l.off..l.off + l.width] {
@@ -673,7 +676,7 @@ pub fn lift_stream(input: &StreamInput<'_>, gen: Gen) -> LiftedStream {
         let (mut inst, len) = match result {
             Ok((inst, len, class)) => {
                 lifted += len as u64;
-                if rules::single(op, &bundles[i]).is_some_and(|(_, f)| f.format.is_empty())
+                if rules::single(op, &bundles[i], gen).is_some_and(|(_, f)| f.format.is_empty())
                     && has_hidden_operands(class)
                 {
                     reports.note(

@@ -140,7 +140,8 @@ pub(crate) fn bindings(
                 .ok_or_else(bad)?;
             vec![piece(*op, form, form_binds(form, 0, 0))]
         }
-        _ => return Err(bad()),
+        // No group of the class has this sequence.
+        (_, [] | [_, _, ..]) => return Err(bad()),
     })
 }
 
@@ -327,7 +328,7 @@ impl Parts {
 /// compiler's 0x020A signature, facts §4.1).
 fn pe_tag(d: NumFormat, gen: Gen) -> u8 {
     if d == NumFormat::Float32r {
-        0x0A
+        tpbsim_isa::Dtype::FP32.0
     } else {
         wire_tag(d, gen)
     }
@@ -660,7 +661,12 @@ fn finish(
                 .iter_mut()
                 .find(|(b, _)| b.opcode() == ob::SELECT_REDUCE)
             {
-                set_if(b, meta, &[loc::select_reduce::REDUCE_OP], 0x08);
+                set_if(
+                    b,
+                    meta,
+                    &[loc::select_reduce::REDUCE_OP],
+                    u64::from(tpbsim_isa::AluOp::MAX.0),
+                );
             }
         }
         C::Exit => {
@@ -810,11 +816,20 @@ fn fp32_mode_is_free(inst: &Instruction, pieces: &[Piece], k: usize) -> Result<(
     let Some(v) = inst.attrs.get("fp32_mode").filter(|v| !v.is_null()) else {
         return Ok(());
     };
-    let operand = match (inst.class, pieces[k].opcode) {
-        (InstClass::LoadWeights, _) | (_, ob::MATMUL) => inst.args.first(),
-        (_, ob::LDWEIGHTS) => inst.args.get(1),
-        _ => return Ok(()),
-    };
+    // The mode belongs to the bundles whose form has the field (LDWEIGHTS, MATMUL); the
+    // operand it qualifies is the first input the bundle reads (the weights, the moving input).
+    let piece = &pieces[k];
+    if piece.form.param("fp32_mode").is_none() {
+        return Ok(());
+    }
+    let operand = piece
+        .binds
+        .iter()
+        .find_map(|b| match b {
+            Bind::Role(_, Slot::Arg(i)) => Some(*i),
+            _ => None,
+        })
+        .and_then(|i| inst.args.get(i));
     if pieces.len() == 4 {
         return Err(AttrError::Fp32TwoPass(v.clone()));
     }

@@ -3,7 +3,7 @@
 //! A [`Form`] says how one bundle's fields carry a BIR instruction's operands: which
 //! descriptor field holds which `args[i]` / `outs[i]`, where its dtype tag and partition count
 //! sit, and which remaining fields are the instruction's parameters (kept in `attrs` under the
-//! field's spec name). [`SINGLES`] binds every single-bundle opcode the lifter knows to a class
+//! field's spec name). [`alone`] binds every single-bundle opcode the lifter knows to a class
 //! and a form; [`default_opcode`] is the inverse fan-in (seed 004): the opcode a class lowers to
 //! for its dtypes, engine, ALU op and generation.
 
@@ -16,7 +16,7 @@ use tpbsim_isa::formats::loc::{
     tensor_scalar_int_wide as tsw, tensor_tensor as tt, tensor_tensor_int_wide as ttw,
 };
 use tpbsim_isa::spec::FieldLoc;
-use tpbsim_isa::{spec, Gen, Opcode};
+use tpbsim_isa::{spec, AluOp, Gen, Op, Opcode};
 
 use super::dtype::DtypeCtx;
 use super::error::{AttrError, PlanError};
@@ -594,370 +594,255 @@ pub(crate) static OPAQUE: Form = Form {
     params: &[],
 };
 
-/// Single-bundle bindings: opcode → (class, form). The first row of a class is its default
-/// opcode where [`default_opcode`] has no rule.
-pub(crate) static SINGLES: &[(u8, InstClass, &Form)] = &[
-    // POOL / DVE elementwise.
-    (
-        Opcode::TENSOR_TENSOR_ARITH_OP.0,
-        InstClass::TensorTensor,
-        &TT,
-    ),
-    (
-        Opcode::TENSOR_TENSOR_BITVEC_OP.0,
-        InstClass::TensorTensor,
-        &TT,
-    ),
-    (
-        Opcode::TENSOR_TENSOR_ADD_BF16.0,
-        InstClass::TensorTensor,
-        &TT,
-    ),
-    (
-        Opcode::TENSOR_TENSOR_MULT_BF16.0,
-        InstClass::TensorTensor,
-        &TT,
-    ),
-    (
-        Opcode::TENSOR_TENSOR_SUB_BF16.0,
-        InstClass::TensorTensor,
-        &TT,
-    ),
-    (
-        Opcode::TENSOR_TENSOR_INT_WIDE.0,
-        InstClass::TensorTensor,
-        &TT_WIDE,
-    ),
-    (Opcode::COPY_PREDICATED.0, InstClass::CopyPredicated, &CP),
-    (Opcode::CAST_PREDICATED.0, InstClass::CopyPredicated, &CP),
-    (
-        Opcode::SELECT_REDUCE.0,
-        InstClass::CopyPredicated,
-        &CP_SELRED,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_ARITH_OP.0,
-        InstClass::TensorScalar,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_BITVEC_OP.0,
-        InstClass::TensorScalar,
-        &TS,
-    ),
-    (
-        Opcode::TRANSPOSE_TENSOR_SCALAR_ARITH_OP.0,
-        InstClass::TensorScalar,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_INT_WIDE.0,
-        InstClass::TensorScalar,
-        &TS_WIDE,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_PTR_ARITH_OP.0,
-        InstClass::TensorScalarPtr,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_PTR_BITVEC_OP.0,
-        InstClass::TensorScalarPtr,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_PTR_MULTI_ARITH.0,
-        InstClass::TensorScalarPtr,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_PTR_MULTI_BITVEC.0,
-        InstClass::TensorScalarPtr,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_IMM_LD_ARITH.0,
-        InstClass::TensorScalarPtr,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_IMM_LD_BITVEC.0,
-        InstClass::TensorScalarPtr,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_PTR_MULTI_DUAL_ARITH.0,
-        InstClass::TensorScalarPtr,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_PTR_MULTI_DUAL_BITVEC.0,
-        InstClass::TensorScalarPtr,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_CACHE_REDUCE.0,
-        InstClass::TensorScalarCache,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_CACHE_CUMULATIVE.0,
-        InstClass::TensorScalarCache,
-        &TS,
-    ),
-    (
-        Opcode::TENSOR_SCALAR_AFFINE_SELECT.0,
-        InstClass::TensorScalarAffineSelect,
-        &AS,
-    ),
-    (Opcode::EXPONENTIAL.0, InstClass::Exponential, &TS),
-    (
-        Opcode::TENSOR_REDUCE_ARITH_OP.0,
-        InstClass::TensorReduce,
-        &TR,
-    ),
-    (
-        Opcode::TENSOR_REDUCE_BITVEC_OP.0,
-        InstClass::TensorReduce,
-        &TR,
-    ),
-    (
-        Opcode::TRANSPOSE_TENSOR_REDUCE_ARITH_OP.0,
-        InstClass::TensorReduce,
-        &TR,
-    ),
-    (
-        Opcode::TRANSPOSE_TENSOR_REDUCE_BITVEC_OP.0,
-        InstClass::TensorReduce,
-        &TR,
-    ),
-    (
-        Opcode::TENSOR_REDUCE_ADD_BF16.0,
-        InstClass::TensorReduce,
-        &TR,
-    ),
-    (
-        Opcode::TENSOR_REDUCE_MAX_BF16.0,
-        InstClass::TensorReduce,
-        &TR,
-    ),
-    (Opcode::COPY.0, InstClass::TensorCopy, &TR),
-    (Opcode::CAST.0, InstClass::TensorCopy, &TR),
-    (Opcode::RECIPROCAL.0, InstClass::Reciprocal, &TR),
-    (
-        Opcode::TENSOR_CUMULATIVE_ARITH_OP.0,
-        InstClass::TensorCumulative,
-        &TR,
-    ),
-    (
-        Opcode::TENSOR_CUMULATIVE_BITVEC_OP.0,
-        InstClass::TensorCumulative,
-        &TR,
-    ),
-    (Opcode::POOL.0, InstClass::Pool, &POOL),
-    (Opcode::MAX_POOL_SELECT.0, InstClass::Pool, &POOL),
-    (Opcode::MEMSET.0, InstClass::Memset, &MEMSET),
-    (Opcode::IOTA.0, InstClass::Iota, &IOTA),
-    (
-        Opcode::TENSOR_DEQUANTIZE.0,
-        InstClass::TensorDequantize,
-        &DEQ,
-    ),
-    (
-        Opcode::SCALAR_TENSOR_TENSOR_ARITH.0,
-        InstClass::ScalarTensorTensor,
-        &STT,
-    ),
-    (
-        Opcode::SCALAR_TENSOR_TENSOR_BITVEC.0,
-        InstClass::ScalarTensorTensor,
-        &STT,
-    ),
-    (
-        Opcode::TENSOR_TENSOR_SCAN_ARITH.0,
-        InstClass::TensorTensorScan,
-        &STT,
-    ),
-    (Opcode::RANGE_SELECT.0, InstClass::RangeSelect, &RS),
-    (
-        Opcode::DVE_READ_ACCUMULATOR.0,
-        InstClass::DveReadAccumulator,
-        &RDACC,
-    ),
-    // ACT.
-    (Opcode::ACTIVATE.0, InstClass::Activation, &ACT),
-    (Opcode::ACTIVATE2.0, InstClass::Activation, &ACT2),
-    (
-        Opcode::ACTIVATE_QUANTIZE.0,
-        InstClass::ActivationQuantize,
-        &ACTQ,
-    ),
-    (
-        Opcode::ACTIVATION_READ_ACCUMULATOR.0,
-        InstClass::ReadActivationAccumulator,
-        &RDACC,
-    ),
-    (
-        Opcode::PSEUDO_LOAD_ACT_FUNC_SET.0,
-        InstClass::LoadActFuncSet,
-        &ACT_SET_PSEUDO,
-    ),
-    (
-        Opcode::ACTIVATION_TABLE_LOAD.0,
-        InstClass::LoadActFuncSet,
-        &ACT_TABLE_LOAD,
-    ),
-    // PE.
-    (Opcode::LDWEIGHTS.0, InstClass::LoadWeights, &LDW),
-    // Control and sync.
-    (Opcode::EVENT_SEMAPHORE.0, InstClass::EventSemaphore, &ES),
-    (Opcode::HALT.0, InstClass::Halt, &CTRL),
-    (Opcode::NOP.0, InstClass::NoOp, &CTRL),
-    (Opcode::ENGINE_NOP.0, InstClass::NoOp, &CTRL),
-    (Opcode::DRAIN.0, InstClass::Drain, &DRAIN),
-    (
-        Opcode::EVENT_SEMAPHORE_RANGE_CLEAR.0,
-        InstClass::GroupResetSemaphores,
-        &RANGE_CLEAR,
-    ),
-    (
-        Opcode::COMPARE_BRANCH.0,
-        InstClass::CompareAndBranch,
-        &BRANCH,
-    ),
-    (
-        Opcode::COMPARE_BRANCH.0,
-        InstClass::UnconditionalBranch,
-        &BRANCH,
-    ),
-    (Opcode::ALU_OP.0, InstClass::RegisterAlu, &REG_ALU),
-    (
-        Opcode::PSEUDO_DMATRIGGER.0,
-        InstClass::DmaTrigger,
-        &DMA_TRIGGER,
-    ),
-    (Opcode::PSEUDO_FUNCTION_CALL.0, InstClass::Call, &CALL),
-    (
-        Opcode::PSEUDO_CORE_BARRIER.0,
-        InstClass::CoreBarrier,
-        &CORE_BARRIER,
-    ),
-    (Opcode::PSEUDO_INST.0, InstClass::Exit, &PSEUDO),
-    // Operands not decoded (no published layout): class only, body kept in `wire`.
-    (Opcode::MOVE.0, InstClass::RegisterMove, &OPAQUE),
-    (Opcode::NOTIFY.0, InstClass::Signal, &OPAQUE),
-    (Opcode::POLL_SEM.0, InstClass::Wait, &OPAQUE),
-    (Opcode::TEST_EVENT_SEM.0, InstClass::Wait, &OPAQUE),
-    (
-        Opcode::PSEUDO_SYNC_BARRIER.0,
-        InstClass::AllEngineBarrier,
-        &OPAQUE,
-    ),
-    (Opcode::PSEUDO_FUNCTION_RETURN.0, InstClass::Return, &OPAQUE),
-    (
-        Opcode::BRANCH_PREFETCH_HINT.0,
-        InstClass::BranchHint,
-        &OPAQUE,
-    ),
-    (
-        Opcode::PSEUDO_BRANCH_PREFETCH_HINT.0,
-        InstClass::BranchHint,
-        &OPAQUE,
-    ),
-    (Opcode::EXTENDED_INST.0, InstClass::InlineAsmBytes, &OPAQUE),
-    (Opcode::PE_REG_WRITE.0, InstClass::PeRegWrite, &OPAQUE),
-    (Opcode::MAX8.0, InstClass::Max, &OPAQUE),
-    (Opcode::MATCH_REPLACE8.0, InstClass::MatchReplace, &OPAQUE),
-    (Opcode::BATCH_NORM_STATS2.0, InstClass::BnStats, &OPAQUE),
-    (
-        Opcode::TRANSPOSE_BATCH_NORM_STATS2.0,
-        InstClass::BnStats,
-        &OPAQUE,
-    ),
-    (
-        Opcode::BATCH_NORM_AGGREGATE.0,
-        InstClass::BnStatsAggregate,
-        &OPAQUE,
-    ),
-    (
-        Opcode::BATCH_NORM_GRAD_ACCUMULATE.0,
-        InstClass::BnGradients,
-        &OPAQUE,
-    ),
-    (
-        Opcode::BATCH_NORM_GRAD_ACCUMULATE2.0,
-        InstClass::BnGradients,
-        &OPAQUE,
-    ),
-    (Opcode::RNG.0, InstClass::Rng, &OPAQUE),
-    (Opcode::RAND.0, InstClass::Rand, &OPAQUE),
-    (Opcode::RAND2.0, InstClass::Rand2, &OPAQUE),
-    (Opcode::RAND_GET_STATE.0, InstClass::GetRandState, &OPAQUE),
-    (Opcode::RAND_SET_STATE.0, InstClass::SetRandState, &OPAQUE),
-    (Opcode::DROPOUT.0, InstClass::Dropout, &OPAQUE),
-    (Opcode::INDIRECT_COPY.0, InstClass::IndirectCopy, &OPAQUE),
-    (Opcode::SORT.0, InstClass::Sort, &OPAQUE),
-    (
-        Opcode::NONZERO_WITH_COUNT.0,
-        InstClass::NonzeroWithCount,
-        &OPAQUE,
-    ),
-    (
-        Opcode::GET_SEQUENCE_BOUNDS.0,
-        InstClass::GetSequenceBounds,
-        &OPAQUE,
-    ),
-    (Opcode::SB2SB_COLLECTIVE.0, InstClass::GpsimdSb2Sb, &OPAQUE),
-    (
-        Opcode::SPARSITY_COMPRESS.0,
-        InstClass::SparsityCompress,
-        &OPAQUE,
-    ),
-    (
-        Opcode::SPARSITY_COMPRESS_TAG.0,
-        InstClass::SparsityCompress,
-        &OPAQUE,
-    ),
-    (
-        Opcode::CROSS_LANE_REDUCE_ARITH.0,
-        InstClass::CrossLaneReduce,
-        &OPAQUE,
-    ),
-    (
-        Opcode::CROSS_LANE_REDUCE_BITVEC.0,
-        InstClass::CrossLaneReduce,
-        &OPAQUE,
-    ),
-    (
-        Opcode::ACTIVATE_MULTIPASS.0,
-        InstClass::ActivationMultipass,
-        &OPAQUE,
-    ),
-    (Opcode::DMA_TRANSPOSE.0, InstClass::DmaTranspose, &OPAQUE),
-    (
-        Opcode::DMA_GATHER_TRANSPOSE.0,
-        InstClass::DmaTranspose,
-        &OPAQUE,
-    ),
-];
+/// What one bundle of an opcode lifts to on its own.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Alone {
+    /// A class and the form its fields are read with.
+    One(InstClass, &'static Form),
+    /// COMPARE_BRANCH: [`InstClass::UnconditionalBranch`] when its compare op is 0 (always),
+    /// else [`InstClass::CompareAndBranch`], both with [`BRANCH`].
+    Branch,
+    /// PSEUDO_INST: [`InstClass::Exit`] with [`PSEUDO`] when its sub-op is 1 (exit), else
+    /// nothing.
+    Exit,
+    /// No single-bundle binding: a group member ([`super::groups`]), or an opcode without a BIR
+    /// class.
+    Not,
+}
 
-/// The class and form a single bundle lifts to (the branch and exit rows are chosen by the
-/// bundle's compare op / sub-op).
-pub(crate) fn single(opcode: u8, b: &tpbsim_isa::Bundle) -> Option<(InstClass, &'static Form)> {
-    match Opcode(opcode) {
-        Opcode::COMPARE_BRANCH => Some((
-            if b.0[12] == 0 {
+/// The single-bundle binding of every catalog opcode: a match over the generated [`Op`]
+/// without a wildcard, so an opcode added to the spec does not build until the lifter says
+/// what it lifts to (or that it does not).
+pub(crate) const fn alone(op: Op) -> Alone {
+    match op {
+        // POOL / DVE elementwise.
+        Op::TensorTensorArithOp
+        | Op::TensorTensorBitvecOp
+        | Op::TensorTensorAddBf16
+        | Op::TensorTensorMultBf16
+        | Op::TensorTensorSubBf16 => Alone::One(InstClass::TensorTensor, &TT),
+        Op::TensorTensorIntWide => Alone::One(InstClass::TensorTensor, &TT_WIDE),
+        Op::CopyPredicated | Op::CastPredicated => Alone::One(InstClass::CopyPredicated, &CP),
+        Op::SelectReduce => Alone::One(InstClass::CopyPredicated, &CP_SELRED),
+        Op::TensorScalarArithOp | Op::TensorScalarBitvecOp | Op::TransposeTensorScalarArithOp => {
+            Alone::One(InstClass::TensorScalar, &TS)
+        }
+        Op::TensorScalarIntWide => Alone::One(InstClass::TensorScalar, &TS_WIDE),
+        Op::TensorScalarPtrArithOp
+        | Op::TensorScalarPtrBitvecOp
+        | Op::TensorScalarPtrMultiArith
+        | Op::TensorScalarPtrMultiBitvec
+        | Op::TensorScalarImmLdArith
+        | Op::TensorScalarImmLdBitvec
+        | Op::TensorScalarPtrMultiDualArith
+        | Op::TensorScalarPtrMultiDualBitvec => Alone::One(InstClass::TensorScalarPtr, &TS),
+        Op::TensorScalarCacheReduce | Op::TensorScalarCacheCumulative => {
+            Alone::One(InstClass::TensorScalarCache, &TS)
+        }
+        Op::TensorScalarAffineSelect => Alone::One(InstClass::TensorScalarAffineSelect, &AS),
+        Op::Exponential => Alone::One(InstClass::Exponential, &TS),
+        Op::TensorReduceArithOp
+        | Op::TensorReduceBitvecOp
+        | Op::TransposeTensorReduceArithOp
+        | Op::TransposeTensorReduceBitvecOp
+        | Op::TensorReduceAddBf16
+        | Op::TensorReduceMaxBf16 => Alone::One(InstClass::TensorReduce, &TR),
+        Op::Copy | Op::Cast => Alone::One(InstClass::TensorCopy, &TR),
+        Op::Reciprocal => Alone::One(InstClass::Reciprocal, &TR),
+        Op::TensorCumulativeArithOp | Op::TensorCumulativeBitvecOp => {
+            Alone::One(InstClass::TensorCumulative, &TR)
+        }
+        Op::Pool | Op::MaxPoolSelect => Alone::One(InstClass::Pool, &POOL),
+        Op::Memset => Alone::One(InstClass::Memset, &MEMSET),
+        Op::Iota => Alone::One(InstClass::Iota, &IOTA),
+        Op::TensorDequantize => Alone::One(InstClass::TensorDequantize, &DEQ),
+        Op::ScalarTensorTensorArith | Op::ScalarTensorTensorBitvec => {
+            Alone::One(InstClass::ScalarTensorTensor, &STT)
+        }
+        Op::TensorTensorScanArith => Alone::One(InstClass::TensorTensorScan, &STT),
+        Op::RangeSelect => Alone::One(InstClass::RangeSelect, &RS),
+        Op::DveReadAccumulator => Alone::One(InstClass::DveReadAccumulator, &RDACC),
+        // ACT.
+        Op::Activate => Alone::One(InstClass::Activation, &ACT),
+        Op::Activate2 => Alone::One(InstClass::Activation, &ACT2),
+        Op::ActivateQuantize => Alone::One(InstClass::ActivationQuantize, &ACTQ),
+        Op::ActivationReadAccumulator => Alone::One(InstClass::ReadActivationAccumulator, &RDACC),
+        Op::PseudoLoadActFuncSet => Alone::One(InstClass::LoadActFuncSet, &ACT_SET_PSEUDO),
+        Op::ActivationTableLoad => Alone::One(InstClass::LoadActFuncSet, &ACT_TABLE_LOAD),
+        // PE.
+        Op::Ldweights => Alone::One(InstClass::LoadWeights, &LDW),
+        // Control and sync.
+        Op::EventSemaphore => Alone::One(InstClass::EventSemaphore, &ES),
+        Op::Halt => Alone::One(InstClass::Halt, &CTRL),
+        Op::Nop | Op::EngineNop => Alone::One(InstClass::NoOp, &CTRL),
+        Op::Drain => Alone::One(InstClass::Drain, &DRAIN),
+        Op::EventSemaphoreRangeClear => Alone::One(InstClass::GroupResetSemaphores, &RANGE_CLEAR),
+        Op::CompareBranch => Alone::Branch,
+        Op::AluOp => Alone::One(InstClass::RegisterAlu, &REG_ALU),
+        Op::PseudoDmatrigger => Alone::One(InstClass::DmaTrigger, &DMA_TRIGGER),
+        Op::PseudoFunctionCall => Alone::One(InstClass::Call, &CALL),
+        Op::PseudoCoreBarrier => Alone::One(InstClass::CoreBarrier, &CORE_BARRIER),
+        Op::PseudoInst => Alone::Exit,
+        // Operands not decoded (no published layout): class only, body kept in `wire`.
+        Op::Move => Alone::One(InstClass::RegisterMove, &OPAQUE),
+        Op::Notify => Alone::One(InstClass::Signal, &OPAQUE),
+        Op::PollSem | Op::TestEventSem => Alone::One(InstClass::Wait, &OPAQUE),
+        Op::PseudoSyncBarrier => Alone::One(InstClass::AllEngineBarrier, &OPAQUE),
+        Op::PseudoFunctionReturn => Alone::One(InstClass::Return, &OPAQUE),
+        Op::BranchPrefetchHint | Op::PseudoBranchPrefetchHint => {
+            Alone::One(InstClass::BranchHint, &OPAQUE)
+        }
+        Op::ExtendedInst => Alone::One(InstClass::InlineAsmBytes, &OPAQUE),
+        Op::PeRegWrite => Alone::One(InstClass::PeRegWrite, &OPAQUE),
+        Op::Max8 => Alone::One(InstClass::Max, &OPAQUE),
+        Op::MatchReplace8 => Alone::One(InstClass::MatchReplace, &OPAQUE),
+        Op::BatchNormStats2 | Op::TransposeBatchNormStats2 => {
+            Alone::One(InstClass::BnStats, &OPAQUE)
+        }
+        Op::BatchNormAggregate => Alone::One(InstClass::BnStatsAggregate, &OPAQUE),
+        Op::BatchNormGradAccumulate | Op::BatchNormGradAccumulate2 => {
+            Alone::One(InstClass::BnGradients, &OPAQUE)
+        }
+        Op::Rng => Alone::One(InstClass::Rng, &OPAQUE),
+        Op::Rand => Alone::One(InstClass::Rand, &OPAQUE),
+        Op::Rand2 => Alone::One(InstClass::Rand2, &OPAQUE),
+        Op::RandGetState => Alone::One(InstClass::GetRandState, &OPAQUE),
+        Op::RandSetState => Alone::One(InstClass::SetRandState, &OPAQUE),
+        Op::Dropout => Alone::One(InstClass::Dropout, &OPAQUE),
+        Op::IndirectCopy => Alone::One(InstClass::IndirectCopy, &OPAQUE),
+        Op::Sort => Alone::One(InstClass::Sort, &OPAQUE),
+        Op::NonzeroWithCount => Alone::One(InstClass::NonzeroWithCount, &OPAQUE),
+        Op::GetSequenceBounds => Alone::One(InstClass::GetSequenceBounds, &OPAQUE),
+        Op::Sb2sbCollective => Alone::One(InstClass::GpsimdSb2Sb, &OPAQUE),
+        Op::SparsityCompress | Op::SparsityCompressTag => {
+            Alone::One(InstClass::SparsityCompress, &OPAQUE)
+        }
+        Op::CrossLaneReduceArith | Op::CrossLaneReduceBitvec => {
+            Alone::One(InstClass::CrossLaneReduce, &OPAQUE)
+        }
+        Op::ActivateMultipass => Alone::One(InstClass::ActivationMultipass, &OPAQUE),
+        Op::DmaTranspose | Op::DmaGatherTranspose => Alone::One(InstClass::DmaTranspose, &OPAQUE),
+        // Not lifted on their own: group members (`groups`), the pseudo band the runtime
+        // rewrites, opcodes without a BIR class; the lifter keeps their bundle bytes.
+        Op::Matmul
+        | Op::WeightMask
+        | Op::WeightShift
+        | Op::Ldtags
+        | Op::MatmulSparse
+        | Op::PeManageSeed
+        | Op::LdweightsMx
+        | Op::MatmulMx
+        | Op::RegLoad
+        | Op::RegStore
+        | Op::RegShuffle
+        | Op::BatchNormStats
+        | Op::BatchNormParamLoad
+        | Op::BatchNormBackProp
+        | Op::LoadParameterRam
+        | Op::PoolBufferLoad
+        | Op::Gather
+        | Op::LoadMaskSelect
+        | Op::StreamShuffle
+        | Op::StreamTranspose
+        | Op::MatchValueLoad
+        | Op::FindIndex8
+        | Op::RoiAlign
+        | Op::TensorScalarAddr
+        | Op::EmbeddingUpdate
+        | Op::LoadPoolArgument
+        | Op::JpegDecode
+        | Op::CustomOpHeader
+        | Op::CustomOpPayload
+        | Op::BatchNormParamLoad2
+        | Op::ModifyPoolConfig
+        | Op::TensorScalarSelect
+        | Op::TensorReduceRangeCheck
+        | Op::InstructionFlush
+        | Op::Write
+        | Op::TensorLoad
+        | Op::TensorStore
+        | Op::SetOrderingMode
+        | Op::MoveShape
+        | Op::CompactControlInst
+        | Op::UcodeConfig
+        | Op::Dmamemcpy
+        | Op::DmaMemcpy2
+        | Op::DmaImmediate
+        | Op::DmaIndirect
+        | Op::PseudoDmarearm
+        | Op::PseudoDmabarrier
+        | Op::PseudoDmamemcpyFullInd
+        | Op::PseudoSemaphoreSet
+        | Op::PseudoTriggerAllReduce
+        | Op::PseudoTriggerCollective
+        | Op::PseudoReadVarAddr
+        | Op::PseudoEmbeddingUpdate
+        | Op::PseudoSendRecv
+        | Op::PseudoBranchLabel
+        | Op::PseudoTensorStore
+        | Op::PseudoTensorLoad
+        | Op::PseudoDmaswapQueueSet
+        | Op::PseudoSetRngSeed
+        | Op::PseudoFunctionBegin
+        | Op::PseudoDmaDirect2d
+        | Op::PseudoRangeCheck
+        | Op::PseudoJpegDecode
+        | Op::PseudoTriggerCollective2
+        | Op::PseudoExtension
+        | Op::PseudoCurProcessingRankId
+        | Op::PseudoGidLoad
+        | Op::PseudoTensorCompletion
+        | Op::QuantizeMx
+        | Op::ConvLutLoad
+        | Op::CopyPredicatedScalar
+        | Op::DveReadIndices
+        | Op::Hint
+        | Op::Invalid => Alone::Not,
+    }
+}
+
+/// Single-bundle bindings: opcode → (class, form), ascending by opcode (COMPARE_BRANCH once per
+/// class), from [`alone`].
+pub(crate) fn singles() -> &'static [(u8, InstClass, &'static Form)] {
+    static SINGLES: std::sync::OnceLock<Vec<(u8, InstClass, &'static Form)>> =
+        std::sync::OnceLock::new();
+    SINGLES.get_or_init(|| {
+        let mut v = Vec::new();
+        for &op in Op::ALL {
+            match alone(op) {
+                Alone::One(class, form) => v.push((op.code(), class, form)),
+                Alone::Branch => {
+                    v.push((op.code(), InstClass::CompareAndBranch, &BRANCH));
+                    v.push((op.code(), InstClass::UnconditionalBranch, &BRANCH));
+                }
+                Alone::Exit => v.push((op.code(), InstClass::Exit, &PSEUDO)),
+                Alone::Not => {}
+            }
+        }
+        v
+    })
+}
+
+/// The class and form a single bundle lifts to in `gen` (the branch and exit rows are chosen
+/// by the bundle's compare op / sub-op).
+pub(crate) fn single(
+    opcode: u8,
+    b: &tpbsim_isa::Bundle,
+    gen: Gen,
+) -> Option<(InstClass, &'static Form)> {
+    match alone(Op::of(opcode)?) {
+        Alone::One(class, form) => Some((class, form)),
+        Alone::Exit => (super::fields::read_loc(b, loc::pseudo_inst::SUB_OP, gen) == Some(1))
+            .then_some((InstClass::Exit, &PSEUDO)),
+        Alone::Branch => Some((
+            if super::fields::read_loc(b, loc::compare_branch::CMP_OP, gen) == Some(0) {
                 InstClass::UnconditionalBranch
             } else {
                 InstClass::CompareAndBranch
             },
             &BRANCH,
         )),
-        Opcode::PSEUDO_INST if b.0[12] != 1 => None,
-        _ => SINGLES
-            .iter()
-            .find(|(op, _, _)| *op == opcode)
-            .map(|&(_, c, f)| (c, f)),
+        Alone::Not => None,
     }
 }
 
@@ -969,7 +854,7 @@ pub(crate) fn forms_of(class: InstClass) -> impl Iterator<Item = (u8, &'static F
         InstClass::TensorScalar => &TS_EXTRA,
         _ => &[],
     };
-    SINGLES
+    singles()
         .iter()
         .filter(move |(_, c, _)| *c == class)
         .map(|&(op, _, f)| (op, f))
@@ -1037,11 +922,11 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanErr
                 && arg_dt(0) == Some(NumFormat::Bfloat16)
                 && arg_dt(1) == Some(NumFormat::Bfloat16)
                 && inst.args.iter().all(packed_pairs)
-                && matches!(op, 0x04..=0x06)
+                && matches!(AluOp(op), AluOp::ADD | AluOp::SUBTRACT | AluOp::MULT)
             {
-                match op {
-                    0x04 => Opcode::TENSOR_TENSOR_ADD_BF16.0,
-                    0x06 => Opcode::TENSOR_TENSOR_MULT_BF16.0,
+                match AluOp(op) {
+                    AluOp::ADD => Opcode::TENSOR_TENSOR_ADD_BF16.0,
+                    AluOp::MULT => Opcode::TENSOR_TENSOR_MULT_BF16.0,
                     _ => Opcode::TENSOR_TENSOR_SUB_BF16.0,
                 }
             } else if is_bitvec(op, gen) {
@@ -1055,9 +940,9 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanErr
             if gen == Gen::V2
                 && inst.engine == EngineType::Pool
                 && arg_dt(0) == Some(NumFormat::Bfloat16)
-                && matches!(op, 0x04 | 0x08)
+                && matches!(AluOp(op), AluOp::ADD | AluOp::MAX)
             {
-                if op == 0x04 {
+                if AluOp(op) == AluOp::ADD {
                     Opcode::TENSOR_REDUCE_ADD_BF16.0
                 } else {
                     Opcode::TENSOR_REDUCE_MAX_BF16.0
@@ -1126,6 +1011,9 @@ pub(crate) fn default_opcode(inst: &Instruction, gen: Gen) -> Result<u8, PlanErr
                 Opcode::COPY_PREDICATED.0
             }
         }
+        // Classes of several opcodes whose first one (by byte) is not the default.
+        C::NoOp => Opcode::NOP.0,
+        C::LoadActFuncSet => Opcode::PSEUDO_LOAD_ACT_FUNC_SET.0,
         other => match forms_of(other).next() {
             Some((op, _)) => op,
             None => return Err(PlanError::NoOpcode(other)),
@@ -1160,7 +1048,7 @@ mod tests {
 
     #[test]
     fn every_single_form_names_real_fields() {
-        for &(op, class, form) in SINGLES {
+        for &(op, class, form) in singles() {
             let mut params_seen = vec![false; form.params.len()];
             for gen in Gen::ALL {
                 let b = super::super::fields::canonical(op);

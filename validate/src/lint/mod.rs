@@ -13,7 +13,7 @@ use tpbsim_isa::inst::{decode, FieldValue};
 use tpbsim_isa::neff::schema::{contiguous_steps, VarKind};
 use tpbsim_isa::neff::Subgraph;
 use tpbsim_isa::spec::FieldType;
-use tpbsim_isa::{Addr4, Bundle, Engine, Events, Gen, Geometry, Inst, Wire};
+use tpbsim_isa::{Addr4, Bundle, Engine, Events, Gen, Geometry, Inst, UpdateMode, WaitMode, Wire};
 
 use crate::diag::{Diagnostic, Layer, Location, Severity};
 
@@ -120,28 +120,26 @@ fn stream_scope(rule: &LintRule, s: &LintStream<'_>, index: usize, msg: String) 
     .with_severity(Severity::Note)
 }
 
-/// Semaphore wait modes (immediate compares) by wire value.
-const SEM_EQ: u8 = 0x01;
-const SEM_LT: u8 = 0x02;
-const SEM_LE: u8 = 0x03;
-const SEM_GT: u8 = 0x04;
-const SEM_GE: u8 = 0x05;
-
+/// Whether a wait mode compares a semaphore (the spec's `WAIT_MODE` `SEM_*` members, immediate
+/// or register).
 fn is_sem_wait(mode: u8) -> bool {
-    matches!(mode & 0x7F, SEM_EQ..=SEM_GE)
+    WaitMode(mode).name().is_some_and(|n| n.starts_with("SEM_"))
 }
 
+/// Whether an update mode changes a semaphore (the spec's `UPDATE_MODE` `SEM_*` members:
+/// INC, DEC, ADD, SUB, WR; READ or COMPLETE; immediate or register).
 fn is_sem_update(mode: u8) -> bool {
-    // SEM_INC .. SEM_WR (READ 0x03..0x09, COMPLETE +0x10, REG forms | 0x80).
-    matches!(mode & 0x6F, 0x03..=0x09)
+    UpdateMode(mode)
+        .name()
+        .is_some_and(|n| n.starts_with("SEM_"))
 }
 
 /// Value-carrying immediate updates: ADD_IMM, SUB_IMM, WR_IMM (READ or COMPLETE).
 fn update_value_name(mode: u8) -> Option<&'static str> {
-    match mode {
-        0x05 | 0x15 => Some("adds"),
-        0x07 | 0x17 => Some("subtracts"),
-        0x09 | 0x19 => Some("writes"),
+    match UpdateMode(mode) {
+        UpdateMode::SEM_ADD_IMM_READ | UpdateMode::SEM_ADD_IMM_COMPLETE => Some("adds"),
+        UpdateMode::SEM_SUB_IMM_READ | UpdateMode::SEM_SUB_IMM_COMPLETE => Some("subtracts"),
+        UpdateMode::SEM_WR_IMM_READ | UpdateMode::SEM_WR_IMM_COMPLETE => Some("writes"),
         _ => None,
     }
 }
@@ -290,21 +288,21 @@ pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> 
             let ev = Events::read(&b.0, 4);
             let v = ev.semaphore_value;
             // wait-degenerate.
-            if is_sem_wait(ev.wait_mode.0) && ev.wait_mode.0 & 0x80 == 0 {
-                let verdict = match ev.wait_mode.0 {
-                    SEM_GE if v == 0 => Some("always true (a semaphore is never below 0)"),
-                    SEM_LE if v == u32::MAX => Some("always true"),
-                    SEM_LT if v == 0 => Some("never satisfiable (a semaphore is never below 0)"),
-                    SEM_GT if v == u32::MAX => Some("never satisfiable"),
-                    _ => None,
+            {
+                // Immediate compares only: a register's value is not known here.
+                let (verdict, op) = match ev.wait_mode {
+                    WaitMode::SEM_GE_IMM if v == 0 => {
+                        (Some("always true (a semaphore is never below 0)"), ">=")
+                    }
+                    WaitMode::SEM_LE if v == u32::MAX => (Some("always true"), "<="),
+                    WaitMode::SEM_LT if v == 0 => (
+                        Some("never satisfiable (a semaphore is never below 0)"),
+                        "<",
+                    ),
+                    WaitMode::SEM_GT if v == u32::MAX => (Some("never satisfiable"), ">"),
+                    _ => (None, ""),
                 };
                 if let Some(verdict) = verdict {
-                    let op = match ev.wait_mode.0 {
-                        SEM_GE => ">=",
-                        SEM_LE => "<=",
-                        SEM_LT => "<",
-                        _ => ">",
-                    };
                     let shared = update_value_name(ev.update_mode.0)
                         .map(|how| {
                             format!(

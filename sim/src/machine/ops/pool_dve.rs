@@ -156,7 +156,7 @@ impl Machine<'_> {
             DatapathOp::Fp(fop) => {
                 if plan.formats == [NumFormat::Float32; 3]
                     && !fop.op().is_arg()
-                    && alu::fp_rev_op!(fop.op().wire(), false, |f| {
+                    && alu::fp_rev_op!(fop.op(), false, |f| {
                         self.chip
                             .zip_rows_f32([r0, r1], rd, |_| (), |_, [a, b]| f(a, b))
                     })
@@ -282,12 +282,12 @@ impl Machine<'_> {
                     let row = |p| (s0.at(p), s1.at(p));
                     let done = if (o1.op().wire(), rev.op1) == (0x00, false) {
                         // BYPASS: one op.
-                        alu::fp_rev_op!(o0.op().wire(), rev.op0, |f| {
+                        alu::fp_rev_op!(o0.op(), rev.op0, |f| {
                             self.chip
                                 .zip_rows_f32([rs], rd, row, |&(a, _), [x]| f(x, a))
                         })
                     } else {
-                        alu::fp_rev_op!(o0.op().wire(), rev.op0, |f| {
+                        alu::fp_rev_op!(o0.op(), rev.op0, |f| {
                             self.chip.zip_rows_f32([rs], rd, row, |&(a, b), [x]| {
                                 alu::apply_rev(o1, rev.op1, f(x, a), b)
                             })

@@ -688,3 +688,16 @@ fn fast_evaluator_matches_the_closed_form_on_all_2_32_inputs() {
         assert_eq!(mismatches, 0, "{func} ({l:?} loop)");
     }
 }
+
+/// The wire codes are the spec's `ACT_FUNC` members, one function each, under the spec's name.
+#[test]
+fn wire_codes_are_the_spec_act_func_members() {
+    let members = tpbsim_isa::spec::ByteSet::union_of(&tpbsim_isa::formats::members::ACT_FUNC);
+    let wires: Vec<u8> = ActFunction::all().filter_map(|f| f.wire()).collect();
+    assert_eq!(wires.len(), members.iter().count());
+    for w in members.iter() {
+        let f = ActFunction::from_wire(w).unwrap_or_else(|e| panic!("{w:#x}: {e}"));
+        assert_eq!(f.wire(), Some(w));
+        assert!(tpbsim_isa::ActFunc(w).name().is_some());
+    }
+}

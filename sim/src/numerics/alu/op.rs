@@ -5,7 +5,7 @@ use std::fmt;
 
 use tpbsim_isa::formats::{members, sets};
 use tpbsim_isa::spec::ByteSet;
-use tpbsim_isa::Gen;
+use tpbsim_isa::{self as isa, Gen};
 
 use super::{AluError, Signedness};
 
@@ -29,135 +29,135 @@ const fn from_v3(per_gen: &[ByteSet; 4], gen: Gen) -> ByteSet {
 
 impl AluOp {
     /// Pass-through of src0 (legal in both classes).
-    pub const BYPASS: AluOp = AluOp(0x00);
+    pub const BYPASS: AluOp = AluOp(isa::AluOp::BYPASS.0);
     /// `~a`.
-    pub const BITWISE_NOT: AluOp = AluOp(0x01);
+    pub const BITWISE_NOT: AluOp = AluOp(isa::AluOp::BITWISE_NOT.0);
     /// `a << b`.
-    pub const ARITH_SHIFT_LEFT: AluOp = AluOp(0x02);
+    pub const ARITH_SHIFT_LEFT: AluOp = AluOp(isa::AluOp::ARITH_SHIFT_LEFT.0);
     /// `a >> b`, sign-replicating.
-    pub const ARITH_SHIFT_RIGHT: AluOp = AluOp(0x03);
+    pub const ARITH_SHIFT_RIGHT: AluOp = AluOp(isa::AluOp::ARITH_SHIFT_RIGHT.0);
     /// `a + b`.
-    pub const ADD: AluOp = AluOp(0x04);
+    pub const ADD: AluOp = AluOp(isa::AluOp::ADD.0);
     /// `a - b`.
-    pub const SUBTRACT: AluOp = AluOp(0x05);
+    pub const SUBTRACT: AluOp = AluOp(isa::AluOp::SUBTRACT.0);
     /// `a * b`.
-    pub const MULT: AluOp = AluOp(0x06);
+    pub const MULT: AluOp = AluOp(isa::AluOp::MULT.0);
     /// `a / b` (fp only).
-    pub const DIVIDE: AluOp = AluOp(0x07);
+    pub const DIVIDE: AluOp = AluOp(isa::AluOp::DIVIDE.0);
     /// `max(a, b)`.
-    pub const MAX: AluOp = AluOp(0x08);
+    pub const MAX: AluOp = AluOp(isa::AluOp::MAX.0);
     /// `min(a, b)`.
-    pub const MIN: AluOp = AluOp(0x09);
+    pub const MIN: AluOp = AluOp(isa::AluOp::MIN.0);
     /// `a & b`.
-    pub const BITWISE_AND: AluOp = AluOp(0x0A);
+    pub const BITWISE_AND: AluOp = AluOp(isa::AluOp::BITWISE_AND.0);
     /// `a | b`.
-    pub const BITWISE_OR: AluOp = AluOp(0x0B);
+    pub const BITWISE_OR: AluOp = AluOp(isa::AluOp::BITWISE_OR.0);
     /// `a ^ b`.
-    pub const BITWISE_XOR: AluOp = AluOp(0x0C);
+    pub const BITWISE_XOR: AluOp = AluOp(isa::AluOp::BITWISE_XOR.0);
     /// `a != 0 && b != 0`.
-    pub const LOGICAL_AND: AluOp = AluOp(0x0D);
+    pub const LOGICAL_AND: AluOp = AluOp(isa::AluOp::LOGICAL_AND.0);
     /// `a != 0 || b != 0`.
-    pub const LOGICAL_OR: AluOp = AluOp(0x0E);
+    pub const LOGICAL_OR: AluOp = AluOp(isa::AluOp::LOGICAL_OR.0);
     /// `(a != 0) ^ (b != 0)`.
-    pub const LOGICAL_XOR: AluOp = AluOp(0x0F);
+    pub const LOGICAL_XOR: AluOp = AluOp(isa::AluOp::LOGICAL_XOR.0);
     /// `a << b`, zero fill.
-    pub const LOGICAL_SHIFT_LEFT: AluOp = AluOp(0x10);
+    pub const LOGICAL_SHIFT_LEFT: AluOp = AluOp(isa::AluOp::LOGICAL_SHIFT_LEFT.0);
     /// `a >> b`, zero fill.
-    pub const LOGICAL_SHIFT_RIGHT: AluOp = AluOp(0x11);
+    pub const LOGICAL_SHIFT_RIGHT: AluOp = AluOp(isa::AluOp::LOGICAL_SHIFT_RIGHT.0);
     /// `a == b`.
-    pub const IS_EQ: AluOp = AluOp(0x12);
+    pub const IS_EQ: AluOp = AluOp(isa::AluOp::IS_EQ.0);
     /// `a > b`.
-    pub const IS_GT: AluOp = AluOp(0x13);
+    pub const IS_GT: AluOp = AluOp(isa::AluOp::IS_GT.0);
     /// `a >= b`.
-    pub const IS_GE: AluOp = AluOp(0x14);
+    pub const IS_GE: AluOp = AluOp(isa::AluOp::IS_GE.0);
     /// `a <= b`.
-    pub const IS_LE: AluOp = AluOp(0x15);
+    pub const IS_LE: AluOp = AluOp(isa::AluOp::IS_LE.0);
     /// `a < b`.
-    pub const IS_LT: AluOp = AluOp(0x16);
+    pub const IS_LT: AluOp = AluOp(isa::AluOp::IS_LT.0);
     /// `|a - b|`.
-    pub const ABSOLUTE_DIFF: AluOp = AluOp(0x17);
+    pub const ABSOLUTE_DIFF: AluOp = AluOp(isa::AluOp::ABSOLUTE_DIFF.0);
     /// `a != b`.
-    pub const IS_NE: AluOp = AluOp(0x18);
+    pub const IS_NE: AluOp = AluOp(isa::AluOp::IS_NE.0);
     /// `|a|`.
-    pub const ABSOLUTE_VALUE: AluOp = AluOp(0x19);
+    pub const ABSOLUTE_VALUE: AluOp = AluOp(isa::AluOp::ABSOLUTE_VALUE.0);
     /// `a ^ b` (power; POOL only, fp only).
-    pub const POW: AluOp = AluOp(0x1A);
+    pub const POW: AluOp = AluOp(isa::AluOp::POW.0);
     /// `a % b` (integer, C-style sign of the dividend).
-    pub const MOD: AluOp = AluOp(0x1B);
+    pub const MOD: AluOp = AluOp(isa::AluOp::MOD.0);
     /// CRC32 (POOL only; semantics not public).
-    pub const CRC32: AluOp = AluOp(0x1C);
+    pub const CRC32: AluOp = AluOp(isa::AluOp::CRC32.0);
     /// `1 / sqrt(a)` (POOL only, fp only).
-    pub const RSQRT: AluOp = AluOp(0x1D);
+    pub const RSQRT: AluOp = AluOp(isa::AluOp::RSQRT.0);
     /// `max(|a|, |b|)` (v4+).
-    pub const ABS_MAX: AluOp = AluOp(0x20);
+    pub const ABS_MAX: AluOp = AluOp(isa::AluOp::ABS_MAX.0);
     /// `min(|a|, |b|)` (v4+).
-    pub const ABS_MIN: AluOp = AluOp(0x21);
+    pub const ABS_MIN: AluOp = AluOp(isa::AluOp::ABS_MIN.0);
     /// `max(a, 0)` (v4+).
-    pub const RE_LU: AluOp = AluOp(0x22);
+    pub const RE_LU: AluOp = AluOp(isa::AluOp::RE_LU.0);
     /// `a * a` (v4+).
-    pub const SQUARE: AluOp = AluOp(0x23);
+    pub const SQUARE: AluOp = AluOp(isa::AluOp::SQUARE.0);
     /// `sign(a) * max(|a|, |b|)` (v5).
-    pub const SYMMETRIC_CLAMP: AluOp = AluOp(0x24);
+    pub const SYMMETRIC_CLAMP: AluOp = AluOp(isa::AluOp::SYMMETRIC_CLAMP.0);
     /// Integer add (signed or unsigned).
-    pub const ADD_INT: AluOp = AluOp(0xC4);
+    pub const ADD_INT: AluOp = AluOp(isa::AluOp::ADD_INT.0);
     /// Integer multiply, low 32 bits.
-    pub const MULT_INT: AluOp = AluOp(0xC5);
+    pub const MULT_INT: AluOp = AluOp(isa::AluOp::MULT_INT.0);
     /// Integer subtract.
-    pub const SUBTRACT_INT: AluOp = AluOp(0xC6);
+    pub const SUBTRACT_INT: AluOp = AluOp(isa::AluOp::SUBTRACT_INT.0);
     /// Integer divide (truncating).
-    pub const DIVIDE_INT: AluOp = AluOp(0xC7);
+    pub const DIVIDE_INT: AluOp = AluOp(isa::AluOp::DIVIDE_INT.0);
     /// Integer remainder (sign of the dividend).
-    pub const MOD_INT: AluOp = AluOp(0xC8);
+    pub const MOD_INT: AluOp = AluOp(isa::AluOp::MOD_INT.0);
     /// Integer `==`.
-    pub const IS_EQUAL_INT: AluOp = AluOp(0xC9);
+    pub const IS_EQUAL_INT: AluOp = AluOp(isa::AluOp::IS_EQUAL_INT.0);
     /// Integer `!=`.
-    pub const IS_NE_INT: AluOp = AluOp(0xCA);
+    pub const IS_NE_INT: AluOp = AluOp(isa::AluOp::IS_NE_INT.0);
     /// Signed `max(|a|, |b|)`.
-    pub const ABS_MAX_INT: AluOp = AluOp(0xCB);
+    pub const ABS_MAX_INT: AluOp = AluOp(isa::AluOp::ABS_MAX_INT.0);
     /// Signed `min(|a|, |b|)`.
-    pub const ABS_MIN_INT: AluOp = AluOp(0xCC);
+    pub const ABS_MIN_INT: AluOp = AluOp(isa::AluOp::ABS_MIN_INT.0);
     /// Signed `|a - b|`.
-    pub const ABS_DIFF_INT: AluOp = AluOp(0xCD);
+    pub const ABS_DIFF_INT: AluOp = AluOp(isa::AluOp::ABS_DIFF_INT.0);
     /// Signed `|a|` (single source).
-    pub const ABS_VALUE_INT: AluOp = AluOp(0xCE);
+    pub const ABS_VALUE_INT: AluOp = AluOp(isa::AluOp::ABS_VALUE_INT.0);
     /// Signed max.
-    pub const MAX_INT: AluOp = AluOp(0xCF);
+    pub const MAX_INT: AluOp = AluOp(isa::AluOp::MAX_INT.0);
     /// Signed min.
-    pub const MIN_INT: AluOp = AluOp(0xD0);
+    pub const MIN_INT: AluOp = AluOp(isa::AluOp::MIN_INT.0);
     /// Signed `>`.
-    pub const IS_GT_INT: AluOp = AluOp(0xD1);
+    pub const IS_GT_INT: AluOp = AluOp(isa::AluOp::IS_GT_INT.0);
     /// Signed `>=`.
-    pub const IS_GE_INT: AluOp = AluOp(0xD2);
+    pub const IS_GE_INT: AluOp = AluOp(isa::AluOp::IS_GE_INT.0);
     /// Signed `<=`.
-    pub const IS_LE_INT: AluOp = AluOp(0xD3);
+    pub const IS_LE_INT: AluOp = AluOp(isa::AluOp::IS_LE_INT.0);
     /// Signed `<`.
-    pub const IS_LT_INT: AluOp = AluOp(0xD4);
+    pub const IS_LT_INT: AluOp = AluOp(isa::AluOp::IS_LT_INT.0);
     /// Unsigned max.
-    pub const MAX_UINT: AluOp = AluOp(0xD5);
+    pub const MAX_UINT: AluOp = AluOp(isa::AluOp::MAX_UINT.0);
     /// Unsigned min.
-    pub const MIN_UINT: AluOp = AluOp(0xD6);
+    pub const MIN_UINT: AluOp = AluOp(isa::AluOp::MIN_UINT.0);
     /// Unsigned `>`.
-    pub const IS_GT_UINT: AluOp = AluOp(0xD7);
+    pub const IS_GT_UINT: AluOp = AluOp(isa::AluOp::IS_GT_UINT.0);
     /// Unsigned `>=`.
-    pub const IS_GE_UINT: AluOp = AluOp(0xD8);
+    pub const IS_GE_UINT: AluOp = AluOp(isa::AluOp::IS_GE_UINT.0);
     /// Unsigned `<=`.
-    pub const IS_LE_UINT: AluOp = AluOp(0xD9);
+    pub const IS_LE_UINT: AluOp = AluOp(isa::AluOp::IS_LE_UINT.0);
     /// Unsigned `<`.
-    pub const IS_LT_UINT: AluOp = AluOp(0xDA);
+    pub const IS_LT_UINT: AluOp = AluOp(isa::AluOp::IS_LT_UINT.0);
     /// Unsigned multiply, low 32 bits.
-    pub const MULT_UINT: AluOp = AluOp(0xDB);
+    pub const MULT_UINT: AluOp = AluOp(isa::AluOp::MULT_UINT.0);
     /// Unsigned divide.
-    pub const DIVIDE_UINT: AluOp = AluOp(0xDC);
+    pub const DIVIDE_UINT: AluOp = AluOp(isa::AluOp::DIVIDE_UINT.0);
     /// Unsigned remainder.
-    pub const MOD_UINT: AluOp = AluOp(0xDD);
+    pub const MOD_UINT: AluOp = AluOp(isa::AluOp::MOD_UINT.0);
     /// Signed arg-max (u32 index output).
-    pub const AMAX_INT: AluOp = AluOp(0xDE);
+    pub const AMAX_INT: AluOp = AluOp(isa::AluOp::AMAX_INT.0);
     /// Signed arg-min (u32 index output).
-    pub const AMIN_INT: AluOp = AluOp(0xDF);
+    pub const AMIN_INT: AluOp = AluOp(isa::AluOp::AMIN_INT.0);
     /// Unsigned arg-max (u32 index output).
-    pub const AMAX_UINT: AluOp = AluOp(0xE0);
+    pub const AMAX_UINT: AluOp = AluOp(isa::AluOp::AMAX_UINT.0);
     /// Unsigned arg-min (u32 index output).
-    pub const AMIN_UINT: AluOp = AluOp(0xE1);
+    pub const AMIN_UINT: AluOp = AluOp(isa::AluOp::AMIN_UINT.0);
 
     /// Every member of the enum, in code order.
     pub fn all() -> impl Iterator<Item = AluOp> {
@@ -205,13 +205,25 @@ impl AluOp {
 
     /// The four arg-max / arg-min ops (u32 index output).
     pub const fn is_arg(self) -> bool {
-        matches!(self.0, 0xDE..=0xE1)
+        matches!(
+            self,
+            AluOp::AMAX_INT | AluOp::AMIN_INT | AluOp::AMAX_UINT | AluOp::AMIN_UINT
+        )
     }
 
     /// Ops that read only src0 (BYPASS, BITWISE_NOT, ABSOLUTE_VALUE, RSQRT, RE_LU, SQUARE,
     /// ABS_VALUE_INT).
     pub const fn is_unary(self) -> bool {
-        matches!(self.0, 0x00 | 0x01 | 0x19 | 0x1D | 0x22 | 0x23 | 0xCE)
+        matches!(
+            self,
+            AluOp::BYPASS
+                | AluOp::BITWISE_NOT
+                | AluOp::ABSOLUTE_VALUE
+                | AluOp::RSQRT
+                | AluOp::RE_LU
+                | AluOp::SQUARE
+                | AluOp::ABS_VALUE_INT
+        )
     }
 
     /// `is_bitvec_op`: BYPASS, BITWISE_NOT, the four shifts, AND/OR/XOR, CRC32.
@@ -259,9 +271,11 @@ impl AluOp {
         match (self.is_signed_legal(), self.is_unsigned_legal()) {
             (true, false) => Some(Signedness::Signed),
             (false, true) => Some(Signedness::Unsigned),
-            _ => match self.0 {
-                0xCE | 0xDE | 0xDF => Some(Signedness::Signed),
-                0xE0 | 0xE1 => Some(Signedness::Unsigned),
+            _ => match self {
+                AluOp::ABS_VALUE_INT | AluOp::AMAX_INT | AluOp::AMIN_INT => {
+                    Some(Signedness::Signed)
+                }
+                AluOp::AMAX_UINT | AluOp::AMIN_UINT => Some(Signedness::Unsigned),
                 _ => None,
             },
         }

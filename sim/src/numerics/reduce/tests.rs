@@ -407,3 +407,25 @@ fn tensor_scalar_cumulative_carries_the_register() {
     assert_eq!(out, [100.0, 100.0, 100.0, 9.0, 9.0, 9.0]);
     assert_eq!(acc.get(1), Some(9.0));
 }
+
+/// The accumulator commands are the spec's `ACCUM_CMD` members, each decoded and encoded back,
+/// and nothing else decodes.
+#[test]
+fn accum_cmds_are_the_spec_members() {
+    let members = tpbsim_isa::spec::ByteSet::union_of(&tpbsim_isa::formats::members::ACCUM_CMD);
+    for byte in 0..=u8::MAX {
+        match AccumCmd::from_wire(byte) {
+            Ok(c) => {
+                assert!(
+                    members.has(byte),
+                    "{byte} decodes but is not an ACCUM_CMD member"
+                );
+                assert_eq!(c.wire(), byte);
+            }
+            Err(_) => assert!(
+                !members.has(byte),
+                "ACCUM_CMD member {byte} does not decode"
+            ),
+        }
+    }
+}

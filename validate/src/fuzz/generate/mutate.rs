@@ -298,7 +298,7 @@ pub fn mutate_kind<R: Entropy>(
             mk(b, d.field.name, "is_valid_dtype")
         }
         MutationKind::DualFp8 => {
-            if gen != Gen::V4 || op != 0x01 {
+            if gen != Gen::V4 || op != tpbsim_isa::opcode_byte::LDWEIGHTS {
                 return None;
             }
             let rule = "s3_lw_dual_fp8_restrictions";

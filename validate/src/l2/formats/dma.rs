@@ -210,13 +210,15 @@ pub fn is_valid_dma_direct2d<S: Sink>(ck: &mut Ck<S>) {
     );
 }
 
-/// The name field of a named pseudo instruction: (offset, length).
+/// The name field of a named pseudo instruction: (offset, length). The opcodes are those
+/// whose format has a string field (`name_fields_are_the_string_fields` ties them to the spec).
 pub const fn name_field(opcode: u8) -> Option<Field> {
+    use tpbsim_isa::opcode_byte as ob;
     match opcode {
-        0xC1 => Some(Field::at(loc::dma_trigger::QUEUE_NAME)),
-        0xC6 => Some(Field::at(loc::load_act_func_set::ACT_SET_NAME)),
-        0xD1 => Some(Field::at(loc::function_begin::NAME)),
-        0xD3 => Some(Field::at(loc::function_call::NAME)),
+        ob::PSEUDO_DMATRIGGER => Some(Field::at(loc::dma_trigger::QUEUE_NAME)),
+        ob::PSEUDO_LOAD_ACT_FUNC_SET => Some(Field::at(loc::load_act_func_set::ACT_SET_NAME)),
+        ob::PSEUDO_FUNCTION_BEGIN => Some(Field::at(loc::function_begin::NAME)),
+        ob::PSEUDO_FUNCTION_CALL => Some(Field::at(loc::function_call::NAME)),
         _ => None,
     }
 }
@@ -357,6 +359,27 @@ mod tests {
     use super::*;
     use crate::l2::dtype;
     use tpbsim_isa::Gen;
+
+    /// The named pseudo opcodes are exactly those whose format has a string field, and the
+    /// name field is that field.
+    #[test]
+    fn name_fields_are_the_string_fields() {
+        use tpbsim_isa::spec::{self, FieldType};
+        for r in spec::OPCODES {
+            let string = spec::FORMATS
+                .iter()
+                .find(|f| f.name == r.format && !r.format.is_empty())
+                .and_then(|f| f.fields.iter().find(|x| matches!(x.ty, FieldType::Str(_))));
+            match (name_field(r.code), string) {
+                (Some(f), Some(x)) => {
+                    assert_eq!((f.name, f.start), (x.name, x.at[0]), "{:#04x}", r.code);
+                    assert_eq!(f.len, x.ty.width(), "{:#04x}", r.code);
+                }
+                (None, None) => {}
+                (f, x) => panic!("{:#04x}: name field {f:?}, string field {x:?}", r.code),
+            }
+        }
+    }
 
     /// A DIRECT2D copy as neuronx-cc 2.23 writes it on Pool (shared/real-neff-trn2.md §2):
     /// output0 (DGE table entry 2) from SBUF 0x4200, FP32 -> FP16, 128 rows of 64 elements.

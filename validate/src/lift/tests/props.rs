@@ -564,7 +564,7 @@ fn docs_table_covers_every_single_binding() {
     let start = doc.find("| Opcode | Class | Form |").expect("opcode table");
     let table = &doc[start..];
     let table = &table[..table.find("\n\n").unwrap_or(table.len())];
-    for &(op, class, _) in crate::lift::rules::SINGLES {
+    for &(op, class, _) in crate::lift::rules::singles() {
         let hex = format!("0x{op:02X}");
         let row = table.lines().find(|l| l.contains(&hex));
         assert!(
@@ -677,7 +677,7 @@ fn binding_inst(
 
 /// The bindings `binding_inst` covers.
 fn decoded_bindings() -> Vec<(u8, InstClass, &'static crate::lift::rules::Form)> {
-    crate::lift::rules::SINGLES
+    crate::lift::rules::singles()
         .iter()
         .copied()
         .filter(|&(op, class, form)| {

@@ -360,7 +360,10 @@ pub fn recipe_for(gen: Gen, opcode: u8) -> Option<&'static Recipe> {
 /// Opcodes whose engine the public sources disagree on, with the engine the spec row does not
 /// name (spec conflicts D28 and the CONV_LUT_LOAD dispatch chain): the L2 engine gate accepts
 /// either engine, so the generator does too.
-const ENGINE_UNIONS: &[(u8, Engine)] = &[(0x30, Engine::Act), (0xE4, Engine::Pe)];
+const ENGINE_UNIONS: &[(u8, Engine)] = &[
+    (tpbsim_isa::opcode_byte::EXPONENTIAL, Engine::Act),
+    (tpbsim_isa::opcode_byte::CONV_LUT_LOAD, Engine::Pe),
+];
 
 /// Engines whose stream may hold `opcode` on `gen`: the spec's engine classes and its
 /// per-generation engine legality rows, plus [`ENGINE_UNIONS`], with the published v4 ACT

@@ -13,6 +13,7 @@ use tpbsim_isa::formats::loc::{
     tensor_reduce as tr_loc, tensor_scalar as ts_loc, tensor_scalar_select as tss,
     tensor_tensor as tt_loc,
 };
+use tpbsim_isa::opcode_byte as ob;
 use tpbsim_isa::spec::FieldLoc;
 
 // ---- fields through the spec locators ----
@@ -201,22 +202,22 @@ pub(super) fn fill_tensor_tensor(c: &mut Ctx<'_>) {
     );
     let outs = of_signedness(
         if band {
-            with_64(gen, opc == 0x41)
+            with_64(gen, opc == ob::TENSOR_TENSOR_ARITH_OP)
         } else {
-            compute_dtypes(gen, opc == 0x41)
+            compute_dtypes(gen, opc == ob::TENSOR_TENSOR_ARITH_OP)
         },
         signed,
     );
     let (d0, d1, out) = match opc {
-        0x51 => {
+        ob::TENSOR_TENSOR_BITVEC_OP => {
             let out: Vec<u8> = outs.into_iter().filter(|&d| is_int(d)).collect();
             (c.rng.pick(&src), c.rng.pick(&src), c.rng.pick(&out))
         }
-        0x72 => {
+        ob::COPY_PREDICATED => {
             let d1 = c.rng.pick(&src);
             (c.rng.pick(INTS), d1, d1)
         }
-        0x99 => (c.rng.pick(INTS), c.rng.pick(&src), c.rng.pick(&outs)),
+        ob::CAST_PREDICATED => (c.rng.pick(INTS), c.rng.pick(&src), c.rng.pick(&outs)),
         _ => (c.rng.pick(&src), c.rng.pick(&src), c.rng.pick(&outs)),
     };
     c.put(tt_loc::IN_DTYPES, d0 | d1 << 4);
@@ -279,7 +280,10 @@ pub(super) fn src_dst(c: &mut Ctx<'_>, dims: usize, offs: [FieldLoc; 2], dts: [u
 
 pub(super) fn fill_tensor_scalar(c: &mut Ctx<'_>) {
     let (gen, opc) = (c.gen, c.b.0[0]);
-    let acc = if matches!(opc, 0x43 | 0x53) {
+    let acc = if matches!(
+        opc,
+        ob::TENSOR_SCALAR_ARITH_OP | ob::TENSOR_SCALAR_BITVEC_OP
+    ) {
         0
     } else {
         c.rng.range(0, 4)
@@ -289,7 +293,7 @@ pub(super) fn fill_tensor_scalar(c: &mut Ctx<'_>) {
     c.put(ts_loc::IMM0_SRC, imm0_src);
     let imm1_src = c.rng.range(0, 2);
     c.put(ts_loc::IMM1_SRC, imm1_src);
-    let (op0, op1, rev) = if opc == 0x30 {
+    let (op0, op1, rev) = if opc == ob::EXPONENTIAL {
         (0, 0, 0)
     } else {
         let ops = legal(c, ts::OP0);
@@ -298,7 +302,7 @@ pub(super) fn fill_tensor_scalar(c: &mut Ctx<'_>) {
     c.put(ts_loc::OP0, op0);
     c.put(ts_loc::OP1, op1);
     c.put(ts_loc::REVERSE, rev);
-    let (i, o) = if opc == 0x53 {
+    let (i, o) = if opc == ob::TENSOR_SCALAR_BITVEC_OP {
         let d = c.rng.pick(INTS);
         (d, d)
     } else {
@@ -431,7 +435,7 @@ pub(super) fn fill_activate_quantize(c: &mut Ctx<'_>) {
 pub(super) fn fill_read_accumulator(c: &mut Ctx<'_>) {
     let dt = c.rng.pick(&compute_dtypes(c.gen, true));
     c.put(rd::DTYPE, dt);
-    let negated = if c.b.0[0] == 0x9B {
+    let negated = if c.b.opcode() == tpbsim_isa::opcode_byte::DVE_READ_ACCUMULATOR {
         c.rng.range(0, 1)
     } else {
         0
@@ -540,8 +544,9 @@ pub(super) fn fill_select_reduce(c: &mut Ctx<'_>) {
 
 pub(super) fn fill_stt(c: &mut Ctx<'_>) {
     let gen = c.gen;
-    let bitvec = c.b.0[0] == 0x9E;
-    let scan = c.b.0[0] == 0xE5;
+    let sem = tpbsim_isa::ScalarTensorTensorSem::of(c.b.opcode());
+    let bitvec = sem == Some(tpbsim_isa::ScalarTensorTensorSem::Bitvec);
+    let scan = sem == Some(tpbsim_isa::ScalarTensorTensorSem::Scan);
     let ops = legal(c, pool::STT_OP0);
     let (op0, op1) = (c.rng.pick(&ops), c.rng.pick(&ops));
     c.put(stt::OP0, op0);

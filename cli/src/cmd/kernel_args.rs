@@ -43,7 +43,8 @@ pub struct KernelArgs {
     #[arg(long, default_value_t = DEFAULT_MAX_STEPS)]
     pub max_steps: u64,
     /// Memory budget of the run (bytes; K, M, G suffixes): variables, on-chip memories,
-    /// operands' working memory, the race check and the timeline (docs/robustness.md).
+    /// operands' working memory, the race check and the timeline (docs/robustness.md); the
+    /// `--input` arrays, read once and shared by every core, are not charged.
     #[arg(long, value_name = "BYTES", default_value = "3G", value_parser = run::parse_bytes)]
     pub max_memory: u64,
     /// Bytes all DMA transfers of a run may move together (K, M, G suffixes).

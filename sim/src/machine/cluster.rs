@@ -115,8 +115,9 @@ pub fn worker_threads(threads: usize, cores: usize) -> usize {
 
 impl<'p> Cluster<'p> {
     /// The cores of `program` on `gen` under `limits`, the inputs holding `inputs` (by name;
-    /// an input not given takes the NEFF's own data). The shared inputs are charged once; the
-    /// rest of each limit is split evenly between the cores, so that no core's budget depends
+    /// an input not given takes the NEFF's own data). The inputs the run allocates (the NEFF's
+    /// own data, zeroed inputs) are charged once; the caller's `inputs` are already in memory
+    /// and are not charged. The rest of each limit is split evenly between the cores, so that no core's budget depends
     /// on another's progress.
     pub fn new(
         program: &'p Program,
@@ -127,6 +128,9 @@ impl<'p> Cluster<'p> {
         let n = program.cores.len().max(1) as u64;
         let mut shared = Budget::new(limits);
         for v in program.inputs() {
+            // The caller's inputs are already held (once, shared by every core) and are not
+            // charged; what the run allocates for the others is.
+            let given = inputs.contains_key(&v.name);
             let data: SharedBytes = match (inputs.get(&v.name), &v.init) {
                 (Some(d), _) => d.clone(),
                 (None, Some(d)) => Arc::new(d.clone()),
@@ -145,9 +149,11 @@ impl<'p> Cluster<'p> {
                     want: v.size,
                 });
             }
-            shared
-                .charge_memory(|| format!("variable `{}`", v.name), v.size)
-                .map_err(SetupError::Budget)?;
+            if !given {
+                shared
+                    .charge_memory(|| format!("variable `{}`", v.name), v.size)
+                    .map_err(SetupError::Budget)?;
+            }
             inputs.insert(v.name.clone(), data);
         }
         let base = shared.memory();

@@ -22,6 +22,9 @@
 #   CARGO_TARGET_DIR  where the mutated copies build (default target/mutants, reused by
 #              later runs so only the first one builds the dependencies)
 #
+# cargo-mutants 27 also runs its "delete field ... from struct ... expression" mutants of the
+# area whatever `--re` says; the score counts the drawn mutants only (mutants-score.sh).
+#
 # Extra arguments go to cargo-mutants. cargo-mutants copies the tree for each run (it never
 # edits this one), so the tree may be edited while a run goes on.
 set -euo pipefail
@@ -90,9 +93,11 @@ for area in $AREAS; do
     tests=(--test-package "$(package_of "$area")")
   fi
   # The baseline is skipped: the suite passes on the tree being sampled (run it first), and
-  # the explicit timeouts replace the ones cargo-mutants would derive from it.
+  # the explicit timeouts replace the ones cargo-mutants would derive from it. The drawn
+  # mutants run in a random order, so a run stopped early has tested a random part of them.
   cargo mutants --test-tool nextest "${tests[@]}" --file "$area/**" "${res[@]}" \
-    --no-shuffle --baseline skip --jobs "$JOBS" --timeout "$TIMEOUT" \
+    --shuffle --baseline skip --jobs "$JOBS" --timeout "$TIMEOUT" \
     --build-timeout "$BUILD_TIMEOUT" --output "$OUT/$tag" "$@" || true
-  scripts/mutants-score.sh "$OUT/$tag/mutants.out" "$area" | tee "$OUT/$tag.score"
+  scripts/mutants-score.sh "$OUT/$tag/mutants.out" "$area" "$OUT/$tag.sample" |
+    tee "$OUT/$tag.score"
 done

@@ -1131,3 +1131,6 @@ pub(crate) fn proptest_cases() -> u32 {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod boundary_tests;

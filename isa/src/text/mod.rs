@@ -147,3 +147,6 @@ pub fn render_error(file: &str, text: &str, line: usize, e: &ParseError) -> Stri
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod edge_tests;

@@ -436,7 +436,12 @@ pub fn disasm_bundle(b: &Bundle, gen: Gen) -> String {
     let mut typed: Vec<(&str, String)> = Vec::new();
     let mut used_dtype: Vec<&'static str> = Vec::new();
     for m in meta.fields {
+        // An operand that is not shown (all zero) does not carry the dtype: the dtype field
+        // is then written by name.
         if let FieldType::Tensor(_) | FieldType::MemPattern(_) = m.ty {
+            if !super::shown(m, &enc) {
+                continue;
+            }
             if let FieldValue::Pattern(p) = m.read(&enc) {
                 let n = p.dims as usize;
                 let nums = |v: &[i64]| {

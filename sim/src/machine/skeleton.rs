@@ -578,3 +578,48 @@ mod tests {
         assert_eq!(s.resolve().unwrap()[0], clock(&[2, 0]));
     }
 }
+
+#[cfg(test)]
+mod need_boundaries {
+    use super::super::sync::Cmp;
+    use super::*;
+
+    /// Whether `sem <cmp> rhs` holds (written out here, independently of the machine's).
+    fn holds(cmp: Cmp, sem: i64, rhs: i64) -> bool {
+        match cmp {
+            Cmp::Eq => sem == rhs,
+            Cmp::Lt => sem < rhs,
+            Cmp::Le => sem <= rhs,
+            Cmp::Gt => sem > rhs,
+            Cmp::Ge => sem >= rhs,
+        }
+    }
+
+    /// What a wait needs is the exact number of unit updates in its direction that takes the
+    /// segment's base value to where the wait holds: after `n` of them it holds, after `n − 1`
+    /// it does not (a negative `n`: the base holds with a margin of `−n` updates in the other
+    /// direction, and one more breaks it). For every comparison and base and awaited values
+    /// around each other.
+    #[test]
+    fn a_wait_needs_exactly_the_updates_that_make_it_hold() {
+        for cmp in [Cmp::Eq, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge] {
+            for base in 0u32..6 {
+                for rhs in 0u32..8 {
+                    let mut s = Skeleton::new(1);
+                    s.sem(0, 2, 0, base, true, false, VClock::from_vec(vec![1]));
+                    let (_, up, n) = s.sem_need(2, cmp, rhs).expect("a segment");
+                    let dir = if up { 1 } else { -1 };
+                    let after = |k: i64| i64::from(base) + dir * k;
+                    let r = i64::from(rhs);
+                    let what = format!("{cmp:?} base {base} rhs {rhs}: up {up} n {n}");
+                    assert!(holds(cmp, after(n), r), "{what}: does not hold after n");
+                    assert!(!holds(cmp, after(n - 1), r), "{what}: holds after n - 1");
+                    if cmp != Cmp::Eq {
+                        // An inequality keeps holding further in its direction.
+                        assert!(holds(cmp, after(n + 1), r), "{what}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -746,3 +746,91 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod register_and_partition_bounds {
+    use super::super::rule::{Collect, Gate};
+    use super::*;
+    use tpbsim_isa::Bundle;
+
+    fn failures(b: &Bundle, f: impl FnOnce(&mut Ck<Collect>)) -> Vec<&'static str> {
+        let mut c = Collect::default();
+        let mut ck = Ck::new(b, Gen::V4, Some(0), Gate::Format, &mut c);
+        f(&mut ck);
+        c.failures.iter().map(|f| f.rule.name).collect()
+    }
+
+    /// A register-form start address names one of the `NUM_ADDR_REGISTERS` registers with bits
+    /// 8..23 clear: register 0 and the last register pass, the next one (and 0xFF) fail, and a
+    /// set bit 8 or 23 fails whatever the register.
+    #[test]
+    fn a_register_start_address_names_one_of_the_registers() {
+        assert_eq!(NUM_ADDR_REGISTERS, 0x40);
+        let f = Field::new("a", 16, 4);
+        let judge = |word: u32| {
+            let mut b = Bundle::ZERO;
+            b.set_u32(16, word);
+            failures(&b, |ck| {
+                tensor_start_addr_valid(ck, f, dtype::FP32, Placement::READ_ANY);
+            })
+        };
+        for id in [0, 1, NUM_ADDR_REGISTERS - 2, NUM_ADDR_REGISTERS - 1] {
+            assert!(judge(0x8000_0000 | id).is_empty(), "register {id}");
+        }
+        for id in [NUM_ADDR_REGISTERS, NUM_ADDR_REGISTERS + 1, 0xFF] {
+            assert_eq!(
+                judge(0x8000_0000 | id),
+                ["tensor_start_addr_valid"],
+                "register {id}"
+            );
+        }
+        for bits in [1 << 8, 1 << 23, 0x00FF_FF00] {
+            assert_eq!(
+                judge(0x8000_0000 | bits),
+                ["tensor_start_addr_valid"],
+                "{bits:#x}"
+            );
+        }
+    }
+
+    /// `start_addr_active_channels`: 1..=128 partitions, and from an immediate start
+    /// partition p at most 128 − p. At each bound, one before and one past; a register start
+    /// address is held to 1..=128 alone.
+    #[test]
+    fn active_partitions_fit_the_array_from_the_start_partition() {
+        let op = Operand::new("src", 16);
+        let num = Field::new("num_active_partitions", 40, 1);
+        let judge = |word: u32, n: u8| {
+            let mut b = Bundle::ZERO;
+            b.set_u32(16, word);
+            b.0[40] = n;
+            failures(&b, |ck| start_addr_active_channels(ck, op, num))
+        };
+        let fail = ["start_addr_active_channels"];
+        for reg in [0x8000_0000u32, 0x8000_003F] {
+            for n in [1, 2, 127, 128] {
+                assert!(judge(reg, n).is_empty(), "register, {n}");
+            }
+            for n in [0, 129, 130, 255] {
+                assert_eq!(judge(reg, n), fail, "register, {n}");
+            }
+        }
+        let sbuf = |p: u32| p << sbuf_partition_shift(Gen::V4);
+        let psum = |p: u32| PSUM_BASE + (p << PSUM_PARTITION_SHIFT);
+        for (what, at) in [("SBUF", &sbuf as &dyn Fn(u32) -> u32), ("PSUM", &psum)] {
+            for p in [0u32, 1, 64, 126, 127] {
+                let word = at(p);
+                assert_eq!(partition(Gen::V4, word), p, "{what} {p}");
+                let room = 128 - p;
+                for n in [1, room - 1, room] {
+                    if n > 0 {
+                        assert!(judge(word, n as u8).is_empty(), "{what} {p} + {n}");
+                    }
+                }
+                for n in [0, room + 1, room + 2] {
+                    assert_eq!(judge(word, n as u8), fail, "{what} {p} + {n}");
+                }
+            }
+        }
+    }
+}

@@ -376,3 +376,109 @@ impl PwpTable {
             .ok_or_else(missing)
     }
 }
+
+#[cfg(test)]
+mod clamp_boundaries {
+    use super::*;
+
+    /// A table whose every section is a constant: the high clamps give 10 (positive) and 30
+    /// (negative), the low clamps 20 and 40, the buckets of octave `2^0` give 1 and -1.
+    fn table(high: (i32, i32), low: (i32, i32)) -> PwpTable {
+        let sat = |(e, m): (i32, i32), c: i32| {
+            format!(r#"{{"exponent":{e},"mantissa":{m},"section":[0,{c},0,0,0]}}"#)
+        };
+        let text = format!(
+            r#"{{"format":"tpbsim-pwp/1","function":"exp",
+             "symmetry":{{"enabled":false,"invert_sign":false,"use_neg_region":false,"point":0}},
+             "results":{{"zero":0,"nan":"nan","pos_inf":"inf","neg_inf":0}},
+             "saturation":{{"pos_high":{},"pos_low":{},"neg_high":{},"neg_low":{}}},
+             "pos_regions":[{{"exponent":0,"extract_size":0,"sections":[[0,1,0,0,0]]}}],
+             "neg_regions":[{{"exponent":0,"extract_size":0,"sections":[[0,-1,0,0,0]]}}]}}"#,
+            sat(high, 10),
+            sat(low, 20),
+            sat(high, 30),
+            sat(low, 40)
+        );
+        PwpTable::from_json(&text).expect("table")
+    }
+
+    fn point((e, m): (i32, i32)) -> f32 {
+        f32::from_bits(((e as u32) << 23) | m as u32)
+    }
+
+    /// One ulp away from zero, one ulp towards it.
+    fn up(x: f32) -> f32 {
+        f32::from_bits(x.to_bits() + 1)
+    }
+    fn down(x: f32) -> f32 {
+        f32::from_bits(x.to_bits() - 1)
+    }
+
+    /// An input exactly at a clamp point takes the clamp's section, on both signs: `|x| >= high`
+    /// takes the high clamp and `|x| <= low` the low one (biased exponent, then mantissa);
+    /// one ulp inside either point takes the bucket. Points inside an octave (same exponent,
+    /// mantissas compared) and on an octave edge (mantissa 0).
+    #[test]
+    fn a_clamp_point_belongs_to_its_clamp() {
+        for (high, low) in [((127, 0x40_0000), (127, 0x20_0000)), ((128, 0), (127, 0))] {
+            let t = table(high, low);
+            let (h, l) = (point(high), point(low));
+            for (sign, hi_c, lo_c, bucket) in [(1.0f32, 10.0, 20.0, 1.0), (-1.0, 30.0, 40.0, -1.0)]
+            {
+                let at = |x: f32| {
+                    t.eval(sign * x)
+                        .unwrap_or_else(|e| panic!("{}: {e}", sign * x))
+                };
+                let what = |x: f32| format!("{:e} (high {high:?}, low {low:?})", sign * x);
+                assert_eq!(at(h), hi_c, "{}", what(h));
+                assert_eq!(at(up(h)), hi_c, "{}", what(up(h)));
+                assert_eq!(at(down(h)), bucket, "{}", what(down(h)));
+                assert_eq!(at(l), lo_c, "{}", what(l));
+                assert_eq!(at(down(l)), lo_c, "{}", what(down(l)));
+                assert_eq!(at(up(l)), bucket, "{}", what(up(l)));
+            }
+        }
+    }
+
+    /// `extract_size` up to 23 (the mantissa's width) is a bucket count the table may have;
+    /// 24 is refused for its size, before its sections are counted.
+    #[test]
+    fn extract_size_is_at_most_the_mantissa_width() {
+        let region = |size: u32, sections: usize| {
+            let s = vec!["[0,0,0,0,0]"; sections].join(",");
+            format!(r#""pos_regions":[{{"exponent":0,"extract_size":{size},"sections":[{s}]}}]"#)
+        };
+        let with = |size: u32, sections: usize| {
+            let text = format!(
+                r#"{{"format":"tpbsim-pwp/1","function":"exp",
+                 "symmetry":{{"enabled":false,"invert_sign":false,"use_neg_region":false,"point":0}},
+                 "results":{{"zero":0,"nan":"nan","pos_inf":"inf","neg_inf":0}},
+                 "saturation":{{"pos_high":{s},"pos_low":{s},"neg_high":{s},"neg_low":{s}}},
+                 {},"neg_regions":[]}}"#,
+                region(size, sections),
+                s = r#"{"exponent":0,"mantissa":0,"section":[0,0,0,0,0]}"#
+            );
+            PwpTable::from_json(&text)
+        };
+        for (size, sections) in [(0, 1), (1, 2), (4, 16)] {
+            with(size, sections).unwrap_or_else(|e| panic!("{size}: {e}"));
+        }
+        for (size, need) in [(22u32, 1usize << 22), (23, 1 << 23)] {
+            match with(size, 1) {
+                Err(PwpError::Invalid(m)) => assert!(
+                    m.contains(&format!("1 sections, extract_size {size} needs {need}")),
+                    "{size}: {m}"
+                ),
+                other => panic!("{size}: {other:?}"),
+            }
+        }
+        for size in [24u32, 31, 64] {
+            match with(size, 1) {
+                Err(PwpError::Invalid(m)) => {
+                    assert!(m.contains("extract_size above 23"), "{size}: {m}")
+                }
+                other => panic!("{size}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,495 @@
+//! Boundary tests of the numeric comparisons the NEFF reader makes: every limit is tried at
+//! the bound, one before it and one past it (member counts and sizes of the archive and of a
+//! directory, the header's sizes, queue and dimension counts, semaphore and event ids, the
+//! ranks of a replica group, the output index of a manifest head), and the reader's choice of
+//! the first `__kelf` node.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::archive::{read_members, write_plain_tar};
+use super::schema::{validate_blocks, MAX_DMA_DIMS, MAX_DMA_QUEUES};
+use super::*;
+
+fn members(n: usize, size: usize) -> BTreeMap<String, Vec<u8>> {
+    (0..n)
+        .map(|i| (format!("m{i:03}"), vec![b'x'; size]))
+        .collect()
+}
+
+fn limits(max_members: usize, max_member_bytes: u64, max_total_bytes: u64) -> Limits {
+    Limits {
+        max_total_bytes,
+        max_member_bytes,
+        max_members,
+    }
+}
+
+/// `count > max_members`: an archive of exactly `max_members` entries is read, one more is
+/// refused, for limits 1, 2 and 7 (the count is of entries, directories included).
+#[test]
+fn an_archive_holds_at_most_max_members_entries() {
+    for max in [1usize, 2, 7] {
+        let l = limits(max, 1 << 20, 1 << 20);
+        for n in [max - 1, max] {
+            let tar = write_plain_tar(&members(n, 3)).unwrap();
+            let (back, _) = read_members(&tar, &l).unwrap_or_else(|e| panic!("{n} of {max}: {e}"));
+            assert_eq!(back.len(), n);
+        }
+        let tar = write_plain_tar(&members(max + 1, 3)).unwrap();
+        assert!(
+            matches!(read_members(&tar, &l), Err(NeffError::TooManyMembers { limit }) if limit == max),
+            "{} entries against a limit of {max}",
+            max + 1
+        );
+    }
+    // A directory entry counts: one file and one directory against a limit of one.
+    let mut b = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_ustar();
+    h.set_entry_type(tar::EntryType::Directory);
+    h.set_path("d").unwrap();
+    h.set_size(0);
+    h.set_cksum();
+    b.append(&h, &[][..]).unwrap();
+    let mut h = tar::Header::new_ustar();
+    h.set_path("d/f").unwrap();
+    h.set_size(1);
+    h.set_cksum();
+    b.append(&h, &b"x"[..]).unwrap();
+    let tar = b.into_inner().unwrap();
+    assert!(matches!(
+        read_members(&tar, &limits(1, 64, 64)),
+        Err(NeffError::TooManyMembers { limit: 1 })
+    ));
+    assert_eq!(read_members(&tar, &limits(2, 64, 64)).unwrap().0.len(), 1);
+}
+
+/// `size > max_member_bytes` and `total > max_total_bytes`: a member of exactly the limit and
+/// a total of exactly the limit are read; one byte more is refused, with the right error.
+#[test]
+fn member_and_total_sizes_are_limited_inclusively() {
+    for (max, gz) in [(100u64, false), (4096, true)] {
+        let one = |size: u64| {
+            let m = members(1, size as usize);
+            if gz {
+                archive::write_gzip_tar(&m).unwrap()
+            } else {
+                write_plain_tar(&m).unwrap()
+            }
+        };
+        let l = limits(10, max, 1 << 20);
+        for size in [max - 1, max] {
+            assert_eq!(
+                read_members(&one(size), &l).unwrap().0["m000"].len() as u64,
+                size
+            );
+        }
+        match read_members(&one(max + 1), &l) {
+            Err(NeffError::MemberTooLarge { size, limit, .. }) => {
+                assert_eq!((size, limit), (max + 1, max))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // Three members of 40 bytes: a total limit of 120 holds them, 119 does not.
+    let tar = write_plain_tar(&members(3, 40)).unwrap();
+    assert_eq!(read_members(&tar, &limits(10, 40, 120)).unwrap().0.len(), 3);
+    assert_eq!(read_members(&tar, &limits(10, 40, 121)).unwrap().0.len(), 3);
+    assert!(matches!(
+        read_members(&tar, &limits(10, 40, 119)),
+        Err(NeffError::ArchiveTooLarge { limit: 119 })
+    ));
+}
+
+/// A fresh empty directory under the system's temporary directory.
+fn scratch_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "tpbsim-neff-bounds-{tag}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `Neff::from_dir` applies the same limits inclusively: count, member size, total size.
+#[test]
+fn a_directory_is_packed_within_the_same_limits() {
+    let d = scratch_dir("dir");
+    for (name, data) in members(3, 40) {
+        std::fs::write(d.join(name), data).unwrap();
+    }
+    let ok = |l: Limits| Neff::from_dir(&d, "k", &l).map(|n| n.members.len());
+    assert_eq!(ok(limits(3, 40, 120)).unwrap(), 3);
+    assert!(matches!(
+        ok(limits(2, 40, 120)),
+        Err(NeffError::TooManyMembers { limit: 2 })
+    ));
+    assert!(matches!(
+        ok(limits(3, 39, 120)),
+        Err(NeffError::MemberTooLarge {
+            size: 40,
+            limit: 39,
+            ..
+        })
+    ));
+    assert!(matches!(
+        ok(limits(3, 40, 119)),
+        Err(NeffError::ArchiveTooLarge { limit: 119 })
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// An image of a small valid NEFF and its header.
+fn image() -> (Vec<u8>, Header) {
+    let mut n = Neff::new("bounds").unwrap();
+    n.members.insert("a.bin".into(), vec![1, 2, 3]);
+    let bytes = n.to_bytes().unwrap();
+    let h = Header::parse(bytes[..HEADER_LEN].try_into().unwrap());
+    (bytes, h)
+}
+
+fn with_header(bytes: &[u8], h: &Header) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    b[..HEADER_LEN].copy_from_slice(&h.to_bytes());
+    b
+}
+
+/// `header_size >= file_len` and `data_size > available || data_size == 0`.
+#[test]
+fn header_and_data_sizes_must_fit_the_file() {
+    let (bytes, h) = image();
+    let len = bytes.len() as u64;
+    let read = |b: &[u8]| Neff::from_bytes(b, &ReadOptions::default());
+    // header_size: any value below the file length is read; the file length is refused.
+    for hs in [0, HEADER_LEN as u64, len - 1] {
+        let b = with_header(
+            &bytes,
+            &Header {
+                header_size: hs,
+                ..h.clone()
+            },
+        );
+        read(&b).unwrap_or_else(|e| panic!("header_size {hs}: {e}"));
+    }
+    for hs in [len, len + 1] {
+        let b = with_header(
+            &bytes,
+            &Header {
+                header_size: hs,
+                ..h.clone()
+            },
+        );
+        assert!(
+            matches!(read(&b), Err(NeffError::HeaderSize { header_size, file_len }) if (header_size, file_len) == (hs, len)),
+            "header_size {hs}"
+        );
+    }
+    // data_size: exactly what follows the header is read; one more byte, or none, is refused.
+    let available = len - HEADER_LEN as u64;
+    assert_eq!(h.data_size, available);
+    for ds in [0, available + 1] {
+        let b = with_header(
+            &bytes,
+            &Header {
+                data_size: ds,
+                ..h.clone()
+            },
+        );
+        assert!(
+            matches!(read(&b), Err(NeffError::DataSize { data_size, available: a }) if (data_size, a) == (ds, available)),
+            "data_size {ds}"
+        );
+    }
+    // One byte of zero padding after the payload: data_size one below what is available.
+    let mut padded = bytes.clone();
+    padded.push(0);
+    assert_eq!(read(&padded).unwrap().members["a.bin"], vec![1, 2, 3]);
+}
+
+/// The runtime accepts major versions 0..=2: 2 is no issue, 3 is.
+#[test]
+fn major_version_two_is_the_last_the_runtime_accepts() {
+    let (_, h) = image();
+    for major in [0u64, 1, 2] {
+        let h = Header {
+            neff_version_major: major,
+            ..h.clone()
+        };
+        assert!(h.runtime_compat_issues().is_empty(), "{major}");
+    }
+    for major in [3u64, u64::MAX] {
+        let h = Header {
+            neff_version_major: major,
+            ..h.clone()
+        };
+        let issues = h.runtime_compat_issues();
+        assert_eq!(issues.len(), 1, "{major}");
+        assert!(
+            issues[0].contains(&format!("neff_version_major {major} > 2")),
+            "{issues:?}"
+        );
+    }
+}
+
+fn def_with(queues: usize) -> DefJson {
+    let mut a = Variable::new(0, "a", VarKind::Input);
+    a.size = Some(64);
+    a.dtype = Some(crate::NumFormat::Int8);
+    let mut b = Variable::new(1, "b", VarKind::Output);
+    b.size = Some(64);
+    b.dtype = Some(crate::NumFormat::Int8);
+    DefJson {
+        var: vec![a, b],
+        dma_queue: (0..queues)
+            .map(|i| DmaQueue::new(format!("q{i}")))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// `dma_queue.len() > MAX_DMA_QUEUES` (11 × 16).
+#[test]
+fn a_def_json_names_at_most_176_queues() {
+    assert_eq!(MAX_DMA_QUEUES, 176);
+    for n in [MAX_DMA_QUEUES - 1, MAX_DMA_QUEUES] {
+        def_with(n).validate("d").unwrap();
+    }
+    let e = def_with(MAX_DMA_QUEUES + 1)
+        .validate("d")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("177 queues; at most 176"), "{e}");
+}
+
+fn entry_ok(e: &DmaEntry) -> Result<(), String> {
+    let d = def_with(1);
+    let block = DmaBlock {
+        queue: Some("q0".into()),
+        instance_name: None,
+        id: None,
+        desc: vec![e.clone()],
+        extra: serde_json::Map::new(),
+    };
+    validate_blocks("x.json", "dma", &[block], &d).map_err(|e| e.to_string())
+}
+
+fn copy(sizes: Vec<u64>) -> DmaEntry {
+    DmaEntry::copy(VarRef::Id(0), VarRef::Id(1), sizes)
+}
+
+/// `sizes.len() > MAX_DMA_DIMS`: 8 dimensions are read, 9 refused, on either side.
+#[test]
+fn a_dma_side_has_at_most_eight_dimensions() {
+    assert_eq!(MAX_DMA_DIMS, 8);
+    for n in [MAX_DMA_DIMS - 1, MAX_DMA_DIMS] {
+        let mut sizes = vec![1u64; n];
+        sizes[0] = 4;
+        entry_ok(&copy(sizes)).unwrap_or_else(|e| panic!("{n} dims: {e}"));
+    }
+    let mut e = copy(vec![4]);
+    e.from_sizes = vec![1; MAX_DMA_DIMS + 1];
+    e.from_sizes[0] = 4;
+    let err = entry_ok(&e).unwrap_err();
+    assert!(
+        err.contains("9 dimensions; at most 8") && err.contains("from_sizes"),
+        "{err}"
+    );
+    let mut e = copy(vec![4]);
+    e.to_sizes = vec![1; MAX_DMA_DIMS + 1];
+    e.to_sizes[0] = 4;
+    let err = entry_ok(&e).unwrap_err();
+    assert!(
+        err.contains("9 dimensions; at most 8") && err.contains("to_sizes"),
+        "{err}"
+    );
+}
+
+/// Semaphore ids below 256, event ids below 256, semaphore values that fit 32 bits.
+#[test]
+fn dma_entry_semaphores_events_and_values_at_their_bounds() {
+    for s in [0u32, 254, 255] {
+        let mut e = copy(vec![4]);
+        e.sem = Some(s);
+        entry_ok(&e).unwrap_or_else(|err| panic!("sem {s}: {err}"));
+    }
+    let mut e = copy(vec![4]);
+    e.sem = Some(256);
+    assert!(entry_ok(&e).unwrap_err().contains("256"));
+    for ev in [0u32, 254, 255] {
+        let mut e = copy(vec![4]);
+        e.event = Some(ev);
+        entry_ok(&e).unwrap_or_else(|err| panic!("event {ev}: {err}"));
+    }
+    let mut e = copy(vec![4]);
+    e.event = Some(256);
+    let err = entry_ok(&e).unwrap_err();
+    assert!(err.contains("event 256 is not below 256"), "{err}");
+    for v in [u64::from(u32::MAX) - 1, u64::from(u32::MAX)] {
+        let mut e = copy(vec![4]);
+        e.sem = Some(1);
+        e.sem_op = Some(SemOp::Add);
+        e.sem_value = Some(v);
+        entry_ok(&e).unwrap_or_else(|err| panic!("sem_value {v}: {err}"));
+    }
+    let mut e = copy(vec![4]);
+    e.sem = Some(1);
+    e.sem_op = Some(SemOp::Add);
+    e.sem_value = Some(1 << 32);
+    let err = entry_ok(&e).unwrap_err();
+    assert!(err.contains("does not fit a 32-bit semaphore"), "{err}");
+}
+
+/// `end > size` and `start < 0`: an access ending on the variable's last byte or starting on
+/// its first is read; one byte further either way is refused.
+#[test]
+fn an_access_stays_within_its_variable() {
+    // 64-byte int8 variables: 64 elements from offset 0, 63 from offset 1, 1 from offset 63.
+    for (off, n) in [(0u64, 64u64), (1, 63), (63, 1)] {
+        let mut e = copy(vec![n]);
+        e.from_offset = off;
+        entry_ok(&e).unwrap_or_else(|err| panic!("offset {off}, {n}: {err}"));
+    }
+    // (The destination `b` is checked first: 65 elements overrun it before the source.)
+    for (off, n, reach, var) in [(1u64, 64u64, 65, "a"), (64, 1, 65, "a"), (0, 65, 65, "b")] {
+        let mut e = copy(vec![n]);
+        e.from_offset = off;
+        e.to_sizes = vec![n];
+        let err = entry_ok(&e).unwrap_err();
+        assert!(
+            err.contains(&format!("reaches byte {reach} of `{var}`")),
+            "{err}"
+        );
+    }
+    // A negative step from offset 3 reaches back 3 elements: byte 0, then one before it.
+    let mut e = copy(vec![4]);
+    e.from_offset = 3;
+    e.from_steps = Some(vec![-1]);
+    entry_ok(&e).unwrap();
+    let mut e = copy(vec![5]);
+    e.from_offset = 3;
+    e.from_steps = Some(vec![-1]);
+    let err = entry_ok(&e).unwrap_err();
+    assert!(err.contains("access starts 1 bytes before `a`"), "{err}");
+}
+
+/// A `replica_groups` entry affects results when a group has more than one rank.
+#[test]
+fn replica_groups_of_more_than_one_rank_affect_results() {
+    let scan = |groups: Value| {
+        let mut out = Vec::new();
+        unmodelled::Scan { out: &mut out }
+            .def_json("sg/def.json", &json!({ "replica_groups": groups }));
+        out.iter()
+            .filter(|u| u.path == "replica_groups")
+            .map(|u| u.affects_results)
+            .collect::<Vec<_>>()
+    };
+    for g in [
+        json!([]),
+        json!([[]]),
+        json!([[0]]),
+        json!([[0], [1], [2]]),
+        json!("x"),
+    ] {
+        assert_eq!(scan(g.clone()), Vec::<bool>::new(), "{g}");
+    }
+    for g in [json!([[0, 1]]), json!([[0], [1, 2]]), json!([[0, 1, 2, 3]])] {
+        assert_eq!(scan(g.clone()), vec![true], "{g}");
+    }
+}
+
+/// A TVM manifest with one input (row 0) and a node of two outputs (rows 1 and 2).
+fn manifest(heads: Value) -> Neff {
+    let v = json!({
+        "nodes": [
+            {"op": "null", "name": "x", "inputs": []},
+            {"op": "tvm_op", "name": "sg", "inputs": [[0, 0, 0]],
+             "output_names": ["out_a", "out_b"],
+             "attrs": {"func_name": "__kelf", "kelf": "kelf-a.json"}}
+        ],
+        "arg_nodes": [0],
+        "node_row_ptr": [0, 1, 3],
+        "heads": heads,
+        "attrs": {
+            "dltype": ["list_str", ["float32", "bfloat16", "int8"]],
+            "shape": ["list_shape", [[2], [4], [8]]]
+        }
+    });
+    let mut n = Neff::new("m").unwrap();
+    n.members
+        .insert("neff.json".into(), serde_json::to_vec(&v).unwrap());
+    n
+}
+
+/// A head `[node]` without an output index names the node's output 0, as `[node, 0, 0]` does;
+/// `[node, 1, 0]` names output 1 and `[node, 2, 0]` (past the node's rows) names nothing.
+#[test]
+fn a_head_without_an_output_index_is_output_zero() {
+    let t = |h: Value| manifest(h).host_tensors();
+    let a = ("bfloat16".to_string(), vec![4u64]);
+    let b = ("int8".to_string(), vec![8u64]);
+    let x = ("float32".to_string(), vec![2u64]);
+    let want_a = BTreeMap::from([("x".to_string(), x.clone()), ("out_a".to_string(), a)]);
+    assert_eq!(t(json!([[1]])), want_a);
+    assert_eq!(t(json!([[1, 0, 0]])), want_a);
+    assert_eq!(
+        t(json!([[1, 1, 0]])),
+        BTreeMap::from([("x".to_string(), x.clone()), ("out_b".to_string(), b)])
+    );
+    assert_eq!(
+        t(json!([[1, 3, 0]])),
+        BTreeMap::from([("x".to_string(), x)])
+    );
+}
+
+/// The first node whose `func_name` is `__kelf` names the kelf; later ones are not read,
+/// whatever they hold.
+#[test]
+fn the_first_kelf_node_names_the_kelf() {
+    let kelf = |target: &str| {
+        serde_json::to_vec(&json!({"graphs": [{"definition": "sg00/def.json"}], "target": target}))
+            .unwrap()
+    };
+    let with_nodes = |extra: Vec<Value>| {
+        let mut n = manifest(json!([[1, 0, 0]]));
+        let mut v: Value = serde_json::from_slice(&n.members["neff.json"]).unwrap();
+        v["nodes"].as_array_mut().unwrap().extend(extra);
+        n.members
+            .insert("neff.json".into(), serde_json::to_vec(&v).unwrap());
+        n.members.insert("kelf-a.json".into(), kelf("first"));
+        n.members.insert("kelf-b.json".into(), kelf("second"));
+        n.members.insert("sg00/def.json".into(), b"{}".to_vec());
+        n
+    };
+    let second = json!({"op": "tvm_op", "name": "sg2", "inputs": [],
+        "attrs": {"func_name": "__kelf", "kelf": "kelf-b.json"}});
+    let broken = json!({"op": "tvm_op", "name": "sg3", "inputs": [],
+        "attrs": {"func_name": "__kelf"}});
+    let not_string = json!({"op": "tvm_op", "name": "sg4", "inputs": [],
+        "attrs": {"func_name": "__kelf", "kelf": 5}});
+    let missing = json!({"op": "tvm_op", "name": "sg5", "inputs": [],
+        "attrs": {"func_name": "__kelf", "kelf": "kelf-none.json"}});
+    for extra in [
+        vec![],
+        vec![second.clone()],
+        vec![broken],
+        vec![not_string],
+        vec![missing],
+        vec![second],
+    ] {
+        let p = with_nodes(extra.clone())
+            .plan()
+            .unwrap_or_else(|e| panic!("{extra:?}: {e}"));
+        assert_eq!(p.kelf.as_deref(), Some("kelf-a.json"), "{extra:?}");
+        assert_eq!(
+            p.target,
+            Target::Named {
+                name: "first".into(),
+                source: "kelf-a.json target".into()
+            }
+        );
+    }
+}

@@ -1066,9 +1066,9 @@ fn check_op_sems() {
         );
     }
     for (fmt, _) in sem_families() {
-        for r in OPCODES
+        if let Some(r) = OPCODES
             .iter()
-            .filter(|r| sem_group(r) == fmt && r.sem.is_empty())
+            .find(|r| sem_group(r) == fmt && r.sem.is_empty())
         {
             fail(format!(
                 "opcode {:#04x} ({}) is bound to format {fmt}, whose opcodes name semantic families, but names none (give it one, or `NotSimulated`)",

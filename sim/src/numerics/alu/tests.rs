@@ -817,4 +817,3 @@ fn scalar_tensor_tensor_order_and_reverse() {
         Err(AluError::Shape { .. })
     ));
 }
-

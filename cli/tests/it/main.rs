@@ -4,6 +4,7 @@
 
 mod asm_cli;
 mod check;
+mod common;
 mod convert;
 mod examples;
 mod fuzz_cli;

@@ -110,32 +110,53 @@ pub struct StreamCounts {
     pub pool: usize,
 }
 
+/// Why [`Lnc2Matmul::new`] refused a shape.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    /// `k` is zero or not a multiple of 256.
+    #[error("k = {0}: must be a positive multiple of 256")]
+    K(usize),
+    /// `n` is zero or not a multiple of 1024.
+    #[error("n = {0}: must be a positive multiple of 1024")]
+    N(usize),
+    /// One core's buffers do not fit the v3 SBUF partition.
+    #[error("k = {k}, n = {n}: the buffers need {need} SBUF bytes per partition, v3 has {have}")]
+    Sbuf {
+        k: usize,
+        n: usize,
+        need: u64,
+        have: u64,
+    },
+    /// `y` is past the reach of a DMA immediate offset.
+    #[error("k = {k}, n = {n}: y is larger than the 4 GiB a DMA immediate offset reaches")]
+    TooLarge { k: usize, n: usize },
+    /// More groups of chunks than virtual variable ids.
+    #[error("k = {0}: too many virtual variables")]
+    Virtuals(usize),
+}
+
 impl Lnc2Matmul {
     /// The kernel for `x[128, k] @ y[k, n]`: `k` a multiple of 256, `n` a multiple of 1024
     /// (each core takes `n / 2` columns, in blocks of up to four 512-column PSUM banks), and
     /// the core's buffers within the v3 SBUF partition.
-    pub fn new(k: usize, n: usize) -> Result<Lnc2Matmul, String> {
-        if k == 0 || k % (2 * CHUNK) != 0 {
-            return Err(format!("k = {k}: must be a positive multiple of 256"));
+    pub fn new(k: usize, n: usize) -> Result<Lnc2Matmul, ShapeError> {
+        if k == 0 || !k.is_multiple_of(2 * CHUNK) {
+            return Err(ShapeError::K(k));
         }
-        if n == 0 || n % (CORES * BANK_COLS) != 0 {
-            return Err(format!("n = {n}: must be a positive multiple of 1024"));
+        if n == 0 || !n.is_multiple_of(CORES * BANK_COLS) {
+            return Err(ShapeError::N(n));
         }
         let g = Lnc2Matmul { k, n };
         let need = g.layout_end();
         let have = u64::from(tpbsim_isa::Geometry::of(Gen::V3).sbuf_partition_bytes);
         if need > have {
-            return Err(format!(
-                "k = {k}, n = {n}: the buffers need {need} SBUF bytes per partition, v3 has {have}"
-            ));
+            return Err(ShapeError::Sbuf { k, n, need, have });
         }
         if (k as u64) * (n as u64) * 2 > u64::from(u32::MAX) + 1 {
-            return Err(format!(
-                "k = {k}, n = {n}: y is larger than the 4 GiB a DMA immediate offset reaches"
-            ));
+            return Err(ShapeError::TooLarge { k, n });
         }
         if g.groups() + VAR_VIRTUAL0 as usize >= usize::from(u16::MAX) {
-            return Err(format!("k = {k}: too many virtual variables"));
+            return Err(ShapeError::Virtuals(k));
         }
         Ok(g)
     }
@@ -162,7 +183,7 @@ impl Lnc2Matmul {
         let banks_per_core = self.cols() / BANK_COLS;
         [MAX_BANKS, 2, 1]
             .into_iter()
-            .find(|b| banks_per_core % b == 0)
+            .find(|b| banks_per_core.is_multiple_of(*b))
             .unwrap_or(1)
     }
     /// Output columns per block.
@@ -215,16 +236,16 @@ impl Lnc2Matmul {
     }
 
     /// Bundle counts of each core's streams.
-    pub fn counts(&self) -> Result<StreamCounts, String> {
+    pub fn counts(&self) -> StreamCounts {
         let t = self.streams(0);
         let count = |s: &str| s.lines().filter(|l| !l.trim().is_empty()).count();
-        Ok(StreamCounts {
+        StreamCounts {
             sp: count(&t.sp),
             act: count(&t.act),
             pe: count(&t.pe),
             dve: count(&t.dve),
             pool: count(&t.pool),
-        })
+        }
     }
 
     /// The NEFF.
@@ -580,7 +601,7 @@ impl Lnc2Matmul {
         let yrow = (self.n * 2) as u64;
         let evac_wait = |nb: usize| -> String {
             // The evacuation of block nb done: DVE counts the even blocks' banks, ACT the odd.
-            if nb % 2 == 0 {
+            if nb.is_multiple_of(2) {
                 format!("$S[{S_DVE_EVAC}]>={}", banks * (nb / 2 + 1))
             } else {
                 format!("$S[{S_ACT_EVAC}]>={}", banks * nb.div_ceil(2))
@@ -749,4 +770,24 @@ struct Streams {
     pe: String,
     dve: String,
     pool: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_outside_the_layout_are_refused_with_their_reason() {
+        assert_eq!(Lnc2Matmul::new(0, 1024).err(), Some(ShapeError::K(0)));
+        assert_eq!(Lnc2Matmul::new(384, 1024).err(), Some(ShapeError::K(384)));
+        assert_eq!(Lnc2Matmul::new(256, 1536).err(), Some(ShapeError::N(1536)));
+        assert!(matches!(
+            Lnc2Matmul::new(65536, 1024),
+            Err(ShapeError::Sbuf { k: 65536, .. })
+        ));
+        let large = Lnc2Matmul::large();
+        assert!(Lnc2Matmul::new(large.k, large.n).is_ok());
+        let c = Lnc2Matmul::new(256, 1024).unwrap().counts();
+        assert!(c.pe > 0 && c.sp > 0, "{c:?}");
+    }
 }

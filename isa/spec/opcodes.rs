@@ -205,7 +205,7 @@ pub const OPCODES: &[OpcodeRow] = &[
 ];
 
 /// An engine an opcode is legal on, on the generations `gens` marks, beyond its row's engine
-/// column. The engine column stays the published catalog's (`isa/tests/catalog.rs`); these rows
+/// column. The engine column stays the published catalog's (`isa/tests/it/catalog.rs`); these rows
 /// carry what later evidence adds per generation. The L2 engine gate, the disassembler's engine
 /// annotation and the L1 engine sets read the column plus these rows
 /// ([`legal_engine_classes`]).

@@ -4,7 +4,7 @@
 Each case is a clean module with exactly one rule broken. `cases.json` lists every file with the
 (rule, code) pairs of the errors the verifier must report for it, taken from the seeds: the
 verifier has to produce exactly that multiset of errors, nothing more (tests in
-validate/tests/l1_cases.rs and cli/tests/verify_cli.rs).
+validate/tests/it/l1_cases.rs and cli/tests/it/verify_cli.rs).
 
 Run from anywhere: python3 testdata/bir/make_cases.py
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write the hostile-input regression corpus: one directory per group, each holding small input
-files and a `cases.json` that `cli/tests/hostile_inputs.rs` runs.
+files and a `cases.json` that `cli/tests/it/hostile_inputs.rs` runs.
 
 Every case is an object
 

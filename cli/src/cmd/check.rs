@@ -2,7 +2,7 @@
 //! detector, uninitialised reads, PSUM accumulation onto unzeroed banks, and the wait-for graph
 //! of a deadlock. Outputs are written only with `--out-dir`. See `docs/races.md`.
 
-use crate::cmd::kernel_args::KernelArgs;
+use crate::cmd::kernel_args::{KernelArgs, ScheduleArgs};
 use crate::cmd::run;
 use crate::exit::{CliError, Outcome};
 
@@ -14,13 +14,9 @@ pub struct Args {
     /// Print the summary, comparisons and findings as one JSON object.
     #[arg(long)]
     json: bool,
-    /// Run under N legal interleavings (the first round-robin, the others seeded) and report
-    /// every output or finding that differs between them.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10000))]
-    schedules: u32,
-    /// Seed of the first seeded interleaving (schedule i uses SEED + i - 1).
-    #[arg(long, value_name = "S", default_value_t = 1)]
-    seed: u64,
+    /// Interleavings to run.
+    #[command(flatten)]
+    sched: ScheduleArgs,
 }
 
 /// Run `sim check`. Exit 0 when nothing is found (and outputs match their references), 1 on
@@ -28,7 +24,6 @@ pub struct Args {
 pub fn run(a: Args) -> Result<Outcome, CliError> {
     let mut r = run::Args::with_common(a.kernel, a.json);
     r.check_races = true;
-    r.schedules = a.schedules;
-    r.seed = a.seed;
+    r.sched = a.sched;
     run::execute(r, false)
 }

@@ -1,5 +1,6 @@
 //! The options `sim run`, `sim check` and `sim profile` share: kernel, data, references and
-//! run limits (each command flattens them into its own arguments).
+//! run limits ([`KernelArgs`]), and the interleavings of `sim run` and `sim check`
+//! ([`ScheduleArgs`]). Each command flattens them into its own arguments.
 
 use std::path::PathBuf;
 
@@ -60,4 +61,56 @@ pub struct KernelArgs {
     /// NEFF reader options (digest check, archive size limits).
     #[command(flatten)]
     pub read: super::neff::ReadArgs,
+}
+
+/// The interleavings a run explores (`sim run`, `sim check`).
+#[derive(clap::Args, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScheduleArgs {
+    /// Run under N legal interleavings (the first round-robin, the others seeded) and report
+    /// every output (and, with the race check, every finding) that differs between them.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub schedules: u32,
+    /// Seed of the first seeded interleaving (schedule i uses SEED + i - 1).
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl Default for ScheduleArgs {
+    /// One round-robin schedule, seed 1 (the options' defaults).
+    fn default() -> ScheduleArgs {
+        ScheduleArgs {
+            schedules: 1,
+            seed: 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        s: ScheduleArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<ScheduleArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).map(|c| c.s)
+    }
+
+    #[test]
+    fn schedule_defaults_match_the_default_value_and_the_range_is_enforced() {
+        assert_eq!(parse(&[]).unwrap(), ScheduleArgs::default());
+        assert_eq!(
+            parse(&["--schedules", "16", "--seed", "7"]).unwrap(),
+            ScheduleArgs {
+                schedules: 16,
+                seed: 7
+            }
+        );
+        assert!(parse(&["--schedules", "0"]).is_err());
+        assert!(parse(&["--schedules", "10001"]).is_err());
+    }
 }

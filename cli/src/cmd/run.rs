@@ -19,7 +19,7 @@ use tpbsim_sim::machine::timeline::{Profile, Timeline};
 use tpbsim_sim::machine::{CoreFault, Fault, Limits, Program, RunStats, SharedBytes, VarSpec};
 use tpbsim_sim::machine::{SchedStats, VarKind};
 
-use crate::cmd::kernel_args::KernelArgs;
+use crate::cmd::kernel_args::{KernelArgs, ScheduleArgs};
 use crate::exit::{CliError, Outcome};
 
 /// A rendering of the cores' timelines (`sim profile --format neuron-profile-json`).
@@ -41,13 +41,9 @@ pub struct Args {
     /// banks (happens-before over semaphores, events and DMA completions; docs/races.md).
     #[arg(long)]
     pub check_races: bool,
-    /// Run under N legal interleavings (the first round-robin, the others seeded) and report
-    /// every output that differs between them.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10000))]
-    pub schedules: u32,
-    /// Seed of the first seeded interleaving (schedule i uses SEED + i - 1).
-    #[arg(long, value_name = "S", default_value_t = 1)]
-    pub seed: u64,
+    /// Interleavings to run (shared with `sim check`).
+    #[command(flatten)]
+    pub sched: ScheduleArgs,
     /// Write a Chrome/Perfetto trace-event JSON of the round-robin run (one track per engine and
     /// DMA queue; cost model in docs/trace.md).
     #[arg(long, value_name = "OUT.json")]
@@ -91,8 +87,7 @@ impl Args {
             common,
             json,
             check_races: false,
-            schedules: 1,
-            seed: 1,
+            sched: ScheduleArgs::default(),
             trace: None,
             profile: false,
             timeline_json: None,
@@ -105,8 +100,8 @@ impl Args {
         RunConfig {
             arch: Some(gen),
             check_races: self.check_races,
-            schedules: self.schedules,
-            seed: self.seed,
+            schedules: self.sched.schedules,
+            seed: self.sched.seed,
             max_steps: c.max_steps,
             limits: Limits {
                 max_memory: c.max_memory,
@@ -497,8 +492,8 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     let stats = base.stats;
     let mut diffs: Vec<ScheduleDiff> = Vec::new();
     let mut finding_changes: Vec<(u32, String)> = Vec::new();
-    for i in 1..a.schedules {
-        let order = api::order_of(a.seed, i);
+    for i in 1..a.sched.schedules {
+        let order = api::order_of(a.sched.seed, i);
         let r = match api::run_schedule(&program, gen, &given, &cfg, i, &|_, _| {}) {
             Ok(r) => r,
             Err(RunError::Fault { fault: f, .. }) => {
@@ -636,10 +631,10 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
                     .collect::<Vec<_>>())
             }
         }
-        if a.schedules > 1 {
+        if a.sched.schedules > 1 {
             obj["schedules"] = json!({
-                "count": a.schedules,
-                "seed": a.seed,
+                "count": a.sched.schedules,
+                "seed": a.sched.seed,
                 "output_differences": diffs,
                 "findings_differ": finding_changes.iter().map(|(i, o)| json!({"schedule": i, "order": o})).collect::<Vec<_>>(),
             });
@@ -734,7 +729,7 @@ fn print_findings(
             println!("{f}");
         }
     }
-    if a.schedules > 1 {
+    if a.sched.schedules > 1 {
         for d in diffs {
             println!(
                 "schedule {} ({}): output `{}` differs from the round-robin run in {} bytes, first at byte {}",
@@ -746,7 +741,7 @@ fn print_findings(
         }
         println!(
             "schedules: {} interleavings, {} output difference{}",
-            a.schedules,
+            a.sched.schedules,
             diffs.len(),
             if diffs.len() == 1 { "" } else { "s" }
         );

@@ -133,18 +133,39 @@ pub fn c_string(field: &[u8]) -> String {
     String::from_utf8_lossy(&field[..end]).into_owned()
 }
 
+/// Why a text header field (`name`, `build_version`) refused a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderTextError {
+    /// The text and its terminating NUL do not fit the field.
+    #[error("{field} is {len} bytes; at most {max} fit")]
+    TooLong {
+        /// The field's name.
+        field: &'static str,
+        /// The text's length in bytes.
+        len: usize,
+        /// The most bytes the field holds before its terminating NUL.
+        max: usize,
+    },
+    /// The text holds a NUL byte, which would end it early.
+    #[error("{field} contains a NUL byte")]
+    Nul {
+        /// The field's name.
+        field: &'static str,
+    },
+}
+
 /// Fill a NUL-padded field from text; the text must leave room for a terminating NUL.
-fn set_c_string(field: &mut [u8], what: &str, text: &str) -> Result<(), String> {
+fn set_c_string(field: &mut [u8], what: &'static str, text: &str) -> Result<(), HeaderTextError> {
     let bytes = text.as_bytes();
     if bytes.len() >= field.len() {
-        return Err(format!(
-            "{what} is {} bytes; at most {} fit",
-            bytes.len(),
-            field.len() - 1
-        ));
+        return Err(HeaderTextError::TooLong {
+            field: what,
+            len: bytes.len(),
+            max: field.len() - 1,
+        });
     }
     if bytes.contains(&0) {
-        return Err(format!("{what} contains a NUL byte"));
+        return Err(HeaderTextError::Nul { field: what });
     }
     field.fill(0);
     field[..bytes.len()].copy_from_slice(bytes);
@@ -209,7 +230,7 @@ impl Header {
     }
 
     /// Set the model name (at most 255 bytes, no NUL).
-    pub fn set_name(&mut self, name: &str) -> Result<(), String> {
+    pub fn set_name(&mut self, name: &str) -> Result<(), HeaderTextError> {
         set_c_string(&mut self.name, "name", name)
     }
 
@@ -219,7 +240,7 @@ impl Header {
     }
 
     /// Set the build tag (at most 127 bytes, no NUL).
-    pub fn set_build_version(&mut self, tag: &str) -> Result<(), String> {
+    pub fn set_build_version(&mut self, tag: &str) -> Result<(), HeaderTextError> {
         set_c_string(&mut self.build_version, "build_version", tag)
     }
 
@@ -415,8 +436,18 @@ mod tests {
     fn name_limits() {
         let mut h = Header::default();
         assert!(h.set_name(&"x".repeat(255)).is_ok());
-        assert!(h.set_name(&"x".repeat(256)).is_err());
-        assert!(h.set_name("a\0b").is_err());
+        assert_eq!(
+            h.set_name(&"x".repeat(256)),
+            Err(HeaderTextError::TooLong {
+                field: "name",
+                len: 256,
+                max: 255
+            })
+        );
+        assert_eq!(
+            h.set_name("a\0b"),
+            Err(HeaderTextError::Nul { field: "name" })
+        );
         assert!(h.set_build_version(&"y".repeat(128)).is_err());
     }
 

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use features::{logical_core, FeatureFlag, LogicalCore, FEATURE_FLAGS};
-pub use header::{DigestStatus, Header, HEADER_LEN, PKG_GZIP_MD5, PKG_TAR_SHA256};
+pub use header::{DigestStatus, Header, HeaderTextError, HEADER_LEN, PKG_GZIP_MD5, PKG_TAR_SHA256};
 pub use npy::{NpyArray, NpyElem, NpyError};
 pub use reader::{Plan, Reader, Target};
 pub use schema::{
@@ -325,9 +325,9 @@ impl Neff {
     /// An empty NEFF (pkg_version 2) with a model name.
     pub fn new(name: &str) -> Result<Neff, NeffError> {
         let mut header = Header::default();
-        header.set_name(name).map_err(|reason| NeffError::Pack {
+        header.set_name(name).map_err(|e| NeffError::Pack {
             what: "the name".into(),
-            reason,
+            reason: e.to_string(),
         })?;
         Ok(Neff {
             header,
@@ -579,9 +579,9 @@ impl Neff {
         if header.build_version == [0; 128] {
             header
                 .set_build_version(concat!("tpbsim ", env!("CARGO_PKG_VERSION")))
-                .map_err(|reason| NeffError::Pack {
+                .map_err(|e| NeffError::Pack {
                     what: "the build tag".into(),
-                    reason,
+                    reason: e.to_string(),
                 })?;
         }
         let mut out = Vec::with_capacity(HEADER_LEN + payload.len());

@@ -7,8 +7,50 @@ use tpbsim_isa::NumFormat;
 /// Number of registers per engine.
 pub const NUM_REGS: usize = 64;
 
+/// Why a control bundle's fields do not describe an action the machine can take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    /// A branch comparison in a number format the model does not compare in.
+    #[error("branch comparison in {0} is not simulated")]
+    CompareFormat(&'static str),
+    /// A `cmp_op` outside 0..=6 and 9..=14.
+    #[error("unknown branch compare op {0}")]
+    CompareOp(u8),
+    /// A `target_mode` other than 1, 3 and 4.
+    #[error("unknown branch target mode {0}")]
+    TargetMode(u8),
+    /// A branch target that is not a bundle boundary.
+    #[error("branch target byte offset {0} is not a multiple of 64")]
+    Misaligned(i64),
+    /// A branch target before the stream or past its end.
+    #[error("branch target byte offset {target} is outside the stream of {len} bundles")]
+    OutsideStream {
+        /// The target's byte offset.
+        target: i64,
+        /// The stream's length in bundles.
+        len: usize,
+    },
+    /// A range clear whose first semaphore is past its last.
+    #[error("semaphore range {first}..={last} is empty")]
+    EmptyRange {
+        /// First semaphore of the range.
+        first: u8,
+        /// Last semaphore of the range.
+        last: u8,
+    },
+    /// A range-clear `mode` other than 1 and 2.
+    #[error("unknown range-clear mode {0}")]
+    RangeClearMode(u8),
+}
+
+impl From<ControlError> for String {
+    fn from(e: ControlError) -> String {
+        e.to_string()
+    }
+}
+
 /// Compare two register values at the width and signedness of `format`.
-fn compare(format: NumFormat, op: u8, a: u32, b: u32) -> Result<bool, String> {
+fn compare(format: NumFormat, op: u8, a: u32, b: u32) -> Result<bool, ControlError> {
     use std::cmp::Ordering;
     let ord = match format {
         NumFormat::Int8 => (a as u8 as i8).cmp(&(b as u8 as i8)),
@@ -22,12 +64,7 @@ fn compare(format: NumFormat, op: u8, a: u32, b: u32) -> Result<bool, String> {
             // Every ordered comparison with NaN is false; NE is true.
             None => return Ok(op == 4),
         },
-        other => {
-            return Err(format!(
-                "branch comparison in {} is not simulated",
-                other.name()
-            ))
-        }
+        other => return Err(ControlError::CompareFormat(other.name())),
     };
     Ok(match op {
         1 => ord == Ordering::Less,
@@ -36,7 +73,7 @@ fn compare(format: NumFormat, op: u8, a: u32, b: u32) -> Result<bool, String> {
         4 => ord != Ordering::Equal,
         5 => ord != Ordering::Less,
         6 => ord == Ordering::Greater,
-        _ => return Err(format!("unknown branch compare op {op}")),
+        _ => return Err(ControlError::CompareOp(op)),
     })
 }
 
@@ -48,12 +85,12 @@ pub fn branch_taken(
     reg0: u32,
     imm: u32,
     reg1: u32,
-) -> Result<bool, String> {
+) -> Result<bool, ControlError> {
     match cmp_op {
         0 => Ok(true),
         1..=6 => compare(format, cmp_op, reg0, imm),
         9..=14 => compare(format, cmp_op - 8, reg0, reg1),
-        _ => Err(format!("unknown branch compare op {cmp_op}")),
+        _ => Err(ControlError::CompareOp(cmp_op)),
     }
 }
 
@@ -61,23 +98,25 @@ pub fn branch_taken(
 /// `reg`), 3 REL_IMM (signed 32-bit byte offset `imm` from this bundle), 4 REL_REGISTER (signed
 /// byte offset in `reg`). The target must be bundle-aligned and inside the stream (`len` =
 /// one past the end is allowed).
-pub fn branch_target(pc: usize, len: usize, mode: u8, imm: u64, reg: u32) -> Result<usize, String> {
+pub fn branch_target(
+    pc: usize,
+    len: usize,
+    mode: u8,
+    imm: u64,
+    reg: u32,
+) -> Result<usize, ControlError> {
     let here = pc as i64 * 64;
     let target = match mode {
         1 => reg as i64,
         3 => here + imm as u32 as i32 as i64,
         4 => here + reg as i32 as i64,
-        _ => return Err(format!("unknown branch target mode {mode}")),
+        _ => return Err(ControlError::TargetMode(mode)),
     };
     if target % 64 != 0 {
-        return Err(format!(
-            "branch target byte offset {target} is not a multiple of 64"
-        ));
+        return Err(ControlError::Misaligned(target));
     }
     if target < 0 || target / 64 > len as i64 {
-        return Err(format!(
-            "branch target byte offset {target} is outside the stream of {len} bundles"
-        ));
+        return Err(ControlError::OutsideStream { target, len });
     }
     Ok((target / 64) as usize)
 }
@@ -90,11 +129,11 @@ pub fn range_clear(
     first: u8,
     last: u8,
     mask: &[u8; 32],
-) -> Result<(), String> {
+) -> Result<(), ControlError> {
     match mode {
         1 => {
             if first > last {
-                return Err(format!("semaphore range {first}..={last} is empty"));
+                return Err(ControlError::EmptyRange { first, last });
             }
             sync.sems[first as usize..=last as usize].fill(0);
         }
@@ -105,7 +144,7 @@ pub fn range_clear(
                 }
             }
         }
-        _ => return Err(format!("unknown range-clear mode {mode}")),
+        _ => return Err(ControlError::RangeClearMode(mode)),
     }
     Ok(())
 }
@@ -127,22 +166,41 @@ mod tests {
         let nan = f32::NAN.to_bits();
         assert!(!branch_taken(3, NumFormat::Float32, nan, nan, 0).unwrap());
         assert!(branch_taken(4, NumFormat::Float32, nan, nan, 0).unwrap());
-        assert!(branch_taken(7, NumFormat::Int32, 0, 0, 0).is_err());
-        assert!(branch_taken(1, NumFormat::Bfloat16, 0, 0, 0).is_err());
+        assert_eq!(
+            branch_taken(7, NumFormat::Int32, 0, 0, 0),
+            Err(ControlError::CompareOp(7))
+        );
+        let e = branch_taken(1, NumFormat::Bfloat16, 0, 0, 0).unwrap_err();
+        assert!(matches!(e, ControlError::CompareFormat(_)), "{e}");
     }
 
     #[test]
     fn targets() {
         assert_eq!(branch_target(5, 10, 3, (-128i32) as u32 as u64, 0), Ok(3));
         assert_eq!(branch_target(5, 10, 3, 320, 0), Ok(10));
-        assert!(branch_target(5, 10, 3, 384, 0).is_err());
-        assert!(branch_target(5, 10, 3, 32, 0)
-            .unwrap_err()
-            .contains("multiple of 64"));
-        assert!(branch_target(0, 10, 3, (-64i32) as u32 as u64, 0).is_err());
+        assert_eq!(
+            branch_target(5, 10, 3, 384, 0),
+            Err(ControlError::OutsideStream {
+                target: 704,
+                len: 10
+            })
+        );
+        let e = branch_target(5, 10, 3, 32, 0).unwrap_err();
+        assert_eq!(e, ControlError::Misaligned(352));
+        assert!(e.to_string().contains("multiple of 64"), "{e}");
+        assert_eq!(
+            branch_target(0, 10, 3, (-64i32) as u32 as u64, 0),
+            Err(ControlError::OutsideStream {
+                target: -64,
+                len: 10
+            })
+        );
         assert_eq!(branch_target(7, 10, 1, 0, 128), Ok(2));
         assert_eq!(branch_target(7, 10, 4, 0, (-64i32) as u32), Ok(6));
-        assert!(branch_target(7, 10, 2, 0, 0).is_err());
+        assert_eq!(
+            branch_target(7, 10, 2, 0, 0),
+            Err(ControlError::TargetMode(2))
+        );
     }
 
     #[test]
@@ -156,7 +214,13 @@ mod tests {
         mask[0] = 0x01; // semaphore 0
         range_clear(&mut s, 2, 0, 0, &mask).unwrap();
         assert_eq!((s.sems[0], s.sems[1], s.sems[255]), (0, 7, 0));
-        assert!(range_clear(&mut s, 1, 5, 3, &mask).is_err());
-        assert!(range_clear(&mut s, 0, 0, 0, &mask).is_err());
+        assert_eq!(
+            range_clear(&mut s, 1, 5, 3, &mask),
+            Err(ControlError::EmptyRange { first: 5, last: 3 })
+        );
+        assert_eq!(
+            range_clear(&mut s, 0, 0, 0, &mask),
+            Err(ControlError::RangeClearMode(0))
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! The bodies of the cargo-fuzz targets (`fuzz/`), as plain functions so that a stable test
-//! (`validate/tests/fuzz_corpus.rs`) replays the seed corpus and every regression input.
+//! (`validate/tests/it/fuzz_corpus.rs`) replays the seed corpus and every regression input.
 //!
 //! Each body must return normally on any input: errors are values, never panics.
 

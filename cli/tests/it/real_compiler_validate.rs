@@ -4,24 +4,10 @@
 //! v3), extracted here from the NEFF with flate2 and tar, pass `sim validate`, `sim lift` and
 //! `sim verify` on v3 with no error, and `sim disasm` annotates no legal engine.
 
+use crate::common::{sim, text};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .output()
-        .expect("run sim")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Output;
 
 fn real_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/real")

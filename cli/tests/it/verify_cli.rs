@@ -1,19 +1,13 @@
 //! `sim verify` end to end: exit codes, text and JSON Lines reports, rule selection.
 
+use crate::common::sim;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn bir(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../testdata/bir")
         .join(name)
-}
-
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .output()
-        .expect("run sim")
 }
 
 fn stdout(o: &Output) -> String {

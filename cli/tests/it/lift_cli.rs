@@ -1,28 +1,13 @@
 //! `sim lift` and `sim verify` on engine streams and NEFFs, end to end.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
+use crate::common::{sim, text};
 use tpbsim_isa::{
     Addr4, AluOp, Bundle, Dtype, DtypePair, Header, Memset, NumFormat, Opcode, Tensor,
     TensorScalar, TensorTensor,
 };
 use tpbsim_validate::bir::{self, InstClass};
-
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .output()
-        .expect("run sim")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")

@@ -1,14 +1,7 @@
 //! `sim disasm`, `sim asm` and `sim decode` end to end.
 
+use crate::common::sim;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .output()
-        .expect("run sim")
-}
 
 fn bundle(op: u8, fill: &[(usize, u8)]) -> [u8; 64] {
     let mut b = [0u8; 64];

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Kernels with a planted synchronisation bug (checked by `sim check`, see `cli/tests/check.rs`).
+/// Kernels with a planted synchronisation bug (checked by `sim check`, see `cli/tests/it/check.rs`).
 fn is_planted(p: &std::path::Path) -> bool {
     let name = p
         .file_name()

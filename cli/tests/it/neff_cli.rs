@@ -1,15 +1,8 @@
 //! `sim neff info|unpack|pack` end to end, on the committed source directory
 //! `testdata/neff/kernel`.
 
+use crate::common::sim;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .output()
-        .expect("run sim")
-}
 
 fn kernel_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/neff/kernel")

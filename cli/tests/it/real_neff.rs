@@ -3,15 +3,9 @@
 //! lift, run against `--ref`, generation handling, and the reader cases of
 //! `testdata/hostile/neff-reader/`.
 
+use crate::common::{sim, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .output()
-        .expect("run sim")
-}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -24,14 +18,6 @@ fn real(name: &str) -> String {
         .to_str()
         .unwrap()
         .to_string()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn carve() -> String {

@@ -54,7 +54,11 @@ fn every_valid_bundle_passes_l2() {
     assert!(layouts > 90, "only {layouts} layout/generation pairs");
 }
 
+/// The longest test of the workspace (several minutes of one core: every mutation kind that
+/// does not apply to a layout is drawn until 5,000 rejections end it), so it is left out of the
+/// default run and run by `.ci/run` on its own (docs/testing.md, "Build and test time").
 #[test]
+#[ignore = "long: cargo nextest run --workspace --run-ignored only -E 'test(every_rule_breaking_mutation_is_rejected_by_its_rule)'"]
 fn every_rule_breaking_mutation_is_rejected_by_its_rule() {
     let mut seen = std::collections::BTreeSet::new();
     // The rules the mutations broke (and saw rejected), and the formats they broke them in.

@@ -1,6 +1,7 @@
 //! `sim check` and `sim run --check-races / --schedules` on the testdata kernels: exit codes,
 //! the reports in text and JSON, and no output files unless asked.
 
+use crate::common::text;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -14,14 +15,6 @@ fn sim(args: &[&str], dir: &std::path::Path) -> Output {
         .current_dir(dir)
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

@@ -4,29 +4,13 @@
 //! after the gzip member is read past, and the header fields, the logical core and the typed
 //! `def.json` keys are shown.
 
-use std::process::{Command, Output};
-
+use crate::common::{sim, text};
 use serde_json::{json, Value};
 
 fn neff() -> &'static str {
     concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../shared/real/nkipy/matmul_small.neff"
-    )
-}
-
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .output()
-        .expect("run sim")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
     )
 }
 

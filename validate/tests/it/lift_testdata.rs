@@ -34,7 +34,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         .collect();
     entries.sort();
     for p in entries {
-        // testdata/hostile holds deliberately malformed inputs (cli/tests/hostile_inputs.rs).
+        // testdata/hostile holds deliberately malformed inputs (cli/tests/it/hostile_inputs.rs).
         if p.is_dir() && p.file_name().is_some_and(|n| n == "hostile") {
             continue;
         }

@@ -1,0 +1,6 @@
+//! Integration tests of tpbsim-benches, one module per area, linked into one test binary:
+//! each test binary links the whole dependency tree, so one binary per crate keeps the
+//! build short (docs/testing.md, "Build and test time").
+
+mod dispatch_kernels;
+mod small_tiles_kernels;

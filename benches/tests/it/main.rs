@@ -3,4 +3,5 @@
 //! build short (docs/testing.md, "Build and test time").
 
 mod dispatch_kernels;
+mod lnc2_matmul;
 mod small_tiles_kernels;

@@ -4,8 +4,8 @@
 #
 #   scripts/lnc2-real-size.sh DIR [K N]
 #
-# Writes DIR/matmul_KxN.neff with random fp16 inputs (`lnc2_matmul_neff` example; needs
-# K*N*2 bytes free for y), runs `sim run` under /usr/bin/time -v (wall time, peak RSS), checks a
+# Writes DIR/matmul_KxN.neff with random fp16 inputs unless they are there (`lnc2_matmul_neff`
+# example; needs K*N*2 bytes free for y), runs `sim run` under /usr/bin/time -v (wall time, peak RSS), checks a
 # sample of output0 against float64 and times numpy's float32 `x @ y` of the same shape right
 # after (python3 with numpy; TPBSIM_PYTHON names another interpreter), then prints GFLOP/s of
 # both and their ratio, the peak RSS against inputs + outputs, and the CPU.
@@ -17,8 +17,11 @@ py=${TPBSIM_PYTHON:-python3}
 here="$(cd "$(dirname "$0")/.." && pwd)"
 mkdir -p "$dir"
 cargo build --release -q --manifest-path "$here/Cargo.toml" -p tpbsim-cli -p tpbsim-benches --example lnc2_matmul_neff
-"$here/target/release/examples/lnc2_matmul_neff" "$k" "$n" "$dir" random
 neff="$dir/matmul_${k}x${n}.neff"
+# The inputs are written once (random fp16, fixed seed); a second run reuses them.
+if [ ! -f "$neff" ] || [ ! -f "$dir/y.npy" ]; then
+    "$here/target/release/examples/lnc2_matmul_neff" "$k" "$n" "$dir" random
+fi
 /usr/bin/time -v -o "$dir/time.txt" "$here/target/release/sim" run "$neff" \
     --input x="$dir/x.npy" --input y="$dir/y.npy" --out-dir "$dir/out" --json > "$dir/run.json"
 "$py" - "$dir" "$k" "$n" <<'EOF'

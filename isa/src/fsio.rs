@@ -269,6 +269,17 @@ extern "C" fn on_signal(sig: libc::c_int) {
             }
         }
     }
+    if sig == libc::SIGBUS {
+        // A mapped input (a NEFF, a stream, an `.npy` array) shrank under the process: say so
+        // and exit with the error status instead of dying of the signal.
+        const MSG: &[u8] =
+            b"sim: error: a mapped input file was truncated while it was read (SIGBUS); nothing was written\n";
+        // SAFETY: write and _exit are async-signal-safe.
+        unsafe {
+            libc::write(2, MSG.as_ptr() as *const libc::c_void, MSG.len());
+            libc::_exit(2);
+        }
+    }
     // SAFETY: restoring the default action and re-raising ends the process as the signal
     // would have.
     unsafe {
@@ -278,11 +289,18 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 /// Remove registered temporary files when the process receives `SIGINT`, `SIGTERM`, `SIGHUP`
-/// or `SIGPIPE`, then die of the signal as before. (Rust programs start with `SIGPIPE`
+/// or `SIGPIPE`, then die of the signal as before; on `SIGBUS` (a mapped input file truncated
+/// under the process) remove them, print a named error and exit with status 2. (Rust programs start with `SIGPIPE`
 /// ignored, so that a reader closing the pipe — `sim ... | head` — would make every later
 /// print fail; a command-line filter dies of the signal instead, quietly.)
 pub fn install_signal_cleanup() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+    for sig in [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGPIPE,
+        libc::SIGBUS,
+    ] {
         // SAFETY: the handler only calls async-signal-safe functions.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();

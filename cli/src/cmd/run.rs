@@ -166,6 +166,26 @@ fn read_npy(path: &Path, max_data: u64) -> Result<neff::NpyArray, CliError> {
     })
 }
 
+/// An `--input` array for `var`: mapped in place when its bytes are the variable's as they lie
+/// (a regular little-endian C-order file), else read once ([`read_npy`]); checked against the
+/// variable's dtype and shape either way.
+fn input_data(var: &VarSpec, path: &Path) -> Result<SharedBytes, CliError> {
+    let what = path.display().to_string();
+    match neff::npy::map_npy_file(path, var.size) {
+        Ok(Some(m)) => {
+            check_meta(var, &m.meta, &what)?;
+            Ok(Arc::new(m))
+        }
+        Ok(None) => Ok(Arc::new(checked_data(
+            var,
+            read_npy(path, var.size)?,
+            &what,
+        )?)),
+        Err(neff::npy::NpyError::Io { source, .. }) => Err(usage(format!("{what}: {source}"))),
+        Err(e) => Err(usage(format!("{what}: {e}"))),
+    }
+}
+
 /// Check that an output variable's name is a plain file-name component, so that its `.npy`
 /// file lands inside the output directory.
 fn check_output_name(name: &str) -> Result<(), CliError> {
@@ -239,6 +259,12 @@ fn write_trace(path: &Path, program: &Program, ts: &[Timeline]) -> Result<(), Cl
 
 /// Check an array against a variable's dtype and shape; returns its bytes.
 fn checked_data(var: &VarSpec, arr: neff::NpyArray, what: &str) -> Result<Vec<u8>, CliError> {
+    check_meta(var, &arr, what)?;
+    Ok(arr.data)
+}
+
+/// Check an array's dtype and shape against a variable's.
+fn check_meta(var: &VarSpec, arr: &neff::NpyArray, what: &str) -> Result<(), CliError> {
     let dtype = dtype_of(var.format)
         .ok_or_else(|| usage(format!("variable `{}` has no npy dtype", var.name)))?;
     arr.resolve(dtype).map_err(|e| {
@@ -255,7 +281,7 @@ fn checked_data(var: &VarSpec, arr: neff::NpyArray, what: &str) -> Result<Vec<u8
             var.name, var.shape
         )));
     }
-    Ok(arr.data)
+    Ok(())
 }
 
 /// Tolerances from `tolerance.json`: `{"default": {...}, "outputs": {"NAME": {...}}}`;
@@ -442,8 +468,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
                 "--input {name}: `{name}` is not an input variable"
             )));
         }
-        let data = checked_data(var, read_npy(Path::new(file), var.size)?, file)?;
-        given.insert(name.to_string(), Arc::new(data));
+        given.insert(name.to_string(), input_data(var, Path::new(file))?);
     }
     let refs = find_refs(c, &program)?;
     for v in program.inputs() {

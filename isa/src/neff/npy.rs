@@ -195,22 +195,31 @@ pub const MAX_HEADER_BYTES: usize = 1 << 20;
 /// large input; big-endian data is swapped and Fortran order rearranged afterwards). A stream
 /// shorter or longer than the header promises is refused.
 pub fn read_npy_from(mut r: impl Read, max_data: u64) -> Result<NpyArray, NpyError> {
-    let io = |source: std::io::Error| NpyError::Io {
+    let (h, _) = read_header(&mut r)?;
+    read_data(r, h, max_data)
+}
+
+fn stream_io(source: std::io::Error) -> NpyError {
+    NpyError::Io {
         path: "<stream>".into(),
         source,
-    };
+    }
+}
+
+/// [`read_npy_from`]'s header step: the parsed header and the offset of the data.
+fn read_header(mut r: impl Read) -> Result<(Header, usize), NpyError> {
     let truncated = || NpyError::Header("truncated header".into());
+    let mut fill = |buf: &mut [u8]| -> Result<(), NpyError> {
+        read_full(&mut r, buf)
+            .map_err(stream_io)?
+            .then_some(())
+            .ok_or_else(truncated)
+    };
     let mut image = vec![0u8; 10];
-    read_full(&mut r, &mut image)
-        .map_err(io)?
-        .then_some(())
-        .ok_or_else(truncated)?;
+    fill(&mut image)?;
     if matches!(image.get(6), Some(2 | 3)) {
         let mut more = [0u8; 2];
-        read_full(&mut r, &mut more)
-            .map_err(io)?
-            .then_some(())
-            .ok_or_else(truncated)?;
+        fill(&mut more)?;
         image.extend_from_slice(&more);
     }
     let (start, len) = dict_span(&image)?;
@@ -221,11 +230,13 @@ pub fn read_npy_from(mut r: impl Read, max_data: u64) -> Result<NpyArray, NpyErr
         )));
     }
     image.resize(start + len, 0);
-    read_full(&mut r, &mut image[start..])
-        .map_err(io)?
-        .then_some(())
-        .ok_or_else(truncated)?;
+    fill(&mut image[start..])?;
     let h = parse_header(image, start)?;
+    Ok((h, start + len))
+}
+
+/// [`read_npy_from`] after its header.
+fn read_data(mut r: impl Read, h: Header, max_data: u64) -> Result<NpyArray, NpyError> {
     if h.expected > max_data {
         return Err(NpyError::TooLarge {
             shape: h.shape,
@@ -240,15 +251,82 @@ pub fn read_npy_from(mut r: impl Read, max_data: u64) -> Result<NpyArray, NpyErr
     (&mut r)
         .take(h.expected)
         .read_to_end(&mut data)
-        .map_err(io)?;
+        .map_err(stream_io)?;
     if data.len() < want {
         return Err(h.short(data.len() as u64));
     }
     let mut probe = [0u8; 1];
-    if read_full(&mut r, &mut probe).map_err(io)? {
+    if read_full(&mut r, &mut probe).map_err(stream_io)? {
         return Err(h.trailing());
     }
     Ok(h.finish(data))
+}
+
+/// An `.npy` file whose data is mapped in place (little-endian, C order): the data is the
+/// file's page-cache pages, neither copied nor zero-filled first. The file must not shrink while
+/// the map lives (as for every mapped input of tpbsim; `sim` reports the `SIGBUS` such a change
+/// raises as a named error).
+pub struct MappedNpy {
+    /// The array's descr, element type and shape (its `data` left empty).
+    pub meta: NpyArray,
+    map: memmap2::Mmap,
+    offset: usize,
+}
+
+impl AsRef<[u8]> for MappedNpy {
+    fn as_ref(&self) -> &[u8] {
+        &self.map[self.offset..]
+    }
+}
+
+/// Map an `.npy` file's data of at most `max_data` bytes in place; `Ok(None)` when it cannot be
+/// used as it lies (not a regular file, no data, big-endian or Fortran-ordered data: read it
+/// with [`read_npy_from`] instead). A file whose length is not its header's plus the data the
+/// header promises is refused.
+pub fn map_npy_file(path: &Path, max_data: u64) -> Result<Option<MappedNpy>, NpyError> {
+    let io = |source: std::io::Error| NpyError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let (h, data_at) = read_header(&mut file).map_err(|e| match e {
+        NpyError::Io { source, .. } => io(source),
+        e => e,
+    })?;
+    if h.expected > max_data {
+        return Err(NpyError::TooLarge {
+            shape: h.shape,
+            expected: h.expected,
+            limit: max_data,
+        });
+    }
+    let actual = meta.len().saturating_sub(data_at as u64);
+    if actual < h.expected {
+        return Err(h.short(actual));
+    }
+    if actual > h.expected {
+        return Err(h.trailing());
+    }
+    if h.expected == 0 || h.big || (h.fortran && h.shape.len() > 1) {
+        return Ok(None);
+    }
+    // SAFETY: a read-only private map; the contract is that the file does not shrink while the
+    // map lives (a shrink raises SIGBUS, which `sim` reports as a named error).
+    // The pages are populated up front: one batched fault-in instead of one fault per page as
+    // the run reads (which on a virtual machine costs more than copying the file).
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }.map_err(io)?;
+    if map.len() as u64 != data_at as u64 + h.expected {
+        return Err(h.short((map.len() as u64).saturating_sub(data_at as u64)));
+    }
+    Ok(Some(MappedNpy {
+        meta: h.finish(Vec::new()),
+        map,
+        offset: data_at,
+    }))
 }
 
 /// Fill `buf` from `r`: `Ok(false)` when the stream ends first.
@@ -715,6 +793,21 @@ mod tests {
                 let a = read_npy(&bytes).unwrap();
                 assert_eq!(read_npy_from(&bytes[..], u64::MAX).unwrap(), a, "{p:?}");
                 assert_eq!(read_npy_file(&p).unwrap(), a, "{p:?}");
+                // Mapped in place when the bytes lie as the array's; else left to the reader.
+                match map_npy_file(&p, u64::MAX).unwrap() {
+                    Some(m) => {
+                        assert_eq!(m.as_ref(), &a.data[..], "{p:?}");
+                        assert_eq!(
+                            (m.meta.descr.as_str(), &m.meta.shape),
+                            (a.descr.as_str(), &a.shape)
+                        );
+                    }
+                    None => assert!(
+                        a.data.is_empty()
+                            || bytes.windows(5).any(|w| w == b"'>i2'" || w == b"True,"),
+                        "{p:?} is little-endian C order and not empty"
+                    ),
+                }
                 seen += 1;
             }
         }
@@ -753,6 +846,37 @@ mod tests {
                 ..
             })
         ));
+        // The mapped reader: the same limit and length checks, by file.
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.npy");
+        std::fs::write(&f, &image).unwrap();
+        assert_eq!(map_npy_file(&f, 16).unwrap().unwrap().as_ref(), &[7; 16]);
+        assert!(matches!(
+            map_npy_file(&f, 15),
+            Err(NpyError::TooLarge { .. })
+        ));
+        std::fs::write(&f, &image[..image.len() - 1]).unwrap();
+        assert!(matches!(
+            map_npy_file(&f, 16),
+            Err(NpyError::DataLength {
+                expected: 16,
+                actual: 15,
+                ..
+            })
+        ));
+        std::fs::write(&f, &over).unwrap();
+        assert!(matches!(
+            map_npy_file(&f, 16),
+            Err(NpyError::TrailingData { .. })
+        ));
+        assert!(matches!(
+            map_npy_file(&dir.path().join("missing.npy"), 16),
+            Err(NpyError::Io { .. })
+        ));
+        assert!(
+            map_npy_file(dir.path(), 16).unwrap().is_none(),
+            "a directory is not mapped"
+        );
         // Every cut inside the header is a header error, never a panic.
         let data_at = image.len() - 16;
         for cut in 0..data_at {

@@ -28,6 +28,7 @@ use tpbsim_isa::Gen;
 
 use super::cast::{self, CastPolicy};
 use super::mx::{self, MxConfig, MxError, MxShape};
+use super::simd::Loop;
 use tpbsim_isa::NumFormat;
 
 /// Errors of the PE model.
@@ -473,39 +474,11 @@ fn gemm_avx2<const T: usize, const FUSED: bool>(
     gemm_edge(terms, k, n, f, nf..n, 0..f, out);
 }
 
-/// Which gemm loop runs (the fastest the host has unless a test forces another).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GemmLoop {
-    /// AVX-512F, 8 × 32 tiles.
-    Avx512,
-    /// AVX2 + FMA, 6 × 16 tiles.
-    Avx2,
-    /// Portable Rust, 4 × 16 tiles (vectorised by the compiler).
-    Portable,
-}
-
-impl GemmLoop {
-    /// The loops this host can run, fastest first (always ends with `Portable`).
-    pub fn available() -> Vec<GemmLoop> {
-        let mut v = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f") {
-                v.push(GemmLoop::Avx512);
-            }
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                v.push(GemmLoop::Avx2);
-            }
-        }
-        v.push(GemmLoop::Portable);
-        v
-    }
-}
-
 /// [`matmul`]'s sum through one named loop (`None` when the host cannot run it): every loop gives
 /// the same bits as [`matmul_reference`]; tests force each loop the host has.
-pub fn matmul_with(
-    lp: GemmLoop,
+#[cfg(test)]
+pub(crate) fn matmul_with(
+    lp: Loop,
     stationary: &[f32],
     moving: &[f32],
     k: usize,
@@ -513,13 +486,10 @@ pub fn matmul_with(
     f: usize,
     out: &mut [f32],
 ) -> Option<Result<(), PeError>> {
-    if !GemmLoop::available().contains(&lp) {
+    if !lp.host_has() {
         return None;
     }
-    if let Err(e) = check_len("stationary", k * n, stationary.len())
-        .and(check_len("moving", k * f, moving.len()))
-        .and(check_len("psum", n * f, out.len()))
-    {
+    if let Err(e) = check_shapes(stationary, moving, out, k, n, f) {
         return Some(Err(e));
     }
     gemm_on(lp, &[(stationary, moving)], k, n, f, out);
@@ -527,7 +497,7 @@ pub fn matmul_with(
 }
 
 fn gemm_on<const T: usize>(
-    lp: GemmLoop,
+    lp: Loop,
     terms: &[(&[f32], &[f32]); T],
     k: usize,
     n: usize,
@@ -537,8 +507,8 @@ fn gemm_on<const T: usize>(
     let fused = T == 1 && products_exact(terms[0].0, terms[0].1);
     match lp {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `lp` is one of `GemmLoop::available()`, so the CPU has the features.
-        GemmLoop::Avx512 => unsafe {
+        // SAFETY: callers pass a loop the host has (`Loop::host_has`), so the CPU has AVX-512F.
+        Loop::Avx512 => unsafe {
             if fused {
                 gemm_avx512::<T, true>(terms, k, n, f, out)
             } else {
@@ -546,8 +516,8 @@ fn gemm_on<const T: usize>(
             }
         },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        GemmLoop::Avx2 => unsafe {
+        // SAFETY: as above (AVX2 and FMA).
+        Loop::Avx2 => unsafe {
             if fused {
                 gemm_avx2::<T, true>(terms, k, n, f, out)
             } else {
@@ -566,8 +536,8 @@ fn gemm<const T: usize>(
     f: usize,
     out: &mut [f32],
 ) {
-    static BEST: std::sync::OnceLock<GemmLoop> = std::sync::OnceLock::new();
-    let lp = *BEST.get_or_init(|| GemmLoop::available()[0]);
+    static BEST: std::sync::OnceLock<Loop> = std::sync::OnceLock::new();
+    let lp = *BEST.get_or_init(|| Loop::available()[0]);
     gemm_on(lp, terms, k, n, f, out)
 }
 
@@ -592,9 +562,7 @@ pub fn matmul(
     f: usize,
     out: &mut [f32],
 ) -> Result<(), PeError> {
-    check_len("stationary", k * n, stationary.len())?;
-    check_len("moving", k * f, moving.len())?;
-    check_len("psum", n * f, out.len())?;
+    check_shapes(stationary, moving, out, k, n, f)?;
     match mode {
         PeMode::Plain | PeMode::Fp32(Fp32Mode::None) => {
             gemm(&[(stationary, moving)], k, n, f, out);
@@ -611,6 +579,20 @@ pub fn matmul(
         }
     }
     Ok(())
+}
+
+/// The operand and sum lengths of a `k × n` by `k × f` product.
+fn check_shapes(
+    stationary: &[f32],
+    moving: &[f32],
+    out: &[f32],
+    k: usize,
+    n: usize,
+    f: usize,
+) -> Result<(), PeError> {
+    check_len("stationary", k * n, stationary.len())?;
+    check_len("moving", k * f, moving.len())?;
+    check_len("psum", n * f, out.len())
 }
 
 /// Write an instruction's sum into an fp32 PSUM destination under `flags`: START stores it

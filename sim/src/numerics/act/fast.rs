@@ -38,15 +38,7 @@ use std::sync::OnceLock;
 use super::{ActFunction, ClosedForm};
 
 /// The loops [`guarded`] may choose from: the portable loop, then AVX2, then AVX-512F.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Loop {
-    /// Multiply and add, any CPU.
-    Portable = 0,
-    /// AVX2 with FMA.
-    Avx2 = 1,
-    /// AVX-512F with FMA.
-    Avx512 = 2,
-}
+pub(crate) use crate::numerics::simd::Loop;
 
 /// The widest [`Loop`] that [`guarded`] may use (where the CPU has it); lowered only by tests,
 /// which so check every loop on one host.
@@ -55,19 +47,11 @@ static WIDEST: AtomicU8 = AtomicU8::new(Loop::Avx512 as u8);
 /// The widest [`Loop`] this CPU has, within [`WIDEST`].
 #[inline]
 fn best_loop() -> Loop {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let widest = WIDEST.load(Ordering::Relaxed);
-        if std::arch::is_x86_feature_detected!("fma") {
-            if widest >= Loop::Avx512 as u8 && std::arch::is_x86_feature_detected!("avx512f") {
-                return Loop::Avx512;
-            }
-            if widest >= Loop::Avx2 as u8 && std::arch::is_x86_feature_detected!("avx2") {
-                return Loop::Avx2;
-            }
-        }
-    }
-    Loop::Portable
+    let widest = WIDEST.load(Ordering::Relaxed);
+    [Loop::Avx512, Loop::Avx2]
+        .into_iter()
+        .find(|&l| widest >= l as u8 && l.host_has())
+        .unwrap_or(Loop::Portable)
 }
 
 /// Let [`guarded`] use loops up to `widest` (tests).

@@ -654,7 +654,7 @@ fn f16_grid(v: &mut [f32]) {
 
 #[test]
 fn every_loop_the_host_has_equals_the_sequential_loop() {
-    for lp in GemmLoop::available() {
+    for lp in Loop::available() {
         for &(k, n, f) in &[
             (1, 1, 1),
             (3, 5, 7),
@@ -717,7 +717,7 @@ fn an_inexact_product_is_never_fused() {
         2f32.powi(-24),
         "the fused result differs"
     );
-    for lp in GemmLoop::available() {
+    for lp in Loop::available() {
         for (n, f) in [(1, 1), (8, 32), (6, 16)] {
             // Tile the 1×1 case across n × f outputs so the vector loops run it.
             let s: Vec<f32> = [1.0, a].iter().flat_map(|&v| vec![v; n]).collect();

@@ -237,13 +237,7 @@ fn read_header(mut r: impl Read) -> Result<(Header, usize), NpyError> {
 
 /// [`read_npy_from`] after its header.
 fn read_data(mut r: impl Read, h: Header, max_data: u64) -> Result<NpyArray, NpyError> {
-    if h.expected > max_data {
-        return Err(NpyError::TooLarge {
-            shape: h.shape,
-            expected: h.expected,
-            limit: max_data,
-        });
-    }
+    h.within(max_data)?;
     let want = usize::try_from(h.expected).map_err(header_error)?;
     let mut data = Vec::new();
     data.try_reserve_exact(want)
@@ -297,13 +291,7 @@ pub fn map_npy_file(path: &Path, max_data: u64) -> Result<Option<MappedNpy>, Npy
         NpyError::Io { source, .. } => io(source),
         e => e,
     })?;
-    if h.expected > max_data {
-        return Err(NpyError::TooLarge {
-            shape: h.shape,
-            expected: h.expected,
-            limit: max_data,
-        });
-    }
+    h.within(max_data)?;
     let actual = meta.len().saturating_sub(data_at as u64);
     if actual < h.expected {
         return Err(h.short(actual));
@@ -389,6 +377,18 @@ struct Header {
 }
 
 impl Header {
+    /// Refuse data past `limit` bytes before any of it is read.
+    fn within(&self, limit: u64) -> Result<(), NpyError> {
+        if self.expected > limit {
+            return Err(NpyError::TooLarge {
+                shape: self.shape.clone(),
+                expected: self.expected,
+                limit,
+            });
+        }
+        Ok(())
+    }
+
     /// The data length differs from the header's (`actual` bytes present).
     fn short(&self, actual: u64) -> NpyError {
         NpyError::DataLength {

@@ -679,81 +679,50 @@ impl Lnc2Matmul {
             // Evacuate block nb once its last step is done and its staging buffer is free.
             let done = (nb + 1) * kc_n;
             let out_off = cols as u64 * 2;
-            if nb % 2 == 0 {
-                if nb >= 2 {
-                    w(
-                        &mut s.dve,
-                        format_args!(
-                            "EVENT_SEMAPHORE $S[{S_OUT}]>={};",
-                            QUEUES as usize * (nb - 1)
-                        ),
-                    );
-                }
-                for b in 0..banks {
-                    let wait = if b == 0 {
-                        format!("$S[{S_PE_STEP}]>={done} ")
-                    } else {
-                        String::new()
-                    };
-                    w(&mut s.dve, format_args!("CAST {wait}$S[{S_DVE_EVAC}]++@complete src=fp32@{:#x}[1,1,1,1][{BANK_COLS},1,1,1] num_active_channels=128 dst=fp16@{:#x}[1,1,1,1][{BANK_COLS},1,1,1];", bank(b), l.out16 + (b * BANK_COLS * 2) as u32));
-                }
-                let wait = format!("{} ", evac_wait(nb));
-                w(
-                    &mut s.pool,
-                    format_args!(
-                        "{}",
-                        dma(
-                            &wait,
-                            S_OUT,
-                            sb(l.out16),
-                            SB_PARTITION_STEP,
-                            block * 2,
-                            dge(2, out_off),
-                            yrow,
-                            block * 2,
-                            "FP16",
-                            "FP16"
-                        )
-                    ),
-                );
+            // Even blocks: DVE casts to fp16 and the DMA copies; odd blocks: ACT copies the fp32
+            // words and the DMA casts. Each engine waits for the output DMA of its previous block
+            // before it overwrites that block's buffer.
+            let (stream, op, sem, buf, width, dtype) = if nb % 2 == 0 {
+                (&mut s.dve, "CAST", S_DVE_EVAC, l.out16, 2, ("fp16", "FP16"))
             } else {
-                if nb >= 3 {
-                    w(
-                        &mut s.act,
-                        format_args!(
-                            "EVENT_SEMAPHORE $S[{S_OUT}]>={};",
-                            QUEUES as usize * (nb - 1)
-                        ),
-                    );
-                }
-                for b in 0..banks {
-                    let wait = if b == 0 {
-                        format!("$S[{S_PE_STEP}]>={done} ")
-                    } else {
-                        String::new()
-                    };
-                    w(&mut s.act, format_args!("COPY {wait}$S[{S_ACT_EVAC}]++@complete src=fp32@{:#x}[1,1,1,1][{BANK_COLS},1,1,1] num_active_channels=128 dst=fp32@{:#x}[1,1,1,1][{BANK_COLS},1,1,1];", bank(b), l.out32 + (b * BANK_COLS * 4) as u32));
-                }
-                let wait = format!("{} ", evac_wait(nb));
+                (&mut s.act, "COPY", S_ACT_EVAC, l.out32, 4, ("fp32", "FP32"))
+            };
+            if nb >= 2 {
                 w(
-                    &mut s.pool,
+                    stream,
                     format_args!(
-                        "{}",
-                        dma(
-                            &wait,
-                            S_OUT,
-                            sb(l.out32),
-                            SB_PARTITION_STEP,
-                            block * 4,
-                            dge(2, out_off),
-                            yrow,
-                            block * 2,
-                            "FP32",
-                            "FP16"
-                        )
+                        "EVENT_SEMAPHORE $S[{S_OUT}]>={};",
+                        QUEUES as usize * (nb - 1)
                     ),
                 );
             }
+            for b in 0..banks {
+                let wait = if b == 0 {
+                    format!("$S[{S_PE_STEP}]>={done} ")
+                } else {
+                    String::new()
+                };
+                w(stream, format_args!("{op} {wait}$S[{sem}]++@complete src=fp32@{:#x}[1,1,1,1][{BANK_COLS},1,1,1] num_active_channels=128 dst={}@{:#x}[1,1,1,1][{BANK_COLS},1,1,1];", bank(b), dtype.0, buf + (b * BANK_COLS * width) as u32));
+            }
+            let wait = format!("{} ", evac_wait(nb));
+            w(
+                &mut s.pool,
+                format_args!(
+                    "{}",
+                    dma(
+                        &wait,
+                        S_OUT,
+                        sb(buf),
+                        SB_PARTITION_STEP,
+                        block * width,
+                        dge(2, out_off),
+                        yrow,
+                        block * 2,
+                        dtype.1,
+                        "FP16"
+                    )
+                ),
+            );
         }
         w(
             &mut s.pool,

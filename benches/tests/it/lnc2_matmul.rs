@@ -16,17 +16,6 @@ use tpbsim_validate::l2::{self, StreamSpec};
 
 const M: usize = 128;
 
-fn engine_of(file: &str) -> Option<Engine> {
-    Some(match file {
-        "PE.bin" => Engine::Pe,
-        "Activation.bin" => Engine::Act,
-        "Pool.bin" => Engine::Pool,
-        "DVE.bin" => Engine::Dve,
-        "SP.bin" => Engine::Sp,
-        _ => return None,
-    })
-}
-
 /// The NEFF as a file's bytes, read back with the default reader options.
 fn written(g: Lnc2Matmul) -> Neff {
     let bytes = g.neff().expect("generate").to_bytes().expect("write");
@@ -77,7 +66,7 @@ fn every_generated_stream_passes_l2() {
         let Some((sg, file)) = path.split_once('/') else {
             continue;
         };
-        let Some(engine) = engine_of(file) else {
+        let Some(engine) = Engine::from_file_name(std::path::Path::new(file)) else {
             continue;
         };
         let bundles: Vec<Bundle> = data

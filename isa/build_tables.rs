@@ -243,16 +243,10 @@ fn gate_of_format() -> Vec<Option<usize>> {
             && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
     for (gi, g) in GATES.iter().enumerate() {
-        if !ident(g.variant) || !ident(g.gate) || !ident(g.module) {
+        if !ident(g.variant) || !ident(g.gate) {
             fail(format!(
-                "gate {}: variant, gate and module must be identifiers",
+                "gate {}: variant and gate must be identifiers",
                 g.variant
-            ));
-        }
-        if !g.table.is_empty() && !ident(g.table) {
-            fail(format!(
-                "gate {}: table {:?} is not an identifier",
-                g.variant, g.table
             ));
         }
         if g.prov.is_empty() {
@@ -261,12 +255,6 @@ fn gate_of_format() -> Vec<Option<usize>> {
         for o in &GATES[..gi] {
             if o.variant == g.variant || o.gate == g.gate {
                 fail(format!("gate {} / {} listed twice", g.variant, g.gate));
-            }
-            if !g.table.is_empty() && o.module == g.module && o.table == g.table {
-                fail(format!(
-                    "gates {} and {} share table {}::{}",
-                    o.variant, g.variant, g.module, g.table
-                ));
             }
         }
     }
@@ -379,39 +367,6 @@ pub(crate) fn gen_gates(out: &mut String, layouts: &[Layout]) {
         writeln!(out, "    [{}],", v.join(", ")).unwrap();
     }
     writeln!(out, "];\n").unwrap();
-    gen_gate_list(out);
-}
-
-/// `format_gates!`: the gate rows as tokens for the validator crate, which passes the name of
-/// its own macro and receives the distinct gate modules and, per gate, its variant, module,
-/// gate function and rule table (`[]` for none).
-fn gen_gate_list(out: &mut String) {
-    let mut modules: Vec<&str> = GATES.iter().map(|g| g.module).collect();
-    modules.sort_unstable();
-    modules.dedup();
-    writeln!(
-        out,
-        "/// The L2 format gates of `spec::GATES` as macro input: `format_gates!(callback)` expands to\n\
-         /// `callback! {{ modules: [..]; gates: [Variant => module::gate_fn, [module::TABLE]; ..] }}`\n\
-         /// (`[]` for a gate without rule rows), so the validator's gate dispatch follows the spec.\n\
-         #[macro_export]\nmacro_rules! format_gates {{\n    ($cb:ident) => {{\n        $cb! {{\n            modules: [{}];\n            gates: [",
-        modules.join(", ")
-    )
-    .unwrap();
-    for g in GATES {
-        let table = if g.table.is_empty() {
-            String::new()
-        } else {
-            format!("{}::{}", g.module, g.table)
-        };
-        writeln!(
-            out,
-            "                {} => {}::{}, [{}];",
-            g.variant, g.module, g.gate, table
-        )
-        .unwrap();
-    }
-    writeln!(out, "            ];\n        }}\n    }};\n}}\n").unwrap();
 }
 
 /// Wire engines (bit = wire id: PE 0, ACT 1, POOL 2, DVE 3, SP 4) of an engine-class set, as

@@ -14,7 +14,7 @@ const SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
 
 fn run(k: &tpbsim_sim::machine::Kernel) -> u64 {
     let mut m = Machine::new(k, GEN).expect("machine");
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     let one = m.chip.geom.sbuf_address(0, 4);
     m.chip
         .write_flat(one, 4)

@@ -28,7 +28,7 @@ fn kernels(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter(|| {
                 let mut m = Machine::new(&k, gen).expect("machine");
-                m.validate_with_l2();
+                m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
                 let st = m.run(&RunOptions::default(), &mut |_| {}).expect("run");
                 black_box((st.sched.steps, m.var("out").map(|o| o[0])))
             })

@@ -127,7 +127,10 @@ fn lnc2_matmul(c: &mut Criterion) {
         ("x".to_string(), to16(&xf)),
         ("y".to_string(), to16(&yf)),
     ]));
-    let cfg = RunConfig::default();
+    let cfg = RunConfig {
+        validator: Some(std::sync::Arc::new(tpbsim_validate::l2::L2Check)),
+        ..RunConfig::default()
+    };
     let gen = api::generation(&prog, None).expect("generation");
     let sim = || {
         let out = api::run_schedule(&prog, gen, &inputs, &cfg, 0, &|_, _| {}).expect("run");

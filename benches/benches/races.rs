@@ -36,7 +36,7 @@ fn races(c: &mut Criterion) {
             g.bench_function(format!("{name}/{label}"), |b| {
                 b.iter(|| {
                     let mut m = Machine::new(&k, gen).expect("machine");
-                    m.validate_with_l2();
+                    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
                     match mode {
                         Mode::Plain => {}
                         Mode::Races => m.enable_race_check(),

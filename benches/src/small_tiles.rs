@@ -191,7 +191,7 @@ pub const BIG_INPUT_WORDS: usize = (BIG_C / 4) as usize;
 /// `words` input words per partition; the machine after the run.
 pub fn run<'k>(k: &'k Kernel, words: usize) -> Machine<'k> {
     let mut m = Machine::new(k, GEN).expect("machine");
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     init_sbuf(&mut m, words);
     m.run(&tpbsim_sim::machine::RunOptions::default(), &mut |_| {})
         .expect("run");

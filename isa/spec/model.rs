@@ -516,8 +516,10 @@ pub struct GeomRow {
     pub note: &'static str,
 }
 
-/// One L2 format gate: its validator name and where the validator crate implements it. The
-/// formats it checks are the format rows that name it (`FormatDef::gate`).
+/// One L2 format gate: its validator name. The formats it checks are the format rows that name
+/// it (`FormatDef::gate`); the validator crate binds each gate to its function and rule table by
+/// an exhaustive match over the generated `FormatGate`, so a new gate fails to build there until
+/// it is implemented.
 #[derive(Clone, Copy, Debug)]
 pub struct GateDef {
     /// Variant name of the generated `FormatGate` enum (`S3d3Ts`).
@@ -527,8 +529,4 @@ pub struct GateDef {
     pub gate: &'static str,
     /// Source.
     pub prov: &'static str,
-    /// The module of `validate/src/l2/formats/` that holds the gate function (`ts`).
-    pub module: &'static str,
-    /// The gate's rule-row table in that module (`TABLE`), or "" when the gate has no rule rows.
-    pub table: &'static str,
 }

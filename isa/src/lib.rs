@@ -21,6 +21,7 @@
 
 pub mod arch;
 pub mod bundle;
+pub mod check;
 pub mod desc;
 pub mod docs;
 pub mod dtype;

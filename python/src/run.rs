@@ -13,6 +13,7 @@ use tpbsim_sim::api::{self, RunConfig, RunError};
 use tpbsim_sim::machine::load::dtype_of;
 use tpbsim_sim::machine::timeline::Timeline;
 use tpbsim_sim::machine::{CoreFault, Fault, Program, VarKind, VarSpec};
+use tpbsim_validate::l2::L2Check;
 
 use crate::{json_to_py, load_error, parse_gen, raise, read_neff};
 
@@ -238,6 +239,7 @@ fn run<'py>(
         check_races,
         schedules: schedules.max(1),
         timeline: profile,
+        validator: Some(Arc::new(L2Check)),
         ..RunConfig::default()
     };
     if let Some(a) = arch {

@@ -29,7 +29,10 @@ fn main() {
         .filter(|v| v.kind == VarKind::Input)
         .map(|v| (v.name.clone(), vec![0x3c; v.size as usize]))
         .collect();
-    let cfg = RunConfig::default();
+    let cfg = RunConfig {
+        validator: Some(std::sync::Arc::new(tpbsim_validate::l2::L2Check)),
+        ..RunConfig::default()
+    };
     let mut times = Vec::with_capacity(iters);
     for _ in 0..iters {
         let t = Instant::now();

@@ -32,7 +32,7 @@ fn main() {
     for _ in 0..iters {
         let t = Instant::now();
         let mut m = Machine::new(&k, gen).expect("machine");
-        m.validate_with_l2();
+        m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
         if races {
             m.enable_race_check();
         }

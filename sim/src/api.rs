@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
+use tpbsim_isa::check::BundleCheck;
 use tpbsim_isa::neff::Neff;
 use tpbsim_isa::Gen;
-
-use std::sync::Arc;
 
 use crate::machine::cluster::{Cluster, CoreFault, SharedBytes};
 use crate::machine::core::SetupError;
@@ -34,8 +35,9 @@ pub struct RunConfig {
     pub max_steps: u64,
     /// Memory and DMA budgets.
     pub limits: Limits,
-    /// Validate each bundle with L2 before it executes.
-    pub validate: bool,
+    /// The check each bundle passes before it first executes (the tools install
+    /// `tpbsim_validate::l2::L2Check`); `None` runs unchecked.
+    pub validator: Option<Arc<dyn BundleCheck>>,
     /// Record the timeline of the round-robin run (cost model in `docs/trace.md`), for
     /// [`RunOutput::timelines`] and their profiles.
     pub timeline: bool,
@@ -53,7 +55,7 @@ impl Default for RunConfig {
             seed: 1,
             max_steps: DEFAULT_MAX_STEPS,
             limits: Limits::default(),
-            validate: true,
+            validator: None,
             timeline: false,
             threads: 0,
         }
@@ -302,8 +304,8 @@ pub fn run_schedule(
     let order = order_of(cfg.seed, schedule);
     let mut cl = Cluster::new(program, gen, cfg.limits, inputs.clone())?;
     for m in &mut cl.cores {
-        if cfg.validate {
-            m.validate_with_l2();
+        if let Some(v) = &cfg.validator {
+            m.set_validator(v.clone());
         }
         if cfg.check_races {
             m.enable_race_check();

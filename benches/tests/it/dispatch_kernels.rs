@@ -14,7 +14,7 @@ fn sbuf_word(m: &Machine, byte: usize) -> f32 {
 fn nops_issue_one_step_each() {
     let k = nops(10_000);
     let mut m = Machine::new(&k, GEN).unwrap();
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     let st = m.run(&RunOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(st.sched.steps, 10_000);
     assert_eq!(st.sched.per_engine[Engine::Dve as usize], 10_000);
@@ -26,7 +26,7 @@ fn adds_accumulate_the_bundle_count() {
     // Every position holds the same bytes: decoded and validated once, then planned.
     let k = adds(n);
     let mut m = Machine::new(&k, GEN).unwrap();
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     m.chip.partition_mut(tpbsim_sim::machine::Space::Sbuf, 0)[4..8]
         .copy_from_slice(&1f32.to_le_bytes());
     let st = m.run(&RunOptions::default(), &mut |_| {}).unwrap();
@@ -40,7 +40,7 @@ fn adds_accumulate_the_bundle_count() {
 fn time_once() {
     for (name, k) in [("nop", nops(200_000)), ("add", adds(200_000))] {
         let mut m = Machine::new(&k, GEN).unwrap();
-        m.validate_with_l2();
+        m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
         let t = std::time::Instant::now();
         let st = m.run(&RunOptions::default(), &mut |_| {}).unwrap();
         let dt = t.elapsed();

@@ -42,6 +42,7 @@ fn run(n: &Neff, x: &[f16], y: &[f16], threads: usize) -> Vec<f16> {
     let inputs = BTreeMap::from([("x".to_string(), bytes(x)), ("y".to_string(), bytes(y))]);
     let cfg = RunConfig {
         threads,
+        validator: Some(std::sync::Arc::new(l2::L2Check)),
         ..RunConfig::default()
     };
     let out = api::run_program(&prog, &inputs, &cfg).expect("run");

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use tpbsim_isa::check::BundleCheck;
 use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_sim::api::{self, RunConfig, RunError};
@@ -18,6 +19,7 @@ use tpbsim_sim::machine::sched::Order;
 use tpbsim_sim::machine::timeline::{Profile, Timeline};
 use tpbsim_sim::machine::{CoreFault, Fault, Limits, Program, RunStats, SharedBytes, VarSpec};
 use tpbsim_sim::machine::{SchedStats, VarKind};
+use tpbsim_validate::l2::L2Check;
 
 use crate::cmd::kernel_args::{KernelArgs, ScheduleArgs};
 use crate::exit::{CliError, Outcome};
@@ -107,7 +109,7 @@ impl Args {
                 max_memory: c.max_memory,
                 max_dma_bytes: c.max_dma_bytes,
             },
-            validate: !c.no_validate,
+            validator: (!c.no_validate).then(|| Arc::new(L2Check) as Arc<dyn BundleCheck>),
             timeline: self.trace.is_some() || self.profile,
             threads: c.threads,
         }

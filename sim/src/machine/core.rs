@@ -1,7 +1,9 @@
 //! The machine: one NeuronCore's state driving a [`Kernel`] through the scheduler.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tpbsim_isa::check::BundleCheck;
 use tpbsim_isa::{decode, Bundle, Engine, Gen, Inst, RawInst};
 
 use super::budget::{self, Budget, Exceeded, Limits};
@@ -19,9 +21,6 @@ use super::waitfor::{PendingUpdate, SyncRef};
 
 /// Default step budget of a run.
 pub const DEFAULT_MAX_STEPS: u64 = 100_000_000;
-
-/// Checks a bundle before it first executes; returns the reasons it is invalid.
-pub type BundleValidator = dyn Fn(&Bundle, Gen, Engine) -> Result<(), String> + Send + Sync;
 
 /// Options of a run.
 #[derive(Clone, Copy, Debug)]
@@ -98,7 +97,7 @@ pub struct Machine<'k> {
     pub regs: [[u32; NUM_REGS]; Engine::COUNT],
     /// PE stationary operand, ACT/DVE accumulators, ACT table selection.
     pub engines: EngineState,
-    validator: Option<Box<BundleValidator>>,
+    validator: Option<Arc<dyn BundleCheck>>,
     /// Per engine, per bundle position: 1 + the index in `entries` of what the bundle decoded
     /// to the first time it was reached (0: not reached yet).
     slots: [Vec<u32>; Engine::COUNT],
@@ -573,8 +572,9 @@ impl<'k> Machine<'k> {
         Ok(())
     }
 
-    /// Validate every bundle with `v` the first time it executes.
-    pub fn set_validator(&mut self, v: Box<BundleValidator>) {
+    /// Check every bundle with `v` the first time it executes; a rejected bundle faults
+    /// ([`Fault::InvalidBundle`]) before it runs.
+    pub fn set_validator(&mut self, v: Arc<dyn BundleCheck>) {
         self.validator = Some(v);
         // What was validated before was validated by another validator (or none).
         self.seen.clear();
@@ -825,7 +825,10 @@ impl<'k> Machine<'k> {
         let b = self.bundle(e, pc);
         let site = self.site(e, pc);
         if let Some(v) = &self.validator {
-            v(b, self.gen, e).map_err(|reason| Fault::InvalidBundle { site, reason })?;
+            v.check(self.gen, e, b).map_err(|r| Fault::InvalidBundle {
+                site,
+                reason: r.to_string(),
+            })?;
         }
         let inst = decode(b, self.gen).map_err(|err| Fault::InvalidBundle {
             site,
@@ -1144,43 +1147,5 @@ impl Streams for Machine<'_> {
             }
             None => ev.complete(sync, regs),
         }
-    }
-}
-
-impl Machine<'_> {
-    /// Validate each bundle with the L2 wire validator before it first executes. Generations
-    /// without an L2 validator (v5) run unvalidated.
-    pub fn validate_with_l2(&mut self) {
-        use tpbsim_validate::l2;
-        self.set_validator(Box::new(|b: &Bundle, gen: Gen, e: Engine| {
-            if !l2::GENS.contains(&gen) || !l2::check_silent(gen, e, b).failed {
-                return Ok(());
-            }
-            let loc = l2::BundleLoc {
-                file: None,
-                engine: Some(e),
-                index: 0,
-                offset: 0,
-            };
-            let msgs: Vec<String> = l2::check_collect(gen, e, b)
-                .iter()
-                .filter(|f| f.outcome == l2::Outcome::Fail)
-                .map(|f| {
-                    let d = l2::to_diagnostic(gen, b, f, &loc);
-                    match &d.location.field {
-                        Some(fl) => format!(
-                            "L2 {}: field {} (bytes {}..{}): {}",
-                            d.rule,
-                            fl.name,
-                            fl.start,
-                            fl.start as u16 + fl.len as u16,
-                            d.message
-                        ),
-                        None => format!("L2 {}: {}", d.rule, d.message),
-                    }
-                })
-                .collect();
-            Err(msgs.join("; "))
-        }));
     }
 }

@@ -44,7 +44,7 @@ fn run(mode: u8) -> Vec<Vec<f32>> {
     };
     k.streams[Engine::Pool as usize] = vec![b];
     let mut m = Machine::new(&k, G).unwrap();
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     for p in 0..PARTS {
         let row: Vec<u8> = (0..COLS)
             .flat_map(|c| (4.0 * p as f32 + c as f32 + 0.5).to_le_bytes())

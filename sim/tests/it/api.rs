@@ -27,7 +27,7 @@ fn given_inputs_replace_the_neff_data_and_outputs_come_back_by_name() {
     let mut inputs = BTreeMap::new();
     inputs.insert("x".to_string(), f32_bytes(x.iter().copied()));
     inputs.insert("y".to_string(), f32_bytes(y.iter().copied()));
-    let out = api::run_kernel(&k, &inputs, &RunConfig::default()).unwrap();
+    let out = api::run_kernel(&k, &inputs, &crate::checked()).unwrap();
     let want = f32_bytes(x.iter().zip(&y).map(|(a, b)| a + b));
     assert_eq!(out.outputs["out"], want);
     assert!(out.stats.sched.steps > 0);
@@ -37,7 +37,7 @@ fn given_inputs_replace_the_neff_data_and_outputs_come_back_by_name() {
         .iter()
         .map(|(k, v)| (k.clone(), v.as_slice()))
         .collect();
-    let again = api::run_kernel(&k, &borrowed, &RunConfig::default()).unwrap();
+    let again = api::run_kernel(&k, &borrowed, &crate::checked()).unwrap();
     assert_eq!(again.outputs, out.outputs);
 }
 
@@ -48,7 +48,7 @@ fn the_timeline_is_recorded_for_the_round_robin_run_only_when_asked() {
     let cfg = RunConfig {
         timeline: true,
         schedules: 3,
-        ..RunConfig::default()
+        ..crate::checked()
     };
     let out = api::run_kernel(&k, &none, &cfg).unwrap();
     let t = out.timeline().expect("timeline");
@@ -69,7 +69,7 @@ fn requests_that_do_not_fit_the_kernel_are_usage_errors() {
     let k = kernel("vadd");
     let size = k.var("x").unwrap().size as usize;
     let run = |inputs: BTreeMap<String, Vec<u8>>| {
-        api::run_kernel(&k, &inputs, &RunConfig::default()).unwrap_err()
+        api::run_kernel(&k, &inputs, &crate::checked()).unwrap_err()
     };
     let one = |name: &str, len: usize| BTreeMap::from([(name.to_string(), vec![0u8; len])]);
     for (e, what) in [
@@ -90,7 +90,7 @@ fn a_deadlock_is_a_fault_of_schedule_zero_with_its_timeline() {
     let none: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let cfg = RunConfig {
         timeline: true,
-        ..RunConfig::default()
+        ..crate::checked()
     };
     match api::run_kernel(&k, &none, &cfg) {
         Err(RunError::Fault {

@@ -39,7 +39,7 @@ fn kernel(engine: Engine, stream: Vec<Bundle>) -> Kernel {
 /// 4 partitions' first 256 bytes after the run, or the fault.
 fn run(k: &Kernel, race: bool, init: &[u8]) -> Result<Vec<Vec<u8>>, Fault> {
     let mut m = Machine::new(k, GEN).unwrap();
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     for p in 0..4 {
         m.chip.partition_mut(Space::Sbuf, p)[..init.len()].copy_from_slice(init);
     }

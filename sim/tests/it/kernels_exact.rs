@@ -32,7 +32,7 @@ fn bf16s(b: &[u8]) -> Vec<f32> {
 /// Run `k` (validated by L2) and return the machine.
 fn run(k: &Kernel) -> Machine<'_> {
     let mut m = Machine::new(k, k.gen.unwrap_or(Gen::V3)).unwrap();
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     m.run(&RunOptions::default(), &mut |_| {}).unwrap();
     m
 }

@@ -38,7 +38,7 @@ fn run<'k>(
     init: impl FnOnce(&mut Machine<'k>),
 ) -> Result<Machine<'k>, tpbsim_sim::machine::Fault> {
     let mut m = Machine::new(k, gen).expect("machine");
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     init(&mut m);
     m.run(&RunOptions::default(), &mut |_| {})?;
     Ok(m)

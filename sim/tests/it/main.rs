@@ -23,3 +23,12 @@ mod real_compiler_forms;
 mod robustness_props;
 mod target_source;
 mod trace_flows;
+
+/// The run configuration of the tools: defaults, with the L2 cascade checking each bundle
+/// before it first executes.
+fn checked() -> tpbsim_sim::api::RunConfig {
+    tpbsim_sim::api::RunConfig {
+        validator: Some(std::sync::Arc::new(tpbsim_validate::l2::L2Check)),
+        ..tpbsim_sim::api::RunConfig::default()
+    }
+}

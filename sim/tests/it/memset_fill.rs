@@ -39,7 +39,7 @@ fn memset_fills_the_tile_with_the_low_bytes_of_the_fill_value() {
             };
             k.streams[engine as usize] = vec![memset(format, 2, fill)];
             let mut m = Machine::new(&k, G).unwrap();
-            m.validate_with_l2();
+            m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
             m.run(&RunOptions::default(), &mut |_| {})
                 .unwrap_or_else(|f| panic!("{engine:?} {}: {f}", format.name()));
             let n = format.container_bytes();

@@ -119,7 +119,7 @@ fn a_loop_of_a_million_bundles_counts_exactly() {
     let neff = p.to_neff().unwrap();
     let k = kernel_from_neff(&neff).unwrap();
     let mut m = Machine::new(&k, Gen::V3).unwrap();
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     let st = m.run(&RunOptions::default(), &mut |_| {}).unwrap();
     let executed = 1 + 3 * u64::from(ITERATIONS) + 1;
     assert_eq!(st.sched.per_engine[Engine::Dve as usize], executed);

@@ -21,7 +21,7 @@ fn kernel(name: &str) -> Kernel {
 
 fn check(k: &Kernel, order: Order) -> Result<Vec<Finding>, Fault> {
     let mut m = Machine::new(k, k.gen.unwrap_or(Gen::V3)).unwrap();
-    m.validate_with_l2();
+    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     m.enable_race_check();
     m.run(
         &RunOptions {

@@ -77,7 +77,7 @@ fn every_real_neff_runs_on_its_cores_without_a_race_between_them() {
             .enumerate()
             .map(|(i, v)| (v.name.clone(), small_ints(v, i as u64 + 1)))
             .collect();
-        let out = api::run_program(&prog, &inputs, &RunConfig::default())
+        let out = api::run_program(&prog, &inputs, &crate::checked())
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert_eq!(out.cores.len(), prog.cores.len());
         assert!(out.cores.iter().all(|c| c.stats.sched.steps > 0));
@@ -93,7 +93,7 @@ fn every_real_neff_runs_on_its_cores_without_a_race_between_them() {
         // The threads do not change the result.
         let one = RunConfig {
             threads: 1,
-            ..RunConfig::default()
+            ..crate::checked()
         };
         let again = api::run_program(&prog, &inputs, &one).unwrap();
         assert_eq!(again.outputs, out.outputs, "{}", p.display());
@@ -122,7 +122,7 @@ fn run_matmul(x: &[f16], y: &[f16]) -> Vec<f16> {
         ("x".to_string(), to_bytes(x)),
         ("y".to_string(), to_bytes(y)),
     ]);
-    let out = api::run_program(&prog, &inputs, &RunConfig::default()).unwrap();
+    let out = api::run_program(&prog, &inputs, &crate::checked()).unwrap();
     assert!(out.findings.is_empty(), "{:?}", out.findings);
     f16s(&out.outputs["output0"])
 }

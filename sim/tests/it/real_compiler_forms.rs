@@ -27,9 +27,10 @@ fn inputs(p: &Program) -> BTreeMap<String, Vec<u8>> {
 
 /// Run `p`; the fault's core, its kind and its message.
 fn fault(p: &Program, validate: bool) -> (usize, Fault, String) {
-    let cfg = RunConfig {
-        validate,
-        ..RunConfig::default()
+    let cfg = if validate {
+        crate::checked()
+    } else {
+        RunConfig::default()
     };
     match api::run_program(p, &inputs(p), &cfg) {
         Err(RunError::Fault { fault, .. }) => {
@@ -53,7 +54,7 @@ fn find(p: &Program, c: usize, e: Engine, opcode: u8) -> usize {
 #[test]
 fn the_unchanged_program_runs() {
     let p = program();
-    let out = api::run_program(&p, &inputs(&p), &RunConfig::default()).unwrap();
+    let out = api::run_program(&p, &inputs(&p), &crate::checked()).unwrap();
     assert_eq!(out.cores.len(), 2);
     assert!(out.findings.is_empty());
 }
@@ -173,7 +174,7 @@ fn an_fp8_configuration_matters_only_to_fp8_operands() {
         k.fp8_refusal = Some("fp8_conversion_config ocp_sat false".into());
     }
     // The matmul has no FP8 operand: it runs.
-    api::run_program(&p, &inputs(&p), &RunConfig::default()).unwrap();
+    api::run_program(&p, &inputs(&p), &crate::checked()).unwrap();
 }
 
 #[test]
@@ -189,7 +190,7 @@ fn fp8_operands_under_another_fp8_configuration_are_not_simulated() {
     b.0[63] = 0x0E;
     b.0[60..62].copy_from_slice(&64u16.to_le_bytes());
     // Under the compiler's configuration it runs.
-    api::run_program(&p, &inputs(&p), &RunConfig::default()).unwrap();
+    api::run_program(&p, &inputs(&p), &crate::checked()).unwrap();
     p.cores[0].fp8_refusal = Some("fp8_conversion_config ocp_sat false".into());
     let (core, f, msg) = fault(&p, false);
     assert_eq!(core, 0);
@@ -210,7 +211,7 @@ fn two_cores_writing_the_same_output_bytes_is_a_core_race() {
     let off = u32::from_le_bytes(dst.try_into().unwrap());
     assert_eq!(off, 0x80);
     dst.copy_from_slice(&0u32.to_le_bytes());
-    let out = api::run_program(&p, &inputs(&p), &RunConfig::default()).unwrap();
+    let out = api::run_program(&p, &inputs(&p), &crate::checked()).unwrap();
     let races: Vec<String> = out
         .findings
         .iter()
@@ -227,7 +228,7 @@ fn two_cores_writing_the_same_output_bytes_is_a_core_race() {
     // The same with one worker thread: the same outputs and findings.
     let one = RunConfig {
         threads: 1,
-        ..RunConfig::default()
+        ..crate::checked()
     };
     let again = api::run_program(&p, &inputs(&p), &one).unwrap();
     assert_eq!(again.outputs, out.outputs);

@@ -26,6 +26,7 @@ pub mod formats;
 pub mod header;
 pub mod report;
 pub mod rule;
+pub mod runner;
 pub mod table;
 
 pub use batch::{validate_stream, StreamReport, StreamSpec, CHUNK};
@@ -37,6 +38,7 @@ pub use cascade::{
 };
 pub use report::{render, to_diagnostic, BundleLoc};
 pub use rule::{Allowed, Failure, Field, Gate, Outcome, Provenance, Rule};
+pub use runner::L2Check;
 
 /// The generations with an L2 validator (the compiler validates v2, v3 and v4).
 pub const GENS: [tpbsim_isa::Gen; 3] = [

@@ -120,23 +120,15 @@ fn every_typed_format_of_an_l2_generation_has_a_gated_opcode() {
 }
 
 #[test]
-fn every_gate_is_named_by_its_formats_and_its_table_column_matches_its_rule_data() {
+fn every_gate_is_named_by_its_formats_and_bound_to_the_function_of_its_name() {
     for g in FormatGate::ALL {
         let d = g.def();
         assert_eq!(d.gate, g.gate_name());
+        assert_eq!(l2::formats::gate_fn_name(g), d.gate);
         assert!(!g.formats().is_empty(), "{} checks no format", d.gate);
         for f in g.formats() {
             assert_eq!(spec::format(f).map(|f| f.gate), Some(d.variant), "{f}");
         }
-        let t = l2::formats::table(g);
-        let rows = t.rows().count() + t.dtype_rows().count();
-        assert_eq!(
-            rows > 0,
-            !d.table.is_empty(),
-            "{}: table column {:?}, {rows} rule rows",
-            d.gate,
-            d.table
-        );
     }
     for f in spec::formats().iter().filter(|f| !f.gate.is_empty()) {
         assert!(

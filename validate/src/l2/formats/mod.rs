@@ -11,17 +11,25 @@ use super::rule::{rule, Allowed, Ck, Field, Sink};
 use super::table::{FieldRule, GateTable};
 use tpbsim_isa::spec::ByteSet;
 
-/// The gate modules and the dispatch from the spec's gate rows (`tpbsim_isa::format_gates!`,
-/// generated from `spec::GATES`): one `pub mod` per module a gate row names, [`run`] calling
-/// each gate's function (`<module>::<gate name>`) and [`table`] returning its rule table. A gate
-/// row whose module, function or table does not exist fails to build.
-macro_rules! gate_dispatch {
-    (
-        modules: [$($module:ident),*];
-        gates: [$($variant:ident => $m:ident :: $gate:ident, [$($table:path)?];)*];
-    ) => {
-        $(pub mod $module;)*
+pub mod act;
+pub mod act2;
+pub mod ctrl;
+pub mod dma;
+pub mod mx;
+pub mod pe;
+pub mod pe_aux;
+pub mod pool;
+pub mod rs;
+pub mod tr;
+pub mod ts;
+pub mod tt;
 
+/// The binding of each gate of the spec (`FormatGate`, generated from `spec::GATES`) to its
+/// function and rule table here: [`run`], [`table`] and [`gate_fn_name`] match exhaustively, so a
+/// gate added to the spec fails to build until it is bound; a test ties each function's name to
+/// the spec's gate name.
+macro_rules! gate_binding {
+    ($($variant:ident => $m:ident :: $gate:ident, [$($table:path)?];)*) => {
         /// Run `fmt`'s gate.
         pub fn run<S: Sink>(fmt: FormatGate, ck: &mut Ck<S>) {
             match fmt {
@@ -34,7 +42,14 @@ macro_rules! gate_dispatch {
         /// read; [`GateTable::EMPTY`] for a gate without rule rows.
         pub const fn table(fmt: FormatGate) -> GateTable {
             match fmt {
-                $(FormatGate::$variant => gate_dispatch!(@table $($table)?),)*
+                $(FormatGate::$variant => gate_binding!(@table $($table)?),)*
+            }
+        }
+
+        /// The name of the function bound to `fmt` (the spec's `gate_name`).
+        pub const fn gate_fn_name(fmt: FormatGate) -> &'static str {
+            match fmt {
+                $(FormatGate::$variant => stringify!($gate),)*
             }
         }
     };
@@ -42,34 +57,45 @@ macro_rules! gate_dispatch {
     (@table $table:path) => { $table };
 }
 
-tpbsim_isa::format_gates!(gate_dispatch);
-
-// `cargo fmt` does not expand macros: these never-compiled declarations let it reach the gate
-// modules the dispatch above declares. A new gate module builds without a line here.
-#[cfg(any())]
-mod act;
-#[cfg(any())]
-mod act2;
-#[cfg(any())]
-mod ctrl;
-#[cfg(any())]
-mod dma;
-#[cfg(any())]
-mod mx;
-#[cfg(any())]
-mod pe;
-#[cfg(any())]
-mod pe_aux;
-#[cfg(any())]
-mod pool;
-#[cfg(any())]
-mod rs;
-#[cfg(any())]
-mod tr;
-#[cfg(any())]
-mod ts;
-#[cfg(any())]
-mod tt;
+gate_binding! {
+    S3Lw => pe::is_valid_s3_lw, [pe::LW_TABLE];
+    S3d3Mm => pe::is_valid_s3d3_mm, [pe::MM_TABLE];
+    S4d3Mm => pe::is_valid_s4d3_mm, [pe::SPARSE_TABLE];
+    Smx1Lw => mx::is_valid_smx1_lw, [mx::LW_TABLE];
+    Smx1d3Mm => mx::is_valid_smx1d3_mm, [mx::MM_TABLE];
+    S3dmx1Quant => mx::is_valid_s3dmx1_quant, [mx::Q_TABLE];
+    S3d3Ac => act::is_valid_activate, [act::TABLE];
+    S3s3d3Tt => tt::is_valid_s3s3d3_tt, [tt::TABLE];
+    S3d3Ts => ts::is_valid_s3d3_ts, [ts::TABLE];
+    S4d4Tr => tr::is_valid_s4d4_tr, [tr::TABLE];
+    S2d2Rs => rs::is_valid_s2d2_rs, [rs::TABLE];
+    CtrlEs => ctrl::is_valid_ctrl_es, [];
+    S2d2Ac => act2::is_valid_s2d2_ac, [act2::AC2_TABLE];
+    S3d3Aq => act2::is_valid_s3d3_aq, [act2::AQ_TABLE];
+    D1Rd => act2::is_valid_d1_rd, [act2::RD_TABLE];
+    CtrlNo => ctrl::is_valid_ctrl_no, [];
+    Memset => pool::is_valid_memset, [pool::MS_TABLE];
+    Iota => pool::is_valid_iota, [pool::IOTA_TABLE];
+    TensDequant => pool::is_valid_tensor_dequantize, [pool::DQ_TABLE];
+    CpPredScalar => pool::is_valid_s3d3_cp_pred_scalar, [pool::CPS_TABLE];
+    SelectReduce => pool::is_valid_select_reduce, [pool::SR_TABLE];
+    S2s2d2Stt => pool::is_valid_s2s2d2_stt, [pool::STT_TABLE];
+    S4d4Pl => pool::is_valid_s4d4_pl, [pool::PL_TABLE];
+    S3d3TsSelect => pool::is_valid_s3d3_ts_select, [pool::TSS_TABLE];
+    S2d2TsAs => pool::is_valid_s2d2_ts_as, [pool::AS_TABLE];
+    S3Lt => pe_aux::is_valid_s3_lt, [pe_aux::LT_TABLE];
+    PeManageSeed => pe_aux::is_valid_pe_manage_seed, [pe_aux::SEED_TABLE];
+    Ctrl => ctrl::is_valid_ctrl, [];
+    Drain => ctrl::is_valid_drain, [];
+    Write => ctrl::is_valid_write, [];
+    CtrlAl => ctrl::is_valid_ctrl_al, [ctrl::AL_TABLE];
+    CtrlBr => ctrl::is_valid_ctrl_br, [ctrl::BR_TABLE];
+    RangeClear => ctrl::is_valid_event_semaphore_range_clear, [ctrl::RC_TABLE];
+    DmaDirect2d => dma::is_valid_dma_direct2d, [dma::DMA_TABLE];
+    Pseudo => dma::is_valid_pseudo, [dma::PSEUDO_TABLE];
+    Extended => dma::is_valid_extended, [dma::EXT_TABLE];
+    CoreBarrier => ctrl::is_valid_core_barrier, [];
+}
 
 rule!(RESERVED_ZERO, "reserved_zero", Format,
     public "reserved byte ranges of the ISA spec layouts (isa/spec/formats.rs; isa-facts §4: bytes not listed are reserved-zero); C isa/pe-matmul-encoding.md (d3_mm_reserved_z*, lw_reserved_zero)",
@@ -410,6 +436,13 @@ pub(crate) mod testutil {
 mod tests {
     use super::testutil::*;
     use super::*;
+
+    #[test]
+    fn each_gate_is_bound_to_the_function_of_its_spec_name() {
+        for g in FormatGate::ALL {
+            assert_eq!(gate_fn_name(g), g.gate_name(), "{g:?}");
+        }
+    }
 
     #[test]
     fn reserved_runs_from_spec_layout() {

@@ -6,14 +6,14 @@
 # its 95 % Wilson interval, the survivors, and which were killed afterwards. Not part of CI.
 #
 #   scripts/mutants.sh                         # 200 mutants from each of the five areas
-#   N=40 AREAS='isa/src/neff isa/src/text' scripts/mutants.sh
+#   N=40 AREAS='neff/src isa/src/text' scripts/mutants.sh
 #   SEED=1733322000 scripts/mutants.sh         # repeat an earlier draw
 #   scripts/mutants.sh --list                  # print the sample, run nothing
 #
 # Environment:
 #   N          mutants drawn per area (default 200; an area with fewer is taken whole)
 #   AREAS      space-separated source directories (default: sim/src/numerics
-#              sim/src/machine validate/src/l2 isa/src/neff isa/src/text)
+#              sim/src/machine validate/src/l2 neff/src isa/src/text)
 #   SEED       the sample's seed (default: the current time in seconds)
 #   JOBS       cargo-mutants --jobs (default 1: the development machine has two cores)
 #   TIMEOUT    seconds a mutant's tests may run (default 300); BUILD_TIMEOUT (default 900)
@@ -34,7 +34,7 @@ command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
 command -v cargo-nextest >/dev/null || cargo install --locked cargo-nextest
 
 N=${N:-200}
-AREAS=${AREAS:-"sim/src/numerics sim/src/machine validate/src/l2 isa/src/neff isa/src/text"}
+AREAS=${AREAS:-"sim/src/numerics sim/src/machine validate/src/l2 neff/src isa/src/text"}
 SEED=${SEED:-$(date +%s)}
 JOBS=${JOBS:-1}
 TIMEOUT=${TIMEOUT:-300}
@@ -58,6 +58,7 @@ package_of() {
     sim/*) echo tpbsim-sim ;;
     validate/*) echo tpbsim-validate ;;
     isa/*) echo tpbsim-isa ;;
+    neff/*) echo tpbsim-neff ;;
     cli/*) echo tpbsim-cli ;;
     *) echo "no package known for $1" >&2; return 1 ;;
   esac

@@ -10,7 +10,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use tpbsim_benches::{kernel_path, load_kernel, KERNELS};
-use tpbsim_isa::neff::{Neff, ReadOptions};
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::{Machine, RunOptions};
 

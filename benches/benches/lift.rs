@@ -5,8 +5,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::{decode, Bundle, Engine, Gen};
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::target_gen;
 use tpbsim_validate::lift::{lift_stream, lower_function, StreamInput};
 

@@ -63,9 +63,8 @@ pub fn kernel_path(name: &str) -> std::path::PathBuf {
 
 /// Read `testdata/kernels/NAME.neff` into a kernel and its target generation.
 pub fn load_kernel(name: &str) -> (tpbsim_sim::machine::kernel::Kernel, tpbsim_isa::Gen) {
-    let n =
-        tpbsim_isa::neff::Neff::read(kernel_path(name), &tpbsim_isa::neff::ReadOptions::default())
-            .expect("read the kernel");
+    let n = tpbsim_neff::Neff::read(kernel_path(name), &tpbsim_neff::ReadOptions::default())
+        .expect("read the kernel");
     let k = tpbsim_sim::machine::load::kernel_from_neff(&n).expect("load the kernel");
     let gen = k.gen.expect("target generation");
     (k, gen)

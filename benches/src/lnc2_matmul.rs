@@ -32,8 +32,8 @@
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
-use tpbsim_isa::neff::{self, Neff, NeffError};
 use tpbsim_isa::{Gen, NumFormat};
+use tpbsim_neff::{self as neff, Neff, NeffError};
 
 /// Rows of x and of the output: one per SBUF partition.
 pub const ROWS: usize = 128;

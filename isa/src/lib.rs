@@ -30,9 +30,6 @@ pub mod formats;
 pub mod fsio;
 pub mod geometry;
 pub mod inst;
-pub mod neff;
-#[cfg(any(test, feature = "proptest"))]
-pub mod neff_strategies;
 pub mod spec;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategies;

@@ -10,9 +10,9 @@ use pyo3::exceptions::{PyAttributeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PySlice, PyTuple};
 use serde_json::{json, Value};
-use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::text::{parse_line, render_error};
 use tpbsim_isa::{spec, Engine, Gen, Geometry, NumFormat};
+use tpbsim_neff::{self as neff, Neff};
 use tpbsim_sim::machine::ops::pe::compiler_weights_source;
 
 use crate::{neff_error, parse_engine, parse_gen};

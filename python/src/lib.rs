@@ -8,8 +8,8 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use tpbsim_isa::neff::{Neff, NeffError, ReadOptions};
 use tpbsim_isa::{Engine, Gen};
+use tpbsim_neff::{Neff, NeffError, ReadOptions};
 use tpbsim_sim::machine::load::LoadError;
 
 mod builder;

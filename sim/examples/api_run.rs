@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::api::{self, RunConfig};
 use tpbsim_sim::machine::VarKind;
 

@@ -27,7 +27,6 @@
 
 use std::path::{Path, PathBuf};
 
-use tpbsim_isa::neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_isa::{
     AccumCmd, ActFunc, Activate, Addr4, AluOp, AluOpInst, BrTargetMode, Bundle, CmpOp,
     CompareBranch, DataSrc, DmaTrigger, Dtype, DtypePair, Engine, Events, F32Bits, Gen, Header,
@@ -35,6 +34,7 @@ use tpbsim_isa::{
     PsumAccumulateFlags, ReadAccumulator, Tensor, TensorReduce, TensorReduceV2, TensorScalar,
     TensorSubdim, TensorTensor, TsReverse, UpdateMode, WaitMode, Wire, ZeroRegion,
 };
+use tpbsim_neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_sim::machine::ops::pe::{compiler_weights_source, ALL_QUADRANTS};
 use tpbsim_sim::machine::pack::Package;
 use tpbsim_sim::machine::Geometry;

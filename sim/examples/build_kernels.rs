@@ -14,7 +14,6 @@
 
 use std::path::PathBuf;
 
-use tpbsim_isa::neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_isa::NumFormat;
 use tpbsim_isa::{
     AccumCmd, ActFunc, Activate, Addr4, AluOp, Bundle, DmaTrigger, Dtype, DtypePair, Engine,
@@ -23,6 +22,7 @@ use tpbsim_isa::{
     ReadAccumulator, Tensor, TensorReduce, TensorReduceV2, TensorScalar, TensorSubdim,
     TensorTensor, TsReverse, UpdateMode, WaitMode, Wire, ZeroRegion,
 };
+use tpbsim_neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_sim::machine::ops::pe::compiler_weights_source;
 use tpbsim_sim::machine::pack::Package;
 use tpbsim_sim::machine::Geometry;

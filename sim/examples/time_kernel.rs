@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::{Machine, RunOptions};
 

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tpbsim_isa::check::BundleCheck;
-use tpbsim_isa::neff::Neff;
 use tpbsim_isa::Gen;
+use tpbsim_neff::Neff;
 
 use crate::machine::cluster::{Cluster, CoreFault, SharedBytes};
 use crate::machine::core::SetupError;

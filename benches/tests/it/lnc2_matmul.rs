@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use half::f16;
 use tpbsim_benches::lnc2_matmul::Lnc2Matmul;
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::{Bundle, Engine, Gen};
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::api::{self, RunConfig};
 use tpbsim_validate::diag::Mode;
 use tpbsim_validate::l2::{self, StreamSpec};

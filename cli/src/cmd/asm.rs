@@ -61,7 +61,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     for b in &bundles {
         bytes.extend_from_slice(&b.0);
     }
-    tpbsim_isa::neff::write_atomic(&a.output, &bytes)
+    tpbsim_neff::write_atomic(&a.output, &bytes)
         .map_err(|e| CliError::Io(format!("{}: {e}", a.output.display())))?;
     eprintln!(
         "sim: wrote {} bundles ({} bytes) to {}",

@@ -119,7 +119,7 @@ pub fn run(args: Args) -> Result<Outcome, CliError> {
             .map_err(|e| CliError::Io(format!("{}: {e}", dir.display())))?;
         for (i, d) in report.disagreements.iter().enumerate() {
             let p = dir.join(repro_name(i, d, args.arch));
-            tpbsim_isa::neff::write_atomic(&p, &d.bundle.0)
+            tpbsim_neff::write_atomic(&p, &d.bundle.0)
                 .map_err(|e| CliError::Io(format!("{}: {e}", p.display())))?;
             files[i] = Some(p.display().to_string());
         }

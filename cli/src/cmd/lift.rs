@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use tpbsim_isa::neff::{self, Neff, ReadOptions};
 use tpbsim_isa::stream::{EngineStream, StreamError};
 use tpbsim_isa::{Engine, Gen};
+use tpbsim_neff::{self as neff, Neff, ReadOptions};
 use tpbsim_validate::bir;
 use tpbsim_validate::lift::{self, Lifted, StreamInput};
 

@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use tpbsim_isa::neff::{
+use tpbsim_isa::text::{cross_check, AsmCheck};
+use tpbsim_isa::Gen;
+use tpbsim_neff::{
     header::hex, DigestStatus, Layout, Limits, LogicalCore, Neff, NeffError, ReadOptions, Subgraph,
     Target, Unmodelled,
 };
-use tpbsim_isa::text::{cross_check, AsmCheck};
-use tpbsim_isa::Gen;
 use tpbsim_sim::machine::load;
 
 use crate::exit::{CliError, Outcome};
@@ -653,7 +653,7 @@ fn pack(a: PackArgs) -> Result<Outcome, CliError> {
         n.check_reachable(&sgs).map_err(|e| located(&a.dir, e))?;
         if !a.keep_layout {
             // Only what the manifests name is packed, in the runtime's layout.
-            let r = tpbsim_isa::neff::to_runtime_layout(&n).map_err(|e| located(&a.dir, e))?;
+            let r = tpbsim_neff::to_runtime_layout(&n).map_err(|e| located(&a.dir, e))?;
             for m in &r.ignored {
                 eprintln!(
                     "sim: warning: {}: `{m}` is not packed: no def.json, engine JSON or variable names it",

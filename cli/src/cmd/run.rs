@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tpbsim_isa::check::BundleCheck;
-use tpbsim_isa::neff::{self, Neff};
 use tpbsim_isa::{Engine, Gen};
+use tpbsim_neff::{self as neff, Neff};
 use tpbsim_sim::api::{self, RunConfig, RunError};
 use tpbsim_sim::machine::compare::{compare, Comparison, Tolerance};
 use tpbsim_sim::machine::core::SetupError;

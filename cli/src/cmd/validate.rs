@@ -10,9 +10,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use tpbsim_isa::neff::Neff;
 use tpbsim_isa::stream::EngineStream;
 use tpbsim_isa::Gen;
+use tpbsim_neff::Neff;
 use tpbsim_validate::diag::Severity;
 use tpbsim_validate::l2::{self, StreamSpec};
 use tpbsim_validate::lint;

@@ -8,9 +8,9 @@ use std::process::Command;
 
 use half::f16;
 use serde_json::Value;
-use tpbsim_isa::neff::npy::{encode_npy, read_npy};
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::NumFormat;
+use tpbsim_neff::npy::{encode_npy, read_npy};
+use tpbsim_neff::{Neff, ReadOptions};
 
 fn sim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sim"))

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tpbsim_isa::neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_isa::NumFormat;
 use tpbsim_isa::{Bundle, Engine, Gen};
+use tpbsim_neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_sim::machine::pack::Package;
 
 fn bundle(op: u8) -> Bundle {
@@ -81,12 +81,9 @@ impl Case {
             self.neff.file_stem().unwrap().to_string_lossy()
         ));
         std::fs::create_dir_all(&d).unwrap();
-        let npy = tpbsim_isa::neff::npy::encode_npy(
-            tpbsim_isa::NumFormat::Float32,
-            shape,
-            &f32_bytes(vals),
-        )
-        .unwrap();
+        let npy =
+            tpbsim_neff::npy::encode_npy(tpbsim_isa::NumFormat::Float32, shape, &f32_bytes(vals))
+                .unwrap();
         std::fs::write(d.join(format!("{name}.npy")), npy).unwrap();
         if let Some(t) = tolerance {
             std::fs::write(d.join("tolerance.json"), t).unwrap();
@@ -133,7 +130,7 @@ fn matching_run_exits_0_and_writes_outputs() {
         "{out}"
     );
     assert!(out.contains("DMA 64 bytes in 2 transfers"), "{out}");
-    let y = tpbsim_isa::neff::npy::read_npy_file(c.out_dir().join("y.npy")).unwrap();
+    let y = tpbsim_neff::npy::read_npy_file(c.out_dir().join("y.npy")).unwrap();
     assert_eq!(y.shape, vec![2, 4]);
     assert_eq!(y.data, f32_bytes(&X));
 }
@@ -180,8 +177,7 @@ fn wrong_input_shape_or_dtype_exits_2() {
     let c = Case::new(&copy_kernel());
     let bad = c.dir.path().join("bad.npy");
     let npy =
-        tpbsim_isa::neff::npy::encode_npy(tpbsim_isa::NumFormat::Float32, &[8], &f32_bytes(&X))
-            .unwrap();
+        tpbsim_neff::npy::encode_npy(tpbsim_isa::NumFormat::Float32, &[8], &f32_bytes(&X)).unwrap();
     std::fs::write(&bad, npy).unwrap();
     let (code, _, err) = c.run(&["--input", &format!("x={}", bad.display())]);
     assert_eq!(code, 2, "{err}");
@@ -189,8 +185,8 @@ fn wrong_input_shape_or_dtype_exits_2() {
         err.contains("shape [8], variable `x` has shape [2, 4]"),
         "{err}"
     );
-    let npy = tpbsim_isa::neff::npy::encode_npy(tpbsim_isa::NumFormat::Int32, &[2, 4], &[0u8; 32])
-        .unwrap();
+    let npy =
+        tpbsim_neff::npy::encode_npy(tpbsim_isa::NumFormat::Int32, &[2, 4], &[0u8; 32]).unwrap();
     std::fs::write(&bad, npy).unwrap();
     let (code, _, err) = c.run(&["--input", &format!("x={}", bad.display())]);
     assert_eq!(code, 2, "{err}");
@@ -521,9 +517,8 @@ fn corrupt_input_npy_exits_2() {
     let c = Case::new(&copy_kernel());
     let out = empty_out(&c);
     let bad = c.dir.path().join("trunc.npy");
-    let npy =
-        tpbsim_isa::neff::npy::encode_npy(tpbsim_isa::NumFormat::Float32, &[2, 4], &f32_bytes(&X))
-            .unwrap();
+    let npy = tpbsim_neff::npy::encode_npy(tpbsim_isa::NumFormat::Float32, &[2, 4], &f32_bytes(&X))
+        .unwrap();
     std::fs::write(&bad, &npy[..npy.len() - 5]).unwrap();
     let (code, _, err) = c.run(&["--input", &format!("x={}", bad.display())]);
     assert_eq!(code, 2, "{err}");

@@ -139,7 +139,7 @@ fn usage_and_io_errors() {
 
 #[test]
 fn neff_every_stream() {
-    use tpbsim_isa::neff::{Limits, Neff};
+    use tpbsim_neff::{Limits, Neff};
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/neff/kernel");
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("kernel");

@@ -4,5 +4,3 @@
 
 mod catalog;
 mod crafted;
-mod neff_real_compiler;
-mod neff_strategies_prop;

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use tpbsim_isa::neff::{self, DefJson, DmaEntry, DmaOp, Neff, SemOp, VarRef, Variable};
 use tpbsim_isa::{Engine, Gen};
+use tpbsim_neff::{self as neff, DefJson, DmaEntry, DmaOp, Neff, SemOp, VarRef, Variable};
 
 use super::dma::{DmaDesc, DmaMem, DmaSide};
 use super::kernel::{DgeTable, DmaBlockSpec, DmaEntrySpec, DmaQueue, Kernel, QueueSet, VarSpec};

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use tpbsim_isa::neff::{
-    self, DefJson, DmaBlock, DmaEntry, DmaQueue, EngineFiles, Neff, Sidecar, VarKind, VarRef,
-    Variable,
-};
 use tpbsim_isa::{Bundle, Engine, Gen};
+use tpbsim_neff::{
+    self as neff, DefJson, DmaBlock, DmaEntry, DmaQueue, EngineFiles, Neff, Sidecar, VarKind,
+    VarRef, Variable,
+};
 
 use super::load::dtype_of;
 use tpbsim_isa::NumFormat;
@@ -151,7 +151,7 @@ impl Package {
     }
 
     /// The NEFF, in the runtime's layout (kelf, TVM `neff.json`, engine JSONs, lowercase
-    /// streams; `tpbsim_isa::neff::to_runtime_layout`).
+    /// streams; `tpbsim_neff::to_runtime_layout`).
     pub fn to_neff(&self) -> Result<Neff, PackError> {
         Ok(neff::to_runtime_layout(&self.to_neff_dialect()?)?.neff)
     }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::api::{self, RunConfig, RunError};
 use tpbsim_sim::machine::{Fault, Kernel, Program};
 

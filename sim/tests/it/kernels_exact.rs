@@ -6,8 +6,8 @@
 
 use std::path::PathBuf;
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::Gen;
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::{Kernel, Machine, RunOptions, Space};
 

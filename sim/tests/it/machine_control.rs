@@ -352,7 +352,7 @@ fn direct2d_elem_size_zero_moves_65536_bytes() {
 
 #[test]
 fn a_sidecar_size_of_zero_is_refused_at_load() {
-    use tpbsim_isa::neff::{DmaEntry, Neff, ReadOptions, VarKind as NeffKind, VarRef};
+    use tpbsim_neff::{DmaEntry, Neff, ReadOptions, VarKind as NeffKind, VarRef};
     use tpbsim_sim::machine::load::kernel_from_neff;
     use tpbsim_sim::machine::pack::Package;
     let mut p = Package::new("size0", Gen::V3);

@@ -10,12 +10,12 @@
 //! `sim run` on the same kernel: `cargo run -p tpbsim-sim --example build_big_kernels --
 //! loop-adds 400000 L.neff && sim run L.neff` (docs/perf.md, "Kernels at scale").
 
-use tpbsim_isa::neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_isa::{
     Addr4, AluOp, AluOpInst, BrTargetMode, Bundle, CmpOp, CompareBranch, DataSrc, DmaTrigger,
     Dtype, DtypePair, Engine, Events, Gen, Header, NumFormat, Opcode, Tensor, TensorScalar,
     TensorTensor, UpdateMode, WaitMode, Wire,
 };
+use tpbsim_neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::pack::Package;
 use tpbsim_sim::machine::{Machine, RunOptions};

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::{Engine, Gen};
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::race::{AccessKind, Finding, FindingKind, Memory};
 use tpbsim_sim::machine::sched::Order;

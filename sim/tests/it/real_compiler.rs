@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use half::f16;
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::NumFormat;
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::api::{self, RunConfig};
 use tpbsim_sim::machine::{Program, VarSpec};
 

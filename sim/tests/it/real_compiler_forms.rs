@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::Engine;
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::api::{self, RunConfig, RunError};
 use tpbsim_sim::machine::kernel::DgeTable;
 use tpbsim_sim::machine::{Fault, Program};

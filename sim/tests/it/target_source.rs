@@ -1,8 +1,8 @@
 //! Where a NEFF's generation comes from, as messages name it: the kelf `target` of the
 //! runtime's layout, `neff.json` `target_arch` of the earlier dialect, `*`, or nothing.
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::{Bundle, Engine, Gen};
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::target_source;
 use tpbsim_sim::machine::pack::Package;
 

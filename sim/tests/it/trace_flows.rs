@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::Gen;
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_sim::machine::load::kernel_from_neff;
 use tpbsim_sim::machine::timeline::Timeline;
 use tpbsim_sim::machine::{Machine, RunOptions};

@@ -3,8 +3,8 @@
 //!
 //! Each body must return normally on any input: errors are values, never panics.
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::{decode, Bundle, Engine, Gen, BUNDLE_SIZE};
+use tpbsim_neff::{Neff, ReadOptions};
 
 use crate::diag::Mode;
 use crate::l2::{self, StreamSpec};

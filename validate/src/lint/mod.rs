@@ -10,10 +10,10 @@
 //! rules run and warn.
 
 use tpbsim_isa::inst::{decode, FieldValue};
-use tpbsim_isa::neff::schema::{contiguous_steps, VarKind};
-use tpbsim_isa::neff::Subgraph;
 use tpbsim_isa::spec::FieldType;
 use tpbsim_isa::{Addr4, Bundle, Engine, Events, Gen, Geometry, Inst, UpdateMode, WaitMode, Wire};
+use tpbsim_neff::schema::{contiguous_steps, VarKind};
+use tpbsim_neff::Subgraph;
 
 use crate::diag::{Diagnostic, Layer, Location, Severity};
 

@@ -1,6 +1,6 @@
 use super::*;
-use tpbsim_isa::neff::Neff;
 use tpbsim_isa::text::parse_text;
+use tpbsim_neff::Neff;
 
 fn stream(text: &str) -> Vec<Bundle> {
     parse_text(text, Gen::V3).unwrap_or_else(|(l, e)| panic!("line {l}: {e}"))

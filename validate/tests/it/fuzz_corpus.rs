@@ -9,8 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use tpbsim_isa::neff::{Neff, ReadOptions};
 use tpbsim_isa::{Bundle, Engine, Gen};
+use tpbsim_neff::{Neff, ReadOptions};
 use tpbsim_validate::fuzz::targets::{self, TARGETS};
 
 fn root() -> PathBuf {

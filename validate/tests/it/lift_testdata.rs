@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use tpbsim_isa::neff::{Limits, Neff, ReadOptions};
 use tpbsim_isa::stream::EngineStream;
 use tpbsim_isa::{Bundle, Engine, Gen};
+use tpbsim_neff::{Limits, Neff, ReadOptions};
 use tpbsim_validate::diag::Mode;
 use tpbsim_validate::l2::{validate_stream, StreamSpec, GENS};
 use tpbsim_validate::lift::{lift_stream, lower_function, StreamInput};

@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use tpbsim_isa::neff::ReadOptions;
 use tpbsim_isa::{Engine, Gen};
+use tpbsim_neff::ReadOptions;
 use tpbsim_validate::bir::InstClass;
 use tpbsim_validate::diag::{Layer, Mode};
 use tpbsim_validate::l2;

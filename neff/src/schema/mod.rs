@@ -26,7 +26,7 @@ mod tests;
 pub use check::{validate_blocks, validate_sidecar, DefError, MAX_QUEUES_PER_SET, SEMAPHORES};
 
 use super::NeffError;
-use crate::engine::Engine;
+use tpbsim_isa::engine::Engine;
 
 /// Largest number of DMA queues one NEFF may declare (11 × 16, a compiler assertion).
 pub const MAX_DMA_QUEUES: usize = 11 * 16;
@@ -38,8 +38,8 @@ pub const MAX_DMA_DIMS: usize = 8;
 /// A name that is not a NEFF dtype. An element type named in `def.json` (`dtype`), a sidecar,
 /// or an `.npy` file is a [`NumFormat`], read and written by its NEFF spelling
 /// ([`NumFormat::NEFF`], serde through [`NumFormat::from_neff_name`]).
-pub use crate::dtype::UnknownDtype;
-use crate::NumFormat;
+pub use tpbsim_isa::dtype::UnknownDtype;
+use tpbsim_isa::NumFormat;
 
 /// A string enum that keeps names it does not know.
 macro_rules! open_enum {
@@ -900,7 +900,7 @@ impl DefJson {
     pub fn vnc_feature(&self) -> bool {
         self.neff_features
             .iter()
-            .any(|f| f == crate::neff::features::NEFF_FEATURE_VNC)
+            .any(|f| f == crate::features::NEFF_FEATURE_VNC)
     }
 
     /// The queue named `name`.

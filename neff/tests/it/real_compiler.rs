@@ -5,10 +5,8 @@
 
 use std::path::PathBuf;
 
-use tpbsim_isa::neff::{
-    features, DigestStatus, DveTableSet, Neff, NeffError, ReadOptions, VarKind,
-};
 use tpbsim_isa::Engine;
+use tpbsim_neff::{features, DigestStatus, DveTableSet, Neff, NeffError, ReadOptions, VarKind};
 
 fn path() -> PathBuf {
     PathBuf::from(concat!(
@@ -299,7 +297,7 @@ fn nothing_that_changes_results_is_left_unmodelled() {
 #[test]
 fn repacking_keeps_the_members_the_engine_jsons_name() {
     let n = read(false).unwrap();
-    let r = tpbsim_isa::neff::to_runtime_layout(&n).unwrap();
+    let r = tpbsim_neff::to_runtime_layout(&n).unwrap();
     // What no manifest names is left out, and only that.
     let mut ignored = r.ignored.clone();
     ignored.sort();

@@ -237,10 +237,10 @@ fn major_version_two_is_the_last_the_runtime_accepts() {
 fn def_with(queues: usize) -> DefJson {
     let mut a = Variable::new(0, "a", VarKind::Input);
     a.size = Some(64);
-    a.dtype = Some(crate::NumFormat::Int8);
+    a.dtype = Some(tpbsim_isa::NumFormat::Int8);
     let mut b = Variable::new(1, "b", VarKind::Output);
     b.size = Some(64);
-    b.dtype = Some(crate::NumFormat::Int8);
+    b.dtype = Some(tpbsim_isa::NumFormat::Int8);
     DefJson {
         var: vec![a, b],
         dma_queue: (0..queues)

@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn docs_list_every_flag() {
-        let doc = include_str!("../../../docs/neff.md");
+        let doc = include_str!("../../docs/neff.md");
         for f in FEATURE_FLAGS {
             let row = format!(
                 "| {:#x} | `{}`{} | {} |",

@@ -10,8 +10,8 @@ use super::{
     contiguous_steps, DefJson, DmaBlock, DmaEntry, DmaOp, SemOp, Sidecar, VarKind, VarRef,
     Variable, MAX_DMA_DIMS, MAX_DMA_QUEUES,
 };
-use crate::neff::{archive, NeffError};
-use crate::NumFormat;
+use crate::{archive, NeffError};
+use tpbsim_isa::NumFormat;
 
 /// Largest `num_queues` of a queue set (NEFF-doc `num_queues`: "On non-INF1 platforms it
 /// must be 16 or less").

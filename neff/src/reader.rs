@@ -355,8 +355,8 @@ pub fn looks_like_stream(member: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::neff::{to_runtime_layout, ReadOptions};
-    use crate::Engine;
+    use crate::{to_runtime_layout, ReadOptions};
+    use tpbsim_isa::Engine;
 
     fn fixture() -> Neff {
         let p = concat!(

@@ -1,11 +1,11 @@
 //! Container tests: a fixture NEFF read back field by field, and hostile archives.
 
 use super::*;
-use crate::bundle::{Bundle, BUNDLE_SIZE};
-use crate::NumFormat;
 use proptest::prelude::*;
 use serde_json::json;
 use std::io::Write;
+use tpbsim_isa::bundle::{Bundle, BUNDLE_SIZE};
+use tpbsim_isa::NumFormat;
 
 /// Bundles whose bytes encode their engine and index, so streams cannot be confused.
 fn bundles(engine: Engine, n: usize) -> Vec<u8> {

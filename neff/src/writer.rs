@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use super::reader::{Reader, Target};
 use super::schema::{engine_token, VarKind};
 use super::{join, Neff, NeffError, Subgraph};
-use crate::engine::Engine;
+use tpbsim_isa::engine::Engine;
 
 /// The kelf member the writer names.
 pub const KELF_MEMBER: &str = "kelf-a.json";

@@ -1,4 +1,4 @@
-//! Properties of the NEFF image strategy (`tpbsim_isa::neff_strategies::arb_neff`): packing a
+//! Properties of the NEFF image strategy (`tpbsim_neff::strategies::arb_neff`): packing a
 //! generated image and reading it back gives the same members and header fields, the
 //! subgraph checks accept it, and the reader returns errors (never panics) on truncated and
 //! byte-flipped versions of the packed archive; truncation is always detected.
@@ -7,8 +7,8 @@
 #![cfg(feature = "proptest")]
 
 use proptest::prelude::*;
-use tpbsim_isa::neff::{Neff, ReadOptions, HEADER_LEN};
-use tpbsim_isa::neff_strategies::{arb_neff, SUBGRAPH};
+use tpbsim_neff::strategies::{arb_neff, SUBGRAPH};
+use tpbsim_neff::{Neff, ReadOptions, HEADER_LEN};
 
 fn cases() -> u32 {
     let total: u32 = std::env::var("TPBSIM_PROPTEST_CASES")

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use npyz::WriterBuilder as _;
 
-use crate::NumFormat;
+use tpbsim_isa::NumFormat;
 
 /// An `.npy` error.
 #[derive(Debug, thiserror::Error)]
@@ -759,7 +759,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::neff::proptest_cases(), ..Default::default() })]
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::proptest_cases(), ..Default::default() })]
         #[test]
         fn any_header_never_panics(
             dims in proptest::collection::vec(proptest::prop_oneof![0u64..5, proptest::prelude::any::<u64>()], 0..5),

@@ -10,10 +10,10 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use crate::bundle::BUNDLE_SIZE;
-use crate::engine::Engine;
-use crate::neff::{engine_token, npy, Neff, PKG_GZIP_MD5, PKG_TAR_SHA256};
-use crate::NumFormat;
+use crate::{engine_token, npy, Neff, PKG_GZIP_MD5, PKG_TAR_SHA256};
+use tpbsim_isa::bundle::BUNDLE_SIZE;
+use tpbsim_isa::engine::Engine;
+use tpbsim_isa::NumFormat;
 
 /// The subgraph directory of generated images.
 pub const SUBGRAPH: &str = "sg00";

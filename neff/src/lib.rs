@@ -16,12 +16,16 @@
 //!
 //! `docs/neff.md` lists every field and key tpbsim reads and writes, with its source.
 
+#![forbid(unsafe_op_in_unsafe_fn)]
+
 mod archive;
 pub mod features;
 pub mod header;
 pub mod npy;
 pub mod reader;
 pub mod schema;
+#[cfg(any(test, feature = "proptest"))]
+pub mod strategies;
 pub mod unmodelled;
 pub mod writer;
 
@@ -42,8 +46,8 @@ pub use writer::{to_runtime_layout, Repacked};
 
 use serde_json::Value;
 
-use crate::engine::Engine;
-use crate::stream::{EngineStream, StreamError};
+use tpbsim_isa::engine::Engine;
+use tpbsim_isa::stream::{EngineStream, StreamError};
 
 /// An error reading, validating or writing a NEFF.
 #[derive(Debug, thiserror::Error)]
@@ -319,7 +323,7 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-pub use crate::fsio::write_atomic;
+pub use tpbsim_isa::fsio::write_atomic;
 
 impl Neff {
     /// An empty NEFF (pkg_version 2) with a model name.
@@ -525,7 +529,7 @@ impl Neff {
                 if len > limits.max_member_bytes {
                     return Err(too_large(len));
                 }
-                let data = crate::fsio::read_limited(&path, limits.max_member_bytes).map_err(
+                let data = tpbsim_isa::fsio::read_limited(&path, limits.max_member_bytes).map_err(
                     |source| NeffError::Io {
                         path: path.clone(),
                         source,

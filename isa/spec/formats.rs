@@ -93,22 +93,24 @@ pub const EVENTS_FIELDS: &[FieldRow] = &[
     fall("semaphore_value", U32, 8, SYN).note("immediate or register id"),
 ];
 
-const CARVE: &str = "G neff/concrete-carve.md §5.1";
+const TCP: &str = "G collectives/ops/trigger-collective.md §1 (offsetof/sizeof printed by a gcc probe of the shipped header); G neff/concrete-carve.md §5.1";
 
 /// The record of PSEUDO_TRIGGER_COLLECTIVE (0xC8), at bundle offsets. The opcode has no typed
 /// format (the runtime rewrites it; its row binds none): the simulator and the text form read
 /// these fields out of the raw form's body by their generated locators
 /// (`loc::trigger_collective`).
 pub const COLLECTIVE_RECORD_FIELDS: &[FieldRow] = &[
-    fall("op", U8, 12, CARVE).note("reduction op; the page names 0x04 ADD"),
-    fall("dtype", Enum("DTYPE"), 13, CARVE),
-    fall("group_id", U8, 14, CARVE),
-    fall("input_tensor_id", U32, 16, CARVE).note("variable id"),
-    fall("output_tensor_id", U32, 20, CARVE).note("variable id"),
-    fall("num_elements", U64, 24, CARVE),
-    fall("ctype", U32, 32, CARVE).note(
-        "collective type; the page names 0x01 ALL_REDUCE. Width u32 (+0x20..+0x23): the text form's reading of the page's record; shared/real-neff.md gives only the offset. The simulator read one byte before, accepting a record whose +0x21..+0x23 were set",
+    fall("op", U8, 12, TCP).note("reduction op (ALU_OP): ADD, MAX, MIN for the reducing types"),
+    fall("dtype", Enum("DTYPE"), 13, TCP),
+    fall("group_id", U16, 14, TCP).note("index into def.json replica_groups"),
+    fall("input_tensor_id", U32, 16, TCP).note("variable id"),
+    fall("output_tensor_id", U32, 20, TCP).note("variable id"),
+    fall("num_elements", U64, 24, TCP),
+    fall("ctype", U8, 32, TCP).note(
+        "collective type 1..=9; one byte (the page's probe of the shipped header: a packed enum, sizeof 1, followed by reserved1[15] at +0x21). The text form once read u32 here",
     ),
+    fall("src_offset_elems", U64, 48, TCP).note("element offset of the input window"),
+    fall("dst_offset_elems", U64, 56, TCP).note("element offset of the output window"),
 ];
 
 /// Fields of the 12-byte `EVENTS_EXTENDED` block (`EventsExt`), at offsets relative to the

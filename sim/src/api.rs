@@ -11,7 +11,7 @@ use tpbsim_isa::check::BundleCheck;
 use tpbsim_isa::Gen;
 use tpbsim_neff::Neff;
 
-use crate::machine::cluster::{Cluster, CoreFault, SharedBytes};
+use crate::machine::cluster::{Cluster, ClusterStats, CoreFault, SharedBytes};
 use crate::machine::core::SetupError;
 use crate::machine::load::{self, LoadError};
 use crate::machine::program::Program;
@@ -42,8 +42,11 @@ pub struct RunConfig {
     /// [`RunOutput::timelines`] and their profiles.
     pub timeline: bool,
     /// Worker threads for the cores of a multi-core program (0 = one per available hardware
-    /// thread); the result does not depend on it.
+    /// thread); the result does not depend on it. A run of several ranks runs every core of
+    /// every rank on its own thread (a rank waiting for a collective holds no CPU).
     pub threads: usize,
+    /// The order reductions of collectives fold in (docs/collectives.md).
+    pub collective_order: crate::machine::collective::Order,
 }
 
 impl Default for RunConfig {
@@ -58,6 +61,7 @@ impl Default for RunConfig {
             validator: None,
             timeline: false,
             threads: 0,
+            collective_order: Default::default(),
         }
     }
 }
@@ -164,10 +168,12 @@ pub enum RunError {
     #[error("{0}")]
     Setup(#[from] SetupError),
     /// The simulation faulted; `schedule` is 0 for the round-robin run.
-    #[error("{fault}")]
+    #[error("{}{fault}", rank.map(|r| format!("rank {r}: ")).unwrap_or_default())]
     Fault {
         /// The fault, with the core it happened on.
         fault: Box<CoreFault>,
+        /// The rank it happened on, in a run of several ranks.
+        rank: Option<usize>,
         /// Which schedule faulted.
         schedule: u32,
         /// The timelines up to the fault (with [`RunConfig::timeline`]), one per core.
@@ -301,8 +307,109 @@ pub fn run_schedule(
     schedule: u32,
     progress: &(dyn Fn(usize, &SchedStats) + Sync),
 ) -> Result<RunOutput, RunError> {
-    let order = order_of(cfg.seed, schedule);
     let mut cl = Cluster::new(program, gen, cfg.limits, inputs.clone())?;
+    configure(&mut cl, cfg, schedule)?;
+    let r = run_cluster(&mut cl, cfg, schedule, cfg.threads, progress);
+    finish(program, gen, cl, r, schedule, None)
+}
+
+/// One run of `program` as `inputs.len()` ranks (a world; docs/collectives.md): rank `r`
+/// holds `inputs[r]`, its own DRAM and its own cores, and the ranks' collectives meet. Every
+/// core of every rank runs on its own thread; the outputs do not depend on the threads'
+/// timing. One output per rank, in rank order; the first fault in rank order is returned.
+pub fn run_world_schedule(
+    program: &Program,
+    gen: Gen,
+    inputs: &[BTreeMap<String, SharedBytes>],
+    cfg: &RunConfig,
+    schedule: u32,
+    progress: &(dyn Fn(usize, usize, &SchedStats) + Sync),
+) -> Result<Vec<RunOutput>, RunError> {
+    let ranks = inputs.len();
+    if ranks < 2 {
+        let one = inputs.first().cloned().unwrap_or_default();
+        return run_schedule(program, gen, &one, cfg, schedule, &|c, s| progress(0, c, s))
+            .map(|o| vec![o]);
+    }
+    if cfg.check_races {
+        return Err(RunError::Setup(SetupError::Unsupported(
+            "the race check of a run of several ranks".into(),
+        )));
+    }
+    for k in &program.cores {
+        for (g, group) in k.replica_groups.iter().enumerate() {
+            if let Some(r) = group.iter().find(|&&r| r as usize >= ranks) {
+                return Err(RunError::Setup(SetupError::World(format!(
+                    "replica group {g} names rank {r}; the world has {ranks} ranks"
+                ))));
+            }
+        }
+        if let Some((s, t)) = k
+            .src_target_pairs
+            .iter()
+            .find(|(s, t)| *s as usize >= ranks || *t as usize >= ranks)
+        {
+            return Err(RunError::Setup(SetupError::World(format!(
+                "src_target_pairs names ranks {s} → {t}; the world has {ranks} ranks"
+            ))));
+        }
+    }
+    let cores = program.cores.len();
+    let members = (0..ranks as u32).flat_map(|rank| {
+        (0..cores as u32).map(move |core| crate::machine::collective::Member { rank, core })
+    });
+    let world = Arc::new(crate::machine::collective::Comm::new(
+        members,
+        cfg.collective_order,
+    ));
+    // The memory and DMA budgets are the world's: each rank gets an even share.
+    let share = RunConfig {
+        limits: crate::machine::Limits {
+            max_memory: cfg.limits.max_memory / ranks as u64,
+            max_dma_bytes: cfg.limits.max_dma_bytes / ranks as u64,
+        },
+        ..cfg.clone()
+    };
+    let mut clusters = Vec::with_capacity(ranks);
+    for (r, inp) in inputs.iter().enumerate() {
+        let mut cl = Cluster::new(program, gen, share.limits, inp.clone())?;
+        configure(&mut cl, &share, schedule)?;
+        for (c, m) in cl.cores.iter_mut().enumerate() {
+            m.join_world(
+                world.clone(),
+                crate::machine::collective::Member {
+                    rank: r as u32,
+                    core: c as u32,
+                },
+            )?;
+        }
+        clusters.push(cl);
+    }
+    let results: Vec<Result<ClusterStats, Box<CoreFault>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = clusters
+            .iter_mut()
+            .enumerate()
+            .map(|(r, cl)| {
+                let share = &share;
+                s.spawn(move || {
+                    run_cluster(cl, share, schedule, cores, &|c, st| progress(r, c, st))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut outs = Vec::with_capacity(ranks);
+    for (r, (cl, res)) in clusters.into_iter().zip(results).enumerate() {
+        outs.push(finish(program, gen, cl, res, schedule, Some(r))?);
+    }
+    Ok(outs)
+}
+
+/// Install `cfg`'s validator, race check and timeline on every core of `cl`.
+fn configure(cl: &mut Cluster, cfg: &RunConfig, schedule: u32) -> Result<(), RunError> {
     for m in &mut cl.cores {
         if let Some(v) = &cfg.validator {
             m.set_validator(v.clone());
@@ -314,22 +421,46 @@ pub fn run_schedule(
             m.enable_timeline();
         }
     }
+    Ok(())
+}
+
+/// Run every core of `cl` under schedule `schedule` of `cfg` on up to `threads` threads.
+fn run_cluster(
+    cl: &mut Cluster,
+    cfg: &RunConfig,
+    schedule: u32,
+    threads: usize,
+    progress: &(dyn Fn(usize, &SchedStats) + Sync),
+) -> Result<ClusterStats, Box<CoreFault>> {
     let opts = RunOptions {
         max_steps: cfg.max_steps,
-        order,
+        order: order_of(cfg.seed, schedule),
     };
+    cl.run(&opts, threads, progress)
+}
+
+/// The output of a finished (or faulted) run of `cl`.
+fn finish(
+    program: &Program,
+    gen: Gen,
+    mut cl: Cluster,
+    r: Result<ClusterStats, Box<CoreFault>>,
+    schedule: u32,
+    rank: Option<usize>,
+) -> Result<RunOutput, RunError> {
     let timelines = |cl: &Cluster| -> Vec<Timeline> {
         cl.cores
             .iter()
             .filter_map(|m| m.timeline().cloned())
             .collect()
     };
-    let stats = match cl.run(&opts, cfg.threads, progress) {
+    let stats = match r {
         Ok(s) => s,
         Err(fault) => {
             return Err(RunError::Fault {
                 timelines: timelines(&cl),
                 fault,
+                rank,
                 schedule,
             })
         }
@@ -350,6 +481,7 @@ pub fn run_schedule(
                     exceeded,
                 },
             }),
+            rank,
             schedule,
             timelines: Vec::new(),
         });

@@ -112,6 +112,7 @@ impl Args {
             validator: (!c.no_validate).then(|| Arc::new(L2Check) as Arc<dyn BundleCheck>),
             timeline: self.trace.is_some() || self.profile,
             threads: c.threads,
+            collective_order: Default::default(),
         }
     }
 }

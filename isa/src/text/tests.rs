@@ -328,7 +328,7 @@ fn collective_fields_as_the_producer_writes_them() {
     let t = disasm_bundle_as(&c, Gen::V2, Syntax::Neuron);
     assert!(t.contains("ctype=2 "), "{t}");
     assert_eq!(parse_line(&t, Gen::V2).unwrap(), Some(c));
-    c.0[0x0F] = 1;
+    c.0[0x21] = 1;
     let t = disasm_bundle_as(&c, Gen::V2, Syntax::Neuron);
     assert!(t.contains("body="), "{t}");
     assert_eq!(parse_line(&t, Gen::V2).unwrap(), Some(c));

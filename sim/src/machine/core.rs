@@ -7,6 +7,7 @@ use tpbsim_isa::check::BundleCheck;
 use tpbsim_isa::{decode, Bundle, Engine, Gen, Inst, RawInst};
 
 use super::budget::{self, Budget, Exceeded, Limits};
+use super::collective::{Comm, Member};
 use super::control::NUM_REGS;
 use super::dma::{self, DmaDesc};
 use super::fault::{Fault, Site};
@@ -80,6 +81,12 @@ pub enum SetupError {
     /// A variable does not fit the memory budget (refused before it is allocated).
     #[error("set-up: {0}")]
     Budget(Exceeded),
+    /// A combination of options the machine does not simulate.
+    #[error("not simulated: {0}")]
+    Unsupported(String),
+    /// The world of a run of several ranks is inconsistent.
+    #[error("world: {0}")]
+    World(String),
 }
 
 /// One NeuronCore running one kernel.
@@ -127,6 +134,28 @@ pub struct Machine<'k> {
     records_charged: u64,
     /// Ranges of the shared-DRAM access record charged to the memory budget.
     logged_charged: u64,
+    /// The world this core is a member of (runs of several ranks).
+    pub(crate) comm: Option<(Arc<Comm>, Member)>,
+    /// Collectives posted and not yet complete.
+    pub(crate) pending: Vec<PendingCollective>,
+    /// The bundle just executed posted a collective: its `_COMPLETE` updates wait for it.
+    pub(crate) defer_complete: bool,
+}
+
+/// A collective this core posted and has not received yet.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingCollective {
+    /// The ticket the world gave it.
+    pub ticket: u64,
+    /// The issuing bundle.
+    pub site: Site,
+    /// Output variable and byte offset of the output window.
+    pub out_var: u32,
+    pub out_offset: u64,
+    /// Bytes the output window holds.
+    pub out_len: u64,
+    /// The bundle's synchronisation, whose `_COMPLETE` updates are made on completion.
+    pub events: Option<Events>,
 }
 
 /// A distinct bundle (its bytes, on one engine), decoded and validated once and reused at
@@ -301,6 +330,9 @@ impl<'k> Machine<'k> {
             timeline_charged: 0,
             records_charged: 0,
             logged_charged: 0,
+            comm: None,
+            pending: Vec::new(),
+            defer_complete: false,
         })
     }
 
@@ -542,6 +574,45 @@ impl<'k> Machine<'k> {
         Ok(())
     }
 
+    /// Record a collective of one rank, moving `d`'s bytes, as the issuing engine's direct DMA
+    /// for the race check and the timeline (the bytes themselves are moved by the caller).
+    pub(crate) fn record_collective(&mut self, site: Site, d: &DmaDesc) -> Result<(), Fault> {
+        let agent = self.direct_agent(site.engine);
+        if let Some(c) = self.race.as_mut() {
+            c.handoff(site.engine as Agent, agent);
+        }
+        self.dma_agent = agent;
+        if self.race.is_some() {
+            self.record_dma(site, "collective", d)?;
+        }
+        let bytes =
+            d.to.elems()
+                .saturating_mul(d.to.format.container_bytes() as u64);
+        self.time_dma(agent, site.engine, "direct".into(), bytes);
+        Ok(())
+    }
+
+    /// Charge `bytes` moved by a collective at `site` to the step and DMA budgets and count
+    /// them with the DMA counters.
+    pub(crate) fn charge_collective(&mut self, site: Site, bytes: u64) -> Result<(), Fault> {
+        let steps = budget::dma_steps(bytes);
+        if self.bundles.saturating_add(self.work).saturating_add(steps) > self.max_steps {
+            return Err(Fault::StepBudget {
+                budget: self.max_steps,
+                bundles: self.bundles,
+                dma_steps: self.work.saturating_add(steps),
+                positions: format!("{site}, a collective moving {bytes} bytes"),
+            });
+        }
+        self.budget
+            .charge_dma(|| "collective".to_string(), bytes)
+            .map_err(|e| Fault::budget(site, e))?;
+        self.work += steps;
+        self.dma_bytes += bytes;
+        self.dma_transfers += 1;
+        Ok(())
+    }
+
     /// DMA_DIRECT2D: the engine's direct DMA performs `d`, then adds `inc` to semaphore `sem`.
     pub(crate) fn dma_direct(
         &mut self,
@@ -569,6 +640,19 @@ impl<'k> Machine<'k> {
                 c.sem_release(agent, sem, before, after, false, end, &at);
             }
         }
+        Ok(())
+    }
+
+    /// Make this core member `me` of world `w` (a run of several ranks): its collectives meet
+    /// the other members' there. Refused with the race check on, whose replay cannot repeat
+    /// what other ranks sent.
+    pub fn join_world(&mut self, w: Arc<Comm>, me: Member) -> Result<(), SetupError> {
+        if self.race.is_some() {
+            return Err(SetupError::Unsupported(
+                "the race check of a run of several ranks".into(),
+            ));
+        }
+        self.comm = Some((w, me));
         Ok(())
     }
 
@@ -648,6 +732,9 @@ impl<'k> Machine<'k> {
         let mut sync = std::mem::take(&mut self.sync);
         let r = sched::run_ordered(self, &mut sync, opts.max_steps, opts.order, progress);
         self.sync = sync;
+        if let Some((w, me)) = &self.comm {
+            w.leave(*me, r.is_err());
+        }
         let sched = r?;
         if let Some(s) = snapshot {
             self.resolve_races(s, opts);
@@ -1138,7 +1225,17 @@ impl Streams for Machine<'_> {
         }
     }
 
+    fn stalled(&mut self, sync: &mut SyncState) -> Result<bool, Fault> {
+        self.await_collectives(sync)
+    }
+
     fn complete(&mut self, e: Engine, ev: &Events, sync: &mut SyncState) {
+        if std::mem::take(&mut self.defer_complete) {
+            if let Some(p) = self.pending.last_mut() {
+                p.events = Some(*ev);
+            }
+            return;
+        }
         let regs = &self.regs[e as usize];
         match self.race.as_mut() {
             Some(c) => {

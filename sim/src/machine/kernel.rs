@@ -109,6 +109,11 @@ pub struct Kernel {
     pub queues: [Vec<DmaQueue>; Engine::COUNT],
     /// Ranks the collectives span (the largest `replica_groups` group; 1 for a single core).
     pub world: usize,
+    /// def.json `replica_groups`: the ranks of each group, in replica order (a collective's
+    /// `group_id` indexes it).
+    pub replica_groups: Vec<Vec<u32>>,
+    /// def.json `src_target_pairs`: (source rank, target rank) of the permutes.
+    pub src_target_pairs: Vec<(u32, u32)>,
     /// The id of the state-buffer variable: an ADDR8 var-id operand naming it addresses SBUF
     /// (partition-folded). 0 when def.json declares none.
     pub sb_var: u32,

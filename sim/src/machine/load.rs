@@ -73,20 +73,64 @@ pub fn target_source(n: &Neff) -> String {
     }
 }
 
-/// Ranks the NEFF's collectives span: the largest replica group (at least 1).
-fn world_size(def: &DefJson) -> usize {
+/// def.json `replica_groups`: groups of ranks (`[[0, 1], [2, 3]]`), or the same under a
+/// topology level (`[[[0, 1], [2, 3]]]`, the first topology taken). Anything else reads as
+/// no groups.
+fn replica_groups(def: &DefJson) -> Vec<Vec<u32>> {
+    let ranks = |g: &serde_json::Value| -> Option<Vec<u32>> {
+        g.as_array()?
+            .iter()
+            .map(|r| r.as_u64().and_then(|r| u32::try_from(r).ok()))
+            .collect()
+    };
+    let Some(top) = def.extra.get("replica_groups").and_then(|g| g.as_array()) else {
+        return Vec::new();
+    };
+    let level = match top.first() {
+        Some(t)
+            if t.as_array()
+                .is_some_and(|a| a.first().is_some_and(|x| x.is_array())) =>
+        {
+            t.as_array().map(Vec::as_slice).unwrap_or_default()
+        }
+        _ => top.as_slice(),
+    };
+    level.iter().filter_map(ranks).collect()
+}
+
+/// def.json `src_target_pairs`: `[[source, target], ...]`.
+fn src_target_pairs(def: &DefJson) -> Vec<(u32, u32)> {
     def.extra
-        .get("replica_groups")
-        .and_then(|g| g.as_array())
-        .map(|gs| {
-            gs.iter()
-                .filter_map(|g| g.as_array())
-                .map(Vec::len)
-                .max()
-                .unwrap_or(0)
+        .get("src_target_pairs")
+        .and_then(|p| p.as_array())
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| {
+                    let p = p.as_array()?;
+                    let r = |i: usize| p.get(i)?.as_u64().and_then(|r| u32::try_from(r).ok());
+                    Some((r(0)?, r(1)?))
+                })
+                .collect()
         })
-        .unwrap_or(0)
-        .max(1)
+        .unwrap_or_default()
+}
+
+/// Ranks the NEFF's collectives span: the largest of the replica group sizes, the ranks
+/// `src_target_pairs` name and `#rank_world_size` (at least 1).
+fn world_size(def: &DefJson) -> usize {
+    let groups = replica_groups(def).iter().map(Vec::len).max().unwrap_or(0);
+    let pairs = src_target_pairs(def)
+        .iter()
+        .map(|&(s, t)| s.max(t) as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let stated = def
+        .extra
+        .get("#rank_world_size")
+        .and_then(|w| w.as_u64())
+        .and_then(|w| usize::try_from(w).ok())
+        .unwrap_or(0);
+    groups.max(pairs).max(stated).max(1)
 }
 
 /// Build the kernel of a single-subgraph NEFF (a NEFF of several subgraphs is refused: see
@@ -150,6 +194,8 @@ fn kernel_from_subgraph(
     let mut kernel = Kernel {
         gen,
         world: world_size(&sg.def),
+        replica_groups: replica_groups(&sg.def),
+        src_target_pairs: src_target_pairs(&sg.def),
         ..Kernel::default()
     };
     // The subgraph's streams are moved into the kernel: a stream is held once, not copied.

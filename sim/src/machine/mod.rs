@@ -6,6 +6,7 @@
 
 pub mod budget;
 pub mod cluster;
+pub mod collective;
 pub mod compare;
 pub mod control;
 pub mod core;

@@ -14,17 +14,14 @@
 //! Which of these an opcode is comes from the spec's `sem` column (`PseudoSem`).
 
 use tpbsim_isa::spec::FieldLoc;
-use tpbsim_isa::{Bundle, Dtype, Gen, PseudoSem};
+use tpbsim_isa::{AluOp, Bundle, Dtype, Gen, PseudoSem};
 
-use super::core::Machine;
+use super::collective::{Comm, Kind, Member, Post, Reduce};
+use super::core::{Machine, PendingCollective};
 use super::dma::{DmaDesc, DmaMem, DmaSide};
 use super::fault::{Fault, Site};
 use super::sched::Flow;
 use super::sync::SyncState;
-
-/// The collective type code of an all-reduce (G `neff/concrete-carve.md` §5.1: `ctype=ALL_REDUCE`
-/// is 0x01).
-pub const CTYPE_ALL_REDUCE: u32 = 0x01;
 
 /// A field of the collective record (`spec::COLLECTIVE_RECORD_FIELDS`, at the same offsets on
 /// every generation).
@@ -67,54 +64,257 @@ impl Machine<'_> {
         }
     }
 
-    /// 0xC8 on one rank: copy the input variable to the output variable.
+    /// 0xC8: post this rank's input window to its replica group. Without a world (a run of
+    /// one rank) the collective completes at once over a group of one.
     fn collective(&mut self, site: Site, b: &Bundle, sync: &mut SyncState) -> Result<Flow, Fault> {
-        let world = self.world();
-        if world > 1 {
-            return Err(Fault::NotSimulated {
-                site,
-                name: format!(
-                    "TRIGGER_COLLECTIVE over {world} ranks (replica_groups); only one rank is modelled"
-                ),
-                engine: site.engine,
-            });
-        }
         use tpbsim_isa::formats::loc::trigger_collective as c;
         let gen = self.gen;
-        let ctype = record(b, c::CTYPE, gen) as u32;
-        if ctype != CTYPE_ALL_REDUCE {
-            return Err(Fault::NotSimulated {
-                site,
-                name: format!(
-                    "TRIGGER_COLLECTIVE type {ctype:#04x} (G neff/concrete-carve.md §5.1 names only 0x01 ALL_REDUCE)"
-                ),
-                engine: site.engine,
-            });
-        }
+        let ctype = record(b, c::CTYPE, gen) as u8;
+        let kind = Kind::of(ctype).map_err(|why| Fault::NotSimulated {
+            site,
+            name: format!("TRIGGER_COLLECTIVE: {why}"),
+            engine: site.engine,
+        })?;
+        let op = record(b, c::OP, gen) as u8;
         let format = self.format(site, "dtype", Dtype(record(b, c::DTYPE, gen) as u8))?;
+        let group_id = record(b, c::GROUP_ID, gen) as usize;
         let (input, output) = (
             record(b, c::INPUT_TENSOR_ID, gen) as u32,
             record(b, c::OUTPUT_TENSOR_ID, gen) as u32,
         );
         let n = record(b, c::NUM_ELEMENTS, gen);
-        let n = u32::try_from(n).map_err(|_| {
-            Fault::exec(
-                site,
-                format!("collective of {n} elements does not fit one transfer"),
-            )
-        })?;
-        let eb = format.container_bytes() as i64;
-        let side = |var: u32| DmaSide {
-            mem: DmaMem::Dram(var),
-            addr: 0,
+        let (src_off, dst_off) = (
+            record(b, c::SRC_OFFSET_ELEMS, gen),
+            record(b, c::DST_OFFSET_ELEMS, gen),
+        );
+        let (rank, core, world) = match &self.comm {
+            Some((w, m)) => (m.rank, m.core, Some(w.clone())),
+            None => (0, 0, None),
+        };
+        let group = self.group_of(site, group_id, rank, world.is_some())?;
+        let g = group.len() as u64;
+        let eb = format.container_bytes() as u64;
+        let bytes = |elems: u64, what: &str| {
+            elems.checked_mul(eb).ok_or_else(|| {
+                Fault::exec(
+                    site,
+                    format!("collective {what} of {elems} elements overflows"),
+                )
+            })
+        };
+        let in_len = bytes(n, "input")?;
+        let out_elems = kind.out_elements(n, g);
+        let out_len = bytes(out_elems, "output")?;
+        let (in_off, out_off) = (
+            bytes(src_off, "input offset")?,
+            bytes(dst_off, "output offset")?,
+        );
+        let site_err = |e| Fault::oob(site, "collective", e);
+        // Both windows lie inside their variables before anything moves.
+        for (what, var, off, len) in [
+            ("input", input, in_off, in_len),
+            ("output", output, out_off, out_len),
+        ] {
+            let size = self.dram.get(var).map(|v| v.bytes.len() as u64);
+            if off
+                .checked_add(len)
+                .is_none_or(|hi| size.is_none_or(|s| hi > s))
+            {
+                return Err(Fault::exec(
+                    site,
+                    format!(
+                        "collective of {n} elements: the {what} window {off}..{} leaves variable {var} ({})",
+                        off.saturating_add(len),
+                        size.map_or("no such variable".to_string(), |s| format!("{s} bytes"))
+                    ),
+                ));
+            }
+        }
+        let len = in_len as usize;
+        self.charge_memory(
+            &format!("{site}: collective contribution"),
+            in_len.saturating_mul(2),
+        )
+        .map_err(|e| Fault::budget(site, e))?;
+        self.charge_collective(site, in_len)?;
+        let data = self
+            .dram
+            .read(input, in_off, len)
+            .map_err(site_err)?
+            .to_vec();
+        self.dram.note(input, in_off, in_off + in_len, false);
+        let reduce = Reduce::of(AluOp(op));
+        let pairs: Vec<(u32, u32)> = self
+            .kernel()
+            .src_target_pairs
+            .iter()
+            .copied()
+            .filter(|(s, t)| group.contains(s) && group.contains(t))
+            .collect();
+        let post = Post {
+            kind,
+            reduce,
+            op,
             format,
-            dims: vec![(eb, n)],
+            elements: n,
+            group,
+            pairs,
+            data,
+            site,
         };
-        let d = DmaDesc {
-            from: side(input),
-            to: side(output),
+        let pending = PendingCollective {
+            ticket: 0,
+            site,
+            out_var: output,
+            out_offset: out_off,
+            out_len,
+            events: None,
         };
-        self.dma_direct(site, &d, 0, 0, sync)?;
+        match world {
+            Some(w) => {
+                let ticket = w.post(Member { rank, core }, post);
+                self.pending.push(PendingCollective { ticket, ..pending });
+                self.defer_complete = true;
+            }
+            None => {
+                // A group of one: complete now, with the same value model.
+                let world = Comm::new([Member { rank: 0, core: 0 }], Default::default());
+                let ticket = world.post(Member { rank: 0, core: 0 }, post);
+                let done = world
+                    .wait(Member { rank: 0, core: 0 }, &[ticket], site.to_string())
+                    .map_err(|e| Fault::exec(site, e))?;
+                for (_, r) in done {
+                    let bytes = r.map_err(|e| Fault::exec(site, e))?;
+                    let side = |var: u32, addr: u64, len: u64| DmaSide {
+                        mem: DmaMem::Dram(var),
+                        addr,
+                        format,
+                        dims: vec![(eb as i64, (len / eb) as u32)],
+                    };
+                    let d = DmaDesc {
+                        from: side(input, in_off, in_len),
+                        to: side(output, out_off, bytes.len() as u64),
+                    };
+                    self.record_collective(site, &d)?;
+                    self.receive(&pending, &bytes, sync)?;
+                }
+            }
+        }
         Ok(Flow::Next)
+    }
+
+    /// The ranks of replica group `group_id` (the def.json `replica_groups`; every rank of the
+    /// world when the NEFF lists none), which must hold `rank`.
+    fn group_of(
+        &self,
+        site: Site,
+        group_id: usize,
+        rank: u32,
+        in_world: bool,
+    ) -> Result<Vec<u32>, Fault> {
+        let groups = &self.kernel().replica_groups;
+        let group: Vec<u32> = if groups.iter().all(|g| g.is_empty()) {
+            if in_world {
+                (0..self.world() as u32).collect()
+            } else {
+                vec![0]
+            }
+        } else {
+            groups.get(group_id).cloned().ok_or_else(|| {
+                Fault::exec(
+                    site,
+                    format!(
+                        "collective group_id {group_id}: the NEFF lists {} replica groups",
+                        groups.len()
+                    ),
+                )
+            })?
+        };
+        let span = if in_world {
+            group.len()
+        } else {
+            group.len().max(self.world())
+        };
+        if !in_world && span > 1 {
+            return Err(Fault::NotSimulated {
+                site,
+                name: format!(
+                    "TRIGGER_COLLECTIVE over {span} ranks (replica group {group_id}) in a run of one rank; run the NEFF's world (`--ranks`)"
+                ),
+                engine: site.engine,
+            });
+        }
+        if !group.contains(&rank) && in_world {
+            return Err(Fault::exec(
+                site,
+                format!("rank {rank} is not in replica group {group_id} {group:?}"),
+            ));
+        }
+        Ok(if in_world { group } else { vec![0] })
+    }
+
+    /// Write a completed collective's output window and make its bundle's `_COMPLETE` updates.
+    fn receive(
+        &mut self,
+        p: &PendingCollective,
+        bytes: &[u8],
+        sync: &mut SyncState,
+    ) -> Result<(), Fault> {
+        let len = bytes.len().min(p.out_len as usize);
+        if len > 0 {
+            let dst = self
+                .dram
+                .write(p.out_var, p.out_offset, len)
+                .map_err(|e| Fault::oob(p.site, "collective", e))?;
+            dst.copy_from_slice(&bytes[..len]);
+            self.dram
+                .note(p.out_var, p.out_offset, p.out_offset + len as u64, true);
+            let c = self.dram.take_copied();
+            if c > 0 {
+                self.charge_memory(
+                    &format!(
+                        "{}: this core's copy of a shared variable it writes",
+                        p.site
+                    ),
+                    c,
+                )
+                .map_err(|e| Fault::budget(p.site, e))?;
+            }
+        }
+        if let Some(ev) = &p.events {
+            ev.complete(sync, &self.regs[p.site.engine as usize]);
+        }
+        Ok(())
+    }
+
+    /// The scheduler can go no further: wait for an outstanding collective of this core and
+    /// receive every one that is complete.
+    pub(crate) fn await_collectives(&mut self, sync: &mut SyncState) -> Result<bool, Fault> {
+        if self.pending.is_empty() {
+            return Ok(false);
+        }
+        let Some((world, me)) = self.comm.clone() else {
+            return Ok(false);
+        };
+        let tickets: Vec<u64> = self.pending.iter().map(|p| p.ticket).collect();
+        let first = self.pending[0].site;
+        let stand = format!(
+            "{} waiting for {} collective(s) from {first}",
+            me,
+            tickets.len()
+        );
+        let done = world.wait(me, &tickets, stand).map_err(|e| Fault::Exec {
+            site: first,
+            message: e,
+        })?;
+        for (t, r) in done {
+            let Some(i) = self.pending.iter().position(|p| p.ticket == t) else {
+                continue;
+            };
+            let p = self.pending.remove(i);
+            let bytes = r.map_err(|e| Fault::exec(p.site, e))?;
+            self.receive(&p, &bytes, sync)?;
+        }
+        Ok(true)
     }
 }

@@ -46,6 +46,12 @@ pub trait Streams {
     fn complete(&mut self, e: Engine, ev: &Events, sync: &mut SyncState) {
         ev.complete(sync, self.regs(e));
     }
+    /// No engine can issue, or every engine has finished: wait for what is outside the core
+    /// (collectives other ranks complete) and apply it. `true` when something was applied and
+    /// the run goes on; `false` when nothing is outstanding.
+    fn stalled(&mut self, _sync: &mut SyncState) -> Result<bool, Fault> {
+        Ok(false)
+    }
     /// Steps charged so far besides the bundles issued (DMA work; see
     /// [`super::budget::DMA_BYTES_PER_STEP`]).
     fn work(&self) -> u64 {
@@ -164,6 +170,9 @@ pub fn run_ordered<P: Streams>(
             issued = true;
         }
         stats.rounds += 1;
+        if (!unfinished || !issued) && p.stalled(sync)? {
+            continue;
+        }
         if !unfinished {
             return Ok(stats);
         }
@@ -257,6 +266,9 @@ fn run_seeded<P: Streams>(
         }
         stats.rounds += 1;
         if ready_set.is_empty() {
+            if p.stalled(sync)? {
+                continue;
+            }
             if q.iter().all(|x| x.done) {
                 return Ok(stats);
             }

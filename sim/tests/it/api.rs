@@ -97,6 +97,7 @@ fn a_deadlock_is_a_fault_of_schedule_zero_with_its_timeline() {
             fault,
             schedule: 0,
             timelines,
+            ..
         }) if matches!(fault.fault, Fault::Deadlock(_)) => assert_eq!(timelines.len(), 1),
         other => panic!("{other:?}"),
     }

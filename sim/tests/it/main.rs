@@ -4,6 +4,7 @@
 
 mod affine_select_modes;
 mod api;
+mod collectives;
 mod compare_render;
 mod dequant_codebook;
 mod dispatch_cache;

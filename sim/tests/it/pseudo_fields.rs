@@ -69,9 +69,8 @@ fn a_collective_count_past_32_bits_is_refused_with_its_value() {
     let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
     assert_eq!(f.kind(), "execution", "{f}");
     assert!(
-        f.to_string().contains(&format!(
-            "collective of {n} elements does not fit one transfer"
-        )),
+        f.to_string()
+            .contains(&format!("collective of {n} elements: the input window")),
         "{f}"
     );
 }

@@ -1,0 +1,369 @@
+//! Collectives across ranks in one process: each type against a numpy-style oracle written
+//! here, the completion semaphore, the fold order, mismatches and deadlocks across ranks.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tpbsim_isa::{AluOp, Bundle, Dtype, Engine, Gen, NumFormat, UpdateMode, WaitMode};
+use tpbsim_sim::api::{self, RunConfig, RunError};
+use tpbsim_sim::machine::cluster::SharedBytes;
+use tpbsim_sim::machine::collective::Order;
+use tpbsim_sim::machine::{Kernel, Program, VarKind, VarSpec};
+
+const IN: u32 = 3;
+const OUT: u32 = 4;
+const OUT2: u32 = 5;
+
+fn bundle(op: u8) -> Bundle {
+    let mut b = Bundle::ZERO;
+    b.set_u8(0, op);
+    b.set_u8(1, 0x10);
+    b
+}
+
+/// A TRIGGER_COLLECTIVE record (G collectives/ops/trigger-collective.md §1).
+#[allow(clippy::too_many_arguments)]
+fn trigger(
+    ctype: u8,
+    op: AluOp,
+    dtype: Dtype,
+    group: u16,
+    input: u32,
+    output: u32,
+    n: u64,
+) -> Bundle {
+    let mut b = bundle(0xC8);
+    b.set_u8(12, op.0);
+    b.set_u8(13, dtype.0);
+    b.set_u16(14, group);
+    b.set_u32(16, input);
+    b.set_u32(20, output);
+    b.set_u64(24, n);
+    b.set_u8(32, ctype);
+    b
+}
+
+/// `b` incrementing semaphore `sem` when it completes.
+fn inc_on_complete(mut b: Bundle, sem: u8) -> Bundle {
+    b.set_u8(6, UpdateMode::SEM_INC_COMPLETE.0);
+    b.set_u8(7, sem);
+    b
+}
+
+/// `b` waiting until semaphore `sem` ≥ `v`.
+fn wait_ge(mut b: Bundle, sem: u8, v: u32) -> Bundle {
+    b.set_u8(4, WaitMode::SEM_GE_IMM.0);
+    b.set_u8(5, sem);
+    b.set_u32(8, v);
+    b
+}
+
+fn var(id: u32, name: &str, kind: VarKind, format: NumFormat, elems: u64) -> VarSpec {
+    VarSpec {
+        id,
+        name: name.into(),
+        kind,
+        format,
+        shape: vec![elems as usize],
+        size: elems * format.container_bytes() as u64,
+        init: None,
+    }
+}
+
+fn program(
+    pe: Vec<Bundle>,
+    vars: Vec<VarSpec>,
+    groups: Vec<Vec<u32>>,
+    pairs: Vec<(u32, u32)>,
+) -> Program {
+    let world = groups.iter().map(Vec::len).max().unwrap_or(1);
+    let mut k = Kernel {
+        gen: Some(Gen::V3),
+        vars,
+        world,
+        replica_groups: groups,
+        src_target_pairs: pairs,
+        ..Default::default()
+    };
+    k.streams[Engine::Pe as usize] = pe;
+    Program::single(k)
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn bytes(v: &[f32]) -> SharedBytes {
+    Arc::new(v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+}
+
+fn run(
+    p: &Program,
+    per_rank: Vec<Vec<f32>>,
+    cfg: &RunConfig,
+) -> Result<Vec<BTreeMap<String, Vec<u8>>>, RunError> {
+    let inputs: Vec<BTreeMap<String, SharedBytes>> = per_rank
+        .iter()
+        .map(|x| BTreeMap::from([("x".to_string(), bytes(x))]))
+        .collect();
+    api::run_world_schedule(p, Gen::V3, &inputs, cfg, 0, &|_, _, _| {})
+        .map(|v| v.into_iter().map(|o| o.outputs).collect())
+}
+
+/// Rank r's input: n values that differ by rank and position, some of them large so that the
+/// fold order shows in the last bits.
+fn input(r: usize, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            let x = ((r * 131 + i * 17) % 23) as f32 - 11.0;
+            if i % 5 == 0 {
+                x * 1.0e7 + 0.37
+            } else {
+                x * 0.125 + 0.011 * r as f32
+            }
+        })
+        .collect()
+}
+
+fn all_reduce_program(n: u64, op: AluOp, groups: Vec<Vec<u32>>) -> Program {
+    program(
+        vec![trigger(1, op, Dtype::FP32, 0, IN, OUT, n)],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Float32, n),
+            var(OUT, "y", VarKind::Output, NumFormat::Float32, n),
+        ],
+        groups,
+        vec![],
+    )
+}
+
+#[test]
+fn all_reduce_folds_in_replica_order_in_fp32() {
+    for ranks in [2usize, 3, 4] {
+        let n = 40;
+        let p = all_reduce_program(n as u64, AluOp::ADD, vec![(0..ranks as u32).collect()]);
+        let xs: Vec<Vec<f32>> = (0..ranks).map(|r| input(r, n)).collect();
+        let out = run(&p, xs.clone(), &RunConfig::default()).unwrap();
+        let want: Vec<f32> = (0..n)
+            .map(|i| xs.iter().skip(1).fold(xs[0][i], |a, x| a + x[i]))
+            .collect();
+        for (r, o) in out.iter().enumerate() {
+            assert_eq!(f32s(&o["y"]), want, "{ranks} ranks, rank {r}");
+        }
+    }
+}
+
+#[test]
+fn the_ring_order_is_a_second_model_and_differs_where_rounding_shows() {
+    let (ranks, n) = (4usize, 40usize);
+    let p = all_reduce_program(n as u64, AluOp::ADD, vec![(0..4).collect()]);
+    let xs: Vec<Vec<f32>> = (0..ranks).map(|r| input(r, n)).collect();
+    let cfg = RunConfig {
+        collective_order: Order::Ring,
+        ..RunConfig::default()
+    };
+    let out = run(&p, xs.clone(), &cfg).unwrap();
+    // Rank r's all-reduce result in the ring order: its block is folded from position r + 1.
+    for (r, o) in out.iter().enumerate() {
+        let want: Vec<f32> = (0..n)
+            .map(|i| {
+                let first = (r + 1) % ranks;
+                (1..ranks).fold(xs[first][i], |a, k| a + xs[(first + k) % ranks][i])
+            })
+            .collect();
+        assert_eq!(f32s(&o["y"]), want, "rank {r}");
+    }
+    let replica = run(&p, xs, &RunConfig::default()).unwrap();
+    assert_ne!(
+        replica[1]["y"], out[1]["y"],
+        "the input is chosen so the orders differ"
+    );
+}
+
+#[test]
+fn max_and_min_reduce_and_bf16_rounds_once() {
+    let n = 16usize;
+    for (op, f) in [
+        (AluOp::MAX, f32::max as fn(f32, f32) -> f32),
+        (AluOp::MIN, f32::min),
+    ] {
+        let p = all_reduce_program(n as u64, op, vec![vec![0, 1, 2]]);
+        let xs: Vec<Vec<f32>> = (0..3).map(|r| input(r, n)).collect();
+        let out = run(&p, xs.clone(), &RunConfig::default()).unwrap();
+        let want: Vec<f32> = (0..n).map(|i| f(f(xs[0][i], xs[1][i]), xs[2][i])).collect();
+        assert_eq!(f32s(&out[2]["y"]), want);
+    }
+    // bf16: 1 + 2^-8 + 2^-8 is 1 + 2^-7 in fp32 (exact), representable in bf16; summed in bf16
+    // step by step it would stay 1.
+    let bf = |x: f32| half::bf16::from_f32(x).to_bits().to_le_bytes();
+    let p = program(
+        vec![trigger(1, AluOp::ADD, Dtype::BF16, 0, IN, OUT, 1)],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Bfloat16, 1),
+            var(OUT, "y", VarKind::Output, NumFormat::Bfloat16, 1),
+        ],
+        vec![vec![0, 1, 2]],
+        vec![],
+    );
+    let vals = [1.0f32, 1.0 / 256.0, 1.0 / 256.0];
+    let inputs: Vec<BTreeMap<String, SharedBytes>> = vals
+        .iter()
+        .map(|&v| BTreeMap::from([("x".to_string(), Arc::new(bf(v).to_vec()) as SharedBytes)]))
+        .collect();
+    let out = api::run_world_schedule(
+        &p,
+        Gen::V3,
+        &inputs,
+        &RunConfig::default(),
+        0,
+        &|_, _, _| {},
+    )
+    .unwrap();
+    assert_eq!(out[0].outputs["y"], bf(1.0 + 1.0 / 128.0).to_vec());
+}
+
+#[test]
+fn reduce_scatter_all_gather_all_to_all_and_permute() {
+    let (ranks, n) = (4usize, 8usize);
+    let xs: Vec<Vec<f32>> = (0..ranks).map(|r| input(r, n)).collect();
+    let group = vec![(0..ranks as u32).collect::<Vec<u32>>()];
+    let case = |ctype: u8, out_elems: usize, pairs: Vec<(u32, u32)>| {
+        let p = program(
+            vec![trigger(
+                ctype,
+                AluOp::ADD,
+                Dtype::FP32,
+                0,
+                IN,
+                OUT,
+                n as u64,
+            )],
+            vec![
+                var(IN, "x", VarKind::Input, NumFormat::Float32, n as u64),
+                var(
+                    OUT,
+                    "y",
+                    VarKind::Output,
+                    NumFormat::Float32,
+                    out_elems as u64,
+                ),
+            ],
+            group.clone(),
+            pairs,
+        );
+        run(&p, xs.clone(), &RunConfig::default()).unwrap()
+    };
+    let b = n / ranks;
+    let rs = case(2, b, vec![]);
+    for (r, o) in rs.iter().enumerate() {
+        let want: Vec<f32> = (r * b..(r + 1) * b)
+            .map(|i| (1..ranks).fold(xs[0][i], |a, k| a + xs[k][i]))
+            .collect();
+        assert_eq!(f32s(&o["y"]), want, "reduce-scatter rank {r}");
+    }
+    let ag = case(3, n * ranks, vec![]);
+    let cat: Vec<f32> = xs.concat();
+    for o in &ag {
+        assert_eq!(f32s(&o["y"]), cat, "all-gather");
+    }
+    let a2a = case(4, n, vec![]);
+    for (r, o) in a2a.iter().enumerate() {
+        let want: Vec<f32> = (0..ranks)
+            .flat_map(|q| xs[q][r * b..(r + 1) * b].to_vec())
+            .collect();
+        assert_eq!(f32s(&o["y"]), want, "all-to-all rank {r}");
+    }
+    let ring: Vec<(u32, u32)> = (0..ranks as u32)
+        .map(|r| (r, (r + 1) % ranks as u32))
+        .collect();
+    let perm = case(5, n, ring);
+    for (r, o) in perm.iter().enumerate() {
+        assert_eq!(
+            f32s(&o["y"]),
+            xs[(r + ranks - 1) % ranks],
+            "permute rank {r}"
+        );
+    }
+}
+
+#[test]
+fn completion_is_signalled_on_the_semaphore_and_a_waiter_sees_the_result() {
+    // AR(x) → y, then (after waiting for the first to complete) AR(y) → z.
+    let n = 8u64;
+    let p = program(
+        vec![
+            inc_on_complete(trigger(1, AluOp::ADD, Dtype::FP32, 0, IN, OUT, n), 2),
+            wait_ge(trigger(1, AluOp::ADD, Dtype::FP32, 0, OUT, OUT2, n), 2, 1),
+        ],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Float32, n),
+            var(OUT, "y", VarKind::Output, NumFormat::Float32, n),
+            var(OUT2, "z", VarKind::Output, NumFormat::Float32, n),
+        ],
+        vec![vec![0, 1]],
+        vec![],
+    );
+    let xs = vec![vec![1.0f32; 8], vec![2.0f32; 8]];
+    let out = run(&p, xs, &RunConfig::default()).unwrap();
+    for o in &out {
+        assert_eq!(f32s(&o["y"]), vec![3.0; 8]);
+        assert_eq!(f32s(&o["z"]), vec![6.0; 8]);
+    }
+}
+
+#[test]
+fn groups_partition_the_ranks() {
+    let n = 4usize;
+    let p = all_reduce_program(n as u64, AluOp::ADD, vec![vec![0, 2], vec![1, 3]]);
+    // group_id 0 on every rank names [0, 2]; ranks 1 and 3 are not in it.
+    let xs: Vec<Vec<f32>> = (0..4).map(|r| input(r, n)).collect();
+    let e = run(&p, xs, &RunConfig::default()).unwrap_err().to_string();
+    assert!(e.contains("not in replica group 0"), "{e}");
+}
+
+#[test]
+fn groups_naming_ranks_outside_the_world_are_refused() {
+    let n = 4u64;
+    let p = all_reduce_program(n, AluOp::ADD, vec![vec![0, 1, 2]]);
+    let e = run(&p, vec![vec![1.0; 4], vec![2.0; 4]], &RunConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("replica group 0 names rank 2") && e.contains("2 ranks"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_integer_reduction_is_refused_by_name() {
+    let n = 4u64;
+    let p = program(
+        vec![trigger(1, AluOp::ADD, Dtype::INT32, 0, IN, OUT, n)],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Int32, n),
+            var(OUT, "y", VarKind::Output, NumFormat::Int32, n),
+        ],
+        vec![vec![0, 1]],
+        vec![],
+    );
+    let e = run(&p, vec![vec![0.0; 4], vec![0.0; 4]], &RunConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("not an element type the DMA reduction path takes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn results_do_not_depend_on_the_threads() {
+    let (ranks, n) = (8usize, 64usize);
+    let p = all_reduce_program(n as u64, AluOp::ADD, vec![(0..ranks as u32).collect()]);
+    let xs: Vec<Vec<f32>> = (0..ranks).map(|r| input(r, n)).collect();
+    let first = run(&p, xs.clone(), &RunConfig::default()).unwrap();
+    for _ in 0..5 {
+        assert_eq!(run(&p, xs.clone(), &RunConfig::default()).unwrap(), first);
+    }
+}

@@ -12,6 +12,7 @@ use tpbsim_isa::Gen;
 use tpbsim_neff::Neff;
 
 use crate::machine::cluster::{Cluster, ClusterStats, CoreFault, SharedBytes};
+use crate::machine::collective::{Comm, Member};
 use crate::machine::core::SetupError;
 use crate::machine::load::{self, LoadError};
 use crate::machine::program::Program;
@@ -355,13 +356,9 @@ pub fn run_world_schedule(
         }
     }
     let cores = program.cores.len();
-    let members = (0..ranks as u32).flat_map(|rank| {
-        (0..cores as u32).map(move |core| crate::machine::collective::Member { rank, core })
-    });
-    let world = Arc::new(crate::machine::collective::Comm::new(
-        members,
-        cfg.collective_order,
-    ));
+    let members =
+        (0..ranks as u32).flat_map(|rank| (0..cores as u32).map(move |core| Member { rank, core }));
+    let world = Arc::new(Comm::new(members, cfg.collective_order));
     // The memory and DMA budgets are the world's: each rank gets an even share.
     let share = RunConfig {
         limits: crate::machine::Limits {
@@ -377,7 +374,7 @@ pub fn run_world_schedule(
         for (c, m) in cl.cores.iter_mut().enumerate() {
             m.join_world(
                 world.clone(),
-                crate::machine::collective::Member {
+                Member {
                     rank: r as u32,
                     core: c as u32,
                 },

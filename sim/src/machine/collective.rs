@@ -342,9 +342,6 @@ fn deadlock(s: &State) -> String {
             let Some((_, (p, _))) = inst.posted.iter().next() else {
                 continue;
             };
-            if inst.posted.is_empty() {
-                continue;
-            }
             let missing: Vec<String> = group
                 .iter()
                 .filter(|r| !inst.posted.contains_key(r))

@@ -592,22 +592,43 @@ impl<'k> Machine<'k> {
         Ok(())
     }
 
-    /// Charge `bytes` moved by a collective at `site` to the step and DMA budgets and count
-    /// them with the DMA counters.
-    pub(crate) fn charge_collective(&mut self, site: Site, bytes: u64) -> Result<(), Fault> {
+    /// Charge `bytes` a transfer named `what` moves at `site`, before anything moves: the
+    /// bytes against the DMA budget, their steps against the step budget.
+    fn charge_transfer(&mut self, site: Site, what: &str, bytes: u64) -> Result<(), Fault> {
         let steps = budget::dma_steps(bytes);
         if self.bundles.saturating_add(self.work).saturating_add(steps) > self.max_steps {
             return Err(Fault::StepBudget {
                 budget: self.max_steps,
                 bundles: self.bundles,
                 dma_steps: self.work.saturating_add(steps),
-                positions: format!("{site}, a collective moving {bytes} bytes"),
+                positions: format!("{site}, {what} moving {bytes} bytes"),
             });
         }
         self.budget
-            .charge_dma(|| "collective".to_string(), bytes)
+            .charge_dma(|| what.to_string(), bytes)
             .map_err(|e| Fault::budget(site, e))?;
         self.work += steps;
+        Ok(())
+    }
+
+    /// Charge the copy of a shared variable that the last write at `site` (by `what`) made.
+    pub(crate) fn charge_copied(&mut self, site: Site, what: &str) -> Result<(), Fault> {
+        let copied = self.dram.take_copied();
+        if copied > 0 {
+            self.budget
+                .charge_memory(
+                    || format!("{what}: this core's copy of a shared variable it writes"),
+                    copied,
+                )
+                .map_err(|e| Fault::budget(site, e))?;
+        }
+        Ok(())
+    }
+
+    /// Charge `bytes` moved by a collective at `site` ([`Machine::charge_transfer`]) and count
+    /// them with the DMA counters.
+    pub(crate) fn charge_collective(&mut self, site: Site, bytes: u64) -> Result<(), Fault> {
+        self.charge_transfer(site, "collective", bytes)?;
         self.dma_bytes += bytes;
         self.dma_transfers += 1;
         Ok(())
@@ -822,24 +843,10 @@ impl<'k> Machine<'k> {
     }
 
     pub(crate) fn dma(&mut self, site: Site, operand: &str, d: &DmaDesc) -> Result<(), Fault> {
-        // Charged before anything moves: the bytes against the DMA budget, the steps against
-        // the step budget.
         let side_bytes =
             |s: &dma::DmaSide| s.elems().saturating_mul(s.format.container_bytes() as u64);
         let bytes = side_bytes(&d.from).max(side_bytes(&d.to));
-        let steps = budget::dma_steps(bytes);
-        if self.bundles.saturating_add(self.work).saturating_add(steps) > self.max_steps {
-            return Err(Fault::StepBudget {
-                budget: self.max_steps,
-                bundles: self.bundles,
-                dma_steps: self.work.saturating_add(steps),
-                positions: format!("{site}, `{operand}` moving {bytes} bytes"),
-            });
-        }
-        self.budget
-            .charge_dma(|| format!("`{operand}`"), bytes)
-            .map_err(|e| Fault::budget(site, e))?;
-        self.work += steps;
+        self.charge_transfer(site, &format!("`{operand}`"), bytes)?;
         let n =
             dma::transfer(d, &mut self.dram, &mut self.chip, &mut self.buf).map_err(
                 |err| match err {
@@ -851,15 +858,7 @@ impl<'k> Machine<'k> {
             )?;
         self.dma_bytes += n;
         self.dma_transfers += 1;
-        let copied = self.dram.take_copied();
-        if copied > 0 {
-            self.budget
-                .charge_memory(
-                    || format!("`{operand}`: this core's copy of a shared variable it writes"),
-                    copied,
-                )
-                .map_err(|e| Fault::budget(site, e))?;
-        }
+        self.charge_copied(site, &format!("`{operand}`"))?;
         if self.dram.tracks() {
             self.note_shared(site, d)?;
         }

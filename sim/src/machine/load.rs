@@ -117,9 +117,9 @@ fn src_target_pairs(def: &DefJson) -> Vec<(u32, u32)> {
 
 /// Ranks the NEFF's collectives span: the largest of the replica group sizes, the ranks
 /// `src_target_pairs` name and `#rank_world_size` (at least 1).
-fn world_size(def: &DefJson) -> usize {
-    let groups = replica_groups(def).iter().map(Vec::len).max().unwrap_or(0);
-    let pairs = src_target_pairs(def)
+fn world_size(def: &DefJson, groups: &[Vec<u32>], pairs: &[(u32, u32)]) -> usize {
+    let groups = groups.iter().map(Vec::len).max().unwrap_or(0);
+    let pairs = pairs
         .iter()
         .map(|&(s, t)| s.max(t) as usize + 1)
         .max()
@@ -191,11 +191,12 @@ fn kernel_from_subgraph(
             ),
         ));
     }
+    let (groups, pairs) = (replica_groups(&sg.def), src_target_pairs(&sg.def));
     let mut kernel = Kernel {
         gen,
-        world: world_size(&sg.def),
-        replica_groups: replica_groups(&sg.def),
-        src_target_pairs: src_target_pairs(&sg.def),
+        world: world_size(&sg.def, &groups, &pairs),
+        replica_groups: groups,
+        src_target_pairs: pairs,
         ..Kernel::default()
     };
     // The subgraph's streams are moved into the kernel: a stream is held once, not copied.

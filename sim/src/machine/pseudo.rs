@@ -269,17 +269,7 @@ impl Machine<'_> {
             dst.copy_from_slice(&bytes[..len]);
             self.dram
                 .note(p.out_var, p.out_offset, p.out_offset + len as u64, true);
-            let c = self.dram.take_copied();
-            if c > 0 {
-                self.charge_memory(
-                    &format!(
-                        "{}: this core's copy of a shared variable it writes",
-                        p.site
-                    ),
-                    c,
-                )
-                .map_err(|e| Fault::budget(p.site, e))?;
-            }
+            self.charge_copied(p.site, "collective")?;
         }
         if let Some(ev) = &p.events {
             ev.complete(sync, &self.regs[p.site.engine as usize]);

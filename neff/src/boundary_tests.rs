@@ -375,30 +375,34 @@ fn an_access_stays_within_its_variable() {
     assert!(err.contains("access starts 1 bytes before `a`"), "{err}");
 }
 
-/// A `replica_groups` entry affects results when a group has more than one rank.
+/// `replica_groups`, `src_target_pairs` and `#rank_world_size` are read by the collective
+/// machine, so the scan never lists them as unmodelled, whatever the size of a group.
 #[test]
-fn replica_groups_of_more_than_one_rank_affect_results() {
-    let scan = |groups: Value| {
+fn replica_groups_and_pairs_are_modelled() {
+    let scan = |key: &str, v: Value| {
         let mut out = Vec::new();
-        unmodelled::Scan { out: &mut out }
-            .def_json("sg/def.json", &json!({ "replica_groups": groups }));
+        unmodelled::Scan { out: &mut out }.def_json("sg/def.json", &json!({ key: v }));
         out.iter()
-            .filter(|u| u.path == "replica_groups")
+            .filter(|u| u.path == key)
             .map(|u| u.affects_results)
             .collect::<Vec<_>>()
     };
     for g in [
         json!([]),
-        json!([[]]),
         json!([[0]]),
-        json!([[0], [1], [2]]),
-        json!("x"),
+        json!([[0, 1]]),
+        json!([[0], [1, 2]]),
+        json!([[0, 1, 2, 3]]),
     ] {
-        assert_eq!(scan(g.clone()), Vec::<bool>::new(), "{g}");
+        assert_eq!(scan("replica_groups", g.clone()), Vec::<bool>::new(), "{g}");
     }
-    for g in [json!([[0, 1]]), json!([[0], [1, 2]]), json!([[0, 1, 2, 3]])] {
-        assert_eq!(scan(g.clone()), vec![true], "{g}");
-    }
+    assert_eq!(
+        scan("src_target_pairs", json!([[0, 1], [1, 0]])),
+        Vec::<bool>::new()
+    );
+    assert_eq!(scan("#rank_world_size", json!(4)), Vec::<bool>::new());
+    // A member nobody reads is still listed: the scan itself is live.
+    assert!(!scan("no_such_member_at_all", json!(1)).is_empty());
 }
 
 /// A TVM manifest with one input (row 0) and a node of two outputs (rows 1 and 2).

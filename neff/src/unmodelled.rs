@@ -74,6 +74,18 @@ pub const DEF_MODELLED: &[Row] = &[
         "neff_features",
         "C formats/neff-feature-flags.md: neff_feature_vnc marks a logical core of several physical cores",
     ),
+    (
+        "replica_groups",
+        "R neff/metadata-schema.md §5: the ranks each collective spans (docs/collectives.md)",
+    ),
+    (
+        "src_target_pairs",
+        "R neff/metadata-schema.md §5: the ranks a permute sends between (docs/collectives.md)",
+    ),
+    (
+        "#rank_world_size",
+        "C formats/neff-json-sidecars.md §1 (getCCRankWorldSize): the world's size (docs/collectives.md)",
+    ),
 ];
 /// Keys of `def.json` with no effect on a value simulation.
 const DEF_HARMLESS: &[Row] = &[
@@ -89,10 +101,6 @@ const DEF_HARMLESS: &[Row] = &[
         "runtime_event_count",
         "events the runtime reserves (C formats/neff-feature-flags.md, resource keys); the streams name their own",
     ),
-    (
-        "#rank_world_size",
-        "collective world size (C formats/neff-json-sidecars.md §1, getCCRankWorldSize); 0 ranks here",
-    ),
 ];
 /// Keys of `def.json` that change results and are not simulated.
 const DEF_AFFECTING: &[Row] = &[
@@ -103,10 +111,6 @@ const DEF_AFFECTING: &[Row] = &[
     (
         "ext_isa_ucode_lib_def",
         "R neff/metadata-schema.md §5: extended-ISA library",
-    ),
-    (
-        "src_target_pairs",
-        "R neff/metadata-schema.md §5: collectives between cores",
     ),
     (
         "num_streams",
@@ -391,26 +395,6 @@ impl Scan<'_> {
     pub(crate) fn def_json(&mut self, member: &str, v: &Value) {
         let Some(obj) = v.as_object() else { return };
         let mut rest = obj.clone();
-        if let Some(x) = rest.remove("replica_groups") {
-            let ranks = x
-                .as_array()
-                .map(|gs| {
-                    gs.iter()
-                        .filter_map(Value::as_array)
-                        .map(Vec::len)
-                        .max()
-                        .unwrap_or(0)
-                })
-                .unwrap_or(0);
-            if ranks > 1 {
-                self.push(
-                    member,
-                    "replica_groups".into(),
-                    true,
-                    "R neff/metadata-schema.md §5: groups of more than one rank",
-                );
-            }
-        }
         if let Some(x) = rest.remove("runtime_statebuffer_reservation") {
             if x.as_array().is_some_and(|a| !a.is_empty()) {
                 self.push(member, "runtime_statebuffer_reservation".into(), false, "SB carve-out for the runtime (R neff/metadata-schema.md §7); kernels do not see it");

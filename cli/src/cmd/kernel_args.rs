@@ -58,9 +58,37 @@ pub struct KernelArgs {
     /// available hardware thread); the result does not depend on it.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
+    /// Ranks to run (a world; docs/collectives.md) [default: the world the NEFF's collectives
+    /// span, 1 without collectives]. Each rank is a copy of the program with its own DRAM and
+    /// cores; `--input` / `--ref` files may name `{rank}` or hold one array per rank along a
+    /// leading axis; outputs go to `OUT/rank{r}/`, references come from `REFDIR/rank{r}/`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub ranks: Option<u32>,
+    /// The order the reductions of collectives fold in: `replica` (fp32, ranks 0..N-1: the
+    /// compiler's BIR simulator) or `ring` (fp32, ring reduce-scatter order).
+    #[arg(long, value_enum, default_value_t = CollectiveOrder::Replica)]
+    pub collective_order: CollectiveOrder,
     /// NEFF reader options (digest check, archive size limits).
     #[command(flatten)]
     pub read: super::neff::ReadArgs,
+}
+
+/// The fold order of collective reductions (`--collective-order`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectiveOrder {
+    /// fp32, replica order 0..N-1 (the compiler's BIR simulator).
+    Replica,
+    /// fp32, ring reduce-scatter order.
+    Ring,
+}
+
+impl From<CollectiveOrder> for tpbsim_sim::machine::collective::Order {
+    fn from(o: CollectiveOrder) -> Self {
+        match o {
+            CollectiveOrder::Replica => Self::Replica,
+            CollectiveOrder::Ring => Self::Ring,
+        }
+    }
 }
 
 /// The interleavings a run explores (`sim run`, `sim check`).

@@ -112,7 +112,7 @@ impl Args {
             validator: (!c.no_validate).then(|| Arc::new(L2Check) as Arc<dyn BundleCheck>),
             timeline: self.trace.is_some() || self.profile,
             threads: c.threads,
-            collective_order: Default::default(),
+            collective_order: c.collective_order.into(),
         }
     }
 }
@@ -127,6 +127,9 @@ fn describe_order(o: Order) -> String {
 /// A difference between the outputs of two schedules.
 #[derive(serde::Serialize)]
 struct ScheduleDiff {
+    /// The rank, in a run of several ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<usize>,
     output: String,
     schedule: u32,
     order: String,
@@ -214,11 +217,27 @@ fn check_output_name(name: &str) -> Result<(), CliError> {
     }
 }
 
-/// Check every file the run will write before the simulation starts: the output directory
-/// (a directory, or absent) and each target (absent or a regular file), and the trace.
-fn check_targets(a: &Args, program: &Program, out_dir: Option<&Path>) -> Result<(), CliError> {
+/// Check every file the run will write before the simulation starts: each output directory
+/// (a directory, or absent) and each target (absent or a regular file), and the trace; none of
+/// them may be a file the run reads (`read`: the kernel, inputs, references, tolerances).
+fn check_targets(
+    a: &Args,
+    program: &Program,
+    out_dirs: Option<&[PathBuf]>,
+    read: &[PathBuf],
+) -> Result<(), CliError> {
     let io = |p: &Path, e: std::io::Error| CliError::Io(format!("{}: {e}", p.display()));
-    if let Some(dir) = out_dir {
+    let not_read = |target: &Path, what: &str| -> Result<(), CliError> {
+        match read.iter().find(|r| same_file(target, r)) {
+            Some(r) => Err(usage(format!(
+                "{}: the {what} would overwrite {}, which this run reads; choose another path",
+                target.display(),
+                r.display()
+            ))),
+            None => Ok(()),
+        }
+    };
+    for dir in out_dirs.unwrap_or_default() {
         match std::fs::metadata(dir) {
             Ok(m) if !m.is_dir() => {
                 return Err(CliError::Io(format!(
@@ -231,10 +250,24 @@ fn check_targets(a: &Args, program: &Program, out_dir: Option<&Path>) -> Result<
         for v in program.outputs() {
             let p = dir.join(format!("{}.npy", v.name));
             tpbsim_isa::fsio::check_target(&p).map_err(|e| io(&p, e))?;
+            not_read(&p, &format!("output `{}`", v.name))?;
         }
     }
     if let Some(t) = &a.trace {
         tpbsim_isa::fsio::check_target(t).map_err(|e| io(t, e))?;
+        not_read(t, "trace")?;
+        for dir in out_dirs.unwrap_or_default() {
+            for v in program.outputs() {
+                let p = dir.join(format!("{}.npy", v.name));
+                if same_path(t, &p) {
+                    return Err(usage(format!(
+                        "--trace {}: the trace would overwrite output `{}`; choose another path",
+                        t.display(),
+                        v.name
+                    )));
+                }
+            }
+        }
         if let Some(parent) = t.parent().filter(|p| !p.as_os_str().is_empty()) {
             if !parent.is_dir() {
                 return Err(CliError::Io(format!(
@@ -248,14 +281,35 @@ fn check_targets(a: &Args, program: &Program, out_dir: Option<&Path>) -> Result<
     Ok(())
 }
 
+/// Whether two paths name the same existing file (same device and inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// Whether two paths name the same file, existing or not: the same file, or the same name in
+/// the same (existing) directory.
+fn same_path(a: &Path, b: &Path) -> bool {
+    if same_file(a, b) {
+        return true;
+    }
+    let parent = |p: &Path| -> PathBuf {
+        match p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(d) => d.to_path_buf(),
+            None => PathBuf::from("."),
+        }
+    };
+    a.file_name().is_some()
+        && a.file_name() == b.file_name()
+        && (parent(a) == parent(b) || same_file(&parent(a), &parent(b)))
+}
+
 /// Write the Chrome/Perfetto trace of the cores' timelines to `path` (one process per core).
-fn write_trace(path: &Path, program: &Program, ts: &[Timeline]) -> Result<(), CliError> {
-    let cores: Vec<(String, &Timeline)> = ts
-        .iter()
-        .enumerate()
-        .map(|(c, t)| (program.core_name(c).to_string(), t))
-        .collect();
-    let text = serde_json::to_vec(&Timeline::cores_to_chrome(&cores))
+fn write_trace(path: &Path, cores: &[(String, &Timeline)]) -> Result<(), CliError> {
+    let text = serde_json::to_vec(&Timeline::cores_to_chrome(cores))
         .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
     neff::write_atomic(path, &text).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))
 }
@@ -298,26 +352,37 @@ struct ToleranceFile {
     outputs: BTreeMap<String, Tolerance>,
 }
 
+#[derive(Default)]
 struct Refs {
     files: BTreeMap<String, PathBuf>,
     tolerances: ToleranceFile,
+    /// The `tolerance.json` read, if any.
+    tolerance_file: Option<PathBuf>,
 }
 
-fn find_refs(a: &KernelArgs, program: &Program) -> Result<Refs, CliError> {
-    let mut files = BTreeMap::new();
-    let dir = if !a.refs.is_empty() {
+/// The references of each of `ranks` ranks: `--ref NAME=FILE` (FILE may name `{rank}`), else
+/// the reference directory (`--ref-dir`, or `KERNEL.ref` beside the NEFF), whose `rank{r}/`
+/// subdirectory holds rank r's in a run of several ranks.
+fn find_refs(a: &KernelArgs, program: &Program, ranks: usize) -> Result<Vec<Refs>, CliError> {
+    if !a.refs.is_empty() {
+        let mut per: Vec<Refs> = (0..ranks).map(|_| Refs::default()).collect();
         for r in &a.refs {
             let (name, file) = split_kv("ref", r)?;
-            let v = program.outputs().into_iter().find(|v| v.name == name);
-            if v.is_none() {
+            if !program.outputs().iter().any(|v| v.name == name) {
                 return Err(usage(format!(
                     "--ref {name}: the kernel has no output `{name}`"
                 )));
             }
-            files.insert(name.to_string(), PathBuf::from(file));
+            for (k, refs) in per.iter_mut().enumerate() {
+                refs.files.insert(
+                    name.to_string(),
+                    PathBuf::from(file.replace("{rank}", &k.to_string())),
+                );
+            }
         }
-        None
-    } else if let Some(d) = &a.ref_dir {
+        return Ok(per);
+    }
+    let dir = if let Some(d) = &a.ref_dir {
         if !d.is_dir() {
             return Err(usage(format!("--ref-dir {}: not a directory", d.display())));
         }
@@ -326,40 +391,62 @@ fn find_refs(a: &KernelArgs, program: &Program) -> Result<Refs, CliError> {
         let d = a.kernel.with_file_name(format!("{}.ref", stem(&a.kernel)));
         d.is_dir().then_some(d)
     };
-    let mut tolerances = ToleranceFile::default();
-    if let Some(d) = dir {
-        // A reference directory covers every output: one without the file is an error, not an
-        // output silently left unchecked.
-        for v in program.outputs() {
-            let p = d.join(format!("{}.npy", v.name));
-            if !p.exists() {
+    let Some(dir) = dir else {
+        return Ok((0..ranks).map(|_| Refs::default()).collect());
+    };
+    per_rank_dirs(&dir, ranks)
+        .iter()
+        .map(|d| {
+            if !d.is_dir() {
                 return Err(usage(format!(
-                    "{}: no reference for output `{}` in the reference directory; give each output a NAME.npy there, or pass --ref NAME=FILE.npy for the outputs to compare",
-                    p.display(),
-                    v.name
+                    "{}: no reference directory for this rank; a run of {ranks} ranks reads rank r's references from {}/rank{{r}}/",
+                    d.display(),
+                    dir.display()
                 )));
             }
-            files.insert(v.name.clone(), p);
+            refs_in(d, &dir, program)
+        })
+        .collect()
+}
+
+/// The references in `d` (one per output) and the tolerances of `d/tolerance.json`, else of
+/// `top/tolerance.json`.
+fn refs_in(d: &Path, top: &Path, program: &Program) -> Result<Refs, CliError> {
+    let mut refs = Refs::default();
+    // A reference directory covers every output: one without the file is an error, not an
+    // output silently left unchecked.
+    for v in program.outputs() {
+        let p = d.join(format!("{}.npy", v.name));
+        if !p.exists() {
+            return Err(usage(format!(
+                "{}: no reference for output `{}` in the reference directory; give each output a NAME.npy there, or pass --ref NAME=FILE.npy for the outputs to compare",
+                p.display(),
+                v.name
+            )));
         }
-        let t = d.join("tolerance.json");
-        if t.exists() {
-            let text = crate::cmd::read_text(&t, 1 << 20)?;
-            let tf: ToleranceFile =
-                serde_json::from_str(&text).map_err(|e| usage(format!("{}: {e}", t.display())))?;
-            if let Some(name) = tf
-                .outputs
-                .keys()
-                .find(|n| !program.outputs().iter().any(|v| &v.name == *n))
-            {
-                return Err(usage(format!(
-                    "{}: `outputs` names `{name}`, which is not an output of the kernel",
-                    t.display()
-                )));
-            }
-            tolerances = tf;
-        }
+        refs.files.insert(v.name.clone(), p);
     }
-    Ok(Refs { files, tolerances })
+    let t = [d.join("tolerance.json"), top.join("tolerance.json")]
+        .into_iter()
+        .find(|t| t.exists());
+    if let Some(t) = t {
+        let text = crate::cmd::read_text(&t, 1 << 20)?;
+        let tf: ToleranceFile =
+            serde_json::from_str(&text).map_err(|e| usage(format!("{}: {e}", t.display())))?;
+        if let Some(name) = tf
+            .outputs
+            .keys()
+            .find(|n| !program.outputs().iter().any(|v| &v.name == *n))
+        {
+            return Err(usage(format!(
+                "{}: `outputs` names `{name}`, which is not an output of the kernel",
+                t.display()
+            )));
+        }
+        refs.tolerances = tf;
+        refs.tolerance_file = Some(t);
+    }
+    Ok(refs)
 }
 
 fn tolerance_for(a: &KernelArgs, refs: &Refs, name: &str) -> Tolerance {
@@ -447,6 +534,14 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     })?;
     // The program holds what the run needs: the archive's members are not kept through it.
     drop(n);
+    let world = program.world();
+    let ranks = c.ranks.map_or(world, |r| r as usize);
+    if ranks < world {
+        return Err(usage(format!(
+            "{}: --ranks {ranks}: the NEFF's collectives span {world} ranks (its replica groups, src_target_pairs or #rank_world_size); pass --ranks {world} or more",
+            c.kernel.display()
+        )));
+    }
     for v in program.outputs() {
         check_output_name(&v.name)?;
     }
@@ -454,11 +549,12 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         .out_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.out", stem(&c.kernel))));
-    check_targets(&a, &program, write_outputs.then_some(out_dir.as_path()))?;
+    let out_dirs = per_rank_dirs(&out_dir, ranks);
 
     // Inputs: --input first, else the NEFF's own data. Each is read once and shared by every
-    // core and every schedule.
-    let mut given: BTreeMap<String, SharedBytes> = BTreeMap::new();
+    // core and every schedule (and by every rank, when one file serves them all).
+    let mut read_files: Vec<PathBuf> = vec![c.kernel.clone()];
+    let mut given: Vec<BTreeMap<String, SharedBytes>> = vec![BTreeMap::new(); ranks];
     for s in &c.inputs {
         let (name, file) = split_kv("input", s)?;
         let var = program.var(name).ok_or_else(|| {
@@ -471,29 +567,44 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
                 "--input {name}: `{name}` is not an input variable"
             )));
         }
-        given.insert(name.to_string(), input_data(var, Path::new(file))?);
+        let (data, files) = rank_input_data(var, file, ranks)?;
+        read_files.extend(files);
+        for (slot, d) in given.iter_mut().zip(data) {
+            slot.insert(name.to_string(), d);
+        }
     }
-    let refs = find_refs(c, &program)?;
+    let refs = find_refs(c, &program, ranks)?;
+    for r in &refs {
+        read_files.extend(r.files.values().cloned());
+        read_files.extend(r.tolerance_file.clone());
+    }
     for v in program.inputs() {
-        if !given.contains_key(&v.name) && v.init.is_none() {
+        if !given[0].contains_key(&v.name) && v.init.is_none() {
             return Err(usage(format!(
                 "input `{}` has no data in the NEFF: pass --input {}=FILE.npy",
                 v.name, v.name
             )));
         }
     }
+    check_targets(
+        &a,
+        &program,
+        write_outputs.then_some(out_dirs.as_slice()),
+        &read_files,
+    )?;
 
     let cfg = a.config(gen);
+    let cores = program.cores.len();
     let progress = Progress::new(
         shows_progress(
             a.json,
             std::io::stdout().is_terminal(),
             std::io::stderr().is_terminal(),
         ),
-        program.cores.len(),
+        cores * ranks,
     );
-    let first = api::run_schedule(&program, gen, &given, &cfg, 0, &|core, st| {
-        progress.update(core, st)
+    let first = api::run_world_schedule(&program, gen, &given, &cfg, 0, &|r, core, st| {
+        progress.update(r * cores + core, st)
     });
     progress.finish();
     let base = match first {
@@ -501,12 +612,14 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         Err(RunError::Fault {
             fault: f,
             timelines,
+            rank,
             ..
         }) => {
-            let err = fault(&a, gen, &f);
+            let err = fault(&a, gen, &f, rank);
             // The trace up to the fault.
             if let (Some(path), false) = (&a.trace, timelines.is_empty()) {
-                if let Err(e) = write_trace(path, &program, &timelines) {
+                let named = core_names(&program, rank, &timelines);
+                if let Err(e) = write_trace(path, &named) {
                     return Err(CliError::Fault(format!(
                         "{err}; the trace was not written: {e}"
                     )));
@@ -517,145 +630,211 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         }
         Err(e) => return Err(run_error(c, e)),
     };
-    let stats = base.stats;
+    let several_ranks = ranks > 1;
+    let rank_of = |r: usize| several_ranks.then_some(r);
     let mut diffs: Vec<ScheduleDiff> = Vec::new();
     let mut finding_changes: Vec<(u32, String)> = Vec::new();
     for i in 1..a.sched.schedules {
         let order = api::order_of(a.sched.seed, i);
-        let r = match api::run_schedule(&program, gen, &given, &cfg, i, &|_, _| {}) {
+        let other = match api::run_world_schedule(&program, gen, &given, &cfg, i, &|_, _, _| {}) {
             Ok(r) => r,
-            Err(RunError::Fault { fault: f, .. }) => {
+            Err(RunError::Fault { fault: f, rank, .. }) => {
                 return Err(fault(
                     &a,
                     gen,
                     &annotate(*f, &format!("schedule {i} ({})", describe_order(order))),
+                    rank,
                 ))
             }
             Err(e) => return Err(run_error(c, e)),
         };
-        diffs.extend(
-            api::diff_outputs(&base.outputs, &r.outputs)
-                .into_iter()
-                .map(|d| ScheduleDiff {
-                    output: d.output,
-                    schedule: i,
-                    order: describe_order(order),
-                    first_byte: d.first_byte,
-                    bytes_differing: d.bytes_differing,
-                }),
-        );
-        if r.findings != base.findings {
-            finding_changes.push((i, describe_order(order)));
+        for (r, (b, o)) in base.iter().zip(&other).enumerate() {
+            diffs.extend(
+                api::diff_outputs(&b.outputs, &o.outputs)
+                    .into_iter()
+                    .map(|d| ScheduleDiff {
+                        rank: rank_of(r),
+                        output: d.output,
+                        schedule: i,
+                        order: describe_order(order),
+                        first_byte: d.first_byte,
+                        bytes_differing: d.bytes_differing,
+                    }),
+            );
+            if o.findings != b.findings && !finding_changes.iter().any(|(s, _)| *s == i) {
+                finding_changes.push((i, describe_order(order)));
+            }
         }
     }
 
     // Outputs: every output is encoded and every reference checked first, so that a bad
     // reference or output leaves the directory untouched; then each file is written through a
     // temporary file and renamed, and a failed write removes the outputs this run already wrote.
-    let mut pending: Vec<(String, PathBuf, Vec<u8>)> = Vec::new();
-    let mut comparisons: Vec<Comparison> = Vec::new();
-    for v in program.outputs() {
-        let data = base.outputs.get(&v.name).map_or(&[][..], |d| d.as_slice());
-        let dtype = dtype_of(v.format)
-            .ok_or_else(|| usage(format!("output `{}` has no npy dtype", v.name)))?;
-        let shape: Vec<u64> = v.shape.iter().map(|&d| d as u64).collect();
-        let bytes = neff::npy::encode_npy(dtype, &shape, data)
-            .map_err(|e| CliError::Io(format!("output `{}`: {e}", v.name)))?;
-        let path = out_dir.join(format!("{}.npy", v.name));
-        pending.push((v.name.clone(), path, bytes));
-        if let Some(rp) = refs.files.get(&v.name) {
-            let r = read_npy(rp, c.max_memory)?;
-            let rdata = checked_reference(v, &r, rp)?;
-            let rshape: Vec<usize> = r.shape.iter().map(|&d| d as usize).collect();
-            let c = compare(
-                &v.name,
-                v.format,
-                &v.shape,
-                data,
-                &rshape,
-                rdata,
-                tolerance_for(c, &refs, &v.name),
-            )
-            .map_err(|e| usage(format!("{}: {e}", rp.display())))?;
-            comparisons.push(c);
+    let mut pending: Vec<(usize, String, PathBuf, Vec<u8>)> = Vec::new();
+    let mut comparisons: Vec<(usize, Comparison)> = Vec::new();
+    for (r, out) in base.iter().enumerate() {
+        for v in program.outputs() {
+            let data = out.outputs.get(&v.name).map_or(&[][..], |d| d.as_slice());
+            let dtype = dtype_of(v.format)
+                .ok_or_else(|| usage(format!("output `{}` has no npy dtype", v.name)))?;
+            let shape: Vec<u64> = v.shape.iter().map(|&d| d as u64).collect();
+            let bytes = neff::npy::encode_npy(dtype, &shape, data)
+                .map_err(|e| CliError::Io(format!("output `{}`: {e}", v.name)))?;
+            let path = out_dirs[r].join(format!("{}.npy", v.name));
+            pending.push((r, v.name.clone(), path, bytes));
+            if let Some(rp) = refs[r].files.get(&v.name) {
+                let rarr = read_npy(rp, c.max_memory)?;
+                let (rdata, rshape) = checked_reference(v, &rarr, rp, r, ranks)?;
+                let cmp = compare(
+                    &v.name,
+                    v.format,
+                    &v.shape,
+                    data,
+                    &rshape,
+                    rdata,
+                    tolerance_for(c, &refs[r], &v.name),
+                )
+                .map_err(|e| usage(format!("{}: {e}", rp.display())))?;
+                comparisons.push((r, cmp));
+            }
         }
     }
     if write_outputs {
-        std::fs::create_dir_all(&out_dir)
-            .map_err(|e| CliError::Io(format!("{}: {e}", out_dir.display())))?;
+        for d in &out_dirs {
+            std::fs::create_dir_all(d)
+                .map_err(|e| CliError::Io(format!("{}: {e}", d.display())))?;
+        }
     } else {
         pending.clear();
     }
-    let mut written = Vec::new();
-    for (name, path, bytes) in pending {
+    let mut written: Vec<(usize, String, PathBuf)> = Vec::new();
+    let remove_written = |written: &[(usize, String, PathBuf)]| {
+        for (_, _, p) in written {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    for (r, name, path, bytes) in pending {
         if let Err(e) = neff::write_atomic(&path, &bytes) {
-            for (_, p) in &written {
-                let _ = std::fs::remove_file(p);
-            }
+            remove_written(&written);
             return Err(CliError::Io(format!("{}: {e}", path.display())));
         }
-        written.push((name, path));
+        written.push((r, name, path));
     }
-    if let (Some(path), false) = (&a.trace, base.timelines.is_empty()) {
-        if let Err(e) = write_trace(path, &program, &base.timelines) {
-            for (_, p) in &written {
-                let _ = std::fs::remove_file(p);
-            }
+    let all_timelines: Vec<(String, &Timeline)> = base
+        .iter()
+        .enumerate()
+        .flat_map(|(r, o)| core_names(&program, rank_of(r), &o.timelines))
+        .collect();
+    if let (Some(path), false) = (&a.trace, all_timelines.is_empty()) {
+        if let Err(e) = write_trace(path, &all_timelines) {
+            remove_written(&written);
             return Err(e);
         }
     }
-    let profiles: Vec<Profile> = if a.profile {
-        base.timelines.iter().map(Timeline::profile).collect()
+    let profiles: Vec<(String, Profile)> = if a.profile {
+        all_timelines
+            .iter()
+            .map(|(n, t)| (n.clone(), t.profile()))
+            .collect()
     } else {
         Vec::new()
     };
-    let several = program.cores.len() > 1;
+    let several = cores > 1;
     // Races between cores are always checked; the others with --check-races.
-    let core_races = base
-        .findings
+    let core_races: usize = base
         .iter()
-        .filter(|f| f.kind_name() == "core-race")
-        .count();
-    let matched = comparisons.iter().all(Comparison::passed);
-    let clean = base.findings.is_empty() && diffs.is_empty() && finding_changes.is_empty();
+        .map(|o| {
+            o.findings
+                .iter()
+                .filter(|f| f.kind_name() == "core-race")
+                .count()
+        })
+        .sum();
+    let matched = comparisons.iter().all(|(_, c)| c.passed());
+    let clean = base.iter().all(|o| o.findings.is_empty())
+        && diffs.is_empty()
+        && finding_changes.is_empty();
     let ok = matched && clean;
     if let Some(render) = a.timeline_json {
-        if !base.timelines.is_empty() {
-            println!("{}", render(&base.timelines, &program, gen));
+        let ts: Vec<Timeline> = all_timelines.iter().map(|(_, t)| (*t).clone()).collect();
+        if !ts.is_empty() {
+            println!("{}", render(&ts, &program, gen));
             return Ok(if ok { Outcome::Ok } else { Outcome::Invalid });
         }
     }
+    let stats = world_stats(&base);
     if a.json {
+        let outputs_json = |rank: Option<usize>| {
+            written
+                .iter()
+                .filter(|(r, _, _)| rank.is_none_or(|k| k == *r))
+                .map(|(_, n, p)| json!({"name": n, "path": p.display().to_string()}))
+                .collect::<Vec<_>>()
+        };
+        let comparisons_json = |rank: Option<usize>| {
+            comparisons
+                .iter()
+                .filter(|(r, _)| rank.is_none_or(|k| k == *r))
+                .map(|(_, c)| json!(c))
+                .collect::<Vec<_>>()
+        };
+        let cores_json = |o: &api::RunOutput| {
+            json!(o
+                .cores
+                .iter()
+                .map(|cr| json!({"subgraph": cr.subgraph, "summary": summary_json(&cr.stats)}))
+                .collect::<Vec<_>>())
+        };
         let mut obj = json!({
             "kernel": a.common.kernel.display().to_string(),
             "arch": gen.short(),
             "status": if !matched { "mismatch" } else if !clean { "findings" } else { "ok" },
             "summary": summary_json(&stats),
-            "project_defined": base.project_defined,
-            "outputs": written.iter().map(|(n, p)| json!({"name": n, "path": p.display().to_string()})).collect::<Vec<_>>(),
-            "comparisons": comparisons,
+            "project_defined": project_defined(&base),
         });
-        if several {
-            obj["cores"] = json!(base
-                .cores
+        if several_ranks {
+            obj["ranks"] = json!(base
                 .iter()
-                .map(|cr| json!({"subgraph": cr.subgraph, "summary": summary_json(&cr.stats)}))
+                .enumerate()
+                .map(|(r, o)| {
+                    let mut e = json!({
+                        "rank": r,
+                        "summary": summary_json(&o.stats),
+                        "outputs": outputs_json(Some(r)),
+                        "comparisons": comparisons_json(Some(r)),
+                    });
+                    if several {
+                        e["cores"] = cores_json(o);
+                    }
+                    if core_races > 0 {
+                        e["findings"] = json!(o.findings);
+                    }
+                    e
+                })
                 .collect::<Vec<_>>());
-            obj["threads"] = json!(base.threads);
-        }
-        if a.check_races || core_races > 0 {
-            obj["findings"] = json!(base.findings);
+            obj["collective_order"] = json!(match c.collective_order {
+                crate::cmd::kernel_args::CollectiveOrder::Replica => "replica",
+                crate::cmd::kernel_args::CollectiveOrder::Ring => "ring",
+            });
+        } else {
+            obj["outputs"] = json!(outputs_json(None));
+            obj["comparisons"] = json!(comparisons_json(None));
+            if several {
+                obj["cores"] = cores_json(&base[0]);
+                obj["threads"] = json!(base[0].threads);
+            }
+            if a.check_races || core_races > 0 {
+                obj["findings"] = json!(base[0].findings);
+            }
         }
         match profiles.as_slice() {
             [] => {}
-            [p] if !several => obj["profile"] = json!(p),
+            [(_, p)] if !several && !several_ranks => obj["profile"] = json!(p),
             ps => {
                 obj["profile"] = json!(ps
                     .iter()
                     .enumerate()
-                    .map(
-                        |(i, p)| json!({"core": i, "subgraph": program.core_name(i), "profile": p})
-                    )
+                    .map(|(i, (n, p))| json!({"core": i, "subgraph": n, "profile": p}))
                     .collect::<Vec<_>>())
             }
         }
@@ -669,40 +848,205 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         }
         println!("{obj}");
     } else {
-        for c in &comparisons {
-            print!("{}", c.render());
-        }
-        for (n, p) in &written {
-            println!("wrote {n} -> {}", p.display());
+        for r in 0..ranks {
+            let label = if several_ranks {
+                format!("rank {r}: ")
+            } else {
+                String::new()
+            };
+            for (_, cmp) in comparisons.iter().filter(|(k, _)| *k == r) {
+                print!("{label}{}", cmp.render());
+            }
+            for (_, n, p) in written.iter().filter(|(k, _, _)| *k == r) {
+                println!("{label}wrote {n} -> {}", p.display());
+            }
         }
         print_summary(&stats);
-        if several {
-            for (i, cr) in base.cores.iter().enumerate() {
-                print!("  core {i} ({}): ", cr.subgraph);
-                print_summary(&cr.stats);
+        for (r, o) in base.iter().enumerate() {
+            if several_ranks {
+                print!("  rank {r}: ");
+                print_summary(&o.stats);
             }
+            if several {
+                for (i, cr) in o.cores.iter().enumerate() {
+                    print!(
+                        "  {}core {i} ({}): ",
+                        if several_ranks { "  " } else { "" },
+                        cr.subgraph
+                    );
+                    print_summary(&cr.stats);
+                }
+            }
+        }
+        if several_ranks {
+            println!(
+                "  {ranks} ranks of {cores} core{} each, one thread per core; collectives folded in {} order",
+                if cores == 1 { "" } else { "s" },
+                match c.collective_order {
+                    crate::cmd::kernel_args::CollectiveOrder::Replica => "replica",
+                    crate::cmd::kernel_args::CollectiveOrder::Ring => "ring",
+                }
+            );
+        } else if several {
             println!(
                 "  {} cores on {} worker thread{}",
-                program.cores.len(),
-                base.threads,
-                if base.threads == 1 { "" } else { "s" }
+                cores,
+                base[0].threads,
+                if base[0].threads == 1 { "" } else { "s" }
             );
         }
-        for n in &base.project_defined {
+        for n in project_defined(&base) {
             println!("note: {n}");
         }
-        for (i, p) in profiles.iter().enumerate() {
-            if several {
-                println!("core {i} ({}):", program.core_name(i));
+        for (n, p) in &profiles {
+            if several || several_ranks {
+                println!("{n}:");
             }
             print_profile(p);
         }
         if let Some(path) = &a.trace {
             println!("trace -> {}", path.display());
         }
-        print_findings(&a, &base.findings, &diffs, &finding_changes);
+        for (r, o) in base.iter().enumerate() {
+            let label = if several_ranks {
+                format!("rank {r}: ")
+            } else {
+                String::new()
+            };
+            print_findings(&a, &label, &o.findings);
+        }
+        print_schedules(&a, &diffs, &finding_changes);
     }
     Ok(if ok { Outcome::Ok } else { Outcome::Invalid })
+}
+
+/// `dir` for a run of one rank, `dir/rank{r}` for each rank of several.
+fn per_rank_dirs(dir: &Path, ranks: usize) -> Vec<PathBuf> {
+    if ranks <= 1 {
+        vec![dir.to_path_buf()]
+    } else {
+        (0..ranks).map(|r| dir.join(format!("rank{r}"))).collect()
+    }
+}
+
+/// The data of `--input NAME=FILE` for each of `ranks` ranks, and the files read. `FILE` may
+/// name `{rank}` (one file per rank), hold the variable's shape (the same data for every
+/// rank) or, for several ranks, one array per rank along a leading axis of length `ranks`
+/// (mapped or read once; each rank sees its slice).
+fn rank_input_data(
+    var: &VarSpec,
+    file: &str,
+    ranks: usize,
+) -> Result<(Vec<SharedBytes>, Vec<PathBuf>), CliError> {
+    if file.contains("{rank}") {
+        let mut data = Vec::with_capacity(ranks);
+        let mut files = Vec::with_capacity(ranks);
+        for r in 0..ranks {
+            let p = PathBuf::from(file.replace("{rank}", &r.to_string()));
+            data.push(input_data(var, &p)?);
+            files.push(p);
+        }
+        return Ok((data, files));
+    }
+    let path = PathBuf::from(file);
+    let one = input_data(var, &path);
+    if ranks <= 1 || one.is_ok() {
+        return one.map(|d| (vec![d; ranks], vec![path]));
+    }
+    let stacked = VarSpec {
+        shape: std::iter::once(ranks)
+            .chain(var.shape.iter().copied())
+            .collect(),
+        size: var.size.saturating_mul(ranks as u64),
+        id: var.id,
+        name: var.name.clone(),
+        kind: var.kind,
+        format: var.format,
+        init: None,
+    };
+    match input_data(&stacked, &path) {
+        Ok(all) => {
+            let size = var.size as usize;
+            let data = (0..ranks)
+                .map(|r| {
+                    Arc::new(Slice {
+                        whole: all.clone(),
+                        start: r * size,
+                        len: size,
+                    }) as SharedBytes
+                })
+                .collect();
+            Ok((data, vec![path]))
+        }
+        Err(_) => Err(match one {
+            Err(CliError::Usage(m)) => usage(format!(
+                "{m} (or [{ranks}, ...] for one array per rank, or a file name with {{rank}})"
+            )),
+            Err(e) => e,
+            Ok(_) => unreachable!("handled above"),
+        }),
+    }
+}
+
+/// One rank's part of an input array that holds every rank's along its leading axis.
+struct Slice {
+    whole: SharedBytes,
+    start: usize,
+    len: usize,
+}
+
+impl AsRef<[u8]> for Slice {
+    fn as_ref(&self) -> &[u8] {
+        let all = (*self.whole).as_ref();
+        all.get(self.start..self.start + self.len).unwrap_or(&[])
+    }
+}
+
+/// The counters of every rank together (the wall time is the longest rank's).
+fn world_stats(outs: &[api::RunOutput]) -> RunStats {
+    let mut t = RunStats::default();
+    for o in outs {
+        let s = &o.stats;
+        t.sched.steps += s.sched.steps;
+        for (a, b) in t.sched.per_engine.iter_mut().zip(s.sched.per_engine) {
+            *a += b;
+        }
+        t.sched.rounds = t.sched.rounds.max(s.sched.rounds);
+        t.dma_bytes += s.dma_bytes;
+        t.dma_transfers += s.dma_transfers;
+        t.wall = t.wall.max(s.wall);
+    }
+    t
+}
+
+/// The project-defined notes of every rank, once each, in first-seen order.
+fn project_defined(outs: &[api::RunOutput]) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Vec::new();
+    for n in outs.iter().flat_map(|o| o.project_defined.iter()) {
+        if !v.contains(n) {
+            v.push(n);
+        }
+    }
+    v
+}
+
+/// Each timeline with its core's name (`sg00`, or `rank1 sg00` in a run of several ranks).
+fn core_names<'t>(
+    program: &Program,
+    rank: Option<usize>,
+    ts: &'t [Timeline],
+) -> Vec<(String, &'t Timeline)> {
+    ts.iter()
+        .enumerate()
+        .map(|(c, t)| {
+            let core = program.core_name(c);
+            let name = match rank {
+                Some(r) => format!("rank{r} {core}"),
+                None => core.to_string(),
+            };
+            (name, t)
+        })
+        .collect()
 }
 
 fn print_profile(p: &Profile) {
@@ -736,31 +1080,32 @@ fn print_profile(p: &Profile) {
     }
 }
 
-fn print_findings(
-    a: &Args,
-    findings: &[Finding],
-    diffs: &[ScheduleDiff],
-    changes: &[(u32, String)],
-) {
+/// The race findings of one rank (`label` names it in a run of several ranks).
+fn print_findings(a: &Args, label: &str, findings: &[Finding]) {
     if a.check_races {
         for f in findings {
-            println!("{f}");
+            println!("{label}{f}");
         }
         println!(
-            "race check: {} finding{}",
+            "{label}race check: {} finding{}",
             findings.len(),
             if findings.len() == 1 { "" } else { "s" }
         );
     } else {
         // Races between cores are found by every run of several cores.
         for f in findings.iter().filter(|f| f.kind_name() == "core-race") {
-            println!("{f}");
+            println!("{label}{f}");
         }
     }
+}
+
+/// The differences between the interleavings.
+fn print_schedules(a: &Args, diffs: &[ScheduleDiff], changes: &[(u32, String)]) {
     if a.sched.schedules > 1 {
         for d in diffs {
+            let rank = d.rank.map(|r| format!("rank {r} ")).unwrap_or_default();
             println!(
-                "schedule {} ({}): output `{}` differs from the round-robin run in {} bytes, first at byte {}",
+                "schedule {} ({}): {rank}output `{}` differs from the round-robin run in {} bytes, first at byte {}",
                 d.schedule, d.order, d.output, d.bytes_differing, d.first_byte
             );
         }
@@ -787,11 +1132,15 @@ fn annotate(mut f: CoreFault, what: &str) -> CoreFault {
     f
 }
 
+/// A reference's data and shape for rank `rank` of `ranks`: the whole array, or, when it holds
+/// one array per rank along a leading axis of length `ranks`, rank `rank`'s.
 fn checked_reference<'r>(
     v: &VarSpec,
     r: &'r neff::NpyArray,
     path: &Path,
-) -> Result<&'r [u8], CliError> {
+    rank: usize,
+    ranks: usize,
+) -> Result<(&'r [u8], Vec<usize>), CliError> {
     let dtype =
         dtype_of(v.format).ok_or_else(|| usage(format!("output `{}` has no npy dtype", v.name)))?;
     r.resolve(dtype).map_err(|e| {
@@ -802,7 +1151,17 @@ fn checked_reference<'r>(
             v.format.name()
         ))
     })?;
-    Ok(&r.data)
+    let shape: Vec<usize> = r.shape.iter().map(|&d| d as usize).collect();
+    let stacked = ranks > 1
+        && shape.len() == v.shape.len() + 1
+        && shape[0] == ranks
+        && shape[1..] == v.shape[..];
+    if stacked {
+        let per = r.data.len() / ranks;
+        let data = r.data.get(rank * per..(rank + 1) * per).unwrap_or(&[]);
+        return Ok((data, v.shape.clone()));
+    }
+    Ok((&r.data, shape))
 }
 
 /// A set-up error is a usage error, a refused budget charge a fault.
@@ -820,15 +1179,19 @@ fn run_error(c: &KernelArgs, e: RunError) -> CliError {
     }
 }
 
-fn fault(a: &Args, gen: Gen, cf: &CoreFault) -> CliError {
+fn fault(a: &Args, gen: Gen, cf: &CoreFault, rank: Option<usize>) -> CliError {
     let f = &cf.fault;
+    let at = rank.map(|r| format!("rank {r}: ")).unwrap_or_default();
     if a.json {
         let mut obj = json!({
             "kernel": a.common.kernel.display().to_string(),
             "arch": gen.short(),
             "status": "fault",
-            "fault": { "kind": f.kind(), "message": cf.to_string() },
+            "fault": { "kind": f.kind(), "message": format!("{at}{cf}") },
         });
+        if let Some(r) = rank {
+            obj["fault"]["rank"] = json!(r);
+        }
         if cf.cores > 1 {
             obj["fault"]["core"] = json!(cf.core);
             obj["fault"]["subgraph"] = json!(cf.subgraph);
@@ -839,7 +1202,7 @@ fn fault(a: &Args, gen: Gen, cf: &CoreFault) -> CliError {
         println!("{obj}");
     }
     CliError::Fault(format!(
-        "{}: {} fault: {cf}",
+        "{}: {at}{} fault: {cf}",
         a.common.kernel.display(),
         f.kind()
     ))

@@ -14,6 +14,7 @@ mod isa_cli;
 mod kernels;
 mod lift_cli;
 mod neff_cli;
+mod ranks;
 mod real_compiler_neff;
 mod real_compiler_run;
 mod real_compiler_validate;

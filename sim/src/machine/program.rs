@@ -105,6 +105,12 @@ impl Program {
         Ok(p)
     }
 
+    /// The ranks the program's collectives span (the largest world any core states: replica
+    /// groups, `src_target_pairs`, `#rank_world_size`; at least 1).
+    pub fn world(&self) -> usize {
+        self.cores.iter().map(|k| k.world).max().unwrap_or(1).max(1)
+    }
+
     /// The subgraph name of core `c`.
     pub fn core_name(&self, c: usize) -> &str {
         self.names.get(c).map_or("?", String::as_str)

@@ -1,0 +1,280 @@
+//! `sim run --ranks N`: a world of ranks in one process, inputs and references per rank
+//! (`{rank}` file names or a leading rank axis), outputs in `OUT/rank{r}/`, and the run's
+//! refusal to overwrite what it reads.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tpbsim_isa::{AluOp, Bundle, Dtype, Engine, Gen, NumFormat, UpdateMode, WaitMode};
+use tpbsim_neff::VarKind;
+use tpbsim_sim::machine::pack::Package;
+
+const N: usize = 8;
+
+fn bundle(op: u8) -> Bundle {
+    let mut b = Bundle::ZERO;
+    b.set_u8(0, op);
+    b.set_u8(1, 0x10);
+    b
+}
+
+/// An all-reduce (sum) of `x` into `y` over replica group 0, completing on semaphore 2, and a
+/// wait for it.
+fn all_reduce_kernel(ranks: u32) -> Package {
+    let mut p = Package::new("allreduce", Gen::V3);
+    let x = p
+        .var("x", VarKind::Input, NumFormat::Float32, &[N as u64], None)
+        .unwrap();
+    let y = p
+        .var("y", VarKind::Output, NumFormat::Float32, &[N as u64], None)
+        .unwrap();
+    p.def.extra.insert(
+        "replica_groups".into(),
+        serde_json::json!([(0..ranks).collect::<Vec<_>>()]),
+    );
+    let mut t = bundle(0xC8);
+    t.set_u8(12, AluOp::ADD.0);
+    t.set_u8(13, Dtype::FP32.0);
+    t.set_u16(14, 0);
+    t.set_u32(16, x as u32);
+    t.set_u32(20, y as u32);
+    t.set_u64(24, N as u64);
+    t.set_u8(32, 1);
+    t.set_u8(6, UpdateMode::SEM_INC_COMPLETE.0);
+    t.set_u8(7, 2);
+    let mut w = bundle(0xA4);
+    w.set_u8(4, WaitMode::SEM_GE_IMM.0);
+    w.set_u8(5, 2);
+    w.set_u32(8, 1);
+    p.streams[Engine::Pe as usize] = vec![t, w];
+    p
+}
+
+/// Rank r's input: values whose sum in another order rounds differently (large magnitudes
+/// every third element, small fractions between them).
+fn input(r: usize) -> Vec<f32> {
+    let scale = |i: usize| if i % 3 == 0 { 1.0e7 } else { 0.125 };
+    (0..N)
+        .map(|i| (((r * 131 + i * 17) % 23) as f32 - 11.0) * scale(i) + 0.011 * (r + i % 3) as f32)
+        .collect()
+}
+
+/// The all-reduce in replica order, in fp32.
+fn replica_sum(xs: &[Vec<f32>]) -> Vec<f32> {
+    (0..N)
+        .map(|i| xs.iter().skip(1).fold(xs[0][i], |a, x| a + x[i]))
+        .collect()
+}
+
+fn write_f32(path: &Path, shape: &[u64], v: &[f32]) {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(
+        path,
+        tpbsim_neff::npy::encode_npy(NumFormat::Float32, shape, &bytes).unwrap(),
+    )
+    .unwrap();
+}
+
+fn read_f32(path: &Path) -> Vec<f32> {
+    let a = tpbsim_neff::npy::read_npy_file(path).unwrap();
+    a.data
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+struct World {
+    dir: tempfile::TempDir,
+    neff: PathBuf,
+    xs: Vec<Vec<f32>>,
+}
+
+impl World {
+    fn new(ranks: u32) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let neff = dir.path().join("allreduce.neff");
+        all_reduce_kernel(ranks)
+            .to_neff()
+            .unwrap()
+            .write_to(&neff)
+            .unwrap();
+        let xs: Vec<Vec<f32>> = (0..ranks as usize).map(input).collect();
+        for (r, x) in xs.iter().enumerate() {
+            write_f32(&dir.path().join(format!("x.{r}.npy")), &[N as u64], x);
+        }
+        let all: Vec<f32> = xs.concat();
+        write_f32(
+            &dir.path().join("x.all.npy"),
+            &[ranks as u64, N as u64],
+            &all,
+        );
+        World { dir, neff, xs }
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    fn run(&self, extra: &[&str]) -> (i32, String, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_sim"))
+            .arg("run")
+            .arg(&self.neff)
+            .args(extra)
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+#[test]
+fn a_world_of_the_neffs_size_runs_with_inputs_and_outputs_per_rank() {
+    let w = World::new(3);
+    // The world size comes from the NEFF's replica groups.
+    let (code, out, err) = w.run(&["--input", "x=x.{rank}.npy", "--out-dir", "out"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let want = replica_sum(&w.xs);
+    for r in 0..3 {
+        let p = w.path(&format!("out/rank{r}/y.npy"));
+        assert_eq!(read_f32(&p), want, "rank {r}");
+        assert!(out.contains(&format!("rank {r}: wrote y -> ")), "{out}");
+    }
+    assert!(out.contains("3 ranks of 1 core each"), "{out}");
+    // The same inputs along a leading rank axis, the same outputs.
+    let (code, out, err) = w.run(&["--input", "x=x.all.npy", "--out-dir", "out2"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for r in 0..3 {
+        assert_eq!(read_f32(&w.path(&format!("out2/rank{r}/y.npy"))), want);
+    }
+}
+
+#[test]
+fn references_per_rank_from_a_directory_or_a_stacked_file() {
+    let w = World::new(2);
+    let want = replica_sum(&w.xs);
+    for r in 0..2 {
+        std::fs::create_dir_all(w.path(&format!("refs/rank{r}"))).unwrap();
+        write_f32(&w.path(&format!("refs/rank{r}/y.npy")), &[N as u64], &want);
+    }
+    let (code, out, err) = w.run(&["--input", "x=x.{rank}.npy", "--ref-dir", "refs"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("rank 1: y: ok: 8 elements"), "{out}");
+    // A stacked reference with rank 1's row wrong: a mismatch on rank 1 only.
+    let mut stacked = want.clone();
+    let mut bad = want.clone();
+    bad[1] += 1.0;
+    stacked.extend(bad);
+    write_f32(&w.path("y.ref.npy"), &[2, N as u64], &stacked);
+    let (code, out, err) = w.run(&["--input", "x=x.{rank}.npy", "--ref", "y=y.ref.npy"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("rank 0: y: ok"), "{out}");
+    assert!(out.contains("rank 1: y: MISMATCH"), "{out}");
+    // A reference directory without a rank's subdirectory is named.
+    std::fs::remove_dir_all(w.path("refs/rank1")).unwrap();
+    let (code, _, err) = w.run(&["--input", "x=x.{rank}.npy", "--ref-dir", "refs"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("no reference directory for this rank"),
+        "{err}"
+    );
+}
+
+#[test]
+fn json_reports_each_rank_and_the_ring_order_is_an_option() {
+    let w = World::new(4);
+    let (code, out, err) = w.run(&["--input", "x=x.{rank}.npy", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 4, "{v}");
+    assert_eq!(v["collective_order"], "replica");
+    assert_eq!(v["ranks"][2]["rank"], 2);
+    assert!(v["ranks"][3]["outputs"][0]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("rank3/y.npy"));
+    let (code, out, err) = w.run(&[
+        "--input",
+        "x=x.{rank}.npy",
+        "--collective-order",
+        "ring",
+        "--out-dir",
+        "ring",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // Rank r's block folds from position r + 1 round the ring.
+    for r in 0..4 {
+        let want: Vec<f32> = (0..N)
+            .map(|i| {
+                let first = (r + 1) % 4;
+                (1..4).fold(w.xs[first][i], |a, k| a + w.xs[(first + k) % 4][i])
+            })
+            .collect();
+        assert_eq!(read_f32(&w.path(&format!("ring/rank{r}/y.npy"))), want);
+    }
+}
+
+#[test]
+fn fewer_ranks_than_the_neff_spans_and_bad_per_rank_inputs_are_refused() {
+    let w = World::new(3);
+    let (code, _, err) = w.run(&["--input", "x=x.{rank}.npy", "--ranks", "2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("span 3 ranks"), "{err}");
+    // More ranks than the groups name: a rank outside every group that issues the collective.
+    let (code, _, err) = w.run(&["--input", "x=x.0.npy", "--ranks", "0"]);
+    assert_eq!(code, 2, "{err}");
+    // A file for one rank missing.
+    std::fs::remove_file(w.path("x.2.npy")).unwrap();
+    let (code, _, err) = w.run(&["--input", "x=x.{rank}.npy"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("x.2.npy"), "{err}");
+    // A stacked array of the wrong rank count.
+    let (code, _, err) = w.run(&["--input", "x=x.all.npy", "--ranks", "4"]);
+    assert_ne!(code, 0, "{err}");
+}
+
+#[test]
+fn a_run_does_not_overwrite_the_files_it_reads() {
+    let w = World::new(2);
+    let (code, _, err) = w.run(&["--input", "x=x.{rank}.npy", "--trace", "x.1.npy"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("which this run reads"), "{err}");
+    let (code, _, err) = w.run(&[
+        "--input",
+        "x=x.{rank}.npy",
+        "--trace",
+        w.neff.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    // --out-dir equal to --ref-dir: the outputs would replace the references.
+    let want = replica_sum(&w.xs);
+    for r in 0..2 {
+        std::fs::create_dir_all(w.path(&format!("refs/rank{r}"))).unwrap();
+        write_f32(&w.path(&format!("refs/rank{r}/y.npy")), &[N as u64], &want);
+    }
+    let before = std::fs::read(w.path("refs/rank0/y.npy")).unwrap();
+    let (code, _, err) = w.run(&[
+        "--input",
+        "x=x.{rank}.npy",
+        "--ref-dir",
+        "refs",
+        "--out-dir",
+        "refs",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("which this run reads"), "{err}");
+    assert_eq!(std::fs::read(w.path("refs/rank0/y.npy")).unwrap(), before);
+    // The trace named like an output of this run.
+    let (code, _, err) = w.run(&[
+        "--input",
+        "x=x.{rank}.npy",
+        "--out-dir",
+        "o",
+        "--trace",
+        "o/rank1/y.npy",
+    ]);
+    assert_eq!(code, 2, "{err}");
+}

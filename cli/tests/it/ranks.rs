@@ -53,7 +53,7 @@ fn all_reduce_kernel(ranks: u32) -> Package {
 /// Rank r's input: values whose sum in another order rounds differently (large magnitudes
 /// every third element, small fractions between them).
 fn input(r: usize) -> Vec<f32> {
-    let scale = |i: usize| if i % 3 == 0 { 1.0e7 } else { 0.125 };
+    let scale = |i: usize| if i.is_multiple_of(3) { 1.0e7 } else { 0.125 };
     (0..N)
         .map(|i| (((r * 131 + i * 17) % 23) as f32 - 11.0) * scale(i) + 0.011 * (r + i % 3) as f32)
         .collect()

@@ -104,6 +104,17 @@ impl Reduce {
         }
     }
 
+    /// `acc[i] = acc[i] ∘ x[i]`.
+    fn apply_slice(self, acc: &mut [f32], x: &[f32]) {
+        match self {
+            Reduce::Add => acc.iter_mut().zip(x).for_each(|(a, b)| *a += *b),
+            _ => acc
+                .iter_mut()
+                .zip(x)
+                .for_each(|(a, b)| *a = self.apply(*a, *b)),
+        }
+    }
+
     fn apply(self, a: f32, b: f32) -> f32 {
         match self {
             Reduce::Add => a + b,
@@ -380,6 +391,54 @@ fn deadlock(s: &State) -> String {
     )
 }
 
+/// The ring chunk `p` of `n` elements over `g` positions: `[p·n/g, (p+1)·n/g)`.
+pub fn ring_chunk(p: usize, n: usize, g: usize) -> std::ops::Range<usize> {
+    p * n / g..(p + 1) * n / g
+}
+
+/// The reduction of the contributions `xs` (by position in the group), element by element in
+/// fp32. Replica order folds positions 0, 1, …, g−1; ring order folds the elements of ring
+/// chunk `p` starting at position `p + 1` and going round the ring, so that the chunk ends at
+/// position `p` (the member that holds it after a ring reduce-scatter).
+pub(crate) fn fold(xs: &[Vec<f32>], n: usize, reduce: Reduce, order: Order) -> Vec<f32> {
+    let g = xs.len();
+    let mut acc = vec![0f32; n];
+    if g == 0 {
+        return acc;
+    }
+    let fold_range = |acc: &mut [f32], start: usize, first: usize| {
+        let end = start + acc.len();
+        acc.copy_from_slice(&xs[first][start..end]);
+        for k in 1..g {
+            reduce.apply_slice(acc, &xs[(first + k) % g][start..end]);
+        }
+    };
+    // Blocks of 64 Ki elements fold in parallel; each element's order is fixed by its chunk.
+    const BLOCK: usize = 1 << 16;
+    let chunks: Vec<(usize, usize)> = match order {
+        Order::Replica => vec![(0, 0)],
+        Order::Ring => (0..g)
+            .map(|p| (ring_chunk(p, n, g).start, (p + 1) % g))
+            .collect(),
+    };
+    use rayon::prelude::*;
+    acc.par_chunks_mut(BLOCK)
+        .enumerate()
+        .for_each(|(b, block)| {
+            let mut start = b * BLOCK;
+            let end = start + block.len();
+            while start < end {
+                // The chunk holding `start` and where it ends.
+                let c = chunks.partition_point(|&(s, _)| s <= start) - 1;
+                let stop = chunks.get(c + 1).map_or(end, |&(s, _)| s.min(end));
+                let off = start - b * BLOCK;
+                fold_range(&mut block[off..off + (stop - start)], start, chunks[c].1);
+                start = stop;
+            }
+        });
+    acc
+}
+
 /// The output of each member of a complete collective, by rank; an error when the members'
 /// posts disagree or the data cannot be reduced.
 fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Vec<u8>>, String> {
@@ -437,30 +496,24 @@ fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Vec<u8>>, Stri
                 })
                 .collect::<Result<_, _>>()
                 .map_err(|e| format!("{}: {e}", p0.site))?;
-            let fold = |i: usize, end: usize| -> f32 {
-                // The positions in fold order: replica order, or the ring order of the block
-                // that ends at position `end`.
-                let first = match order {
-                    Order::Replica => 0,
-                    Order::Ring => (end + 1) % g,
-                };
-                let mut acc = xs[first][i];
-                for k in 1..g {
-                    acc = reduce.apply(acc, xs[(first + k) % g][i]);
-                }
-                acc
-            };
-            for (pos, r) in group.iter().enumerate() {
-                let range = if p0.kind == Kind::ReduceScatter {
-                    pos * block..(pos + 1) * block
-                } else {
-                    0..n
-                };
-                let vals: Vec<f32> = range.map(|i| fold(i, pos)).collect();
+            // Every element is folded once; all members of an all-reduce receive the same
+            // values. In ring order the element's ring chunk decides where its fold starts.
+            let folded = fold(&xs, n, reduce, order);
+            let encode = |vals: &[f32]| -> Result<Vec<u8>, String> {
                 let mut bytes = vec![0u8; vals.len() * eb];
-                from_f32_slice(&vals, &mut bytes, p0.format, &CastPolicy::REFERENCE)
+                from_f32_slice(vals, &mut bytes, p0.format, &CastPolicy::REFERENCE)
                     .map_err(|e| format!("{}: {e}", p0.site))?;
-                out.insert(*r, bytes);
+                Ok(bytes)
+            };
+            if p0.kind == Kind::ReduceScatter {
+                for (pos, r) in group.iter().enumerate() {
+                    out.insert(*r, encode(&folded[pos * block..(pos + 1) * block])?);
+                }
+            } else {
+                let bytes = encode(&folded)?;
+                for r in group {
+                    out.insert(*r, bytes.clone());
+                }
             }
         }
         Kind::AllGather => {
@@ -524,6 +577,51 @@ mod tests {
 
     fn m(rank: u32) -> Member {
         Member { rank, core: 0 }
+    }
+
+    /// The ring fold against an element-by-element reference, for counts that do not divide
+    /// by the group (uneven and empty chunks) and across the parallel block size.
+    #[test]
+    fn the_ring_fold_starts_each_element_after_the_end_of_its_chunk() {
+        for (g, n) in [
+            (4usize, 2usize),
+            (4, 10),
+            (3, 7),
+            (5, (1 << 16) + 3),
+            (1, 5),
+        ] {
+            let xs: Vec<Vec<f32>> = (0..g)
+                .map(|r| {
+                    (0..n)
+                        .map(|i| {
+                            ((r * 7 + i * 13) % 19) as f32 * 1.0e7_f32.powi((i % 2) as i32) + 0.3
+                        })
+                        .collect()
+                })
+                .collect();
+            let got = fold(&xs, n, Reduce::Add, Order::Ring);
+            for i in 0..n {
+                let c = (0..g)
+                    .filter(|&c| ring_chunk(c, n, g).contains(&i))
+                    .collect::<Vec<_>>();
+                assert_eq!(c.len(), 1, "element {i} in one chunk");
+                let first = (c[0] + 1) % g;
+                let want = (1..g).fold(xs[first][i], |a, k| a + xs[(first + k) % g][i]);
+                assert_eq!(
+                    got[i].to_bits(),
+                    want.to_bits(),
+                    "g {g}, n {n}, element {i}"
+                );
+            }
+            let rep = fold(&xs, n, Reduce::Max, Order::Replica);
+            for i in 0..n {
+                let want = xs
+                    .iter()
+                    .skip(1)
+                    .fold(xs[0][i], |a, x| crate::numerics::alu::sse_max(a, x[i]));
+                assert_eq!(rep[i].to_bits(), want.to_bits());
+            }
+        }
     }
 
     #[test]

@@ -165,14 +165,17 @@ fn the_ring_order_is_a_second_model_and_differs_where_rounding_shows() {
         ..RunConfig::default()
     };
     let out = run(&p, xs.clone(), &cfg).unwrap();
-    // Rank r's all-reduce result in the ring order: its block is folded from position r + 1.
+    // In the ring order, element i belongs to ring chunk c = i·4/n (the chunk that ends at
+    // position c after the reduce-scatter steps), folded from position c + 1 round the ring;
+    // every rank receives the same values.
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            let c = (0..ranks).rfind(|&c| c * n / ranks <= i).unwrap();
+            let first = (c + 1) % ranks;
+            (1..ranks).fold(xs[first][i], |a, k| a + xs[(first + k) % ranks][i])
+        })
+        .collect();
     for (r, o) in out.iter().enumerate() {
-        let want: Vec<f32> = (0..n)
-            .map(|i| {
-                let first = (r + 1) % ranks;
-                (1..ranks).fold(xs[first][i], |a, k| a + xs[(first + k) % ranks][i])
-            })
-            .collect();
         assert_eq!(f32s(&o["y"]), want, "rank {r}");
     }
     let replica = run(&p, xs, &RunConfig::default()).unwrap();

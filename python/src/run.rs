@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::json;
 use tpbsim_sim::api::{self, RunConfig, RunError};
+use tpbsim_sim::machine::collective::Order;
 use tpbsim_sim::machine::load::dtype_of;
 use tpbsim_sim::machine::timeline::Timeline;
 use tpbsim_sim::machine::{CoreFault, Fault, Program, VarKind, VarSpec};
@@ -26,7 +27,7 @@ pub(crate) fn numpy_dtype(v: &VarSpec) -> &'static str {
     }
 }
 
-fn fault_error(py: Python<'_>, cf: &CoreFault, schedule: u32) -> PyErr {
+fn fault_error(py: Python<'_>, cf: &CoreFault, schedule: u32, rank: Option<usize>) -> PyErr {
     let f = &cf.fault;
     let class = match f {
         Fault::Deadlock(_) => "Deadlock",
@@ -50,7 +51,17 @@ fn fault_error(py: Python<'_>, cf: &CoreFault, schedule: u32) -> PyErr {
     raise(
         py,
         class,
-        (cf.to_string(), f.kind(), engine, index, offset, schedule),
+        (
+            match rank {
+                Some(r) => format!("rank {r}: {cf}"),
+                None => cf.to_string(),
+            },
+            f.kind(),
+            engine,
+            index,
+            offset,
+            schedule,
+        ),
     )
 }
 
@@ -60,8 +71,11 @@ fn run_error(py: Python<'_>, source: &str, e: RunError) -> PyErr {
         RunError::Usage(m) => PyValueError::new_err(m),
         RunError::Setup(e) => PyValueError::new_err(e.to_string()),
         RunError::Fault {
-            fault, schedule, ..
-        } => fault_error(py, &fault, schedule),
+            fault,
+            schedule,
+            rank,
+            ..
+        } => fault_error(py, &fault, schedule, rank),
     }
 }
 
@@ -174,27 +188,14 @@ fn borrowed<'a>(
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// Run a kernel; returns a dict with `outputs`, `stats`, `findings`, `schedule_diffs`, `arch`
-/// and `run` (the [`Run`] that builds the profile).
-#[pyfunction]
-#[pyo3(signature = (neff, inputs=None, *, arch=None, check_races=false, schedules=1, max_steps=None, profile=false))]
-#[allow(clippy::too_many_arguments)]
-fn run<'py>(
-    py: Python<'py>,
-    neff: &Bound<'py, PyAny>,
+/// Each input of `d` checked against its variable (name, dtype, shape; another byte order
+/// converted, values kept) and viewed as bytes; the library copies it once into the machine.
+#[allow(clippy::type_complexity)]
+fn input_arrays<'py>(
+    program: &Program,
+    np: &Bound<'py, PyModule>,
     inputs: Option<&Bound<'py, PyDict>>,
-    arch: Option<&str>,
-    check_races: bool,
-    schedules: u32,
-    max_steps: Option<u64>,
-    profile: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let (n, source) = read_neff(py, neff)?;
-    let program = api::load_program(&n).map_err(|e| run_error(py, &source, e))?;
-    let np = py.import("numpy")?;
-    py.import("ml_dtypes")?;
-    // Each input is checked against its variable and borrowed as bytes; the library copies
-    // it once into the machine.
+) -> PyResult<Vec<(String, Bound<'py, PyArray1<u8>>)>> {
     let mut arrays = Vec::new();
     if let Some(d) = inputs {
         for (k, arr) in d.iter() {
@@ -230,6 +231,210 @@ fn run<'py>(
             arrays.push((name, byte_view(&arr)?));
         }
     }
+    Ok(arrays)
+}
+
+/// The outputs of a run as numpy arrays: each output's buffer becomes its array's (no copy),
+/// viewed with the variable's dtype and shape.
+fn outputs_dict<'py>(
+    py: Python<'py>,
+    np: &Bound<'py, PyModule>,
+    program: &Program,
+    mut bytes_by_name: BTreeMap<String, Vec<u8>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let outputs = PyDict::new(py);
+    for v in program.outputs() {
+        let Some(bytes) = bytes_by_name.remove(&v.name) else {
+            continue;
+        };
+        let a = PyArray1::from_vec(py, bytes)
+            .into_any()
+            .call_method1("view", (np.getattr("dtype")?.call1((numpy_dtype(v),))?,))?
+            .call_method1("reshape", (v.shape.clone(),))?;
+        outputs.set_item(&v.name, a)?;
+    }
+    Ok(outputs)
+}
+
+/// The options of a run of several ranks.
+struct WorldArgs<'py, 'a> {
+    /// The same inputs for every rank.
+    dict: Option<Bound<'py, PyDict>>,
+    /// Inputs per rank.
+    per_rank: Option<Vec<Bound<'py, PyDict>>>,
+    ranks: Option<u32>,
+    arch: Option<&'a str>,
+    check_races: bool,
+    schedules: u32,
+    max_steps: Option<u64>,
+    profile: bool,
+    collective_order: &'a str,
+}
+
+/// A world of ranks (docs/collectives.md): `outputs`, `stats` and `cores` are lists with one
+/// entry per rank.
+fn run_ranks<'py>(
+    py: Python<'py>,
+    program: &Program,
+    source: &str,
+    np: &Bound<'py, PyModule>,
+    a: WorldArgs<'py, '_>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let world = program.world();
+    let ranks = match (a.ranks, &a.per_rank) {
+        (Some(0), _) => return Err(PyValueError::new_err("ranks: at least 1")),
+        (Some(n), Some(l)) if l.len() != n as usize => {
+            return Err(PyValueError::new_err(format!(
+                "ranks={n}, but inputs are given for {} ranks",
+                l.len()
+            )))
+        }
+        (Some(n), _) => n as usize,
+        (None, Some(l)) => l.len(),
+        (None, None) => world,
+    };
+    if ranks < world {
+        return Err(PyValueError::new_err(format!(
+            "the kernel's collectives span {world} ranks; a world of {ranks} cannot run them"
+        )));
+    }
+    for (what, on) in [
+        ("check_races", a.check_races),
+        ("schedules > 1", a.schedules > 1),
+        ("profile", a.profile),
+    ] {
+        if on {
+            return Err(PyValueError::new_err(format!(
+                "{what} is not available for a run of several ranks"
+            )));
+        }
+    }
+    let order = match a.collective_order {
+        "replica" => Order::Replica,
+        "ring" => Order::Ring,
+        o => {
+            return Err(PyValueError::new_err(format!(
+                "collective_order `{o}`: `replica` or `ring`"
+            )))
+        }
+    };
+    let arrays: Vec<_> = match &a.per_rank {
+        Some(l) => l
+            .iter()
+            .map(|d| input_arrays(program, np, Some(d)))
+            .collect::<PyResult<_>>()?,
+        None => {
+            let one = input_arrays(program, np, a.dict.as_ref())?;
+            vec![one; ranks]
+        }
+    };
+    let views: Vec<Vec<_>> = arrays
+        .iter()
+        .map(|r| r.iter().map(|(n, a)| (n.clone(), a.readonly())).collect())
+        .collect();
+    let given: Vec<BTreeMap<String, &[u8]>> =
+        views.iter().map(|v| borrowed(v)).collect::<PyResult<_>>()?;
+    let mut cfg = RunConfig {
+        validator: Some(Arc::new(L2Check)),
+        collective_order: order,
+        ..RunConfig::default()
+    };
+    if let Some(g) = a.arch {
+        cfg.arch = Some(parse_gen(g)?);
+    }
+    if let Some(s) = a.max_steps {
+        cfg.max_steps = s;
+    }
+    let outs = py
+        .allow_threads(|| api::run_world(program, &given, &cfg))
+        .map_err(|e| run_error(py, source, e))?;
+    drop(given);
+    drop(views);
+    let r = PyDict::new(py);
+    let (outputs, stats, cores) = (PyList::empty(py), PyList::empty(py), PyList::empty(py));
+    let mut gen = None;
+    for o in outs {
+        gen = Some(o.gen);
+        stats.append(json_to_py(py, &o.stats)?)?;
+        cores.append(json_to_py(py, &o.cores)?)?;
+        outputs.append(outputs_dict(py, np, program, o.outputs)?)?;
+    }
+    r.set_item("outputs", outputs)?;
+    r.set_item("stats", stats)?;
+    r.set_item("cores", cores)?;
+    r.set_item("findings", PyList::empty(py))?;
+    r.set_item("schedule_diffs", PyList::empty(py))?;
+    r.set_item("arch", gen.map(|g| g.short()))?;
+    r.set_item("ranks", ranks)?;
+    r.set_item("collective_order", a.collective_order)?;
+    r.set_item("run", py.None())?;
+    Ok(r)
+}
+
+/// Run a kernel; returns a dict with `outputs`, `stats`, `findings`, `schedule_diffs`, `arch`
+/// and `run` (the [`Run`] that builds the profile). With `inputs` a list of dicts (one per
+/// rank), `ranks`, or a kernel whose collectives span several ranks, the kernel runs as a world
+/// of ranks ([`run_ranks`]).
+#[pyfunction]
+#[pyo3(signature = (neff, inputs=None, *, arch=None, check_races=false, schedules=1, max_steps=None, profile=false, ranks=None, collective_order="replica"))]
+#[allow(clippy::too_many_arguments)]
+fn run<'py>(
+    py: Python<'py>,
+    neff: &Bound<'py, PyAny>,
+    inputs: Option<&Bound<'py, PyAny>>,
+    arch: Option<&str>,
+    check_races: bool,
+    schedules: u32,
+    max_steps: Option<u64>,
+    profile: bool,
+    ranks: Option<u32>,
+    collective_order: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (n, source) = read_neff(py, neff)?;
+    let program = api::load_program(&n).map_err(|e| run_error(py, &source, e))?;
+    let np = py.import("numpy")?;
+    py.import("ml_dtypes")?;
+    let per_rank = match inputs {
+        None => None,
+        Some(i) if i.downcast::<PyDict>().is_ok() => None,
+        Some(i) => Some(
+            i.try_iter()
+                .map_err(|_| {
+                    PyTypeError::new_err(
+                        "inputs: a dict of arrays, or a list of such dicts (one per rank)",
+                    )
+                })?
+                .map(|d| {
+                    d.and_then(|d| {
+                        d.downcast_into::<PyDict>().map_err(|_| {
+                            PyTypeError::new_err("inputs: each rank's inputs are a dict of arrays")
+                        })
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()?,
+        ),
+    };
+    let dict = inputs.and_then(|i| i.downcast::<PyDict>().ok().cloned());
+    if per_rank.is_some() || ranks.is_some() || program.world() > 1 {
+        return run_ranks(
+            py,
+            &program,
+            &source,
+            &np,
+            WorldArgs {
+                dict,
+                per_rank,
+                ranks,
+                arch,
+                check_races,
+                schedules,
+                max_steps,
+                profile,
+                collective_order,
+            },
+        );
+    }
+    let arrays = input_arrays(&program, &np, dict.as_ref())?;
     let views: Vec<_> = arrays
         .iter()
         .map(|(n, a)| (n.clone(), a.readonly()))
@@ -254,19 +459,7 @@ fn run<'py>(
     let profile = (!out.timelines.is_empty()).then(|| profiles_json(&out.timelines, &program));
     drop(given);
     drop(views);
-    let outputs = PyDict::new(py);
-    let mut bytes_by_name = out.outputs;
-    for v in program.outputs() {
-        let Some(bytes) = bytes_by_name.remove(&v.name) else {
-            continue;
-        };
-        // The output's buffer becomes the array's (no copy), viewed with the variable's dtype.
-        let a = PyArray1::from_vec(py, bytes)
-            .into_any()
-            .call_method1("view", (np.getattr("dtype")?.call1((numpy_dtype(v),))?,))?
-            .call_method1("reshape", (v.shape.clone(),))?;
-        outputs.set_item(&v.name, a)?;
-    }
+    let outputs = outputs_dict(py, &np, &program, out.outputs)?;
     let r = PyDict::new(py);
     r.set_item("outputs", outputs)?;
     r.set_item("stats", json_to_py(py, &out.stats)?)?;

@@ -76,7 +76,10 @@ class ExecutionError(SimulationFault):
 @dataclass
 class Result:
     """The outputs (numpy arrays by name), counters and findings of a run; ``cores`` lists
-    each NeuronCore's subgraph and counters (one entry per core of the program)."""
+    each NeuronCore's subgraph and counters (one entry per core of the program).
+
+    A run of several ranks (``ranks`` is set) has one entry per rank in ``outputs``,
+    ``stats`` and ``cores``: ``result.outputs[r]["y"]`` is rank ``r``'s output ``y``."""
 
     outputs: Dict[str, Any]
     stats: Dict[str, Any]
@@ -85,6 +88,8 @@ class Result:
     schedule_diffs: List[Dict[str, Any]] = field(default_factory=list)
     arch: Optional[str] = None
     run: Any = field(default=None, repr=False)
+    ranks: Optional[int] = None
+    collective_order: Optional[str] = None
 
     def profile(self):
         """The timeline profile of the round-robin run (``sim profile``'s cost model):
@@ -127,12 +132,17 @@ def _neff_arg(neff):
 
 
 def run(neff, inputs=None, *, arch=None, check_races=False, schedules=1, max_steps=None,
-        profile=False):
+        profile=False, ranks=None, collective_order="replica"):
     """Run a kernel NEFF (a path, bytes or a :class:`Kernel`) with ``inputs`` ({name:
     ndarray}; inputs not given take the NEFF's own data). Returns a :class:`Result`; raises a
     :class:`SimulationFault` subclass on a fault and :class:`NeffError` on a bad NEFF.
     ``profile=True`` records the timeline during the run (else ``Result.profile()`` replays
-    the round-robin run with it)."""
+    the round-robin run with it).
+
+    Several ranks (docs/collectives.md): ``inputs`` a list with one dict per rank, or
+    ``ranks=N`` (every rank then takes the same ``inputs``); a kernel whose collectives span
+    several ranks runs as that world by default. ``collective_order`` is ``"replica"`` (fp32,
+    ranks in replica order: the compiler's BIR simulator) or ``"ring"``."""
     r = _native.run(
         _neff_arg(neff),
         inputs,
@@ -141,6 +151,8 @@ def run(neff, inputs=None, *, arch=None, check_races=False, schedules=1, max_ste
         schedules=schedules,
         max_steps=max_steps,
         profile=profile,
+        ranks=ranks,
+        collective_order=collective_order,
     )
     return Result(**r)
 

@@ -16,15 +16,15 @@ use std::path::PathBuf;
 
 use tpbsim_isa::NumFormat;
 use tpbsim_isa::{
-    AccumCmd, ActFunc, Activate, Addr4, AluOp, Bundle, DmaTrigger, Dtype, DtypePair, Engine,
-    Events, F32Bits, Gen, Header, ImmSrc, ImmSrcN, LdWeights, LdWeightsMx, LdWeightsV3, Matmul,
-    MatmulMx, MatmulV3, MemPattern, MxMemPattern1d, Opcode, PsumAccumulateFlags, QuantizeMx,
-    ReadAccumulator, Tensor, TensorReduce, TensorReduceV2, TensorScalar, TensorSubdim,
+    AccumCmd, ActFunc, Activate, Addr4, AluOp, Bundle, Control, DmaTrigger, Dtype, DtypePair,
+    Engine, Events, F32Bits, Gen, Header, ImmSrc, ImmSrcN, LdWeights, LdWeightsMx, LdWeightsV3,
+    Matmul, MatmulMx, MatmulV3, MemPattern, MxMemPattern1d, Opcode, PsumAccumulateFlags,
+    QuantizeMx, ReadAccumulator, Tensor, TensorReduce, TensorReduceV2, TensorScalar, TensorSubdim,
     TensorTensor, TsReverse, UpdateMode, WaitMode, Wire, ZeroRegion,
 };
 use tpbsim_neff::{DmaEntry, VarKind, VarRef};
 use tpbsim_sim::machine::ops::pe::compiler_weights_source;
-use tpbsim_sim::machine::pack::Package;
+use tpbsim_sim::machine::pack::{Collective, Package};
 use tpbsim_sim::machine::Geometry;
 
 const GEN: Gen = Gen::V3;
@@ -716,6 +716,236 @@ fn matmul_bf16() -> Package {
     p
 }
 
+/// Ranks of the collective kernels (`testdata/collectives/`).
+const RANKS: u32 = 4;
+
+/// A package whose collectives span `RANKS` ranks in one replica group.
+fn world(name: &str) -> Package {
+    let mut p = Package::new(name, GEN);
+    p.def.extra.insert(
+        "replica_groups".into(),
+        serde_json::json!([(0..RANKS).collect::<Vec<_>>()]),
+    );
+    p
+}
+
+/// PSEUDO_TRIGGER_COLLECTIVE over replica group 0: `n` elements of `from` (var id) into `to`,
+/// completing on semaphore `done` (increment on complete, as the runtime requires).
+fn collective(
+    ctype: u8,
+    op: AluOp,
+    f: NumFormat,
+    from: u64,
+    to: u64,
+    n: u64,
+    ev: Events,
+) -> Bundle {
+    Collective {
+        ctype,
+        op,
+        format: f,
+        group: 0,
+        input: from,
+        output: to,
+        elements: n,
+    }
+    .to_bundle(GEN, ev)
+    .expect("the record's values fit")
+}
+
+/// A Pool NOP that waits for semaphore `sem` to reach `v`.
+fn pool_wait(sem: u8, v: u32) -> Bundle {
+    Control {
+        header: Header::new(Opcode::NOP),
+        events: events(Some((sem, v)), None),
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+/// Tensor-parallel (row-parallel) matmul: rank r holds rows 128·r.. of `w` [512, 128] and of
+/// `x` [512, 128] (bf16), computes its partial product w_rᵀ·x_r in fp32 on the PE, moves it to
+/// DRAM and all-reduces it: every rank's `y` is wᵀ·x.
+fn tp_matmul_allreduce() -> Package {
+    const N: u16 = 128;
+    let mut p = world("tp_matmul_allreduce");
+    p.onchip();
+    p.queue("in", None);
+    p.queue("out", None);
+    let w = p
+        .var("w", VarKind::Input, NumFormat::Bfloat16, &[128, 128], None)
+        .unwrap();
+    let x = p
+        .var("x", VarKind::Input, NumFormat::Bfloat16, &[128, 128], None)
+        .unwrap();
+    let partial = p
+        .var(
+            "partial",
+            VarKind::TmpBuf,
+            NumFormat::Float32,
+            &[128, 128],
+            None,
+        )
+        .unwrap();
+    let y = p
+        .var("y", VarKind::Output, NumFormat::Float32, &[128, 128], None)
+        .unwrap();
+    let _ = (w, x);
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![
+            rows("w", 0, 128, NumFormat::Bfloat16, true, Some(1)),
+            rows("x", 1024, 128, NumFormat::Bfloat16, true, Some(1)),
+        ],
+    );
+    p.block(
+        Engine::Sp,
+        "out",
+        0,
+        vec![rows(
+            "partial",
+            4096,
+            128,
+            NumFormat::Float32,
+            false,
+            Some(4),
+        )],
+    );
+    let bft = tag(NumFormat::Bfloat16);
+    let psum = || row(Addr4::imm(Geometry::of(GEN).psum_address(0, 0)), N);
+    p.streams[Engine::Pe as usize] = vec![
+        LdWeights::V3(LdWeightsV3 {
+            header: Header::new(Opcode(0x01)),
+            events: events(Some((1, 2)), None),
+            src: compiler_weights_source(sbuf(0).address(), 128, 2),
+            in_dtype: bft,
+            num_active_rows: 128,
+            num_active_cols: 128,
+            row_grp: 0x0F,
+            col_grp: 0x0F,
+            ..Default::default()
+        })
+        .to_bundle(),
+        Matmul::V3(MatmulV3 {
+            header: Header::new(Opcode(0x02)),
+            events: events(None, Some(3)),
+            src: row(sbuf(1024), N),
+            in_dtype: bft,
+            out_dtype: tag(NumFormat::Float32),
+            num_active_rows: 128,
+            num_active_cols: 128,
+            psum_accumulate_flags: PsumAccumulateFlags::from_bits(3), // START | END
+            row_grp: 0x0F,
+            col_grp: 0x0F,
+            psum_zero_region: ZeroRegion(0),
+            dst: psum(),
+            ..Default::default()
+        })
+        .to_bundle(),
+    ];
+    p.streams[Engine::Act as usize] = vec![activate(
+        events(Some((3, 1)), Some(2)),
+        1, // identity
+        1.0,
+        ImmBias::Imm(0.0),
+        0,
+        psum(),
+        row(sbuf(4096), N),
+    )];
+    p.streams[Engine::Sp as usize] = vec![
+        trigger("in", 0, Events::default()),
+        trigger("out", 0, events(Some((2, 1)), None)),
+    ];
+    p.streams[Engine::Pool as usize] = vec![
+        collective(
+            1,
+            AluOp::ADD,
+            NumFormat::Float32,
+            partial,
+            y,
+            128 * 128,
+            events(Some((4, 1)), Some(5)),
+        ),
+        pool_wait(5, 1),
+    ];
+    p
+}
+
+/// Reduce-scatter then all-gather (bf16, summed in fp32 and rounded once): rank r's `part` is
+/// block r of the sum of every rank's `x`, and every rank's `y` is the whole sum.
+fn reduce_scatter_all_gather() -> Package {
+    const N: u64 = 1024;
+    let mut p = world("reduce_scatter_all_gather");
+    let x = p
+        .var("x", VarKind::Input, NumFormat::Bfloat16, &[N], None)
+        .unwrap();
+    let part = p
+        .var(
+            "part",
+            VarKind::Output,
+            NumFormat::Bfloat16,
+            &[N / RANKS as u64],
+            None,
+        )
+        .unwrap();
+    let y = p
+        .var("y", VarKind::Output, NumFormat::Bfloat16, &[N], None)
+        .unwrap();
+    p.streams[Engine::Pool as usize] = vec![
+        collective(
+            2,
+            AluOp::ADD,
+            NumFormat::Bfloat16,
+            x,
+            part,
+            N,
+            events(None, Some(5)),
+        ),
+        collective(
+            3,
+            AluOp::ADD,
+            NumFormat::Bfloat16,
+            part,
+            y,
+            N / RANKS as u64,
+            events(Some((5, 1)), Some(6)),
+        ),
+        pool_wait(6, 1),
+    ];
+    p
+}
+
+/// One collective of type `ctype` from input `x` into output `y` (both `shape`, format `f`),
+/// and Pool's wait for it.
+fn x_to_y(name: &str, ctype: u8, f: NumFormat, shape: &[u64]) -> Package {
+    let mut p = world(name);
+    let x = p.var("x", VarKind::Input, f, shape, None).unwrap();
+    let y = p.var("y", VarKind::Output, f, shape, None).unwrap();
+    let n = shape.iter().product();
+    p.streams[Engine::Pool as usize] = vec![
+        collective(ctype, AluOp::ADD, f, x, y, n, events(None, Some(5))),
+        pool_wait(5, 1),
+    ];
+    p
+}
+
+/// A permute round the ring (`src_target_pairs` r → r + 1): rank r's `y` is rank r − 1's `x`.
+fn permute_ring() -> Package {
+    let mut p = x_to_y("permute_ring", 5, NumFormat::Float32, &[512]);
+    p.def.extra.insert(
+        "src_target_pairs".into(),
+        serde_json::json!((0..RANKS).map(|r| [r, (r + 1) % RANKS]).collect::<Vec<_>>()),
+    );
+    p
+}
+
+/// All-to-all (fp16): block q of rank p's `x` lands in block p of rank q's `y`.
+fn all_to_all() -> Package {
+    x_to_y("all_to_all", 4, NumFormat::Float16, &[RANKS as u64, 64])
+}
+
 const GEN4: Gen = Gen::V4;
 
 fn sbuf4(partition: u32, offset: u32) -> u32 {
@@ -1354,39 +1584,58 @@ fn uninit_psum_accumulate() -> Package {
 const OLD_DIALECT: [&str; 1] = ["vadd"];
 
 fn main() {
-    let out = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
+    let mut args = std::env::args().skip(1).map(PathBuf::from);
+    let out = args
+        .next()
         .unwrap_or_else(|| PathBuf::from("testdata/kernels"));
-    std::fs::create_dir_all(&out).expect("create the output directory");
-    for p in [
-        vadd(),
-        iadd_pool(),
-        softmax(),
-        rmsnorm(),
-        matmul_bf16(),
-        mx_matmul(),
-        range_select(),
-        race_dma_wait(),
-        race_engines(),
-        race_counter_partial(),
-        counter_join(),
-        credit_handoff(),
-        deadlock_cycle(),
-        deadlock_missing(),
-        uninit_read(),
-        uninit_psum_accumulate(),
+    let world_out = args
+        .next()
+        .unwrap_or_else(|| PathBuf::from("testdata/collectives"));
+    for (dir, kernels) in [
+        (
+            &out,
+            vec![
+                vadd(),
+                iadd_pool(),
+                softmax(),
+                rmsnorm(),
+                matmul_bf16(),
+                mx_matmul(),
+                range_select(),
+                race_dma_wait(),
+                race_engines(),
+                race_counter_partial(),
+                counter_join(),
+                credit_handoff(),
+                deadlock_cycle(),
+                deadlock_missing(),
+                uninit_read(),
+                uninit_psum_accumulate(),
+            ],
+        ),
+        (
+            &world_out,
+            vec![
+                tp_matmul_allreduce(),
+                reduce_scatter_all_gather(),
+                permute_ring(),
+                all_to_all(),
+            ],
+        ),
     ] {
-        let path = out.join(format!("{}.neff", p.name));
-        // Every kernel is written in the runtime's layout except one, kept in tpbsim's earlier
-        // dialect so that reader stays tested.
-        let neff = if OLD_DIALECT.contains(&p.name.as_str()) {
-            p.to_neff_dialect()
-        } else {
-            p.to_neff()
-        };
-        neff.and_then(|n| n.write_to(&path).map_err(Into::into))
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        println!("wrote {}", path.display());
+        std::fs::create_dir_all(dir).expect("create the output directory");
+        for p in kernels {
+            let path = dir.join(format!("{}.neff", p.name));
+            // Every kernel is written in the runtime's layout except one, kept in tpbsim's
+            // earlier dialect so that reader stays tested.
+            let neff = if OLD_DIALECT.contains(&p.name.as_str()) {
+                p.to_neff_dialect()
+            } else {
+                p.to_neff()
+            };
+            neff.and_then(|n| n.write_to(&path).map_err(Into::into))
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            println!("wrote {}", path.display());
+        }
     }
 }

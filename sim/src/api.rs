@@ -253,6 +253,26 @@ pub fn share_inputs<D: AsRef<[u8]>>(inputs: &BTreeMap<String, D>) -> BTreeMap<St
         .collect()
 }
 
+/// Run `program` as a world of `inputs.len()` ranks (one input map per rank; at least one),
+/// each a copy of the program with its own DRAM, meeting at the collectives
+/// (docs/collectives.md); one [`RunOutput`] per rank, in rank order. One rank is
+/// [`run_program`]'s round-robin run.
+pub fn run_world<D: AsRef<[u8]>>(
+    program: &Program,
+    inputs: &[BTreeMap<String, D>],
+    cfg: &RunConfig,
+) -> Result<Vec<RunOutput>, RunError> {
+    let gen = generation(program, cfg.arch)?;
+    if inputs.is_empty() {
+        return Err(RunError::Usage("a world needs at least one rank".into()));
+    }
+    for i in inputs {
+        check_inputs(program, i)?;
+    }
+    let shared: Vec<_> = inputs.iter().map(share_inputs).collect();
+    run_world_schedule(program, gen, &shared, cfg, 0, &|_, _, _| {})
+}
+
 /// Run `kernel` (one core) with `inputs`; see [`run_program`].
 pub fn run_kernel<D: AsRef<[u8]>>(
     kernel: &Kernel,

@@ -197,6 +197,56 @@ impl Package {
     }
 }
 
+/// One collective of a kernel: a PSEUDO_TRIGGER_COLLECTIVE (0xC8) record
+/// (`docs/collectives.md`).
+#[derive(Clone, Copy, Debug)]
+pub struct Collective {
+    /// Collective type (1 all-reduce, 2 reduce-scatter, 3 all-gather, 4 all-to-all, 5
+    /// permute, ...).
+    pub ctype: u8,
+    /// Reduction (ALU op).
+    pub op: tpbsim_isa::AluOp,
+    /// Element type.
+    pub format: NumFormat,
+    /// Index of the replica group in def.json `replica_groups`.
+    pub group: u16,
+    /// Var id of the input variable.
+    pub input: u64,
+    /// Var id of the output variable.
+    pub output: u64,
+    /// Elements each member posts.
+    pub elements: u64,
+}
+
+impl Collective {
+    /// The bundle on `gen`, with `events` (its semaphore update made when the collective
+    /// completes); `None` when a value does not fit its field or the format has no wire tag.
+    pub fn to_bundle(&self, gen: Gen, events: tpbsim_isa::Events) -> Option<Bundle> {
+        use tpbsim_isa::formats::loc::trigger_collective as c;
+        let mut b = tpbsim_isa::Control {
+            header: tpbsim_isa::Header::new(tpbsim_isa::Opcode::PSEUDO_TRIGGER_COLLECTIVE),
+            events,
+            ..Default::default()
+        }
+        .to_bundle();
+        let tag = self.format.wire_tag(gen)?;
+        for (field, v) in [
+            (c::OP, u64::from(self.op.0)),
+            (c::DTYPE, u64::from(tag)),
+            (c::GROUP_ID, u64::from(self.group)),
+            (c::INPUT_TENSOR_ID, self.input),
+            (c::OUTPUT_TENSOR_ID, self.output),
+            (c::NUM_ELEMENTS, self.elements),
+            (c::CTYPE, u64::from(self.ctype)),
+        ] {
+            if !field.write_uint(&mut b.0, gen, v) {
+                return None;
+            }
+        }
+        Some(b)
+    }
+}
+
 fn json_err(e: serde_json::Error) -> PackError {
     PackError::Neff(neff::NeffError::Pack {
         what: "a JSON member".into(),

@@ -12,10 +12,10 @@
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use half::f16;
+use tpbsim_benches::best_of;
 use tpbsim_benches::lnc2_matmul::Lnc2Matmul;
 use tpbsim_sim::api::{self, RunConfig};
 
@@ -39,17 +39,6 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
             f16::from_f64((s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0).to_f32()
         })
         .collect()
-}
-
-fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {
-    (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
 }
 
 /// fp32 `x[m, k] @ y[k, n]` with matrixmultiply, the columns split over `threads` threads

@@ -56,6 +56,18 @@ pub const KERNELS: [&str; 7] = [
 ];
 
 /// Path of `testdata/kernels/NAME.neff`.
+/// The shortest of `runs` timings of `f`.
+pub fn best_of(runs: usize, mut f: impl FnMut()) -> std::time::Duration {
+    (0..runs)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
 pub fn kernel_path(name: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(format!("../testdata/kernels/{name}.neff"))

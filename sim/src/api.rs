@@ -507,7 +507,7 @@ fn finish(
     let outputs = names
         .into_iter()
         .map(|name| {
-            let bytes = cl.output(&name).unwrap_or_default();
+            let bytes = cl.take_output(&name).unwrap_or_default();
             (name, bytes)
         })
         .collect();

@@ -257,12 +257,15 @@ impl<'p> Cluster<'p> {
         })
     }
 
-    /// The bytes of output `name` after a run: a single core's buffer, or the bytes each core
-    /// wrote laid over zeros in core order.
-    pub fn output(&mut self, name: &str) -> Option<Vec<u8>> {
+    /// The bytes of output `name` after a run, taken out of the machine: a single core's
+    /// buffer (the variable is left empty), or the bytes each core wrote laid over zeros in
+    /// core order.
+    pub fn take_output(&mut self, name: &str) -> Option<Vec<u8>> {
         let spec = self.program.var(name)?;
         if self.cores.len() == 1 {
-            return self.cores[0].var(name).map(<[u8]>::to_vec);
+            // The run is over: the core's buffer becomes the output (no copy).
+            let id = self.cores[0].dram.id_of(name)?;
+            return self.cores[0].dram.take(id);
         }
         let mut out = vec![0u8; usize::try_from(spec.size).ok()?];
         for m in &mut self.cores {

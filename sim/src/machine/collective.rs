@@ -24,7 +24,7 @@
 //! not posted them and where every waiting rank stands.
 
 use std::collections::BTreeMap;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tpbsim_isa::{AluOp, NumFormat};
 
@@ -33,7 +33,7 @@ use crate::numerics::cast::{from_f32_slice, to_f32_slice, CastPolicy};
 
 /// What a member receives from a complete collective: its output bytes, or why the collective
 /// failed (the members disagree, the data cannot be reduced).
-pub type Received = Result<Vec<u8>, String>;
+pub type Received = Result<Arc<Vec<u8>>, String>;
 
 /// The collective types of the record's `ctype` byte (`NEURON_ISA_TPB_COLLECTIVE_TYPE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -400,11 +400,17 @@ pub fn ring_chunk(p: usize, n: usize, g: usize) -> std::ops::Range<usize> {
 /// fp32. Replica order folds positions 0, 1, …, g−1; ring order folds the elements of ring
 /// chunk `p` starting at position `p + 1` and going round the ring, so that the chunk ends at
 /// position `p` (the member that holds it after a ring reduce-scatter).
-pub(crate) fn fold(xs: &[Vec<f32>], n: usize, reduce: Reduce, order: Order) -> Vec<f32> {
-    let g = xs.len();
+pub(crate) fn fold(xs: &[&[f32]], n: usize, reduce: Reduce, order: Order) -> Vec<f32> {
     let mut acc = vec![0f32; n];
+    fold_into(xs, reduce, order, &mut acc);
+    acc
+}
+
+/// [`fold`] into `acc` (as many elements as each contribution).
+fn fold_into(xs: &[&[f32]], reduce: Reduce, order: Order, acc: &mut [f32]) {
+    let (g, n) = (xs.len(), acc.len());
     if g == 0 {
-        return acc;
+        return;
     }
     let fold_range = |acc: &mut [f32], start: usize, first: usize| {
         let end = start + acc.len();
@@ -436,12 +442,11 @@ pub(crate) fn fold(xs: &[Vec<f32>], n: usize, reduce: Reduce, order: Order) -> V
                 start = stop;
             }
         });
-    acc
 }
 
 /// The output of each member of a complete collective, by rank; an error when the members'
 /// posts disagree or the data cannot be reduced.
-fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Vec<u8>>, String> {
+fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Arc<Vec<u8>>>, String> {
     let mut posts = inst.posted.iter();
     let Some((&r0, (p0, _))) = posts.next() else {
         return Ok(BTreeMap::new());
@@ -488,29 +493,60 @@ fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Vec<u8>>, Stri
             } else {
                 n
             };
-            let xs: Vec<Vec<f32>> = by_pos
-                .iter()
-                .map(|p| {
-                    let mut v = vec![0f32; n];
-                    to_f32_slice(&p.data, p.format, &mut v).map(|_| v)
+            // fp32 contributions are read in place; other types are widened to fp32 first.
+            let in_place: Option<Vec<&[f32]>> = (p0.format == NumFormat::Float32)
+                .then(|| {
+                    by_pos
+                        .iter()
+                        .map(|p| bytemuck::try_cast_slice::<u8, f32>(&p.data).ok())
+                        .collect()
                 })
-                .collect::<Result<_, _>>()
-                .map_err(|e| format!("{}: {e}", p0.site))?;
+                .flatten();
+            let widened: Vec<Vec<f32>> = match in_place {
+                Some(_) => Vec::new(),
+                None => by_pos
+                    .iter()
+                    .map(|p| {
+                        let mut v = vec![0f32; n];
+                        to_f32_slice(&p.data, p.format, &mut v).map(|_| v)
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("{}: {e}", p0.site))?,
+            };
+            let xs: Vec<&[f32]> =
+                in_place.unwrap_or_else(|| widened.iter().map(Vec::as_slice).collect());
             // Every element is folded once; all members of an all-reduce receive the same
             // values. In ring order the element's ring chunk decides where its fold starts.
+            if p0.kind == Kind::AllReduce && p0.format == NumFormat::Float32 {
+                // fp32 results are their own encoding: fold straight into the output bytes.
+                let mut bytes = super::core::zeroed((n * eb) as u64)
+                    .ok_or_else(|| format!("{}: cannot allocate the result", p0.site))?;
+                if let Ok(acc) = bytemuck::try_cast_slice_mut::<u8, f32>(&mut bytes) {
+                    fold_into(&xs, reduce, order, acc);
+                    let bytes = Arc::new(bytes);
+                    for r in group {
+                        out.insert(*r, bytes.clone());
+                    }
+                    return Ok(out);
+                }
+            }
             let folded = fold(&xs, n, reduce, order);
             let encode = |vals: &[f32]| -> Result<Vec<u8>, String> {
-                let mut bytes = vec![0u8; vals.len() * eb];
+                let mut bytes = super::core::zeroed((vals.len() * eb) as u64)
+                    .ok_or_else(|| format!("{}: cannot allocate the result", p0.site))?;
                 from_f32_slice(vals, &mut bytes, p0.format, &CastPolicy::REFERENCE)
                     .map_err(|e| format!("{}: {e}", p0.site))?;
                 Ok(bytes)
             };
             if p0.kind == Kind::ReduceScatter {
                 for (pos, r) in group.iter().enumerate() {
-                    out.insert(*r, encode(&folded[pos * block..(pos + 1) * block])?);
+                    out.insert(
+                        *r,
+                        Arc::new(encode(&folded[pos * block..(pos + 1) * block])?),
+                    );
                 }
             } else {
-                let bytes = encode(&folded)?;
+                let bytes = Arc::new(encode(&folded)?);
                 for r in group {
                     out.insert(*r, bytes.clone());
                 }
@@ -521,6 +557,7 @@ fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Vec<u8>>, Stri
             for p in &by_pos {
                 all.extend_from_slice(&p.data);
             }
+            let all = Arc::new(all);
             for r in group {
                 out.insert(*r, all.clone());
             }
@@ -538,13 +575,13 @@ fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Vec<u8>>, Stri
                 for p in &by_pos {
                     v.extend_from_slice(&p.data[q * bb..(q + 1) * bb]);
                 }
-                out.insert(*r, v);
+                out.insert(*r, Arc::new(v));
             }
         }
         Kind::Permute => {
             for &(src, dst) in &p0.pairs {
                 if let Some((p, _)) = inst.posted.get(&src) {
-                    out.insert(dst, p.data.clone());
+                    out.insert(dst, Arc::new(p.data.clone()));
                 }
             }
         }
@@ -599,7 +636,8 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            let got = fold(&xs, n, Reduce::Add, Order::Ring);
+            let views: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
+            let got = fold(&views, n, Reduce::Add, Order::Ring);
             for i in 0..n {
                 let c = (0..g)
                     .filter(|&c| ring_chunk(c, n, g).contains(&i))
@@ -613,7 +651,7 @@ mod tests {
                     "g {g}, n {n}, element {i}"
                 );
             }
-            let rep = fold(&xs, n, Reduce::Max, Order::Replica);
+            let rep = fold(&views, n, Reduce::Max, Order::Replica);
             for i in 0..n {
                 let want = xs
                     .iter()

@@ -212,6 +212,7 @@ pub(crate) fn zeroed(n: u64) -> Option<Vec<u8>> {
     if p.is_null() {
         return None;
     }
+    crate::process::advise_huge_pages(p, n);
     // SAFETY: `p` was allocated by the global allocator with the layout of `n` bytes (align
     // 1), all of them initialised to zero; the Vec takes ownership with capacity `n`.
     Some(unsafe { Vec::from_raw_parts(p, n, n) })

@@ -137,11 +137,11 @@ impl Machine<'_> {
         )
         .map_err(|e| Fault::budget(site, e))?;
         self.charge_collective(site, in_len)?;
-        let data = self
-            .dram
-            .read(input, in_off, len)
-            .map_err(site_err)?
-            .to_vec();
+        let src = self.dram.read(input, in_off, len).map_err(site_err)?;
+        let mut data = super::core::zeroed(len as u64).ok_or_else(|| {
+            Fault::exec(site, format!("cannot allocate the {len}-byte contribution"))
+        })?;
+        data.copy_from_slice(src);
         self.dram.note(input, in_off, in_off + in_len, false);
         let reduce = Reduce::of(AluOp(op));
         let pairs: Vec<(u32, u32)> = self

@@ -250,6 +250,17 @@ impl Dram {
     }
 
     /// Variable id by name.
+    /// Take the bytes of variable `id` out of the memory (an empty variable stays behind): the
+    /// buffer itself when this core owns it, a copy when it is shared.
+    pub fn take(&mut self, id: u32) -> Option<Vec<u8>> {
+        let i = self.vars.binary_search_by_key(&id, |(i, _)| *i).ok()?;
+        let v = &mut self.vars[i].1.bytes;
+        Some(match std::mem::replace(v, VarBytes::Owned(Vec::new())) {
+            VarBytes::Owned(b) => b,
+            VarBytes::Shared(s) => s.as_ref().as_ref().to_vec(),
+        })
+    }
+
     pub fn id_of(&self, name: &str) -> Option<u32> {
         self.vars
             .iter()

@@ -95,24 +95,6 @@ pub const EVENTS_FIELDS: &[FieldRow] = &[
 
 const TCP: &str = "G collectives/ops/trigger-collective.md §1 (offsetof/sizeof printed by a gcc probe of the shipped header); G neff/concrete-carve.md §5.1";
 
-/// The record of PSEUDO_TRIGGER_COLLECTIVE (0xC8), at bundle offsets. The opcode has no typed
-/// format (the runtime rewrites it; its row binds none): the simulator and the text form read
-/// these fields out of the raw form's body by their generated locators
-/// (`loc::trigger_collective`).
-pub const COLLECTIVE_RECORD_FIELDS: &[FieldRow] = &[
-    fall("op", U8, 12, TCP).note("reduction op (ALU_OP): ADD, MAX, MIN for the reducing types"),
-    fall("dtype", Enum("DTYPE"), 13, TCP),
-    fall("group_id", U16, 14, TCP).note("index into def.json replica_groups"),
-    fall("input_tensor_id", U32, 16, TCP).note("variable id"),
-    fall("output_tensor_id", U32, 20, TCP).note("variable id"),
-    fall("num_elements", U64, 24, TCP),
-    fall("ctype", U8, 32, TCP).note(
-        "collective type 1..=9; one byte (the page's probe of the shipped header: a packed enum, sizeof 1, followed by reserved1[15] at +0x21). The text form once read u32 here",
-    ),
-    fall("src_offset_elems", U64, 48, TCP).note("element offset of the input window"),
-    fall("dst_offset_elems", U64, 56, TCP).note("element offset of the output window"),
-];
-
 /// Fields of the 12-byte `EVENTS_EXTENDED` block (`EventsExt`), at offsets relative to the
 /// block's start (EventSemaphore's `events_ext` at +0x20).
 pub const EVENTS_EXT_FIELDS: &[FieldRow] = &[
@@ -933,6 +915,28 @@ pub const FORMATS: &[FormatDef] = &[
         fields: &[
             fall("queue_name", Str(36), 12, PSL),
             fall("block_id", U32, 48, PSL).note("width project-defined"),
+        ],
+    },
+    FormatDef {
+        name: "TriggerCollective",
+        header_struct: "",
+        gate: "Pseudo",
+        gens: "YYYY",
+        sub: None,
+        prov: TCP,
+        note: "pseudo 0xC8 (NEURON_ISA_TPB_PSEUDO_TRIGGER_COLLECTIVE_STRUCT): one whole collective over a replica group, rewritten by the runtime; the same layout on every generation",
+        fields: &[
+            fall("op", Enum("ALU_OP"), 12, TCP).note("reduction op of the reducing types: ADD, MAX, MIN on the DMA reduction path"),
+            fall("dtype", DT, 13, TCP),
+            fall("group_id", U16, 14, TCP).note("index into def.json replica_groups"),
+            fall("input_tensor_id", U32, 16, TCP).note("variable id"),
+            fall("output_tensor_id", U32, 20, TCP).note("variable id"),
+            fall("num_elements", U64, 24, TCP),
+            fall("ctype", Enum("COLLECTIVE_TYPE"), 32, TCP).note(
+                "one byte (a packed enum, sizeof 1 in the page's probe of the shipped header), followed by reserved1[15] at +33",
+            ),
+            fall("src_offset_elems", U64, 48, TCP).note("element offset of the input window"),
+            fall("dst_offset_elems", U64, 56, TCP).note("element offset of the output window"),
         ],
     },
     FormatDef {

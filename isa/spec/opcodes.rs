@@ -158,7 +158,7 @@ pub const OPCODES: &[OpcodeRow] = &[
     ps(0xC5, "SEMAPHORE_SET", "").sem("NotSimulated"),
     ps(0xC6, "LOAD_ACT_FUNC_SET", "LoadActFuncSet"),
     ps(0xC7, "TRIGGER_ALL_REDUCE", "").sem("NotSimulated"),
-    ps(0xC8, "TRIGGER_COLLECTIVE", "").sem("Collective"),
+    ps(0xC8, "TRIGGER_COLLECTIVE", "TriggerCollective"),
     ps(0xC9, "READ_VAR_ADDR", "").sem("NotSimulated"),
     ps(0xCA, "EMBEDDING_UPDATE", "").sem("NotSimulated"),
     ps(0xCB, "SEND_RECV", "").sem("CollectivePlan"),

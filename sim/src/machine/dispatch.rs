@@ -13,7 +13,7 @@ use tpbsim_isa::{
     MatmulSparse, Memset, Notify, Opcode, OrderingMode, PeManageSeed, Pool, PseudoInst, QuantizeMx,
     RangeSelect, RawInst, RdmaDescGen, ReadAccumulator, ScalarTensorTensor, SelectReduce,
     TensorDequantize, TensorReduce, TensorScalar, TensorScalarIntWide, TensorScalarSelect,
-    TensorTensor, TensorTensorIntWide, Write,
+    TensorTensor, TensorTensorIntWide, TriggerCollective, Write,
 };
 
 use tpbsim_isa::spec::OpKind;
@@ -218,6 +218,9 @@ impl InstVisitor for Exec<'_, '_> {
     }
     fn dma_trigger(&mut self, x: &DmaTrigger) -> Self::Output {
         Self::next(self.m.dma_trigger(self.site, x, self.sync))
+    }
+    fn trigger_collective(&mut self, x: &TriggerCollective) -> Self::Output {
+        self.m.collective(self.site, x, self.sync)
     }
 
     // ---------------------------------------------------------------- compiler views

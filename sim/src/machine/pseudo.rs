@@ -1,20 +1,22 @@
 //! The pseudo band (0xC1..0xDF) the runtime rewrites before the engines run
-//! (R `isa/pseudo-instruction-lowering.md`). Opcodes with a typed format (DMATRIGGER 0xC1,
-//! DMA_DIRECT2D 0xD4, PSEUDO_INST 0xDF) run in `dispatch`; this file takes the raw ones:
+//! (R `isa/pseudo-instruction-lowering.md`). Opcodes with a typed format run in `dispatch`
+//! (DMATRIGGER 0xC1, DMA_DIRECT2D 0xD4, PSEUDO_INST 0xDF, and TRIGGER_COLLECTIVE 0xC8, whose
+//! `TriggerCollective` record runs here in [`Machine::collective`]); this file takes the raw
+//! ones too:
 //!
 //! - 0xCC BRANCH_LABEL: deleted by the lowering, so a no-op;
 //! - 0xC2 DMAREARM and 0xCF DMASWAP_QUEUE_SET: re-arm / re-point a queue; blocks run
 //!   synchronously when triggered here, so there is nothing to re-arm (a no-op);
-//! - 0xC8 TRIGGER_COLLECTIVE: the record G `neff/concrete-carve.md` §5.1 decodes, read by the
-//!   locators of the spec's `COLLECTIVE_RECORD_FIELDS` (op +0x0C, dtype +0x0D, group +0x0E,
-//!   input var +0x10, output var +0x14, element count u64 +0x18, collective type u32 +0x20). On one rank every collective type the page names is a copy of the
-//!   input to the output (an all-reduce over one rank is its input); more ranks are refused.
 //! - everything else is refused naming the page that leaves it open.
 //!
-//! Which of these an opcode is comes from the spec's `sem` column (`PseudoSem`).
+//! Which of these a raw opcode is comes from the spec's `sem` column (`PseudoSem`).
+//!
+//! 0xC8 TRIGGER_COLLECTIVE posts the rank's input window to its replica group
+//! ([`super::collective`]); without a world (a run of one rank) it completes at once over a
+//! group of one, where every collective type the model takes is a copy of the input to the
+//! output (an all-reduce over one rank is its input).
 
-use tpbsim_isa::spec::FieldLoc;
-use tpbsim_isa::{AluOp, Bundle, Dtype, Gen, PseudoSem};
+use tpbsim_isa::{Bundle, PseudoSem, TriggerCollective};
 
 use super::collective::{Comm, Kind, Member, Post, Reduce};
 use super::core::{Machine, PendingCollective};
@@ -23,19 +25,13 @@ use super::fault::{Fault, Site};
 use super::sched::Flow;
 use super::sync::SyncState;
 
-/// A field of the collective record (`spec::COLLECTIVE_RECORD_FIELDS`, at the same offsets on
-/// every generation).
-fn record(b: &Bundle, l: FieldLoc, gen: Gen) -> u64 {
-    l.read_uint(&b.0, gen).unwrap_or(0)
-}
-
 impl Machine<'_> {
     /// Run a pseudo-band bundle that has no typed format.
     pub(crate) fn pseudo(
         &mut self,
         site: Site,
-        b: &Bundle,
-        sync: &mut SyncState,
+        _: &Bundle,
+        _: &mut SyncState,
     ) -> Result<Flow, Fault> {
         let refuse = |name: &str, why: &str| Fault::NotSimulated {
             site,
@@ -44,7 +40,6 @@ impl Machine<'_> {
         };
         match PseudoSem::of(site.opcode) {
             Some(PseudoSem::NoEffect) => Ok(Flow::Next),
-            Some(PseudoSem::Collective) => self.collective(site, b, sync),
             Some(PseudoSem::FunctionReturn) => Err(refuse(
                 "FUNCTION_RETURN",
                 "R isa/pseudo-instruction-lowering.md builds the call frame in FUNCTION sections whose NEFF members no page names",
@@ -66,27 +61,23 @@ impl Machine<'_> {
 
     /// 0xC8: post this rank's input window to its replica group. Without a world (a run of
     /// one rank) the collective completes at once over a group of one.
-    fn collective(&mut self, site: Site, b: &Bundle, sync: &mut SyncState) -> Result<Flow, Fault> {
-        use tpbsim_isa::formats::loc::trigger_collective as c;
-        let gen = self.gen;
-        let ctype = record(b, c::CTYPE, gen) as u8;
-        let kind = Kind::of(ctype).map_err(|why| Fault::NotSimulated {
+    pub(crate) fn collective(
+        &mut self,
+        site: Site,
+        x: &TriggerCollective,
+        sync: &mut SyncState,
+    ) -> Result<Flow, Fault> {
+        let kind = Kind::of(x.ctype).map_err(|why| Fault::NotSimulated {
             site,
             name: format!("TRIGGER_COLLECTIVE: {why}"),
             engine: site.engine,
         })?;
-        let op = record(b, c::OP, gen) as u8;
-        let format = self.format(site, "dtype", Dtype(record(b, c::DTYPE, gen) as u8))?;
-        let group_id = record(b, c::GROUP_ID, gen) as usize;
-        let (input, output) = (
-            record(b, c::INPUT_TENSOR_ID, gen) as u32,
-            record(b, c::OUTPUT_TENSOR_ID, gen) as u32,
-        );
-        let n = record(b, c::NUM_ELEMENTS, gen);
-        let (src_off, dst_off) = (
-            record(b, c::SRC_OFFSET_ELEMS, gen),
-            record(b, c::DST_OFFSET_ELEMS, gen),
-        );
+        let op = x.op.0;
+        let format = self.format(site, "dtype", x.dtype)?;
+        let group_id = x.group_id as usize;
+        let (input, output) = (x.input_tensor_id, x.output_tensor_id);
+        let n = x.num_elements;
+        let (src_off, dst_off) = (x.src_offset_elems, x.dst_offset_elems);
         let (rank, core, world) = match &self.comm {
             Some((w, m)) => (m.rank, m.core, Some(w.clone())),
             None => (0, 0, None),
@@ -143,7 +134,7 @@ impl Machine<'_> {
             .map_err(site_err)?
             .to_vec();
         self.dram.note(input, in_off, in_off + in_len, false);
-        let reduce = Reduce::of(AluOp(op));
+        let reduce = Reduce::of(x.op);
         let pairs: Vec<(u32, u32)> = self
             .kernel()
             .src_target_pairs
@@ -182,7 +173,7 @@ impl Machine<'_> {
                 let ticket = world.post(Member { rank: 0, core: 0 }, post);
                 let done = world
                     .wait(Member { rank: 0, core: 0 }, &[ticket], site.to_string())
-                    .map_err(|e| Fault::exec(site, e))?;
+                    .map_err(|e| Fault::exec(site, e.report))?;
                 for (_, r) in done {
                     let bytes = r.map_err(|e| Fault::exec(site, e))?;
                     let side = |var: u32, addr: u64, len: u64| DmaSide {
@@ -295,7 +286,7 @@ impl Machine<'_> {
         );
         let done = world.wait(me, &tickets, stand).map_err(|e| Fault::Exec {
             site: first,
-            message: e,
+            message: e.report,
         })?;
         for (t, r) in done {
             let Some(i) = self.pending.iter().position(|p| p.ticket == t) else {

@@ -286,6 +286,7 @@ impl InstVisitor for Single<'_> {
         compare_branch: tpbsim_isa::CompareBranch,
         dma_direct2d: tpbsim_isa::DmaDirect2d,
         dma_trigger: tpbsim_isa::DmaTrigger,
+        trigger_collective: tpbsim_isa::TriggerCollective,
         load_act_func_set: tpbsim_isa::LoadActFuncSet,
         function_begin: tpbsim_isa::FunctionBegin,
         function_call: tpbsim_isa::FunctionCall,

@@ -568,6 +568,22 @@ control_form!(
     [QUEUE_NAME, BLOCK_ID]
 );
 control_form!(
+    TRIGGER_COLLECTIVE,
+    "TriggerCollective",
+    trigger_collective,
+    [
+        OP,
+        DTYPE,
+        GROUP_ID,
+        INPUT_TENSOR_ID,
+        OUTPUT_TENSOR_ID,
+        NUM_ELEMENTS,
+        CTYPE,
+        SRC_OFFSET_ELEMS,
+        DST_OFFSET_ELEMS
+    ]
+);
+control_form!(
     ACT_SET_PSEUDO,
     "LoadActFuncSet",
     load_act_func_set,
@@ -680,6 +696,7 @@ pub(crate) const fn alone(op: Op) -> Alone {
         Op::CompareBranch => Alone::Branch,
         Op::AluOp => Alone::One(InstClass::RegisterAlu, &REG_ALU),
         Op::PseudoDmatrigger => Alone::One(InstClass::DmaTrigger, &DMA_TRIGGER),
+        Op::PseudoTriggerCollective => Alone::One(InstClass::Collective, &TRIGGER_COLLECTIVE),
         Op::PseudoFunctionCall => Alone::One(InstClass::Call, &CALL),
         Op::PseudoCoreBarrier => Alone::One(InstClass::CoreBarrier, &CORE_BARRIER),
         Op::PseudoInst => Alone::Exit,
@@ -774,7 +791,6 @@ pub(crate) const fn alone(op: Op) -> Alone {
         | Op::PseudoDmamemcpyFullInd
         | Op::PseudoSemaphoreSet
         | Op::PseudoTriggerAllReduce
-        | Op::PseudoTriggerCollective
         | Op::PseudoReadVarAddr
         | Op::PseudoEmbeddingUpdate
         | Op::PseudoSendRecv

@@ -38,6 +38,9 @@ rule!(PSEUDO_NAME, "is_valid_pseudo.name", Format,
 rule!(PSEUDO_INST_OP_ENUM, "is_valid_enum(PSEUDO_INST_OP)", Format,
     public "isa-facts §4.4 (PSEUDO_INST 0xDF sub-op: EXIT 1, LIBRARY_RELOAD_INDEX 2)",
     "the PSEUDO_INST sub-op is EXIT 1 or LIBRARY_RELOAD_INDEX 2");
+rule!(COLLECTIVE_TYPE_ENUM, "is_valid_enum(COLLECTIVE_TYPE)", Format,
+    project "G collectives/ops/trigger-collective.md §3 gives COLLECTIVE_TYPE (0 INVALID, 1..=9 the collectives) and says the shipped header has no validator for PSEUDO_TRIGGER_COLLECTIVE; tpbsim requires a named collective",
+    "the PSEUDO_TRIGGER_COLLECTIVE ctype names a collective (1..=9)");
 rule!(EXT_OPCODE_ENUM, "is_valid_enum(EXT_OPCODE)", Format,
     public "isa-facts §4.6 (EXTENDED_INST sub-opcodes 0..=9, 5 reserved)",
     "the extended sub-opcode is a member (0..=9 except 5)");
@@ -234,27 +237,49 @@ pub fn is_padded_name(bytes: &[u8]) -> bool {
 /// PSEUDO_INST sub-op.
 pub const PSEUDO_SUB_OP: Field = Field::at(loc::pseudo_inst::SUB_OP);
 
-/// PSEUDO_INST enum stage.
-pub const PSEUDO_ENUMS: &[FieldRule] = &[FieldRule::set(
-    &PSEUDO_INST_OP_ENUM,
-    PSEUDO_SUB_OP,
-    ByteSet::range(1, 2),
-    "1 or 2",
-)
-.only(&[0xDF])];
+/// PSEUDO_TRIGGER_COLLECTIVE collective type.
+pub const COLLECTIVE_CTYPE: Field = Field::at(loc::trigger_collective::CTYPE);
+
+/// The pseudo enum stage: PSEUDO_INST's sub-op, PSEUDO_TRIGGER_COLLECTIVE's type.
+pub const PSEUDO_ENUMS: &[FieldRule] = &[
+    FieldRule::set(
+        &PSEUDO_INST_OP_ENUM,
+        PSEUDO_SUB_OP,
+        ByteSet::range(1, 2),
+        "1 or 2",
+    )
+    .only(&[tpbsim_isa::opcode_byte::PSEUDO_INST]),
+    FieldRule::set(
+        &COLLECTIVE_TYPE_ENUM,
+        COLLECTIVE_CTYPE,
+        ByteSet::range(1, 9),
+        "1..=9",
+    )
+    .only(&[tpbsim_isa::opcode_byte::PSEUDO_TRIGGER_COLLECTIVE]),
+];
+/// PSEUDO_TRIGGER_COLLECTIVE element type.
+pub const COLLECTIVE_DTYPE: Field = Field::at(loc::trigger_collective::DTYPE);
+/// The pseudo dtype stage: PSEUDO_TRIGGER_COLLECTIVE's element type is a wire dtype.
+pub const PSEUDO_DTYPES: &[DtypeRule] = &[DtypeRule::byte(COLLECTIVE_DTYPE, DtypeOpts::PLAIN)
+    .only(&[tpbsim_isa::opcode_byte::PSEUDO_TRIGGER_COLLECTIVE])];
 /// The rule data of `is_valid_pseudo`.
 pub const PSEUDO_TABLE: GateTable = GateTable {
     fields: &[PSEUDO_ENUMS],
-    dtypes: &[],
+    dtypes: &[PSEUDO_DTYPES],
     operands: &[],
 };
 
 /// `is_valid_pseudo`: DmaTrigger 0xC1, LoadActFuncSet 0xC6, FunctionBegin 0xD1, FunctionCall
-/// 0xD3 (name strings) and PSEUDO_INST 0xDF (sub-op).
+/// 0xD3 (name strings), TriggerCollective 0xC8 (collective type, element type) and PSEUDO_INST
+/// 0xDF (sub-op).
 pub fn is_valid_pseudo<S: Sink>(ck: &mut Ck<S>) {
     let op = ck.u8(0);
     check(ck, PSEUDO_ENUMS);
     spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    check_dtypes(ck, PSEUDO_DTYPES);
     if let Some(f) = name_field(op) {
         let (s, e) = (f.start as usize, f.start as usize + f.len as usize);
         if !is_padded_name(&ck.b.0[s..e]) {

@@ -248,6 +248,11 @@ pub const RECIPES: &[Recipe] = &[
         fill: fill_dma_direct2d,
     },
     named_recipe("DmaTrigger"),
+    Recipe {
+        gate: "is_valid_pseudo",
+        format: "TriggerCollective",
+        fill: fill_trigger_collective,
+    },
     named_recipe("LoadActFuncSet"),
     named_recipe("FunctionBegin"),
     named_recipe("FunctionCall"),

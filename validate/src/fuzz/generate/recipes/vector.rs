@@ -690,6 +690,11 @@ pub(super) fn fill_range_clear(c: &mut Ctx<'_>) {
     }
 }
 
+pub(super) fn fill_trigger_collective(c: &mut Ctx<'_>) {
+    let dt = c.rng.pick(&compute_dtypes(c.gen, false));
+    c.put(tpbsim_isa::formats::loc::trigger_collective::DTYPE, dt);
+}
+
 pub(super) fn fill_pseudo_name(c: &mut Ctx<'_>) {
     let Some(name) = dma::name_field(c.b.0[0]) else {
         return;

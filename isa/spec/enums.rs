@@ -422,6 +422,13 @@ pub const ENUMS: &[EnumDef] = &[
         ],
     },
     EnumDef {
+        name: "GID_TARGET_TYPE",
+        rust: "GidTargetType",
+        prov: "G collectives/ops/rank-id.md §7 (NEURON_ISA_TPB_PSEUDO_GID_TARGET_TYPE, a one-byte packed enum; the page's full text is at commit d6e3feac)",
+        note: "PSEUDO_GID_LOAD 0xDC dst_target at +12",
+        values: &[ev(0, "ADDRESS"), ev(1, "REGISTER")],
+    },
+    EnumDef {
         name: "RANGE_CLEAR_MODE",
         rust: "RangeClearMode",
         prov: SYNC_SRC,

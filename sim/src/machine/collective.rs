@@ -51,6 +51,9 @@ pub enum Kind {
     /// `PERMUTE` (and `PERMUTE_IMPLICIT`): a member receives the contribution of its source in
     /// `src_target_pairs`.
     Permute,
+    /// Not a `COLLECTIVE_TYPE`: a SEND_RECV (0xCB) pair. The group is `[sender, receiver]`;
+    /// the receiver receives the sender's bytes.
+    SendRecv,
 }
 
 /// Why a collective type is not in the value model.
@@ -108,7 +111,7 @@ impl Kind {
     /// group of `g`.
     pub fn out_elements(self, n: u64, g: u64) -> u64 {
         match self {
-            Kind::AllReduce | Kind::AllToAll | Kind::Permute => n,
+            Kind::AllReduce | Kind::AllToAll | Kind::Permute | Kind::SendRecv => n,
             Kind::ReduceScatter => n / g.max(1),
             Kind::AllGather => n.saturating_mul(g),
         }
@@ -362,6 +365,11 @@ impl Comm {
         }
     }
 
+    /// Whether rank `r` is a member of the world.
+    pub fn has_rank(&self, r: u32) -> bool {
+        self.lock().status.keys().any(|m| m.rank == r)
+    }
+
     /// Member `m` has stopped (finished or faulted): the others no longer wait for it to run.
     pub fn leave(&self, m: Member, faulted: bool) {
         let mut s = self.lock();
@@ -529,6 +537,11 @@ fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Vec<u8>>, Stri
                     v.extend_from_slice(&p.data[q * bb..(q + 1) * bb]);
                 }
                 out.insert(*r, v);
+            }
+        }
+        Kind::SendRecv => {
+            if let (Some(&s), Some(&t)) = (group.first(), group.get(1)) {
+                out.insert(t, inst.posted[&s].0.data.clone());
             }
         }
         Kind::Permute => {

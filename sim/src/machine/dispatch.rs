@@ -15,6 +15,7 @@ use tpbsim_isa::{
     TensorDequantize, TensorReduce, TensorScalar, TensorScalarIntWide, TensorScalarSelect,
     TensorTensor, TensorTensorIntWide, TriggerCollective, Write,
 };
+use tpbsim_isa::{CurProcessingRankId, GidLoad, SendRecv};
 
 use tpbsim_isa::spec::OpKind;
 
@@ -221,6 +222,15 @@ impl InstVisitor for Exec<'_, '_> {
     }
     fn trigger_collective(&mut self, x: &TriggerCollective) -> Self::Output {
         self.m.collective(self.site, x, self.sync)
+    }
+    fn send_recv(&mut self, x: &SendRecv) -> Self::Output {
+        self.m.send_recv(self.site, x)
+    }
+    fn cur_processing_rank_id(&mut self, x: &CurProcessingRankId) -> Self::Output {
+        Err(Machine::cur_processing_rank_id(self.site, x))
+    }
+    fn gid_load(&mut self, x: &GidLoad) -> Self::Output {
+        self.m.gid_load(self.site, x)
     }
 
     // ---------------------------------------------------------------- compiler views

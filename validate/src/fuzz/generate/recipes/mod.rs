@@ -253,6 +253,11 @@ pub const RECIPES: &[Recipe] = &[
         format: "TriggerCollective",
         fill: fill_trigger_collective,
     },
+    Recipe {
+        gate: "is_valid_pseudo",
+        format: "GidLoad",
+        fill: fill_gid_load,
+    },
     named_recipe("LoadActFuncSet"),
     named_recipe("FunctionBegin"),
     named_recipe("FunctionCall"),

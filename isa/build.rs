@@ -213,35 +213,6 @@ fn check_spec() {
             }
         }
     }
-    // The collective record sits in the body of its raw bundle, without overlaps.
-    let mut cover = [false; 64];
-    for fr in COLLECTIVE_RECORD_FIELDS {
-        if fr.prov.is_empty() {
-            fail(format!(
-                "collective record field {} has no provenance",
-                fr.name
-            ));
-        }
-        if let FieldType::Enum(e) = fr.ty {
-            enum_index(e);
-        }
-        let (off, end) = (
-            fr.at[0] as usize,
-            fr.at[0] as usize + fr.ty.width() as usize,
-        );
-        if fr.at.iter().any(|&a| a != fr.at[0]) || off < 12 || end > 64 {
-            fail(format!(
-                "collective record field {} is not at one body offset",
-                fr.name
-            ));
-        }
-        for c in &mut cover[off..end] {
-            if *c {
-                fail(format!("collective record field {} overlaps", fr.name));
-            }
-            *c = true;
-        }
-    }
 }
 
 // ------------------------------------------------------------------ helpers

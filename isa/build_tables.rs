@@ -139,14 +139,6 @@ pub(crate) fn gen_locators(out: &mut String) {
         EVENTS_EXT_FIELDS,
         "YYYY",
     );
-    write_locators(
-        out,
-        "trigger_collective",
-        "PSEUDO_TRIGGER_COLLECTIVE's record (`spec::COLLECTIVE_RECORD_FIELDS`), at bundle offsets.",
-        "",
-        COLLECTIVE_RECORD_FIELDS,
-        "YYYY",
-    );
     let mut all = Vec::new();
     for f in FORMATS {
         let names = write_locators(

@@ -95,23 +95,9 @@ pub const EVENTS_FIELDS: &[FieldRow] = &[
 
 const TCP: &str = "G collectives/ops/trigger-collective.md §1 (offsetof/sizeof printed by a gcc probe of the shipped header); G neff/concrete-carve.md §5.1";
 
-/// The record of PSEUDO_TRIGGER_COLLECTIVE (0xC8), at bundle offsets. The opcode has no typed
-/// format (the runtime rewrites it; its row binds none): the simulator and the text form read
-/// these fields out of the raw form's body by their generated locators
-/// (`loc::trigger_collective`).
-pub const COLLECTIVE_RECORD_FIELDS: &[FieldRow] = &[
-    fall("op", U8, 12, TCP).note("reduction op (ALU_OP): ADD, MAX, MIN for the reducing types"),
-    fall("dtype", Enum("DTYPE"), 13, TCP),
-    fall("group_id", U16, 14, TCP).note("index into def.json replica_groups"),
-    fall("input_tensor_id", U32, 16, TCP).note("variable id"),
-    fall("output_tensor_id", U32, 20, TCP).note("variable id"),
-    fall("num_elements", U64, 24, TCP),
-    fall("ctype", U8, 32, TCP).note(
-        "collective type 1..=9; one byte (the page's probe of the shipped header: a packed enum, sizeof 1, followed by reserved1[15] at +0x21). The text form once read u32 here",
-    ),
-    fall("src_offset_elems", U64, 48, TCP).note("element offset of the input window"),
-    fall("dst_offset_elems", U64, 56, TCP).note("element offset of the output window"),
-];
+const SRP: &str = "G collectives/ops/sendrecv.md §2 (offsets printed by a gcc -Wpadded probe of the shipped header, the same on v2..v5; the page's full text is at commit 80b7ad46)";
+const RIP: &str = "G collectives/ops/rank-id.md §1, §2 (offsets printed by a gcc probe of the shipped header on all four generations; the page's full text is at commit d6e3feac)";
+const GIP: &str = "G collectives/ops/rank-id.md §7 (offsets printed by a gcc probe of the shipped header; the page's full text is at commit d6e3feac)";
 
 /// Fields of the 12-byte `EVENTS_EXTENDED` block (`EventsExt`), at offsets relative to the
 /// block's start (EventSemaphore's `events_ext` at +0x20).
@@ -933,6 +919,73 @@ pub const FORMATS: &[FormatDef] = &[
         fields: &[
             fall("queue_name", Str(36), 12, PSL),
             fall("block_id", U32, 48, PSL).note("width project-defined"),
+        ],
+    },
+    FormatDef {
+        name: "TriggerCollective",
+        header_struct: "",
+        gate: "Pseudo",
+        gens: "YYYY",
+        sub: None,
+        prov: TCP,
+        note: "pseudo 0xC8 (NEURON_ISA_TPB_PSEUDO_TRIGGER_COLLECTIVE_STRUCT): one whole collective over a replica group, rewritten by the runtime; the same layout on every generation",
+        fields: &[
+            fall("op", Enum("ALU_OP"), 12, TCP).note("reduction op of the reducing types: ADD, MAX, MIN on the DMA reduction path"),
+            fall("dtype", DT, 13, TCP),
+            fall("group_id", U16, 14, TCP).note("index into def.json replica_groups"),
+            fall("input_tensor_id", U32, 16, TCP).note("variable id"),
+            fall("output_tensor_id", U32, 20, TCP).note("variable id"),
+            fall("num_elements", U64, 24, TCP),
+            fall("ctype", Enum("COLLECTIVE_TYPE"), 32, TCP).note(
+                "one byte (a packed enum, sizeof 1 in the page's probe of the shipped header), followed by reserved1[15] at +33",
+            ),
+            fall("src_offset_elems", U64, 48, TCP).note("element offset of the input window"),
+            fall("dst_offset_elems", U64, 56, TCP).note("element offset of the output window"),
+        ],
+    },
+    FormatDef {
+        name: "SendRecv",
+        header_struct: "",
+        gate: "Pseudo",
+        gens: "YYYY",
+        sub: None,
+        prov: SRP,
+        note: "pseudo 0xCB (NEURON_ISA_TPB_PSEUDO_SENDRECV_STRUCT): one directed leg of a point-to-point copy between two ranks, rewritten by the runtime; no dtype and no reduction",
+        fields: &[
+            fall("tensor_id", U32, 12, SRP).note("the local buffer: a send's source, a receive's destination"),
+            fall("peer_id", U64, 16, SRP).note("the remote rank: a send's destination, a receive's source"),
+            fall("is_send", U8, 24, SRP).note("1 send, 0 receive (the runtime reads any non-zero value as a send)"),
+            fall("offset_bytes", U64, 48, SRP).note("byte offset of the window in tensor_id"),
+            fall("size_bytes", U64, 56, SRP).note("bytes moved"),
+        ],
+    },
+    FormatDef {
+        name: "CurProcessingRankId",
+        header_struct: "",
+        gate: "Pseudo",
+        gens: "YYYY",
+        sub: None,
+        prov: RIP,
+        note: "pseudo 0xDB (NEURON_ISA_TPB_PSEUDO_CUR_PROCESSING_RANK_ID_STRUCT): the runtime writes the peer rank of one step of a fine-grained collective into a register",
+        fields: &[
+            fall("group_id", U16, 12, RIP).note("index into def.json replica_groups"),
+            fall("channel_id", U16, 14, RIP).note("ring index (0 or 1 with two rings)"),
+            fall("iteration_id", U16, 16, RIP).note("step of the fine-grained collective"),
+            fall("dst_reg", U8, 18, RIP).note("register the step's peer rank is written to"),
+            fall("stream_id", U16, 20, RIP).note("collective stream"),
+        ],
+    },
+    FormatDef {
+        name: "GidLoad",
+        header_struct: "",
+        gate: "Pseudo",
+        gens: "YYYY",
+        sub: None,
+        prov: GIP,
+        note: "pseudo 0xDC (NEURON_ISA_TPB_PSEUDO_GID_LOAD_STRUCT): the runtime writes this rank's global id into a register or an address",
+        fields: &[
+            fall("dst_target", Enum("GID_TARGET_TYPE"), 12, GIP),
+            fall("dst", Addr8, 16, GIP).note("ADDRESS: a PSEUDO_ADDR8; REGISTER: bytes +16..+22 zero and the register number at +23 (the ADDR8's byte 7)"),
         ],
     },
     FormatDef {

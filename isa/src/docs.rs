@@ -211,18 +211,6 @@ pub fn isa_markdown() -> String {
             esc(r.note)
         );
     }
-    o.push_str("\n## PSEUDO_TRIGGER_COLLECTIVE record (0xC8, raw body)\n\nThe opcode binds no format; the simulator and the text form read these fields of its raw body by the locators `loc::trigger_collective` (`spec::COLLECTIVE_RECORD_FIELDS`).\n\n| Offset | Field | Type | Source | Note |\n|---|---|---|---|---|\n");
-    for r in spec::COLLECTIVE_RECORD_FIELDS {
-        let _ = writeln!(
-            o,
-            "| +{} | `{}` | {} | {} | {} |",
-            r.at[0],
-            r.name,
-            ty_label(&r.ty),
-            r.prov,
-            esc(r.note)
-        );
-    }
     o.push('\n');
     o.push_str(DESCRIPTORS);
 

@@ -134,7 +134,6 @@ both round-trip to the same bytes.
 | `acc_flags=3` | the profile's name of `psum_accumulate_flags` (**project-defined** alias) | `psum_accumulate_flags=3` |
 | `row_grp=q0` .. `row_grp=q3` | the 32-row quadrant of the PE array as the profile writes it | `row_grp=1`, `2`, `4`, `8` |
 | `3*128` | the profile's trailing size term: accepted and not encoded | (nothing) |
-| `ctype=ALL_REDUCE input_tensor_id=3 output_tensor_id=4 num_elements=32 dtype=fp32 op=ADD group_id=0` | PSEUDO_TRIGGER_COLLECTIVE's record, as the producer's `.asm` writes it | the `body` bytes (below) |
 | `key=value` | any field | same |
 | `STATEMENT;` | end of statement | |
 
@@ -164,14 +163,12 @@ What each profile-only piece is taken to mean, and on what evidence:
   but nothing confirms it). It is accepted and **not encoded, and not checked** against the
   fields.
 
-PSEUDO_TRIGGER_COLLECTIVE (0xC8) has no typed format; its record is the raw form's `body`
-bytes, which G `neff/concrete-carve.md` §5.1 decodes byte for byte: `op` u8 +0x0C (`ADD` =
-0x04), `dtype` u8 +0x0D (DTYPE; `fp32` = 0x0A), `group_id` u8 +0x0E, `input_tensor_id` u32
-+0x10 and `output_tensor_id` u32 +0x14 (variable ids), `num_elements` u64 +0x18, `ctype` u32
-+0x20 (`ALL_REDUCE` = 0x01). Only the names the page shows are accepted; other codes are
-numbers. `sim disasm --syntax neuron` writes the record this way (the producer's line exactly)
-when no other body byte is set, and `body=HEX` otherwise; `body=HEX` is accepted in both
-syntaxes, but not together with the named fields.
+PSEUDO_TRIGGER_COLLECTIVE (0xC8) is a typed format like any other (`TriggerCollective`,
+G `collectives/ops/trigger-collective.md` §1): the producer's line
+`PSEUDO_TRIGGER_COLLECTIVE ... ctype=ALL_REDUCE input_tensor_id=3 output_tensor_id=4
+num_elements=32 dtype=fp32 op=ADD group_id=0` assembles field by field, the names being the
+COLLECTIVE_TYPE, DTYPE and ALU_OP names (any case) and any code a number; the disassembly
+writes the non-zero fields in layout order.
 
 What is not public, and therefore not accepted (each is an error naming the token):
 

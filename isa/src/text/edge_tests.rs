@@ -17,7 +17,7 @@ fn le(v: u64, width: usize) -> Vec<u8> {
 /// Write `text` into field `m` of a zero bundle: the field's bytes, or the error.
 fn write(m: &FieldMeta, text: &str) -> Result<Vec<u8>, String> {
     let mut b = Bundle::ZERO;
-    write_field(m, text, &mut b)?;
+    write_field(m, text, &mut b).map_err(|e| e.to_string())?;
     Ok(b.0[m.range()].to_vec())
 }
 

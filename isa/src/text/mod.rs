@@ -31,7 +31,6 @@ use crate::{Bundle, Engine, Gen, Inst};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
-mod collective;
 pub mod crosscheck;
 mod json;
 mod lexer;
@@ -43,12 +42,13 @@ mod values;
 pub use crosscheck::{cross_check, AsmCheck};
 pub use json::bundle_json;
 pub(crate) use lexer::*;
+pub use neuron::SyncTokenError;
 pub(crate) use parse::*;
 pub use parse::{parse_line, parse_text};
 pub(crate) use print::*;
 pub use print::{disasm_bundle, fields_text, value_text};
-pub use values::write_field;
 pub(crate) use values::*;
+pub use values::{write_field, FieldTextError};
 
 /// A text-form parse error, with the 1-based column where it was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -77,9 +77,26 @@ fn operand(s: &str, what: &str) -> Result<(bool, u32), String> {
     Ok((false, num(s, what)?))
 }
 
+/// A semaphore or event token of the dialect that does not read as a wait or an update.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct SyncTokenError {
+    /// The token as written.
+    pub token: String,
+    /// What is wrong with it (or that the bundle already has its one wait or update).
+    pub reason: String,
+}
+
 impl Sync {
     /// Add one token.
-    pub fn add(&mut self, token: &str, col: usize) -> Result<(), String> {
+    pub fn add(&mut self, token: &str, col: usize) -> Result<(), SyncTokenError> {
+        self.add_token(token, col).map_err(|reason| SyncTokenError {
+            token: token.to_string(),
+            reason,
+        })
+    }
+
+    fn add_token(&mut self, token: &str, col: usize) -> Result<(), String> {
         let t = token.strip_prefix('$').unwrap_or(token);
         let event = t.starts_with('E');
         let inner = t
@@ -312,7 +329,7 @@ pub(super) fn split_operand_dtype(
 
 /// `ADDR[s0,s1,..][n0,n1,..]` → (address, steps, counts), padded to `n` dimensions with step 0
 /// and count 1.
-pub fn parse_operand(s: &str, n: usize) -> Result<(u32, Vec<i64>, Vec<i64>), String> {
+pub(crate) fn parse_operand(s: &str, n: usize) -> Result<(u32, Vec<i64>, Vec<i64>), String> {
     let bad = || format!("expected `[ADDR step=.. num=..]` or `ADDR[steps][counts]`, got `{s}`");
     let (addr, rest) = s.split_once('[').ok_or_else(bad)?;
     let addr = parse_uint(addr, u32::MAX as u64)? as u32;
@@ -414,10 +431,6 @@ pub fn disasm_bundle(b: &Bundle, gen: Gen) -> String {
         parts.push(u.clone());
         skip.extend(["update_mode", "update_idx"]);
     }
-    let record = super::collective::text(b);
-    if record.is_some() {
-        skip.push("body");
-    }
     if value_written && e.semaphore_value != 0 {
         skip.push("semaphore_value");
     }
@@ -490,7 +503,6 @@ pub fn disasm_bundle(b: &Bundle, gen: Gen) -> String {
     if !rest.is_empty() {
         parts.push(rest);
     }
-    parts.extend(record);
     let mut s = inst.mnemonic().to_string();
     for p in parts {
         s.push(' ');

@@ -81,7 +81,8 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
                     i += 1;
                 }
             }
-            sync.add(&text, t.col).map_err(|m| perr(t.col, m))?;
+            sync.add(&text, t.col)
+                .map_err(|e| perr(t.col, e.to_string()))?;
         } else if let Some((k, v)) = t.text.split_once('=') {
             if k.is_empty() {
                 return Err(perr(
@@ -118,9 +119,6 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
         i += 1;
     }
     sync.items(&mut items).map_err(|(col, m)| perr(col, m))?;
-    if row.code == collective::OPCODE {
-        collective::fold_items(&mut items).map_err(|(col, m)| perr(col, m))?;
-    }
     let mut base = Bundle::ZERO;
     base.0[0] = row.code;
     base.0[1] = INST_WORD_LEN;

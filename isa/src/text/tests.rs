@@ -310,27 +310,42 @@ fn collective_fields_as_the_producer_writes_them() {
     for gen in [Gen::V2, Gen::V3] {
         let b = parse_line(CARVE_PE_ASM, gen).unwrap().unwrap();
         assert_eq!(b, carve_pe(), "{gen}");
-        assert_eq!(disasm_bundle_as(&b, gen, Syntax::Neuron), CARVE_PE_ASM);
+        // The typed format prints its non-zero fields by their spec names and parses back.
+        for syntax in [Syntax::Tpbsim, Syntax::Neuron] {
+            let t = disasm_bundle_as(&b, gen, syntax);
+            for field in [
+                "ctype=ALL_REDUCE",
+                "op=ADD",
+                "dtype=FP32",
+                "input_tensor_id=0x3",
+            ] {
+                assert!(t.contains(field), "{syntax:?}: {field} in {t}");
+            }
+            assert!(!t.contains("body="), "{t}");
+            assert_eq!(parse_line(&t, gen).unwrap(), Some(b), "{t}");
+        }
     }
-    // The body form stays, but not together with the named fields.
-    let body = disasm_bundle(&carve_pe(), Gen::V2);
-    assert!(body.contains("body=040a"), "{body}");
-    assert_eq!(parse_line(&body, Gen::V2).unwrap(), Some(carve_pe()));
-    let e = parse_line("PSEUDO_TRIGGER_COLLECTIVE ctype=1 body=01", Gen::V2).unwrap_err();
-    assert!(e.message.contains("write one of them"), "{e}");
-    let e = parse_line("PSEUDO_TRIGGER_COLLECTIVE op=MULT", Gen::V2).unwrap_err();
-    assert!(e.message.contains("ADD"), "{e}");
+    let e = parse_line("PSEUDO_TRIGGER_COLLECTIVE op=FROB", Gen::V2).unwrap_err();
+    assert!(e.message.contains("ALU_OP"), "{e}");
+    let e = parse_line("PSEUDO_TRIGGER_COLLECTIVE ctype=GATHER_ALL", Gen::V2).unwrap_err();
+    assert!(e.message.contains("PERMUTE_REDUCE_IMPLICIT"), "{e}");
     let e = parse_line("PSEUDO_TRIGGER_COLLECTIVE op=4 op=4", Gen::V2).unwrap_err();
     assert!(e.message.contains("twice"), "{e}");
-    // Unnamed codes print as numbers; a stray body byte keeps the body form.
+    let e = parse_line("PSEUDO_TRIGGER_COLLECTIVE group_id=65536", Gen::V2).unwrap_err();
+    assert!(e.message.contains("65536"), "{e}");
+    // Each named code is its byte at +32; a code without a name prints as a number.
     let mut c = carve_pe();
     c.0[0x20] = 2;
     let t = disasm_bundle_as(&c, Gen::V2, Syntax::Neuron);
-    assert!(t.contains("ctype=2 "), "{t}");
+    assert!(t.contains("ctype=REDUCE_SCATTER"), "{t}");
+    c.0[0x20] = 0x11;
+    let t = disasm_bundle_as(&c, Gen::V2, Syntax::Neuron);
+    assert!(t.contains("ctype=0x11"), "{t}");
     assert_eq!(parse_line(&t, Gen::V2).unwrap(), Some(c));
+    // A reserved byte of the record is kept and shown as such.
     c.0[0x21] = 1;
     let t = disasm_bundle_as(&c, Gen::V2, Syntax::Neuron);
-    assert!(t.contains("body="), "{t}");
+    assert!(t.contains("reserved@33=01"), "{t}");
     assert_eq!(parse_line(&t, Gen::V2).unwrap(), Some(c));
     // Other opcodes have no such fields.
     assert!(parse_line("NOP ctype=ALL_REDUCE", Gen::V2).is_err());
@@ -360,7 +375,7 @@ fn cross_check_names_the_first_difference() {
             index, byte, field, ..
         } => {
             assert_eq!((index, byte), (0, 0x18));
-            assert_eq!(field, "body");
+            assert_eq!(field, "num_elements");
         }
         other => panic!("{other:?}"),
     }
@@ -373,4 +388,20 @@ fn cross_check_names_the_first_difference() {
         cross_check(&stream, "FROB", Gen::V2),
         AsmCheck::Unparsed(1, _)
     ));
+}
+
+#[test]
+fn field_and_sync_errors_are_typed() {
+    let inst = decode(&carve_pe(), Gen::V2).unwrap();
+    let m = inst.meta().field("group_id").unwrap();
+    let mut b = carve_pe();
+    let e = write_field(m, "65536", &mut b).unwrap_err();
+    assert_eq!((e.field, e.text.as_str()), ("group_id", "65536"));
+    assert!(e.reason.contains("65536"), "{e}");
+    assert_eq!(b, carve_pe(), "a refused value writes nothing");
+    let mut s = neuron::Sync::default();
+    s.add("$S[1]>=1", 1).unwrap();
+    let e = s.add("$S[2]>=1", 9).unwrap_err();
+    assert_eq!(e.token, "$S[2]>=1");
+    assert!(e.reason.contains("one wait"), "{e}");
 }

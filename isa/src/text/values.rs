@@ -237,8 +237,28 @@ pub(crate) fn write_pattern(w: &mut [u8; 64], o: usize, addr: u32, step: &[i64],
     }
 }
 
+/// The text of a field value that does not encode into its field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct FieldTextError {
+    /// The field (its layout name).
+    pub field: &'static str,
+    /// The value's text as written.
+    pub text: String,
+    /// Why it does not encode (a range, a name the enumeration lacks, a malformed group).
+    pub reason: String,
+}
+
 /// Parse the text of one field value and write it into `b`.
-pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String> {
+pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), FieldTextError> {
+    encode_field(m, s, b).map_err(|reason| FieldTextError {
+        field: m.name,
+        text: s.to_string(),
+        reason,
+    })
+}
+
+fn encode_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String> {
     let o = m.offset as usize;
     let w = &mut b.0;
     match m.ty {

@@ -26,7 +26,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use tpbsim_isa::{AluOp, NumFormat};
+use tpbsim_isa::{AluOp, CollectiveType, NumFormat};
 
 use super::fault::Site;
 use crate::numerics::cast::{from_f32_slice, to_f32_slice, CastPolicy};
@@ -35,34 +35,70 @@ use crate::numerics::cast::{from_f32_slice, to_f32_slice, CastPolicy};
 /// failed (the members disagree, the data cannot be reduced).
 pub type Received = Result<Arc<Vec<u8>>, String>;
 
-/// The collective types of the record's `ctype` byte (`NEURON_ISA_TPB_COLLECTIVE_TYPE`).
+/// The collective types the value model takes: the spec's `COLLECTIVE_TYPE` (the
+/// `ctype` byte of `TriggerCollective`, generated as [`CollectiveType`]), with the permute
+/// forms folded into one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
-    /// 1: every member receives the reduction of all contributions.
+    /// `ALL_REDUCE`: every member receives the reduction of all contributions.
     AllReduce,
-    /// 2: member at position p receives block p of the reduction.
+    /// `REDUCE_SCATTER`: member at position p receives block p of the reduction.
     ReduceScatter,
-    /// 3: every member receives the contributions laid end to end in replica order.
+    /// `ALL_GATHER`: every member receives the contributions laid end to end in replica order.
     AllGather,
-    /// 4: block q of member p's contribution goes to member q, at block p.
+    /// `ALL_TO_ALL`: block q of member p's contribution goes to member q, at block p.
     AllToAll,
-    /// 5 (and 7, the implicit form): a member receives the contribution of its source in
+    /// `PERMUTE` (and `PERMUTE_IMPLICIT`): a member receives the contribution of its source in
     /// `src_target_pairs`.
     Permute,
+    /// Not a `COLLECTIVE_TYPE`: a SEND_RECV (0xCB) pair. The group is `[sender, receiver]`;
+    /// the receiver receives the sender's bytes.
+    SendRecv,
+}
+
+/// Why a collective type is not in the value model.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KindError {
+    /// `PERMUTE_REDUCE` / `PERMUTE_REDUCE_IMPLICIT`.
+    #[error("collective type {code} ({name}) is not simulated: no public source gives the operand it reduces with")]
+    PermuteReduce {
+        /// The type's code.
+        code: u8,
+        /// The type's spec name.
+        name: &'static str,
+    },
+    /// `ALL_TO_ALL_V`.
+    #[error("collective type {code} (ALL_TO_ALL_V) is not simulated: its send and receive counts are not in the 0xC8 record")]
+    AllToAllV {
+        /// The type's code.
+        code: u8,
+    },
+    /// A code the spec's `COLLECTIVE_TYPE` does not name as a collective (`INVALID`, or no name).
+    #[error("collective type {code} names no collective (1..=9)")]
+    NoCollective {
+        /// The code.
+        code: u8,
+    },
 }
 
 impl Kind {
-    /// The type of code `c`, or why it is not simulated.
-    pub fn of(c: u8) -> Result<Kind, String> {
-        Ok(match c {
-            1 => Kind::AllReduce,
-            2 => Kind::ReduceScatter,
-            3 => Kind::AllGather,
-            4 => Kind::AllToAll,
-            5 | 7 => Kind::Permute,
-            6 | 8 => return Err(format!("collective type {c} (PERMUTE_REDUCE{}) is not simulated: no public source gives the operand it reduces with", if c == 8 { "_IMPLICIT" } else { "" })),
-            9 => return Err("collective type 9 (ALL_TO_ALL_V) is not simulated: its send and receive counts are not in the 0xC8 record".into()),
-            _ => return Err(format!("collective type {c} names no collective (1..=9)")),
+    /// The type of `ctype`, or why it is not simulated.
+    pub fn of(ctype: CollectiveType) -> Result<Kind, KindError> {
+        let code = ctype.0;
+        Ok(match ctype {
+            CollectiveType::ALL_REDUCE => Kind::AllReduce,
+            CollectiveType::REDUCE_SCATTER => Kind::ReduceScatter,
+            CollectiveType::ALL_GATHER => Kind::AllGather,
+            CollectiveType::ALL_TO_ALL => Kind::AllToAll,
+            CollectiveType::PERMUTE | CollectiveType::PERMUTE_IMPLICIT => Kind::Permute,
+            CollectiveType::PERMUTE_REDUCE | CollectiveType::PERMUTE_REDUCE_IMPLICIT => {
+                return Err(KindError::PermuteReduce {
+                    code,
+                    name: ctype.name().unwrap_or("PERMUTE_REDUCE"),
+                })
+            }
+            CollectiveType::ALL_TO_ALL_V => return Err(KindError::AllToAllV { code }),
+            _ => return Err(KindError::NoCollective { code }),
         })
     }
 
@@ -75,7 +111,7 @@ impl Kind {
     /// group of `g`.
     pub fn out_elements(self, n: u64, g: u64) -> u64 {
         match self {
-            Kind::AllReduce | Kind::AllToAll | Kind::Permute => n,
+            Kind::AllReduce | Kind::AllToAll | Kind::Permute | Kind::SendRecv => n,
             Kind::ReduceScatter => n / g.max(1),
             Kind::AllGather => n.saturating_mul(g),
         }
@@ -224,6 +260,16 @@ struct State {
     failure: Option<String>,
 }
 
+/// A wait at the [`Comm`] that can never complete: no rank of the world runs any more and
+/// collectives are open.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{report}")]
+pub struct Deadlock {
+    /// The open collectives, the ranks that never posted them and where every waiting rank
+    /// stands.
+    pub report: String,
+}
+
 /// The meeting point of the ranks of one run.
 #[derive(Debug)]
 pub struct Comm {
@@ -295,7 +341,7 @@ impl Comm {
         m: Member,
         tickets: &[u64],
         where_: String,
-    ) -> Result<Vec<(u64, Received)>, String> {
+    ) -> Result<Vec<(u64, Received)>, Deadlock> {
         let mut s = self.lock();
         s.status.insert(m, Status::Waiting(where_));
         loop {
@@ -313,7 +359,7 @@ impl Comm {
                 return Ok(out);
             }
             if let Some(f) = &s.failure {
-                return Err(f.clone());
+                return Err(Deadlock { report: f.clone() });
             }
             // A waiting member with a result ready will run again: not a deadlock yet.
             let will_wake = s
@@ -324,10 +370,15 @@ impl Comm {
                 let report = deadlock(&s);
                 s.failure = Some(report.clone());
                 self.cv.notify_all();
-                return Err(report);
+                return Err(Deadlock { report });
             }
             s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Whether rank `r` is a member of the world.
+    pub fn has_rank(&self, r: u32) -> bool {
+        self.lock().status.keys().any(|m| m.rank == r)
     }
 
     /// Member `m` has stopped (finished or faulted): the others no longer wait for it to run.
@@ -578,6 +629,11 @@ fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Arc<Vec<u8>>>,
                 out.insert(*r, Arc::new(v));
             }
         }
+        Kind::SendRecv => {
+            if let (Some(&s), Some(&t)) = (group.first(), group.get(1)) {
+                out.insert(t, inst.posted[&s].0.data.clone());
+            }
+        }
         Kind::Permute => {
             for &(src, dst) in &p0.pairs {
                 if let Some((p, _)) = inst.posted.get(&src) {
@@ -673,7 +729,8 @@ mod tests {
             let h = s.spawn(|| w.wait(m(1), &[t1], "rank 1 core 0 at POOL #7".into()));
             let e = w
                 .wait(m(0), &[t], "rank 0 core 0 at POOL #7".into())
-                .unwrap_err();
+                .unwrap_err()
+                .report;
             assert!(h.join().unwrap().is_err());
             e
         });
@@ -726,12 +783,19 @@ mod tests {
 
     #[test]
     fn types_outside_the_model_are_named() {
+        let of = |c: u8| Kind::of(CollectiveType(c));
         for c in [0u8, 6, 8, 9, 10, 255] {
-            assert!(Kind::of(c).is_err(), "{c}");
+            assert!(of(c).is_err(), "{c}");
         }
         for c in 1u8..=5 {
-            assert!(Kind::of(c).is_ok(), "{c}");
+            assert!(of(c).is_ok(), "{c}");
         }
-        assert_eq!(Kind::of(7), Ok(Kind::Permute));
+        assert_eq!(of(7), Ok(Kind::Permute));
+        assert_eq!(
+            of(8).unwrap_err().to_string(),
+            "collective type 8 (PERMUTE_REDUCE_IMPLICIT) is not simulated: no public source gives the operand it reduces with"
+        );
+        assert_eq!(of(9), Err(KindError::AllToAllV { code: 9 }));
+        assert_eq!(of(0), Err(KindError::NoCollective { code: 0 }));
     }
 }

@@ -13,8 +13,9 @@ use tpbsim_isa::{
     MatmulSparse, Memset, Notify, Opcode, OrderingMode, PeManageSeed, Pool, PseudoInst, QuantizeMx,
     RangeSelect, RawInst, RdmaDescGen, ReadAccumulator, ScalarTensorTensor, SelectReduce,
     TensorDequantize, TensorReduce, TensorScalar, TensorScalarIntWide, TensorScalarSelect,
-    TensorTensor, TensorTensorIntWide, Write,
+    TensorTensor, TensorTensorIntWide, TriggerCollective, Write,
 };
+use tpbsim_isa::{CurProcessingRankId, GidLoad, SendRecv};
 
 use tpbsim_isa::spec::OpKind;
 
@@ -218,6 +219,18 @@ impl InstVisitor for Exec<'_, '_> {
     }
     fn dma_trigger(&mut self, x: &DmaTrigger) -> Self::Output {
         Self::next(self.m.dma_trigger(self.site, x, self.sync))
+    }
+    fn trigger_collective(&mut self, x: &TriggerCollective) -> Self::Output {
+        self.m.collective(self.site, x, self.sync)
+    }
+    fn send_recv(&mut self, x: &SendRecv) -> Self::Output {
+        self.m.send_recv(self.site, x)
+    }
+    fn cur_processing_rank_id(&mut self, x: &CurProcessingRankId) -> Self::Output {
+        Err(Machine::cur_processing_rank_id(self.site, x))
+    }
+    fn gid_load(&mut self, x: &GidLoad) -> Self::Output {
+        self.m.gid_load(self.site, x)
     }
 
     // ---------------------------------------------------------------- compiler views

@@ -1,20 +1,25 @@
 //! The pseudo band (0xC1..0xDF) the runtime rewrites before the engines run
-//! (R `isa/pseudo-instruction-lowering.md`). Opcodes with a typed format (DMATRIGGER 0xC1,
-//! DMA_DIRECT2D 0xD4, PSEUDO_INST 0xDF) run in `dispatch`; this file takes the raw ones:
+//! (R `isa/pseudo-instruction-lowering.md`). Opcodes with a typed format run in `dispatch`
+//! (DMATRIGGER 0xC1, DMA_DIRECT2D 0xD4, PSEUDO_INST 0xDF, and TRIGGER_COLLECTIVE 0xC8, whose
+//! `TriggerCollective` record runs here in [`Machine::collective`]); this file takes the raw
+//! ones too:
 //!
 //! - 0xCC BRANCH_LABEL: deleted by the lowering, so a no-op;
 //! - 0xC2 DMAREARM and 0xCF DMASWAP_QUEUE_SET: re-arm / re-point a queue; blocks run
 //!   synchronously when triggered here, so there is nothing to re-arm (a no-op);
-//! - 0xC8 TRIGGER_COLLECTIVE: the record G `neff/concrete-carve.md` §5.1 decodes, read by the
-//!   locators of the spec's `COLLECTIVE_RECORD_FIELDS` (op +0x0C, dtype +0x0D, group +0x0E,
-//!   input var +0x10, output var +0x14, element count u64 +0x18, collective type u32 +0x20). On one rank every collective type the page names is a copy of the
-//!   input to the output (an all-reduce over one rank is its input); more ranks are refused.
 //! - everything else is refused naming the page that leaves it open.
 //!
-//! Which of these an opcode is comes from the spec's `sem` column (`PseudoSem`).
+//! Which of these a raw opcode is comes from the spec's `sem` column (`PseudoSem`).
+//!
+//! 0xC8 TRIGGER_COLLECTIVE posts the rank's input window to its replica group
+//! ([`super::collective`]); without a world (a run of one rank) it completes at once over a
+//! group of one, where every collective type the model takes is a copy of the input to the
+//! output (an all-reduce over one rank is its input).
 
-use tpbsim_isa::spec::FieldLoc;
-use tpbsim_isa::{AluOp, Bundle, Dtype, Gen, PseudoSem};
+use tpbsim_isa::{
+    Bundle, CurProcessingRankId, GidLoad, GidTargetType, NumFormat, PseudoSem, SendRecv,
+    TriggerCollective,
+};
 
 use super::collective::{Comm, Kind, Member, Post, Reduce};
 use super::core::{Machine, PendingCollective};
@@ -23,19 +28,13 @@ use super::fault::{Fault, Site};
 use super::sched::Flow;
 use super::sync::SyncState;
 
-/// A field of the collective record (`spec::COLLECTIVE_RECORD_FIELDS`, at the same offsets on
-/// every generation).
-fn record(b: &Bundle, l: FieldLoc, gen: Gen) -> u64 {
-    l.read_uint(&b.0, gen).unwrap_or(0)
-}
-
 impl Machine<'_> {
     /// Run a pseudo-band bundle that has no typed format.
     pub(crate) fn pseudo(
         &mut self,
         site: Site,
-        b: &Bundle,
-        sync: &mut SyncState,
+        _: &Bundle,
+        _: &mut SyncState,
     ) -> Result<Flow, Fault> {
         let refuse = |name: &str, why: &str| Fault::NotSimulated {
             site,
@@ -44,7 +43,6 @@ impl Machine<'_> {
         };
         match PseudoSem::of(site.opcode) {
             Some(PseudoSem::NoEffect) => Ok(Flow::Next),
-            Some(PseudoSem::Collective) => self.collective(site, b, sync),
             Some(PseudoSem::FunctionReturn) => Err(refuse(
                 "FUNCTION_RETURN",
                 "R isa/pseudo-instruction-lowering.md builds the call frame in FUNCTION sections whose NEFF members no page names",
@@ -54,7 +52,7 @@ impl Machine<'_> {
                 "C isa/dma-encoding.md gives the DGE forms 0x20/0x28 of ADDR8 but not the DGE queue they use",
             )),
             Some(PseudoSem::CollectivePlan) => Err(refuse(
-                "collective",
+                "TRIGGER_COLLECTIVE2",
                 "R isa/pseudo-instruction-lowering.md §3 gives the encoded plan only as enc_op_list, not its fields",
             )),
             Some(PseudoSem::NotSimulated) | None => Err(refuse(
@@ -66,27 +64,23 @@ impl Machine<'_> {
 
     /// 0xC8: post this rank's input window to its replica group. Without a world (a run of
     /// one rank) the collective completes at once over a group of one.
-    fn collective(&mut self, site: Site, b: &Bundle, sync: &mut SyncState) -> Result<Flow, Fault> {
-        use tpbsim_isa::formats::loc::trigger_collective as c;
-        let gen = self.gen;
-        let ctype = record(b, c::CTYPE, gen) as u8;
-        let kind = Kind::of(ctype).map_err(|why| Fault::NotSimulated {
+    pub(crate) fn collective(
+        &mut self,
+        site: Site,
+        x: &TriggerCollective,
+        sync: &mut SyncState,
+    ) -> Result<Flow, Fault> {
+        let kind = Kind::of(x.ctype).map_err(|why| Fault::NotSimulated {
             site,
             name: format!("TRIGGER_COLLECTIVE: {why}"),
             engine: site.engine,
         })?;
-        let op = record(b, c::OP, gen) as u8;
-        let format = self.format(site, "dtype", Dtype(record(b, c::DTYPE, gen) as u8))?;
-        let group_id = record(b, c::GROUP_ID, gen) as usize;
-        let (input, output) = (
-            record(b, c::INPUT_TENSOR_ID, gen) as u32,
-            record(b, c::OUTPUT_TENSOR_ID, gen) as u32,
-        );
-        let n = record(b, c::NUM_ELEMENTS, gen);
-        let (src_off, dst_off) = (
-            record(b, c::SRC_OFFSET_ELEMS, gen),
-            record(b, c::DST_OFFSET_ELEMS, gen),
-        );
+        let op = x.op.0;
+        let format = self.format(site, "dtype", x.dtype)?;
+        let group_id = x.group_id as usize;
+        let (input, output) = (x.input_tensor_id, x.output_tensor_id);
+        let n = x.num_elements;
+        let (src_off, dst_off) = (x.src_offset_elems, x.dst_offset_elems);
         let (rank, core, world) = match &self.comm {
             Some((w, m)) => (m.rank, m.core, Some(w.clone())),
             None => (0, 0, None),
@@ -111,25 +105,9 @@ impl Machine<'_> {
         );
         let site_err = |e| Fault::oob(site, "collective", e);
         // Both windows lie inside their variables before anything moves.
-        for (what, var, off, len) in [
-            ("input", input, in_off, in_len),
-            ("output", output, out_off, out_len),
-        ] {
-            let size = self.dram.get(var).map(|v| v.bytes.len() as u64);
-            if off
-                .checked_add(len)
-                .is_none_or(|hi| size.is_none_or(|s| hi > s))
-            {
-                return Err(Fault::exec(
-                    site,
-                    format!(
-                        "collective of {n} elements: the {what} window {off}..{} leaves variable {var} ({})",
-                        off.saturating_add(len),
-                        size.map_or("no such variable".to_string(), |s| format!("{s} bytes"))
-                    ),
-                ));
-            }
-        }
+        let what = format!("collective of {n} elements");
+        self.window(site, &what, "input", input, in_off, in_len)?;
+        self.window(site, &what, "output", output, out_off, out_len)?;
         let len = in_len as usize;
         self.charge_memory(
             &format!("{site}: collective contribution"),
@@ -143,7 +121,7 @@ impl Machine<'_> {
         })?;
         data.copy_from_slice(src);
         self.dram.note(input, in_off, in_off + in_len, false);
-        let reduce = Reduce::of(AluOp(op));
+        let reduce = Reduce::of(x.op);
         let pairs: Vec<(u32, u32)> = self
             .kernel()
             .src_target_pairs
@@ -182,7 +160,7 @@ impl Machine<'_> {
                 let ticket = world.post(Member { rank: 0, core: 0 }, post);
                 let done = world
                     .wait(Member { rank: 0, core: 0 }, &[ticket], site.to_string())
-                    .map_err(|e| Fault::exec(site, e))?;
+                    .map_err(|e| Fault::exec(site, e.report))?;
                 for (_, r) in done {
                     let bytes = r.map_err(|e| Fault::exec(site, e))?;
                     let side = |var: u32, addr: u64, len: u64| DmaSide {
@@ -201,6 +179,163 @@ impl Machine<'_> {
             }
         }
         Ok(Flow::Next)
+    }
+
+    /// Fault unless bytes `off..off + len` of variable `var` exist: `prefix: the {what}
+    /// window ... leaves variable ...`.
+    fn window(
+        &self,
+        site: Site,
+        prefix: &str,
+        what: &str,
+        var: u32,
+        off: u64,
+        len: u64,
+    ) -> Result<(), Fault> {
+        let size = self.dram.get(var).map(|v| v.bytes.len() as u64);
+        if off
+            .checked_add(len)
+            .is_none_or(|hi| size.is_none_or(|s| hi > s))
+        {
+            return Err(Fault::exec(
+                site,
+                format!(
+                    "{prefix}: the {what} window {off}..{} leaves variable {var} ({})",
+                    off.saturating_add(len),
+                    size.map_or("no such variable".to_string(), |s| format!("{s} bytes"))
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// 0xCB: one leg of a point-to-point copy. A send posts the bytes of its window of
+    /// `tensor_id` (read when the bundle issues) for its peer; a receive posts nothing and,
+    /// when the send it meets is posted, receives those bytes into its window. The k-th send
+    /// from rank s to rank t meets the k-th receive of rank t from rank s (a pair of ranks
+    /// meeting at the world, like a permute of one pair); the two must move the same number of
+    /// bytes. Completion is signalled as for 0xC8, when the pair has met.
+    pub(crate) fn send_recv(&mut self, site: Site, x: &SendRecv) -> Result<Flow, Fault> {
+        let send = x.is_send != 0;
+        let leg = if send { "send to" } else { "receive from" };
+        let Some((world, me)) = self.comm.clone() else {
+            return Err(Fault::NotSimulated {
+                site,
+                name: format!(
+                    "SEND_RECV ({leg} rank {}) in a run of one rank; run the NEFF's world (`--ranks`)",
+                    x.peer_id
+                ),
+                engine: site.engine,
+            });
+        };
+        let peer = match u32::try_from(x.peer_id) {
+            Ok(p) if p != me.rank && world.has_rank(p) => p,
+            _ => {
+                return Err(Fault::exec(
+                    site,
+                    format!(
+                        "SEND_RECV: rank {} cannot {leg} rank {} (not another rank of the world)",
+                        me.rank, x.peer_id
+                    ),
+                ))
+            }
+        };
+        let (var, off, len) = (x.tensor_id, x.offset_bytes, x.size_bytes);
+        let prefix = format!("SEND_RECV of {len} bytes");
+        self.window(
+            site,
+            &prefix,
+            if send { "source" } else { "destination" },
+            var,
+            off,
+            len,
+        )?;
+        let data = if send {
+            self.charge_memory(&format!("{site}: send contribution"), len.saturating_mul(2))
+                .map_err(|e| Fault::budget(site, e))?;
+            self.charge_collective(site, len)?;
+            let d = self
+                .dram
+                .read(var, off, len as usize)
+                .map_err(|e| Fault::oob(site, "send/recv", e))?
+                .to_vec();
+            self.dram.note(var, off, off + len, false);
+            d
+        } else {
+            Vec::new()
+        };
+        let group = if send {
+            vec![me.rank, peer]
+        } else {
+            vec![peer, me.rank]
+        };
+        let post = Post {
+            kind: Kind::SendRecv,
+            reduce: None,
+            op: 0,
+            format: NumFormat::Uint8,
+            elements: len,
+            pairs: vec![(group[0], group[1])],
+            group,
+            data,
+            site,
+        };
+        let ticket = world.post(me, post);
+        self.pending.push(PendingCollective {
+            ticket,
+            site,
+            out_var: var,
+            out_offset: off,
+            out_len: if send { 0 } else { len },
+            events: None,
+        });
+        self.defer_complete = true;
+        Ok(Flow::Next)
+    }
+
+    /// 0xDC GID_LOAD: the runtime writes this rank's global id into the register the record
+    /// names. The id is the rank's index in the world (0 in a run of one rank; the mapping of
+    /// the runtime's global device id onto the world's ranks is project-defined). The address
+    /// form is refused: what a PSEUDO_ADDR8 destination names at load time is not public.
+    pub(crate) fn gid_load(&mut self, site: Site, x: &GidLoad) -> Result<Flow, Fault> {
+        if x.dst_target != GidTargetType::REGISTER {
+            return Err(Fault::NotSimulated {
+                site,
+                name: format!(
+                    "GID_LOAD to an address (dst_target {:#04x}): what its PSEUDO_ADDR8 names at load time is not public",
+                    x.dst_target.0
+                ),
+                engine: site.engine,
+            });
+        }
+        let low = x.dst.0 & 0x00FF_FFFF_FFFF_FFFF;
+        if low != 0 {
+            return Err(Fault::exec(
+                site,
+                format!("GID_LOAD to a register: bytes +16..+22 must be zero, not {low:#x}"),
+            ));
+        }
+        let reg = (x.dst.0 >> 56) as usize;
+        let rank = self.comm.as_ref().map_or(0, |(_, m)| m.rank);
+        let slot = self.regs[site.engine as usize]
+            .get_mut(reg)
+            .ok_or_else(|| Fault::exec(site, format!("GID_LOAD: register {reg} does not exist")))?;
+        *slot = rank;
+        Ok(Flow::Next)
+    }
+
+    /// 0xDB CUR_PROCESSING_RANK_ID: refused. The record is public, but the value the runtime
+    /// writes (the peer rank of one step of a fine-grained collective, from the rank, the
+    /// iteration and the ring) comes from a stepping function no public page gives.
+    pub(crate) fn cur_processing_rank_id(site: Site, x: &CurProcessingRankId) -> Fault {
+        Fault::NotSimulated {
+            site,
+            name: format!(
+                "CUR_PROCESSING_RANK_ID (opcode {:#04x}; G collectives/ops/rank-id.md gives the record but not the stepping function that turns the rank, iteration {} and ring {} of group {} into the peer rank written to register {})",
+                site.opcode, x.iteration_id, x.channel_id, x.group_id, x.dst_reg
+            ),
+            engine: site.engine,
+        }
     }
 
     /// The ranks of replica group `group_id` (the def.json `replica_groups`; every rank of the
@@ -295,7 +430,7 @@ impl Machine<'_> {
         );
         let done = world.wait(me, &tickets, stand).map_err(|e| Fault::Exec {
             site: first,
-            message: e,
+            message: e.report,
         })?;
         for (t, r) in done {
             let Some(i) = self.pending.iter().position(|p| p.ticket == t) else {

@@ -370,3 +370,206 @@ fn results_do_not_depend_on_the_threads() {
         assert_eq!(run(&p, xs.clone(), &RunConfig::default()).unwrap(), first);
     }
 }
+
+/// The error of a run that must fail, as text.
+fn run_err(p: &Program, per_rank: Vec<Vec<f32>>) -> String {
+    match run(p, per_rank, &RunConfig::default()) {
+        Ok(_) => panic!("the run succeeded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A SEND_RECV leg (G collectives/ops/sendrecv.md §2): `is_send` 1 sends the window
+/// `var[off..off + size]` to `peer`, 0 receives the peer's bytes into it.
+fn send_recv(is_send: bool, peer: u64, var: u32, off: u64, size: u64) -> Bundle {
+    let mut b = bundle(0xCB);
+    b.set_u32(12, var);
+    b.set_u64(16, peer);
+    b.set_u8(24, is_send as u8);
+    b.set_u64(48, off);
+    b.set_u64(56, size);
+    b
+}
+
+/// GID_LOAD (G collectives/ops/rank-id.md §7) of this rank's id into register `reg`.
+fn gid_load(reg: u8) -> Bundle {
+    let mut b = bundle(0xDC);
+    b.set_u8(12, 1);
+    b.set_u8(23, reg);
+    b
+}
+
+/// COMPARE_BRANCH: when register `reg` equals `v` (as u32), jump `by` bundles forward.
+fn branch_if_eq(reg: u8, v: u32, by: u64) -> Bundle {
+    let mut b = bundle(0xA9);
+    b.set_u8(12, tpbsim_isa::CmpOp::EQ_IMM.0);
+    b.set_u8(13, Dtype::UINT32.0);
+    b.set_u8(14, tpbsim_isa::BrTargetMode::REL_IMM.0);
+    b.set_u32(16, v);
+    b.set_u8(32, reg);
+    b.set_u64(48, by * 64);
+    b
+}
+
+/// Every rank runs the same stream: rank 0 (by its GID) sends bytes 8..40 of `x`, rank 1
+/// receives them at bytes 16..48 of `y`; with `recv` false rank 1 never receives.
+fn send_recv_program(n: u64, recv_size: u64, recv: bool) -> Program {
+    let rank1 = if recv {
+        send_recv(false, 0, OUT, 16, recv_size)
+    } else {
+        bundle(0xA1)
+    };
+    program(
+        vec![
+            gid_load(5),
+            branch_if_eq(5, 1, 3),
+            send_recv(true, 1, IN, 8, 32),
+            bundle(0xA1),
+            rank1,
+        ],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Float32, n),
+            var(OUT, "y", VarKind::Output, NumFormat::Float32, n),
+        ],
+        vec![vec![0, 1]],
+        vec![],
+    )
+}
+
+#[test]
+fn send_recv_moves_the_senders_window_bit_for_bit() {
+    let n = 16u64;
+    let p = send_recv_program(n, 32, true);
+    // NaN payloads and a negative zero travel as bytes.
+    let mut x0 = input(0, n as usize);
+    x0[2] = f32::from_bits(0x7fc0_1234);
+    x0[3] = -0.0;
+    x0[4] = f32::from_bits(0xff80_0001);
+    let xs = vec![x0.clone(), input(1, n as usize)];
+    let out = run(&p, xs, &RunConfig::default()).unwrap();
+    let sent: Vec<u8> = x0.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut want = vec![0u8; n as usize * 4];
+    want[16..48].copy_from_slice(&sent[8..40]);
+    assert_eq!(out[1]["y"], want, "rank 1 receives");
+    assert_eq!(out[0]["y"], vec![0u8; n as usize * 4], "rank 0 only sends");
+}
+
+#[test]
+fn a_send_without_its_receive_is_a_deadlock_naming_the_ranks() {
+    let p = send_recv_program(16, 32, false);
+    let e = run_err(&p, vec![input(0, 16), input(1, 16)]);
+    assert!(e.contains("deadlock across ranks"), "{e}");
+    assert!(e.contains("SendRecv over group [0, 1]"), "{e}");
+    assert!(e.contains("posted by rank 0 at"), "{e}");
+    assert!(e.contains("never by rank 1 (finished)"), "{e}");
+}
+
+#[test]
+fn a_send_and_a_receive_of_different_sizes_are_named() {
+    let p = send_recv_program(16, 16, true);
+    let e = run_err(&p, vec![input(0, 16), input(1, 16)]);
+    assert!(e.contains("collectives differ between ranks"), "{e}");
+    assert!(e.contains("32 ×") && e.contains("16 ×"), "{e}");
+}
+
+#[test]
+fn a_send_to_itself_or_outside_the_world_is_refused() {
+    for peer in [0u64, 2, 1 << 40] {
+        let p = program(
+            vec![send_recv(true, peer, IN, 0, 4)],
+            vec![var(IN, "x", VarKind::Input, NumFormat::Float32, 4)],
+            vec![vec![0, 1]],
+            vec![],
+        );
+        let e = run_err(&p, vec![vec![0.0; 4], vec![0.0; 4]]);
+        assert!(
+            e.contains(&format!("cannot send to rank {peer}")),
+            "{peer}: {e}"
+        );
+    }
+}
+
+#[test]
+fn gid_load_writes_each_ranks_id_into_its_register() {
+    use tpbsim_sim::machine::collective::{Comm, Member};
+    use tpbsim_sim::machine::{Machine, RunOptions};
+    let mut k = Kernel {
+        gen: Some(Gen::V3),
+        world: 3,
+        ..Default::default()
+    };
+    k.streams[Engine::Pe as usize] = vec![gid_load(7)];
+    let members = (0..3).map(|rank| Member { rank, core: 0 });
+    let world = Arc::new(Comm::new(members, Order::Replica));
+    for rank in 0..3u32 {
+        let mut m = Machine::new(&k, Gen::V3).unwrap();
+        m.regs[Engine::Pe as usize][7] = 99;
+        m.join_world(world.clone(), Member { rank, core: 0 })
+            .unwrap();
+        m.run(&RunOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(m.regs[Engine::Pe as usize][7], rank, "rank {rank}");
+    }
+    // A run of one rank is rank 0; the address form and a register past the file are refused.
+    let mut m = Machine::new(&k, Gen::V3).unwrap();
+    m.regs[Engine::Pe as usize][7] = 99;
+    m.run(&RunOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(m.regs[Engine::Pe as usize][7], 0);
+    let mut addr = gid_load(7);
+    addr.set_u8(12, 0);
+    let mut past = gid_load(0);
+    past.set_u8(23, 0xFF);
+    for (b, needle) in [
+        (addr, "GID_LOAD to an address"),
+        (past, "register 255 does not exist"),
+    ] {
+        k.streams[Engine::Pe as usize] = vec![b];
+        let mut m = Machine::new(&k, Gen::V3).unwrap();
+        let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+        assert!(f.to_string().contains(needle), "{f}");
+    }
+}
+
+#[test]
+fn the_peer_rank_of_a_fine_grained_step_is_refused_by_name() {
+    let mut b = bundle(0xDB);
+    b.set_u16(16, 2);
+    b.set_u8(18, 9);
+    let p = program(
+        vec![b],
+        vec![var(IN, "x", VarKind::Input, NumFormat::Float32, 1)],
+        vec![vec![0, 1]],
+        vec![],
+    );
+    let e = run_err(&p, vec![vec![0.0], vec![0.0]]);
+    assert!(e.contains("CUR_PROCESSING_RANK_ID"), "{e}");
+    assert!(
+        e.contains("stepping function") && e.contains("iteration 2"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_exchange_where_both_ranks_send_first_completes() {
+    let n = 4u64;
+    let p = program(
+        vec![
+            gid_load(5),
+            branch_if_eq(5, 1, 4),
+            send_recv(true, 1, IN, 0, 16),
+            send_recv(false, 1, OUT, 0, 16),
+            bundle(0xA1),
+            send_recv(true, 0, IN, 0, 16),
+            send_recv(false, 0, OUT, 0, 16),
+        ],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Float32, n),
+            var(OUT, "y", VarKind::Output, NumFormat::Float32, n),
+        ],
+        vec![vec![0, 1]],
+        vec![],
+    );
+    let xs = vec![input(0, n as usize), input(1, n as usize)];
+    let out = run(&p, xs.clone(), &RunConfig::default()).unwrap();
+    assert_eq!(f32s(&out[0]["y"]), xs[1]);
+    assert_eq!(f32s(&out[1]["y"]), xs[0]);
+}

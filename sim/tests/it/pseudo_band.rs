@@ -61,13 +61,20 @@ fn a_single_rank_all_reduce_copies_and_labels_are_no_ops() {
 
 #[test]
 fn more_ranks_other_collectives_and_functions_are_refused() {
-    let cases: [(Vec<Bundle>, usize, &str); 7] = [
+    let cases: [(Vec<Bundle>, usize, &str); 10] = [
         (vec![collective(1)], 2, "over 2 ranks"),
         (vec![collective(6)], 1, "PERMUTE_REDUCE"),
         (vec![collective(9)], 1, "ALL_TO_ALL_V"),
         (vec![collective(0)], 1, "names no collective"),
         (vec![bundle(0xD2)], 1, "FUNCTION_RETURN"),
-        (vec![bundle(0xCB)], 1, "collective"),
+        (
+            vec![bundle(0xCB)],
+            1,
+            "SEND_RECV (receive from rank 0) in a run of one rank",
+        ),
+        (vec![bundle(0xDB)], 1, "CUR_PROCESSING_RANK_ID"),
+        (vec![bundle(0xDC)], 1, "GID_LOAD to an address"),
+        (vec![bundle(0xD9)], 1, "TRIGGER_COLLECTIVE2"),
         (vec![bundle(0xDA)], 1, "EXTENSION"),
     ];
     for (stream, world, needle) in cases {

@@ -673,6 +673,10 @@ fn finish(
             let (b, meta) = &mut bundles[0];
             set_if(b, meta, &[loc::pseudo_inst::SUB_OP], 1);
         }
+        C::CollectiveSend => {
+            let (b, meta) = &mut bundles[0];
+            set_if(b, meta, &[loc::send_recv::IS_SEND], 1);
+        }
         _ => {}
     }
     Ok(())

@@ -568,6 +568,28 @@ control_form!(
     [QUEUE_NAME, BLOCK_ID]
 );
 control_form!(
+    TRIGGER_COLLECTIVE,
+    "TriggerCollective",
+    trigger_collective,
+    [
+        OP,
+        DTYPE,
+        GROUP_ID,
+        INPUT_TENSOR_ID,
+        OUTPUT_TENSOR_ID,
+        NUM_ELEMENTS,
+        CTYPE,
+        SRC_OFFSET_ELEMS,
+        DST_OFFSET_ELEMS
+    ]
+);
+control_form!(
+    SEND_RECV,
+    "SendRecv",
+    send_recv,
+    [TENSOR_ID, PEER_ID, OFFSET_BYTES, SIZE_BYTES]
+);
+control_form!(
     ACT_SET_PSEUDO,
     "LoadActFuncSet",
     load_act_func_set,
@@ -605,6 +627,10 @@ pub(crate) enum Alone {
     /// PSEUDO_INST: [`InstClass::Exit`] with [`PSEUDO`] when its sub-op is 1 (exit), else
     /// nothing.
     Exit,
+    /// SEND_RECV: [`InstClass::CollectiveSend`] when its `is_send` byte is set, else
+    /// [`InstClass::CollectiveRecv`], both with [`SEND_RECV`] (isa-facts §5.4: one opcode, two
+    /// BIR ops, told apart by the direction field, which lowering derives from the class).
+    SendRecv,
     /// No single-bundle binding: a group member ([`super::groups`]), or an opcode without a BIR
     /// class.
     Not,
@@ -680,9 +706,11 @@ pub(crate) const fn alone(op: Op) -> Alone {
         Op::CompareBranch => Alone::Branch,
         Op::AluOp => Alone::One(InstClass::RegisterAlu, &REG_ALU),
         Op::PseudoDmatrigger => Alone::One(InstClass::DmaTrigger, &DMA_TRIGGER),
+        Op::PseudoTriggerCollective => Alone::One(InstClass::Collective, &TRIGGER_COLLECTIVE),
         Op::PseudoFunctionCall => Alone::One(InstClass::Call, &CALL),
         Op::PseudoCoreBarrier => Alone::One(InstClass::CoreBarrier, &CORE_BARRIER),
         Op::PseudoInst => Alone::Exit,
+        Op::PseudoSendRecv => Alone::SendRecv,
         // Operands not decoded (no published layout): class only, body kept in `wire`.
         Op::Move => Alone::One(InstClass::RegisterMove, &OPAQUE),
         Op::Notify => Alone::One(InstClass::Signal, &OPAQUE),
@@ -774,10 +802,8 @@ pub(crate) const fn alone(op: Op) -> Alone {
         | Op::PseudoDmamemcpyFullInd
         | Op::PseudoSemaphoreSet
         | Op::PseudoTriggerAllReduce
-        | Op::PseudoTriggerCollective
         | Op::PseudoReadVarAddr
         | Op::PseudoEmbeddingUpdate
-        | Op::PseudoSendRecv
         | Op::PseudoBranchLabel
         | Op::PseudoTensorStore
         | Op::PseudoTensorLoad
@@ -816,6 +842,10 @@ pub(crate) fn singles() -> &'static [(u8, InstClass, &'static Form)] {
                     v.push((op.code(), InstClass::UnconditionalBranch, &BRANCH));
                 }
                 Alone::Exit => v.push((op.code(), InstClass::Exit, &PSEUDO)),
+                Alone::SendRecv => {
+                    v.push((op.code(), InstClass::CollectiveSend, &SEND_RECV));
+                    v.push((op.code(), InstClass::CollectiveRecv, &SEND_RECV));
+                }
                 Alone::Not => {}
             }
         }
@@ -834,6 +864,14 @@ pub(crate) fn single(
         Alone::One(class, form) => Some((class, form)),
         Alone::Exit => (super::fields::read_loc(b, loc::pseudo_inst::SUB_OP, gen) == Some(1))
             .then_some((InstClass::Exit, &PSEUDO)),
+        Alone::SendRecv => Some((
+            if super::fields::read_loc(b, loc::send_recv::IS_SEND, gen).is_some_and(|v| v != 0) {
+                InstClass::CollectiveSend
+            } else {
+                InstClass::CollectiveRecv
+            },
+            &SEND_RECV,
+        )),
         Alone::Branch => Some((
             if super::fields::read_loc(b, loc::compare_branch::CMP_OP, gen) == Some(0) {
                 InstClass::UnconditionalBranch

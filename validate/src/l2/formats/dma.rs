@@ -38,6 +38,15 @@ rule!(PSEUDO_NAME, "is_valid_pseudo.name", Format,
 rule!(PSEUDO_INST_OP_ENUM, "is_valid_enum(PSEUDO_INST_OP)", Format,
     public "isa-facts §4.4 (PSEUDO_INST 0xDF sub-op: EXIT 1, LIBRARY_RELOAD_INDEX 2)",
     "the PSEUDO_INST sub-op is EXIT 1 or LIBRARY_RELOAD_INDEX 2");
+rule!(COLLECTIVE_TYPE_ENUM, "is_valid_enum(COLLECTIVE_TYPE)", Format,
+    project "G collectives/ops/trigger-collective.md §3 gives COLLECTIVE_TYPE (0 INVALID, 1..=9 the collectives) and says the shipped header has no validator for PSEUDO_TRIGGER_COLLECTIVE; tpbsim requires a named collective",
+    "the PSEUDO_TRIGGER_COLLECTIVE ctype names a collective (1..=9)");
+rule!(GID_LOAD_REGISTER, "is_valid_gid_load_dst", Format,
+    public "G collectives/ops/rank-id.md §7.2 (is_valid_gid_load_dst, register form: is_valid_register_write(regnum), regnum < NEURON_ISA_TPB_NUM_REGISTERS = 64 on v2..v4 or the DGE table registers 130 / 131, and reserved[0..6] zero)",
+    "GID_LOAD to a register: bytes +16..+22 zero and a register below 64 or a DGE table register (130, 131)");
+rule!(GID_LOAD_ADDRESS, "is_valid_gid_load_dst.address", Format,
+    project "G collectives/ops/rank-id.md §7.2 names the address form's two accepted PSEUDO_ADDR8 forms (a register address with reg_hi 0, a variable id) by their markers without the marker values; reported as not checked",
+    "GID_LOAD to an address: the PSEUDO_ADDR8 destination");
 rule!(EXT_OPCODE_ENUM, "is_valid_enum(EXT_OPCODE)", Format,
     public "isa-facts §4.6 (EXTENDED_INST sub-opcodes 0..=9, 5 reserved)",
     "the extended sub-opcode is a member (0..=9 except 5)");
@@ -231,30 +240,103 @@ pub fn is_padded_name(bytes: &[u8]) -> bool {
         && bytes[n..].iter().all(|&c| c == 0)
 }
 
+/// GID_LOAD destination kind.
+pub const GID_TARGET: Field = Field::at(loc::gid_load::DST_TARGET);
+/// GID_LOAD destination (the register form: bytes +16..+22 zero, the register at +23).
+pub const GID_DST: Field = Field::at(loc::gid_load::DST);
+/// The register a register-form GID_LOAD writes (byte 7 of the destination).
+pub const GID_REGNUM: Field = Field {
+    name: "dst",
+    sub: "regnum",
+    start: loc::gid_load::DST.l2_offset() + 7,
+    len: 1,
+};
+/// The reserved bytes of a register-form GID_LOAD destination (bytes 0..7 of it).
+pub const GID_REG_RESERVED: Field = Field {
+    name: "dst",
+    sub: "reserved[0..6]",
+    start: loc::gid_load::DST.l2_offset(),
+    len: 7,
+};
+
+/// `is_valid_gid_load_dst`: the register form writes a real register (below the 64 of
+/// v2..v4, or a DGE table register) and leaves the destination's other bytes zero; the
+/// address form is reported as not checked.
+fn gid_load_dst<S: Sink>(ck: &mut Ck<S>) {
+    let regnum = ck.get(GID_REGNUM);
+    match tpbsim_isa::GidTargetType(ck.get(GID_TARGET) as u8) {
+        tpbsim_isa::GidTargetType::REGISTER => {
+            ck.check(
+                ck.get(GID_REG_RESERVED) == 0,
+                &GID_LOAD_REGISTER,
+                GID_REG_RESERVED,
+                Allowed::Text("0"),
+            );
+            ck.check(
+                regnum < 64 || regnum == 130 || regnum == 131,
+                &GID_LOAD_REGISTER,
+                GID_REGNUM,
+                Allowed::Text("a register below 64, or 130 / 131"),
+            );
+        }
+        tpbsim_isa::GidTargetType::ADDRESS => ck.not_checked(
+            &GID_LOAD_ADDRESS,
+            GID_DST,
+            Allowed::Text("no public marker values"),
+        ),
+        _ => {}
+    }
+}
+
 /// PSEUDO_INST sub-op.
 pub const PSEUDO_SUB_OP: Field = Field::at(loc::pseudo_inst::SUB_OP);
 
-/// PSEUDO_INST enum stage.
-pub const PSEUDO_ENUMS: &[FieldRule] = &[FieldRule::set(
-    &PSEUDO_INST_OP_ENUM,
-    PSEUDO_SUB_OP,
-    ByteSet::range(1, 2),
-    "1 or 2",
-)
-.only(&[0xDF])];
+/// PSEUDO_TRIGGER_COLLECTIVE collective type.
+pub const COLLECTIVE_CTYPE: Field = Field::at(loc::trigger_collective::CTYPE);
+
+/// The pseudo enum stage: PSEUDO_INST's sub-op, PSEUDO_TRIGGER_COLLECTIVE's type.
+pub const PSEUDO_ENUMS: &[FieldRule] = &[
+    FieldRule::set(
+        &PSEUDO_INST_OP_ENUM,
+        PSEUDO_SUB_OP,
+        ByteSet::range(1, 2),
+        "1 or 2",
+    )
+    .only(&[tpbsim_isa::opcode_byte::PSEUDO_INST]),
+    FieldRule::set(
+        &COLLECTIVE_TYPE_ENUM,
+        COLLECTIVE_CTYPE,
+        ByteSet::range(1, 9),
+        "1..=9",
+    )
+    .only(&[tpbsim_isa::opcode_byte::PSEUDO_TRIGGER_COLLECTIVE]),
+];
+/// PSEUDO_TRIGGER_COLLECTIVE element type.
+pub const COLLECTIVE_DTYPE: Field = Field::at(loc::trigger_collective::DTYPE);
+/// The pseudo dtype stage: PSEUDO_TRIGGER_COLLECTIVE's element type is a wire dtype.
+pub const PSEUDO_DTYPES: &[DtypeRule] = &[DtypeRule::byte(COLLECTIVE_DTYPE, DtypeOpts::PLAIN)
+    .only(&[tpbsim_isa::opcode_byte::PSEUDO_TRIGGER_COLLECTIVE])];
 /// The rule data of `is_valid_pseudo`.
 pub const PSEUDO_TABLE: GateTable = GateTable {
     fields: &[PSEUDO_ENUMS],
-    dtypes: &[],
+    dtypes: &[PSEUDO_DTYPES],
     operands: &[],
 };
 
 /// `is_valid_pseudo`: DmaTrigger 0xC1, LoadActFuncSet 0xC6, FunctionBegin 0xD1, FunctionCall
-/// 0xD3 (name strings) and PSEUDO_INST 0xDF (sub-op).
+/// 0xD3 (name strings), TriggerCollective 0xC8 (collective type, element type) and PSEUDO_INST
+/// 0xDF (sub-op).
 pub fn is_valid_pseudo<S: Sink>(ck: &mut Ck<S>) {
     let op = ck.u8(0);
     check(ck, PSEUDO_ENUMS);
     spec_reserved(ck);
+    if ck.done() {
+        return;
+    }
+    check_dtypes(ck, PSEUDO_DTYPES);
+    if op == tpbsim_isa::opcode_byte::PSEUDO_GID_LOAD {
+        gid_load_dst(ck);
+    }
     if let Some(f) = name_field(op) {
         let (s, e) = (f.start as usize, f.start as usize + f.len as usize);
         if !is_padded_name(&ck.b.0[s..e]) {
@@ -359,6 +441,40 @@ mod tests {
     use super::*;
     use crate::l2::dtype;
     use tpbsim_isa::Gen;
+
+    /// GID_LOAD's register form writes a real register and leaves the destination's other
+    /// bytes zero; its address form is reported as not checked.
+    #[test]
+    fn gid_load_writes_a_real_register() {
+        let mut b = hdr(0xDC);
+        b.0[12] = 1;
+        for reg in [0u8, 5, 63, 130, 131] {
+            b.0[23] = reg;
+            assert!(
+                fails(&b, Gen::V3, None, is_valid_pseudo).is_empty(),
+                "{reg}"
+            );
+        }
+        for reg in [64u8, 129, 132, 255] {
+            b.0[23] = reg;
+            assert_eq!(
+                fails(&b, Gen::V3, None, is_valid_pseudo),
+                ["is_valid_gid_load_dst"],
+                "{reg}"
+            );
+        }
+        b.0[23] = 5;
+        b.0[17] = 1;
+        assert_eq!(
+            fails(&b, Gen::V3, None, is_valid_pseudo),
+            ["is_valid_gid_load_dst"]
+        );
+        b.0[14] = 1;
+        assert!(fails(&b, Gen::V3, None, is_valid_pseudo).contains(&"reserved_zero"));
+        let mut a = hdr(0xDC);
+        a.0[16] = 0x44;
+        assert!(fails(&a, Gen::V3, None, is_valid_pseudo).is_empty());
+    }
 
     /// The named pseudo opcodes are exactly those whose format has a string field, and the
     /// name field is that field.

@@ -248,6 +248,16 @@ pub const RECIPES: &[Recipe] = &[
         fill: fill_dma_direct2d,
     },
     named_recipe("DmaTrigger"),
+    Recipe {
+        gate: "is_valid_pseudo",
+        format: "TriggerCollective",
+        fill: fill_trigger_collective,
+    },
+    Recipe {
+        gate: "is_valid_pseudo",
+        format: "GidLoad",
+        fill: fill_gid_load,
+    },
     named_recipe("LoadActFuncSet"),
     named_recipe("FunctionBegin"),
     named_recipe("FunctionCall"),

@@ -690,6 +690,19 @@ pub(super) fn fill_range_clear(c: &mut Ctx<'_>) {
     }
 }
 
+pub(super) fn fill_trigger_collective(c: &mut Ctx<'_>) {
+    let dt = c.rng.pick(&compute_dtypes(c.gen, false));
+    c.put(tpbsim_isa::formats::loc::trigger_collective::DTYPE, dt);
+}
+
+/// GID_LOAD: the register form, to a register below 64 (`is_valid_gid_load_dst`).
+pub(super) fn fill_gid_load(c: &mut Ctx<'_>) {
+    use tpbsim_isa::formats::loc::gid_load as gid;
+    c.put(gid::DST_TARGET, tpbsim_isa::GidTargetType::REGISTER.0);
+    let reg = c.rng.range(0, 63);
+    c.put(gid::DST, reg << 56);
+}
+
 pub(super) fn fill_pseudo_name(c: &mut Ctx<'_>) {
     let Some(name) = dma::name_field(c.b.0[0]) else {
         return;

@@ -631,7 +631,7 @@ fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Arc<Vec<u8>>>,
         }
         Kind::SendRecv => {
             if let (Some(&s), Some(&t)) = (group.first(), group.get(1)) {
-                out.insert(t, inst.posted[&s].0.data.clone());
+                out.insert(t, Arc::new(inst.posted[&s].0.data.clone()));
             }
         }
         Kind::Permute => {

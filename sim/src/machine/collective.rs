@@ -213,6 +213,43 @@ struct State {
     failure: Option<String>,
 }
 
+/// Where the members of a world meet: [`Comm`] in the process that holds it, or a transport
+/// that forwards to the process holding the world's one [`Comm`] (`super::remote`, docs/mpi.md).
+/// Every implementation folds with the same [`Comm`], so results do not depend on where the
+/// members run.
+pub trait Meeting: Send + Sync + std::fmt::Debug {
+    /// Post `p` for member `m`; the ticket its result will carry.
+    fn post(&self, m: Member, p: Post) -> Result<u64, String>;
+    /// Wait until one of `tickets` of member `m` is complete (see [`Comm::wait`]).
+    fn wait(
+        &self,
+        m: Member,
+        tickets: &[u64],
+        where_: String,
+    ) -> Result<Vec<(u64, Received)>, String>;
+    /// Member `m` has stopped (see [`Comm::leave`]).
+    fn leave(&self, m: Member, faulted: bool);
+}
+
+impl Meeting for Comm {
+    fn post(&self, m: Member, p: Post) -> Result<u64, String> {
+        Ok(Comm::post(self, m, p))
+    }
+
+    fn wait(
+        &self,
+        m: Member,
+        tickets: &[u64],
+        where_: String,
+    ) -> Result<Vec<(u64, Received)>, String> {
+        Comm::wait(self, m, tickets, where_)
+    }
+
+    fn leave(&self, m: Member, faulted: bool) {
+        Comm::leave(self, m, faulted)
+    }
+}
+
 /// The meeting point of the ranks of one run.
 #[derive(Debug)]
 pub struct Comm {
@@ -317,6 +354,16 @@ impl Comm {
             }
             s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Stop the world: every wait, now and later, fails with `why` (a transport that lost a
+    /// member's process).
+    pub fn abort(&self, why: String) {
+        let mut s = self.lock();
+        if s.failure.is_none() {
+            s.failure = Some(why);
+        }
+        self.cv.notify_all();
     }
 
     /// Member `m` has stopped (finished or faulted): the others no longer wait for it to run.

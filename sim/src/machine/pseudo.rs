@@ -172,7 +172,9 @@ impl Machine<'_> {
         };
         match world {
             Some(w) => {
-                let ticket = w.post(Member { rank, core }, post);
+                let ticket = w
+                    .post(Member { rank, core }, post)
+                    .map_err(|e| Fault::exec(site, e))?;
                 self.pending.push(PendingCollective { ticket, ..pending });
                 self.defer_complete = true;
             }

@@ -42,7 +42,7 @@ impl Default for RunOptions {
 }
 
 /// Counters of a finished run.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct RunStats {
     /// Scheduler counters (steps, per-engine bundles).
     pub sched: SchedStats,
@@ -51,12 +51,17 @@ pub struct RunStats {
     /// DMA transfers executed.
     pub dma_transfers: u64,
     /// Wall time of the run.
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(serialize_with = "ser_secs", deserialize_with = "de_secs")]
     pub wall: Duration,
 }
 
 fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
+}
+
+fn de_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let secs = <f64 as serde::Deserialize>::deserialize(d)?;
+    Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
 }
 
 /// Why a machine cannot be set up.

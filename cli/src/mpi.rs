@@ -318,28 +318,28 @@ pub fn run(a: &Args, write_outputs: bool) -> Result<Outcome, CliError> {
             }
         }
     };
-    let sent = serde_json::to_vec(&ending).unwrap_or_default();
-    let Some(all) = mpi.gather(&sent) else {
-        return match mpi.broadcast(0) {
-            0 => Ok(Outcome::Ok),
-            1 => Ok(Outcome::Invalid),
-            c => Err(CliError::Reported(c)),
-        };
-    };
-    let endings: Vec<Ending> = all
-        .iter()
-        .enumerate()
-        .map(|(p, b)| {
-            serde_json::from_slice(b).unwrap_or_else(|e| Ending::Error {
-                code: crate::exit::USAGE,
-                message: format!("MPI process {p} sent an unreadable report: {e}"),
-                json: None,
-                rank: None,
-                echo: false,
-            })
-        })
-        .collect();
-    let result = match pick(&endings) {
+    conclude(
+        &mpi,
+        &ending,
+        |p, e| Ending::Error {
+            code: crate::exit::USAGE,
+            message: format!("MPI process {p} sent an unreadable report: {e}"),
+            json: None,
+            rank: None,
+            echo: false,
+        },
+        |endings| report_run(a, &prep, endings, (processes, share.placement)),
+    )
+}
+
+/// Process 0's report of every process's ending of `sim run --mpi`.
+fn report_run(
+    a: &Args,
+    prep: &run::Prepared,
+    endings: Vec<Ending>,
+    mpi: (usize, remote::Placement),
+) -> Result<Outcome, CliError> {
+    match pick(&endings) {
         Some(Ending::Error {
             code,
             message,
@@ -360,19 +360,129 @@ pub fn run(a: &Args, write_outputs: bool) -> Result<Outcome, CliError> {
                 })
                 .collect();
             let part = Part::merge(parts);
-            Ok(run::print_report(
-                a,
-                &prep,
-                &part,
-                &[],
-                Some((processes, share.placement)),
-            ))
+            Ok(run::print_report(a, prep, &part, &[], Some(mpi)))
         }
+    }
+}
+
+/// End a step that every process reports on: each sends `mine` to process 0, which reads
+/// them (`unreadable` standing in for one it cannot read) and gives `report` them all, in
+/// process order; every process returns the verdict of process 0's report (the others an
+/// error it has printed, or the outcome).
+fn conclude<T: serde::Serialize + serde::de::DeserializeOwned>(
+    mpi: &Mpi,
+    mine: &T,
+    unreadable: impl Fn(usize, String) -> T,
+    report: impl FnOnce(Vec<T>) -> Result<Outcome, CliError>,
+) -> Result<Outcome, CliError> {
+    let sent = serde_json::to_vec(mine).unwrap_or_default();
+    let Some(all) = mpi.gather(&sent) else {
+        return match mpi.broadcast(0) {
+            0 => Ok(Outcome::Ok),
+            1 => Ok(Outcome::Invalid),
+            c => Err(CliError::Reported(c)),
+        };
     };
+    let decoded = all
+        .iter()
+        .enumerate()
+        .map(|(p, b)| serde_json::from_slice(b).unwrap_or_else(|e| unreadable(p, e.to_string())))
+        .collect();
+    let result = report(decoded);
     let code = match &result {
         Ok(o) => o.code(),
         Err(e) => e.exit_code(),
     };
     mpi.broadcast(code);
     result
+}
+
+/// What one process's shard of `sim validate --mpi` printed and found.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Shard {
+    /// Its error (exit code and message), if it stopped on one.
+    error: Option<(u8, String)>,
+    /// The diagnostics (stdout).
+    out: String,
+    /// The streams' summaries (stderr).
+    err: String,
+    /// The lint findings (stderr, after every stream).
+    lint: String,
+    invalid: bool,
+    lint_denied: bool,
+}
+
+/// `sim validate --mpi`: process p checks the p-th of P consecutive blocks of the files, so
+/// that the shards in process order are the files in order; process 0 prints them as one
+/// report (the first error in file order instead, as a run in one process would), and
+/// every process exits with the world's code.
+pub fn validate(a: &crate::cmd::validate::Args) -> Result<Outcome, CliError> {
+    let mpi = Mpi::init()?;
+    let (me, processes) = (mpi.process(), mpi.processes());
+    let files: Vec<std::path::PathBuf> = remote::Placement::Blocks
+        .ranks_of(me, processes, a.files.len())
+        .into_iter()
+        .map(|i| a.files[i].clone())
+        .collect();
+    let (mut out, mut err, mut lint) = (Vec::new(), Vec::new(), Vec::new());
+    let r = if files.is_empty() {
+        Ok(Default::default())
+    } else {
+        crate::cmd::validate::validate(a, &files, &mut out, &mut err, &mut lint)
+    };
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    let v = r.as_ref().copied().unwrap_or_default();
+    let shard = Shard {
+        error: r.err().map(|e| (e.exit_code(), e.to_string())),
+        out: text(out),
+        err: text(err),
+        lint: text(lint),
+        invalid: v.invalid,
+        lint_denied: v.lint_denied,
+    };
+    conclude(
+        &mpi,
+        &shard,
+        |p, e| Shard {
+            error: Some((
+                crate::exit::USAGE,
+                format!("MPI process {p} sent an unreadable report: {e}"),
+            )),
+            out: String::new(),
+            err: String::new(),
+            lint: String::new(),
+            invalid: false,
+            lint_denied: false,
+        },
+        |shards| report_validate(a, &shards),
+    )
+}
+
+/// Process 0's report of every process's shard of `sim validate --mpi`.
+fn report_validate(a: &crate::cmd::validate::Args, shards: &[Shard]) -> Result<Outcome, CliError> {
+    match shards.iter().find_map(|s| s.error.clone()) {
+        Some((code, m)) => Err(error_of(code, m)),
+        None => {
+            let mut invalid = false;
+            for s in shards {
+                print!("{}", s.out);
+                eprint!("{}", s.err);
+                invalid |= s.invalid;
+                // --fail-fast: the report ends at the first invalid stream in file order.
+                if invalid && a.report.fail_fast {
+                    break;
+                }
+            }
+            let mut denied = false;
+            for s in shards {
+                eprint!("{}", s.lint);
+                denied |= s.lint_denied;
+            }
+            Ok(if invalid || denied {
+                Outcome::Invalid
+            } else {
+                Outcome::Ok
+            })
+        }
+    }
 }

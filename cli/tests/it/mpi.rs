@@ -47,11 +47,20 @@ impl Case {
         output(c, self.dir.path())
     }
 
-    /// The same under `mpirun -np 2 ... --mpi`: each process's exit code, stdout, stderr.
-    /// Each process writes its exit code to `codes.P`; mpirun lets every process finish even
-    /// when one exits non-zero (which by default ends the job and may stop the others before
-    /// they write theirs).
+    /// `sim run` of the kernel with `extra` under `mpirun -np 2 ... --mpi`: each process's
+    /// exit code, stdout, stderr.
     fn mpirun(&self, extra: &[&str]) -> (Vec<String>, String, String) {
+        let neff = self.neff.display().to_string();
+        let mut args = vec!["run", neff.as_str(), "--mpi"];
+        args.extend(extra);
+        self.mpirun_args(&args)
+    }
+
+    /// `sim ARGS` under `mpirun -np 2`: each process's exit code, stdout, stderr. Each
+    /// process writes its exit code to `codes.P`; mpirun lets every process finish even when
+    /// one exits non-zero (which by default ends the job and may stop the others before they
+    /// write theirs).
+    fn mpirun_args(&self, args: &[&str]) -> (Vec<String>, String, String) {
         for p in 0..2 {
             let _ = std::fs::remove_file(self.path(&format!("codes.{p}")));
         }
@@ -66,10 +75,7 @@ impl Case {
         .args(["-np", "2", "sh", "-c"])
         .arg(r#""$0" "$@"; c=$?; echo $c > "codes.$OMPI_COMM_WORLD_RANK"; exit $c"#)
         .arg(env!("CARGO_BIN_EXE_sim"))
-        .arg("run")
-        .arg(&self.neff)
-        .arg("--mpi")
-        .args(extra);
+        .args(args);
         let (code, o, e) = output(c, self.dir.path());
         // `timeout` exits 124 when the limit stops mpirun.
         assert_ne!(code, 124, "mpirun hung: {o}{e}");
@@ -226,4 +232,57 @@ fn bad_input_on_any_process_stops_every_process_before_the_run() {
     assert_eq!(code, ["2", "2"], "{o}{e}");
     assert!(e.contains("x.1.npy"), "{e}");
     assert_eq!(e.matches("sim: error:").count(), 1, "{e}");
+}
+
+#[test]
+fn validate_shards_a_corpus_and_prints_the_report_of_one_process() {
+    // Five PE streams, valid and invalid in turn, one per directory.
+    let case = Case::new(2, &[vec![0, 1]], &[(1, 0)], N);
+    let files: Vec<String> = (0..5)
+        .map(|i| {
+            let d = case.path(&format!("s{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            let bytes = super::validate::fixture("v4", i % 2 == 0, "pe");
+            std::fs::write(d.join("PE.bin"), bytes).unwrap();
+            format!("s{i}/PE.bin")
+        })
+        .collect();
+    for extra in [&[][..], &["--json"][..], &["--fail-fast"][..]] {
+        let mut args: Vec<&str> = vec!["validate", "--arch", "v4"];
+        args.extend(extra);
+        args.extend(files.iter().map(String::as_str));
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sim"));
+        c.args(&args);
+        let (code, one, one_err) = output(c, case.dir.path());
+        assert_eq!(code, 1, "{one}{one_err}");
+        assert!(
+            one.contains("s3/PE.bin") != extra.contains(&"--fail-fast"),
+            "{one}"
+        );
+        args.insert(1, "--mpi");
+        let (codes, spread, spread_err) = case.mpirun_args(&args);
+        assert_eq!(codes, ["1", "1"], "{extra:?}: {spread}{spread_err}");
+        assert_eq!(spread, one, "{extra:?}");
+        assert_eq!(spread_err, one_err, "{extra:?}");
+    }
+    // A missing file on process 1's shard: the error of one process, on every process.
+    let mut args = vec![
+        "validate",
+        "--mpi",
+        "--arch",
+        "v4",
+        "s0/PE.bin",
+        "s9/PE.bin",
+    ];
+    let (codes, o, e) = case.mpirun_args(&args);
+    assert_eq!(codes, ["2", "2"], "{o}{e}");
+    assert!(
+        e.contains("s9/PE.bin") && e.matches("sim: error:").count() == 1,
+        "{e}"
+    );
+    args.remove(1);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sim"));
+    c.args(&args);
+    let (code, _, one_err) = output(c, case.dir.path());
+    assert_eq!((code, one_err), (2, e));
 }

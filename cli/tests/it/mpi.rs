@@ -19,19 +19,27 @@ struct Case {
 
 impl Case {
     fn new(ranks: usize, groups: &[Vec<u32>], ops: &[(u8, u16)], out: usize) -> Case {
+        Case::sized(ranks, groups, ops, N, out, input)
+    }
+
+    /// A kernel of `n` input elements per rank, rank r's input `x(r)`.
+    fn sized(
+        ranks: usize,
+        groups: &[Vec<u32>],
+        ops: &[(u8, u16)],
+        n: usize,
+        out: usize,
+        x: impl Fn(usize) -> Vec<f32>,
+    ) -> Case {
         let dir = tempfile::tempdir().unwrap();
         let neff = dir.path().join("k.neff");
-        collective_kernel(groups, ops, out)
+        collective_kernel(groups, ops, n, out)
             .to_neff()
             .unwrap()
             .write_to(&neff)
             .unwrap();
         for r in 0..ranks {
-            write_f32(
-                &dir.path().join(format!("x.{r}.npy")),
-                &[N as u64],
-                &input(r),
-            );
+            write_f32(&dir.path().join(format!("x.{r}.npy")), &[n as u64], &x(r));
         }
         Case { dir, neff, ranks }
     }
@@ -160,6 +168,37 @@ fn two_processes_give_the_outputs_of_one_process_byte_for_byte() {
 }
 
 #[test]
+fn large_contributions_cross_in_both_directions_without_a_stall() {
+    // An all-gather of 1 MiB per rank over 4 ranks: 4 MiB results travel back to each
+    // process while contributions travel in, far beyond MPI's eager sizes.
+    let n = 1 << 18;
+    let x = |r: usize| -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 7 + r * 13) % 1001) as f32 * 0.25 - r as f32)
+            .collect()
+    };
+    let case = Case::sized(4, &[(0..4).collect()], &[(3, 0)], n, n * 4, x);
+    let (code, o, e) = case.run(&["--input", "x=x.{rank}.npy", "--out-dir", "one"]);
+    assert_eq!(code, 0, "{o}{e}");
+    for placement in ["blocks", "round-robin"] {
+        let (codes, o, e) = case.mpirun(&[
+            "--input",
+            "x=x.{rank}.npy",
+            "--mpi-placement",
+            placement,
+            "--out-dir",
+            placement,
+        ]);
+        assert_eq!(codes, ["0", "0"], "{o}{e}");
+        for r in 0..4 {
+            let a = std::fs::read(case.path(&format!("one/rank{r}/y.npy"))).unwrap();
+            let b = std::fs::read(case.path(&format!("{placement}/rank{r}/y.npy"))).unwrap();
+            assert!(a == b, "{placement}: rank {r} differs");
+        }
+    }
+}
+
+#[test]
 fn the_report_is_merged_and_a_mismatch_on_any_rank_fails_every_process() {
     let case = Case::new(4, &[(0..4).collect()], &[(1, 0)], N);
     let (code, o, e) = case.run(&["--input", "x=x.{rank}.npy", "--out-dir", "one"]);
@@ -184,11 +223,20 @@ fn the_report_is_merged_and_a_mismatch_on_any_rank_fails_every_process() {
         "--out-dir",
         "spread",
         "--json",
+        "--schedules",
+        "3",
     ]);
     assert_eq!(code, ["1", "1"], "{o}{e}");
     let v: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
     assert_eq!(v["status"], "mismatch", "{v}");
     assert_eq!(v["mpi"]["processes"], 2, "{v}");
+    // Three runs of the world, each over both processes, none differing.
+    assert_eq!(v["schedules"]["count"], 3, "{v}");
+    assert_eq!(
+        v["schedules"]["output_differences"],
+        serde_json::json!([]),
+        "{v}"
+    );
     let per: Vec<bool> = (0..4)
         .map(|r| v["ranks"][r]["comparisons"][0]["mismatches"] == 0)
         .collect();

@@ -21,16 +21,21 @@ fn bundle(op: u8) -> Bundle {
 /// An all-reduce (sum) of `x` into `y` over replica group 0, completing on semaphore 2, and a
 /// wait for it.
 fn all_reduce_kernel(ranks: u32) -> Package {
-    collective_kernel(&[(0..ranks).collect()], &[(1, 0)], N)
+    collective_kernel(&[(0..ranks).collect()], &[(1, 0)], N, N)
 }
 
-/// A kernel of `x` (N fp32) and `y` (`out` fp32, plus `z` when there are two collectives) and
+/// A kernel of `x` (`n` fp32) and `y` (`out` fp32, plus `z` when there are two collectives) and
 /// the collectives `ops` (type, replica group id) of `x` (sum) over `groups`, the first into `y`,
 /// the second into `z`, each completing on semaphore 2, and a wait for them all.
-pub(crate) fn collective_kernel(groups: &[Vec<u32>], ops: &[(u8, u16)], out: usize) -> Package {
+pub(crate) fn collective_kernel(
+    groups: &[Vec<u32>],
+    ops: &[(u8, u16)],
+    n: usize,
+    out: usize,
+) -> Package {
     let mut p = Package::new("collective", Gen::V3);
     let x = p
-        .var("x", VarKind::Input, NumFormat::Float32, &[N as u64], None)
+        .var("x", VarKind::Input, NumFormat::Float32, &[n as u64], None)
         .unwrap();
     let mut outs = Vec::new();
     for name in ["y", "z"].iter().take(ops.len()) {
@@ -56,7 +61,7 @@ pub(crate) fn collective_kernel(groups: &[Vec<u32>], ops: &[(u8, u16)], out: usi
         t.set_u16(14, group);
         t.set_u32(16, x as u32);
         t.set_u32(20, y as u32);
-        t.set_u64(24, N as u64);
+        t.set_u64(24, n as u64);
         t.set_u8(32, ctype);
         t.set_u8(6, UpdateMode::SEM_INC_COMPLETE.0);
         t.set_u8(7, 2);

@@ -486,3 +486,44 @@ fn report_validate(a: &crate::cmd::validate::Args, shards: &[Shard]) -> Result<O
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(code: u8, message: &str, rank: Option<usize>, echo: bool) -> Ending {
+        Ending::Error {
+            code,
+            message: message.into(),
+            json: None,
+            rank,
+            echo,
+        }
+    }
+
+    fn message(e: Option<&Ending>) -> &str {
+        match e {
+            Some(Ending::Error { message, .. }) => message,
+            _ => "",
+        }
+    }
+
+    #[test]
+    fn the_fault_of_the_lowest_rank_is_reported_and_echoes_never() {
+        let endings = vec![
+            error(crate::exit::USAGE, "stopped by another", None, true),
+            error(crate::exit::FAULT, "rank 3 fault", Some(3), false),
+            error(crate::exit::FAULT, "rank 1 fault", Some(1), false),
+        ];
+        assert_eq!(message(pick(&endings)), "rank 1 fault");
+        // Without faults: the first error in process order that is not an echo.
+        let endings = vec![
+            Ending::Part(Part::default()),
+            error(crate::exit::USAGE, "echo", None, true),
+            error(crate::exit::USAGE, "process 2's", None, false),
+            error(crate::exit::USAGE, "process 3's", None, false),
+        ];
+        assert_eq!(message(pick(&endings)), "process 2's");
+        assert!(pick(&[Ending::Part(Part::default())]).is_none());
+    }
+}

@@ -1679,6 +1679,48 @@ mod tests {
     }
 
     #[test]
+    fn parts_of_processes_merge_in_rank_and_schedule_order() {
+        let report = |rank: usize| RankReport {
+            rank,
+            stats: RunStats::default(),
+            cores: Vec::new(),
+            threads: 1,
+            compared: Vec::new(),
+            written: Vec::new(),
+            findings: Vec::new(),
+            notes: Vec::new(),
+        };
+        let diff = |rank: usize, schedule: u32| ScheduleDiff {
+            rank: Some(rank),
+            output: "y".into(),
+            schedule,
+            order: String::new(),
+            first_byte: 0,
+            bytes_differing: 1,
+        };
+        // Round-robin placement: process 0 runs ranks 0 and 2, process 1 ranks 1 and 3.
+        let p0 = Part {
+            reports: vec![report(0), report(2)],
+            diffs: vec![diff(0, 2), diff(2, 1)],
+            changed: vec![2],
+        };
+        let p1 = Part {
+            reports: vec![report(1), report(3)],
+            diffs: vec![diff(1, 1)],
+            changed: vec![1, 2],
+        };
+        let all = Part::merge(vec![p0, p1]);
+        let ranks: Vec<usize> = all.reports.iter().map(|r| r.rank).collect();
+        assert_eq!(ranks, [0, 1, 2, 3]);
+        let diffs: Vec<(u32, Option<usize>)> =
+            all.diffs.iter().map(|d| (d.schedule, d.rank)).collect();
+        assert_eq!(diffs, [(1, Some(1)), (1, Some(2)), (2, Some(0))]);
+        assert_eq!(all.changed, [1, 2]);
+        assert_eq!(all.outcome(), Outcome::Invalid);
+        assert_eq!(Part::merge(vec![Part::default()]).outcome(), Outcome::Ok);
+    }
+
+    #[test]
     fn byte_counts_with_suffixes() {
         assert_eq!(parse_bytes("4096"), Ok(4096));
         assert_eq!(parse_bytes("512M"), Ok(512 << 20));

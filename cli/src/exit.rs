@@ -44,6 +44,11 @@ pub enum CliError {
     /// Simulation fault.
     #[error("{0}")]
     Fault(String),
+    /// An error another process of an MPI run has reported (docs/mpi.md): this process
+    /// exits with its code and prints nothing.
+    #[error("")]
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Reported(u8),
 }
 
 impl CliError {
@@ -52,6 +57,7 @@ impl CliError {
         match self {
             CliError::Usage(_) | CliError::Io(_) => USAGE,
             CliError::Fault(_) => FAULT,
+            CliError::Reported(code) => *code,
         }
     }
 }

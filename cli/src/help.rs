@@ -45,7 +45,8 @@ pub const VERIFY: &str = "Examples:
 /// `sim run`.
 pub const RUN: &str = "Examples:
   sim run testdata/kernels/softmax.neff
-  sim run kernel.neff --input x=x.npy --ref-dir ref --check-races --trace trace.json";
+  sim run kernel.neff --input x=x.npy --ref-dir ref --check-races --trace trace.json
+  mpirun -np 2 sim run kernel.neff --mpi --ranks 4   # a sim built with --features mpi (docs/mpi.md)";
 /// `sim check`.
 pub const CHECK: &str = "Examples:
   sim check testdata/kernels/softmax.neff
@@ -57,7 +58,8 @@ pub const PROFILE: &str = "Examples:
 /// `sim validate`.
 pub const VALIDATE: &str = "Examples:
   sim validate kernel/sg00/PE.bin --arch v3
-  sim validate kernel.neff --arch v3 --deny-warnings     # L2 and every lint rule";
+  sim validate kernel.neff --arch v3 --deny-warnings     # L2 and every lint rule
+  mpirun -np 4 sim validate --mpi corpus/*.neff         # sharded (--features mpi, docs/mpi.md)";
 /// `sim convert`.
 pub const CONVERT: &str = "Examples:
   sim convert --from float32 --to bfloat16 --value 3.14159

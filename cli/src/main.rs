@@ -3,6 +3,8 @@
 mod cmd;
 mod exit;
 mod help;
+#[cfg(feature = "mpi")]
+mod mpi;
 
 use clap::{Parser, Subcommand};
 use exit::CliError;
@@ -102,7 +104,9 @@ fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(outcome) => std::process::ExitCode::from(outcome.code()),
         Err(e) => {
-            eprintln!("sim: error: {e}");
+            if !matches!(e, CliError::Reported(_)) {
+                eprintln!("sim: error: {e}");
+            }
             std::process::ExitCode::from(e.exit_code())
         }
     }

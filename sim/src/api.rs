@@ -12,7 +12,7 @@ use tpbsim_isa::Gen;
 use tpbsim_neff::Neff;
 
 use crate::machine::cluster::{Cluster, ClusterStats, CoreFault, SharedBytes};
-use crate::machine::collective::{Comm, Member};
+use crate::machine::collective::{Comm, Meeting, Member};
 use crate::machine::core::SetupError;
 use crate::machine::load::{self, LoadError};
 use crate::machine::program::Program;
@@ -347,10 +347,39 @@ pub fn run_world_schedule(
     progress: &(dyn Fn(usize, usize, &SchedStats) + Sync),
 ) -> Result<Vec<RunOutput>, RunError> {
     let ranks = inputs.len();
+    let world = (ranks >= 2).then(|| world_comm(program, ranks, cfg.collective_order));
+    let here: Vec<(usize, &BTreeMap<String, SharedBytes>)> = inputs.iter().enumerate().collect();
+    run_ranks_schedule(
+        program,
+        gen,
+        ranks,
+        &here,
+        world.map(|c| c as Arc<dyn Meeting>),
+        cfg,
+        schedule,
+        progress,
+    )
+}
+
+/// The meeting point of a world of `ranks` ranks of `program` (every core of every rank a
+/// member), folding reductions in `order`.
+pub fn world_comm(
+    program: &Program,
+    ranks: usize,
+    order: crate::machine::collective::Order,
+) -> Arc<Comm> {
+    let cores = program.cores.len();
+    let members =
+        (0..ranks as u32).flat_map(|rank| (0..cores as u32).map(move |core| Member { rank, core }));
+    Arc::new(Comm::new(members, order))
+}
+
+/// Check that `program` fits a world of `ranks` ranks: its replica groups and
+/// `src_target_pairs` name no rank outside it, and the race check (whose replay cannot
+/// repeat what other ranks sent) is off when there are several.
+pub fn check_world(program: &Program, ranks: usize, cfg: &RunConfig) -> Result<(), RunError> {
     if ranks < 2 {
-        let one = inputs.first().cloned().unwrap_or_default();
-        return run_schedule(program, gen, &one, cfg, schedule, &|c, s| progress(0, c, s))
-            .map(|o| vec![o]);
+        return Ok(());
     }
     if cfg.check_races {
         return Err(RunError::Setup(SetupError::Unsupported(
@@ -375,10 +404,40 @@ pub fn run_world_schedule(
             ))));
         }
     }
+    Ok(())
+}
+
+/// One run of some ranks of a world of `ranks` ranks (the ones `here` lists, each with its
+/// inputs), their collectives meeting the other ranks' at `meeting` (`None` for a world of
+/// one rank). The ranks not listed run elsewhere (another process: docs/mpi.md) and meet at
+/// the same world. Every core of every rank listed runs on its own thread; the memory and DMA
+/// budgets are shared evenly by the world's ranks, wherever they run. One output per rank of
+/// `here`, in its order; the first fault in that order is returned. `progress` is told the
+/// rank, the core and its counters.
+#[allow(clippy::too_many_arguments)]
+pub fn run_ranks_schedule(
+    program: &Program,
+    gen: Gen,
+    ranks: usize,
+    here: &[(usize, &BTreeMap<String, SharedBytes>)],
+    meeting: Option<Arc<dyn Meeting>>,
+    cfg: &RunConfig,
+    schedule: u32,
+    progress: &(dyn Fn(usize, usize, &SchedStats) + Sync),
+) -> Result<Vec<RunOutput>, RunError> {
+    check_world(program, ranks, cfg)?;
+    let world = match meeting {
+        Some(w) if ranks >= 2 => w,
+        _ => {
+            return here
+                .iter()
+                .map(|(r, inp)| {
+                    run_schedule(program, gen, inp, cfg, schedule, &|c, s| progress(*r, c, s))
+                })
+                .collect();
+        }
+    };
     let cores = program.cores.len();
-    let members =
-        (0..ranks as u32).flat_map(|rank| (0..cores as u32).map(move |core| Member { rank, core }));
-    let world = Arc::new(Comm::new(members, cfg.collective_order));
     // The memory and DMA budgets are the world's: each rank gets an even share.
     let share = RunConfig {
         limits: crate::machine::Limits {
@@ -387,15 +446,15 @@ pub fn run_world_schedule(
         },
         ..cfg.clone()
     };
-    let mut clusters = Vec::with_capacity(ranks);
-    for (r, inp) in inputs.iter().enumerate() {
-        let mut cl = Cluster::new(program, gen, share.limits, inp.clone())?;
+    let mut clusters = Vec::with_capacity(here.len());
+    for (r, inp) in here {
+        let mut cl = Cluster::new(program, gen, share.limits, (*inp).clone())?;
         configure(&mut cl, &share, schedule)?;
         for (c, m) in cl.cores.iter_mut().enumerate() {
             m.join_world(
                 world.clone(),
                 Member {
-                    rank: r as u32,
+                    rank: *r as u32,
                     core: c as u32,
                 },
             )?;
@@ -405,11 +464,11 @@ pub fn run_world_schedule(
     let results: Vec<Result<ClusterStats, Box<CoreFault>>> = std::thread::scope(|s| {
         let handles: Vec<_> = clusters
             .iter_mut()
-            .enumerate()
-            .map(|(r, cl)| {
+            .zip(here)
+            .map(|(cl, (r, _))| {
                 let share = &share;
                 s.spawn(move || {
-                    run_cluster(cl, share, schedule, cores, &|c, st| progress(r, c, st))
+                    run_cluster(cl, share, schedule, cores, &|c, st| progress(*r, c, st))
                 })
             })
             .collect();
@@ -418,9 +477,9 @@ pub fn run_world_schedule(
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    let mut outs = Vec::with_capacity(ranks);
-    for (r, (cl, res)) in clusters.into_iter().zip(results).enumerate() {
-        outs.push(finish(program, gen, cl, res, schedule, Some(r))?);
+    let mut outs = Vec::with_capacity(here.len());
+    for ((cl, res), (r, _)) in clusters.into_iter().zip(results).zip(here) {
+        outs.push(finish(program, gen, cl, res, schedule, Some(*r))?);
     }
     Ok(outs)
 }

@@ -11,10 +11,10 @@ use tpbsim_isa::check::BundleCheck;
 use tpbsim_isa::{Engine, Gen};
 use tpbsim_neff::{self as neff, Neff};
 use tpbsim_sim::api::{self, RunConfig, RunError};
-use tpbsim_sim::machine::compare::{compare, Comparison, Tolerance};
+use tpbsim_sim::machine::compare::{compare, Tolerance};
 use tpbsim_sim::machine::core::SetupError;
 use tpbsim_sim::machine::load::{self, dtype_of};
-use tpbsim_sim::machine::race::Finding;
+use tpbsim_sim::machine::remote::Placement;
 use tpbsim_sim::machine::sched::Order;
 use tpbsim_sim::machine::timeline::{Profile, Timeline};
 use tpbsim_sim::machine::{CoreFault, Fault, Limits, Program, RunStats, SharedBytes, VarSpec};
@@ -57,6 +57,34 @@ pub struct Args {
     /// `sim profile --format neuron-profile-json`).
     #[arg(skip)]
     pub timeline_json: Option<TimelineRender>,
+    /// Run the ranks over the processes of an MPI job (`mpirun -np P sim run --mpi ...`;
+    /// a `sim` built with the `mpi` feature): each process runs its share of the ranks and
+    /// writes their outputs, their collectives meet over MPI and fold as in one process;
+    /// process 0 prints the report (docs/mpi.md).
+    #[arg(long)]
+    pub mpi: bool,
+    /// How `--mpi` spreads the ranks over the processes: `blocks` (process p runs ranks
+    /// p*N/P up to (p+1)*N/P) or `round-robin` (rank r on process r mod P).
+    #[arg(long, value_enum, default_value_t = MpiPlacement::Blocks, requires = "mpi")]
+    pub mpi_placement: MpiPlacement,
+}
+
+/// The placement of ranks on MPI processes (`--mpi-placement`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MpiPlacement {
+    /// Consecutive ranks on each process.
+    Blocks,
+    /// Rank r on process r mod P.
+    RoundRobin,
+}
+
+impl From<MpiPlacement> for Placement {
+    fn from(p: MpiPlacement) -> Self {
+        match p {
+            MpiPlacement::Blocks => Placement::Blocks,
+            MpiPlacement::RoundRobin => Placement::RoundRobin,
+        }
+    }
 }
 
 /// A byte count with an optional K, M, G or T suffix (powers of 1024).
@@ -93,6 +121,8 @@ impl Args {
             trace: None,
             profile: false,
             timeline_json: None,
+            mpi: false,
+            mpi_placement: MpiPlacement::Blocks,
         }
     }
 
@@ -125,7 +155,7 @@ fn describe_order(o: Order) -> String {
 }
 
 /// A difference between the outputs of two schedules.
-#[derive(serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct ScheduleDiff {
     /// The rank, in a run of several ranks.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -362,8 +392,14 @@ struct Refs {
 
 /// The references of each of `ranks` ranks: `--ref NAME=FILE` (FILE may name `{rank}`), else
 /// the reference directory (`--ref-dir`, or `KERNEL.ref` beside the NEFF), whose `rank{r}/`
-/// subdirectory holds rank r's in a run of several ranks.
-fn find_refs(a: &KernelArgs, program: &Program, ranks: usize) -> Result<Vec<Refs>, CliError> {
+/// subdirectory holds rank r's in a run of several ranks. Only the ranks `here` (run by
+/// this process) get theirs.
+fn find_refs(
+    a: &KernelArgs,
+    program: &Program,
+    ranks: usize,
+    here: &[usize],
+) -> Result<Vec<Refs>, CliError> {
     if !a.refs.is_empty() {
         let mut per: Vec<Refs> = (0..ranks).map(|_| Refs::default()).collect();
         for r in &a.refs {
@@ -373,7 +409,7 @@ fn find_refs(a: &KernelArgs, program: &Program, ranks: usize) -> Result<Vec<Refs
                     "--ref {name}: the kernel has no output `{name}`"
                 )));
             }
-            for (k, refs) in per.iter_mut().enumerate() {
+            for (k, refs) in per.iter_mut().enumerate().filter(|(k, _)| here.contains(k)) {
                 refs.files.insert(
                     name.to_string(),
                     PathBuf::from(file.replace("{rank}", &k.to_string())),
@@ -396,7 +432,11 @@ fn find_refs(a: &KernelArgs, program: &Program, ranks: usize) -> Result<Vec<Refs
     };
     per_rank_dirs(&dir, ranks)
         .iter()
-        .map(|d| {
+        .enumerate()
+        .map(|(r, d)| {
+            if !here.contains(&r) {
+                return Ok(Refs::default());
+            }
             if !d.is_dir() {
                 return Err(usage(format!(
                     "{}: no reference directory for this rank; a run of {ranks} ranks reads rank r's references from {}/rank{{r}}/",
@@ -517,8 +557,133 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     execute(a, true)
 }
 
-/// Run a kernel; write the outputs (`write_outputs`, or when `--out-dir` is given).
+/// Run a kernel; write the outputs (`write_outputs`, or when `--out-dir` is given). With
+/// `--mpi`, the ranks run over the processes of an MPI job (docs/mpi.md).
 pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
+    if a.mpi {
+        return execute_mpi(&a, write_outputs);
+    }
+    let prep = prepare(&a, write_outputs, None)?;
+    let runner = |schedule: u32, progress: &(dyn Fn(usize, usize, &SchedStats) + Sync)| {
+        api::run_world_schedule(
+            &prep.program,
+            prep.gen,
+            &prep.given,
+            &prep.cfg,
+            schedule,
+            progress,
+        )
+    };
+    let progress = shows_progress(
+        a.json,
+        std::io::stdout().is_terminal(),
+        std::io::stderr().is_terminal(),
+    );
+    let ran = match run_schedules(&a, &prep, &runner, progress) {
+        Ok(r) => r,
+        Err(s) => {
+            let (err, obj) = stop_report(&a, &prep, s);
+            if let Some(obj) = obj {
+                println!("{obj}");
+            }
+            return Err(err);
+        }
+    };
+    let (part, written) = write_and_compare(&a, &prep, &ran)?;
+    let all_timelines: Vec<(String, &Timeline)> = ran
+        .base
+        .iter()
+        .zip(&prep.here)
+        .flat_map(|(o, r)| core_names(&prep.program, prep.rank_label(*r), &o.timelines))
+        .collect();
+    if let (Some(path), false) = (&a.trace, all_timelines.is_empty()) {
+        if let Err(e) = write_trace(path, &all_timelines) {
+            for p in &written {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(e);
+        }
+    }
+    if let Some(render) = a.timeline_json {
+        let ts: Vec<Timeline> = all_timelines.iter().map(|(_, t)| (*t).clone()).collect();
+        if !ts.is_empty() {
+            println!("{}", render(&ts, &prep.program, prep.gen));
+            return Ok(part.outcome());
+        }
+    }
+    let profiles: Vec<(String, Profile)> = if a.profile {
+        all_timelines
+            .iter()
+            .map(|(n, t)| (n.clone(), t.profile()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(print_report(&a, &prep, &part, &profiles, None))
+}
+
+#[cfg(not(feature = "mpi"))]
+fn execute_mpi(_: &Args, _: bool) -> Result<Outcome, CliError> {
+    Err(usage(
+        "--mpi: this sim was built without MPI; build it with `cargo build --release --features mpi` (docs/mpi.md)",
+    ))
+}
+
+#[cfg(feature = "mpi")]
+fn execute_mpi(a: &Args, write_outputs: bool) -> Result<Outcome, CliError> {
+    crate::mpi::run(a, write_outputs)
+}
+
+/// The part of a world one process runs (a run over MPI; docs/mpi.md).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Share {
+    /// This process.
+    pub process: usize,
+    /// Processes of the job.
+    pub processes: usize,
+    /// How the ranks are spread over them.
+    pub placement: Placement,
+}
+
+/// A kernel ready to run: loaded, with the inputs and references of the ranks this process
+/// runs, its output targets checked.
+pub(crate) struct Prepared {
+    pub program: Program,
+    pub gen: Gen,
+    /// Ranks of the world.
+    pub ranks: usize,
+    /// The ranks this process runs, in rank order.
+    pub here: Vec<usize>,
+    /// The output directory of each rank of the world.
+    out_dirs: Vec<PathBuf>,
+    /// The inputs given for each rank of the world (none for the ranks run elsewhere).
+    pub given: Vec<BTreeMap<String, SharedBytes>>,
+    /// The references of each rank of the world (none for the ranks run elsewhere).
+    refs: Vec<Refs>,
+    pub cfg: RunConfig,
+    write_outputs: bool,
+}
+
+impl Prepared {
+    /// The inputs of the ranks this process runs, with their ranks.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub fn inputs_here(&self) -> Vec<(usize, &BTreeMap<String, SharedBytes>)> {
+        self.here.iter().map(|&r| (r, &self.given[r])).collect()
+    }
+
+    /// `Some(rank)` in a world of several ranks (to label what belongs to one).
+    fn rank_label(&self, r: usize) -> Option<usize> {
+        (self.ranks > 1).then_some(r)
+    }
+}
+
+/// Load the kernel, read the inputs and find the references of the ranks this process runs
+/// (every rank, or those `share` gives it), check every file the run will write.
+pub(crate) fn prepare(
+    a: &Args,
+    write_outputs: bool,
+    share: Option<&Share>,
+) -> Result<Prepared, CliError> {
     let c = &a.common;
     let write_outputs = write_outputs || c.out_dir.is_some();
     let n = Neff::read(&c.kernel, &c.read.options())
@@ -542,6 +707,10 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             c.kernel.display()
         )));
     }
+    let here: Vec<usize> = match share {
+        Some(s) => s.placement.ranks_of(s.process, s.processes, ranks),
+        None => (0..ranks).collect(),
+    };
     for v in program.outputs() {
         check_output_name(&v.name)?;
     }
@@ -567,93 +736,125 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
                 "--input {name}: `{name}` is not an input variable"
             )));
         }
-        let (data, files) = rank_input_data(var, file, ranks)?;
+        let (data, files) = rank_input_data(var, file, ranks, &here)?;
         read_files.extend(files);
-        for (slot, d) in given.iter_mut().zip(data) {
-            slot.insert(name.to_string(), d);
+        for (r, d) in data {
+            given[r].insert(name.to_string(), d);
         }
     }
-    let refs = find_refs(c, &program, ranks)?;
+    let refs = find_refs(c, &program, ranks, &here)?;
     for r in &refs {
         read_files.extend(r.files.values().cloned());
         read_files.extend(r.tolerance_file.clone());
     }
-    for v in program.inputs() {
-        if !given[0].contains_key(&v.name) && v.init.is_none() {
-            return Err(usage(format!(
-                "input `{}` has no data in the NEFF: pass --input {}=FILE.npy",
-                v.name, v.name
-            )));
+    if let Some(&first) = here.first() {
+        for v in program.inputs() {
+            if !given[first].contains_key(&v.name) && v.init.is_none() {
+                return Err(usage(format!(
+                    "input `{}` has no data in the NEFF: pass --input {}=FILE.npy",
+                    v.name, v.name
+                )));
+            }
         }
     }
+    let dirs_here: Vec<PathBuf> = here.iter().map(|&r| out_dirs[r].clone()).collect();
     check_targets(
-        &a,
+        a,
         &program,
-        write_outputs.then_some(out_dirs.as_slice()),
+        write_outputs.then_some(dirs_here.as_slice()),
         &read_files,
     )?;
-
     let cfg = a.config(gen);
-    let cores = program.cores.len();
-    let progress = Progress::new(
-        shows_progress(
-            a.json,
-            std::io::stdout().is_terminal(),
-            std::io::stderr().is_terminal(),
-        ),
-        cores * ranks,
-    );
-    let first = api::run_world_schedule(&program, gen, &given, &cfg, 0, &|r, core, st| {
-        progress.update(r * cores + core, st)
-    });
-    progress.finish();
-    let base = match first {
-        Ok(r) => r,
-        Err(RunError::Fault {
-            fault: f,
-            timelines,
-            rank,
-            ..
-        }) => {
-            let err = fault(&a, gen, &f, rank);
-            // The trace up to the fault.
-            if let (Some(path), false) = (&a.trace, timelines.is_empty()) {
-                let named = core_names(&program, rank, &timelines);
-                if let Err(e) = write_trace(path, &named) {
-                    return Err(CliError::Fault(format!(
-                        "{err}; the trace was not written: {e}"
-                    )));
-                }
-                eprintln!("trace up to the fault -> {}", path.display());
-            }
-            return Err(err);
+    Ok(Prepared {
+        program,
+        gen,
+        ranks,
+        here,
+        out_dirs,
+        given,
+        refs,
+        cfg,
+        write_outputs,
+    })
+}
+
+/// Runs schedule `schedule` of the ranks a process runs (their outputs in rank order),
+/// telling `progress` each core's counters.
+pub(crate) type Runner<'r> = dyn Fn(u32, &(dyn Fn(usize, usize, &SchedStats) + Sync)) -> Result<Vec<api::RunOutput>, RunError>
+    + 'r;
+
+/// Every schedule's run of the ranks a process runs.
+pub(crate) struct Ran {
+    /// The round-robin run's outputs, one per rank run here, in rank order.
+    base: Vec<api::RunOutput>,
+    /// The outputs of those ranks that differ in another schedule.
+    diffs: Vec<ScheduleDiff>,
+    /// The schedules whose race findings differ from the round-robin run's on those ranks.
+    changed: Vec<u32>,
+}
+
+/// Why a run stopped short.
+pub(crate) enum Stopped {
+    /// A fault of schedule `schedule` on `rank`, with the timelines up to it.
+    Fault {
+        fault: Box<CoreFault>,
+        rank: Option<usize>,
+        schedule: u32,
+        timelines: Vec<Timeline>,
+    },
+    /// Another error.
+    Error(CliError),
+}
+
+impl Stopped {
+    /// The rank a fault stopped, if any.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub fn rank(&self) -> Option<usize> {
+        match self {
+            Stopped::Fault { rank, .. } => *rank,
+            Stopped::Error(_) => None,
         }
-        Err(e) => return Err(run_error(c, e)),
+    }
+}
+
+/// Run every schedule of `a` with `runner`; the first run with a progress bar when
+/// `progress`.
+pub(crate) fn run_schedules(
+    a: &Args,
+    prep: &Prepared,
+    runner: &Runner<'_>,
+    progress: bool,
+) -> Result<Ran, Stopped> {
+    let cores = prep.program.cores.len();
+    let stop = |schedule: u32, e: RunError| match e {
+        RunError::Fault {
+            fault,
+            rank,
+            timelines,
+            ..
+        } => Stopped::Fault {
+            fault,
+            rank,
+            schedule,
+            timelines,
+        },
+        e => Stopped::Error(run_error(&a.common, e)),
     };
-    let several_ranks = ranks > 1;
-    let rank_of = |r: usize| several_ranks.then_some(r);
+    let bar = Progress::new(progress, cores * prep.ranks);
+    let first = runner(0, &|r, core, st| bar.update(r * cores + core, st));
+    bar.finish();
+    let base = first.map_err(|e| stop(0, e))?;
     let mut diffs: Vec<ScheduleDiff> = Vec::new();
-    let mut finding_changes: Vec<(u32, String)> = Vec::new();
+    let mut changed: Vec<u32> = Vec::new();
     for i in 1..a.sched.schedules {
         let order = api::order_of(a.sched.seed, i);
-        let other = match api::run_world_schedule(&program, gen, &given, &cfg, i, &|_, _, _| {}) {
-            Ok(r) => r,
-            Err(RunError::Fault { fault: f, rank, .. }) => {
-                return Err(fault(
-                    &a,
-                    gen,
-                    &annotate(*f, &format!("schedule {i} ({})", describe_order(order))),
-                    rank,
-                ))
-            }
-            Err(e) => return Err(run_error(c, e)),
-        };
-        for (r, (b, o)) in base.iter().zip(&other).enumerate() {
+        let other = runner(i, &|_, _, _| {}).map_err(|e| stop(i, e))?;
+        for ((r, b), o) in prep.here.iter().zip(&base).zip(&other) {
             diffs.extend(
                 api::diff_outputs(&b.outputs, &o.outputs)
                     .into_iter()
                     .map(|d| ScheduleDiff {
-                        rank: rank_of(r),
+                        rank: prep.rank_label(*r),
                         output: d.output,
                         schedule: i,
                         order: describe_order(order),
@@ -661,18 +862,150 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
                         bytes_differing: d.bytes_differing,
                     }),
             );
-            if o.findings != b.findings && !finding_changes.iter().any(|(s, _)| *s == i) {
-                finding_changes.push((i, describe_order(order)));
+            if o.findings != b.findings && !changed.contains(&i) {
+                changed.push(i);
             }
         }
     }
+    Ok(Ran {
+        base,
+        diffs,
+        changed,
+    })
+}
 
-    // Outputs: every output is encoded and every reference checked first, so that a bad
-    // reference or output leaves the directory untouched; then each file is written through a
-    // temporary file and renamed, and a failed write removes the outputs this run already wrote.
+/// The error of a run that stopped short and, with `--json`, the object to print; the
+/// trace up to a fault of the round-robin run is written first (with `--trace`).
+pub(crate) fn stop_report(a: &Args, prep: &Prepared, s: Stopped) -> (CliError, Option<Value>) {
+    let (cf, rank, schedule, timelines) = match s {
+        Stopped::Error(e) => return (e, None),
+        Stopped::Fault {
+            fault,
+            rank,
+            schedule,
+            timelines,
+        } => (fault, rank, schedule, timelines),
+    };
+    let f = if schedule == 0 {
+        *cf
+    } else {
+        let order = api::order_of(a.sched.seed, schedule);
+        annotate(
+            *cf,
+            &format!("schedule {schedule} ({})", describe_order(order)),
+        )
+    };
+    let (err, obj) = fault(a, prep.gen, &f, rank);
+    // The trace up to the fault.
+    if let (Some(path), false, 0) = (&a.trace, timelines.is_empty(), schedule) {
+        let named = core_names(&prep.program, rank, &timelines);
+        if let Err(e) = write_trace(path, &named) {
+            return (
+                CliError::Fault(format!("{err}; the trace was not written: {e}")),
+                obj,
+            );
+        }
+        eprintln!("trace up to the fault -> {}", path.display());
+    }
+    (err, obj)
+}
+
+/// One comparison of an output with its reference, as printed.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Compared {
+    json: Value,
+    text: String,
+    passed: bool,
+}
+
+/// One race finding, as printed.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Noted {
+    json: Value,
+    text: String,
+    core_race: bool,
+}
+
+/// What one rank's run gives the report.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct RankReport {
+    rank: usize,
+    stats: RunStats,
+    /// Per core: its subgraph and counters.
+    cores: Vec<(String, RunStats)>,
+    threads: usize,
+    compared: Vec<Compared>,
+    /// The outputs written: name and path.
+    written: Vec<(String, String)>,
+    findings: Vec<Noted>,
+    notes: Vec<String>,
+}
+
+/// What the report says of the ranks of one process, or of the world's merged.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Part {
+    reports: Vec<RankReport>,
+    diffs: Vec<ScheduleDiff>,
+    changed: Vec<u32>,
+}
+
+impl Part {
+    /// The parts of every process as one, in rank (and schedule) order.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub fn merge(parts: Vec<Part>) -> Part {
+        let mut all = Part::default();
+        for p in parts {
+            all.reports.extend(p.reports);
+            all.diffs.extend(p.diffs);
+            for i in p.changed {
+                if !all.changed.contains(&i) {
+                    all.changed.push(i);
+                }
+            }
+        }
+        all.reports.sort_by_key(|r| r.rank);
+        all.diffs.sort_by_key(|d| (d.schedule, d.rank));
+        all.changed.sort_unstable();
+        all
+    }
+
+    fn matched(&self) -> bool {
+        self.reports
+            .iter()
+            .all(|r| r.compared.iter().all(|c| c.passed))
+    }
+
+    fn clean(&self) -> bool {
+        self.reports.iter().all(|r| r.findings.is_empty())
+            && self.diffs.is_empty()
+            && self.changed.is_empty()
+    }
+
+    /// Ok when every output matched and nothing was found.
+    pub fn outcome(&self) -> Outcome {
+        if self.matched() && self.clean() {
+            Outcome::Ok
+        } else {
+            Outcome::Invalid
+        }
+    }
+}
+
+/// Write the outputs of the ranks run here and compare them with their references: every
+/// output is encoded and every reference checked first, so that a bad reference or output
+/// leaves the directory untouched; then each file is written through a temporary file and
+/// renamed, and a failed write removes the outputs this run already wrote. The report's part
+/// of these ranks and the files written.
+pub(crate) fn write_and_compare(
+    a: &Args,
+    prep: &Prepared,
+    ran: &Ran,
+) -> Result<(Part, Vec<PathBuf>), CliError> {
+    let c = &a.common;
+    let program = &prep.program;
     let mut pending: Vec<(usize, String, PathBuf, Vec<u8>)> = Vec::new();
-    let mut comparisons: Vec<(usize, Comparison)> = Vec::new();
-    for (r, out) in base.iter().enumerate() {
+    let mut compared: Vec<Vec<Compared>> = vec![Vec::new(); ran.base.len()];
+    for (i, (&r, out)) in prep.here.iter().zip(&ran.base).enumerate() {
         for v in program.outputs() {
             let data = out.outputs.get(&v.name).map_or(&[][..], |d| d.as_slice());
             let dtype = dtype_of(v.format)
@@ -680,11 +1013,11 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             let shape: Vec<u64> = v.shape.iter().map(|&d| d as u64).collect();
             let bytes = neff::npy::encode_npy(dtype, &shape, data)
                 .map_err(|e| CliError::Io(format!("output `{}`: {e}", v.name)))?;
-            let path = out_dirs[r].join(format!("{}.npy", v.name));
-            pending.push((r, v.name.clone(), path, bytes));
-            if let Some(rp) = refs[r].files.get(&v.name) {
+            let path = prep.out_dirs[r].join(format!("{}.npy", v.name));
+            pending.push((i, v.name.clone(), path, bytes));
+            if let Some(rp) = prep.refs[r].files.get(&v.name) {
                 let rarr = read_npy(rp, c.max_memory)?;
-                let (rdata, rshape) = checked_reference(v, &rarr, rp, r, ranks)?;
+                let (rdata, rshape) = checked_reference(v, &rarr, rp, r, prep.ranks)?;
                 let cmp = compare(
                     &v.name,
                     v.format,
@@ -692,142 +1025,186 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
                     data,
                     &rshape,
                     rdata,
-                    tolerance_for(c, &refs[r], &v.name),
+                    tolerance_for(c, &prep.refs[r], &v.name),
                 )
                 .map_err(|e| usage(format!("{}: {e}", rp.display())))?;
-                comparisons.push((r, cmp));
+                compared[i].push(Compared {
+                    json: json!(cmp),
+                    text: cmp.render(),
+                    passed: cmp.passed(),
+                });
             }
         }
     }
-    if write_outputs {
-        for d in &out_dirs {
+    if prep.write_outputs {
+        for &r in &prep.here {
+            let d = &prep.out_dirs[r];
             std::fs::create_dir_all(d)
                 .map_err(|e| CliError::Io(format!("{}: {e}", d.display())))?;
         }
     } else {
         pending.clear();
     }
-    let mut written: Vec<(usize, String, PathBuf)> = Vec::new();
-    let remove_written = |written: &[(usize, String, PathBuf)]| {
-        for (_, _, p) in written {
-            let _ = std::fs::remove_file(p);
-        }
-    };
-    for (r, name, path, bytes) in pending {
+    let mut written: Vec<PathBuf> = Vec::new();
+    let mut names: Vec<Vec<(String, String)>> = vec![Vec::new(); ran.base.len()];
+    for (i, name, path, bytes) in pending {
         if let Err(e) = neff::write_atomic(&path, &bytes) {
-            remove_written(&written);
+            for p in &written {
+                let _ = std::fs::remove_file(p);
+            }
             return Err(CliError::Io(format!("{}: {e}", path.display())));
         }
-        written.push((r, name, path));
+        names[i].push((name, path.display().to_string()));
+        written.push(path);
     }
-    let all_timelines: Vec<(String, &Timeline)> = base
+    let reports = prep
+        .here
         .iter()
-        .enumerate()
-        .flat_map(|(r, o)| core_names(&program, rank_of(r), &o.timelines))
-        .collect();
-    if let (Some(path), false) = (&a.trace, all_timelines.is_empty()) {
-        if let Err(e) = write_trace(path, &all_timelines) {
-            remove_written(&written);
-            return Err(e);
-        }
-    }
-    let profiles: Vec<(String, Profile)> = if a.profile {
-        all_timelines
-            .iter()
-            .map(|(n, t)| (n.clone(), t.profile()))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let several = cores > 1;
-    // Races between cores are always checked; the others with --check-races.
-    let core_races: usize = base
-        .iter()
-        .map(|o| {
-            o.findings
-                .iter()
-                .filter(|f| f.kind_name() == "core-race")
-                .count()
-        })
-        .sum();
-    let matched = comparisons.iter().all(|(_, c)| c.passed());
-    let clean = base.iter().all(|o| o.findings.is_empty())
-        && diffs.is_empty()
-        && finding_changes.is_empty();
-    let ok = matched && clean;
-    if let Some(render) = a.timeline_json {
-        let ts: Vec<Timeline> = all_timelines.iter().map(|(_, t)| (*t).clone()).collect();
-        if !ts.is_empty() {
-            println!("{}", render(&ts, &program, gen));
-            return Ok(if ok { Outcome::Ok } else { Outcome::Invalid });
-        }
-    }
-    let stats = world_stats(&base);
-    if a.json {
-        let outputs_json = |rank: Option<usize>| {
-            written
-                .iter()
-                .filter(|(r, _, _)| rank.is_none_or(|k| k == *r))
-                .map(|(_, n, p)| json!({"name": n, "path": p.display().to_string()}))
-                .collect::<Vec<_>>()
-        };
-        let comparisons_json = |rank: Option<usize>| {
-            comparisons
-                .iter()
-                .filter(|(r, _)| rank.is_none_or(|k| k == *r))
-                .map(|(_, c)| json!(c))
-                .collect::<Vec<_>>()
-        };
-        let cores_json = |o: &api::RunOutput| {
-            json!(o
+        .zip(&ran.base)
+        .zip(compared.into_iter().zip(names))
+        .map(|((&rank, o), (compared, written))| RankReport {
+            rank,
+            stats: o.stats,
+            cores: o
                 .cores
                 .iter()
-                .map(|cr| json!({"subgraph": cr.subgraph, "summary": summary_json(&cr.stats)}))
+                .map(|cr| (cr.subgraph.clone(), cr.stats))
+                .collect(),
+            threads: o.threads,
+            compared,
+            written,
+            findings: o
+                .findings
+                .iter()
+                .map(|f| Noted {
+                    json: json!(f),
+                    text: f.to_string(),
+                    core_race: f.kind_name() == "core-race",
+                })
+                .collect(),
+            notes: o.project_defined.iter().map(|n| n.to_string()).collect(),
+        })
+        .collect();
+    Ok((
+        Part {
+            reports,
+            diffs: ran.diffs.clone(),
+            changed: ran.changed.clone(),
+        },
+        written,
+    ))
+}
+
+/// Print the report of `part` (every rank of the world) and give the verdict. `mpi` names
+/// the processes and the placement of a run over MPI.
+pub(crate) fn print_report(
+    a: &Args,
+    prep: &Prepared,
+    part: &Part,
+    profiles: &[(String, Profile)],
+    mpi: Option<(usize, Placement)>,
+) -> Outcome {
+    let c = &a.common;
+    let ranks = prep.ranks;
+    let cores = prep.program.cores.len();
+    let several_ranks = ranks > 1;
+    let several = cores > 1;
+    let reports = &part.reports;
+    let core_races: usize = reports
+        .iter()
+        .map(|r| r.findings.iter().filter(|f| f.core_race).count())
+        .sum();
+    let matched = part.matched();
+    let clean = part.clean();
+    let stats = world_stats(reports.iter().map(|r| &r.stats));
+    let mut notes: Vec<&str> = Vec::new();
+    for n in reports.iter().flat_map(|r| r.notes.iter()) {
+        if !notes.contains(&n.as_str()) {
+            notes.push(n);
+        }
+    }
+    let changes: Vec<(u32, String)> = part
+        .changed
+        .iter()
+        .map(|&i| (i, describe_order(api::order_of(a.sched.seed, i))))
+        .collect();
+    let order_name = match c.collective_order {
+        crate::cmd::kernel_args::CollectiveOrder::Replica => "replica",
+        crate::cmd::kernel_args::CollectiveOrder::Ring => "ring",
+    };
+    let placement_name = |p: Placement| match p {
+        Placement::Blocks => "blocks",
+        Placement::RoundRobin => "round-robin",
+    };
+    if a.json {
+        let outputs_json = |r: &RankReport| {
+            r.written
+                .iter()
+                .map(|(n, p)| json!({"name": n, "path": p}))
+                .collect::<Vec<_>>()
+        };
+        let comparisons_json = |r: &RankReport| {
+            r.compared
+                .iter()
+                .map(|c| c.json.clone())
+                .collect::<Vec<_>>()
+        };
+        let findings_json = |r: &RankReport| {
+            json!(r
+                .findings
+                .iter()
+                .map(|f| f.json.clone())
+                .collect::<Vec<_>>())
+        };
+        let cores_json = |r: &RankReport| {
+            json!(r
+                .cores
+                .iter()
+                .map(|(sg, st)| json!({"subgraph": sg, "summary": summary_json(st)}))
                 .collect::<Vec<_>>())
         };
         let mut obj = json!({
-            "kernel": a.common.kernel.display().to_string(),
-            "arch": gen.short(),
+            "kernel": c.kernel.display().to_string(),
+            "arch": prep.gen.short(),
             "status": if !matched { "mismatch" } else if !clean { "findings" } else { "ok" },
             "summary": summary_json(&stats),
-            "project_defined": project_defined(&base),
+            "project_defined": notes,
         });
         if several_ranks {
-            obj["ranks"] = json!(base
+            obj["ranks"] = json!(reports
                 .iter()
-                .enumerate()
-                .map(|(r, o)| {
+                .map(|r| {
                     let mut e = json!({
-                        "rank": r,
-                        "summary": summary_json(&o.stats),
-                        "outputs": outputs_json(Some(r)),
-                        "comparisons": comparisons_json(Some(r)),
+                        "rank": r.rank,
+                        "summary": summary_json(&r.stats),
+                        "outputs": outputs_json(r),
+                        "comparisons": comparisons_json(r),
                     });
                     if several {
-                        e["cores"] = cores_json(o);
+                        e["cores"] = cores_json(r);
                     }
                     if core_races > 0 {
-                        e["findings"] = json!(o.findings);
+                        e["findings"] = findings_json(r);
                     }
                     e
                 })
                 .collect::<Vec<_>>());
-            obj["collective_order"] = json!(match c.collective_order {
-                crate::cmd::kernel_args::CollectiveOrder::Replica => "replica",
-                crate::cmd::kernel_args::CollectiveOrder::Ring => "ring",
-            });
-        } else {
-            obj["outputs"] = json!(outputs_json(None));
-            obj["comparisons"] = json!(comparisons_json(None));
+            obj["collective_order"] = json!(order_name);
+        } else if let Some(r) = reports.first() {
+            obj["outputs"] = json!(outputs_json(r));
+            obj["comparisons"] = json!(comparisons_json(r));
             if several {
-                obj["cores"] = cores_json(&base[0]);
-                obj["threads"] = json!(base[0].threads);
+                obj["cores"] = cores_json(r);
+                obj["threads"] = json!(r.threads);
             }
             if a.check_races || core_races > 0 {
-                obj["findings"] = json!(base[0].findings);
+                obj["findings"] = findings_json(r);
             }
         }
-        match profiles.as_slice() {
+        if let Some((processes, placement)) = mpi {
+            obj["mpi"] = json!({"processes": processes, "placement": placement_name(placement)});
+        }
+        match profiles {
             [] => {}
             [(_, p)] if !several && !several_ranks => obj["profile"] = json!(p),
             ps => {
@@ -842,63 +1219,67 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             obj["schedules"] = json!({
                 "count": a.sched.schedules,
                 "seed": a.sched.seed,
-                "output_differences": diffs,
-                "findings_differ": finding_changes.iter().map(|(i, o)| json!({"schedule": i, "order": o})).collect::<Vec<_>>(),
+                "output_differences": part.diffs,
+                "findings_differ": changes.iter().map(|(i, o)| json!({"schedule": i, "order": o})).collect::<Vec<_>>(),
             });
         }
         println!("{obj}");
     } else {
-        for r in 0..ranks {
-            let label = if several_ranks {
+        let label = |r: usize| {
+            if several_ranks {
                 format!("rank {r}: ")
             } else {
                 String::new()
-            };
-            for (_, cmp) in comparisons.iter().filter(|(k, _)| *k == r) {
-                print!("{label}{}", cmp.render());
             }
-            for (_, n, p) in written.iter().filter(|(k, _, _)| *k == r) {
-                println!("{label}wrote {n} -> {}", p.display());
+        };
+        for r in reports {
+            for cmp in &r.compared {
+                print!("{}{}", label(r.rank), cmp.text);
+            }
+            for (n, p) in &r.written {
+                println!("{}wrote {n} -> {p}", label(r.rank));
             }
         }
         print_summary(&stats);
-        for (r, o) in base.iter().enumerate() {
+        for r in reports {
             if several_ranks {
-                print!("  rank {r}: ");
-                print_summary(&o.stats);
+                print!("  rank {}: ", r.rank);
+                print_summary(&r.stats);
             }
             if several {
-                for (i, cr) in o.cores.iter().enumerate() {
+                for (i, (sg, st)) in r.cores.iter().enumerate() {
                     print!(
-                        "  {}core {i} ({}): ",
-                        if several_ranks { "  " } else { "" },
-                        cr.subgraph
+                        "  {}core {i} ({sg}): ",
+                        if several_ranks { "  " } else { "" }
                     );
-                    print_summary(&cr.stats);
+                    print_summary(st);
                 }
             }
         }
         if several_ranks {
             println!(
-                "  {ranks} ranks of {cores} core{} each, one thread per core; collectives folded in {} order",
+                "  {ranks} ranks of {cores} core{} each, one thread per core; collectives folded in {order_name} order",
                 if cores == 1 { "" } else { "s" },
-                match c.collective_order {
-                    crate::cmd::kernel_args::CollectiveOrder::Replica => "replica",
-                    crate::cmd::kernel_args::CollectiveOrder::Ring => "ring",
-                }
             );
-        } else if several {
+        } else if let (true, Some(r)) = (several, reports.first()) {
             println!(
                 "  {} cores on {} worker thread{}",
                 cores,
-                base[0].threads,
-                if base[0].threads == 1 { "" } else { "s" }
+                r.threads,
+                if r.threads == 1 { "" } else { "s" }
             );
         }
-        for n in project_defined(&base) {
+        if let Some((processes, placement)) = mpi {
+            println!(
+                "  ranks spread over {processes} MPI process{} ({})",
+                if processes == 1 { "" } else { "es" },
+                placement_name(placement)
+            );
+        }
+        for n in &notes {
             println!("note: {n}");
         }
-        for (n, p) in &profiles {
+        for (n, p) in profiles {
             if several || several_ranks {
                 println!("{n}:");
             }
@@ -907,17 +1288,12 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
         if let Some(path) = &a.trace {
             println!("trace -> {}", path.display());
         }
-        for (r, o) in base.iter().enumerate() {
-            let label = if several_ranks {
-                format!("rank {r}: ")
-            } else {
-                String::new()
-            };
-            print_findings(&a, &label, &o.findings);
+        for r in reports {
+            print_findings(a, &label(r.rank), &r.findings);
         }
-        print_schedules(&a, &diffs, &finding_changes);
+        print_schedules(a, &part.diffs, &changes);
     }
-    Ok(if ok { Outcome::Ok } else { Outcome::Invalid })
+    part.outcome()
 }
 
 /// `dir` for a run of one rank, `dir/rank{r}` for each rank of several.
@@ -929,21 +1305,25 @@ fn per_rank_dirs(dir: &Path, ranks: usize) -> Vec<PathBuf> {
     }
 }
 
-/// The data of `--input NAME=FILE` for each of `ranks` ranks, and the files read. `FILE` may
-/// name `{rank}` (one file per rank), hold the variable's shape (the same data for every
-/// rank) or, for several ranks, one array per rank along a leading axis of length `ranks`
-/// (mapped or read once; each rank sees its slice).
+/// The data of an input for some ranks, each with its rank, and the files read.
+type RankInputs = (Vec<(usize, SharedBytes)>, Vec<PathBuf>);
+
+/// The data of `--input NAME=FILE` for each rank of `here` (of a world of `ranks`), with its
+/// rank, and the files read. `FILE` may name `{rank}` (one file per rank), hold the
+/// variable's shape (the same data for every rank) or, for several ranks, one array per rank
+/// along a leading axis of length `ranks` (mapped or read once; each rank sees its slice).
 fn rank_input_data(
     var: &VarSpec,
     file: &str,
     ranks: usize,
-) -> Result<(Vec<SharedBytes>, Vec<PathBuf>), CliError> {
+    here: &[usize],
+) -> Result<RankInputs, CliError> {
     if file.contains("{rank}") {
-        let mut data = Vec::with_capacity(ranks);
-        let mut files = Vec::with_capacity(ranks);
-        for r in 0..ranks {
+        let mut data = Vec::with_capacity(here.len());
+        let mut files = Vec::with_capacity(here.len());
+        for &r in here {
             let p = PathBuf::from(file.replace("{rank}", &r.to_string()));
-            data.push(input_data(var, &p)?);
+            data.push((r, input_data(var, &p)?));
             files.push(p);
         }
         return Ok((data, files));
@@ -951,7 +1331,7 @@ fn rank_input_data(
     let path = PathBuf::from(file);
     let one = input_data(var, &path);
     if ranks <= 1 || one.is_ok() {
-        return one.map(|d| (vec![d; ranks], vec![path]));
+        return one.map(|d| (here.iter().map(|&r| (r, d.clone())).collect(), vec![path]));
     }
     let stacked = VarSpec {
         shape: std::iter::once(ranks)
@@ -967,13 +1347,15 @@ fn rank_input_data(
     match input_data(&stacked, &path) {
         Ok(all) => {
             let size = var.size as usize;
-            let data = (0..ranks)
-                .map(|r| {
-                    Arc::new(Slice {
+            let data = here
+                .iter()
+                .map(|&r| {
+                    let slice = Arc::new(Slice {
                         whole: all.clone(),
                         start: r * size,
                         len: size,
-                    }) as SharedBytes
+                    }) as SharedBytes;
+                    (r, slice)
                 })
                 .collect();
             Ok((data, vec![path]))
@@ -1003,10 +1385,9 @@ impl AsRef<[u8]> for Slice {
 }
 
 /// The counters of every rank together (the wall time is the longest rank's).
-fn world_stats(outs: &[api::RunOutput]) -> RunStats {
+fn world_stats<'s>(all: impl Iterator<Item = &'s RunStats>) -> RunStats {
     let mut t = RunStats::default();
-    for o in outs {
-        let s = &o.stats;
+    for s in all {
         t.sched.steps += s.sched.steps;
         for (a, b) in t.sched.per_engine.iter_mut().zip(s.sched.per_engine) {
             *a += b;
@@ -1017,17 +1398,6 @@ fn world_stats(outs: &[api::RunOutput]) -> RunStats {
         t.wall = t.wall.max(s.wall);
     }
     t
-}
-
-/// The project-defined notes of every rank, once each, in first-seen order.
-fn project_defined(outs: &[api::RunOutput]) -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = Vec::new();
-    for n in outs.iter().flat_map(|o| o.project_defined.iter()) {
-        if !v.contains(n) {
-            v.push(n);
-        }
-    }
-    v
 }
 
 /// Each timeline with its core's name (`sg00`, or `rank1 sg00` in a run of several ranks).
@@ -1081,10 +1451,10 @@ fn print_profile(p: &Profile) {
 }
 
 /// The race findings of one rank (`label` names it in a run of several ranks).
-fn print_findings(a: &Args, label: &str, findings: &[Finding]) {
+fn print_findings(a: &Args, label: &str, findings: &[Noted]) {
     if a.check_races {
         for f in findings {
-            println!("{label}{f}");
+            println!("{label}{}", f.text);
         }
         println!(
             "{label}race check: {} finding{}",
@@ -1093,8 +1463,8 @@ fn print_findings(a: &Args, label: &str, findings: &[Finding]) {
         );
     } else {
         // Races between cores are found by every run of several cores.
-        for f in findings.iter().filter(|f| f.kind_name() == "core-race") {
-            println!("{label}{f}");
+        for f in findings.iter().filter(|f| f.core_race) {
+            println!("{label}{}", f.text);
         }
     }
 }
@@ -1179,10 +1549,11 @@ fn run_error(c: &KernelArgs, e: RunError) -> CliError {
     }
 }
 
-fn fault(a: &Args, gen: Gen, cf: &CoreFault, rank: Option<usize>) -> CliError {
+/// The error of fault `cf` on `rank` and, with `--json`, the object that reports it.
+fn fault(a: &Args, gen: Gen, cf: &CoreFault, rank: Option<usize>) -> (CliError, Option<Value>) {
     let f = &cf.fault;
     let at = rank.map(|r| format!("rank {r}: ")).unwrap_or_default();
-    if a.json {
+    let obj = a.json.then(|| {
         let mut obj = json!({
             "kernel": a.common.kernel.display().to_string(),
             "arch": gen.short(),
@@ -1199,13 +1570,14 @@ fn fault(a: &Args, gen: Gen, cf: &CoreFault, rank: Option<usize>) -> CliError {
         if let Fault::Deadlock(r) = f {
             obj["fault"]["deadlock"] = json!(r);
         }
-        println!("{obj}");
-    }
-    CliError::Fault(format!(
+        obj
+    });
+    let err = CliError::Fault(format!(
         "{}: {at}{} fault: {cf}",
         a.common.kernel.display(),
         f.kind()
-    ))
+    ));
+    (err, obj)
 }
 
 /// Whether `sim run` shows a progress bar: only on a terminal (stdout and stderr) and
@@ -1304,6 +1676,48 @@ mod tests {
             rounds: 5,
         };
         assert_eq!(progress_message(&st), "pe 2, dve 5");
+    }
+
+    #[test]
+    fn parts_of_processes_merge_in_rank_and_schedule_order() {
+        let report = |rank: usize| RankReport {
+            rank,
+            stats: RunStats::default(),
+            cores: Vec::new(),
+            threads: 1,
+            compared: Vec::new(),
+            written: Vec::new(),
+            findings: Vec::new(),
+            notes: Vec::new(),
+        };
+        let diff = |rank: usize, schedule: u32| ScheduleDiff {
+            rank: Some(rank),
+            output: "y".into(),
+            schedule,
+            order: String::new(),
+            first_byte: 0,
+            bytes_differing: 1,
+        };
+        // Round-robin placement: process 0 runs ranks 0 and 2, process 1 ranks 1 and 3.
+        let p0 = Part {
+            reports: vec![report(0), report(2)],
+            diffs: vec![diff(0, 2), diff(2, 1)],
+            changed: vec![2],
+        };
+        let p1 = Part {
+            reports: vec![report(1), report(3)],
+            diffs: vec![diff(1, 1)],
+            changed: vec![1, 2],
+        };
+        let all = Part::merge(vec![p0, p1]);
+        let ranks: Vec<usize> = all.reports.iter().map(|r| r.rank).collect();
+        assert_eq!(ranks, [0, 1, 2, 3]);
+        let diffs: Vec<(u32, Option<usize>)> =
+            all.diffs.iter().map(|d| (d.schedule, d.rank)).collect();
+        assert_eq!(diffs, [(1, Some(1)), (1, Some(2)), (2, Some(0))]);
+        assert_eq!(all.changed, [1, 2]);
+        assert_eq!(all.outcome(), Outcome::Invalid);
+        assert_eq!(Part::merge(vec![Part::default()]).outcome(), Outcome::Ok);
     }
 
     #[test]

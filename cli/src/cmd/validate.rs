@@ -41,6 +41,21 @@ pub struct Args {
     /// Treat lint warnings (docs/asm.md, "Lint") as errors (exit 1).
     #[arg(long)]
     pub deny_warnings: bool,
+    /// Shard the files over the processes of an MPI job (`mpirun -np P sim validate --mpi
+    /// FILES...`; a `sim` built with the `mpi` feature): process p checks the p-th of P
+    /// consecutive blocks of the files and process 0 prints the merged report, in file order
+    /// (docs/mpi.md).
+    #[arg(long)]
+    pub mpi: bool,
+}
+
+/// What checking some files found.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Validated {
+    /// A bundle is invalid.
+    pub invalid: bool,
+    /// A lint warning was found and `--deny-warnings` makes it an error.
+    pub lint_denied: bool,
 }
 
 /// Most worker threads `--force-threads` allows.
@@ -48,6 +63,46 @@ const MAX_FORCED_THREADS: usize = 1024;
 
 /// Run `sim validate`.
 pub fn run(a: Args) -> Result<Outcome, CliError> {
+    if a.mpi {
+        return run_mpi(&a);
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let v = validate(
+        &a,
+        &a.files,
+        &mut out,
+        &mut std::io::stderr(),
+        &mut std::io::stderr(),
+    )?;
+    Ok(if v.invalid || v.lint_denied {
+        Outcome::Invalid
+    } else {
+        Outcome::Ok
+    })
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_mpi(_: &Args) -> Result<Outcome, CliError> {
+    Err(CliError::Usage(
+        "--mpi: this sim was built without MPI; build it with `cargo build --release --features mpi` (docs/mpi.md)".into(),
+    ))
+}
+
+#[cfg(feature = "mpi")]
+fn run_mpi(a: &Args) -> Result<Outcome, CliError> {
+    crate::mpi::validate(a)
+}
+
+/// Check `files` with the options of `a`: the diagnostics to `out`, each stream's summary to
+/// `err`, the lint findings to `lint` (after every stream is checked).
+pub fn validate(
+    a: &Args,
+    files: &[PathBuf],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    lint: &mut dyn Write,
+) -> Result<Validated, CliError> {
     let arch = a.stream.gen()?;
     if let Some(g) = arch.filter(|g| !l2::GENS.contains(g)) {
         return Err(CliError::Usage(format!(
@@ -84,7 +139,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     // Open every input before validating any, so usage and I/O errors come first.
     let mut streams: Vec<(String, EngineStream, Gen)> = Vec::new();
     let mut lint_findings = Vec::new();
-    for f in &a.files {
+    for f in files {
         let ext = f
             .extension()
             .and_then(|e| e.to_str())
@@ -140,8 +195,6 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             streams.push((f.display().to_string(), s, gen));
         }
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
     let mut any_invalid = false;
     for (name, stream, gen) in &streams {
         let gen = *gen;
@@ -171,7 +224,8 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
                 .iter()
                 .filter(|d| d.severity == Severity::NotChecked)
                 .count();
-            eprintln!(
+            let _ = writeln!(
+                err,
                 "{name}: {engine} {} bundle(s): {} invalid, {} with rules not checked ({nc} summar{})",
                 report.bundles,
                 report.invalid,
@@ -186,18 +240,21 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     }
     out.flush()
         .map_err(|e| CliError::Io(format!("stdout: {e}")))?;
-    any_invalid |= report_lint(&lint_findings, a.deny_warnings);
-    Ok(if any_invalid {
-        Outcome::Invalid
-    } else {
-        Outcome::Ok
+    Ok(Validated {
+        invalid: any_invalid,
+        lint_denied: write_lint(lint, &lint_findings, a.deny_warnings),
     })
 }
 
 /// Print lint findings to stderr; true when `deny` and a warning was found.
 pub(crate) fn report_lint(findings: &[tpbsim_validate::Diagnostic], deny: bool) -> bool {
+    write_lint(&mut std::io::stderr(), findings, deny)
+}
+
+/// Write lint findings to `w`; true when `deny` and a warning was found.
+fn write_lint(w: &mut dyn Write, findings: &[tpbsim_validate::Diagnostic], deny: bool) -> bool {
     for d in findings {
-        eprintln!("{d}");
+        let _ = writeln!(w, "{d}");
     }
     deny && findings.iter().any(|d| d.severity == Severity::Warning)
 }

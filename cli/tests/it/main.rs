@@ -13,6 +13,8 @@ mod independent_neff;
 mod isa_cli;
 mod kernels;
 mod lift_cli;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod neff_cli;
 mod ranks;
 mod real_compiler_neff;

@@ -9,7 +9,7 @@ use tpbsim_isa::{AluOp, Bundle, Dtype, Engine, Gen, NumFormat, UpdateMode, WaitM
 use tpbsim_neff::VarKind;
 use tpbsim_sim::machine::pack::Package;
 
-const N: usize = 8;
+pub(crate) const N: usize = 8;
 
 fn bundle(op: u8) -> Bundle {
     let mut b = Bundle::ZERO;
@@ -21,38 +21,64 @@ fn bundle(op: u8) -> Bundle {
 /// An all-reduce (sum) of `x` into `y` over replica group 0, completing on semaphore 2, and a
 /// wait for it.
 fn all_reduce_kernel(ranks: u32) -> Package {
-    let mut p = Package::new("allreduce", Gen::V3);
+    collective_kernel(&[(0..ranks).collect()], &[(1, 0)], N, N)
+}
+
+/// A kernel of `x` (`n` fp32) and `y` (`out` fp32, plus `z` when there are two collectives) and
+/// the collectives `ops` (type, replica group id) of `x` (sum) over `groups`, the first into `y`,
+/// the second into `z`, each completing on semaphore 2, and a wait for them all.
+pub(crate) fn collective_kernel(
+    groups: &[Vec<u32>],
+    ops: &[(u8, u16)],
+    n: usize,
+    out: usize,
+) -> Package {
+    let mut p = Package::new("collective", Gen::V3);
     let x = p
-        .var("x", VarKind::Input, NumFormat::Float32, &[N as u64], None)
+        .var("x", VarKind::Input, NumFormat::Float32, &[n as u64], None)
         .unwrap();
-    let y = p
-        .var("y", VarKind::Output, NumFormat::Float32, &[N as u64], None)
-        .unwrap();
-    p.def.extra.insert(
-        "replica_groups".into(),
-        serde_json::json!([(0..ranks).collect::<Vec<_>>()]),
-    );
-    let mut t = bundle(0xC8);
-    t.set_u8(12, AluOp::ADD.0);
-    t.set_u8(13, Dtype::FP32.0);
-    t.set_u16(14, 0);
-    t.set_u32(16, x as u32);
-    t.set_u32(20, y as u32);
-    t.set_u64(24, N as u64);
-    t.set_u8(32, 1);
-    t.set_u8(6, UpdateMode::SEM_INC_COMPLETE.0);
-    t.set_u8(7, 2);
+    let mut outs = Vec::new();
+    for name in ["y", "z"].iter().take(ops.len()) {
+        outs.push(
+            p.var(
+                name,
+                VarKind::Output,
+                NumFormat::Float32,
+                &[out as u64],
+                None,
+            )
+            .unwrap(),
+        );
+    }
+    p.def
+        .extra
+        .insert("replica_groups".into(), serde_json::json!(groups));
+    let mut stream = Vec::new();
+    for (&(ctype, group), y) in ops.iter().zip(outs) {
+        let mut t = bundle(0xC8);
+        t.set_u8(12, AluOp::ADD.0);
+        t.set_u8(13, Dtype::FP32.0);
+        t.set_u16(14, group);
+        t.set_u32(16, x as u32);
+        t.set_u32(20, y as u32);
+        t.set_u64(24, n as u64);
+        t.set_u8(32, ctype);
+        t.set_u8(6, UpdateMode::SEM_INC_COMPLETE.0);
+        t.set_u8(7, 2);
+        stream.push(t);
+    }
     let mut w = bundle(0xA4);
     w.set_u8(4, WaitMode::SEM_GE_IMM.0);
     w.set_u8(5, 2);
-    w.set_u32(8, 1);
-    p.streams[Engine::Pe as usize] = vec![t, w];
+    w.set_u32(8, ops.len() as u32);
+    stream.push(w);
+    p.streams[Engine::Pe as usize] = stream;
     p
 }
 
 /// Rank r's input: values whose sum in another order rounds differently (large magnitudes
 /// every third element, small fractions between them).
-fn input(r: usize) -> Vec<f32> {
+pub(crate) fn input(r: usize) -> Vec<f32> {
     let scale = |i: usize| if i.is_multiple_of(3) { 1.0e7 } else { 0.125 };
     (0..N)
         .map(|i| (((r * 131 + i * 17) % 23) as f32 - 11.0) * scale(i) + 0.011 * (r + i % 3) as f32)
@@ -66,7 +92,7 @@ fn replica_sum(xs: &[Vec<f32>]) -> Vec<f32> {
         .collect()
 }
 
-fn write_f32(path: &Path, shape: &[u64], v: &[f32]) {
+pub(crate) fn write_f32(path: &Path, shape: &[u64], v: &[f32]) {
     let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
     std::fs::write(
         path,

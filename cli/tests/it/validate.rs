@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-fn fixture(gen: &str, want_valid: bool, engine: &str) -> Vec<u8> {
+pub(crate) fn fixture(gen: &str, want_valid: bool, engine: &str) -> Vec<u8> {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../testdata/l2/fixtures.txt"

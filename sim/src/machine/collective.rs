@@ -270,6 +270,54 @@ pub struct Deadlock {
     pub report: String,
 }
 
+/// Where the members of a world meet: [`Comm`] in the process that holds it, or a transport
+/// that forwards to the process holding the world's one [`Comm`] (`super::remote`, docs/mpi.md).
+/// Every implementation folds with the same [`Comm`], so results do not depend on where the
+/// members run.
+pub trait Meeting: Send + Sync + std::fmt::Debug {
+    /// Post `p` for member `m`; the ticket its result will carry.
+    fn post(&self, m: Member, p: Post) -> Result<u64, String>;
+    /// Wait until one of `tickets` of member `m` is complete (see [`Comm::wait`]).
+    fn wait(
+        &self,
+        m: Member,
+        tickets: &[u64],
+        where_: String,
+    ) -> Result<Vec<(u64, Received)>, String>;
+    /// Member `m` has stopped (see [`Comm::leave`]).
+    fn leave(&self, m: Member, faulted: bool);
+    /// Whether rank `r` is a member of the world, where the meeting point knows it locally; a
+    /// transport that does not answers `true`, and a post naming a rank outside the world is
+    /// then reported by the world as a deadlock naming that rank.
+    fn has_rank(&self, r: u32) -> bool {
+        let _ = r;
+        true
+    }
+}
+
+impl Meeting for Comm {
+    fn post(&self, m: Member, p: Post) -> Result<u64, String> {
+        Ok(Comm::post(self, m, p))
+    }
+
+    fn wait(
+        &self,
+        m: Member,
+        tickets: &[u64],
+        where_: String,
+    ) -> Result<Vec<(u64, Received)>, String> {
+        Comm::wait(self, m, tickets, where_).map_err(|d| d.report)
+    }
+
+    fn leave(&self, m: Member, faulted: bool) {
+        Comm::leave(self, m, faulted)
+    }
+
+    fn has_rank(&self, r: u32) -> bool {
+        Comm::has_rank(self, r)
+    }
+}
+
 /// The meeting point of the ranks of one run.
 #[derive(Debug)]
 pub struct Comm {
@@ -379,6 +427,16 @@ impl Comm {
     /// Whether rank `r` is a member of the world.
     pub fn has_rank(&self, r: u32) -> bool {
         self.lock().status.keys().any(|m| m.rank == r)
+    }
+
+    /// Stop the world: every wait, now and later, fails with `why` (a transport that lost a
+    /// member's process).
+    pub fn abort(&self, why: String) {
+        let mut s = self.lock();
+        if s.failure.is_none() {
+            s.failure = Some(why);
+        }
+        self.cv.notify_all();
     }
 
     /// Member `m` has stopped (finished or faulted): the others no longer wait for it to run.

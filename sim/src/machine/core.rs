@@ -7,7 +7,7 @@ use tpbsim_isa::check::BundleCheck;
 use tpbsim_isa::{decode, Bundle, Engine, Gen, Inst, RawInst};
 
 use super::budget::{self, Budget, Exceeded, Limits};
-use super::collective::{Comm, Member};
+use super::collective::{Meeting, Member};
 use super::control::NUM_REGS;
 use super::dma::{self, DmaDesc};
 use super::fault::{Fault, Site};
@@ -42,7 +42,7 @@ impl Default for RunOptions {
 }
 
 /// Counters of a finished run.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct RunStats {
     /// Scheduler counters (steps, per-engine bundles).
     pub sched: SchedStats,
@@ -51,12 +51,17 @@ pub struct RunStats {
     /// DMA transfers executed.
     pub dma_transfers: u64,
     /// Wall time of the run.
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(serialize_with = "ser_secs", deserialize_with = "de_secs")]
     pub wall: Duration,
 }
 
 fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
+}
+
+fn de_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let secs = <f64 as serde::Deserialize>::deserialize(d)?;
+    Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
 }
 
 /// Why a machine cannot be set up.
@@ -135,7 +140,7 @@ pub struct Machine<'k> {
     /// Ranges of the shared-DRAM access record charged to the memory budget.
     logged_charged: u64,
     /// The world this core is a member of (runs of several ranks).
-    pub(crate) comm: Option<(Arc<Comm>, Member)>,
+    pub(crate) comm: Option<(Arc<dyn Meeting>, Member)>,
     /// Collectives posted and not yet complete.
     pub(crate) pending: Vec<PendingCollective>,
     /// The bundle just executed posted a collective: its `_COMPLETE` updates wait for it.
@@ -668,7 +673,7 @@ impl<'k> Machine<'k> {
     /// Make this core member `me` of world `w` (a run of several ranks): its collectives meet
     /// the other members' there. Refused with the race check on, whose replay cannot repeat
     /// what other ranks sent.
-    pub fn join_world(&mut self, w: Arc<Comm>, me: Member) -> Result<(), SetupError> {
+    pub fn join_world(&mut self, w: Arc<dyn Meeting>, me: Member) -> Result<(), SetupError> {
         if self.race.is_some() {
             return Err(SetupError::Unsupported(
                 "the race check of a run of several ranks".into(),

@@ -24,6 +24,7 @@ pub(crate) mod plan;
 pub mod program;
 pub mod pseudo;
 pub mod race;
+pub mod remote;
 pub mod sched;
 pub mod skeleton;
 pub mod sync;

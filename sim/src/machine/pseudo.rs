@@ -150,7 +150,9 @@ impl Machine<'_> {
         };
         match world {
             Some(w) => {
-                let ticket = w.post(Member { rank, core }, post);
+                let ticket = w
+                    .post(Member { rank, core }, post)
+                    .map_err(|e| Fault::exec(site, e))?;
                 self.pending.push(PendingCollective { ticket, ..pending });
                 self.defer_complete = true;
             }
@@ -280,7 +282,7 @@ impl Machine<'_> {
             data,
             site,
         };
-        let ticket = world.post(me, post);
+        let ticket = world.post(me, post).map_err(|e| Fault::exec(site, e))?;
         self.pending.push(PendingCollective {
             ticket,
             site,
@@ -430,7 +432,7 @@ impl Machine<'_> {
         );
         let done = world.wait(me, &tickets, stand).map_err(|e| Fault::Exec {
             site: first,
-            message: e.report,
+            message: e,
         })?;
         for (t, r) in done {
             let Some(i) = self.pending.iter().position(|p| p.ticket == t) else {

@@ -82,7 +82,7 @@ pub enum Order {
 }
 
 /// Counters of a finished run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SchedStats {
     /// Bundles issued in total.
     pub steps: u64,

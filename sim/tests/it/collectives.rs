@@ -8,6 +8,7 @@ use tpbsim_isa::{AluOp, Bundle, Dtype, Engine, Gen, NumFormat, UpdateMode, WaitM
 use tpbsim_sim::api::{self, RunConfig, RunError};
 use tpbsim_sim::machine::cluster::SharedBytes;
 use tpbsim_sim::machine::collective::Order;
+use tpbsim_sim::machine::remote::{self, Link, Placement};
 use tpbsim_sim::machine::{Kernel, Program, VarKind, VarSpec};
 
 const IN: u32 = 3;
@@ -572,4 +573,209 @@ fn an_exchange_where_both_ranks_send_first_completes() {
     let out = run(&p, xs.clone(), &RunConfig::default()).unwrap();
     assert_eq!(f32s(&out[0]["y"]), xs[1]);
     assert_eq!(f32s(&out[1]["y"]), xs[0]);
+}
+
+/// One collective of type `ctype` (sum) from `x` (n fp32) to `y` (`out_elems` fp32) over
+/// replica group 0 of `groups`.
+fn one_collective(
+    ctype: u8,
+    n: usize,
+    out_elems: usize,
+    groups: Vec<Vec<u32>>,
+    pairs: Vec<(u32, u32)>,
+) -> Program {
+    program(
+        vec![trigger(
+            ctype,
+            AluOp::ADD,
+            Dtype::FP32,
+            0,
+            IN,
+            OUT,
+            n as u64,
+        )],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Float32, n as u64),
+            var(
+                OUT,
+                "y",
+                VarKind::Output,
+                NumFormat::Float32,
+                out_elems as u64,
+            ),
+        ],
+        groups,
+        pairs,
+    )
+}
+
+/// The frames between "processes" that are threads of this test: one channel into each.
+struct ChanLink {
+    me: usize,
+    to: Vec<std::sync::mpsc::Sender<(usize, Vec<u8>)>>,
+    from: std::sync::mpsc::Receiver<(usize, Vec<u8>)>,
+}
+
+impl Link for ChanLink {
+    fn send(&mut self, to: usize, frame: &[u8]) -> Result<(), String> {
+        self.to[to]
+            .send((self.me, frame.to_vec()))
+            .map_err(|e| e.to_string())
+    }
+
+    fn try_recv(&mut self) -> Result<Option<(usize, Vec<u8>)>, String> {
+        Ok(self.from.try_recv().ok())
+    }
+}
+
+/// One rank's outputs, or its process's first fault.
+type RankResult = Result<BTreeMap<String, Vec<u8>>, String>;
+
+/// `p` run as a world of `per_rank.len()` ranks spread over `processes` threads standing for
+/// processes, placed by `placement`, their collectives travelling as frames: the outputs of
+/// every rank in rank order (each process's first fault in its place).
+fn run_over_processes(
+    p: &Program,
+    per_rank: &[Vec<f32>],
+    processes: usize,
+    placement: Placement,
+    cfg: &RunConfig,
+) -> Vec<RankResult> {
+    let ranks = per_rank.len();
+    let inputs: Vec<BTreeMap<String, SharedBytes>> = per_rank
+        .iter()
+        .map(|x| BTreeMap::from([("x".to_string(), bytes(x))]))
+        .collect();
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..processes)
+        .map(|_| std::sync::mpsc::channel::<(usize, Vec<u8>)>())
+        .unzip();
+    let mut out: Vec<Option<RankResult>> = vec![None; ranks];
+    std::thread::scope(|s| {
+        let handles: Vec<_> = rxs
+            .into_iter()
+            .enumerate()
+            .map(|(me, from)| {
+                let mut link = ChanLink {
+                    me,
+                    to: txs.clone(),
+                    from,
+                };
+                let inputs = &inputs;
+                s.spawn(move || {
+                    let mine = placement.ranks_of(me, processes, ranks);
+                    let here: Vec<(usize, &BTreeMap<String, SharedBytes>)> =
+                        mine.iter().map(|&r| (r, &inputs[r])).collect();
+                    let r = remote::session(
+                        &mut link,
+                        me,
+                        processes,
+                        || api::world_comm(p, ranks, cfg.collective_order),
+                        |m| {
+                            api::run_ranks_schedule(
+                                p,
+                                Gen::V3,
+                                ranks,
+                                &here,
+                                Some(m),
+                                cfg,
+                                0,
+                                &|_, _, _| {},
+                            )
+                        },
+                    )
+                    .unwrap();
+                    (mine, r)
+                })
+            })
+            .collect();
+        for h in handles {
+            let (mine, r) = h.join().unwrap();
+            match r {
+                Ok(outs) => {
+                    for (rank, o) in mine.into_iter().zip(outs) {
+                        out[rank] = Some(Ok(o.outputs));
+                    }
+                }
+                Err(e) => {
+                    for rank in mine {
+                        out[rank] = Some(Err(e.to_string()));
+                    }
+                }
+            }
+        }
+    });
+    out.into_iter().map(Option::unwrap).collect()
+}
+
+#[test]
+fn ranks_spread_over_processes_give_the_outputs_of_one_process_bit_for_bit() {
+    let n = 8usize;
+    for ranks in [2usize, 4] {
+        let xs: Vec<Vec<f32>> = (0..ranks).map(|r| input(r, n)).collect();
+        let group = vec![(0..ranks as u32).collect::<Vec<u32>>()];
+        // All-reduce and all-gather, in both fold orders, over 2 and 3 processes placed both
+        // ways.
+        for (ctype, out_elems) in [(1u8, n), (3, n * ranks)] {
+            let p = one_collective(ctype, n, out_elems, group.clone(), vec![]);
+            for order in [Order::Replica, Order::Ring] {
+                let cfg = RunConfig {
+                    collective_order: order,
+                    ..RunConfig::default()
+                };
+                let one = run(&p, xs.clone(), &cfg).unwrap();
+                for processes in [2usize, 3] {
+                    for placement in [Placement::Blocks, Placement::RoundRobin] {
+                        let spread = run_over_processes(&p, &xs, processes, placement, &cfg);
+                        let spread: Vec<_> = spread.into_iter().map(Result::unwrap).collect();
+                        assert_eq!(
+                            spread, one,
+                            "type {ctype}, {ranks} ranks, {order:?}, {processes} processes, {placement:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_deadlock_across_processes_is_named_and_no_process_hangs() {
+    // Ranks 2 and 3 are not in group 0 and fault at the first all-reduce, before they post
+    // the second, over every rank: ranks 0 and 1 wait in it for ranks of the other process.
+    let n = 4u64;
+    let p = program(
+        vec![
+            trigger(1, AluOp::ADD, Dtype::FP32, 0, IN, OUT, n),
+            trigger(1, AluOp::ADD, Dtype::FP32, 1, IN, OUT2, n),
+        ],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Float32, n),
+            var(OUT, "y", VarKind::Output, NumFormat::Float32, n),
+            var(OUT2, "z", VarKind::Output, NumFormat::Float32, n),
+        ],
+        vec![vec![0, 1], vec![0, 1, 2, 3]],
+        vec![],
+    );
+    let xs: Vec<Vec<f32>> = (0..4).map(|r| input(r, n as usize)).collect();
+    let one = run(&p, xs.clone(), &RunConfig::default())
+        .unwrap_err()
+        .to_string();
+    for placement in [Placement::Blocks, Placement::RoundRobin] {
+        let spread = run_over_processes(&p, &xs, 2, placement, &RunConfig::default());
+        // Each process's first fault: rank 0's is the deadlock, as in one process.
+        let first = spread[0].clone().unwrap_err();
+        assert_eq!(first, one, "{placement:?}");
+        assert!(first.contains("deadlock across ranks"), "{first}");
+        assert!(
+            first.contains("never by rank 2 (faulted), rank 3 (faulted)"),
+            "{first}"
+        );
+        // The other process's first fault: rank 2's own (blocks) or rank 1's deadlock.
+        let (rank, want) = match placement {
+            Placement::Blocks => (2, "not in replica group 0"),
+            Placement::RoundRobin => (1, "deadlock across ranks"),
+        };
+        let other = spread[rank].clone().unwrap_err();
+        assert!(other.contains(want), "{placement:?}: {other}");
+    }
 }

@@ -202,9 +202,58 @@ pub struct Post {
     /// `src_target_pairs` restricted to the group (permutes).
     pub pairs: Vec<(u32, u32)>,
     /// The input window's bytes.
-    pub data: Vec<u8>,
+    pub data: Window,
     /// The issuing bundle.
     pub site: Site,
+}
+
+/// Bytes a member posted: a range of a buffer shared with the poster's variable, which the
+/// poster copies before it writes the variable again (copy on write), so the window keeps the
+/// bytes of the moment it was posted.
+#[derive(Clone)]
+pub struct Window {
+    buf: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    range: std::ops::Range<usize>,
+}
+
+impl Window {
+    /// Bytes `range` of `buf`; `None` when the range is not inside it.
+    pub fn new(
+        buf: Arc<dyn AsRef<[u8]> + Send + Sync>,
+        range: std::ops::Range<usize>,
+    ) -> Option<Window> {
+        let ok = range.start <= range.end && range.end <= (*buf).as_ref().len();
+        ok.then_some(Window { buf, range })
+    }
+}
+
+impl std::ops::Deref for Window {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &(*self.buf).as_ref()[self.range.clone()]
+    }
+}
+
+impl From<Vec<u8>> for Window {
+    fn from(v: Vec<u8>) -> Window {
+        let range = 0..v.len();
+        Window {
+            buf: Arc::new(v),
+            range,
+        }
+    }
+}
+
+impl PartialEq for Window {
+    fn eq(&self, o: &Window) -> bool {
+        self[..] == o[..]
+    }
+}
+
+impl std::fmt::Debug for Window {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Window({} bytes)", self.len())
+    }
 }
 
 impl Post {
@@ -689,13 +738,13 @@ fn resolve(inst: &Instance, order: Order) -> Result<BTreeMap<u32, Arc<Vec<u8>>>,
         }
         Kind::SendRecv => {
             if let (Some(&s), Some(&t)) = (group.first(), group.get(1)) {
-                out.insert(t, Arc::new(inst.posted[&s].0.data.clone()));
+                out.insert(t, Arc::new(inst.posted[&s].0.data.to_vec()));
             }
         }
         Kind::Permute => {
             for &(src, dst) in &p0.pairs {
                 if let Some((p, _)) = inst.posted.get(&src) {
-                    out.insert(dst, Arc::new(p.data.clone()));
+                    out.insert(dst, Arc::new(p.data.to_vec()));
                 }
             }
         }
@@ -717,7 +766,7 @@ mod tests {
             elements: n,
             group,
             pairs: Vec::new(),
-            data: vec![0; n as usize * 4],
+            data: vec![0; n as usize * 4].into(),
             site: Site {
                 engine: Engine::Pool,
                 index,
@@ -818,13 +867,13 @@ mod tests {
     fn the_kth_post_of_a_group_meets_the_kth_of_the_others() {
         let w = Comm::new([m(0), m(1)], Order::Replica);
         let mut a = post(Kind::AllGather, 1, vec![0, 1], 0);
-        a.data = 1f32.to_le_bytes().to_vec();
+        a.data = 1f32.to_le_bytes().to_vec().into();
         let mut b = a.clone();
-        b.data = 2f32.to_le_bytes().to_vec();
+        b.data = 2f32.to_le_bytes().to_vec().into();
         let mut c = a.clone();
-        c.data = 3f32.to_le_bytes().to_vec();
+        c.data = 3f32.to_le_bytes().to_vec().into();
         let mut d = a.clone();
-        d.data = 4f32.to_le_bytes().to_vec();
+        d.data = 4f32.to_le_bytes().to_vec().into();
         let r0 = [w.post(m(0), a), w.post(m(0), b)];
         let r1 = [w.post(m(1), c), w.post(m(1), d)];
         let got = w.wait(m(0), &r0, String::new()).unwrap();

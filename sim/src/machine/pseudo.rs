@@ -21,7 +21,7 @@ use tpbsim_isa::{
     TriggerCollective,
 };
 
-use super::collective::{Comm, Kind, Member, Post, Reduce};
+use super::collective::{Comm, Kind, Member, Post, Reduce, Window};
 use super::core::{Machine, PendingCollective};
 use super::dma::{DmaDesc, DmaMem, DmaSide};
 use super::fault::{Fault, Site};
@@ -115,11 +115,8 @@ impl Machine<'_> {
         )
         .map_err(|e| Fault::budget(site, e))?;
         self.charge_collective(site, in_len)?;
-        let src = self.dram.read(input, in_off, len).map_err(site_err)?;
-        let mut data = super::core::zeroed(len as u64).ok_or_else(|| {
-            Fault::exec(site, format!("cannot allocate the {len}-byte contribution"))
-        })?;
-        data.copy_from_slice(src);
+        self.dram.read(input, in_off, len).map_err(site_err)?;
+        let data = self.snapshot(site, input, in_off, len)?;
         self.dram.note(input, in_off, in_off + in_len, false);
         let reduce = Reduce::of(x.op);
         let pairs: Vec<(u32, u32)> = self
@@ -256,15 +253,14 @@ impl Machine<'_> {
             self.charge_memory(&format!("{site}: send contribution"), len.saturating_mul(2))
                 .map_err(|e| Fault::budget(site, e))?;
             self.charge_collective(site, len)?;
-            let d = self
-                .dram
+            self.dram
                 .read(var, off, len as usize)
-                .map_err(|e| Fault::oob(site, "send/recv", e))?
-                .to_vec();
+                .map_err(|e| Fault::oob(site, "send/recv", e))?;
+            let d = self.snapshot(site, var, off, len as usize)?;
             self.dram.note(var, off, off + len, false);
             d
         } else {
-            Vec::new()
+            Vec::new().into()
         };
         let group = if send {
             vec![me.rank, peer]
@@ -388,6 +384,16 @@ impl Machine<'_> {
             ));
         }
         Ok(if in_world { group } else { vec![0] })
+    }
+
+    /// The bytes `off..off + len` of variable `var` as they are now, without a copy (the
+    /// variable becomes copy on write; the range was checked by the caller).
+    fn snapshot(&mut self, site: Site, var: u32, off: u64, len: usize) -> Result<Window, Fault> {
+        let lo = off as usize;
+        self.dram
+            .share(var)
+            .and_then(|buf| Window::new(buf, lo..lo + len))
+            .ok_or_else(|| Fault::exec(site, format!("variable {var}: no window {lo}..+{len}")))
     }
 
     /// Write a completed collective's output window and make its bundle's `_COMPLETE` updates.

@@ -257,7 +257,7 @@ fn read_post(r: &mut Reader<'_>) -> Result<Post, String> {
         elements,
         group,
         pairs,
-        data,
+        data: data.into(),
         site: Site {
             engine,
             index,
@@ -725,7 +725,7 @@ mod tests {
             elements: 6,
             group: vec![2, 0, 1],
             pairs: vec![(0, 1), (1, 2)],
-            data: (0u8..12).collect(),
+            data: (0u8..12).collect::<Vec<u8>>().into(),
             site: Site {
                 engine: Engine::Pool,
                 index: 41,

@@ -244,12 +244,27 @@ impl Dram {
         Some(bytes)
     }
 
+    /// A snapshot of variable `id` without a copy: the variable's buffer becomes shared
+    /// (copy on write), so a later write by this core copies the variable and leaves the
+    /// snapshot as it was.
+    pub fn share(&mut self, id: u32) -> Option<Arc<dyn AsRef<[u8]> + Send + Sync>> {
+        let i = self.vars.binary_search_by_key(&id, |(i, _)| *i).ok()?;
+        let v = &mut self.vars[i].1.bytes;
+        if let VarBytes::Owned(b) = v {
+            let a: Arc<dyn AsRef<[u8]> + Send + Sync> = Arc::new(std::mem::take(b));
+            *v = VarBytes::Shared(a);
+        }
+        match v {
+            VarBytes::Shared(a) => Some(a.clone()),
+            VarBytes::Owned(_) => None,
+        }
+    }
+
     /// Bytes copied by writes to shared buffers since the last call.
     pub fn take_copied(&mut self) -> u64 {
         std::mem::take(&mut self.copied)
     }
 
-    /// Variable id by name.
     /// Take the bytes of variable `id` out of the memory (an empty variable stays behind): the
     /// buffer itself when this core owns it, a copy when it is shared.
     pub fn take(&mut self, id: u32) -> Option<Vec<u8>> {
@@ -261,6 +276,7 @@ impl Dram {
         })
     }
 
+    /// Variable id by name.
     pub fn id_of(&self, name: &str) -> Option<u32> {
         self.vars
             .iter()

@@ -779,3 +779,42 @@ fn a_deadlock_across_processes_is_named_and_no_process_hangs() {
         assert!(other.contains(want), "{placement:?}: {other}");
     }
 }
+
+/// A contribution is the window as it was when posted: z is posted to an all-gather and then
+/// rewritten by an all-reduce (max) posted right after it; the all-gather delivers the z it
+/// was posted with (the sum) on every rank.
+#[test]
+fn a_window_overwritten_after_it_was_posted_is_delivered_as_posted() {
+    let n = 8u64;
+    let p = program(
+        vec![
+            inc_on_complete(trigger(1, AluOp::ADD, Dtype::FP32, 0, IN, OUT2, n), 2),
+            wait_ge(
+                inc_on_complete(trigger(3, AluOp::ADD, Dtype::FP32, 0, OUT2, OUT, n), 3),
+                2,
+                1,
+            ),
+            inc_on_complete(trigger(1, AluOp::MAX, Dtype::FP32, 0, IN, OUT2, n), 4),
+        ],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Float32, n),
+            var(OUT, "y", VarKind::Output, NumFormat::Float32, 2 * n),
+            var(OUT2, "z", VarKind::Output, NumFormat::Float32, n),
+        ],
+        vec![vec![0, 1]],
+        vec![],
+    );
+    let xs = vec![input(0, n as usize), input(1, n as usize)];
+    let sum: Vec<f32> = (0..n as usize).map(|i| xs[0][i] + xs[1][i]).collect();
+    let max: Vec<f32> = (0..n as usize).map(|i| xs[0][i].max(xs[1][i])).collect();
+    assert_ne!(sum, max);
+    let out = run(&p, xs, &RunConfig::default()).unwrap();
+    for (r, o) in out.iter().enumerate() {
+        assert_eq!(
+            f32s(&o["y"]),
+            [sum.clone(), sum.clone()].concat(),
+            "rank {r}"
+        );
+        assert_eq!(f32s(&o["z"]), max, "rank {r}");
+    }
+}

@@ -410,4 +410,26 @@ mod tests {
         assert_eq!(d.log_mut(3).unwrap().writes.ranges(), &[(0, 16)]);
         assert!(d.log_mut(4).is_none());
     }
+
+    /// A shared snapshot keeps its bytes when the variable is written afterwards, and the
+    /// write is counted as a copy.
+    #[test]
+    fn a_snapshot_survives_a_later_write() {
+        let mut d = Dram::default();
+        d.insert(
+            1,
+            DramVar {
+                name: "z".into(),
+                kind: VarKind::Other,
+                bytes: vec![1u8, 2, 3, 4].into(),
+            },
+        );
+        let snap = d.share(1).unwrap();
+        d.write(1, 1, 2).unwrap().copy_from_slice(&[9, 9]);
+        assert_eq!((*snap).as_ref(), &[1, 2, 3, 4]);
+        assert_eq!(&d.get(1).unwrap().bytes[..], &[1, 9, 9, 4]);
+        assert_eq!(d.take_copied(), 4);
+        // A second snapshot of the now owned variable sees the write.
+        assert_eq!((*d.share(1).unwrap()).as_ref(), &[1, 9, 9, 4]);
+    }
 }

@@ -7,12 +7,12 @@ Every case is an object
     {"name": "...", "args": ["run", "{case}/k.neff", "--out-dir", "{out}"],
      "stdin": "file in the group dir (fed through a pipe), or a device path" (optional),
      "env": {"NAME": "value"} (optional),
-     "setup": [{"op": "symlink"|"fifo"|"sparse"|"mkdir"|"file", "path": "...", ...}] (optional),
+     "setup": [{"op": "symlink"|"fifo"|"sparse"|"mkdir"|"file"|"asm", "path": "...", ...}] (optional),
      "exit": 2, "stderr": "a substring of the named error",
      "exists": ["paths that must exist afterwards"] (optional),
      "absent": ["paths that must not exist afterwards"] (optional)}
 
-with the placeholders {case} (the group directory), {out} (a fresh, empty output directory)
+(`asm` assembles the text "from" for "arch" into "path" with `sim asm`) with the placeholders {case} (the group directory), {out} (a fresh, empty output directory)
 and {scratch} (a fresh directory for set-up files). The harness runs every case under a 4 GiB
 address-space limit and checks the exit code, the message, that nothing panicked or aborted,
 that no file appeared outside {out} and {scratch}, and that no temporary file was left.
@@ -253,6 +253,16 @@ def run_group():
     write(g, "missing_file_name.neff", variant(no_member))
     case(g, "file_name names a missing member", ["run", "{case}/missing_file_name.neff", "--out-dir", "{out}"], 2,
          "missing member `sg00/nope.npy` (named by sg00/def.json var[1].file_name)")
+    # 10. on-chip DMA addresses with bits above the 29-bit on-chip address: refused, not
+    # folded onto address 0
+    for hi in (0x20000000, 0xE0000000):
+        def sp_hi(sp, hi=hi):
+            sp["dma"][0]["desc"][0]["to_offset"] += hi
+        fname = f"dma_to_sbuf_0x{hi:08x}.neff"
+        write(g, fname, variant(sp_edit=sp_hi))
+        for cmd in ["run", "check"]:
+            case(g, f"{cmd}: DMA into SBUF at 0x{hi:08x}", [cmd, "{case}/" + fname, "--out-dir", "{out}"], 3,
+                 f"access at 0x{hi:08x}: address bits 29..31 set", absent=["{out}/out.npy"])
     case(g, "control: the kernel runs", ["run", "{case}/ok.neff", "--out-dir", "{out}"], 0, "",
          exists=["{out}/out.npy"])
 
@@ -287,6 +297,32 @@ def io_group():
          "/dev/null: a device; only regular files are replaced")
     case(g, "lift output to a device, explicitly allowed", ["lift", "{case}/one/PE.bin", "--arch", "v3", "-o", "/dev/null"], 0,
          "lifted into 1 instruction(s)", env={"TPBSIM_WRITE_SPECIAL": "1"})
+    # fp32 literals: beyond the range refused, infinity only when written
+    tsa = ("TENSOR_SCALAR_ARITH_OP src=fp32@0x0[1,1,1][256,1,1] dst=fp32@0x800[1,1,1][256,1,1] "
+           "num_active_partitions=128 op0=MULT imm0={} op1=ADD imm1=0.0;\n")
+    for fname, lit in [("imm_1e39.s", "1e39"), ("imm_1e99999.s", "1e99999"), ("imm_neg_1e39.s", "-1e39")]:
+        write(g, fname, tsa.format(lit))
+        case(g, f"asm: imm0={lit}", ["asm", "{case}/" + fname, "--arch", "v3", "-o", "{out}/o.bin"], 2,
+             f"`{lit}` is beyond the fp32 range", absent=["{out}/o.bin"])
+    write(g, "imm_inf.s", tsa.format("-inf"))
+    case(g, "asm: imm0=-inf written", ["asm", "{case}/imm_inf.s", "--arch", "v3", "-o", "{out}/o.bin"], 0, "",
+         exists=["{out}/o.bin"])
+    # bundles that can only fail at run time are refused where they are written
+    tr = "TENSOR_REDUCE_ARITH_OP src=fp32@0x0[1,1,1,1][256,1,1,1] dst=fp32@0x800[1,1,1,1][1,1,1,1] op=ADD{};\n"
+    write(g, "reduce_no_op_dim.s", tr.format(" num_active_channels=128"))
+    write(g, "reduce_no_channels.s", tr.format(" op_dim=X"))
+    write(g, "reduce_ok.s", tr.format(" num_active_channels=128 op_dim=X"))
+    for fname, why in [("reduce_no_op_dim.s", "is_valid_s4d4_tr.reduce_op_dim"),
+                       ("reduce_no_channels.s", "is_valid_s4d4_tr.num_active_channels")]:
+        case(g, f"asm --deny-warnings: {fname}", ["asm", "{case}/" + fname, "--arch", "v3", "--deny-warnings", "-o", "{out}/POOL.bin"], 2,
+             why, absent=["{out}/POOL.bin"])
+        case(g, f"asm --deny-warnings, engine unnamed: {fname}", ["asm", "{case}/" + fname, "--arch", "v3", "--deny-warnings", "-o", "{out}/o.bin"], 2,
+             "the L2 validator rejects 1 bundle(s)", absent=["{out}/o.bin"])
+    case(g, "asm: the complete reduce passes", ["asm", "{case}/reduce_ok.s", "--arch", "v3", "--deny-warnings", "-o", "{out}/POOL.bin"], 0, "",
+         exists=["{out}/POOL.bin"])
+    case(g, "validate: a reduce without op_dim", ["validate", "--arch", "v3", "--engine", "pool", "{scratch}/r.bin"], 1,
+         "pool 1 bundle(s): 1 invalid",
+         setup=[{"op": "asm", "path": "{scratch}/r.bin", "from": "{case}/reduce_no_op_dim.s", "arch": "v3"}])
     # BIR JSON
     write(g, "dup.bir.json", '{"arch": 40, "arch": 30, "functions": []}\n')
     case(g, "BIR JSON duplicate key", ["verify", "{case}/dup.bir.json"], 2, "duplicate key \"arch\" in one object")

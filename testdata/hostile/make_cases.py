@@ -263,6 +263,13 @@ def run_group():
         for cmd in ["run", "check"]:
             case(g, f"{cmd}: DMA into SBUF at 0x{hi:08x}", [cmd, "{case}/" + fname, "--out-dir", "{out}"], 3,
                  f"access at 0x{hi:08x}: address bits 29..31 set", absent=["{out}/out.npy"])
+    # 11. an output of 22,000 dimensions (its .npy header would be over 64 KiB of text)
+    def many_dims(d):
+        out_var(d)["shape"] = [P, F] + [1] * 22000
+    write(g, "out_22000_dims.neff", variant(many_dims))
+    for cmd in ["run", "check", "profile"]:
+        case(g, f"{cmd}: output of 22,000 dimensions", [cmd, "{case}/out_22000_dims.neff", "--out-dir", "{out}"], 2,
+             "output `out` has a shape of 22002 dimensions", absent=["{out}/out.npy"])
     case(g, "control: the kernel runs", ["run", "{case}/ok.neff", "--out-dir", "{out}"], 0, "",
          exists=["{out}/out.npy"])
 
@@ -355,6 +362,27 @@ def neff_group():
          "(a second gzip member or trailing data; one member is read)")
     case(g, "gzip member after the first (run)", ["run", "{case}/two_gzip_members.neff", "--out-dir", "{out}"], 2,
          "a second gzip member or trailing data")
+    # A shipped .asm member of 60 million lines: the cross-check assembles no more of it than
+    # the stream beside it holds.
+    d, sp, members = kernel()
+    members["sg00/def.json"] = js(d)
+    members["sg00/SP.json"] = js(sp)
+    members["sg00/SP.asm"] = b"NOP\n" * 60_000_000
+    write(g, "asm_60M_lines.neff", neff(members))
+    case(g, "neff info: a .asm member of 60M lines", ["neff", "info", "{case}/asm_60M_lines.neff"], 0, "")
+    # A member name carrying a terminal escape sequence: refused, and shown escaped.
+    d, sp, members = kernel()
+    members["sg00/def.json"] = js(d)
+    members["sg00/SP.json"] = js(sp)
+    members["sg00/\x1b[2J\x1b[31mred.bin"] = b"x"
+    write(g, "escape_in_member_name.neff", neff(members))
+    for cmd in [["neff", "info"], ["validate"], ["run"]]:
+        case(g, f"{' '.join(cmd)}: a member name with terminal escapes", cmd + ["{case}/escape_in_member_name.neff"], 2,
+             "unsafe member path `sg00/\\u{1b}[2J\\u{1b}[31mred.bin`")
+    # A missing file is named once.
+    for cmd in [["run"], ["validate"], ["neff", "info"], ["lift"]]:
+        case(g, f"{' '.join(cmd)}: a missing NEFF", cmd + ["{scratch}/nope.neff"], 2,
+             "sim: error: {scratch}/nope.neff: No such file or directory")
     deep = {"neff.json": b"{}\n", "sg00/" + "a/" * 3000 + "z.bin": b""}
     write(g, "deep_path.neff", neff(deep))
     case(g, "unpack: member 6 KB deep", ["neff", "unpack", "{case}/deep_path.neff", "-o", "{out}/u"], 2,

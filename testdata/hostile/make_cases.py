@@ -330,6 +330,15 @@ def io_group():
     case(g, "validate: a reduce without op_dim", ["validate", "--arch", "v3", "--engine", "pool", "{scratch}/r.bin"], 1,
          "pool 1 bundle(s): 1 invalid",
          setup=[{"op": "asm", "path": "{scratch}/r.bin", "from": "{case}/reduce_no_op_dim.s", "arch": "v3"}])
+    # 3,000 ACTIVATEs reading their bias (pointer mode) from what the last one writes: the
+    # pointer-unwritten lint answers each read by a search, not a scan of every write
+    n = 3000
+    act = ("ACTIVATE src=[0x0 step=1,1,1 num=1,1,1] in_bias_dtypes=FP32|FP32 out_dtype=FP32 "
+           "num_active_partitions=128 activation_func=IDENTITY scale_value=1.0 bias={bias:#x} "
+           "dst=[{dst:#x} step=1,1,1 num=1,1,1];\n")
+    write(g, "act_3000_pointer_bias.s", "".join(act.format(bias=4 * (n - 1), dst=4 * i) for i in range(n)))
+    case(g, "asm: 3,000 ACTIVATEs with pointer biases", ["asm", "{case}/act_3000_pointer_bias.s", "--arch", "v3", "--deny-warnings", "-o", "{out}/ACT.bin"], 0, "",
+         exists=["{out}/ACT.bin"])
     # BIR JSON
     write(g, "dup.bir.json", '{"arch": 40, "arch": 30, "functions": []}\n')
     case(g, "BIR JSON duplicate key", ["verify", "{case}/dup.bir.json"], 2, "duplicate key \"arch\" in one object")

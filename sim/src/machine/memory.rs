@@ -10,7 +10,8 @@ use crate::numerics::pe::PsumFlags;
 mod dram;
 mod rows;
 
-pub use dram::{AccessLog, Dram, DramVar, Ranges, VarBytes, VarKind};
+pub use dram::{AccessLog, Dram, DramVar, VarBytes, VarKind};
+pub use tpbsim_isa::ranges::Ranges;
 
 /// Bytes per bit of a [`Store`]'s dirty map.
 const GRANULE: usize = 1024;

@@ -61,7 +61,7 @@ pub const ENUMS: &[FieldRule] = &[
     FieldRule::per_gen(&TR_OP, OP, enums::alu_op, "an ALU op of this generation").except(BITVEC),
 ];
 /// The reducing opcodes of the family (the transposing reduce takes UNUSED: no folding).
-const REDUCING: &[u8] = &[
+pub const REDUCING: &[u8] = &[
     Opcode::TENSOR_REDUCE_ARITH_OP.0,
     Opcode::TENSOR_REDUCE_BITVEC_OP.0,
 ];
@@ -74,7 +74,7 @@ pub const LATE: &[FieldRule] = &[
         OP_DIM,
         1,
         4,
-        Allowed::Text("X (1), XY (2), XYZ (3) or XYZW (4)"),
+        Allowed::Text("1..=4 (X, XY, XYZ or XYZW)"),
     )
     .only(REDUCING),
 ];

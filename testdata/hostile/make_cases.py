@@ -67,6 +67,15 @@ def branch(rel):
     return bytes(b)
 
 
+def reshaped_tt(steps, nums):
+    """The kernel's TensorTensor add with every operand given `steps` and `nums`."""
+    b = bytearray(iw.tensor_tensor_add())
+    for off in (16, 32, 48):
+        struct.pack_into("<hhh", b, off + 4, *steps)
+        struct.pack_into("<HHH", b, off + 10, *nums)
+    return bytes(b)
+
+
 def kernel():
     """The add_square kernel of independent_writer.py as (def.json, SP.json, members)."""
     return iw.kernel_parts(iw.lcg_values(1, P * F), iw.lcg_values(2, P * F))
@@ -161,13 +170,7 @@ def run_group():
          "step budget of 1000000 steps exhausted")
 
     # 2./3. engine ops with huge access patterns (validation off: the machine must still refuse)
-    def huge_tt():
-        b = bytearray(iw.tensor_tensor_add())
-        for off in (16, 32, 48):
-            struct.pack_into("<hhh", b, off + 4, 0, 0, 0)
-            struct.pack_into("<HHH", b, off + 10, 65535, 65535, 65535)
-        return bytes(b)
-    write(g, "tt_huge.neff", variant(extra={"sg00/dve_instr": huge_tt()}))
+    write(g, "tt_huge.neff", variant(extra={"sg00/dve_instr": reshaped_tt((0, 0, 0), (65535, 65535, 65535))}))
     case(g, "TensorTensor num=65535^3 step 0", ["run", "{case}/tt_huge.neff", "--no-validate", "--out-dir", "{out}"], 3,
          "budget fault: dve bundle #0 (opcode 0x41, byte offset 0x0): memory budget exceeded: operand `")
     # The same through a MEMSET that the L2 validator accepts (validation on).
@@ -209,6 +212,12 @@ def run_group():
     write(g, "dma_loop.neff", variant(loop_def, loop_sp, {"sg00/SP.bin": iw.dma_trigger("big", 0) + branch(-1)}))
     case(g, "two-bundle loop moving 512 KiB per pass", ["run", "{case}/dma_loop.neff", "--max-steps", "500000", "--out-dir", "{out}"], 3,
          "step budget of 500000 steps exhausted")
+    # 11. a loop of one TensorTensor: its operand bytes are work on the step budget, so the
+    # budget bounds the time, not only the bundles
+    big_tt = reshaped_tt((1, 0, 0), (16384, 1, 1))
+    write(g, "tt_loop.neff", variant(extra={"sg00/dve_instr": big_tt + branch(-1)}))
+    case(g, "a loop of one TensorTensor", ["run", "{case}/tt_loop.neff", "--max-steps", "1000000", "--out-dir", "{out}"], 3,
+         "steps of work (one per 64 bytes a DMA moves or an engine operand spans); engines at: dve bundle #0")
     # 7. targets checked before the simulation
     case(g, "--trace names a directory", ["run", "{case}/ok.neff", "--trace", "{out}", "--out-dir", "{out}/o"], 2,
          "a directory; only regular files are replaced", absent=["{out}/o/out.npy", "{out}/o"])

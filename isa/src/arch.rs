@@ -90,19 +90,28 @@ impl fmt::Display for Gen {
 #[error("unknown generation `{0}` (expected v2|v3|v4|v5, sunda|cayman|mariana|maverick, or 20|30|40|50)")]
 pub struct UnknownGen(pub String);
 
-impl FromStr for Gen {
-    type Err = UnknownGen;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let l = s.trim().to_ascii_lowercase();
-        Ok(match l.as_str() {
+impl Gen {
+    /// The generation a name spells exactly (lower case, no surrounding space): what a NEFF's
+    /// target fields are read with. [`FromStr`] (command-line `--arch`) also trims and folds
+    /// case.
+    pub fn from_exact_name(s: &str) -> Option<Gen> {
+        Some(match s {
             "v2" | "2" | "20" | "sunda" | "trn1" | "inf2" | "trainium" | "corev2" | "core_v2" => {
                 Gen::V2
             }
             "v3" | "3" | "30" | "cayman" | "gen3" | "trn2" | "corev3" | "core_v3" => Gen::V3,
             "v4" | "4" | "40" | "mariana" | "trn3" | "corev4" | "core_v4" => Gen::V4,
             "v5" | "5" | "50" | "maverick" | "trn4" | "corev5" | "core_v5" => Gen::V5,
-            _ => return Err(UnknownGen(s.to_string())),
+            _ => return None,
         })
+    }
+}
+
+impl FromStr for Gen {
+    type Err = UnknownGen;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Gen::from_exact_name(&s.trim().to_ascii_lowercase())
+            .ok_or_else(|| UnknownGen(s.to_string()))
     }
 }
 
@@ -118,6 +127,11 @@ mod tests {
             assert_eq!(Gen::from_arch_level(g.arch_level()), Some(g));
         }
         assert!("v6".parse::<Gen>().is_err());
+        assert_eq!(" V3 ".parse::<Gen>(), Ok(Gen::V3));
+        assert_eq!(Gen::from_exact_name("cayman"), Some(Gen::V3));
+        for s in [" cayman", "V3 ", "Cayman", "cayman\n"] {
+            assert_eq!(Gen::from_exact_name(s), None, "{s:?}");
+        }
         assert_eq!(Gen::V4.core_version(), 4);
     }
 }

@@ -30,6 +30,7 @@ pub mod formats;
 pub mod fsio;
 pub mod geometry;
 pub mod inst;
+pub mod ranges;
 pub mod spec;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategies;

@@ -51,6 +51,19 @@ impl<R: Read> Read for Budget<R> {
     }
 }
 
+/// `name` with its control characters escaped (`\u{1b}`), for messages.
+pub(crate) fn printable(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Normalise a member path: strip leading `./`, drop `.` and empty components, refuse
 /// absolute paths, `..`, backslashes, NUL and non-UTF-8 names.
 pub(crate) fn normalize_member_path(raw: &[u8]) -> Result<String, String> {
@@ -66,6 +79,12 @@ pub(crate) fn normalize_member_path(raw: &[u8]) -> Result<String, String> {
     }
     if text.contains('\\') {
         return Err("name contains a backslash".into());
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "name contains the control character U+{:04X} (a terminal would act on it)",
+            c as u32
+        ));
     }
     let mut parts = Vec::new();
     for comp in text.split('/') {
@@ -163,7 +182,7 @@ pub(crate) fn read_members(payload: &[u8], limits: &Limits) -> Result<Members, N
                 });
             }
             let raw_path = entry.path_bytes().into_owned();
-            let shown = String::from_utf8_lossy(&raw_path).into_owned();
+            let shown = printable(&String::from_utf8_lossy(&raw_path));
             let kind = entry.header().entry_type();
             use tar::EntryType as T;
             let is_file = match kind {
@@ -367,6 +386,8 @@ mod tests {
             b"a\\b",
             b"C:evil",
             b"\xff\xfe",
+            b"sg00/\x1b[2Jdef.json",
+            b"a\nb",
         ] {
             assert!(
                 normalize_member_path(bad).is_err(),
@@ -376,6 +397,7 @@ mod tests {
         }
         // `..` inside a name is fine; only a whole component escapes.
         assert_eq!(normalize_member_path(b"a/..b").unwrap(), "a/..b");
+        assert_eq!(printable("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
     }
 
     #[test]

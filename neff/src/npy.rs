@@ -551,8 +551,18 @@ pub fn descr_for(dtype: NumFormat) -> String {
     }
 }
 
+/// The most dimensions an `.npy` array written here has (numpy's `NPY_MAXDIMS`; its header then
+/// always fits a version-1 header).
+pub const MAX_NPY_DIMS: usize = 64;
+
 /// Encode an `.npy` image: `data` holds the little-endian, C-order element bytes.
 pub fn encode_npy(dtype: NumFormat, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, NpyError> {
+    if shape.len() > MAX_NPY_DIMS {
+        return Err(NpyError::Write(format!(
+            "a shape of {} dimensions: an .npy array has at most {MAX_NPY_DIMS} (numpy's limit)",
+            shape.len()
+        )));
+    }
     let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
     let expected = count.and_then(|c| c.checked_mul(dtype.container_bytes() as u64));
     if expected != Some(data.len() as u64) {
@@ -608,6 +618,15 @@ pub fn write_npy<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shapes_beyond_numpys_dimensions_are_refused() {
+        let shape = vec![1u64; MAX_NPY_DIMS];
+        assert!(encode_npy(NumFormat::Float32, &shape, &[0; 4]).is_ok());
+        let shape = vec![1u64; 22_000];
+        let e = encode_npy(NumFormat::Float32, &shape, &[0; 4]).unwrap_err();
+        assert!(e.to_string().contains("22000 dimensions"), "{e}");
+    }
 
     #[test]
     fn round_trip_every_dtype() {

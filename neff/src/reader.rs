@@ -186,6 +186,7 @@ impl Neff {
             .and_then(Value::as_array)
             .ok_or_else(|| invalid(&kelf, "graphs", "missing or not an array"))?;
         let mut graphs = Vec::new();
+        let mut listed = std::collections::HashMap::new();
         for (gi, g) in graphs_v.iter().enumerate() {
             let def = g.get("definition").and_then(Value::as_str).ok_or_else(|| {
                 invalid(
@@ -206,6 +207,13 @@ impl Neff {
                     member: def.to_string(),
                     wanted_by: format!("{kelf} graphs[{gi}].definition"),
                 });
+            }
+            if let Some(first) = listed.insert(def, gi) {
+                return Err(invalid(
+                    &kelf,
+                    format!("graphs[{gi}].definition"),
+                    format!("`{def}` is listed already by graphs[{first}]; each definition is loaded once, so it is listed once"),
+                ));
             }
             graphs.push((dir_of(def), def.to_string()));
         }

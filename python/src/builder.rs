@@ -362,6 +362,12 @@ impl Kernel {
         let Some(kw) = kwargs else { return Ok(text) };
         for (k, v) in kw.iter() {
             let key: String = k.extract()?;
+            // A key is a field name; anything else would write text of its own.
+            if !is_field_name(&key) {
+                return Err(PyValueError::new_err(format!(
+                    "{mnemonic}: `{key}` is not a field name (letters, digits, `_`; `reserved@N`)"
+                )));
+            }
             let value = match key.as_str() {
                 // Synchronisation by name.
                 "wait" => {
@@ -391,16 +397,26 @@ impl Kernel {
                     } else if let Ok(f) = v.extract::<f64>() {
                         format!("{f:?}")
                     } else if let Ok(s) = v.extract::<String>() {
-                        if s.chars().any(char::is_whitespace) || s.contains('"') {
-                            return Err(PyValueError::new_err(format!(
-                                "{key}: `{s}` holds whitespace or a quote"
-                            )));
-                        }
                         // String fields are quoted in the text form; names of enumeration
                         // values and bitfields are not.
                         let is_str = fields
                             .iter()
                             .any(|f| f.name == key && matches!(f.ty, spec::FieldType::Str(_)));
+                        let bad = if is_str {
+                            s.chars().any(|c| c == '"' || c == '\\' || c.is_control())
+                        } else {
+                            !is_value_word(&s)
+                        };
+                        if bad {
+                            return Err(PyValueError::new_err(format!(
+                                "{mnemonic}: {key}: `{s}` is not a {}",
+                                if is_str {
+                                    "string without quotes, backslashes or control characters"
+                                } else {
+                                    "name or number (letters, digits and `_ . + - |`, or a `{name=value,..}` bitfield)"
+                                }
+                            )));
+                        }
                         if is_str {
                             format!("\"{s}\"")
                         } else {
@@ -416,6 +432,82 @@ impl Kernel {
             text.push_str(&format!(" {key}={value}"));
         }
         Ok(text)
+    }
+}
+
+/// Refuse a tile that the instruction's dtype field would read as another format (a float32
+/// tile under `in_dtype=BF16`): the builder knows both. The field an operand's dtype is in is
+/// the text form's (`src*` → `in_dtype`, `dst*` → `out_dtype`), where the layout has it.
+fn check_operand_dtypes(
+    b: &tpbsim_isa::Bundle,
+    gen: Gen,
+    fields: &Bound<'_, PyDict>,
+    mnemonic: &str,
+) -> PyResult<()> {
+    let Ok(inst) = tpbsim_isa::inst::decode(b, gen) else {
+        return Ok(());
+    };
+    let meta = inst.meta();
+    for (k, v) in fields.iter() {
+        let Ok(t) = v.downcast::<Tensor>() else {
+            continue;
+        };
+        let key: String = k.extract()?;
+        let Some(field) = tpbsim_isa::text::neuron::operand_dtype_field(&key) else {
+            continue;
+        };
+        let Some(tpbsim_isa::inst::FieldValue::Enum { raw, .. }) =
+            meta.field(field).map(|m| m.read(b))
+        else {
+            continue;
+        };
+        let tile = t.get();
+        let (Some(wire), Some(own)) = (
+            NumFormat::from_wire_tag(raw, gen),
+            NumFormat::from_name(&tile.dtype),
+        ) else {
+            continue;
+        };
+        if wire != own {
+            return Err(PyValueError::new_err(format!(
+                "{mnemonic}: `{key}` is a {} tile, but {field} reads it as {}; give {field} the tile's dtype, or use a {} tile",
+                tile.dtype,
+                wire.name(),
+                wire.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A field name: an identifier, or `reserved@N`.
+fn is_field_name(k: &str) -> bool {
+    let ident = |s: &str| {
+        s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    match k.strip_prefix("reserved@") {
+        Some(n) => !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()),
+        None => ident(k),
+    }
+}
+
+/// A value that is one word of the text form: a name, a number, a dtype pair (`FP32|FP32`)
+/// or a bitfield (`{begin=1,end=1}`); never a separator, a comment or a second field.
+fn is_value_word(v: &str) -> bool {
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-' | '|'))
+    };
+    match v.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+        Some(inner) => inner.split(',').all(|kv| match kv.split_once('=') {
+            Some((k, x)) => is_field_name(k) && word(x),
+            None => false,
+        }),
+        None => word(v),
     }
 }
 
@@ -780,7 +872,7 @@ impl Instr {
         let mut k = self.kernel.borrow_mut(py);
         let line = k.line(self.mnemonic, Some(&fields))?;
         match parse_line(&line, k.gen) {
-            Ok(Some(_)) => {}
+            Ok(Some(b)) => check_operand_dtypes(&b, k.gen, &fields, self.mnemonic)?,
             Ok(None) => return Err(PyValueError::new_err("empty instruction")),
             Err(e) => {
                 return Err(PyValueError::new_err(render_error(

@@ -52,7 +52,12 @@ fn neff_site(e: &NeffError) -> (Option<String>, Option<String>) {
 /// the file or `<bytes>`).
 pub(crate) fn neff_error(py: Python<'_>, source: &str, e: &NeffError) -> PyErr {
     let (member, path) = neff_site(e);
-    raise(py, "NeffError", (format!("{source}: {e}"), member, path))
+    // A file-system error names its path already: the file is named once.
+    let message = match e {
+        NeffError::Io { .. } => e.to_string(),
+        _ => format!("{source}: {e}"),
+    };
+    raise(py, "NeffError", (message, member, path))
 }
 
 /// `tpbsim.NeffError` for a NEFF that reads but does not load as a kernel.
@@ -84,9 +89,36 @@ pub(crate) fn read_neff(py: Python<'_>, neff: &Bound<'_, PyAny>) -> PyResult<(Ne
         .extract()
         .map_err(|_| PyTypeError::new_err("expected a path (str or os.PathLike) or bytes"))?;
     let name = path.display().to_string();
-    Neff::read(&path, &opts)
+    let bytes = read_file(&path, MAX_NEFF_FILE_BYTES).map_err(|source| {
+        neff_error(
+            py,
+            &name,
+            &tpbsim_neff::NeffError::Io {
+                path: path.clone(),
+                source,
+            },
+        )
+    })?;
+    Neff::from_bytes(&bytes, &opts)
         .map(|n| (n, name.clone()))
         .map_err(|e| neff_error(py, &name, &e))
+}
+
+/// The largest NEFF file the package reads.
+const MAX_NEFF_FILE_BYTES: u64 = 2 << 30;
+
+/// The bytes of the file at `path`, at most `limit`. Files are read, never mapped: a file
+/// truncated by another process under a map raises SIGBUS, which would end the interpreter;
+/// a read sees the shorter file and the readers name what is missing.
+pub(crate) fn read_file(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "is a directory",
+        ));
+    }
+    tpbsim_isa::fsio::read_to_limit(file, limit)
 }
 
 /// A generation from its name (`v2`..`v5` or a codename).

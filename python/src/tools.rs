@@ -71,7 +71,10 @@ fn stream_input(data: &Bound<'_, PyAny>, engine: Option<&str>) -> PyResult<Optio
     if !is_bin {
         return Ok(None);
     }
-    EngineStream::open(&path, engine)
+    // Read, not mapped (see `read_file`).
+    let bytes = crate::read_file(&path, tpbsim_isa::stream::MAX_UNMAPPED_STREAM_BYTES)
+        .map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
+    EngineStream::from_bytes(path.display().to_string(), &bytes, engine)
         .map(Some)
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
@@ -339,7 +342,18 @@ fn convert<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let np = py.import("numpy")?;
     py.import("ml_dtypes")?;
-    let arr = np.getattr("ascontiguousarray")?.call1((array,))?;
+    // The shape of the array as given (a 0-d array keeps its shape; `ascontiguousarray`
+    // returns at least one dimension).
+    let arr = np.getattr("asarray")?.call1((array,))?;
+    let shape = arr.getattr("shape")?;
+    let mut arr = np.getattr("ascontiguousarray")?.call1((arr,))?;
+    // The cast engine reads little-endian bytes: an array of the other byte order is
+    // converted (values kept), never reinterpreted.
+    let dtype = arr.getattr("dtype")?;
+    if !dtype.getattr("isnative")?.extract::<bool>()? || cfg!(target_endian = "big") {
+        let le = dtype.call_method1("newbyteorder", ("<",))?;
+        arr = arr.call_method1("astype", (le,))?;
+    }
     let from_name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
     let to_dtype = np.getattr("dtype")?.call1((to,))?;
     let to_name: String = to_dtype.getattr("name")?.extract()?;
@@ -351,7 +365,6 @@ fn convert<'py>(
             })
     };
     let (from, dst_format) = (format(&from_name)?, format(&to_name)?);
-    let shape = arr.getattr("shape")?;
     let src = arr
         .call_method1("reshape", (-1,))?
         .call_method1("view", ("uint8",))?

@@ -197,6 +197,37 @@ def test_builder_refuses_unknown_fields_and_instructions():
         k.input("w", (4,), F32).reversed()
 
 
+def test_builder_refuses_values_and_keys_that_are_not_names():
+    x = np.zeros((128, 512), F32)
+    for bad in [dict(op0="MULT;"), dict(op0="MULT imm1=9.0"), dict(op0="MULT\n"), dict(op0='"MULT"'),
+                dict(in_dtype="FP32 op1=ADD"), dict(op0="")]:
+        k = dve_affine(x)
+        a = k.sbuf(partitions=(0, 128), offset=0x0, shape=(512,), dtype=F32)
+        with pytest.raises(ValueError) as e:
+            k.dve.tensor_scalar_arith_op(src=a, dst=a, num_active_partitions=128, imm0=3.0, **bad)
+        assert "is not a name or number" in str(e.value), (bad, str(e.value))
+    k = dve_affine(x)
+    with pytest.raises(ValueError) as e:
+        k.dve.tensor_scalar_arith_op(**{"imm0=3.0 op1": "ADD"})
+    assert "is not a field name" in str(e.value)
+    # Names, numbers, dtype pairs and bitfields stay accepted: the other tests build with them.
+
+
+def test_builder_refuses_a_tile_read_as_another_dtype():
+    k = tpbsim.Kernel("v3")
+    f32 = k.sbuf(partitions=(0, 128), offset=0x0, shape=(512,), dtype=F32)
+    b16 = k.sbuf(partitions=(0, 128), offset=0x1000, shape=(512,), dtype=ml_dtypes.bfloat16)
+    common = dict(num_active_partitions=128, op0="MULT", imm0=2.0, op1="ADD", imm1=0.0)
+    with pytest.raises(ValueError) as e:
+        k.dve.tensor_scalar_arith_op(src=f32, dst=f32, in_dtype="BF16", out_dtype="FP32", **common)
+    assert "`src` is a float32 tile, but in_dtype reads it as bfloat16" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        k.dve.tensor_scalar_arith_op(src=f32, dst=b16, in_dtype="FP32", out_dtype="FP32", **common)
+    assert "`dst` is a bfloat16 tile, but out_dtype reads it as float32" in str(e.value)
+    # Each tile read as its own dtype: a cast from float32 to bfloat16.
+    k.dve.tensor_scalar_arith_op(src=f32, dst=b16, in_dtype="FP32", out_dtype="BF16", **common)
+
+
 def test_builder_fields_come_from_the_spec():
     k = tpbsim.Kernel("v3")
     names = [f[0] for f in k.dve.tensor_scalar_arith_op.fields]

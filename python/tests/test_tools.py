@@ -123,6 +123,48 @@ def test_convert_matches_ml_dtypes_rounding():
     assert back.tobytes() == got.astype(np.float32).tobytes()
 
 
+def test_convert_reads_big_endian_arrays_by_value():
+    for dt in [">f4", "<f4", "=f4"]:
+        got = tpbsim.convert(np.array([1, 2.5, -3], dt), "bfloat16")
+        assert got.astype(np.float32).tolist() == [1.0, 2.5, -3.0], dt
+    got = tpbsim.convert(np.array([[1.5, -2.0]], ">f2"), np.float32)
+    assert got.dtype == np.float32 and got.tolist() == [[1.5, -2.0]]
+
+
+def test_convert_keeps_the_shape_of_a_0d_array():
+    got = tpbsim.convert(np.array(1.5, np.float32), "bfloat16")
+    assert got.shape == ()
+    assert float(got.astype(np.float32)) == 1.5
+
+
+def test_validate_survives_a_file_truncated_while_it_is_read(tmp_path):
+    # The file is truncated by another process while tpbsim reads it, again and again: the
+    # interpreter must survive (an error is fine), never die of SIGBUS.
+    import subprocess
+    import sys
+
+    path = tmp_path / "PE.bin"
+    child = (
+        "import os, sys, tpbsim\n"
+        "p = sys.argv[1]\n"
+        "for _ in range(20):\n"
+        "    with open(p, 'wb') as f:\n"
+        "        f.truncate(16 << 20)\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os.truncate(p, 0)\n"
+        "        os._exit(0)\n"
+        "    try:\n"
+        "        tpbsim.validate(p, arch='v3', engine='pe')\n"
+        "    except ValueError:\n"
+        "        pass\n"
+        "    os.waitpid(pid, 0)\n"
+        "print('alive')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "alive" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
 def test_convert_fp8_saturates_unless_told_not_to():
     x = np.array([1000.0, -1000.0, 1.0], np.float32)
     sat = tpbsim.convert(x, "float8_e4m3fn")

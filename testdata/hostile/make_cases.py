@@ -7,12 +7,12 @@ Every case is an object
     {"name": "...", "args": ["run", "{case}/k.neff", "--out-dir", "{out}"],
      "stdin": "file in the group dir (fed through a pipe), or a device path" (optional),
      "env": {"NAME": "value"} (optional),
-     "setup": [{"op": "symlink"|"fifo"|"sparse"|"mkdir"|"file", "path": "...", ...}] (optional),
+     "setup": [{"op": "symlink"|"fifo"|"sparse"|"mkdir"|"file"|"asm", "path": "...", ...}] (optional),
      "exit": 2, "stderr": "a substring of the named error",
      "exists": ["paths that must exist afterwards"] (optional),
      "absent": ["paths that must not exist afterwards"] (optional)}
 
-with the placeholders {case} (the group directory), {out} (a fresh, empty output directory)
+(`asm` assembles the text "from" for "arch" into "path" with `sim asm`) with the placeholders {case} (the group directory), {out} (a fresh, empty output directory)
 and {scratch} (a fresh directory for set-up files). The harness runs every case under a 4 GiB
 address-space limit and checks the exit code, the message, that nothing panicked or aborted,
 that no file appeared outside {out} and {scratch}, and that no temporary file was left.
@@ -64,6 +64,15 @@ def branch(rel):
     b[13] = 0x08
     b[14] = 3
     struct.pack_into("<q", b, 48, rel * 64)
+    return bytes(b)
+
+
+def reshaped_tt(steps, nums):
+    """The kernel's TensorTensor add with every operand given `steps` and `nums`."""
+    b = bytearray(iw.tensor_tensor_add())
+    for off in (16, 32, 48):
+        struct.pack_into("<hhh", b, off + 4, *steps)
+        struct.pack_into("<HHH", b, off + 10, *nums)
     return bytes(b)
 
 
@@ -161,13 +170,7 @@ def run_group():
          "step budget of 1000000 steps exhausted")
 
     # 2./3. engine ops with huge access patterns (validation off: the machine must still refuse)
-    def huge_tt():
-        b = bytearray(iw.tensor_tensor_add())
-        for off in (16, 32, 48):
-            struct.pack_into("<hhh", b, off + 4, 0, 0, 0)
-            struct.pack_into("<HHH", b, off + 10, 65535, 65535, 65535)
-        return bytes(b)
-    write(g, "tt_huge.neff", variant(extra={"sg00/dve_instr": huge_tt()}))
+    write(g, "tt_huge.neff", variant(extra={"sg00/dve_instr": reshaped_tt((0, 0, 0), (65535, 65535, 65535))}))
     case(g, "TensorTensor num=65535^3 step 0", ["run", "{case}/tt_huge.neff", "--no-validate", "--out-dir", "{out}"], 3,
          "budget fault: dve bundle #0 (opcode 0x41, byte offset 0x0): memory budget exceeded: operand `")
     # The same through a MEMSET that the L2 validator accepts (validation on).
@@ -209,6 +212,12 @@ def run_group():
     write(g, "dma_loop.neff", variant(loop_def, loop_sp, {"sg00/SP.bin": iw.dma_trigger("big", 0) + branch(-1)}))
     case(g, "two-bundle loop moving 512 KiB per pass", ["run", "{case}/dma_loop.neff", "--max-steps", "500000", "--out-dir", "{out}"], 3,
          "step budget of 500000 steps exhausted")
+    # 11. a loop of one TensorTensor: its operand bytes are work on the step budget, so the
+    # budget bounds the time, not only the bundles
+    big_tt = reshaped_tt((1, 0, 0), (16384, 1, 1))
+    write(g, "tt_loop.neff", variant(extra={"sg00/dve_instr": big_tt + branch(-1)}))
+    case(g, "a loop of one TensorTensor", ["run", "{case}/tt_loop.neff", "--max-steps", "1000000", "--out-dir", "{out}"], 3,
+         "steps of work (one per 64 bytes a DMA moves or an engine operand spans); engines at: dve bundle #0")
     # 7. targets checked before the simulation
     case(g, "--trace names a directory", ["run", "{case}/ok.neff", "--trace", "{out}", "--out-dir", "{out}/o"], 2,
          "a directory; only regular files are replaced", absent=["{out}/o/out.npy", "{out}/o"])
@@ -253,6 +262,23 @@ def run_group():
     write(g, "missing_file_name.neff", variant(no_member))
     case(g, "file_name names a missing member", ["run", "{case}/missing_file_name.neff", "--out-dir", "{out}"], 2,
          "missing member `sg00/nope.npy` (named by sg00/def.json var[1].file_name)")
+    # 10. on-chip DMA addresses with bits above the 29-bit on-chip address: refused, not
+    # folded onto address 0
+    for hi in (0x20000000, 0xE0000000):
+        def sp_hi(sp, hi=hi):
+            sp["dma"][0]["desc"][0]["to_offset"] += hi
+        fname = f"dma_to_sbuf_0x{hi:08x}.neff"
+        write(g, fname, variant(sp_edit=sp_hi))
+        for cmd in ["run", "check"]:
+            case(g, f"{cmd}: DMA into SBUF at 0x{hi:08x}", [cmd, "{case}/" + fname, "--out-dir", "{out}"], 3,
+                 f"access at 0x{hi:08x}: address bits 29..31 set", absent=["{out}/out.npy"])
+    # 11. an output of 22,000 dimensions (its .npy header would be over 64 KiB of text)
+    def many_dims(d):
+        out_var(d)["shape"] = [P, F] + [1] * 22000
+    write(g, "out_22000_dims.neff", variant(many_dims))
+    for cmd in ["run", "check", "profile"]:
+        case(g, f"{cmd}: output of 22,000 dimensions", [cmd, "{case}/out_22000_dims.neff", "--out-dir", "{out}"], 2,
+             "output `out` has a shape of 22002 dimensions", absent=["{out}/out.npy"])
     case(g, "control: the kernel runs", ["run", "{case}/ok.neff", "--out-dir", "{out}"], 0, "",
          exists=["{out}/out.npy"])
 
@@ -287,6 +313,41 @@ def io_group():
          "/dev/null: a device; only regular files are replaced")
     case(g, "lift output to a device, explicitly allowed", ["lift", "{case}/one/PE.bin", "--arch", "v3", "-o", "/dev/null"], 0,
          "lifted into 1 instruction(s)", env={"TPBSIM_WRITE_SPECIAL": "1"})
+    # fp32 literals: beyond the range refused, infinity only when written
+    tsa = ("TENSOR_SCALAR_ARITH_OP src=fp32@0x0[1,1,1][256,1,1] dst=fp32@0x800[1,1,1][256,1,1] "
+           "num_active_partitions=128 op0=MULT imm0={} op1=ADD imm1=0.0;\n")
+    for fname, lit in [("imm_1e39.s", "1e39"), ("imm_1e99999.s", "1e99999"), ("imm_neg_1e39.s", "-1e39")]:
+        write(g, fname, tsa.format(lit))
+        case(g, f"asm: imm0={lit}", ["asm", "{case}/" + fname, "--arch", "v3", "-o", "{out}/o.bin"], 2,
+             f"`{lit}` is beyond the fp32 range", absent=["{out}/o.bin"])
+    write(g, "imm_inf.s", tsa.format("-inf"))
+    case(g, "asm: imm0=-inf written", ["asm", "{case}/imm_inf.s", "--arch", "v3", "-o", "{out}/o.bin"], 0, "",
+         exists=["{out}/o.bin"])
+    # bundles that can only fail at run time are refused where they are written
+    tr = "TENSOR_REDUCE_ARITH_OP src=fp32@0x0[1,1,1,1][256,1,1,1] dst=fp32@0x800[1,1,1,1][1,1,1,1] op=ADD{};\n"
+    write(g, "reduce_no_op_dim.s", tr.format(" num_active_channels=128"))
+    write(g, "reduce_no_channels.s", tr.format(" op_dim=X"))
+    write(g, "reduce_ok.s", tr.format(" num_active_channels=128 op_dim=X"))
+    for fname, why in [("reduce_no_op_dim.s", "is_valid_s4d4_tr.reduce_op_dim"),
+                       ("reduce_no_channels.s", "is_valid_s4d4_tr.num_active_channels")]:
+        case(g, f"asm --deny-warnings: {fname}", ["asm", "{case}/" + fname, "--arch", "v3", "--deny-warnings", "-o", "{out}/POOL.bin"], 2,
+             why, absent=["{out}/POOL.bin"])
+        case(g, f"asm --deny-warnings, engine unnamed: {fname}", ["asm", "{case}/" + fname, "--arch", "v3", "--deny-warnings", "-o", "{out}/o.bin"], 2,
+             "the L2 validator rejects 1 bundle(s)", absent=["{out}/o.bin"])
+    case(g, "asm: the complete reduce passes", ["asm", "{case}/reduce_ok.s", "--arch", "v3", "--deny-warnings", "-o", "{out}/POOL.bin"], 0, "",
+         exists=["{out}/POOL.bin"])
+    case(g, "validate: a reduce without op_dim", ["validate", "--arch", "v3", "--engine", "pool", "{scratch}/r.bin"], 1,
+         "pool 1 bundle(s): 1 invalid",
+         setup=[{"op": "asm", "path": "{scratch}/r.bin", "from": "{case}/reduce_no_op_dim.s", "arch": "v3"}])
+    # 3,000 ACTIVATEs reading their bias (pointer mode) from what the last one writes: the
+    # pointer-unwritten lint answers each read by a search, not a scan of every write
+    n = 3000
+    act = ("ACTIVATE src=[0x0 step=1,1,1 num=1,1,1] in_bias_dtypes=FP32|FP32 out_dtype=FP32 "
+           "num_active_partitions=128 activation_func=IDENTITY scale_value=1.0 bias={bias:#x} "
+           "dst=[{dst:#x} step=1,1,1 num=1,1,1];\n")
+    write(g, "act_3000_pointer_bias.s", "".join(act.format(bias=4 * (n - 1), dst=4 * i) for i in range(n)))
+    case(g, "asm: 3,000 ACTIVATEs with pointer biases", ["asm", "{case}/act_3000_pointer_bias.s", "--arch", "v3", "--deny-warnings", "-o", "{out}/ACT.bin"], 0, "",
+         exists=["{out}/ACT.bin"])
     # BIR JSON
     write(g, "dup.bir.json", '{"arch": 40, "arch": 30, "functions": []}\n')
     case(g, "BIR JSON duplicate key", ["verify", "{case}/dup.bir.json"], 2, "duplicate key \"arch\" in one object")
@@ -319,6 +380,27 @@ def neff_group():
          "(a second gzip member or trailing data; one member is read)")
     case(g, "gzip member after the first (run)", ["run", "{case}/two_gzip_members.neff", "--out-dir", "{out}"], 2,
          "a second gzip member or trailing data")
+    # A shipped .asm member of 60 million lines: the cross-check assembles no more of it than
+    # the stream beside it holds.
+    d, sp, members = kernel()
+    members["sg00/def.json"] = js(d)
+    members["sg00/SP.json"] = js(sp)
+    members["sg00/SP.asm"] = b"NOP\n" * 60_000_000
+    write(g, "asm_60M_lines.neff", neff(members))
+    case(g, "neff info: a .asm member of 60M lines", ["neff", "info", "{case}/asm_60M_lines.neff"], 0, "")
+    # A member name carrying a terminal escape sequence: refused, and shown escaped.
+    d, sp, members = kernel()
+    members["sg00/def.json"] = js(d)
+    members["sg00/SP.json"] = js(sp)
+    members["sg00/\x1b[2J\x1b[31mred.bin"] = b"x"
+    write(g, "escape_in_member_name.neff", neff(members))
+    for cmd in [["neff", "info"], ["validate"], ["run"]]:
+        case(g, f"{' '.join(cmd)}: a member name with terminal escapes", cmd + ["{case}/escape_in_member_name.neff"], 2,
+             "unsafe member path `sg00/\\u{1b}[2J\\u{1b}[31mred.bin`")
+    # A missing file is named once.
+    for cmd in [["run"], ["validate"], ["neff", "info"], ["lift"]]:
+        case(g, f"{' '.join(cmd)}: a missing NEFF", cmd + ["{scratch}/nope.neff"], 2,
+             "sim: error: {scratch}/nope.neff: No such file or directory")
     deep = {"neff.json": b"{}\n", "sg00/" + "a/" * 3000 + "z.bin": b""}
     write(g, "deep_path.neff", neff(deep))
     case(g, "unpack: member 6 KB deep", ["neff", "unpack", "{case}/deep_path.neff", "-o", "{out}/u"], 2,

@@ -51,10 +51,17 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         a.arch,
         None,
     );
-    if crate::cmd::validate::report_lint(&findings, a.deny_warnings) {
+    let file = a.file.display().to_string();
+    let rejected = report_l2(&bundles, a.arch, engine, &file);
+    if rejected > 0 {
+        eprintln!(
+            "{file}: warning: the L2 validator rejects {rejected} bundle(s): `sim validate` and `sim run` refuse them"
+        );
+    }
+    let denied = crate::cmd::validate::report_lint(&findings, a.deny_warnings);
+    if a.deny_warnings && (denied || rejected > 0) {
         return Err(CliError::Usage(format!(
-            "{}: lint warnings denied (--deny-warnings); nothing written",
-            a.file.display()
+            "{file}: warnings denied (--deny-warnings); nothing written"
         )));
     }
     let mut bytes = Vec::with_capacity(bundles.len() * 64);
@@ -70,4 +77,54 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         a.output.display()
     );
     Ok(Outcome::Ok)
+}
+
+/// Run the L2 validator over the assembled bundles and print its errors to stderr; the number
+/// of bundles it rejects. The engine is `engine` when known; otherwise each engine that runs
+/// every opcode of the stream is tried and the one rejecting fewest bundles is reported (what
+/// no engine accepts is rejected). Nothing for a generation L2 does not cover.
+fn report_l2(
+    bundles: &[tpbsim_isa::Bundle],
+    gen: Gen,
+    engine: Option<tpbsim_isa::Engine>,
+    file: &str,
+) -> u64 {
+    use tpbsim_validate::diag::{Mode, Severity};
+    use tpbsim_validate::l2::{self, engine_gate::opcode_on_engine, StreamSpec};
+    if !l2::GENS.contains(&gen) {
+        return 0;
+    }
+    let candidates: Vec<tpbsim_isa::Engine> = match engine {
+        Some(e) => vec![e],
+        None => tpbsim_isa::Engine::ALL
+            .into_iter()
+            .filter(|&e| bundles.iter().all(|b| opcode_on_engine(gen, e, b.0[0])))
+            .collect(),
+    };
+    let Some(report) = candidates
+        .into_iter()
+        .map(|engine| {
+            let spec = StreamSpec {
+                file: Some(file.to_string()),
+                gen,
+                engine,
+            };
+            l2::validate_stream(bundles, &spec, Mode::CollectAll)
+        })
+        .min_by_key(|r| r.invalid)
+    else {
+        return 0;
+    };
+    for d in report
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+    {
+        let idx = d.location.index.unwrap_or(0) as usize;
+        match bundles.get(idx) {
+            Some(b) => eprint!("{}", l2::render(d, b, gen)),
+            None => eprintln!("{d}"),
+        }
+    }
+    report.invalid
 }

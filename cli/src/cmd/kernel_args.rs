@@ -39,8 +39,8 @@ pub struct KernelArgs {
     /// Generation to run on [default: the NEFF's target].
     #[arg(long, value_name = "v2|v3|v4|v5")]
     pub arch: Option<Gen>,
-    /// Step budget: bundles issued, plus one step per 64 bytes moved by DMA, before the run
-    /// is stopped as a runaway loop.
+    /// Step budget: bundles issued, plus one step per 64 bytes moved by DMA or spanned by an
+    /// engine operand, before the run is stopped as a runaway loop.
     #[arg(long, default_value_t = DEFAULT_MAX_STEPS)]
     pub max_steps: u64,
     /// Memory budget of the run (bytes; K, M, G suffixes): variables, on-chip memories,

@@ -91,7 +91,8 @@ pub(crate) fn load(
                     "--engine applies to .bin streams; a NEFF names its streams".into(),
                 ));
             }
-            let n = Neff::read(path, read).map_err(|e| CliError::Io(format!("{name}: {e}")))?;
+            let n = Neff::read(path, read)
+                .map_err(|e| CliError::Io(crate::cmd::neff::error_text(path, &e)))?;
             let gen = crate::cmd::neff::generation(&n, arch, &name)?;
             let sgs = crate::cmd::neff::checked_subgraphs(&n, &name)?;
             let mut streams = Vec::new();

@@ -142,9 +142,14 @@ fn read_neff(path: &Path, read: &ReadArgs) -> Result<Neff, CliError> {
 
 /// Prefix an error with the file unless it already names it.
 fn located(path: &Path, e: NeffError) -> CliError {
+    CliError::Io(error_text(path, &e))
+}
+
+/// A NEFF reader's error naming the file once: a file-system error names its path already.
+pub(crate) fn error_text(path: &Path, e: &NeffError) -> String {
     match e {
-        NeffError::Io { .. } => CliError::Io(e.to_string()),
-        other => CliError::Io(format!("{}: {other}", path.display())),
+        NeffError::Io { .. } => e.to_string(),
+        other => format!("{}: {other}", path.display()),
     }
 }
 
@@ -393,7 +398,9 @@ impl AsmRow {
     fn json(&self) -> Value {
         let status = match &self.result {
             Ok(AsmCheck::Match(_)) => "match",
-            Ok(AsmCheck::Differ { .. }) | Ok(AsmCheck::Count(..)) => "differ",
+            Ok(AsmCheck::Differ { .. }) | Ok(AsmCheck::Count(..)) | Ok(AsmCheck::Longer(..)) => {
+                "differ"
+            }
             Ok(AsmCheck::Unparsed(..)) => "unparsed",
             Err(_) => "not-checked",
         };

@@ -687,7 +687,7 @@ pub(crate) fn prepare(
     let c = &a.common;
     let write_outputs = write_outputs || c.out_dir.is_some();
     let n = Neff::read(&c.kernel, &c.read.options())
-        .map_err(|e| usage(format!("{}: {e}", c.kernel.display())))?;
+        .map_err(|e| usage(crate::cmd::neff::error_text(&c.kernel, &e)))?;
     let program =
         api::load_program(&n).map_err(|e| usage(format!("{}: {e}", c.kernel.display())))?;
     let gen = c.arch.or(program.gen).ok_or_else(|| {
@@ -755,6 +755,17 @@ pub(crate) fn prepare(
                     v.name, v.name
                 )));
             }
+        }
+    }
+    // Every output is written as .npy: a shape numpy cannot hold is refused before the run.
+    for v in program.outputs() {
+        if v.shape.len() > neff::npy::MAX_NPY_DIMS {
+            return Err(usage(format!(
+                "output `{}` has a shape of {} dimensions: an .npy array has at most {} (numpy's limit)",
+                v.name,
+                v.shape.len(),
+                neff::npy::MAX_NPY_DIMS
+            )));
         }
     }
     let dirs_here: Vec<PathBuf> = here.iter().map(|&r| out_dirs[r].clone()).collect();

@@ -146,7 +146,7 @@ pub fn validate(
             .map(str::to_ascii_lowercase);
         if ext.as_deref() == Some("neff") {
             let neff = Neff::read(f, &a.stream.read.options())
-                .map_err(|e| CliError::Io(format!("{}: {e}", f.display())))?;
+                .map_err(|e| CliError::Io(crate::cmd::neff::error_text(f, &e)))?;
             let shown = f.display().to_string();
             let gen = crate::cmd::neff::generation(&neff, arch, &shown)?;
             if !l2::GENS.contains(&gen) {

@@ -436,6 +436,17 @@ fn setup(op: &serde_json::Value, x: &dyn Fn(&str) -> String) {
             .unwrap(),
         "mkdir" => std::fs::create_dir_all(path).unwrap(),
         "file" => std::fs::write(path, b"x").unwrap(),
+        // A stream assembled from a text of the group (what the assembler itself accepts).
+        "asm" => {
+            let o = Command::new(env!("CARGO_BIN_EXE_sim"))
+                .args(["asm", &x(op["from"].as_str().unwrap()), "--arch"])
+                .arg(op["arch"].as_str().unwrap())
+                .arg("-o")
+                .arg(path)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "set-up asm: {o:?}");
+        }
         other => panic!("unknown set-up op {other}"),
     }
 }

@@ -261,7 +261,7 @@ fn long_run_off_a_terminal_shows_no_progress() {
     assert_eq!(
         err.trim_end(),
         format!(
-            "sim: error: {kernel}: step-budget fault: step budget of {steps} steps exhausted (runaway loop?) after 2999998 bundles and 2 steps of DMA work (one per 64 bytes moved); engines at: act #0"
+            "sim: error: {kernel}: step-budget fault: step budget of {steps} steps exhausted (runaway loop?) after 2999998 bundles and 2 steps of work (one per 64 bytes a DMA moves or an engine operand spans); engines at: act #0"
         ),
         "took {took:?}"
     );

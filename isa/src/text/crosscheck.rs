@@ -12,6 +12,10 @@ pub enum AsmCheck {
     Unparsed(usize, ParseError),
     /// The bundle counts differ (stream, text); the common prefix matches.
     Count(usize, usize),
+    /// The text holds more bundles than the stream (its count); those match. The text is
+    /// assembled no further than one bundle past the stream, so a member of any length costs
+    /// no more than the stream beside it.
+    Longer(usize),
     /// The first bundle that differs.
     Differ {
         /// Bundle index.
@@ -36,6 +40,10 @@ impl std::fmt::Display for AsmCheck {
                 f,
                 "the stream has {s} bundle(s), the text {t} (the first {} match)",
                 s.min(t)
+            ),
+            AsmCheck::Longer(s) => write!(
+                f,
+                "the stream has {s} bundle(s), the text more (the first {s} match; the rest is not assembled)"
             ),
             AsmCheck::Differ {
                 index,
@@ -78,11 +86,16 @@ pub fn field_at(b: &Bundle, gen: Gen, at: usize) -> String {
 
 /// Assemble `text` for `gen` and compare it with `stream` bundle by bundle.
 pub fn cross_check(stream: &[Bundle], text: &str, gen: Gen) -> AsmCheck {
-    let parsed = match parse_text(text, gen) {
-        Ok(p) => p,
-        Err((line, e)) => return AsmCheck::Unparsed(line, e),
-    };
-    for (index, (s, t)) in stream.iter().zip(&parsed).enumerate() {
+    let mut index = 0;
+    for (i, line) in text.lines().enumerate() {
+        let t = match parse_line(line, gen) {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(e) => return AsmCheck::Unparsed(i + 1, e),
+        };
+        let Some(s) = stream.get(index) else {
+            return AsmCheck::Longer(stream.len());
+        };
         if let Some(byte) = (0..64).find(|&i| s.0[i] != t.0[i]) {
             // Name the field in the layout the stream's bundle decodes to.
             return AsmCheck::Differ {
@@ -90,12 +103,13 @@ pub fn cross_check(stream: &[Bundle], text: &str, gen: Gen) -> AsmCheck {
                 byte,
                 field: field_at(s, gen, byte),
                 stream: neuron::disasm_bundle(s, gen),
-                text: neuron::disasm_bundle(t, gen),
+                text: neuron::disasm_bundle(&t, gen),
             };
         }
+        index += 1;
     }
-    if stream.len() != parsed.len() {
-        return AsmCheck::Count(stream.len(), parsed.len());
+    if stream.len() != index {
+        return AsmCheck::Count(stream.len(), index);
     }
     AsmCheck::Match(stream.len())
 }

@@ -63,9 +63,24 @@ pub(crate) fn parse_f32(s: &str) -> Result<u32, String> {
     if s.starts_with("0x") || s.starts_with("0X") {
         return parse_uint(s, u32::MAX as u64).map(|v| v as u32);
     }
-    s.parse::<f32>()
-        .map(f32::to_bits)
-        .map_err(|_| format!("`{s}` is not a float"))
+    let v = s
+        .parse::<f32>()
+        .map_err(|_| format!("`{s}` is not a float"))?;
+    // A decimal beyond the fp32 range would round to ±inf without a word: infinity only
+    // where it is written.
+    let spelled_inf = matches!(
+        s.trim_start_matches(['-', '+'])
+            .to_ascii_lowercase()
+            .as_str(),
+        "inf" | "infinity"
+    );
+    if v.is_infinite() && !spelled_inf {
+        return Err(format!(
+            "`{s}` is beyond the fp32 range (largest finite {:e}); write `inf` for infinity",
+            f32::MAX
+        ));
+    }
+    Ok(v.to_bits())
 }
 
 pub(crate) fn parse_list(s: &str, n: usize, min: i64, max: i64) -> Result<Vec<i64>, String> {
@@ -369,4 +384,21 @@ fn encode_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String> {
         FieldType::Opaque(n) => w[o..o + n as usize].copy_from_slice(&parse_hex(s, n as usize)?),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_f32;
+
+    #[test]
+    fn f32_literals_beyond_range_are_refused() {
+        for s in ["1e39", "-1e39", "1e99999", "3.5e38"] {
+            let e = parse_f32(s).unwrap_err();
+            assert!(e.contains("beyond the fp32 range"), "{s}: {e}");
+        }
+        assert_eq!(parse_f32("inf"), Ok(f32::INFINITY.to_bits()));
+        assert_eq!(parse_f32("-Infinity"), Ok(f32::NEG_INFINITY.to_bits()));
+        assert_eq!(parse_f32("3.4028235e38"), Ok(f32::MAX.to_bits()));
+        assert_eq!(parse_f32("2.5"), Ok(2.5f32.to_bits()));
+    }
 }

@@ -831,6 +831,17 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(
     member: &str,
     bytes: &[u8],
 ) -> Result<T, NeffError> {
+    // Maps (variables and queues keyed by name, free-form objects) would keep the last of a
+    // repeated key: every object is checked for one first, at its JSON path.
+    parse_json_once::<NoRepeatedKey>(member, bytes)?;
+    parse_json_once(member, bytes)
+}
+
+/// Deserialize `bytes` as a `T`, with the JSON path of an error.
+fn parse_json_once<T: serde::de::DeserializeOwned>(
+    member: &str,
+    bytes: &[u8],
+) -> Result<T, NeffError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let mut path = e.path().to_string();
@@ -913,5 +924,59 @@ impl DefJson {
         self.definition
             .get(engine_token(engine))
             .and_then(|f| f.instr.as_deref())
+    }
+}
+
+/// Any JSON value in which no object gives a key twice (deserializing it is the check).
+struct NoRepeatedKey;
+
+impl<'de> serde::Deserialize<'de> for NoRepeatedKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoRepeatedKeyVisitor)
+    }
+}
+
+struct NoRepeatedKeyVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoRepeatedKeyVisitor {
+    type Value = NoRepeatedKey;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<NoRepeatedKey, E> {
+        Ok(NoRepeatedKey)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<NoRepeatedKey, E> {
+        Ok(NoRepeatedKey)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<NoRepeatedKey, E> {
+        Ok(NoRepeatedKey)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<NoRepeatedKey, E> {
+        Ok(NoRepeatedKey)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<NoRepeatedKey, E> {
+        Ok(NoRepeatedKey)
+    }
+    fn visit_unit<E>(self) -> Result<NoRepeatedKey, E> {
+        Ok(NoRepeatedKey)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<NoRepeatedKey, A::Error> {
+        while a.next_element::<NoRepeatedKey>()?.is_some() {}
+        Ok(NoRepeatedKey)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<NoRepeatedKey, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(k) = m.next_key::<String>()? {
+            if seen.contains(&k) {
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate key `{k}` in one object"
+                )));
+            }
+            m.next_value::<NoRepeatedKey>()?;
+            seen.insert(k);
+        }
+        Ok(NoRepeatedKey)
     }
 }

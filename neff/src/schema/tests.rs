@@ -428,3 +428,25 @@ fn dve_table_sets_and_act_semaphores() {
         other => panic!("{other}"),
     }
 }
+
+#[test]
+fn a_key_given_twice_in_any_object_is_refused_at_its_path() {
+    let text = br#"{"var": {"x": {"type": "input", "var_id": 1, "size": 4},
+                            "x": {"type": "tmp-buf", "var_id": 1, "size": 4}}}"#;
+    let e = parse_json::<DefJson>("sg00/def.json", text)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("duplicate key `x` in one object"), "{e}");
+    assert!(e.contains("var"), "{e}");
+    let e = parse_json::<serde_json::Value>("kelf-a.json", br#"{"a": [{"t": 1, "t": 2}]}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("duplicate key `t`"), "{e}");
+    // The same key in sibling objects is no repeat.
+    let v: serde_json::Value = parse_json(
+        "kelf-a.json",
+        br#"{"a": {"t": 1}, "b": {"t": 2}, "c": [{"t": 3}]}"#,
+    )
+    .unwrap();
+    assert_eq!(v["b"]["t"], 2);
+}

@@ -130,10 +130,12 @@ pub struct Machine<'k> {
     dma_agent: Agent,
     /// Memory and DMA charged so far.
     budget: Budget,
-    /// Step budget of the current run, bundles executed and steps charged for DMA work.
+    /// Step budget of the current run, bundles executed and steps charged for work.
     max_steps: u64,
     bundles: u64,
-    work: u64,
+    /// Steps charged for work: DMA bytes moved and engine operand bytes (a `Cell`: operands
+    /// are charged where the machine is only read).
+    work: std::cell::Cell<u64>,
     /// Timeline entries and race-check records charged to the memory budget.
     timeline_charged: u64,
     records_charged: u64,
@@ -332,7 +334,7 @@ impl<'k> Machine<'k> {
             budget,
             max_steps: DEFAULT_MAX_STEPS,
             bundles: 0,
-            work: 0,
+            work: std::cell::Cell::new(0),
             timeline_charged: 0,
             records_charged: 0,
             logged_charged: 0,
@@ -381,14 +383,27 @@ impl<'k> Machine<'k> {
             .map_err(|e| Fault::budget(site, e))
     }
 
-    /// Check that an operand of `bytes` bytes fits the memory budget as working memory.
+    /// Check that an operand of `bytes` bytes fits the memory budget as working memory, and
+    /// charge its bytes as work to the step budget (one step per 64 bytes, as a DMA's), so
+    /// that the budget bounds the time a bundle takes, not only the bundles issued.
     pub(crate) fn check_operand(&self, site: Site, name: &str, bytes: u64) -> Result<(), Fault> {
         self.budget
             .check_memory(
                 || format!("operand `{name}` ({bytes} bytes, working memory)"),
                 bytes.saturating_mul(budget::OPERAND_EXPANSION),
             )
-            .map_err(|e| Fault::budget(site, e))
+            .map_err(|e| Fault::budget(site, e))?;
+        let work = self.work.get().saturating_add(budget::dma_steps(bytes));
+        if self.bundles.saturating_add(work) > self.max_steps {
+            return Err(Fault::StepBudget {
+                budget: self.max_steps,
+                bundles: self.bundles,
+                dma_steps: work,
+                positions: format!("{site}, operand `{name}` spanning {bytes} bytes"),
+            });
+        }
+        self.work.set(work);
+        Ok(())
     }
 
     /// Check the run for races, uninitialised reads and PSUM accumulation onto unzeroed
@@ -602,18 +617,23 @@ impl<'k> Machine<'k> {
     /// bytes against the DMA budget, their steps against the step budget.
     fn charge_transfer(&mut self, site: Site, what: &str, bytes: u64) -> Result<(), Fault> {
         let steps = budget::dma_steps(bytes);
-        if self.bundles.saturating_add(self.work).saturating_add(steps) > self.max_steps {
+        if self
+            .bundles
+            .saturating_add(self.work.get())
+            .saturating_add(steps)
+            > self.max_steps
+        {
             return Err(Fault::StepBudget {
                 budget: self.max_steps,
                 bundles: self.bundles,
-                dma_steps: self.work.saturating_add(steps),
+                dma_steps: self.work.get().saturating_add(steps),
                 positions: format!("{site}, {what} moving {bytes} bytes"),
             });
         }
         self.budget
             .charge_dma(|| what.to_string(), bytes)
             .map_err(|e| Fault::budget(site, e))?;
-        self.work += steps;
+        self.work.set(self.work.get() + steps);
         Ok(())
     }
 
@@ -734,7 +754,7 @@ impl<'k> Machine<'k> {
         let start = Instant::now();
         self.max_steps = opts.max_steps;
         self.bundles = 0;
-        self.work = 0;
+        self.work.set(0);
         if self.race.as_ref().is_some_and(|c| c.tracks_memory()) {
             let dram: u64 = self.dram.iter().map(|(_, v)| v.bytes.len() as u64).sum();
             self.budget
@@ -798,13 +818,13 @@ impl<'k> Machine<'k> {
         let charged = (
             self.budget.clone(),
             self.bundles,
-            self.work,
+            self.work.get(),
             self.timeline_charged,
             self.records_charged,
         );
         self.records_charged = 0;
         self.bundles = 0;
-        self.work = 0;
+        self.work.set(0);
         let mut first = self.race.take();
         self.enable_race_check();
         if let Some(c) = self.race.as_mut() {
@@ -817,13 +837,15 @@ impl<'k> Machine<'k> {
         self.regs = end.regs;
         self.engines = end.engines;
         (self.dma_bytes, self.dma_transfers) = counters;
+        let work;
         (
             self.budget,
             self.bundles,
-            self.work,
+            work,
             self.timeline_charged,
             self.records_charged,
         ) = charged;
+        self.work.set(work);
         chip.log = self.chip.log.take();
         self.chip = chip;
         let replay = self.race.take();
@@ -1112,7 +1134,7 @@ impl Streams for Machine<'_> {
     }
 
     fn work(&self) -> u64 {
-        self.work
+        self.work.get()
     }
 
     fn execute(&mut self, e: Engine, pc: usize, sync: &mut SyncState) -> Result<Flow, Fault> {

@@ -132,8 +132,8 @@ pub enum Fault {
         engine: Engine,
     },
     /// The step budget ran out (a runaway loop): one step per bundle issued and per
-    /// [`super::budget::DMA_BYTES_PER_STEP`] bytes moved by DMA.
-    #[error("step budget of {budget} steps exhausted (runaway loop?) after {bundles} bundles and {dma_steps} steps of DMA work (one per 64 bytes moved); engines at: {positions}")]
+    /// [`super::budget::DMA_BYTES_PER_STEP`] bytes moved by DMA or spanned by an engine operand.
+    #[error("step budget of {budget} steps exhausted (runaway loop?) after {bundles} bundles and {dma_steps} steps of work (one per 64 bytes a DMA moves or an engine operand spans); engines at: {positions}")]
     StepBudget {
         /// The budget.
         budget: u64,

@@ -51,9 +51,9 @@ pub fn dtype_of(f: NumFormat) -> Option<NumFormat> {
 /// error naming where it was found.
 pub fn target_gen(n: &Neff) -> Result<Option<Gen>, LoadError> {
     match n.plan()?.target {
-        neff::Target::Named { name, source } => match name.parse::<Gen>() {
-            Ok(g) => Ok(Some(g)),
-            Err(_) => Err(LoadError::Invalid {
+        neff::Target::Named { name, source } => match Gen::from_exact_name(&name) {
+            Some(g) => Ok(Some(g)),
+            None => Err(LoadError::Invalid {
                 member: source,
                 message: format!(
                     "unknown target `{name}` (known: sunda/v2, cayman/v3, mariana/v4, maverick/v5, `*`)"

@@ -2,7 +2,7 @@
 
 use std::sync::Mutex;
 
-use super::geometry::{Geometry, Space, PARTITIONS};
+use super::geometry::{Geometry, Space, ADDR4_ADDRESS_MASK, PARTITIONS};
 use super::pattern::{AccessError, Resolved, TensorPattern};
 use super::race::{ChipAccess, OnChipLog};
 use crate::numerics::pe::PsumFlags;
@@ -10,7 +10,8 @@ use crate::numerics::pe::PsumFlags;
 mod dram;
 mod rows;
 
-pub use dram::{AccessLog, Dram, DramVar, Ranges, VarBytes, VarKind};
+pub use dram::{AccessLog, Dram, DramVar, VarBytes, VarKind};
+pub use tpbsim_isa::ranges::Ranges;
 
 /// Bytes per bit of a [`Store`]'s dirty map.
 const GRANULE: usize = 1024;
@@ -355,6 +356,9 @@ impl OnChip {
     /// that memory's store ([`OnChip::space_bytes`]); `None` where [`OnChip::read_flat`] fails.
     #[inline]
     pub(crate) fn run_at(&self, addr: u32, len: usize) -> Option<(Space, usize)> {
+        if addr & !ADDR4_ADDRESS_MASK != 0 {
+            return None;
+        }
         let loc = self.geom.locate(addr);
         let per = self.per_partition(loc.space);
         (loc.partition < PARTITIONS && loc.offset as usize + len <= per).then_some((
@@ -383,6 +387,14 @@ impl OnChip {
     }
 
     fn check_flat(&self, addr: u32, len: usize) -> Result<(Space, u32, usize), AccessError> {
+        // A flat address names a byte of SBUF or PSUM with its low 29 bits; higher bits are
+        // outside every on-chip memory, never folded away.
+        if addr & !ADDR4_ADDRESS_MASK != 0 {
+            return Err(AccessError::Unsupported {
+                addr,
+                what: "address bits 29..31 set (outside the 29-bit on-chip address space)",
+            });
+        }
         let loc = self.geom.locate(addr);
         if loc.partition >= PARTITIONS {
             return Err(AccessError::Partitions {
@@ -601,6 +613,14 @@ mod tests {
         assert!(m
             .read_flat(g.sbuf_address(3, g.sbuf_bytes_per_partition - 2), 4)
             .is_err());
+        // Bits above the 29-bit on-chip address are refused, not folded onto partition 3.
+        for hi in [1u32 << 29, 7 << 29] {
+            let a = g.sbuf_address(3, 10) | hi;
+            assert!(m.read_flat(a, 4).is_err());
+            assert!(m.write_flat(a, 4).is_err());
+            assert!(m.run_at(a, 4).is_none());
+        }
+        assert!(m.run_at(g.sbuf_address(3, 10), 4).is_some());
         let mut d = Dram::default();
         d.insert(
             7,

@@ -52,7 +52,7 @@ pub trait Streams {
     fn stalled(&mut self, _sync: &mut SyncState) -> Result<bool, Fault> {
         Ok(false)
     }
-    /// Steps charged so far besides the bundles issued (DMA work; see
+    /// Steps charged so far besides the bundles issued (DMA bytes moved and engine operand bytes; see
     /// [`super::budget::DMA_BYTES_PER_STEP`]).
     fn work(&self) -> u64 {
         0

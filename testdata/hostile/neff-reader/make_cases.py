@@ -63,6 +63,40 @@ def npy(descr, shape, payload):
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr + payload
 
 
+class Pairs(list):
+    """A JSON object written from its (key, value) pairs in order: the same key may repeat."""
+
+
+def js_pairs(v):
+    """JSON text of `v`, where a `Pairs` is an object that may repeat a key."""
+    if isinstance(v, Pairs):
+        return "{" + ", ".join(json.dumps(k) + ": " + js_pairs(x) for k, x in v) + "}"
+    if isinstance(v, dict):
+        return js_pairs(Pairs(v.items()))
+    if isinstance(v, list):
+        return "[" + ", ".join(js_pairs(x) for x in v) + "]"
+    return json.dumps(v)
+
+
+def repeat_key(members, member, path, key, value):
+    """`member` with `key` given a second time (`value`) in the object at `path`."""
+    v = json.loads(members[member])
+    obj = v
+    for p in path:
+        obj = obj[p]
+    pairs = Pairs(obj.items())
+    pairs.append((key, value))
+    if path:
+        parent = v
+        for p in path[:-1]:
+            parent = parent[p]
+        parent[path[-1]] = pairs
+    else:
+        v = pairs
+    members[member] = js_pairs(v).encode()
+    return members
+
+
 NOP = bytes([0xA4, 0x10]) + bytes(62)
 OLD_DEF = {
     "definition": {"sp": {"_instr": "SP.bin"}},
@@ -143,6 +177,28 @@ def main():
     case("kelf_target_any_needs_arch", base(), ["run", "NEFF", "--out-dir", "{out}"], 2, "pass --arch")
     m = edit(base(), "neff.json", lambda d: d["nodes"][1]["attrs"].update(func_name="tvm_kernel"))
     case("no_kelf_node", m, run(), 2, "__kelf")
+
+    # A key given twice in one object is refused, not read as its last value.
+    tmp = {"type": "tmp-buf", "var_id": 7, "size": 128}
+    m = repeat_key(base(), "sg00/def.json", ["var"], "output", tmp)
+    case("def_var_output_twice", m, run(), 2, "duplicate key `output` in one object")
+    m = repeat_key(base(), "kelf-a.json", [], "target", "sunda")
+    case("kelf_target_twice", m, ["run", "NEFF", "--out-dir", "{out}"], 2, "duplicate key `target` in one object")
+    q = json.loads(base()["sg00/def.json"])["dma_queue"]
+    first = sorted(q)[0]
+    m = repeat_key(base(), "sg00/def.json", ["dma_queue"], first, q[first])
+    case("def_dma_queue_twice", m, run(), 2, f"duplicate key `{first}` in one object")
+    # A definition listed twice (it would be loaded twice) is refused.
+    m = edit(base(), "kelf-a.json", lambda d: d["graphs"].append(dict(d["graphs"][0])))
+    case("kelf_definition_twice", m, ["run", "NEFF", "--arch", "v2", "--out-dir", "{out}"], 2,
+         "`sg00/def.json` is listed already by graphs[0]")
+    m = edit(base(), "kelf-a.json", lambda d: d.update(graphs=d["graphs"] * 100000))
+    case("kelf_definition_100000_times", m, ["validate", "--arch", "v2", "NEFF"], 2,
+         "graphs[1].definition", gz=True)
+    # Target names are exact: no trimming, no case folding.
+    for label, name in [("space", " cayman"), ("upper", "V3 "), ("case", "Cayman")]:
+        m = edit(base(), "kelf-a.json", lambda d, name=name: d.update(target=name))
+        case(f"kelf_target_{label}", m, ["run", "NEFF", "--out-dir", "{out}"], 2, f"unknown target `{name}`")
 
     # Keys that change results are refused, not ignored.
     m = edit(base(), "sg00/pool.json", lambda d: d["dma"][0]["desc"][0].update(scale=2.0, scale_dtype="float32"))

@@ -10,6 +10,7 @@
 //! rules run and warn.
 
 use tpbsim_isa::inst::{decode, FieldValue};
+use tpbsim_isa::ranges::Ranges;
 use tpbsim_isa::spec::FieldType;
 use tpbsim_isa::{Addr4, Bundle, Engine, Events, Gen, Geometry, Inst, UpdateMode, WaitMode, Wire};
 use tpbsim_neff::schema::{contiguous_steps, VarKind};
@@ -144,15 +145,10 @@ fn update_value_name(mode: u8) -> Option<&'static str> {
     }
 }
 
-/// Byte ranges written, as flat addresses `[lo, hi)` in the on-chip address space.
-#[derive(Default)]
-struct Writes(Vec<(u64, u64)>);
-
-impl Writes {
-    fn covers(&self, a: u64) -> bool {
-        self.0.iter().any(|&(lo, hi)| (lo..hi).contains(&a))
-    }
-}
+/// Byte ranges written, as flat addresses `[lo, hi)` in the on-chip address space: merged
+/// whenever their count doubles, so memory is bounded by the distinct ranges and each query
+/// after [`Ranges::ranges`] is a binary search.
+type Writes = Ranges;
 
 fn elem_bytes(inst: &Inst, field: &str) -> u64 {
     let meta = inst.meta();
@@ -200,7 +196,7 @@ fn add_bundle_writes(inst: &Inst, gen: Gen, w: &mut Writes) {
             };
             for q in 0..parts {
                 let start = (base + q * stride).saturating_sub(lo * elem);
-                w.0.push((start, base + q * stride + hi * elem));
+                w.add(start, base + q * stride + hi * elem);
             }
         }
     }
@@ -251,7 +247,7 @@ fn add_dma_writes(sg: &Subgraph, w: &mut Writes) {
                 let base = i128::from(e.to_offset) + i128::from(j) * row * elem;
                 let lo = u64::try_from((base + lo_in * elem).max(0)).unwrap_or(u64::MAX);
                 let hi = u64::try_from((base + (hi_in + 1) * elem).max(0)).unwrap_or(u64::MAX);
-                w.0.push((lo, hi));
+                w.add(lo, hi);
             }
         }
     }
@@ -264,27 +260,26 @@ pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> 
     let mut out = Vec::new();
     let mut writes = Writes::default();
     let mut waited = [false; 256];
-    let decoded: Vec<Vec<Option<Inst>>> = streams
-        .iter()
-        .map(|s| s.bundles.iter().map(|b| decode(b, gen).ok()).collect())
-        .collect();
-    for (s, insts) in streams.iter().zip(&decoded) {
-        for (b, inst) in s.bundles.iter().zip(insts) {
+    // Two passes over the bundles, each decoding as it goes: nothing is kept per bundle.
+    for s in streams {
+        for b in s.bundles {
             let ev = Events::read(&b.0, 4);
             if is_sem_wait(ev.wait_mode.0) {
                 waited[ev.wait_idx as usize] = true;
             }
-            if let Some(i) = inst {
-                add_bundle_writes(i, gen, &mut writes);
+            if let Ok(i) = decode(b, gen) {
+                add_bundle_writes(&i, gen, &mut writes);
             }
         }
     }
     if let Some(sg) = kernel {
         add_dma_writes(sg, &mut writes);
     }
-    for (s, insts) in streams.iter().zip(&decoded) {
+    let written = writes.ranges();
+    for s in streams {
         let mut noted = [false; 256];
-        for (index, (b, inst)) in s.bundles.iter().zip(insts).enumerate() {
+        for (index, b) in s.bundles.iter().enumerate() {
+            let inst = decode(b, gen).ok();
             let ev = Events::read(&b.0, 4);
             let v = ev.semaphore_value;
             // wait-degenerate.
@@ -342,7 +337,7 @@ pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> 
                     ));
                 }
             }
-            let Some(Inst::Activate(a)) = inst else {
+            let Some(Inst::Activate(a)) = &inst else {
                 continue;
             };
             // act-scale-zero.
@@ -369,7 +364,7 @@ pub fn lint(streams: &[LintStream<'_>], gen: Gen, kernel: Option<&Subgraph>) -> 
             let parts = a.num_active_partitions.max(1) as u64;
             for (what, raw) in reads {
                 let addr = Addr4(raw).address() as u64;
-                if let Some(q) = (0..parts).find(|q| !writes.covers(addr + q * stride)) {
+                if let Some(q) = (0..parts).find(|q| !Ranges::covers(written, addr + q * stride)) {
                     let at = addr + q * stride;
                     out.push(if kernel.is_some() {
                         diag(

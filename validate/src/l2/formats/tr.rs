@@ -8,6 +8,7 @@
 
 use super::super::addr::Operand;
 use super::super::enums;
+use super::super::rule::Allowed;
 use super::super::rule::{rule, Ck, Field, Sink};
 use super::super::table::{
     check, check_dtypes, check_regions, check_windows, src_dst, DtypeRule, FieldRule, GateTable,
@@ -15,6 +16,7 @@ use super::super::table::{
 };
 use super::{alu_pool_only, spec_reserved, DtypeOpts};
 use tpbsim_isa::formats::loc;
+use tpbsim_isa::Opcode;
 
 /// Source.
 pub const SRC: Operand = Operand::at(loc::tensor_reduce::SRC);
@@ -42,6 +44,9 @@ rule!(TR_OP, "tensor_reduce_valid_op", Format,
 rule!(TR_OP_DIM, "is_valid_enum(TENSOR_SUBDIM)", Format,
     public "isa-facts §4.3 (TENSOR_SUBDIM UNUSED 0, X 1, XY 2, XYZ 3, XYZW 4)",
     "op_dim is a TENSOR_SUBDIM member");
+rule!(TR_REDUCE_AXIS, "is_valid_s4d4_tr.reduce_op_dim", Format,
+    project "a reduction folds the innermost op_dim free dims; TENSOR_SUBDIM UNUSED (0) names no axis, and the simulator faults on it",
+    "a TensorReduce (TENSOR_REDUCE_ARITH_OP / TENSOR_REDUCE_BITVEC_OP) names its axes: op_dim is X, XY, XYZ or XYZW");
 rule!(TR_NUM, "is_valid_s4d4_tr.num_active_channels", Format,
     public "isa-facts §4.3 (num_active_channels)",
     "num_active_channels is 1..=128");
@@ -55,13 +60,24 @@ pub const ENUMS: &[FieldRule] = &[
     FieldRule::set(&TR_OP, OP, enums::GENERAL_BITVEC, "a general bitvec op").only(BITVEC),
     FieldRule::per_gen(&TR_OP, OP, enums::alu_op, "an ALU op of this generation").except(BITVEC),
 ];
-/// After the Pool-only op check: `op_dim`.
-pub const LATE: &[FieldRule] = &[FieldRule::set(
-    &TR_OP_DIM,
-    OP_DIM,
-    enums::TENSOR_SUBDIM,
-    "0..=4",
-)];
+/// The reducing opcodes of the family (the transposing reduce takes UNUSED: no folding).
+pub const REDUCING: &[u8] = &[
+    Opcode::TENSOR_REDUCE_ARITH_OP.0,
+    Opcode::TENSOR_REDUCE_BITVEC_OP.0,
+];
+
+/// After the Pool-only op check: `op_dim`, and the axes of a reduction.
+pub const LATE: &[FieldRule] = &[
+    FieldRule::set(&TR_OP_DIM, OP_DIM, enums::TENSOR_SUBDIM, "0..=4"),
+    FieldRule::range(
+        &TR_REDUCE_AXIS,
+        OP_DIM,
+        1,
+        4,
+        Allowed::Text("1..=4 (X, XY, XYZ or XYZW)"),
+    )
+    .only(REDUCING),
+];
 /// Dtype stage (64-bit dtypes allowed).
 pub const DTYPES: &[DtypeRule] = &[
     DtypeRule::byte(
@@ -152,6 +168,17 @@ mod tests {
         let mut b = copy();
         b.0[0] = 0x52;
         b.0[36] = 0x04;
+        b.0[37] = 1;
         assert_eq!(f(&b), ["tensor_reduce_valid_op"]);
+        // A reduction names its axes; the copy beside it does not need to.
+        let mut b = copy();
+        assert_eq!(b.0[37], 0);
+        b.0[0] = Opcode::TENSOR_REDUCE_ARITH_OP.0;
+        let rule = "is_valid_s4d4_tr.reduce_op_dim";
+        assert!(f(&b).contains(&rule), "{:?}", f(&b));
+        for axes in 1..=4 {
+            b.0[37] = axes;
+            assert!(!f(&b).contains(&rule), "op_dim {axes}: {:?}", f(&b));
+        }
     }
 }

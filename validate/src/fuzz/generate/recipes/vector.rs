@@ -324,7 +324,9 @@ pub(super) fn fill_tensor_reduce(c: &mut Ctx<'_>) {
     let ops = legal(c, tr::OP);
     let op = c.rng.pick(&ops);
     c.put(tr_loc::OP, op);
-    let dim = c.rng.range(0, 4);
+    // A reduction names its axes (X..XYZW); the other opcodes of the family take UNUSED too.
+    let reducing = tr::REDUCING.contains(&c.b.0[0]);
+    let dim = c.rng.range(u64::from(reducing), 4);
     c.put(tr_loc::OP_DIM, dim);
     let (i, o) = (
         c.rng.pick(&with_64(gen, false)),

@@ -103,7 +103,6 @@ impl Machine<'_> {
             bytes(src_off, "input offset")?,
             bytes(dst_off, "output offset")?,
         );
-        let site_err = |e| Fault::oob(site, "collective", e);
         // Both windows lie inside their variables before anything moves.
         let what = format!("collective of {n} elements");
         self.window(site, &what, "input", input, in_off, in_len)?;
@@ -115,7 +114,6 @@ impl Machine<'_> {
         )
         .map_err(|e| Fault::budget(site, e))?;
         self.charge_collective(site, in_len)?;
-        self.dram.read(input, in_off, len).map_err(site_err)?;
         let data = self.snapshot(site, input, in_off, len)?;
         self.dram.note(input, in_off, in_off + in_len, false);
         let reduce = Reduce::of(x.op);
@@ -253,9 +251,6 @@ impl Machine<'_> {
             self.charge_memory(&format!("{site}: send contribution"), len.saturating_mul(2))
                 .map_err(|e| Fault::budget(site, e))?;
             self.charge_collective(site, len)?;
-            self.dram
-                .read(var, off, len as usize)
-                .map_err(|e| Fault::oob(site, "send/recv", e))?;
             let d = self.snapshot(site, var, off, len as usize)?;
             self.dram.note(var, off, off + len, false);
             d
@@ -387,7 +382,7 @@ impl Machine<'_> {
     }
 
     /// The bytes `off..off + len` of variable `var` as they are now, without a copy (the
-    /// variable becomes copy on write; the range was checked by the caller).
+    /// variable becomes copy on write; the caller checked the window with [`Self::window`]).
     fn snapshot(&mut self, site: Site, var: u32, off: u64, len: usize) -> Result<Window, Fault> {
         let lo = off as usize;
         self.dram

@@ -234,29 +234,7 @@ fn reduce_scatter_all_gather_all_to_all_and_permute() {
     let xs: Vec<Vec<f32>> = (0..ranks).map(|r| input(r, n)).collect();
     let group = vec![(0..ranks as u32).collect::<Vec<u32>>()];
     let case = |ctype: u8, out_elems: usize, pairs: Vec<(u32, u32)>| {
-        let p = program(
-            vec![trigger(
-                ctype,
-                AluOp::ADD,
-                Dtype::FP32,
-                0,
-                IN,
-                OUT,
-                n as u64,
-            )],
-            vec![
-                var(IN, "x", VarKind::Input, NumFormat::Float32, n as u64),
-                var(
-                    OUT,
-                    "y",
-                    VarKind::Output,
-                    NumFormat::Float32,
-                    out_elems as u64,
-                ),
-            ],
-            group.clone(),
-            pairs,
-        );
+        let p = one_collective(ctype, n, out_elems, group.clone(), pairs);
         run(&p, xs.clone(), &RunConfig::default()).unwrap()
     };
     let b = n / ranks;

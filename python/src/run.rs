@@ -2,10 +2,12 @@
 //! `tpbsim_sim::api`; and the profile of its timeline.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::json;
@@ -37,6 +39,7 @@ fn fault_error(py: Python<'_>, cf: &CoreFault, schedule: u32, rank: Option<usize
         Fault::StepBudget { .. } => "StepBudgetExhausted",
         Fault::Budget { .. } => "BudgetExceeded",
         Fault::Exec { .. } => "ExecutionError",
+        Fault::Interrupted { .. } => return PyKeyboardInterrupt::new_err(cf.to_string()),
     };
     let site = match f {
         Fault::OutOfBounds { site, .. }
@@ -76,7 +79,59 @@ fn run_error(py: Python<'_>, source: &str, e: RunError) -> PyErr {
             rank,
             ..
         } => fault_error(py, &fault, schedule, rank),
+        RunError::Interrupted => PyKeyboardInterrupt::new_err(e.to_string()),
     }
+}
+
+/// How long the calling thread waits for a run before it runs Python's signal handlers.
+const SIGNAL_SLICE: Duration = Duration::from_millis(50);
+
+/// `f` run with `cfg` (and a stop flag of its own) on another thread, the GIL released, while
+/// this thread waits in slices of [`SIGNAL_SLICE`] and runs Python's signal handlers between
+/// them. A handler's error (`KeyboardInterrupt` for Ctrl-C) stops the run; once it has
+/// stopped, that error is returned.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    cfg: &RunConfig,
+    f: impl FnOnce(&RunConfig) -> T + Send,
+) -> PyResult<T> {
+    /// Tells the waiting thread that the run is over, also when it panicked.
+    struct Done<'a>(&'a AtomicBool, &'a std::thread::Thread);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+            self.1.unpark();
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let cfg = RunConfig {
+        stop: Some(stop.clone()),
+        ..cfg.clone()
+    };
+    let done = AtomicBool::new(false);
+    let waiter = std::thread::current();
+    std::thread::scope(|s| {
+        let run = s.spawn(|| {
+            let _done = Done(&done, &waiter);
+            f(&cfg)
+        });
+        let mut signal = Ok(());
+        while !done.load(Ordering::Acquire) {
+            py.allow_threads(|| {
+                if !done.load(Ordering::Acquire) {
+                    std::thread::park_timeout(SIGNAL_SLICE);
+                }
+            });
+            if let Err(e) = py.check_signals() {
+                stop.store(true, Ordering::SeqCst);
+                signal = Err(e);
+                break;
+            }
+        }
+        let r = py.allow_threads(|| run.join());
+        signal?;
+        Ok(r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    })
 }
 
 /// The profile of a run's timelines: for one core, the per-engine profile (`sim profile
@@ -156,13 +211,12 @@ impl Run {
             .map(|(n, a)| (n.clone(), a.bind(py).readonly()))
             .collect();
         let given = borrowed(&views)?;
-        let out = py
-            .allow_threads(|| {
-                let gen = api::generation(&program, cfg.arch)?;
-                let shared = api::share_inputs(&given);
-                api::run_schedule(&program, gen, &shared, &cfg, 0, &|_, _| {})
-            })
-            .map_err(|e| run_error(py, &self.source, e))?;
+        let out = interruptible(py, &cfg, |cfg| {
+            let gen = api::generation(&program, cfg.arch)?;
+            let shared = api::share_inputs(&given);
+            api::run_schedule(&program, gen, &shared, cfg, 0, &|_, _| {})
+        })?
+        .map_err(|e| run_error(py, &self.source, e))?;
         if out.timelines.is_empty() {
             return Err(PyValueError::new_err("the run recorded no timeline"));
         }
@@ -345,8 +399,7 @@ fn run_ranks<'py>(
     if let Some(s) = a.max_steps {
         cfg.max_steps = s;
     }
-    let outs = py
-        .allow_threads(|| api::run_world(program, &given, &cfg))
+    let outs = interruptible(py, &cfg, |cfg| api::run_world(program, &given, cfg))?
         .map_err(|e| run_error(py, source, e))?;
     drop(given);
     drop(views);
@@ -453,8 +506,7 @@ fn run<'py>(
     if let Some(s) = max_steps {
         cfg.max_steps = s;
     }
-    let out = py
-        .allow_threads(|| api::run_program(&program, &given, &cfg))
+    let out = interruptible(py, &cfg, |cfg| api::run_program(&program, &given, cfg))?
         .map_err(|e| run_error(py, &source, e))?;
     let profile = (!out.timelines.is_empty()).then(|| profiles_json(&out.timelines, &program));
     drop(given);

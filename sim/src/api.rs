@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tpbsim_isa::check::BundleCheck;
@@ -48,6 +49,10 @@ pub struct RunConfig {
     pub threads: usize,
     /// The order reductions of collectives fold in (docs/collectives.md).
     pub collective_order: crate::machine::collective::Order,
+    /// Set (from any thread) to stop the run: every core of every rank stops before its next
+    /// bundle, a rank waiting at a collective is released, and the run returns
+    /// [`RunError::Interrupted`].
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl Default for RunConfig {
@@ -63,6 +68,7 @@ impl Default for RunConfig {
             timeline: false,
             threads: 0,
             collective_order: Default::default(),
+            stop: None,
         }
     }
 }
@@ -180,6 +186,9 @@ pub enum RunError {
         /// The timelines up to the fault (with [`RunConfig::timeline`]), one per core.
         timelines: Vec<Timeline>,
     },
+    /// The run was stopped through [`RunConfig::stop`] before it finished: no result.
+    #[error("the run was interrupted")]
+    Interrupted,
 }
 
 /// Load the kernel of a single-subgraph `neff`.
@@ -331,6 +340,7 @@ pub fn run_schedule(
     let mut cl = Cluster::new(program, gen, cfg.limits, inputs.clone())?;
     configure(&mut cl, cfg, schedule)?;
     let r = run_cluster(&mut cl, cfg, schedule, cfg.threads, progress);
+    stopped(cfg)?;
     finish(program, gen, cl, r, schedule, None)
 }
 
@@ -477,6 +487,7 @@ pub fn run_ranks_schedule(
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
+    stopped(cfg)?;
     let mut outs = Vec::with_capacity(here.len());
     for ((cl, res), (r, _)) in clusters.into_iter().zip(results).zip(here) {
         outs.push(finish(program, gen, cl, res, schedule, Some(*r))?);
@@ -484,9 +495,21 @@ pub fn run_ranks_schedule(
     Ok(outs)
 }
 
-/// Install `cfg`'s validator, race check and timeline on every core of `cl`.
+/// [`RunError::Interrupted`] once `cfg`'s stop flag is set: a stopped run has no result,
+/// whatever its cores had computed.
+fn stopped(cfg: &RunConfig) -> Result<(), RunError> {
+    match &cfg.stop {
+        Some(s) if s.load(Ordering::SeqCst) => Err(RunError::Interrupted),
+        _ => Ok(()),
+    }
+}
+
+/// Install `cfg`'s validator, race check, timeline and stop flag on every core of `cl`.
 fn configure(cl: &mut Cluster, cfg: &RunConfig, schedule: u32) -> Result<(), RunError> {
     for m in &mut cl.cores {
+        if let Some(s) = &cfg.stop {
+            m.set_stop(s.clone());
+        }
         if let Some(v) = &cfg.validator {
             m.set_validator(v.clone());
         }

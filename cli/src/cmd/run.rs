@@ -143,6 +143,8 @@ impl Args {
             timeline: self.trace.is_some() || self.profile,
             threads: c.threads,
             collective_order: c.collective_order.into(),
+            // Ctrl-C ends the process.
+            stop: None,
         }
     }
 }

@@ -335,6 +335,11 @@ pub trait Meeting: Send + Sync + std::fmt::Debug {
     ) -> Result<Vec<(u64, Received)>, String>;
     /// Member `m` has stopped (see [`Comm::leave`]).
     fn leave(&self, m: Member, faulted: bool);
+    /// Stop the world: every wait fails with `why` (see [`Comm::abort`]). A transport to
+    /// another process leaves it to the host: the member's leaving is what it forwards.
+    fn abort(&self, why: String) {
+        let _ = why;
+    }
     /// Whether rank `r` is a member of the world, where the meeting point knows it locally; a
     /// transport that does not answers `true`, and a post naming a rank outside the world is
     /// then reported by the world as a deadlock naming that rank.
@@ -360,6 +365,10 @@ impl Meeting for Comm {
 
     fn leave(&self, m: Member, faulted: bool) {
         Comm::leave(self, m, faulted)
+    }
+
+    fn abort(&self, why: String) {
+        Comm::abort(self, why)
     }
 
     fn has_rank(&self, r: u32) -> bool {
@@ -479,7 +488,7 @@ impl Comm {
     }
 
     /// Stop the world: every wait, now and later, fails with `why` (a transport that lost a
-    /// member's process).
+    /// member's process, a member whose run was interrupted).
     pub fn abort(&self, why: String) {
         let mut s = self.lock();
         if s.failure.is_none() {

@@ -1,5 +1,6 @@
 //! The machine: one NeuronCore's state driving a [`Kernel`] through the scheduler.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -147,6 +148,8 @@ pub struct Machine<'k> {
     pub(crate) pending: Vec<PendingCollective>,
     /// The bundle just executed posted a collective: its `_COMPLETE` updates wait for it.
     pub(crate) defer_complete: bool,
+    /// Set by the caller to stop the run ([`Machine::set_stop`]).
+    stop: Option<Arc<AtomicBool>>,
 }
 
 /// A collective this core posted and has not received yet.
@@ -341,6 +344,7 @@ impl<'k> Machine<'k> {
             comm: None,
             pending: Vec::new(),
             defer_complete: false,
+            stop: None,
         })
     }
 
@@ -690,6 +694,13 @@ impl<'k> Machine<'k> {
         Ok(())
     }
 
+    /// Stop the run once `stop` is set: the scheduler checks it before each bundle and the
+    /// run faults with [`Fault::Interrupted`]; a core of a world stops the world's meeting
+    /// point too, so that no member waits at a collective for it.
+    pub fn set_stop(&mut self, stop: Arc<AtomicBool>) {
+        self.stop = Some(stop);
+    }
+
     /// Make this core member `me` of world `w` (a run of several ranks): its collectives meet
     /// the other members' there. Refused with the race check on, whose replay cannot repeat
     /// what other ranks sent.
@@ -780,6 +791,9 @@ impl<'k> Machine<'k> {
         let r = sched::run_ordered(self, &mut sync, opts.max_steps, opts.order, progress);
         self.sync = sync;
         if let Some((w, me)) = &self.comm {
+            if let Err(f @ Fault::Interrupted { .. }) = &r {
+                w.abort(f.to_string());
+            }
             w.leave(*me, r.is_err());
         }
         let sched = r?;
@@ -1135,6 +1149,12 @@ impl Streams for Machine<'_> {
 
     fn work(&self) -> u64 {
         self.work.get()
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
     }
 
     fn execute(&mut self, e: Engine, pc: usize, sync: &mut SyncState) -> Result<Flow, Fault> {

@@ -144,6 +144,13 @@ pub enum Fault {
         /// Where each unfinished engine was.
         positions: String,
     },
+    /// The caller asked the run to stop ([`super::Machine::set_stop`]): it stopped between
+    /// two bundles, and what it computed so far is not a result.
+    #[error("the run was interrupted after {bundles} bundles")]
+    Interrupted {
+        /// Bundles issued.
+        bundles: u64,
+    },
     /// A memory or DMA budget would be exceeded: the charge was refused before anything was
     /// allocated or moved.
     #[error("{at}: {exceeded}")]
@@ -173,6 +180,7 @@ impl Fault {
             Fault::InvalidBundle { .. } => "invalid-bundle",
             Fault::NotSimulated { .. } => "not-simulated",
             Fault::StepBudget { .. } => "step-budget",
+            Fault::Interrupted { .. } => "interrupted",
             Fault::Budget { .. } => "budget",
             Fault::Exec { .. } => "execution",
         }

@@ -57,6 +57,10 @@ pub trait Streams {
     fn work(&self) -> u64 {
         0
     }
+    /// The caller asked the run to stop: checked before each bundle issues.
+    fn stop_requested(&self) -> bool {
+        false
+    }
     /// The semaphore and event updates that bundles `from..` of `e`'s stream can still make
     /// (for the wait-for graph of a deadlock report). The default reads the events blocks.
     fn pending_updates(&mut self, e: Engine, from: usize) -> Vec<PendingUpdate> {
@@ -165,6 +169,11 @@ pub fn run_ordered<P: Streams>(
             }
             if stats.steps.saturating_add(p.work()) >= max_steps {
                 return Err(budget_fault(p, &q, max_steps, stats.steps));
+            }
+            if p.stop_requested() {
+                return Err(Fault::Interrupted {
+                    bundles: stats.steps,
+                });
             }
             step(p, e, qe, ev, sync, &mut stats, progress)?;
             issued = true;
@@ -280,6 +289,11 @@ fn run_seeded<P: Streams>(
         for _ in 0..burst {
             if stats.steps.saturating_add(p.work()) >= max_steps {
                 return Err(budget_fault(p, &q, max_steps, stats.steps));
+            }
+            if p.stop_requested() {
+                return Err(Fault::Interrupted {
+                    bundles: stats.steps,
+                });
             }
             step(p, e, &mut q[e as usize], ev, sync, &mut stats, progress)?;
             match ready(p, e, &mut q[e as usize], sync)? {

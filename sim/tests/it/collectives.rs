@@ -796,3 +796,56 @@ fn a_window_overwritten_after_it_was_posted_is_delivered_as_posted() {
         assert_eq!(f32s(&o["z"]), max, "rank {r}");
     }
 }
+
+/// Run `p` as `ranks` ranks with no step budget, set the stop flag from this thread after
+/// 300 ms, and return the run's result and how long it took to end after the stop.
+fn stopped_run(p: &Program, ranks: usize) -> (Result<(), RunError>, std::time::Duration) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let stop = Arc::new(AtomicBool::new(false));
+    let cfg = RunConfig {
+        max_steps: u64::MAX,
+        stop: Some(stop.clone()),
+        ..RunConfig::default()
+    };
+    std::thread::scope(|s| {
+        let h = s.spawn(|| run(p, vec![vec![1.0; 4]; ranks], &cfg).map(|_| ()));
+        std::thread::sleep(Duration::from_millis(300));
+        let running = !h.is_finished();
+        stop.store(true, Ordering::SeqCst);
+        let at = Instant::now();
+        let r = h.join().unwrap();
+        assert!(running, "the run ended by itself: {r:?}");
+        (r, at.elapsed())
+    })
+}
+
+#[test]
+fn a_stopped_loop_returns_interrupted_promptly() {
+    // Register 5 starts at 0: the branch jumps to itself for ever.
+    let p = program(vec![branch_if_eq(5, 0, 0)], vec![], vec![], vec![]);
+    let (r, took) = stopped_run(&p, 1);
+    assert!(matches!(r, Err(RunError::Interrupted)), "{r:?}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn a_stopped_world_releases_the_rank_waiting_at_a_collective() {
+    // Rank 0 loops for ever before its all-reduce; rank 1 posts its own and waits for rank 0.
+    let p = program(
+        vec![
+            gid_load(5),
+            branch_if_eq(5, 0, 0),
+            trigger(1, AluOp::ADD, Dtype::FP32, 0, IN, OUT, 4),
+        ],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Float32, 4),
+            var(OUT, "y", VarKind::Output, NumFormat::Float32, 4),
+        ],
+        vec![vec![0, 1]],
+        vec![],
+    );
+    let (r, took) = stopped_run(&p, 2);
+    assert!(matches!(r, Err(RunError::Interrupted)), "{r:?}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}

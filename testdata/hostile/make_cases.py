@@ -201,6 +201,22 @@ def run_group():
     write(g, "sync_loop.neff", variant(extra={"sg00/Activation.bin": bytes(sync_loop)}))
     case(g, "semaphore loop under the race check", ["check", "{case}/sync_loop.neff", "--max-memory", "40M"], 3,
          "memory budget exceeded: the race check's records")
+    # 12. one DMA writing every other byte of a 64 MiB variable: the race check's shadow memory
+    # (a segment per byte written) is charged as the update creates it
+    def strided_def(d):
+        d["var"].append(dict(var_id=9, name="src", type="tmp-buf", size=1 << 25, dtype="uint8", shape=[1 << 25]))
+        d["var"].append(dict(var_id=10, name="big", type="tmp-buf", size=1 << 26, dtype="uint8", shape=[1 << 26]))
+        d["dma_queue"].append({"name": "strided"})
+
+    def strided_sp(sp):
+        sp["dma"].append({"queue": "strided", "id": 0, "desc": [{
+            "from": "src", "to": "big", "from_sizes": [1 << 25], "to_sizes": [1 << 25],
+            "from_steps": [1], "to_steps": [2]}]})
+    write(g, "dma_every_other_byte.neff", variant(strided_def, strided_sp, {"sg00/SP.bin": iw.dma_trigger("strided", 0)}))
+    # (the default budget stops it too, after some 15 million segments: too slow for the corpus)
+    case(g, "DMA writing every other byte of 64 MiB under the race check",
+         ["check", "{case}/dma_every_other_byte.neff", "--max-memory", "1G"], 3,
+         "memory budget exceeded: the race check's shadow memory (")
     # 4. a two-bundle loop moving 512 KiB per trigger: DMA bytes count against the step budget
     def loop_sp(sp):
         sp["dma"].append({"queue": "big", "id": 0, "desc": [{

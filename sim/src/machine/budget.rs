@@ -31,6 +31,11 @@ pub const TIMELINE_ENTRY_BYTES: u64 = 512;
 /// an operand origin, with its string).
 pub const RACE_RECORD_BYTES: u64 = 128;
 
+/// Bytes charged per segment of the race check's shadow memory (an interval of bytes with its
+/// last write and the last read of each agent, in its map's B-tree node): charged as an update
+/// creates segments, credited back as a later write merges them.
+pub const SHADOW_SEGMENT_BYTES: u64 = 160;
+
 /// A budgeted resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

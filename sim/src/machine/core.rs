@@ -16,7 +16,7 @@ use super::geometry::Geometry;
 use super::kernel::{Kernel, VarSpec};
 use super::memory::{Dram, DramVar, OnChip, VarBytes};
 use super::ops::EngineState;
-use super::race::{AccessKind, Agent, Checker, Finding, Mem};
+use super::race::{AccessKind, Agent, Checker, Finding, Mem, ShadowFull};
 use super::sched::{self, Flow, Order, SchedStats, Streams};
 use super::sync::{Events, SyncState};
 use super::waitfor::{PendingUpdate, SyncRef};
@@ -140,6 +140,8 @@ pub struct Machine<'k> {
     /// Timeline entries and race-check records charged to the memory budget.
     timeline_charged: u64,
     records_charged: u64,
+    /// Segments of the race check's shadow memory charged to the memory budget.
+    shadow_charged: u64,
     /// Ranges of the shared-DRAM access record charged to the memory budget.
     logged_charged: u64,
     /// The world this core is a member of (runs of several ranks).
@@ -340,6 +342,7 @@ impl<'k> Machine<'k> {
             work: std::cell::Cell::new(0),
             timeline_charged: 0,
             records_charged: 0,
+            shadow_charged: 0,
             logged_charged: 0,
             comm: None,
             pending: Vec::new(),
@@ -485,23 +488,82 @@ impl<'k> Machine<'k> {
         (Engine::COUNT + queues + e as usize) as Agent
     }
 
-    /// Attribute the logged on-chip accesses to the current bundle.
-    fn flush_chip_log(&mut self) {
-        if let (Some(c), Some(log)) = (self.race.as_mut(), self.chip.log.as_ref()) {
-            c.flush(&mut log.borrow_mut());
+    /// Attribute the logged on-chip accesses to the current bundle (at `site`), charging the
+    /// shadow memory they create.
+    fn flush_chip_log(&mut self, site: Site) -> Result<(), Fault> {
+        let room = self.shadow_room().unwrap_or(0);
+        let r = match (self.race.as_mut(), self.chip.log.as_ref()) {
+            (Some(c), Some(log)) => {
+                c.set_segment_cap(self.shadow_charged + room / budget::SHADOW_SEGMENT_BYTES);
+                c.flush(&mut log.borrow_mut())
+            }
+            _ => Ok(()),
+        };
+        self.charge_shadow(site, r, 0)
+    }
+
+    /// The memory budget's room for the race check's shadow memory, when it tracks memory.
+    fn shadow_room(&self) -> Option<u64> {
+        self.race.as_ref().filter(|c| c.tracks_memory())?;
+        Some(
+            self.budget
+                .limits
+                .max_memory
+                .saturating_sub(self.budget.memory()),
+        )
+    }
+
+    /// Charge the shadow segments created since the last charge and credit those merged away;
+    /// an update `r` that had no room for its segments (beside `working` bytes of working
+    /// memory) is a budget fault at `site`.
+    fn charge_shadow(
+        &mut self,
+        site: Site,
+        r: Result<(), ShadowFull>,
+        working: u64,
+    ) -> Result<(), Fault> {
+        let Some(c) = self.race.as_ref() else {
+            return Ok(());
+        };
+        let live = c.shadow_segments();
+        let per = budget::SHADOW_SEGMENT_BYTES;
+        let what = |n: u64| format!("the race check's shadow memory ({n} segments of {per} bytes)");
+        if live >= self.shadow_charged {
+            let grown = (live - self.shadow_charged).saturating_mul(per);
+            self.budget
+                .charge_memory(|| what(live), grown)
+                .map_err(|e| Fault::budget(site, e))?;
+        } else {
+            self.budget
+                .release_memory((self.shadow_charged - live).saturating_mul(per));
         }
+        self.shadow_charged = live;
+        r.map_err(|full| {
+            Fault::budget(
+                site,
+                Exceeded {
+                    resource: budget::Resource::Memory,
+                    what: what(full.segments),
+                    needed: full
+                        .segments
+                        .saturating_sub(live)
+                        .saturating_mul(per)
+                        .saturating_add(working),
+                    used: self.budget.memory(),
+                    limit: self.budget.limits.max_memory,
+                },
+            )
+        })
     }
 
     /// Record the accesses of a finished transfer.
     fn record_dma(&mut self, site: Site, operand: &str, d: &DmaDesc) -> Result<(), Fault> {
         // The runs of one side are working memory: at most what the memory budget has left.
-        let room = self
-            .budget
-            .limits
-            .max_memory
-            .saturating_sub(self.budget.memory());
+        let Some(room) = self.shadow_room() else {
+            return Ok(());
+        };
         let max_runs = (room / 16) as usize;
-        let Some(c) = self.race.as_mut().filter(|c| c.tracks_memory()) else {
+        let Some(c) = self.race.as_mut() else {
             return Ok(());
         };
         let agent = self.dma_agent;
@@ -558,6 +620,7 @@ impl<'k> Machine<'k> {
                 }
             });
             if over {
+                self.charge_shadow(site, Ok(()), 0)?;
                 return Err(Fault::budget(
                     site,
                     Exceeded {
@@ -587,16 +650,27 @@ impl<'k> Machine<'k> {
                     _ => merged.push((space, id, lo, hi)),
                 }
             }
+            // The shadow segments the ranges create share the room with the ranges.
+            let working = (merged.capacity() as u64).saturating_mul(16);
+            let cap = room.saturating_sub(working) / budget::SHADOW_SEGMENT_BYTES;
+            c.set_segment_cap(self.shadow_charged.saturating_add(cap));
+            let mut r = Ok(());
             for (space, id, lo, hi) in merged {
                 let mem = match space {
                     0 => Mem::Dram(id),
                     1 => Mem::Chip(super::geometry::Space::Sbuf, id),
                     _ => Mem::Chip(super::geometry::Space::Psum, id),
                 };
-                c.dma_access(agent, &op, mem, lo, hi, kind);
+                r = c.dma_access(agent, &op, mem, lo, hi, kind);
+                if r.is_err() {
+                    break;
+                }
+            }
+            if r.is_err() {
+                return self.charge_shadow(site, r, working);
             }
         }
-        Ok(())
+        self.charge_shadow(site, Ok(()), 0)
     }
 
     /// Record a collective of one rank, moving `d`'s bytes, as the issuing engine's direct DMA
@@ -1171,11 +1245,12 @@ impl Streams for Machine<'_> {
             c.begin(e as Agent, site, inst.mnemonic());
         }
         let r = self.dispatch(site, &inst, sync);
-        self.flush_chip_log();
+        let flushed = self.flush_chip_log(site);
         if let Some(c) = self.race.as_mut() {
             c.finish_bundle(e, site.index, site.opcode, inst.mnemonic());
         }
         let flow = r?;
+        flushed?;
         self.charge_timeline(site)?;
         Ok(flow)
     }

@@ -103,6 +103,10 @@ pub struct Checker {
     /// Per engine agent: the direct-DMA agent its current bundle handed a transfer to, whose
     /// clock the bundle's `_COMPLETE` updates include (the update follows the transfer).
     direct_done: Vec<Option<Agent>>,
+    /// Live segments of all the shadow interval maps.
+    segments: u64,
+    /// Live segments a shadow update may grow them to ([`ShadowFull`] beyond).
+    segment_cap: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -159,7 +163,21 @@ impl Checker {
             last_dma_origin: None,
             skeleton: Skeleton::new(n),
             forced: None,
+            segments: 0,
+            segment_cap: u64::MAX,
         }
+    }
+
+    /// Live segments of the shadow memory (the interval maps of all partitions and DRAM
+    /// variables), which the machine charges to the memory budget.
+    pub fn shadow_segments(&self) -> u64 {
+        self.segments
+    }
+
+    /// Let the following shadow updates grow the shadow memory to at most `cap` live segments:
+    /// an update that would need more stops with [`ShadowFull`] as it creates them.
+    pub fn set_segment_cap(&mut self, cap: u64) {
+        self.segment_cap = cap;
     }
 
     /// The schedule-independent acquired clock of every wait of the run so far, or `None`

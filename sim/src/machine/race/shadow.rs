@@ -34,8 +34,9 @@ pub(super) struct Cell {
 pub(super) struct IMap(pub(super) BTreeMap<u32, (u32, Cell)>);
 
 impl IMap {
-    /// Split the segment containing `at` (if any) so that a segment starts at `at`.
-    pub(super) fn split(&mut self, at: u32) {
+    /// Split the segment containing `at` (if any) so that a segment starts at `at`; whether
+    /// a segment was added.
+    pub(super) fn split(&mut self, at: u32) -> bool {
         let hit = self
             .0
             .range(..at)
@@ -47,18 +48,21 @@ impl IMap {
                 seg.0 = at;
             }
             self.0.insert(at, (e, c));
+            return true;
         }
+        false
     }
 
     pub(super) fn keys_in(&self, lo: u32, hi: u32) -> Vec<u32> {
         self.0.range(lo..hi).map(|(&k, _)| k).collect()
     }
 
-    /// Merge the segment starting at `s` with equal neighbours.
-    pub(super) fn coalesce(&mut self, s: u32) {
+    /// Merge the segment starting at `s` with equal neighbours; the number of segments removed.
+    pub(super) fn coalesce(&mut self, s: u32) -> u64 {
         let Some((e, c)) = self.0.get(&s).cloned() else {
-            return;
+            return 0;
         };
+        let mut removed = 0;
         let mut start = s;
         let mut end = e;
         if let Some((&ls, (le, lc))) = self.0.range(..s).next_back() {
@@ -70,15 +74,26 @@ impl IMap {
             if *rc == c {
                 end = *re;
                 self.0.remove(&e);
+                removed += 1;
             }
         }
         if start != s {
             self.0.remove(&s);
+            removed += 1;
         }
         if let Some(seg) = self.0.get_mut(&start) {
             seg.0 = end;
         }
+        removed
     }
+}
+
+/// A shadow update that would grow the shadow memory past the segments the machine made room
+/// for ([`Checker::set_segment_cap`]); the update stops there and the run with a budget fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShadowFull {
+    /// Live segments the update needed.
+    pub segments: u64,
 }
 
 /// A finding at bytes `lo..hi` before aggregation: key, lo, hi, epochs, agents.
@@ -136,8 +151,9 @@ impl Checker {
         }
     }
 
-    /// Attribute the logged on-chip accesses to the current bundle.
-    pub fn flush(&mut self, log: &mut Vec<ChipAccess>) {
+    /// Attribute the logged on-chip accesses to the current bundle. An access the shadow
+    /// memory has no room for stops the flush (the rest of the log is dropped).
+    pub fn flush(&mut self, log: &mut Vec<ChipAccess>) -> Result<(), ShadowFull> {
         let agent = self.cur_agent;
         if !self.track_memory {
             for a in log.drain(..) {
@@ -149,9 +165,10 @@ impl Checker {
                     _ => {}
                 }
             }
-            return;
+            return Ok(());
         }
-        for a in log.drain(..) {
+        let mut log = std::mem::take(log).into_iter();
+        for a in log.by_ref() {
             match a {
                 ChipAccess::Shape { elems, elem_bytes } => self.shapes.push((elems, elem_bytes)),
                 ChipAccess::Operand(name, r) => self.operands.push((name, r)),
@@ -164,7 +181,7 @@ impl Checker {
                     let skip_uninit = name.starts_with("dst") && !self.rmw.contains(&r);
                     let o = self.origin(agent, &name);
                     let slots = mx_scale(&name);
-                    self.chip_access(agent, o, &r, AccessKind::Read, !skip_uninit, None, slots);
+                    self.chip_access(agent, o, &r, AccessKind::Read, !skip_uninit, None, slots)?;
                 }
                 ChipAccess::Write(r) => {
                     let name = self.operand_name(&r);
@@ -175,7 +192,7 @@ impl Checker {
                         .filter(|(x, _)| *x == r)
                         .map(|(_, f)| *f);
                     let slots = mx_scale(&name);
-                    self.chip_access(agent, o, &r, AccessKind::Write, false, flags, slots);
+                    self.chip_access(agent, o, &r, AccessKind::Write, false, flags, slots)?;
                 }
                 ChipAccess::Zero {
                     space,
@@ -195,7 +212,7 @@ impl Checker {
                             me,
                             false,
                             None,
-                        );
+                        )?;
                     }
                 }
                 ChipAccess::Accumulate(r, flags) => {
@@ -210,6 +227,7 @@ impl Checker {
                 ChipAccess::ReadModifyWrite(r) => self.rmw.push(r),
             }
         }
+        Ok(())
     }
 
     pub(super) fn operand_name(&self, r: &Resolved) -> String {
@@ -238,7 +256,7 @@ impl Checker {
         check_uninit: bool,
         matmul: Option<PsumFlags>,
         mx_slots: bool,
-    ) {
+    ) -> Result<(), ShadowFull> {
         let me = self.acc(agent, origin);
         let runs = merged_runs(r);
         for p in r.first_partition..r.first_partition + r.partitions {
@@ -254,12 +272,14 @@ impl Checker {
                     me,
                     check_uninit,
                     matmul,
-                );
+                )?;
             }
         }
+        Ok(())
     }
 
     /// A DMA access by `agent` (operand `operand`) of bytes `lo..hi` of `mem`.
+    #[allow(clippy::too_many_arguments)]
     pub fn dma_access(
         &mut self,
         agent: Agent,
@@ -268,9 +288,9 @@ impl Checker {
         lo: u32,
         hi: u32,
         kind: AccessKind,
-    ) {
+    ) -> Result<(), ShadowFull> {
         if !self.track_memory {
-            return;
+            return Ok(());
         }
         // A transfer reports one run at a time: look its origin up once.
         let o = match &self.last_dma_origin {
@@ -291,7 +311,7 @@ impl Checker {
             me,
             check && kind == AccessKind::Read,
             None,
-        );
+        )
     }
 
     pub(super) fn map(&mut self, mem: Mem) -> &mut IMap {
@@ -312,11 +332,15 @@ impl Checker {
         me: Acc,
         check_uninit: bool,
         matmul: Option<PsumFlags>,
-    ) {
+    ) -> Result<(), ShadowFull> {
         if lo >= hi {
-            return;
+            return Ok(());
         }
         let clock = std::mem::take(&mut self.clocks[me.agent as usize]);
+        // Live segments, counted as the update creates and merges them; the update stops at
+        // the first that would pass the cap.
+        let cap = self.segment_cap;
+        let mut live = self.segments;
         let mut found: Vec<Hit> = Vec::new();
         let covered = |a: &Acc| a.agent == me.agent || a.epoch <= clock.get(a.agent);
         let race = |prev: &Acc, pk: AccessKind| {
@@ -332,88 +356,113 @@ impl Checker {
             )
         };
         let map = self.map(mem);
-        map.split(lo);
-        map.split(hi);
-        let keys = map.keys_in(lo, hi);
-        let mut gaps: Vec<(u32, u32)> = Vec::new();
-        let mut cursor = lo;
-        for &k in &keys {
-            let Some((e, cell)) = map.0.get_mut(&k) else {
-                continue;
-            };
-            let e = *e;
-            if k > cursor {
-                gaps.push((cursor, k));
+        let outcome = 'update: {
+            live += u64::from(map.split(lo)) + u64::from(map.split(hi));
+            if live > cap {
+                break 'update Err(ShadowFull { segments: live });
             }
-            cursor = e;
-            if let Some(w) = &cell.w {
-                if !covered(w) {
-                    let (key, ep, ag) = race(w, AccessKind::Write);
-                    found.push((key, k, e, ep, ag));
+            let keys = map.keys_in(lo, hi);
+            let mut gaps: Vec<(u32, u32)> = Vec::new();
+            let mut cursor = lo;
+            for &k in &keys {
+                let Some((e, cell)) = map.0.get_mut(&k) else {
+                    continue;
+                };
+                let e = *e;
+                if k > cursor {
+                    gaps.push((cursor, k));
                 }
-            } else if kind == AccessKind::Read && check_uninit {
-                found.push((Key::Uninit(me.origin), k, e, (me.epoch, 0), (me.agent, 0)));
-            }
-            match kind {
-                AccessKind::Read => match cell.reads.iter_mut().find(|r| r.agent == me.agent) {
-                    Some(r) => *r = me,
-                    None => cell.reads.push(me),
-                },
-                AccessKind::Write => {
-                    for r in &cell.reads {
-                        if !covered(r) {
-                            let (key, ep, ag) = race(r, AccessKind::Read);
-                            found.push((key, k, e, ep, ag));
+                cursor = e;
+                if let Some(w) = &cell.w {
+                    if !covered(w) {
+                        let (key, ep, ag) = race(w, AccessKind::Write);
+                        found.push((key, k, e, ep, ag));
+                    }
+                } else if kind == AccessKind::Read && check_uninit {
+                    found.push((Key::Uninit(me.origin), k, e, (me.epoch, 0), (me.agent, 0)));
+                }
+                match kind {
+                    AccessKind::Read => match cell.reads.iter_mut().find(|r| r.agent == me.agent) {
+                        Some(r) => *r = me,
+                        None => cell.reads.push(me),
+                    },
+                    AccessKind::Write => {
+                        for r in &cell.reads {
+                            if !covered(r) {
+                                let (key, ep, ag) = race(r, AccessKind::Read);
+                                found.push((key, k, e, ep, ag));
+                            }
                         }
                     }
                 }
             }
-        }
-        if cursor < hi {
-            gaps.push((cursor, hi));
-        }
-        match kind {
-            AccessKind::Read => {
-                for &(g0, g1) in &gaps {
+            if cursor < hi {
+                gaps.push((cursor, hi));
+            }
+            match kind {
+                AccessKind::Read => {
+                    let need = live.saturating_add(gaps.len() as u64);
+                    if need > cap {
+                        break 'update Err(ShadowFull { segments: need });
+                    }
+                    live = need;
+                    for &(g0, g1) in &gaps {
+                        map.0.insert(
+                            g0,
+                            (
+                                g1,
+                                Cell {
+                                    reads: vec![me],
+                                    ..Cell::default()
+                                },
+                            ),
+                        );
+                        if check_uninit {
+                            found.push((
+                                Key::Uninit(me.origin),
+                                g0,
+                                g1,
+                                (me.epoch, 0),
+                                (me.agent, 0),
+                            ));
+                        }
+                    }
+                }
+                AccessKind::Write => {
+                    // The segments in the range become one.
+                    let need = live.saturating_sub(keys.len() as u64) + 1;
+                    if need > live.max(cap) {
+                        break 'update Err(ShadowFull { segments: need });
+                    }
+                    live = need;
+                    for k in &keys {
+                        map.0.remove(k);
+                    }
+                    let closed = matmul.is_some_and(|f| f.stop);
                     map.0.insert(
-                        g0,
+                        lo,
                         (
-                            g1,
+                            hi,
                             Cell {
-                                reads: vec![me],
-                                ..Cell::default()
+                                w: Some(me),
+                                reads: Vec::new(),
+                                open: !closed,
+                                closed_by_matmul: closed,
                             },
                         ),
                     );
-                    if check_uninit {
-                        found.push((Key::Uninit(me.origin), g0, g1, (me.epoch, 0), (me.agent, 0)));
-                    }
+                    live -= map.coalesce(lo);
                 }
             }
-            AccessKind::Write => {
-                for k in keys {
-                    map.0.remove(&k);
-                }
-                let closed = matmul.is_some_and(|f| f.stop);
-                map.0.insert(
-                    lo,
-                    (
-                        hi,
-                        Cell {
-                            w: Some(me),
-                            reads: Vec::new(),
-                            open: !closed,
-                            closed_by_matmul: closed,
-                        },
-                    ),
-                );
-                map.coalesce(lo);
-            }
-        }
+            Ok(())
+        };
+        self.segments = live;
         self.clocks[me.agent as usize] = clock;
+        outcome?;
         for (key, l, h, ep, ag) in found {
             self.note(key, mem, l, h, ep, ag);
         }
+        Ok(())
     }
 
     pub(super) fn psum_check(&mut self, origin: u32, r: &Resolved, flags: PsumFlags) {

@@ -32,7 +32,7 @@ fn site(e: Engine, index: usize) -> Site {
 fn bundle(c: &mut Checker, e: Engine, index: usize, accesses: Vec<ChipAccess>) {
     c.begin(e as Agent, site(e, index), "OP");
     let mut log = accesses;
-    c.flush(&mut log);
+    c.flush(&mut log).unwrap();
 }
 
 fn sem_ge(idx: u8, v: u32) -> Wait {
@@ -141,7 +141,8 @@ fn a_counter_wait_acquires_only_the_updates_it_needs() {
         0,
         64,
         AccessKind::Write,
-    );
+    )
+    .unwrap();
     c.update(q, &inc, &mut sync, &[], 0.0, "in[0].desc[0]");
     c.dma_access(
         q,
@@ -150,7 +151,8 @@ fn a_counter_wait_acquires_only_the_updates_it_needs() {
         64,
         128,
         AccessKind::Write,
-    );
+    )
+    .unwrap();
     c.update(q, &inc, &mut sync, &[], 0.0, "in[0].desc[1]");
     let one = Resolved::new(&g, &TensorPattern::dense(g.sbuf_address(0, 0), 1, 4, 32)).unwrap();
     c.acquire(Engine::Dve as Agent, &sem_ge(1, 1), &sync, &[]);
@@ -233,7 +235,8 @@ fn uninitialised_reads_and_psum_groups() {
         ChipAccess::Accumulate(p.clone(), flags(4)),
         ChipAccess::Read(p.clone()),
         ChipAccess::Write(p),
-    ]);
+    ])
+    .unwrap();
     let f = c.findings();
     assert_eq!(f.len(), 1);
     assert!(matches!(
@@ -391,4 +394,74 @@ fn interval_map_splits_and_coalesces() {
     m.0.insert(40, (100, cell(2)));
     m.coalesce(40);
     assert_eq!(m.keys_in(0, 100), vec![0, 40]);
+}
+
+/// Live segments of every shadow map, counted from the maps themselves.
+fn counted_segments(c: &Checker) -> u64 {
+    c.sbuf
+        .iter()
+        .chain(&c.psum)
+        .chain(c.dram.values())
+        .map(|m| m.0.len() as u64)
+        .sum()
+}
+
+#[test]
+fn shadow_segments_are_counted_as_they_are_created_and_merged() {
+    let (mut c, _) = checker();
+    let q: Agent = 5;
+    c.begin(q, site(Engine::Sp, 0), "DMA");
+    // Every other byte of a variable, written and then read by another agent, and reads of
+    // on-chip gaps: the count follows the maps after every update.
+    for i in 0..64u32 {
+        c.dma_access(q, "w", Mem::Dram(7), 2 * i, 2 * i + 1, AccessKind::Write)
+            .unwrap();
+        assert_eq!(c.shadow_segments(), counted_segments(&c));
+    }
+    assert_eq!(c.shadow_segments(), 64);
+    c.dma_access(q, "r", Mem::Chip(Space::Sbuf, 3), 10, 20, AccessKind::Read)
+        .unwrap();
+    c.dma_access(4, "r", Mem::Dram(7), 1, 100, AccessKind::Read)
+        .unwrap();
+    assert_eq!(c.shadow_segments(), counted_segments(&c));
+    // A write over the whole variable merges its segments into one: they are freed.
+    c.dma_access(q, "w", Mem::Dram(7), 0, 128, AccessKind::Write)
+        .unwrap();
+    assert_eq!(c.shadow_segments(), counted_segments(&c));
+    assert_eq!(c.shadow_segments(), 2);
+}
+
+#[test]
+fn a_shadow_update_past_its_cap_stops_as_it_creates_segments() {
+    let (mut c, _) = checker();
+    let q: Agent = 5;
+    c.begin(q, site(Engine::Sp, 0), "DMA");
+    c.set_segment_cap(10);
+    for i in 0..10u32 {
+        c.dma_access(q, "w", Mem::Dram(1), 2 * i, 2 * i + 1, AccessKind::Write)
+            .unwrap();
+    }
+    let e = c
+        .dma_access(q, "w", Mem::Dram(1), 40, 41, AccessKind::Write)
+        .unwrap_err();
+    assert_eq!(e, ShadowFull { segments: 11 });
+    // A read over the ten segments needs their ten gaps: refused before it creates any.
+    let e = c
+        .dma_access(4, "r", Mem::Dram(1), 0, 20, AccessKind::Read)
+        .unwrap_err();
+    assert_eq!(e, ShadowFull { segments: 20 });
+    assert_eq!(c.shadow_segments(), counted_segments(&c));
+    assert_eq!(c.shadow_segments(), 10);
+    // A write that merges segments needs no room.
+    c.dma_access(q, "w", Mem::Dram(1), 0, 20, AccessKind::Write)
+        .unwrap();
+    assert_eq!(c.shadow_segments(), 1);
+    // A chip access is refused the same way through the bundle's log.
+    c.set_segment_cap(1);
+    let (_, g) = checker();
+    c.begin(Engine::Act as Agent, site(Engine::Act, 0), "OP");
+    let e = c
+        .flush(&mut vec![ChipAccess::Write(rows(&g, 0, 64))])
+        .unwrap_err();
+    assert_eq!(e.segments, 2);
 }

@@ -13,11 +13,18 @@ order. Two timings of the same program:
 * replayed: the views built ahead, only the numpy calls timed (a floor for any numpy
   interpreter of these bundles).
 
+With --whole-process, the mixed kernel is also run as a user runs it: `sim run mixed.neff`
+(the same bundles in a NEFF whose SP queue loads the inputs and stores the results; see
+`small_tiles::mixed_neff`), timed as a whole process (start, load, L2, run, output write)
+--whole-process times; its outputs are checked bit for bit against the in-process run, and
+its best time is compared with the interpreter's and the replay's.
+
 Prints bundles/s for the mixed [128 x 8] kernel and bytes/s for the
 [128 x 2048] adds (two tiles read, one written per add) beside numpy's copy of one tile (read
 and written), and checks the final SBUF against the simulator's.
 
     python3 benches/numpy_baseline.py [--sim PATH] [--streams PATH] [--repeat N] [--mixed N] [--big N]
+                                      [--whole-process N]
 
 Without --sim, `sim` is run through `cargo run -q -p tpbsim-cli --`; without --streams, the
 example through `cargo run -q -p tpbsim-benches --example small_tiles_streams` (only numpy is
@@ -145,6 +152,27 @@ def ulps(a, b):
     return np.abs(ia - ib)
 
 
+def whole_process(sim, dirname, repeat, want):
+    """Best and median wall time of `sim run mixed.neff` as a process; its outputs checked."""
+    neff = os.path.join(dirname, "mixed.neff")
+    times = []
+    with tempfile.TemporaryDirectory() as out:
+        for _ in range(repeat):
+            t = time.perf_counter()
+            r = subprocess.run(sim + ["run", neff, "--out-dir", out], capture_output=True)
+            times.append(time.perf_counter() - t)
+            if r.returncode != 0:
+                sys.exit(f"sim run {neff} failed ({r.returncode}):\n{r.stderr.decode()}")
+        for name, region in (("dve", 512), ("act", 768), ("pool", 1024)):
+            got = np.load(os.path.join(out, f"{name}.npy"))
+            w0 = region // 4
+            exp = want[:, w0 : w0 + got.shape[1]]
+            if got.dtype != np.float32 or not np.array_equal(got.view(np.int32), exp.view(np.int32)):
+                sys.exit(f"sim run's `{name}` differs from the in-process run")
+    times.sort()
+    return times[0], times[len(times) // 2]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sim", help="path of the sim binary")
@@ -152,6 +180,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=5, help="timed passes (best is kept)")
     ap.add_argument("--mixed", type=int, default=30000, help="bundles of the mixed kernel")
     ap.add_argument("--big", type=int, default=400, help="adds of the big-tile kernel")
+    ap.add_argument("--whole-process", type=int, default=0, metavar="N",
+                    help="also time `sim run` of the mixed kernel's NEFF N times (needs --sim)")
     a = ap.parse_args()
     sim = [a.sim] if a.sim else ["cargo", "run", "-q", "-p", "tpbsim-cli", "--"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -170,6 +200,13 @@ def main():
                     print(f"mixed [128 x 8] {how}: {len(prog)} bundles, best of {a.repeat}: "
                           f"{tt * 1e3:.2f} ms, {len(prog) / tt / 1e6:.3f} M bundles/s "
                           f"({tt / len(prog) * 1e6:.2f} us/bundle)")
+                if a.whole_process:
+                    if not a.sim:
+                        sys.exit("--whole-process needs --sim (a release build of sim)")
+                    best, median = whole_process(sim, os.path.join(tmp, name), a.whole_process, want)
+                    print(f"mixed [128 x 8] `sim run` whole process: best of {a.whole_process}: "
+                          f"{best * 1e3:.2f} ms (median {median * 1e3:.2f} ms); "
+                          f"interpreted / sim run {ti / best:.2f}x, replayed / sim run {t / best:.2f}x")
             else:
                 tile_bytes = PARTITIONS * 2048 * 4
                 for how, tt in (("interpreted", ti), ("replayed", t)):

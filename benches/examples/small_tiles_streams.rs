@@ -2,7 +2,8 @@
 //! `mixed` and `big`, the engine streams (`dve.bin`, `act.bin`, `pool.bin`, empty streams
 //! omitted), the SBUF inputs (`inputs.f32`: `[128 × words]` little-endian fp32, per-partition
 //! bytes `0 .. 4 × words`), and the simulator's SBUF after the run (`result.f32`: `[128 ×
-//! words]` from byte 0, every region the kernel writes).
+//! words]` from byte 0, every region the kernel writes); and `mixed/mixed.neff`, the mixed kernel
+//! as `sim run` reads it (`small_tiles::mixed_neff`), for the whole-process timing.
 //!
 //! `cargo run -p tpbsim-benches --example small_tiles_streams -- OUT_DIR [MIXED_BUNDLES]
 //! [BIG_ADDS]` (defaults 30000 and 400, as in the benchmark).
@@ -10,7 +11,7 @@
 use std::path::Path;
 
 use tpbsim_benches::small_tiles::{
-    big_adds, inputs, mixed, region, run, sbuf_words, BIG, BIG_C, BIG_INPUT_WORDS,
+    big_adds, inputs, mixed, mixed_neff, region, run, sbuf_words, BIG, BIG_C, BIG_INPUT_WORDS,
     MIXED_INPUT_WORDS,
 };
 use tpbsim_isa::Engine;
@@ -68,6 +69,14 @@ fn main() {
     });
     if let Err(e) = r {
         eprintln!("writing {}: {e}", out.display());
+        std::process::exit(1);
+    }
+    let neff = out.join("mixed").join("mixed.neff");
+    let written = mixed_neff(num(1, 30_000))
+        .map_err(|e| e.to_string())
+        .and_then(|n| n.write_to(&neff).map_err(|e| e.to_string()));
+    if let Err(e) = written {
+        eprintln!("writing {}: {e}", neff.display());
         std::process::exit(1);
     }
 }

@@ -7,11 +7,16 @@
 //!   (`act[i] = exp(a[i])`, scale 1, bias 0) and POOL `TensorScalar` multiply
 //!   (`pool[i] = b[i] × 0.5`), tile slots `i mod 8` of each region.
 //! * [`big_adds`]: `n` DVE adds `c = a + b` on `[128 × 2048]` tiles.
+//! * [`mixed_neff`]: the mixed kernel as `sim run` reads it — a NEFF whose SP queue loads the
+//!   inputs from a DRAM variable and stores the three result regions to output variables.
 
 use tpbsim_isa::{
     ActFunc, Activate, Addr4, AluOp, Bundle, DtypePair, Engine, F32Bits, Gen, Header, ImmSrc,
     ImmSrcN, NumFormat, Opcode, Tensor, TensorScalar, TensorTensor,
 };
+use tpbsim_isa::{DmaTrigger, Events, UpdateMode, WaitMode};
+use tpbsim_neff::{DmaEntry, VarKind, VarRef};
+use tpbsim_sim::machine::pack::{PackError, Package};
 use tpbsim_sim::machine::{Geometry, Kernel, Machine, Space};
 
 /// Generation of the kernels.
@@ -62,7 +67,12 @@ fn tile(offset: u32, n: u32) -> Tensor<3> {
 
 /// DVE/POOL `TensorTensor` add (0x41) of `n`-element tiles: `dst = src0 + src1`.
 pub fn add(src0: u32, src1: u32, dst: u32, n: u32) -> Bundle {
+    add_ev(src0, src1, dst, n, Events::default())
+}
+
+fn add_ev(src0: u32, src1: u32, dst: u32, n: u32, events: Events) -> Bundle {
     TensorTensor {
+        events,
         in_dtypes: DtypePair::new(f32_tag(), f32_tag()),
         out_dtype: f32_tag(),
         op: AluOp(0x04),
@@ -77,7 +87,12 @@ pub fn add(src0: u32, src1: u32, dst: u32, n: u32) -> Bundle {
 
 /// ACT `Activate` (0x21) exp of a small tile, scale 1, immediate bias 0.
 pub fn exp(src: u32, dst: u32) -> Bundle {
+    exp_ev(src, dst, Events::default())
+}
+
+fn exp_ev(src: u32, dst: u32, events: Events) -> Bundle {
     Activate {
+        events,
         imm_src: ImmSrc(0),
         scale_src: ImmSrc(0),
         bias_src_n: ImmSrcN(1),
@@ -96,7 +111,12 @@ pub fn exp(src: u32, dst: u32) -> Bundle {
 
 /// `TensorScalar` (0x43) multiply of a small tile by an immediate: `dst = src × k`.
 pub fn mul(src: u32, dst: u32, k: f32) -> Bundle {
+    mul_ev(src, dst, k, Events::default())
+}
+
+fn mul_ev(src: u32, dst: u32, k: f32, events: Events) -> Bundle {
     TensorScalar {
+        events,
         header: Header::new(Opcode(0x43)),
         src: tile(src, SMALL),
         in_dtype: f32_tag(),
@@ -127,25 +147,37 @@ fn kernel(streams: [(Engine, Vec<Bundle>); 3]) -> Kernel {
 
 /// The mixed kernel: `n` bundles (a third per engine, rounded down).
 pub fn mixed(n: usize) -> Kernel {
+    kernel(mixed_streams(n, Events::default(), Events::default()))
+}
+
+/// The mixed kernel's streams, each engine's first bundle with events `first` and its last
+/// with `last` (a one-bundle stream takes `last`).
+fn mixed_streams(n: usize, first: Events, last: Events) -> [(Engine, Vec<Bundle>); 3] {
     let per = n / 3;
+    let ev = |i: usize| match i {
+        _ if i + 1 == per => last,
+        0 => first,
+        _ => Events::default(),
+    };
     let slot = |base: u32, i: usize| base + 4 * SMALL * (i as u32 % SLOTS);
     let dve = (0..per)
         .map(|i| {
-            add(
+            add_ev(
                 slot(region::A, i),
                 slot(region::B, i + 3),
                 slot(region::DVE, i),
                 SMALL,
+                ev(i),
             )
         })
         .collect();
     let act = (0..per)
-        .map(|i| exp(slot(region::A, i), slot(region::ACT, i)))
+        .map(|i| exp_ev(slot(region::A, i), slot(region::ACT, i), ev(i)))
         .collect();
     let pool = (0..per)
-        .map(|i| mul(slot(region::B, i), slot(region::POOL, i), POOL_SCALE))
+        .map(|i| mul_ev(slot(region::B, i), slot(region::POOL, i), POOL_SCALE, ev(i)))
         .collect();
-    kernel([(Engine::Dve, dve), (Engine::Act, act), (Engine::Pool, pool)])
+    [(Engine::Dve, dve), (Engine::Act, act), (Engine::Pool, pool)]
 }
 
 /// `n` DVE adds `c = a + b` on `[128 × 2048]` tiles.
@@ -209,4 +241,141 @@ pub fn sbuf_words(m: &Machine<'_>, offset: u32, words: usize) -> Vec<f32> {
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// The mixed kernel's input variable (`[128 × MIXED_INPUT_WORDS]`, regions `a` and `b`).
+pub const MIXED_INPUT: &str = "ab";
+/// The mixed kernel's output variables and the regions they hold (`[128 × SLOTS·SMALL]` each).
+pub const MIXED_OUTPUTS: [(&str, u32); 3] = [
+    ("dve", region::DVE),
+    ("act", region::ACT),
+    ("pool", region::POOL),
+];
+
+/// `SEM_GE_IMM` wait on `sem` for `value` and/or `SEM_INC_COMPLETE` of `inc`.
+fn sem_events(wait: Option<(u8, u32)>, inc: Option<u8>) -> Events {
+    let mut e = Events::default();
+    if let Some((sem, value)) = wait {
+        e.wait_mode = WaitMode(5);
+        e.wait_idx = sem;
+        e.semaphore_value = value;
+    }
+    if let Some(sem) = inc {
+        e.update_mode = UpdateMode(0x13);
+        e.update_idx = sem;
+    }
+    e
+}
+
+/// One DMA entry between DRAM variable `var` (`[128 × words]` fp32, row-major) and the
+/// `words`-word rows at per-partition byte `offset` of SBUF.
+fn sbuf_rows(var: &str, offset: u32, words: u64, to_sbuf: bool, sem: Option<u32>) -> DmaEntry {
+    let geom = Geometry::of(GEN);
+    let per_partition = (geom.sbuf_partition_stride() / 4) as i64;
+    let (sb, dram) = (
+        VarRef::Name("state_buffer".into()),
+        VarRef::Name(var.into()),
+    );
+    let shape = vec![PARTITIONS as u64, words];
+    let mut e = if to_sbuf {
+        let mut e = DmaEntry::copy(dram, sb, shape);
+        e.to_offset = offset as u64;
+        e.to_steps = Some(vec![per_partition, 1]);
+        e
+    } else {
+        let mut e = DmaEntry::copy(sb, dram, shape);
+        e.from_offset = offset as u64;
+        e.from_steps = Some(vec![per_partition, 1]);
+        e
+    };
+    e.sem = sem;
+    e
+}
+
+/// A DMA trigger of block 0 of SP queue `queue`.
+fn trigger(queue: &str, ev: Events) -> Bundle {
+    let mut name = [0u8; 36];
+    name[..queue.len()].copy_from_slice(queue.as_bytes());
+    DmaTrigger {
+        events: ev,
+        queue_name: name,
+        block_id: 0,
+        ..Default::default()
+    }
+    .to_bundle()
+}
+
+/// Why [`mixed_neff`] cannot write its NEFF.
+#[derive(Debug, thiserror::Error)]
+pub enum MixedNeffError {
+    /// Fewer than one bundle per engine.
+    #[error("{0} bundles give the three engines no bundle each")]
+    Empty(usize),
+    /// The packer refused the kernel.
+    #[error(transparent)]
+    Pack(#[from] PackError),
+}
+
+/// [`mixed`]`(n)` as a NEFF in the runtime layout, as `sim run` reads it: SP loads
+/// [`MIXED_INPUT`] (the [`inputs`] of [`MIXED_INPUT_WORDS`] words per partition) into the
+/// regions `a` and `b` (incrementing semaphore 1); each engine's first bundle waits for it and
+/// its last increments semaphore 2; SP then stores each result region to its variable of
+/// [`MIXED_OUTPUTS`]. The engines' bundles are otherwise [`mixed`]'s.
+pub fn mixed_neff(n: usize) -> Result<tpbsim_neff::Neff, MixedNeffError> {
+    let mut p = Package::new("mixed_128x8", GEN);
+    p.onchip();
+    p.queue("in", None);
+    p.queue("out", None);
+    let x: Vec<u8> = inputs(MIXED_INPUT_WORDS)
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let words = MIXED_INPUT_WORDS as u64;
+    p.var(
+        MIXED_INPUT,
+        VarKind::Input,
+        NumFormat::Float32,
+        &[PARTITIONS as u64, words],
+        Some(&x),
+    )?;
+    let out_words = (SLOTS * SMALL) as u64;
+    for (name, _) in MIXED_OUTPUTS {
+        p.var(
+            name,
+            VarKind::Output,
+            NumFormat::Float32,
+            &[PARTITIONS as u64, out_words],
+            None,
+        )?;
+    }
+    p.block(
+        Engine::Sp,
+        "in",
+        0,
+        vec![sbuf_rows(MIXED_INPUT, region::A, words, true, Some(1))],
+    );
+    p.block(
+        Engine::Sp,
+        "out",
+        0,
+        MIXED_OUTPUTS
+            .iter()
+            .map(|&(name, at)| sbuf_rows(name, at, out_words, false, None))
+            .collect(),
+    );
+    if n / 3 == 0 {
+        return Err(MixedNeffError::Empty(n));
+    }
+    // A one-bundle stream waits and signals in the same bundle.
+    let wait = sem_events(Some((1, 1)), None);
+    let last = sem_events((n / 3 == 1).then_some((1, 1)), Some(2));
+    for (e, s) in mixed_streams(n, wait, last) {
+        p.streams[e as usize] = s;
+    }
+    let engines = 3;
+    p.streams[Engine::Sp as usize] = vec![
+        trigger("in", Events::default()),
+        trigger("out", sem_events(Some((2, engines)), None)),
+    ];
+    Ok(p.to_neff()?)
 }

@@ -59,3 +59,38 @@ fn big_adds_add_the_tiles() {
         }
     }
 }
+
+#[test]
+fn the_mixed_neff_gives_the_in_process_results() {
+    use tpbsim_benches::small_tiles::{mixed_neff, MIXED_OUTPUTS};
+    let n = 30;
+    let neff = mixed_neff(n).expect("packs");
+    let bytes = neff.to_bytes().expect("serialises");
+    let neff = tpbsim_neff::Neff::from_bytes(&bytes, &Default::default()).expect("reads back");
+    let cfg = tpbsim_sim::api::RunConfig {
+        validator: Some(std::sync::Arc::new(tpbsim_validate::l2::L2Check)),
+        ..Default::default()
+    };
+    let program = tpbsim_sim::api::load_program(&neff).expect("loads");
+    let out = tpbsim_sim::api::run_program(
+        &program,
+        &std::collections::BTreeMap::<String, Vec<u8>>::new(),
+        &cfg,
+    )
+    .expect("runs");
+    let k = mixed(n);
+    let m = run(&k, MIXED_INPUT_WORDS);
+    let words = (SLOTS * SMALL) as usize;
+    for (name, at) in MIXED_OUTPUTS {
+        let want: Vec<u8> = sbuf_words(&m, at, words)
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        assert_eq!(out.outputs[name], want, "{name}");
+    }
+    assert_eq!(out.stats.sched.per_engine.iter().sum::<u64>(), n as u64 + 2);
+    assert!(matches!(
+        mixed_neff(2),
+        Err(tpbsim_benches::small_tiles::MixedNeffError::Empty(2))
+    ));
+}

@@ -14,6 +14,7 @@ use serde_json::json;
 use tpbsim_sim::api::{self, RunConfig, RunError};
 use tpbsim_sim::machine::collective::Order;
 use tpbsim_sim::machine::load::dtype_of;
+use tpbsim_sim::machine::memory::VarBytes;
 use tpbsim_sim::machine::timeline::Timeline;
 use tpbsim_sim::machine::{CoreFault, Fault, Program, VarKind, VarSpec};
 use tpbsim_validate::l2::L2Check;
@@ -288,20 +289,21 @@ fn input_arrays<'py>(
     Ok(arrays)
 }
 
-/// The outputs of a run as numpy arrays: each output's buffer becomes its array's (no copy),
-/// viewed with the variable's dtype and shape.
+/// The outputs of a run as numpy arrays: each output's buffer becomes its array's (no copy;
+/// a buffer shared between ranks is copied, so that each rank's array is its own), viewed
+/// with the variable's dtype and shape.
 fn outputs_dict<'py>(
     py: Python<'py>,
     np: &Bound<'py, PyModule>,
     program: &Program,
-    mut bytes_by_name: BTreeMap<String, Vec<u8>>,
+    mut bytes_by_name: BTreeMap<String, VarBytes>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let outputs = PyDict::new(py);
     for v in program.outputs() {
         let Some(bytes) = bytes_by_name.remove(&v.name) else {
             continue;
         };
-        let a = PyArray1::from_vec(py, bytes)
+        let a = PyArray1::from_vec(py, bytes.into_vec())
             .into_any()
             .call_method1("view", (np.getattr("dtype")?.call1((numpy_dtype(v),))?,))?
             .call_method1("reshape", (v.shape.clone(),))?;

@@ -16,6 +16,7 @@ use crate::machine::cluster::{Cluster, ClusterStats, CoreFault, SharedBytes};
 use crate::machine::collective::{Comm, Meeting, Member};
 use crate::machine::core::SetupError;
 use crate::machine::load::{self, LoadError};
+use crate::machine::memory::VarBytes;
 use crate::machine::program::Program;
 use crate::machine::race::Finding;
 use crate::machine::sched::{Order, SchedStats};
@@ -100,15 +101,16 @@ pub struct OutputDiff {
 }
 
 /// The outputs of `a` whose bytes differ in `b` (outputs missing from `b` are skipped).
-pub fn diff_outputs(
-    a: &BTreeMap<String, Vec<u8>>,
-    b: &BTreeMap<String, Vec<u8>>,
+pub fn diff_outputs<A: AsRef<[u8]>, B: AsRef<[u8]>>(
+    a: &BTreeMap<String, A>,
+    b: &BTreeMap<String, B>,
 ) -> Vec<OutputDiff> {
     let mut v = Vec::new();
     for (name, x) in a {
         let Some(y) = b.get(name) else {
             continue;
         };
+        let (x, y) = (x.as_ref(), y.as_ref());
         let n = x.iter().zip(y).filter(|(p, q)| p != q).count();
         if n > 0 {
             v.push(OutputDiff {
@@ -135,8 +137,9 @@ pub struct CoreRun {
 pub struct RunOutput {
     /// The generation the kernel ran on.
     pub gen: Gen,
-    /// Each output variable's bytes, by name.
-    pub outputs: BTreeMap<String, Vec<u8>>,
+    /// Each output variable's bytes, by name (a buffer of the run's own, or one shared with
+    /// other ranks, as a collective delivered it: no copy either way).
+    pub outputs: BTreeMap<String, VarBytes>,
     /// Counters of the round-robin run, all cores together.
     pub stats: RunStats,
     /// Per core, in core order: its subgraph and counters.

@@ -1020,7 +1020,7 @@ pub(crate) fn write_and_compare(
     let mut compared: Vec<Vec<Compared>> = vec![Vec::new(); ran.base.len()];
     for (i, (&r, out)) in prep.here.iter().zip(&ran.base).enumerate() {
         for v in program.outputs() {
-            let data = out.outputs.get(&v.name).map_or(&[][..], |d| d.as_slice());
+            let data = out.outputs.get(&v.name).map_or(&[][..], |d| &d[..]);
             let dtype = dtype_of(v.format)
                 .ok_or_else(|| usage(format!("output `{}` has no npy dtype", v.name)))?;
             let shape: Vec<u64> = v.shape.iter().map(|&d| d as u64).collect();

@@ -260,7 +260,7 @@ impl<'p> Cluster<'p> {
     /// The bytes of output `name` after a run, taken out of the machine: a single core's
     /// buffer (the variable is left empty), or the bytes each core wrote laid over zeros in
     /// core order.
-    pub fn take_output(&mut self, name: &str) -> Option<Vec<u8>> {
+    pub fn take_output(&mut self, name: &str) -> Option<VarBytes> {
         let spec = self.program.var(name)?;
         if self.cores.len() == 1 {
             // The run is over: the core's buffer becomes the output (no copy).
@@ -284,7 +284,7 @@ impl<'p> Cluster<'p> {
                 }
             }
         }
-        Some(out)
+        Some(VarBytes::Owned(out))
     }
 
     /// The bytes of the shared variables that two cores access, at least one of them writing

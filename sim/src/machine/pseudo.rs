@@ -16,6 +16,8 @@
 //! group of one, where every collective type the model takes is a copy of the input to the
 //! output (an all-reduce over one rank is its input).
 
+use std::sync::Arc;
+
 use tpbsim_isa::{
     Bundle, CurProcessingRankId, GidLoad, GidTargetType, NumFormat, PseudoSem, SendRecv,
     TriggerCollective,
@@ -392,19 +394,26 @@ impl Machine<'_> {
     }
 
     /// Write a completed collective's output window and make its bundle's `_COMPLETE` updates.
+    /// A result that fills the whole output variable becomes the variable's buffer, shared
+    /// with the other members that receive it (copied only if this core writes it later).
     fn receive(
         &mut self,
         p: &PendingCollective,
-        bytes: &[u8],
+        bytes: &Arc<Vec<u8>>,
         sync: &mut SyncState,
     ) -> Result<(), Fault> {
         let len = bytes.len().min(p.out_len as usize);
         if len > 0 {
-            let dst = self
-                .dram
-                .write(p.out_var, p.out_offset, len)
-                .map_err(|e| Fault::oob(p.site, "collective", e))?;
-            dst.copy_from_slice(&bytes[..len]);
+            let whole = p.out_offset == 0
+                && len == bytes.len()
+                && self.dram.replace_shared(p.out_var, bytes.clone());
+            if !whole {
+                let dst = self
+                    .dram
+                    .write(p.out_var, p.out_offset, len)
+                    .map_err(|e| Fault::oob(p.site, "collective", e))?;
+                dst.copy_from_slice(&bytes[..len]);
+            }
             self.dram
                 .note(p.out_var, p.out_offset, p.out_offset + len as u64, true);
             self.charge_copied(p.site, "collective")?;

@@ -110,7 +110,7 @@ fn run(
         .map(|x| BTreeMap::from([("x".to_string(), bytes(x))]))
         .collect();
     api::run_world_schedule(p, Gen::V3, &inputs, cfg, 0, &|_, _, _| {})
-        .map(|v| v.into_iter().map(|o| o.outputs).collect())
+        .map(|v| v.into_iter().map(|o| owned(o.outputs)).collect())
 }
 
 /// Rank r's input: n values that differ by rank and position, some of them large so that the
@@ -671,7 +671,7 @@ fn run_over_processes(
             match r {
                 Ok(outs) => {
                     for (rank, o) in mine.into_iter().zip(outs) {
-                        out[rank] = Some(Ok(o.outputs));
+                        out[rank] = Some(Ok(owned(o.outputs)));
                     }
                 }
                 Err(e) => {
@@ -848,4 +848,53 @@ fn a_stopped_world_releases_the_rank_waiting_at_a_collective() {
     let (r, took) = stopped_run(&p, 2);
     assert!(matches!(r, Err(RunError::Interrupted)), "{r:?}");
     assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}
+
+/// A run's outputs as vectors of their own.
+fn owned(o: BTreeMap<String, tpbsim_sim::machine::memory::VarBytes>) -> BTreeMap<String, Vec<u8>> {
+    o.into_iter().map(|(k, v)| (k, v.into_vec())).collect()
+}
+
+#[test]
+fn a_result_filling_its_variable_is_shared_and_a_partial_one_is_written_in_place() {
+    use tpbsim_sim::machine::memory::VarBytes;
+    // AR(x) → y fills y; AR(x) → z writes the first n of z's 2n elements; then AR(y) → y in
+    // place (the shared result is both the contribution and the destination).
+    let n = 6u64;
+    let p = program(
+        vec![
+            inc_on_complete(trigger(1, AluOp::ADD, Dtype::FP32, 0, IN, OUT, n), 2),
+            trigger(1, AluOp::ADD, Dtype::FP32, 0, IN, OUT2, n),
+            wait_ge(trigger(1, AluOp::ADD, Dtype::FP32, 0, OUT, OUT, n), 2, 1),
+        ],
+        vec![
+            var(IN, "x", VarKind::Input, NumFormat::Float32, n),
+            var(OUT, "y", VarKind::Output, NumFormat::Float32, n),
+            var(OUT2, "z", VarKind::Output, NumFormat::Float32, 2 * n),
+        ],
+        vec![vec![0, 1, 2]],
+        vec![],
+    );
+    let xs: Vec<Vec<f32>> = (0..3).map(|r| vec![r as f32 + 1.0; n as usize]).collect();
+    let inputs: Vec<BTreeMap<String, SharedBytes>> = xs
+        .iter()
+        .map(|x| BTreeMap::from([("x".to_string(), bytes(x))]))
+        .collect();
+    let out = api::run_world_schedule(
+        &p,
+        Gen::V3,
+        &inputs,
+        &RunConfig::default(),
+        0,
+        &|_, _, _| {},
+    )
+    .unwrap();
+    let mut z = vec![6.0f32; n as usize];
+    z.extend(vec![0.0; n as usize]);
+    for (r, o) in out.iter().enumerate() {
+        assert_eq!(f32s(&o.outputs["y"]), vec![18.0; n as usize], "rank {r}");
+        assert!(matches!(o.outputs["y"], VarBytes::Shared(_)), "rank {r}");
+        assert_eq!(f32s(&o.outputs["z"]), z, "rank {r}");
+        assert!(matches!(o.outputs["z"], VarBytes::Owned(_)), "rank {r}");
+    }
 }

@@ -79,7 +79,27 @@ impl PartialEq<Vec<u8>> for VarBytes {
     }
 }
 
+impl PartialEq<[u8]> for VarBytes {
+    fn eq(&self, other: &[u8]) -> bool {
+        self[..] == *other
+    }
+}
+
+impl AsRef<[u8]> for VarBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
 impl VarBytes {
+    /// The bytes as a vector of their own: the buffer itself when owned, a copy when shared.
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            VarBytes::Owned(v) => v,
+            VarBytes::Shared(s) => s.as_ref().as_ref().to_vec(),
+        }
+    }
+
     /// The bytes, writable: a shared buffer is copied first. Returns the bytes and how many
     /// were copied (0 when the buffer was already owned).
     pub fn make_mut(&mut self) -> (&mut [u8], u64) {
@@ -186,15 +206,26 @@ impl Dram {
         std::mem::take(&mut self.copied)
     }
 
-    /// Take the bytes of variable `id` out of the memory (an empty variable stays behind): the
-    /// buffer itself when this core owns it, a copy when it is shared.
-    pub fn take(&mut self, id: u32) -> Option<Vec<u8>> {
+    /// Take the bytes of variable `id` out of the memory (an empty variable stays behind),
+    /// without a copy: the buffer this core owns, or the shared one.
+    pub fn take(&mut self, id: u32) -> Option<VarBytes> {
         let i = self.vars.binary_search_by_key(&id, |(i, _)| *i).ok()?;
+        Some(std::mem::take(&mut self.vars[i].1.bytes))
+    }
+
+    /// Make the whole of variable `id` the shared buffer `bytes` (as long as the variable),
+    /// in place of writing them: nothing is copied, and a later write by this core copies
+    /// the buffer. False (nothing changed) when the lengths differ or there is no variable.
+    pub fn replace_shared(&mut self, id: u32, bytes: Arc<dyn AsRef<[u8]> + Send + Sync>) -> bool {
+        let Ok(i) = self.vars.binary_search_by_key(&id, |(i, _)| *i) else {
+            return false;
+        };
         let v = &mut self.vars[i].1.bytes;
-        Some(match std::mem::replace(v, VarBytes::Owned(Vec::new())) {
-            VarBytes::Owned(b) => b,
-            VarBytes::Shared(s) => s.as_ref().as_ref().to_vec(),
-        })
+        if v.len() != bytes.as_ref().as_ref().len() {
+            return false;
+        }
+        *v = VarBytes::Shared(bytes);
+        true
     }
 
     /// Variable id by name.

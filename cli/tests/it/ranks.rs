@@ -409,7 +409,7 @@ fn sim_check_passes_on_every_collective_kernel() {
 
 /// DMA_DIRECT2D on SP copying all of DRAM variable `var` (`N` fp32, one row of 32 bytes) to
 /// SBUF partition 1.
-fn copy_to_sbuf(var: u64) -> Bundle {
+pub(crate) fn copy_to_sbuf(var: u64) -> Bundle {
     let mut b = bundle(tpbsim_isa::opcode_byte::PSEUDO_DMA_DIRECT2D);
     b.set_u8(14, 0);
     for (base, (v, addr, step)) in [(16usize, (var as u32, 0, 32)), (40, (0, 0x40000, 0x40000))] {

@@ -563,6 +563,37 @@ mod tests {
     }
 
     #[test]
+    fn a_collective_releases_the_clock_it_kept_at_issue() {
+        use crate::machine::sync::Cmp;
+        // Engine 0 issues a collective on agent 1 (hand-off), which keeps its clock and moves
+        // its own component past four epochs; engine 0 then issues a second collective on the
+        // same agent. The first completes on its kept clock and increments semaphore 2, which
+        // agent 2 waits for: it acquires the first collective's clock, not the agent's later
+        // one, and the resolution computes the same.
+        let mut s = Skeleton::new(3);
+        s.handoff(0, 1);
+        assert_eq!(s.fork(1, 4), 0);
+        s.handoff(0, 1);
+        assert_eq!(s.fork(1, 4), 1);
+        s.swap(1, 0);
+        s.sem(1, 2, 0, 1, false, false, clock(&[1, 1, 0]));
+        s.swap(1, 0);
+        let need = s.sem_need(2, Cmp::Ge, 1);
+        s.acquire(2, 1, need, clock(&[1, 1, 0]));
+        assert_eq!(s.resolve(), None);
+        // The kept clock is what the resolution releases: had the release carried the agent's
+        // later clock, the wait would have acquired more than the run's.
+        let mut t = Skeleton::new(3);
+        t.handoff(0, 1);
+        t.fork(1, 4);
+        t.handoff(0, 1);
+        t.sem(1, 2, 0, 1, false, false, clock(&[1, 1, 0]));
+        let need = t.sem_need(2, Cmp::Ge, 1);
+        t.acquire(2, 1, need, clock(&[1, 1, 0]));
+        assert_eq!(t.resolve().unwrap()[0], clock(&[2, 5, 0]));
+    }
+
+    #[test]
     fn a_decrement_before_the_wait_raises_what_it_needs() {
         use crate::machine::sync::Cmp;
         // Credit hand-off on semaphore 3: ACT (agent 0) increments it; DVE (agent 1) waits

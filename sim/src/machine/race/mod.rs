@@ -6,7 +6,9 @@
 //! # Model (see `docs/races.md`)
 //!
 //! * **Agents.** The five engines, each DMA queue of each engine's sidecar (`sp:in`), and one
-//!   direct-DMA agent per engine for DMA_DIRECT2D (`sp:direct`). Each agent has a vector clock.
+//!   direct-DMA agent per engine for DMA_DIRECT2D (`sp:direct`), and in a world of several
+//!   ranks one agent per collective bundle (`pool:collective#3`), whose collectives each run
+//!   on their own clock ([`Outstanding`]). Each agent has a vector clock.
 //!   An engine's bundles are ordered among themselves (program order); so are the transfers of
 //!   one DMA queue.
 //! * **Epochs.** An access is stamped with its agent's own clock component (its epoch). After
@@ -31,7 +33,8 @@
 //!   different agents to overlapping bytes, at least one a write, where the earlier one's
 //!   epoch is not covered by the later agent's clock, are a race.
 //! * **Uninitialised reads.** A read of SBUF/PSUM bytes no write has reached (DMA, compute or
-//!   PSUM zeroing) is reported. DRAM variables are initialised by the kernel's data.
+//!   PSUM zeroing) is reported, as is a read of DRAM bytes of an output, or of a variable the
+//!   NEFF gives no data, that no transfer or collective has written.
 //! * **PSUM accumulation.** A matmul that adds into PSUM (no START) checks that each destination
 //!   byte is inside an open accumulation group: written since, and not closed by a matmul
 //!   with END. With BEGIN_ACCUM the bytes only need to have been written.

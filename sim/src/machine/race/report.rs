@@ -196,7 +196,8 @@ pub enum FindingKind {
         /// The synchronisation that would order them.
         missing: String,
     },
-    /// A read of on-chip bytes nothing has written.
+    /// A read of on-chip bytes nothing has written, or of DRAM bytes of an output (or of a
+    /// variable without data) that no transfer or collective has written.
     UninitRead {
         /// The read.
         at: Origin,

@@ -367,4 +367,22 @@ fn the_race_check_over_processes_finds_what_one_process_finds() {
             assert_eq!(*f, one["ranks"][r]["findings"], "{placement}: rank {r}");
         }
     }
+    // `sim check --mpi` is the same check.
+    let neff = case.neff.display().to_string();
+    let (codes, o, e) = case.mpirun_args(&[
+        "check",
+        &neff,
+        "--mpi",
+        "--input",
+        "x=x.{rank}.npy",
+        "--json",
+    ]);
+    assert_eq!(codes, ["1", "1"], "{o}{e}");
+    let v: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
+    for r in 0..4 {
+        assert_eq!(
+            v["ranks"][r]["findings"], one["ranks"][r]["findings"],
+            "rank {r}"
+        );
+    }
 }

@@ -15,6 +15,7 @@ use tpbsim_sim::api::{self, RunConfig, RunError};
 use tpbsim_sim::machine::collective::Order;
 use tpbsim_sim::machine::load::dtype_of;
 use tpbsim_sim::machine::memory::VarBytes;
+use tpbsim_sim::machine::race::Finding;
 use tpbsim_sim::machine::timeline::Timeline;
 use tpbsim_sim::machine::{CoreFault, Fault, Program, VarKind, VarSpec};
 use tpbsim_validate::l2::L2Check;
@@ -354,16 +355,10 @@ fn run_ranks<'py>(
             "the kernel's collectives span {world} ranks; a world of {ranks} cannot run them"
         )));
     }
-    for (what, on) in [
-        ("check_races", a.check_races),
-        ("schedules > 1", a.schedules > 1),
-        ("profile", a.profile),
-    ] {
-        if on {
-            return Err(PyValueError::new_err(format!(
-                "{what} is not available for a run of several ranks"
-            )));
-        }
+    if a.profile {
+        return Err(PyValueError::new_err(
+            "profile is not available for a run of several ranks",
+        ));
     }
     let order = match a.collective_order {
         "replica" => Order::Replica,
@@ -393,6 +388,8 @@ fn run_ranks<'py>(
     let mut cfg = RunConfig {
         validator: Some(Arc::new(L2Check)),
         collective_order: order,
+        check_races: a.check_races,
+        schedules: a.schedules.max(1),
         ..RunConfig::default()
     };
     if let Some(g) = a.arch {
@@ -407,23 +404,37 @@ fn run_ranks<'py>(
     drop(views);
     let r = PyDict::new(py);
     let (outputs, stats, cores) = (PyList::empty(py), PyList::empty(py), PyList::empty(py));
+    let (findings, diffs) = (PyList::empty(py), PyList::empty(py));
     let mut gen = None;
     for o in outs {
         gen = Some(o.gen);
         stats.append(json_to_py(py, &o.stats)?)?;
         cores.append(json_to_py(py, &o.cores)?)?;
+        findings.append(findings_list(py, &o.findings)?)?;
+        diffs.append(json_to_py(py, &o.schedule_diffs)?)?;
         outputs.append(outputs_dict(py, np, program, o.outputs)?)?;
     }
     r.set_item("outputs", outputs)?;
     r.set_item("stats", stats)?;
     r.set_item("cores", cores)?;
-    r.set_item("findings", PyList::empty(py))?;
-    r.set_item("schedule_diffs", PyList::empty(py))?;
+    r.set_item("findings", findings)?;
+    r.set_item("schedule_diffs", diffs)?;
     r.set_item("arch", gen.map(|g| g.short()))?;
     r.set_item("ranks", ranks)?;
     r.set_item("collective_order", a.collective_order)?;
     r.set_item("run", py.None())?;
     Ok(r)
+}
+
+/// Race findings as a list of dicts, each with its `kind`.
+fn findings_list<'py>(py: Python<'py>, fs: &[Finding]) -> PyResult<Bound<'py, PyList>> {
+    let findings = PyList::empty(py);
+    for f in fs {
+        let d = json_to_py(py, f)?;
+        d.set_item("kind", f.kind_name())?;
+        findings.append(d)?;
+    }
+    Ok(findings)
 }
 
 /// Run a kernel; returns a dict with `outputs`, `stats`, `findings`, `schedule_diffs`, `arch`
@@ -518,13 +529,7 @@ fn run<'py>(
     r.set_item("outputs", outputs)?;
     r.set_item("stats", json_to_py(py, &out.stats)?)?;
     r.set_item("cores", json_to_py(py, &out.cores)?)?;
-    let findings = PyList::empty(py);
-    for f in &out.findings {
-        let d = json_to_py(py, f)?;
-        d.set_item("kind", f.kind_name())?;
-        findings.append(d)?;
-    }
-    r.set_item("findings", findings)?;
+    r.set_item("findings", findings_list(py, &out.findings)?)?;
     r.set_item("schedule_diffs", json_to_py(py, &out.schedule_diffs)?)?;
     r.set_item("arch", out.gen.short())?;
     cfg.arch = Some(out.gen);

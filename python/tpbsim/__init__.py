@@ -79,13 +79,14 @@ class Result:
     each NeuronCore's subgraph and counters (one entry per core of the program).
 
     A run of several ranks (``ranks`` is set) has one entry per rank in ``outputs``,
-    ``stats`` and ``cores``: ``result.outputs[r]["y"]`` is rank ``r``'s output ``y``."""
+    ``stats``, ``cores``, ``findings`` and ``schedule_diffs``: ``result.outputs[r]["y"]`` is
+    rank ``r``'s output ``y``, ``result.findings[r]`` its race findings."""
 
     outputs: Dict[str, Any]
     stats: Dict[str, Any]
-    findings: List[Dict[str, Any]]
+    findings: List[Any]
     cores: List[Dict[str, Any]] = field(default_factory=list)
-    schedule_diffs: List[Dict[str, Any]] = field(default_factory=list)
+    schedule_diffs: List[Any] = field(default_factory=list)
     arch: Optional[str] = None
     run: Any = field(default=None, repr=False)
     ranks: Optional[int] = None

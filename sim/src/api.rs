@@ -267,8 +267,9 @@ pub fn share_inputs<D: AsRef<[u8]>>(inputs: &BTreeMap<String, D>) -> BTreeMap<St
 
 /// Run `program` as a world of `inputs.len()` ranks (one input map per rank; at least one),
 /// each a copy of the program with its own DRAM, meeting at the collectives
-/// (docs/collectives.md); one [`RunOutput`] per rank, in rank order. One rank is
-/// [`run_program`]'s round-robin run.
+/// (docs/collectives.md), under `cfg.schedules` interleavings (every rank runs schedule i in
+/// the i-th run of the world); one [`RunOutput`] per rank, in rank order, with the outputs
+/// of that rank that differ in another schedule. One rank is [`run_program`]'s run.
 pub fn run_world<D: AsRef<[u8]>>(
     program: &Program,
     inputs: &[BTreeMap<String, D>],
@@ -282,7 +283,36 @@ pub fn run_world<D: AsRef<[u8]>>(
         check_inputs(program, i)?;
     }
     let shared: Vec<_> = inputs.iter().map(share_inputs).collect();
-    run_world_schedule(program, gen, &shared, cfg, 0, &|_, _, _| {})
+    let mut base = run_world_schedule(program, gen, &shared, cfg, 0, &|_, _, _| {})?;
+    for i in 1..cfg.schedules.max(1) {
+        let other = run_world_schedule(program, gen, &shared, cfg, i, &|_, _, _| {})?;
+        for (b, o) in base.iter_mut().zip(&other) {
+            b.schedule_diffs
+                .extend(schedule_diffs(&b.outputs, &o.outputs, cfg.seed, i));
+        }
+    }
+    Ok(base)
+}
+
+/// The outputs of `base` (the round-robin run) that differ in `other`, the run of schedule
+/// `i` (seeded from `seed`; see [`order_of`]).
+fn schedule_diffs(
+    base: &BTreeMap<String, VarBytes>,
+    other: &BTreeMap<String, VarBytes>,
+    seed: u64,
+    i: u32,
+) -> Vec<ScheduleDiff> {
+    let seed = seed.wrapping_add(u64::from(i).saturating_sub(1));
+    diff_outputs(base, other)
+        .into_iter()
+        .map(|d| ScheduleDiff {
+            output: d.output,
+            schedule: i,
+            seed,
+            first_byte: d.first_byte,
+            bytes_differing: d.bytes_differing,
+        })
+        .collect()
 }
 
 /// Run `kernel` (one core) with `inputs`; see [`run_program`].
@@ -305,24 +335,13 @@ pub fn run_program<D: AsRef<[u8]>>(
     check_inputs(program, inputs)?;
     let shared = share_inputs(inputs);
     let base = run_schedule(program, gen, &shared, cfg, 0, &|_, _| {})?;
-    let mut schedule_diffs = Vec::new();
+    let mut diffs = Vec::new();
     for i in 1..cfg.schedules.max(1) {
         let other = run_schedule(program, gen, &shared, cfg, i, &|_, _| {})?;
-        let seed = cfg.seed.wrapping_add(i as u64 - 1);
-        schedule_diffs.extend(
-            diff_outputs(&base.outputs, &other.outputs)
-                .into_iter()
-                .map(|d| ScheduleDiff {
-                    output: d.output,
-                    schedule: i,
-                    seed,
-                    first_byte: d.first_byte,
-                    bytes_differing: d.bytes_differing,
-                }),
-        );
+        diffs.extend(schedule_diffs(&base.outputs, &other.outputs, cfg.seed, i));
     }
     Ok(RunOutput {
-        schedule_diffs,
+        schedule_diffs: diffs,
         ..base
     })
 }
@@ -388,16 +407,10 @@ pub fn world_comm(
 }
 
 /// Check that `program` fits a world of `ranks` ranks: its replica groups and
-/// `src_target_pairs` name no rank outside it, and the race check (whose replay cannot
-/// repeat what other ranks sent) is off when there are several.
-pub fn check_world(program: &Program, ranks: usize, cfg: &RunConfig) -> Result<(), RunError> {
+/// `src_target_pairs` name no rank outside it.
+pub fn check_world(program: &Program, ranks: usize) -> Result<(), RunError> {
     if ranks < 2 {
         return Ok(());
-    }
-    if cfg.check_races {
-        return Err(RunError::Setup(SetupError::Unsupported(
-            "the race check of a run of several ranks".into(),
-        )));
     }
     for k in &program.cores {
         for (g, group) in k.replica_groups.iter().enumerate() {
@@ -438,7 +451,7 @@ pub fn run_ranks_schedule(
     schedule: u32,
     progress: &(dyn Fn(usize, usize, &SchedStats) + Sync),
 ) -> Result<Vec<RunOutput>, RunError> {
-    check_world(program, ranks, cfg)?;
+    check_world(program, ranks)?;
     let world = match meeting {
         Some(w) if ranks >= 2 => w,
         _ => {

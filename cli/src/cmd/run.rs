@@ -1196,7 +1196,7 @@ pub(crate) fn print_report(
                     if several {
                         e["cores"] = cores_json(r);
                     }
-                    if core_races > 0 {
+                    if a.check_races || core_races > 0 {
                         e["findings"] = findings_json(r);
                     }
                     e

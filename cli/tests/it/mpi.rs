@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::ranks::{collective_kernel, input, write_f32, N};
+use super::ranks::{collective_kernel, copy_to_sbuf, input, write_f32, N};
 
 /// Every `mpirun` of these tests is stopped after this long: a hang fails the test.
 const LIMIT_SECONDS: &str = "120";
@@ -333,4 +333,56 @@ fn validate_shards_a_corpus_and_prints_the_report_of_one_process() {
     c.args(&args);
     let (code, _, one_err) = output(c, case.dir.path());
     assert_eq!((code, one_err), (2, e));
+}
+
+/// The race check over MPI: each process checks the ranks it runs (the replay takes what
+/// the world delivered from the run's record, never the other processes), and the merged
+/// report has every rank's findings, the same as in one process. SP reads the all-reduce's
+/// output `y` (variable 2) without waiting for its completion: a race on every rank.
+#[test]
+fn the_race_check_over_processes_finds_what_one_process_finds() {
+    let case = Case::new(4, &[(0..4).collect()], &[(1, 0)], N);
+    let mut k = collective_kernel(&[(0..4).collect()], &[(1, 0)], N, N);
+    k.streams[tpbsim_isa::Engine::Sp as usize] = vec![copy_to_sbuf(2)];
+    k.to_neff().unwrap().write_to(&case.neff).unwrap();
+    let args = ["--input", "x=x.{rank}.npy", "--check-races", "--json"];
+    let (code, o, e) = case.run(&args);
+    assert_eq!(code, 1, "{o}{e}");
+    let one: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
+    for placement in ["blocks", "round-robin"] {
+        let mut a = args.to_vec();
+        a.extend(["--mpi-placement", placement]);
+        let (codes, o, e) = case.mpirun(&a);
+        assert_eq!(codes, ["1", "1"], "{placement}: {o}{e}");
+        let v: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
+        assert_eq!(v["status"], "findings", "{v}");
+        for r in 0..4 {
+            let f = &v["ranks"][r]["findings"];
+            assert_eq!(
+                f.as_array().map(Vec::len),
+                Some(1),
+                "{placement}: rank {r}: {v}"
+            );
+            assert_eq!(f[0]["a"]["origin"]["agent"], "pe:collective#0", "{f}");
+            assert_eq!(*f, one["ranks"][r]["findings"], "{placement}: rank {r}");
+        }
+    }
+    // `sim check --mpi` is the same check.
+    let neff = case.neff.display().to_string();
+    let (codes, o, e) = case.mpirun_args(&[
+        "check",
+        &neff,
+        "--mpi",
+        "--input",
+        "x=x.{rank}.npy",
+        "--json",
+    ]);
+    assert_eq!(codes, ["1", "1"], "{o}{e}");
+    let v: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
+    for r in 0..4 {
+        assert_eq!(
+            v["ranks"][r]["findings"], one["ranks"][r]["findings"],
+            "rank {r}"
+        );
+    }
 }

@@ -306,12 +306,8 @@ fn a_run_does_not_overwrite_the_files_it_reads() {
     assert_eq!(code, 2, "{err}");
 }
 
-/// The collective kernels of `testdata/collectives/` (a tensor-parallel matmul with an
-/// all-reduce, reduce-scatter + all-gather, a permute ring, all-to-all), each a world of 4
-/// ranks: `sim validate` finds no invalid bundle, and `sim run` with every rank's inputs from
-/// the stacked files of `<kernel>.in/` matches the numpy references of `<kernel>.ref/rank{r}/`.
-#[test]
-fn the_collective_kernels_match_their_numpy_references_on_every_rank() {
+/// The kernels of `testdata/collectives/` (four), sorted.
+fn collective_kernels() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/collectives");
     let mut kernels: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -320,6 +316,41 @@ fn the_collective_kernels_match_their_numpy_references_on_every_rank() {
         .collect();
     kernels.sort();
     assert_eq!(kernels.len(), 4, "{kernels:?}");
+    kernels
+}
+
+/// The stdout of `cmd` (on `name`), which exits 0.
+fn succeeds(name: &str, mut cmd: Command) -> String {
+    let r = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{name}: {text}{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    text
+}
+
+/// `sim SUB KERNEL` with an `--input` for each file of the kernel's `<kernel>.in/`.
+fn with_inputs(sub: &str, k: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sim"));
+    cmd.arg(sub).arg(k);
+    for f in std::fs::read_dir(k.with_extension("in")).unwrap() {
+        let f = f.unwrap().path();
+        let var = f.file_stem().unwrap().to_string_lossy().into_owned();
+        cmd.arg("--input").arg(format!("{var}={}", f.display()));
+    }
+    cmd
+}
+
+/// The collective kernels of `testdata/collectives/` (a tensor-parallel matmul with an
+/// all-reduce, reduce-scatter + all-gather, a permute ring, all-to-all), each a world of 4
+/// ranks: `sim validate` finds no invalid bundle, and `sim run` with every rank's inputs from
+/// the stacked files of `<kernel>.in/` matches the numpy references of `<kernel>.ref/rank{r}/`.
+#[test]
+fn the_collective_kernels_match_their_numpy_references_on_every_rank() {
+    let kernels = collective_kernels();
     let out = tempfile::tempdir().unwrap();
     for k in kernels {
         let stem = k.with_extension("");
@@ -335,27 +366,12 @@ fn the_collective_kernels_match_their_numpy_references_on_every_rank() {
             "{name}: {}",
             String::from_utf8_lossy(&v.stdout)
         );
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sim"));
-        cmd.arg("run").arg(&k);
-        for f in std::fs::read_dir(stem.with_extension("in")).unwrap() {
-            let f = f.unwrap().path();
-            let var = f.file_stem().unwrap().to_string_lossy().into_owned();
-            cmd.arg("--input").arg(format!("{var}={}", f.display()));
-        }
-        let r = cmd
-            .arg("--ref-dir")
+        let mut cmd = with_inputs("run", &k);
+        cmd.arg("--ref-dir")
             .arg(stem.with_extension("ref"))
             .arg("--out-dir")
-            .arg(out.path().join(&name))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&r.stdout);
-        assert_eq!(
-            r.status.code(),
-            Some(0),
-            "{name}: {text}{}",
-            String::from_utf8_lossy(&r.stderr)
-        );
+            .arg(out.path().join(&name));
+        let text = succeeds(&name, cmd);
         assert!(text.contains("4 ranks of 1 core each"), "{name}: {text}");
         for rank in 0..4 {
             assert!(
@@ -363,5 +379,103 @@ fn the_collective_kernels_match_their_numpy_references_on_every_rank() {
                 "{name}: {text}"
             );
         }
+    }
+}
+
+/// `sim check` on the collective kernels of `testdata/collectives/` (correct kernels: every
+/// consumer of a collective's output waits for its completion semaphore), with every rank's
+/// inputs and references, under two interleavings: exit 0, no finding on any rank.
+#[test]
+fn sim_check_passes_on_every_collective_kernel() {
+    let kernels = collective_kernels();
+    for k in kernels {
+        let stem = k.with_extension("");
+        let name = stem.file_name().unwrap().to_string_lossy().into_owned();
+        let mut cmd = with_inputs("check", &k);
+        cmd.arg("--ref-dir")
+            .arg(stem.with_extension("ref"))
+            .args(["--schedules", "2", "--json"]);
+        let text = succeeds(&name, cmd);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["status"], "ok", "{name}: {v}");
+        let ranks = v["ranks"].as_array().unwrap();
+        assert_eq!(ranks.len(), 4, "{name}");
+        for r in ranks {
+            assert_eq!(r["findings"], serde_json::json!([]), "{name}: {r}");
+        }
+        assert_eq!(v["schedules"]["findings_differ"], serde_json::json!([]));
+    }
+}
+
+/// DMA_DIRECT2D on SP copying all of DRAM variable `var` (`N` fp32, one row of 32 bytes) to
+/// SBUF partition 1.
+pub(crate) fn copy_to_sbuf(var: u64) -> Bundle {
+    let mut b = bundle(tpbsim_isa::opcode_byte::PSEUDO_DMA_DIRECT2D);
+    b.set_u8(14, 0);
+    for (base, (v, addr, step)) in [(16usize, (var as u32, 0, 32)), (40, (0, 0x40000, 0x40000))] {
+        b.set_u32(base, addr);
+        b.set_u32(base + 4, v);
+        b.set_u8(base + 7, 0x10);
+        b.set_u32(base + 12, step);
+        b.set_u16(base + 16, 1);
+        b.set_u16(base + 18, 1);
+        b.set_u16(base + 20, (N * 4) as u16);
+    }
+    b.set_u8(62, 0x0A);
+    b.set_u8(63, 0x0A);
+    b
+}
+
+/// `sim check` on a world whose SP reads the all-reduce's output without waiting for its
+/// completion: exit 1, and every rank reports the race between the collective's write and
+/// SP's read; with the wait, exit 0.
+#[test]
+fn sim_check_reports_a_read_of_a_collectives_output_before_it_completes() {
+    let w = World::new(2);
+    let y = 2; // x is variable 1, y variable 2
+    for (wait, code) in [(false, 1), (true, 0)] {
+        let mut p = all_reduce_kernel(2);
+        let mut read = copy_to_sbuf(y);
+        if wait {
+            read.set_u8(4, WaitMode::SEM_GE_IMM.0);
+            read.set_u8(5, 2);
+            read.set_u32(8, 1);
+        }
+        p.streams[Engine::Sp as usize] = vec![read];
+        let neff = w.path(&format!("read_y_{wait}.neff"));
+        p.to_neff().unwrap().write_to(&neff).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_sim"))
+            .arg("check")
+            .arg(&neff)
+            .args(["--input", "x=x.{rank}.npy"])
+            .current_dir(w.dir.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "wait {wait}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for r in 0..2 {
+            let race = format!(
+                "rank {r}: race: write of collective pe:collective#0 `output` (issued by pe bundle #0 PSEUDO_TRIGGER_COLLECTIVE)\n  and read of DMA queue sp:direct `dma.from`"
+            );
+            assert_eq!(text.contains(&race), !wait, "rank {r}, wait {wait}: {text}");
+        }
+    }
+}
+
+/// A world's trace: the timeline runs on the race check's clocks, which a world now takes;
+/// every core of every rank has its track group, and the run matches its references.
+#[test]
+fn a_world_writes_its_trace() {
+    let w = World::new(2);
+    let (code, out, err) = w.run(&["--input", "x=x.{rank}.npy", "--trace", "t.json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let trace = std::fs::read_to_string(w.path("t.json")).unwrap();
+    for r in 0..2 {
+        assert!(trace.contains(&format!("rank{r} sg00")), "{trace}");
     }
 }

@@ -8,6 +8,7 @@ use tpbsim_isa::check::BundleCheck;
 use tpbsim_isa::{decode, Bundle, Engine, Gen, Inst, RawInst};
 
 use super::budget::{self, Budget, Exceeded, Limits};
+use super::collective::Received;
 use super::collective::{Meeting, Member};
 use super::control::NUM_REGS;
 use super::dma::{self, DmaDesc};
@@ -16,7 +17,7 @@ use super::geometry::Geometry;
 use super::kernel::{Kernel, VarSpec};
 use super::memory::{Dram, DramVar, OnChip, VarBytes};
 use super::ops::EngineState;
-use super::race::{AccessKind, Agent, Checker, Finding, Mem, ShadowFull};
+use super::race::{AccessKind, Agent, Checker, Finding, Mem, Outstanding, ShadowFull};
 use super::sched::{self, Flow, Order, SchedStats, Streams};
 use super::sync::{Events, SyncState};
 use super::waitfor::{PendingUpdate, SyncRef};
@@ -126,7 +127,7 @@ pub struct Machine<'k> {
     /// Execution plans of bundles whose operands depend only on their bytes (see
     /// [`super::plan`]); a slot names its plan by index.
     pub(crate) plans: Vec<super::plan::Plan>,
-    race: Option<Box<Checker>>,
+    pub(crate) race: Option<Box<Checker>>,
     /// The agent DMA accesses are attributed to.
     dma_agent: Agent,
     /// Memory and DMA charged so far.
@@ -150,6 +151,10 @@ pub struct Machine<'k> {
     pub(crate) pending: Vec<PendingCollective>,
     /// The bundle just executed posted a collective: its `_COMPLETE` updates wait for it.
     pub(crate) defer_complete: bool,
+    /// Per engine, the positions of its collective bundles (each issues on its own agent).
+    collective_sites: [Vec<usize>; Engine::COUNT],
+    /// What the world delivered in a race-checked run of a world, for its replay.
+    pub(crate) deliveries: Option<Deliveries>,
     /// Set by the caller to stop the run ([`Machine::set_stop`]).
     stop: Option<Arc<AtomicBool>>,
 }
@@ -168,6 +173,50 @@ pub(crate) struct PendingCollective {
     pub out_len: u64,
     /// The bundle's synchronisation, whose `_COMPLETE` updates are made on completion.
     pub events: Option<Events>,
+    /// With the race check: the collective's agent and its own clock.
+    pub race: Option<(Agent, Outstanding)>,
+}
+
+/// What the world delivered to a core in a race-checked run: the ticket of each collective it
+/// posted and what each of its waits received, in run order. The replay of the race check
+/// (`Machine::resolve_races`) takes them from here instead of meeting the other ranks again,
+/// so it repeats the run's interleaving exactly, whatever the threads' timing was.
+#[derive(Debug, Default)]
+pub(crate) struct Deliveries {
+    tickets: Vec<u64>,
+    waits: Vec<Vec<(u64, Received)>>,
+    /// Replaying: the next ticket and wait to hand out.
+    replay: Option<(usize, usize)>,
+}
+
+impl Deliveries {
+    /// The next ticket of a replay (`None` when recording, or when the replay posts more than
+    /// the run did).
+    pub(crate) fn replayed_ticket(&mut self) -> Option<Option<u64>> {
+        let (t, _) = self.replay.as_mut()?;
+        let r = self.tickets.get(*t).copied();
+        *t += 1;
+        Some(r)
+    }
+
+    /// What the next wait of a replay receives (`None` when recording; `Some(None)` when the
+    /// replay waits more often than the run did).
+    pub(crate) fn replayed_wait(&mut self) -> Option<Option<Vec<(u64, Received)>>> {
+        let (_, w) = self.replay.as_mut()?;
+        let r = self.waits.get(*w).cloned();
+        *w += 1;
+        Some(r)
+    }
+
+    /// Record a ticket of the run.
+    pub(crate) fn record_ticket(&mut self, t: u64) {
+        self.tickets.push(t);
+    }
+
+    /// Record what a wait of the run received.
+    pub(crate) fn record_wait(&mut self, done: &[(u64, Received)]) {
+        self.waits.push(done.to_vec());
+    }
 }
 
 /// A distinct bundle (its bytes, on one engine), decoded and validated once and reused at
@@ -257,9 +306,28 @@ pub(crate) fn queue_name(raw: &[u8]) -> String {
     String::from_utf8_lossy(&raw[..end]).into_owned()
 }
 
+/// Collective agents of one engine at most: an engine's collective bundles beyond this many
+/// share them (the k-th on agent k mod this).
+const COLLECTIVE_AGENTS: usize = 64;
+
+/// Per engine, the positions of its collective bundles (TRIGGER_COLLECTIVE, SEND_RECV).
+fn collective_sites(kernel: &Kernel) -> [Vec<usize>; Engine::COUNT] {
+    use tpbsim_isa::opcode_byte::{PSEUDO_SEND_RECV, PSEUDO_TRIGGER_COLLECTIVE};
+    std::array::from_fn(|e| {
+        kernel.streams[e]
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| matches!(b.opcode(), PSEUDO_TRIGGER_COLLECTIVE | PSEUDO_SEND_RECV))
+            .map(|(i, _)| i)
+            .collect()
+    })
+}
+
 /// Agent ids: the five engines, then each sidecar DMA queue in engine and queue order, then one
-/// direct-DMA agent per engine.
-fn agent_labels(kernel: &Kernel) -> Vec<String> {
+/// direct-DMA agent per engine, then the collective agents of each engine in engine order (one
+/// per collective bundle, `pool:collective#3`, up to [`COLLECTIVE_AGENTS`]; beyond, each
+/// shared by several bundles, `pool:collectives5`).
+fn agent_labels(kernel: &Kernel, sites: &[Vec<usize>; Engine::COUNT]) -> Vec<String> {
     let mut v: Vec<String> = Engine::ALL.iter().map(|e| e.short().to_string()).collect();
     for e in Engine::ALL {
         for q in &kernel.queues[e as usize] {
@@ -267,6 +335,14 @@ fn agent_labels(kernel: &Kernel) -> Vec<String> {
         }
     }
     v.extend(Engine::ALL.iter().map(|e| format!("{}:direct", e.short())));
+    for e in Engine::ALL {
+        let s = &sites[e as usize];
+        if s.len() <= COLLECTIVE_AGENTS {
+            v.extend(s.iter().map(|pc| format!("{}:collective#{pc}", e.short())));
+        } else {
+            v.extend((0..COLLECTIVE_AGENTS).map(|k| format!("{}:collectives{k}", e.short())));
+        }
+    }
     v
 }
 
@@ -347,6 +423,8 @@ impl<'k> Machine<'k> {
             comm: None,
             pending: Vec::new(),
             defer_complete: false,
+            collective_sites: collective_sites(kernel),
+            deliveries: None,
             stop: None,
         })
     }
@@ -421,11 +499,18 @@ impl<'k> Machine<'k> {
             .iter()
             .map(|(id, v)| (id, v.name.clone()))
             .collect();
-        self.race = Some(Box::new(Checker::new(
+        let mut c = Checker::new(
             self.chip.geom,
-            agent_labels(self.kernel),
+            agent_labels(self.kernel, &self.collective_sites),
             names,
-        )));
+        );
+        // Outputs, and variables the NEFF gives no data, hold nothing defined at the start.
+        c.set_undefined_dram(self.kernel.vars.iter().filter_map(|v| {
+            let undefined = v.kind == super::memory::VarKind::Output
+                || (v.kind == super::memory::VarKind::Other && v.init.is_none());
+            undefined.then_some(v.id)
+        }));
+        self.race = Some(Box::new(c));
         self.chip.log = Some(Default::default());
     }
 
@@ -439,7 +524,10 @@ impl<'k> Machine<'k> {
             }
         }
         if let Some(c) = self.race.as_mut() {
-            c.timeline = Some(super::timeline::Timeline::new(agent_labels(self.kernel)));
+            c.timeline = Some(super::timeline::Timeline::new(agent_labels(
+                self.kernel,
+                &self.collective_sites,
+            )));
         }
     }
 
@@ -486,6 +574,44 @@ impl<'k> Machine<'k> {
     fn direct_agent(&self, e: Engine) -> Agent {
         let queues: usize = self.kernel.queues.iter().map(Vec::len).sum();
         (Engine::COUNT + queues + e as usize) as Agent
+    }
+
+    /// Agent id of the collective bundle at `site` (`None` for another bundle).
+    pub(crate) fn collective_agent(&self, site: Site) -> Option<Agent> {
+        let e = site.engine as usize;
+        let k = self.collective_sites[e].binary_search(&site.index).ok()?;
+        let before: usize = self.collective_sites[..e]
+            .iter()
+            .map(|s| s.len().min(COLLECTIVE_AGENTS))
+            .sum();
+        let id = self.direct_agent(Engine::Sp) as usize + 1 + before + k % COLLECTIVE_AGENTS;
+        Agent::try_from(id).ok()
+    }
+
+    /// Record for the race check the access (`operand`, `kind`) of `agent` to bytes
+    /// `off..off + len` of DRAM variable `var`: a collective's window. Bytes past 4 GiB into
+    /// a variable are not recorded (as for a transfer).
+    pub(crate) fn record_window(
+        &mut self,
+        site: Site,
+        agent: Agent,
+        operand: &str,
+        window: (u32, u64, u64),
+        kind: AccessKind,
+    ) -> Result<(), Fault> {
+        let (var, off, len) = window;
+        let Some(room) = self.shadow_room() else {
+            return Ok(());
+        };
+        let (Ok(lo), Ok(hi)) = (u32::try_from(off), u32::try_from(off.saturating_add(len))) else {
+            return Ok(());
+        };
+        let Some(c) = self.race.as_mut() else {
+            return Ok(());
+        };
+        c.set_segment_cap(self.shadow_charged + room / budget::SHADOW_SEGMENT_BYTES);
+        let r = c.dma_access(agent, operand, Mem::Dram(var), lo, hi, kind);
+        self.charge_shadow(site, r, 0)
     }
 
     /// Attribute the logged on-chip accesses to the current bundle (at `site`), charging the
@@ -776,14 +902,9 @@ impl<'k> Machine<'k> {
     }
 
     /// Make this core member `me` of world `w` (a run of several ranks): its collectives meet
-    /// the other members' there. Refused with the race check on, whose replay cannot repeat
-    /// what other ranks sent.
+    /// the other members' there. With the race check on, the run records what the world
+    /// delivers and the check's replay takes it from that record ([`Deliveries`]).
     pub fn join_world(&mut self, w: Arc<dyn Meeting>, me: Member) -> Result<(), SetupError> {
-        if self.race.is_some() {
-            return Err(SetupError::Unsupported(
-                "the race check of a run of several ranks".into(),
-            ));
-        }
         self.comm = Some((w, me));
         Ok(())
     }
@@ -861,6 +982,8 @@ impl<'k> Machine<'k> {
                 regs: self.regs,
                 engines: self.engines.clone(),
             });
+        // A core of a world records what the world delivers, for the replay.
+        self.deliveries = (snapshot.is_some() && self.comm.is_some()).then(Deliveries::default);
         let mut sync = std::mem::take(&mut self.sync);
         let r = sched::run_ordered(self, &mut sync, opts.max_steps, opts.order, progress);
         self.sync = sync;
@@ -874,6 +997,7 @@ impl<'k> Machine<'k> {
         if let Some(s) = snapshot {
             self.resolve_races(s, opts);
         }
+        self.deliveries = None;
         Ok(RunStats {
             sched,
             dma_bytes: self.dma_bytes,
@@ -918,8 +1042,16 @@ impl<'k> Machine<'k> {
         if let Some(c) = self.race.as_mut() {
             c.force(clocks);
         }
+        // A core of a world replays what the world delivered in the run.
+        if let Some(d) = self.deliveries.as_mut() {
+            d.replay = Some((0, 0));
+        }
+        self.pending.clear();
+        self.defer_complete = false;
         let mut sync = std::mem::take(&mut self.sync);
         let r = sched::run_ordered(self, &mut sync, opts.max_steps, opts.order, &mut |_| {});
+        self.pending.clear();
+        self.defer_complete = false;
         self.sync = end.sync;
         self.dram = end.dram;
         self.regs = end.regs;

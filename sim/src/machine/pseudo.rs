@@ -16,17 +16,18 @@
 //! group of one, where every collective type the model takes is a copy of the input to the
 //! output (an all-reduce over one rank is its input).
 
-use std::sync::Arc;
-
 use tpbsim_isa::{
     Bundle, CurProcessingRankId, GidLoad, GidTargetType, NumFormat, PseudoSem, SendRecv,
     TriggerCollective,
 };
 
-use super::collective::{Comm, Kind, Member, Post, Reduce, Window};
+use std::sync::Arc;
+
+use super::collective::{Comm, Kind, Meeting, Member, Post, Reduce, Window};
 use super::core::{Machine, PendingCollective};
 use super::dma::{DmaDesc, DmaMem, DmaSide};
 use super::fault::{Fault, Site};
+use super::race::{AccessKind, Agent, Outstanding};
 use super::sched::Flow;
 use super::sync::SyncState;
 
@@ -137,20 +138,24 @@ impl Machine<'_> {
             data,
             site,
         };
-        let pending = PendingCollective {
+        let mut pending = PendingCollective {
             ticket: 0,
             site,
             out_var: output,
             out_offset: out_off,
             out_len,
             events: None,
+            race: None,
         };
         match world {
             Some(w) => {
-                let ticket = w
-                    .post(Member { rank, core }, post)
-                    .map_err(|e| Fault::exec(site, e))?;
-                self.pending.push(PendingCollective { ticket, ..pending });
+                let race = self.issue_collective(site, Some((input, in_off, in_len)), "input")?;
+                let ticket = self.post_collective(&w, Member { rank, core }, post, site)?;
+                self.pending.push(PendingCollective {
+                    ticket,
+                    race,
+                    ..pending
+                });
                 self.defer_complete = true;
             }
             None => {
@@ -173,7 +178,7 @@ impl Machine<'_> {
                         to: side(output, out_off, bytes.len() as u64),
                     };
                     self.record_collective(site, &d)?;
-                    self.receive(&pending, &bytes, sync)?;
+                    self.receive(&mut pending, &bytes, sync)?;
                 }
             }
         }
@@ -275,7 +280,12 @@ impl Machine<'_> {
             data,
             site,
         };
-        let ticket = world.post(me, post).map_err(|e| Fault::exec(site, e))?;
+        let race = if send {
+            self.issue_collective(site, Some((var, off, len)), "source")?
+        } else {
+            self.issue_collective(site, None, "")?
+        };
+        let ticket = self.post_collective(&world, me, post, site)?;
         self.pending.push(PendingCollective {
             ticket,
             site,
@@ -283,6 +293,7 @@ impl Machine<'_> {
             out_offset: off,
             out_len: if send { 0 } else { len },
             events: None,
+            race,
         });
         self.defer_complete = true;
         Ok(Flow::Next)
@@ -393,12 +404,85 @@ impl Machine<'_> {
             .ok_or_else(|| Fault::exec(site, format!("variable {var}: no window {lo}..+{len}")))
     }
 
-    /// Write a completed collective's output window and make its bundle's `_COMPLETE` updates.
-    /// A result that fills the whole output variable becomes the variable's buffer, shared
-    /// with the other members that receive it (copied only if this core writes it later).
+    /// With the race check, a collective of a world issued at `site` starts on its own agent
+    /// (`Machine::collective_agent`), ordered after what the issuing engine did so far, and
+    /// reads `read` (variable, byte offset, bytes; `operand` names it) now: its agent and its
+    /// own clock, kept until it completes.
+    fn issue_collective(
+        &mut self,
+        site: Site,
+        read: Option<(u32, u64, u64)>,
+        operand: &str,
+    ) -> Result<Option<(Agent, Outstanding)>, Fault> {
+        let Some(agent) = self.race.as_ref().and(self.collective_agent(site)) else {
+            return Ok(None);
+        };
+        if let Some(c) = self.race.as_mut() {
+            c.handoff(site.engine as Agent, agent);
+        }
+        if let Some(w) = read {
+            self.record_window(site, agent, operand, w, AccessKind::Read)?;
+        }
+        Ok(self
+            .race
+            .as_mut()
+            .map(|c| (agent, c.fork_collective(agent))))
+    }
+
+    /// Post `post` for `me` at `world`: its ticket. In the race check's replay the ticket is
+    /// the run's, and nothing is posted (`super::core::Deliveries`).
+    fn post_collective(
+        &mut self,
+        world: &Arc<dyn Meeting>,
+        me: Member,
+        post: Post,
+        site: Site,
+    ) -> Result<u64, Fault> {
+        if let Some(t) = self.deliveries.as_mut().and_then(|d| d.replayed_ticket()) {
+            return t.ok_or_else(|| {
+                Fault::exec(
+                    site,
+                    "the race check's replay posts a collective the run did not",
+                )
+            });
+        }
+        let t = world.post(me, post).map_err(|e| Fault::exec(site, e))?;
+        if let Some(d) = self.deliveries.as_mut() {
+            d.record_ticket(t);
+        }
+        Ok(t)
+    }
+
+    /// Write a completed collective's output window and make its bundle's `_COMPLETE` updates;
+    /// with the race check, both on the collective's own agent and clock (the write is the
+    /// collective's, and the updates release what it did). A result that fills the whole
+    /// output variable becomes the variable's buffer, shared with the other members that
+    /// receive it (copied only if this core writes it later).
     fn receive(
         &mut self,
+        p: &mut PendingCollective,
+        bytes: &Arc<Vec<u8>>,
+        sync: &mut SyncState,
+    ) -> Result<(), Fault> {
+        let agent = match (self.race.as_mut(), p.race.as_mut()) {
+            (Some(c), Some((a, o))) => {
+                c.resume_collective(*a, o);
+                Some(*a)
+            }
+            _ => None,
+        };
+        let r = self.deliver(p, agent, bytes, sync);
+        if let (Some(c), Some((a, o))) = (self.race.as_mut(), p.race.as_mut()) {
+            c.suspend_collective(*a, o);
+        }
+        r
+    }
+
+    /// [`Self::receive`] once the collective's agent (with the race check) is in place.
+    fn deliver(
+        &mut self,
         p: &PendingCollective,
+        agent: Option<Agent>,
         bytes: &Arc<Vec<u8>>,
         sync: &mut SyncState,
     ) -> Result<(), Fault> {
@@ -417,9 +501,25 @@ impl Machine<'_> {
             self.dram
                 .note(p.out_var, p.out_offset, p.out_offset + len as u64, true);
             self.charge_copied(p.site, "collective")?;
+            if let Some(a) = agent {
+                let operand = if p.site.opcode == tpbsim_isa::opcode_byte::PSEUDO_SEND_RECV {
+                    "destination"
+                } else {
+                    "output"
+                };
+                let w = (p.out_var, p.out_offset, len as u64);
+                self.record_window(p.site, a, operand, w, AccessKind::Write)?;
+            }
         }
         if let Some(ev) = &p.events {
-            ev.complete(sync, &self.regs[p.site.engine as usize]);
+            let regs = &self.regs[p.site.engine as usize];
+            match (self.race.as_mut(), agent) {
+                (Some(c), Some(a)) => {
+                    let end = c.timeline.as_ref().map_or(0.0, |t| t.now[a as usize]);
+                    c.complete(a, ev, sync, regs, end);
+                }
+                _ => ev.complete(sync, regs),
+            }
         }
         Ok(())
     }
@@ -440,17 +540,42 @@ impl Machine<'_> {
             me,
             tickets.len()
         );
-        let done = world.wait(me, &tickets, stand).map_err(|e| Fault::Exec {
-            site: first,
-            message: e,
-        })?;
+        let done = match self.deliveries.as_mut().and_then(|d| d.replayed_wait()) {
+            Some(Some(d)) => d,
+            Some(None) => {
+                return Err(Fault::exec(
+                    first,
+                    "the race check's replay waits for collectives more often than the run did",
+                ))
+            }
+            None => {
+                let d = world.wait(me, &tickets, stand).map_err(|e| Fault::Exec {
+                    site: first,
+                    message: e,
+                })?;
+                if let Some(rec) = self.deliveries.as_mut() {
+                    rec.record_wait(&d);
+                    let held: u64 = d
+                        .iter()
+                        .filter_map(|(_, r)| r.as_ref().ok())
+                        .map(|b| b.len() as u64)
+                        .sum();
+                    self.charge_memory(
+                        "the race check's record of what collectives delivered",
+                        held,
+                    )
+                    .map_err(|e| Fault::budget(first, e))?;
+                }
+                d
+            }
+        };
         for (t, r) in done {
             let Some(i) = self.pending.iter().position(|p| p.ticket == t) else {
                 continue;
             };
-            let p = self.pending.remove(i);
+            let mut p = self.pending.remove(i);
             let bytes = r.map_err(|e| Fault::exec(p.site, e))?;
-            self.receive(&p, &bytes, sync)?;
+            self.receive(&mut p, &bytes, sync)?;
         }
         Ok(true)
     }

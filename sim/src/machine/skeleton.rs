@@ -46,6 +46,13 @@ enum Step {
     Release(u32),
     /// Acquisition number `.0`.
     Acquire(u32),
+    /// A collective issued on `agent` keeps the agent's clock as its own (the next fork
+    /// slot), and the agent's own component advances by `stride` (the epochs the collective
+    /// uses).
+    Fork { agent: Agent, stride: u32 },
+    /// `agent`'s clock and the clock kept in fork slot `slot` change places: a collective's
+    /// completion runs on its own clock, and gives the agent's back after it.
+    Swap { agent: Agent, slot: u32 },
 }
 
 #[derive(Clone, Debug)]
@@ -110,6 +117,8 @@ pub struct Skeleton {
     segs: Vec<Segment>,
     sem_seg: Vec<Option<u32>>,
     event_seg: Vec<Option<u32>>,
+    /// Fork slots handed out ([`Skeleton::fork`]).
+    forks: u32,
 }
 
 impl Skeleton {
@@ -126,6 +135,20 @@ impl Skeleton {
     /// Queue `q` joined `by`'s clock.
     pub fn handoff(&mut self, by: Agent, q: Agent) {
         self.steps.push(Step::Handoff { by, q });
+    }
+
+    /// A collective issued on `agent` keeps the agent's current clock as its own: the slot it
+    /// is kept in. The agent's own component then advances by `stride`.
+    pub fn fork(&mut self, agent: Agent, stride: u32) -> u32 {
+        let slot = self.forks;
+        self.forks += 1;
+        self.steps.push(Step::Fork { agent, stride });
+        slot
+    }
+
+    /// `agent`'s clock and the clock kept in fork slot `slot` change places.
+    pub fn swap(&mut self, agent: Agent, slot: u32) {
+        self.steps.push(Step::Swap { agent, slot });
     }
 
     fn new_seg(&mut self, base: Option<u32>, base_value: u32) -> u32 {
@@ -395,9 +418,21 @@ impl Skeleton {
         let mut acq: Vec<VClock> = self.acquires.iter().map(|a| a.clock.clone()).collect();
         loop {
             let mut clocks: Vec<VClock> = (0..n).map(|i| VClock::unit(n, i as Agent)).collect();
+            let mut saved: Vec<VClock> = Vec::with_capacity(self.forks as usize);
             let mut changed = false;
             for step in &self.steps {
                 match *step {
+                    Step::Fork { agent, stride } => {
+                        let c = &mut clocks[agent as usize];
+                        saved.push(c.clone());
+                        let own = c.get(agent);
+                        c.raise(agent, own.saturating_add(stride));
+                    }
+                    Step::Swap { agent, slot } => {
+                        if let Some(s) = saved.get_mut(slot as usize) {
+                            std::mem::swap(&mut clocks[agent as usize], s);
+                        }
+                    }
                     Step::Handoff { by, q } => {
                         if by != q {
                             let c = clocks[by as usize].clone();
@@ -525,6 +560,37 @@ mod tests {
         assert_eq!(need.map(|x| x.2), Some(0));
         s.acquire(2, 1, need, clock(&[1, 0, 0]));
         assert_eq!(s.resolve().unwrap()[0], clock(&[0, 0, 0]));
+    }
+
+    #[test]
+    fn a_collective_releases_the_clock_it_kept_at_issue() {
+        use crate::machine::sync::Cmp;
+        // Engine 0 issues a collective on agent 1 (hand-off), which keeps its clock and moves
+        // its own component past four epochs; engine 0 then issues a second collective on the
+        // same agent. The first completes on its kept clock and increments semaphore 2, which
+        // agent 2 waits for: it acquires the first collective's clock, not the agent's later
+        // one, and the resolution computes the same.
+        let mut s = Skeleton::new(3);
+        s.handoff(0, 1);
+        assert_eq!(s.fork(1, 4), 0);
+        s.handoff(0, 1);
+        assert_eq!(s.fork(1, 4), 1);
+        s.swap(1, 0);
+        s.sem(1, 2, 0, 1, false, false, clock(&[1, 1, 0]));
+        s.swap(1, 0);
+        let need = s.sem_need(2, Cmp::Ge, 1);
+        s.acquire(2, 1, need, clock(&[1, 1, 0]));
+        assert_eq!(s.resolve(), None);
+        // The kept clock is what the resolution releases: had the release carried the agent's
+        // later clock, the wait would have acquired more than the run's.
+        let mut t = Skeleton::new(3);
+        t.handoff(0, 1);
+        t.fork(1, 4);
+        t.handoff(0, 1);
+        t.sem(1, 2, 0, 1, false, false, clock(&[1, 1, 0]));
+        let need = t.sem_need(2, Cmp::Ge, 1);
+        t.acquire(2, 1, need, clock(&[1, 1, 0]));
+        assert_eq!(t.resolve().unwrap()[0], clock(&[2, 5, 0]));
     }
 
     #[test]

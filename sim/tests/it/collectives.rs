@@ -15,7 +15,7 @@ const IN: u32 = 3;
 const OUT: u32 = 4;
 const OUT2: u32 = 5;
 
-fn bundle(op: u8) -> Bundle {
+pub(crate) fn bundle(op: u8) -> Bundle {
     let mut b = Bundle::ZERO;
     b.set_u8(0, op);
     b.set_u8(1, 0x10);
@@ -45,14 +45,14 @@ fn trigger(
 }
 
 /// `b` incrementing semaphore `sem` when it completes.
-fn inc_on_complete(mut b: Bundle, sem: u8) -> Bundle {
+pub(crate) fn inc_on_complete(mut b: Bundle, sem: u8) -> Bundle {
     b.set_u8(6, UpdateMode::SEM_INC_COMPLETE.0);
     b.set_u8(7, sem);
     b
 }
 
 /// `b` waiting until semaphore `sem` ≥ `v`.
-fn wait_ge(mut b: Bundle, sem: u8, v: u32) -> Bundle {
+pub(crate) fn wait_ge(mut b: Bundle, sem: u8, v: u32) -> Bundle {
     b.set_u8(4, WaitMode::SEM_GE_IMM.0);
     b.set_u8(5, sem);
     b.set_u32(8, v);

@@ -4,6 +4,7 @@
 
 mod affine_select_modes;
 mod api;
+mod collective_races;
 mod collectives;
 mod compare_render;
 mod dequant_codebook;

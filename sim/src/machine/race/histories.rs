@@ -42,8 +42,11 @@ impl Checker {
     pub(super) fn release_desc(&mut self, agent: Agent, desc: impl FnOnce() -> String) {
         let epoch = self.clocks[agent as usize].get(agent);
         let rel = &mut self.releases[agent as usize];
-        if rel.last().map(|r| r.0) != Some(epoch) {
-            rel.push((epoch, desc()));
+        // In epoch order (a collective's completion releases at the epochs it kept when it
+        // issued, which may come before those of its agent's later collectives).
+        let i = rel.partition_point(|r| r.0 < epoch);
+        if rel.get(i).map(|r| r.0) != Some(epoch) {
+            rel.insert(i, (epoch, desc()));
         }
     }
 

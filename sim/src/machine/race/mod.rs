@@ -6,7 +6,9 @@
 //! # Model (see `docs/races.md`)
 //!
 //! * **Agents.** The five engines, each DMA queue of each engine's sidecar (`sp:in`), and one
-//!   direct-DMA agent per engine for DMA_DIRECT2D (`sp:direct`). Each agent has a vector clock.
+//!   direct-DMA agent per engine for DMA_DIRECT2D (`sp:direct`), and in a world of several
+//!   ranks one agent per collective bundle (`pool:collective#3`), whose collectives each run
+//!   on their own clock ([`Outstanding`]). Each agent has a vector clock.
 //!   An engine's bundles are ordered among themselves (program order); so are the transfers of
 //!   one DMA queue.
 //! * **Epochs.** An access is stamped with its agent's own clock component (its epoch). After
@@ -31,7 +33,8 @@
 //!   different agents to overlapping bytes, at least one a write, where the earlier one's
 //!   epoch is not covered by the later agent's clock, are a race.
 //! * **Uninitialised reads.** A read of SBUF/PSUM bytes no write has reached (DMA, compute or
-//!   PSUM zeroing) is reported. DRAM variables are initialised by the kernel's data.
+//!   PSUM zeroing) is reported, as is a read of DRAM bytes of an output, or of a variable the
+//!   NEFF gives no data, that no transfer or collective has written.
 //! * **PSUM accumulation.** A matmul that adds into PSUM (no START) checks that each destination
 //!   byte is inside an open accumulation group: written since, and not closed by a matmul
 //!   with END. With BEGIN_ACCUM the bytes only need to have been written.
@@ -107,6 +110,25 @@ pub struct Checker {
     segments: u64,
     /// Live segments a shadow update may grow them to ([`ShadowFull`] beyond).
     segment_cap: u64,
+    /// DRAM variables whose bytes hold nothing defined when the run starts (outputs, and
+    /// variables with no data in the NEFF): reads of bytes no write reached are reported.
+    undefined: std::collections::BTreeSet<u32>,
+}
+
+/// Epochs of its agent one collective uses: its accesses and its at most two completion
+/// updates.
+const COLLECTIVE_EPOCHS: u32 = 4;
+
+/// A collective's own clock while it is outstanding: kept when it issues
+/// ([`Checker::fork_collective`]), in place of its agent's while it completes
+/// ([`Checker::resume_collective`]). Collectives of one agent (one bundle issuing again) keep
+/// apart: the completion of one is not ordered after what its agent's later issues acquired.
+#[derive(Clone, Debug)]
+pub struct Outstanding {
+    slot: u32,
+    clock: VClock,
+    site: Option<Site>,
+    mnemonic: &'static str,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -165,7 +187,47 @@ impl Checker {
             forced: None,
             segments: 0,
             segment_cap: u64::MAX,
+            undefined: Default::default(),
         }
+    }
+
+    /// Report reads of the bytes of DRAM variables `vars` that no write has reached (their
+    /// contents are not defined when the run starts: outputs, variables with no data).
+    pub fn set_undefined_dram(&mut self, vars: impl IntoIterator<Item = u32>) {
+        self.undefined = vars.into_iter().collect();
+    }
+
+    /// A collective issued by the current bundle on agent `q` (after [`Checker::handoff`]
+    /// and the record of what it reads when it issues): it keeps `q`'s clock as its own, and
+    /// `q`'s own component moves past the epochs the collective uses.
+    pub fn fork_collective(&mut self, q: Agent) -> Outstanding {
+        let clock = self.clocks[q as usize].clone();
+        let slot = self.skeleton.fork(q, COLLECTIVE_EPOCHS);
+        let own = clock.get(q);
+        self.clocks[q as usize].raise(q, own.saturating_add(COLLECTIVE_EPOCHS));
+        Outstanding {
+            slot,
+            clock,
+            site: self.cur_site,
+            mnemonic: self.cur_mnemonic,
+        }
+    }
+
+    /// Collective `o` of agent `q` completes: the following accesses and releases are its
+    /// (attributed to the bundle that issued it), on its own clock, until
+    /// [`Checker::suspend_collective`].
+    pub fn resume_collective(&mut self, q: Agent, o: &mut Outstanding) {
+        if let Some(site) = o.site {
+            self.begin(q, site, o.mnemonic);
+        }
+        std::mem::swap(&mut self.clocks[q as usize], &mut o.clock);
+        self.skeleton.swap(q, o.slot);
+    }
+
+    /// The end of [`Checker::resume_collective`]: agent `q` takes its own clock back.
+    pub fn suspend_collective(&mut self, q: Agent, o: &mut Outstanding) {
+        std::mem::swap(&mut self.clocks[q as usize], &mut o.clock);
+        self.skeleton.swap(q, o.slot);
     }
 
     /// Live segments of the shadow memory (the interval maps of all partitions and DRAM

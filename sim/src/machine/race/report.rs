@@ -68,7 +68,8 @@ pub struct Origin {
     pub engine: Engine,
     /// Bundle index in that engine's stream.
     pub index: usize,
-    /// Agent that made the access: the engine (`dve`) or a DMA queue (`sp:in`).
+    /// Agent that made the access: the engine (`dve`), a DMA queue (`sp:in`) or a collective
+    /// of a world (`pe:collective#0`).
     pub agent: String,
     /// Mnemonic of the bundle.
     pub mnemonic: String,
@@ -85,12 +86,23 @@ impl fmt::Display for Origin {
                 self.engine, self.index, self.mnemonic, self.operand
             )
         } else {
+            let (what, by) = agent_kind(&self.agent);
             write!(
                 f,
-                "DMA queue {} `{}` (triggered by {} bundle #{} {})",
+                "{what} {} `{}` ({by} {} bundle #{} {})",
                 self.agent, self.operand, self.engine, self.index, self.mnemonic
             )
         }
+    }
+}
+
+/// What a non-engine agent is, and how its bundle started it: a collective of a world
+/// (`pe:collective#3`), issued by its bundle, or a DMA queue, triggered by it.
+fn agent_kind(agent: &str) -> (&'static str, &'static str) {
+    if agent.contains(":collective") {
+        ("collective", "issued by")
+    } else {
+        ("DMA queue", "triggered by")
     }
 }
 
@@ -184,7 +196,8 @@ pub enum FindingKind {
         /// The synchronisation that would order them.
         missing: String,
     },
-    /// A read of on-chip bytes nothing has written.
+    /// A read of on-chip bytes nothing has written, or of DRAM bytes of an output (or of a
+    /// variable without data) that no transfer or collective has written.
     UninitRead {
         /// The read.
         at: Origin,
@@ -292,7 +305,8 @@ pub(super) fn side_text(s: &RaceSide) -> String {
     if s.origin.agent == s.origin.engine.short() {
         format!("{} bundle #{}", s.origin.engine, s.origin.index)
     } else {
-        format!("DMA queue {} ({})", s.origin.agent, s.origin.operand)
+        let (what, _) = agent_kind(&s.origin.agent);
+        format!("{what} {} ({})", s.origin.agent, s.origin.operand)
     }
 }
 
@@ -301,8 +315,14 @@ pub(super) fn waiter_text(s: &RaceSide) -> String {
     if s.origin.agent == s.origin.engine.short() {
         format!("{} bundle #{}", s.origin.engine, s.origin.index)
     } else {
+        let (what, _) = agent_kind(&s.origin.agent);
+        let start = if what == "collective" {
+            "issue"
+        } else {
+            "trigger"
+        };
         format!(
-            "the trigger of DMA queue {} ({} bundle #{})",
+            "the {start} of {what} {} ({} bundle #{})",
             s.origin.agent, s.origin.engine, s.origin.index
         )
     }

@@ -302,7 +302,10 @@ impl Checker {
             }
         };
         let me = self.acc(agent, o);
-        let check = matches!(mem, Mem::Chip(..));
+        let check = match mem {
+            Mem::Chip(..) => true,
+            Mem::Dram(v) => self.undefined.contains(&v),
+        };
         self.range(
             mem,
             lo,

@@ -5,7 +5,9 @@
 //!
 //! Baseline in the same run: `memcpy` of the bytes the all-reduce delivers (64 MiB to each of
 //! the 8 ranks), on one thread and on as many threads as the host has. The ratio printed is
-//! `all-reduce bytes delivered per second / memcpy bytes per second`.
+//! `all-reduce bytes delivered per second / memcpy bytes per second`. The members of an
+//! all-reduce whose result fills their output variable share one result buffer;
+//! `sim_owned_outputs` adds the copy of every rank's output into a buffer of its own.
 //!
 //! `TPBSIM_ALLREDUCE_BENCH=RANKS,MIB` changes the shape (default 8,64).
 
@@ -117,6 +119,17 @@ fn collectives(c: &mut Criterion) {
             api::run_world_schedule(&prog, gen, &inputs, &cfg, 0, &|_, _, _| {}).expect("run");
         black_box(out[ranks - 1].outputs["y"][0]);
     };
+    // The same run with every rank's output then copied into a buffer of its own (what a
+    // caller that needs one writable array per rank, such as Python, pays).
+    let sim_owned = || {
+        let out =
+            api::run_world_schedule(&prog, gen, &inputs, &cfg, 0, &|_, _, _| {}).expect("run");
+        for o in out {
+            for (_, v) in o.outputs {
+                black_box(v.into_vec());
+            }
+        }
+    };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let src: Vec<Vec<u8>> = (0..ranks).map(|_| vec![1u8; n * 4]).collect();
     let mut dst: Vec<Vec<u8>> = (0..ranks).map(|_| vec![0u8; n * 4]).collect();
@@ -126,6 +139,7 @@ fn collectives(c: &mut Criterion) {
     grp.sample_size(10);
     grp.throughput(Throughput::Bytes(bytes));
     grp.bench_function("sim", |b| b.iter(sim));
+    grp.bench_function("sim_owned_outputs", |b| b.iter(sim_owned));
     grp.bench_function("memcpy_1thread", |b| b.iter(|| memcpy(&src, &mut dst, 1)));
     grp.bench_function(format!("memcpy_{threads}threads"), |b| {
         b.iter(|| memcpy(&src, &mut dst, threads))
@@ -133,15 +147,18 @@ fn collectives(c: &mut Criterion) {
     grp.finish();
 
     let t_sim = best_of(3, sim).as_secs_f64();
+    let t_owned = best_of(3, sim_owned).as_secs_f64();
     let t_1 = best_of(3, || memcpy(&src, &mut dst, 1)).as_secs_f64();
     let t_n = best_of(3, || memcpy(&src, &mut dst, threads)).as_secs_f64();
     let gb = |t: f64| bytes as f64 / t / 1e9;
     println!(
-        "allreduce {ranks} ranks x {mib} MiB: sim {:.2} GB/s delivered, memcpy 1 thread {:.2} GB/s, {threads} threads {:.2} GB/s; ratio sim/memcpy(1) {:.2}, sim/memcpy({threads}) {:.2}",
+        "allreduce {ranks} ranks x {mib} MiB: sim {:.2} GB/s delivered ({:.2} GB/s with every output copied to its own buffer), memcpy 1 thread {:.2} GB/s, {threads} threads {:.2} GB/s; ratio sim/memcpy(1) {:.2} ({:.2} owned), sim/memcpy({threads}) {:.2}",
         gb(t_sim),
+        gb(t_owned),
         gb(t_1),
         gb(t_n),
         t_1 / t_sim,
+        t_1 / t_owned,
         t_n / t_sim
     );
 

@@ -435,9 +435,104 @@ impl Kernel {
     }
 }
 
-/// Refuse a tile that the instruction's dtype field would read as another format (a float32
-/// tile under `in_dtype=BF16`): the builder knows both. The field an operand's dtype is in is
-/// the text form's (`src*` → `in_dtype`, `dst*` → `out_dtype`), where the layout has it.
+/// The operands a role word of a dtype field's name describes: `in`/`src` the `src*` operands,
+/// `out`/`dst` the `dst*` operands, any other word (`bias`, `mask`, `pred`, ...) the operand of
+/// that name, and no word (a bare `dtype`) every operand.
+fn role_matches(role: &str, operand: &str) -> bool {
+    match role {
+        "" => true,
+        "in" | "src" => operand.starts_with("src"),
+        "out" | "dst" => operand.starts_with("dst"),
+        _ => operand == role,
+    }
+}
+
+/// What each dtype field of a layout describes, from the spec's field names: a `DTYPE` field
+/// `<role>_dtype` describes every operand of its role; a `DTYPE` pair `<a>_<b>_dtypes` its low
+/// nibble role `a` and its high nibble role `b` (`in_bias_dtypes`, `mask_src_dtypes`,
+/// `in_out_dtypes`), and a pair of one role (`in_dtypes`, `out_dtypes`) the first and the
+/// second operand of that role in the layout's order (`src0`, `src1`; `dst0`, `dst1`). The
+/// result: (dtype field, nibble: `None` for a whole byte, 0 low, 1 high, the operand).
+fn dtype_roles(meta: &tpbsim_isa::LayoutMeta) -> Vec<(&'static str, Option<u8>, &'static str)> {
+    let operands: Vec<&'static str> = meta
+        .fields
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.ty,
+                spec::FieldType::Tensor(_)
+                    | spec::FieldType::MemPattern(_)
+                    | spec::FieldType::MxMemPattern1d
+                    | spec::FieldType::Addr4
+                    | spec::FieldType::U32
+            )
+        })
+        .map(|f| f.name)
+        .collect();
+    let of_role = |role: &str| -> Vec<&'static str> {
+        operands
+            .iter()
+            .copied()
+            .filter(|o| role_matches(role, o))
+            .collect()
+    };
+    // The role words of every dtype field with a role.
+    let roles: Vec<&str> = meta
+        .fields
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.ty,
+                spec::FieldType::Enum("DTYPE") | spec::FieldType::DtypePair
+            )
+        })
+        .flat_map(|f| {
+            let r = f.name.trim_end_matches('s').trim_end_matches("dtype");
+            r.trim_end_matches('_').split('_')
+        })
+        .filter(|r| !r.is_empty())
+        .collect();
+    let named_elsewhere = |o: &str| roles.iter().any(|r| role_matches(r, o));
+    let mut out = Vec::new();
+    for f in meta.fields {
+        match f.ty {
+            spec::FieldType::Enum("DTYPE") => {
+                let role = f.name.strip_suffix("dtype").unwrap_or(f.name);
+                let role = role.trim_end_matches('_');
+                for o in of_role(role) {
+                    // A bare `dtype` describes the operands no other dtype field names.
+                    if role.is_empty() && named_elsewhere(o) {
+                        continue;
+                    }
+                    out.push((f.name, None, o));
+                }
+            }
+            spec::FieldType::DtypePair => {
+                let roles = f.name.strip_suffix("_dtypes").unwrap_or(f.name);
+                match roles.split_once('_') {
+                    Some((lo, hi)) => {
+                        for (nibble, role) in [(0, lo), (1, hi)] {
+                            for o in of_role(role) {
+                                out.push((f.name, Some(nibble), o));
+                            }
+                        }
+                    }
+                    None => {
+                        for (nibble, o) in of_role(roles).into_iter().take(2).enumerate() {
+                            out.push((f.name, Some(nibble as u8), o));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Refuse a tile that a dtype field of the instruction would read as another format (a
+/// float32 tile under `in_dtype=BF16`, a bfloat16 bias under `in_bias_dtypes=FP32|FP32`): the
+/// builder knows both. Which field describes which operand is [`dtype_roles`].
 fn check_operand_dtypes(
     b: &tpbsim_isa::Bundle,
     gen: Gen,
@@ -448,18 +543,20 @@ fn check_operand_dtypes(
         return Ok(());
     };
     let meta = inst.meta();
-    for (k, v) in fields.iter() {
+    for (field, nibble, operand) in dtype_roles(meta) {
+        let Some(v) = fields.get_item(operand)? else {
+            continue;
+        };
         let Ok(t) = v.downcast::<Tensor>() else {
             continue;
         };
-        let key: String = k.extract()?;
-        let Some(field) = tpbsim_isa::text::neuron::operand_dtype_field(&key) else {
-            continue;
-        };
-        let Some(tpbsim_isa::inst::FieldValue::Enum { raw, .. }) =
-            meta.field(field).map(|m| m.read(b))
-        else {
-            continue;
+        let raw = match meta.field(field).map(|m| m.read(b)) {
+            Some(tpbsim_isa::inst::FieldValue::Enum { raw, .. }) => raw,
+            Some(tpbsim_isa::inst::FieldValue::DtypePair(p)) => match nibble {
+                Some(1) => p.hi().0,
+                _ => p.lo().0,
+            },
+            _ => continue,
         };
         let tile = t.get();
         let (Some(wire), Some(own)) = (
@@ -469,8 +566,13 @@ fn check_operand_dtypes(
             continue;
         };
         if wire != own {
+            let reads = match nibble {
+                None => field.to_string(),
+                Some(0) => format!("{field} (low nibble)"),
+                Some(_) => format!("{field} (high nibble)"),
+            };
             return Err(PyValueError::new_err(format!(
-                "{mnemonic}: `{key}` is a {} tile, but {field} reads it as {}; give {field} the tile's dtype, or use a {} tile",
+                "{mnemonic}: `{operand}` is a {} tile, but {reads} reads it as {}; give {field} the tile's dtype, or use a {} tile",
                 tile.dtype,
                 wire.name(),
                 wire.name()

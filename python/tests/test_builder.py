@@ -272,3 +272,40 @@ def test_positional_operands_are_checked():
     with pytest.raises(ValueError, match="operand `dst` given by position and by keyword"):
         k.dve.tensor_tensor(a, a, a, dst=a)
     assert k.pe.matmul.operands == ["dst", "src"]
+
+
+def test_builder_checks_the_dtype_pairs_against_their_tiles():
+    k = tpbsim.Kernel("v3")
+    f32 = k.sbuf(partitions=(0, 128), offset=0x0, shape=(256,), dtype=F32)
+    f32b = k.sbuf(partitions=(0, 128), offset=0x400, shape=(256,), dtype=F32)
+    b16 = k.sbuf(partitions=(0, 128), offset=0x800, shape=(256,), dtype=ml_dtypes.bfloat16)
+    tt = dict(op="add", out_dtype="FP32", num_active_partitions=128)
+    # in_dtypes: low nibble src0, high nibble src1.
+    with pytest.raises(ValueError) as e:
+        k.dve.tensor_tensor(f32b, f32, b16, in_dtypes="FP32|FP32", **tt)
+    assert "`src1` is a bfloat16 tile, but in_dtypes (high nibble) reads it as float32" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        k.dve.tensor_tensor(f32b, b16, f32, in_dtypes="FP32|FP32", **tt)
+    assert "`src0` is a bfloat16 tile, but in_dtypes (low nibble) reads it as float32" in str(e.value)
+    k.dve.tensor_tensor(f32b, b16, f32, in_dtypes="BF16|FP32", **tt)
+    # in_bias_dtypes: low nibble the source, high nibble the bias.
+    act = dict(dst=f32b, out_dtype="FP32", num_active_partitions=128, activation_func="IDENTITY",
+               scale_value=1.0, bias_src_n="INSTRUCTION", bias=0.0)
+    with pytest.raises(ValueError) as e:
+        k.act.activate(src=f32, in_bias_dtypes="BF16|FP32", **act)
+    assert "`src` is a float32 tile, but in_bias_dtypes (low nibble) reads it as bfloat16" in str(e.value)
+    k.act.activate(src=f32, in_bias_dtypes="FP32|FP32", **act)
+    # mask_src_dtypes: low nibble the mask, high nibble the source.
+    i32 = k.sbuf(partitions=(0, 128), offset=0xC00, shape=(256,), dtype=np.int32)
+    sr = dict(dst=f32b, out_dtype="FP32", num_active_partitions=128, bypass_op="BYPASS",
+              reduce_op="MAX", imm0=0.0)
+    with pytest.raises(ValueError) as e:
+        k.pool.select_reduce(mask=i32, src=b16, mask_src_dtypes="INT32|FP32", **sr)
+    assert "`src` is a bfloat16 tile, but mask_src_dtypes (high nibble) reads it as float32" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        k.pool.select_reduce(mask=f32, src=f32, mask_src_dtypes="INT32|FP32", **sr)
+    assert "`mask` is a float32 tile, but mask_src_dtypes (low nibble) reads it as int32" in str(e.value)
+    # in_out_dtypes: low nibble the source, high nibble the destination.
+    with pytest.raises(ValueError) as e:
+        k.pool.tensor_scalar_affine_select(dst=b16, num_active_partitions=128, in_out_dtypes="FP32|FP32")
+    assert "`dst` is a bfloat16 tile, but in_out_dtypes (high nibble) reads it as float32" in str(e.value)

@@ -7,12 +7,13 @@ Every case is an object
     {"name": "...", "args": ["run", "{case}/k.neff", "--out-dir", "{out}"],
      "stdin": "file in the group dir (fed through a pipe), or a device path" (optional),
      "env": {"NAME": "value"} (optional),
-     "setup": [{"op": "symlink"|"fifo"|"sparse"|"mkdir"|"file"|"asm", "path": "...", ...}] (optional),
+     "setup": [{"op": "symlink"|"fifo"|"sparse"|"mkdir"|"file"|"asm"|"repeat", "path": "...", ...}] (optional),
      "exit": 2, "stderr": "a substring of the named error",
      "exists": ["paths that must exist afterwards"] (optional),
      "absent": ["paths that must not exist afterwards"] (optional)}
 
-(`asm` assembles the text "from" for "arch" into "path" with `sim asm`) with the placeholders {case} (the group directory), {out} (a fresh, empty output directory)
+(`asm` assembles the text "from" for "arch" into "path" with `sim asm`; `repeat` writes "text"
+"count" times into "path") with the placeholders {case} (the group directory), {out} (a fresh, empty output directory)
 and {scratch} (a fresh directory for set-up files). The harness runs every case under a 4 GiB
 address-space limit and checks the exit code, the message, that nothing panicked or aborted,
 that no file appeared outside {out} and {scratch}, and that no temporary file was left.
@@ -433,10 +434,50 @@ def neff_group():
          "is 2147483648 bytes", setup=[{"op": "sparse", "path": "{scratch}/pk/big.bin", "size": 2 << 30}], absent=["{out}/p.neff"])
 
 
+# ------------------------------------------------------------------ memory per bundle
+
+def memory_group():
+    g = "memory"
+    # A 190 KB NEFF of 1M TensorTensor bundles: lifting and verifying it need more than the
+    # default 3 GiB budget at their per-bundle charge; refused before anything is lifted.
+    d, sp, members = kernel()
+    members["sg00/def.json"] = js(d)
+    members["sg00/SP.json"] = js(sp)
+    members["sg00/dve_instr"] = iw.tensor_tensor_add() * 1_000_000
+    write(g, "tt_1M.neff", neff(members))
+    case(g, "lift: a NEFF of 1M bundles", ["lift", "{case}/tt_1M.neff", "-o", "{out}/k.bir.json"], 2,
+         "tt_1M.neff: memory budget exceeded: lifting 1000003 bundle(s) (5120 bytes a bundle) needs 5120015360 bytes",
+         absent=["{out}/k.bir.json"])
+    case(g, "verify: a NEFF of 1M bundles", ["verify", "{case}/tt_1M.neff"], 2,
+         "memory budget exceeded: verifying 1000003 bundle(s) (5120 bytes a bundle, 20480 more for each of the 0 the L2 validator rejects)")
+    # A 64 MiB sparse stream of 1M zero bundles, every one rejected by L2: charged for its findings.
+    zeros = [{"op": "sparse", "path": "{scratch}/PE.bin", "size": 64 << 20}]
+    case(g, "verify: 1M bundles L2 rejects, under 16 GiB", ["verify", "--arch", "v3", "--max-memory", "16G", "{scratch}/PE.bin"], 2,
+         "verifying 1048576 bundle(s) (5120 bytes a bundle, 20480 more for each of the 1048576 the L2 validator rejects) needs 26843545600 bytes",
+         setup=zeros)
+    # The charge is per bundle: one bundle fits 5 KiB exactly, not one byte less.
+    case(g, "lift: one bundle in a 5 KiB budget", ["lift", "--arch", "v3", "{case}/../io/one/PE.bin", "--max-memory", "5K", "-o", "{out}/o.json"], 0,
+         "lifted into 1 instruction(s)", exists=["{out}/o.json"])
+    case(g, "lift: one bundle in 5119 bytes", ["lift", "--arch", "v3", "{case}/../io/one/PE.bin", "--max-memory", "5119", "-o", "{out}/o.json"], 2,
+         "lifting 1 bundle(s) (5120 bytes a bundle) needs 5120 bytes, 0 of the 5119-byte budget",
+         absent=["{out}/o.json"])
+    # 16 MiB of NOP lines (4M bundles, 256 MiB of output) under a 64 MiB budget: the text and
+    # the bundles are charged; the storage is allocated once, no larger than the budget.
+    nops = [{"op": "repeat", "path": "{scratch}/nop.s", "text": "NOP\n", "count": 4 << 20}]
+    case(g, "asm: 4M NOP lines under --max-memory 64M", ["asm", "{scratch}/nop.s", "--arch", "v3", "--max-memory", "64M", "-o", "{out}/o.bin"], 2,
+         "nop.s: memory budget exceeded: assembling: bundle 786433 (line 786433, 64 bytes a bundle) needs 64 bytes, 67108864 of the 67108864-byte budget",
+         setup=nops, absent=["{out}/o.bin"])
+    # 64K lines: 256 KiB of text and 4 MiB of bundles fit 5 MiB.
+    few = [{"op": "repeat", "path": "{scratch}/nop.s", "text": "NOP\n", "count": 1 << 16}]
+    case(g, "asm: 64K NOP lines under --max-memory 5M", ["asm", "{scratch}/nop.s", "--arch", "v3", "--max-memory", "5M", "-o", "{out}/o.bin"], 0,
+         "wrote 65536 bundles (4194304 bytes)", setup=few, exists=["{out}/o.bin"])
+
+
 def main():
     run_group()
     io_group()
     neff_group()
+    memory_group()
     for group, cases in CASES.items():
         write(group, "cases.json", json.dumps(cases, indent=1) + "\n")
         print(f"{group}: {len(cases)} cases")

@@ -140,6 +140,29 @@ pub fn verify_streams(
     }
 }
 
+/// The number of bundles of `inputs` the L2 layer of [`verify_streams`] finds invalid for
+/// `gen`, counted without building any finding: the silent gate of each bundle (no
+/// allocation), or on a generation without a wire validator, the bundles that do not decode.
+/// A caller sizes the memory of the report from it before verifying.
+pub fn count_l2_invalid(inputs: &[StreamInput<'_>], gen: Gen) -> u64 {
+    let checked = l2::GENS.contains(&gen);
+    inputs
+        .iter()
+        .map(|s| {
+            s.bundles
+                .iter()
+                .filter(|b| {
+                    if checked {
+                        l2::cascade::check_silent(gen, s.engine, b).failed
+                    } else {
+                        tpbsim_isa::decode(b, gen).is_err()
+                    }
+                })
+                .count() as u64
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +207,26 @@ mod tests {
         assert_eq!(f.diagnostics.iter().filter(|d| d.is_error()).count(), 1);
         let ok = run(&b[..1], Gen::V3, Mode::CollectAll);
         assert!(!ok.invalid(), "{:?}", ok.diagnostics);
+    }
+
+    #[test]
+    fn the_silent_count_is_the_reports_count() {
+        let text =
+            "NOP\nACTIVATE num_active_partitions=200\nNOP\nACTIVATE num_active_partitions=200\n";
+        let b = parse_text(text, Gen::V3).unwrap();
+        let mut bad = Bundle::ZERO;
+        bad.0[0] = 0x10;
+        for (bundles, gen) in [(&b[..], Gen::V3), (&b[..1], Gen::V3), (&[bad][..], Gen::V5)] {
+            let inputs = [StreamInput {
+                function: "act".into(),
+                file: None,
+                engine: Engine::Act,
+                bundles,
+            }];
+            let full = run(bundles, gen, Mode::CollectAll);
+            assert_eq!(count_l2_invalid(&inputs, gen), full.l2_invalid);
+        }
+        assert_eq!(run(&b, Gen::V3, Mode::CollectAll).l2_invalid, 2);
     }
 
     #[test]

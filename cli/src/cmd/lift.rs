@@ -4,8 +4,10 @@
 //! becomes one module with a function per engine stream of every subgraph (`pe`, `act`, ...,
 //! prefixed by the subgraph directory when there is one: `sg00.pe`). The module is written as
 //! BIR JSON through a temporary file and a rename (stdout without `-o`). Bundles the lifter
-//! cannot lift are kept as `Generic` instructions and summarised on stderr. Exit 0 when the
-//! module was written, 2 on usage or I/O errors.
+//! cannot lift are kept as `Generic` instructions and summarised on stderr. The memory the
+//! lift takes per bundle is charged against `--max-memory` before anything is lifted
+//! ([`charge_memory`]). Exit 0 when the module was written, 2 on usage or I/O errors and
+//! when the input needs more than the memory budget.
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +30,36 @@ pub struct Args {
     /// Output BIR JSON file (default: stdout).
     #[arg(short = 'o', long = "output", value_name = "OUT.bir.json")]
     pub output: Option<PathBuf>,
+    /// Memory budget (bytes; K, M, G suffixes): the lift is refused before it starts when
+    /// its bundles need more ([`LIFT_BYTES_PER_BUNDLE`] a bundle; docs/robustness.md).
+    #[arg(long, value_name = "BYTES", default_value = "3G", value_parser = crate::cmd::run::parse_bytes)]
+    pub max_memory: u64,
+}
+
+/// Bytes of memory charged per bundle lifted by `sim lift`: the bundle read, its BIR
+/// instruction (operands, attributes, origin) and its share of the BIR JSON text, which is
+/// written one instruction value at a time. Measured peak of `sim lift` over streams of
+/// valid ACTIVATE, TensorTensor and MATMUL bundles and of random bytes (2.4 to 3.9 KB a
+/// bundle), with room above the largest.
+pub const LIFT_BYTES_PER_BUNDLE: u64 = 5 << 10;
+
+/// Refuse a command on `file` whose structures need `bytes` (what `what` says) when that is more than
+/// `max_memory`, before any of that memory is taken: a named error (exit 2) that says how much
+/// is needed and which flag raises the limit; nothing is written.
+pub(crate) fn charge_memory(
+    file: &Path,
+    what: impl FnOnce() -> String,
+    bytes: u64,
+    max_memory: u64,
+) -> Result<(), CliError> {
+    use tpbsim_sim::machine::{Budget, Limits};
+    let mut budget = Budget::new(Limits {
+        max_memory,
+        ..Limits::default()
+    });
+    budget
+        .charge_memory(what, bytes)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))
 }
 
 /// One stream read from an input file.
@@ -151,6 +183,13 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         a.stream.engine,
         &a.stream.read.options(),
     )?;
+    let bundles: usize = loaded.streams.iter().map(|s| s.stream.len()).sum();
+    charge_memory(
+        &a.file,
+        || format!("lifting {bundles} bundle(s) ({LIFT_BYTES_PER_BUNDLE} bytes a bundle)"),
+        (bundles as u64).saturating_mul(LIFT_BYTES_PER_BUNDLE),
+        a.max_memory,
+    )?;
     let lifted = lift_loaded(&a.file, &loaded);
     for d in &lifted.diagnostics {
         eprintln!("sim: {d}");
@@ -164,12 +203,21 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
         .flat_map(|b| &b.instructions)
         .filter(|i| i.class == bir::InstClass::Generic)
         .count();
-    let bundles: usize = loaded.streams.iter().map(|s| s.stream.len()).sum();
-    let text = bir::to_json_string(&lifted.module);
     match &a.output {
-        Some(out) => neff::write_atomic(out, text.as_bytes())
-            .map_err(|e| CliError::Io(format!("{}: {e}", out.display())))?,
-        None => print!("{text}"),
+        Some(out) => {
+            let mut text = Vec::new();
+            bir::write_json(&lifted.module, &mut text)
+                .map_err(|e| CliError::Io(format!("{}: {e}", out.display())))?;
+            neff::write_atomic(out, &text)
+                .map_err(|e| CliError::Io(format!("{}: {e}", out.display())))?
+        }
+        None => {
+            use std::io::Write;
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            bir::write_json(&lifted.module, &mut w)
+                .and_then(|()| w.flush())
+                .map_err(|e| CliError::Io(format!("standard output: {e}")))?
+        }
     }
     eprintln!(
         "sim: {}: {bundles} bundle(s) of {} stream(s) for {} lifted into {insts} instruction(s), {generic} kept as Generic",

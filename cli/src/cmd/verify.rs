@@ -3,8 +3,9 @@
 //! Inputs are dispatched on the file name: `*.bir.json` / `*.json` is BIR JSON; a `*.bin`
 //! stream or every stream of a `*.neff` is lifted to BIR (`sim lift`), verified with the L1
 //! rules, and checked bundle by bundle with the L2 wire validator, both verdicts in one report
-//! (see [`streams`]). Exit 0 when no error was found, 1 when anything is invalid, 2 for usage
-//! and I/O errors.
+//! (see [`streams`]). The memory of a stream's verification is charged against
+//! `--max-memory` before it starts. Exit 0 when no error was found, 1 when anything is
+//! invalid, 2 for usage and I/O errors and when the input needs more than the memory budget.
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +45,11 @@ pub struct Args {
     /// List the rules: property, rule name, codes, what it checks.
     #[arg(long)]
     pub list_rules: bool,
+    /// Memory budget for a `.bin` or `.neff` input (bytes; K, M, G suffixes): verifying is
+    /// refused before it starts when the bundles need more (5 KiB a bundle, 20 KiB more a
+    /// bundle the L2 validator rejects; docs/robustness.md).
+    #[arg(long, value_name = "BYTES", default_value = "3G", value_parser = crate::cmd::run::parse_bytes)]
+    pub max_memory: u64,
 }
 
 /// The kind of input, from the file name.
@@ -148,6 +154,7 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
             gen: a.stream.gen()?,
             engine: a.stream.engine,
             read: a.stream.read.options(),
+            max_memory: a.max_memory,
         };
         return streams::verify(&input, a.report.json, mode, &registry, props);
     }

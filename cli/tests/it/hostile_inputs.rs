@@ -436,6 +436,15 @@ fn setup(op: &serde_json::Value, x: &dyn Fn(&str) -> String) {
             .unwrap(),
         "mkdir" => std::fs::create_dir_all(path).unwrap(),
         "file" => std::fs::write(path, b"x").unwrap(),
+        // A large text made at test time: "text" repeated "count" times.
+        "repeat" => std::fs::write(
+            path,
+            op["text"]
+                .as_str()
+                .unwrap()
+                .repeat(op["count"].as_u64().unwrap() as usize),
+        )
+        .unwrap(),
         // A stream assembled from a text of the group (what the assembler itself accepts).
         "asm" => {
             let o = Command::new(env!("CARGO_BIN_EXE_sim"))

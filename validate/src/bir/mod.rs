@@ -16,7 +16,9 @@ pub use enums::{
     ArchLevel, CollectiveKind, EngineSet, EngineType, MemSet, MemoryType, PsumGeometry,
     NUM_PARTITIONS,
 };
-pub use json::{from_json_str, from_json_value, to_json_string, to_json_value, BirJsonError};
+pub use json::{
+    from_json_str, from_json_value, to_json_string, to_json_value, write_json, BirJsonError,
+};
 pub use model::{
     instruction_label, AccessPattern, Block, ClassFields, CollectiveFields, Dim, FieldsKind,
     Function, InstRef, Instruction, MatmultMxFields, Module, MxTiles, NkiKernelFields, Sb2SbFields,

@@ -11,7 +11,7 @@ use tpbsim_validate::bir::InstClass;
 use tpbsim_validate::diag::{Layer, Mode};
 use tpbsim_validate::l2;
 use tpbsim_validate::registry::{PropertySet, Registry, Summary};
-use tpbsim_validate::verify::verify_streams;
+use tpbsim_validate::verify::{count_l2_invalid, verify_streams};
 
 use crate::cmd::lift as lift_cmd;
 use crate::exit::{CliError, Outcome};
@@ -26,7 +26,20 @@ pub(super) struct Input<'a> {
     pub engine: Option<Engine>,
     /// NEFF reader options.
     pub read: ReadOptions,
+    /// `--max-memory`.
+    pub max_memory: u64,
 }
+
+/// Bytes of memory charged per bundle verified: the bundle read, its lifted instruction and
+/// the L1 walk over it. Measured peak of `sim verify` over streams of valid ACTIVATE and
+/// TensorTensor bundles (3.3 to 4.0 KB a bundle), with room above the largest.
+pub const VERIFY_BYTES_PER_BUNDLE: u64 = 5 << 10;
+
+/// Bytes of memory charged, on top of [`VERIFY_BYTES_PER_BUNDLE`], per bundle the L2 layer
+/// rejects (its findings, each with its message and location). Measured peak over streams of
+/// random bytes and of random bodies under the MATMUL, ACTIVATE, TensorTensor,
+/// TensorScalar and DMA opcodes (every bundle invalid: up to 20.6 KB a bundle in all).
+pub const VERIFY_BYTES_PER_INVALID_BUNDLE: u64 = 20 << 10;
 
 /// Verify a `.bin` or `.neff` input.
 pub(super) fn verify(
@@ -41,11 +54,29 @@ pub(super) fn verify(
         gen,
         engine,
         read,
+        max_memory,
     } = *input;
     let loaded = lift_cmd::load(path, gen, engine, &read)?;
     let gen: Gen = loaded.gen;
+    let inputs = lift_cmd::stream_inputs(&loaded);
+    // The report's memory, sized before anything is lifted: every bundle, and each bundle
+    // the silent L2 gate rejects (counted without building a finding).
+    let bundles: u64 = loaded.streams.iter().map(|s| s.stream.len() as u64).sum();
+    let invalid = count_l2_invalid(&inputs, gen);
+    lift_cmd::charge_memory(
+        path,
+        || {
+            format!(
+                "verifying {bundles} bundle(s) ({VERIFY_BYTES_PER_BUNDLE} bytes a bundle, {VERIFY_BYTES_PER_INVALID_BUNDLE} more for each of the {invalid} the L2 validator rejects)"
+            )
+        },
+        bundles
+            .saturating_mul(VERIFY_BYTES_PER_BUNDLE)
+            .saturating_add(invalid.saturating_mul(VERIFY_BYTES_PER_INVALID_BUNDLE)),
+        max_memory,
+    )?;
     let verified = verify_streams(
-        &lift_cmd::stream_inputs(&loaded),
+        &inputs,
         gen,
         lift_cmd::module_name(path),
         &path.display().to_string(),

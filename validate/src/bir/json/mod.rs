@@ -33,7 +33,7 @@ use super::{ArchLevel, CollectiveKind, EngineType, InstClass, MemoryType};
 
 pub(super) use read::TilesJson;
 pub use read::{from_json_str, from_json_value};
-pub use write::{to_json_string, to_json_value};
+pub use write::{to_json_string, to_json_value, write_json};
 
 /// An import error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

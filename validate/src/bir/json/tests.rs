@@ -330,3 +330,27 @@ fn deep_regions_rejected_not_overflowed() {
     let v = json!({"arch": 40, "functions": [{"name": "f", "blocks": [{"name": "b", "instructions": [inner]}]}]});
     assert!(err_of(&v).contains("regions nested deeper than"));
 }
+
+/// The streamed export is exactly the pretty-printed value, for a module with regions, class
+/// fields, attributes and names, for an empty module and for a function without blocks.
+#[test]
+fn streamed_export_is_the_pretty_printed_value() {
+    let pretty = |m: &crate::bir::Module| {
+        let mut s = serde_json::to_string_pretty(&to_json_value(m)).unwrap();
+        s.push('\n');
+        s
+    };
+    let mut m = from_json_value(&sample()).unwrap();
+    assert_eq!(to_json_string(&m), pretty(&m));
+    m.name = Some("named".into());
+    m.functions.push(crate::bir::Function {
+        name: "empty".into(),
+        ..Default::default()
+    });
+    assert_eq!(to_json_string(&m), pretty(&m));
+    let mut bytes = Vec::new();
+    super::write_json(&m, &mut bytes).unwrap();
+    assert_eq!(String::from_utf8(bytes).unwrap(), pretty(&m));
+    let empty = crate::bir::Module::new(ArchLevel::CoreV4);
+    assert_eq!(to_json_string(&empty), pretty(&empty));
+}

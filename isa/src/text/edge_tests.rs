@@ -47,7 +47,7 @@ fn pattern(addr: u32, step: &[i64], num: &[i64]) -> Vec<u8> {
 }
 
 /// Bounds of a keyed record (`[key=value ...]`): every key at its maximum, then each key one
-/// past it.
+/// past it; an unknown or repeated key refused.
 fn keyed(m: &FieldMeta, keys: &[(&str, u64)], extra: &[(&str, &str)], want: &[u8]) {
     let text = |over: Option<&str>| {
         let mut parts: Vec<String> = keys
@@ -66,6 +66,11 @@ fn keyed(m: &FieldMeta, keys: &[(&str, u64)], extra: &[(&str, &str)], want: &[u8
             refuse(m, &text(Some(k)));
         }
     }
+    // A key the record does not have, or one given twice, is refused.
+    let all = text(None);
+    let body = &all[..all.len() - 1];
+    refuse(m, &format!("{body} no_such_key=0]"));
+    refuse(m, &format!("{body} {}=0]", keys[0].0));
 }
 
 fn check_field(m: &FieldMeta) {

@@ -620,3 +620,45 @@ fn golden_largest_counts_in_both_syntaxes() {
     let e = parse_line("ACTIVATE num_active_partitions=256", Gen::V3).unwrap_err();
     assert!(e.message.contains("256 does not fit (max 255)"), "{e}");
 }
+
+/// A bitfield's sub-fields in the JSON form and both text syntaxes: each sub-field alone
+/// reads as 1 with its neighbours 0, all bits set read as each sub-field at its maximum with
+/// the reserved bits apart.
+#[test]
+fn golden_bitfield_sub_fields_in_json_and_text() {
+    let flags = |raw: u8| {
+        let b = bundle_of(&format!("MATMUL psum_accumulate_flags={raw}"));
+        assert_eq!(b.0[43], raw);
+        let j = json::bundle_json(0, &b, Gen::V3);
+        let f = &j["fields"]["psum_accumulate_flags"];
+        (
+            [&f["begin"], &f["end"], &f["accumulate"], &f["raw"]].map(|v| v.as_u64().unwrap()),
+            disasm_bundle(&b, Gen::V3),
+            neuron(&b),
+        )
+    };
+    for (raw, sub, text) in [
+        (1u8, [1, 0, 0], "{begin=1}"),
+        (2, [0, 1, 0], "{end=1}"),
+        (4, [0, 0, 1], "{accumulate=1}"),
+        (255, [1, 1, 1], "{begin=1 end=1 accumulate=1 rsv=0xf8}"),
+    ] {
+        let (json, native, dialect) = flags(raw);
+        assert_eq!(json, [sub[0], sub[1], sub[2], u64::from(raw)], "raw {raw}");
+        assert_eq!(native, format!("MATMUL psum_accumulate_flags={text}"));
+        assert_eq!(dialect, format!("MATMUL psum_accumulate_flags={text};"));
+    }
+}
+
+/// An operand's `dtype@` prefix is written only for a dtype that is set: dtype 0 leaves the
+/// operand bare.
+#[test]
+fn golden_operand_dtype_prefix_only_for_a_set_dtype() {
+    check_golden(&Golden {
+        neuron: "MATMUL src=0x10[1,0,0][1,1,1];",
+        native: "MATMUL src=[0x00000010 step=1,0,0 num=1,1,1]",
+        bytes: &[(16, &[0x10, 0, 0, 0]), (32, &[0])],
+    });
+    let b = bundle_of("MATMUL src=[0x10 step=1,0,0 num=1,1,1] in_dtype=BF16");
+    assert_eq!(neuron(&b), "MATMUL src=bf16@0x10[1,0,0][1,1,1];");
+}

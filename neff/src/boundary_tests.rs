@@ -1,8 +1,9 @@
 //! Boundary tests of the numeric comparisons the NEFF reader makes: every limit is tried at
 //! the bound, one before it and one past it (member counts and sizes of the archive and of a
 //! directory, the header's sizes, queue and dimension counts, semaphore and event ids, the
-//! ranks of a replica group, the output index of a manifest head), and the reader's choice of
-//! the first `__kelf` node.
+//! ranks of a replica group, the output index of a manifest head, the header's text fields,
+//! var ids, `.npy` header, data and dimension limits, unpacked path depth and length), and the
+//! reader's choice of the first `__kelf` node.
 
 use std::collections::BTreeMap;
 
@@ -496,4 +497,220 @@ fn the_first_kelf_node_names_the_kelf() {
             }
         );
     }
+}
+
+/// `bytes.len() >= field.len()`: each text field of the header holds one byte less than its
+/// width (the rest is the terminating NUL): at that length it is set and read back, one
+/// byte more is refused with the field's maximum.
+#[test]
+fn header_text_fields_hold_one_byte_less_than_their_width() {
+    type Setter = fn(&mut Header, &str) -> Result<(), HeaderTextError>;
+    let fields: [(&str, Setter, usize); 2] = [
+        ("name", Header::set_name, Header::default().name.len()),
+        (
+            "build_version",
+            Header::set_build_version,
+            Header::default().build_version.len(),
+        ),
+    ];
+    for (field, set, width) in fields {
+        for len in [0, width - 2, width - 1] {
+            let mut h = Header::default();
+            let text = "x".repeat(len);
+            set(&mut h, &text).unwrap_or_else(|e| panic!("{field} of {len}: {e}"));
+            let bytes = h.to_bytes();
+            let back = Header::parse(&bytes);
+            let stored = if field == "name" {
+                back.name_str()
+            } else {
+                back.build_version_str()
+            };
+            assert_eq!(stored, text, "{field} of {len}");
+        }
+        for len in [width, width + 1] {
+            assert_eq!(
+                set(&mut Header::default(), &"x".repeat(len)),
+                Err(HeaderTextError::TooLong {
+                    field,
+                    len,
+                    max: width - 1
+                })
+            );
+        }
+    }
+}
+
+/// A `def.json` of variables with the given ids (the last an output), `check_var_ids` set.
+fn def_with_ids(ids: &[u64], check: bool) -> DefJson {
+    let var = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            let kind = if i + 1 == ids.len() {
+                VarKind::Output
+            } else {
+                VarKind::Input
+            };
+            let mut v = Variable::new(id, format!("v{i}"), kind);
+            v.size = Some(4);
+            v.dtype = Some(tpbsim_isa::NumFormat::Int8);
+            v
+        })
+        .collect();
+    let mut d = DefJson {
+        var,
+        ..Default::default()
+    };
+    if check {
+        d.extra.insert("check_var_ids".into(), json!(true));
+    }
+    d
+}
+
+/// `u32::try_from(var_id)`: ids up to `u32::MAX` are read, `u32::MAX + 1` is refused; with
+/// `check_var_ids`, `largest + 1 == count`: ids `0..n` pass, the largest one higher fails.
+#[test]
+fn var_ids_fit_32_bits_and_are_dense_when_checked() {
+    let max = u64::from(u32::MAX);
+    for id in [max - 1, max] {
+        def_with_ids(&[0, id], false)
+            .validate("d")
+            .unwrap_or_else(|e| panic!("var_id {id}: {e}"));
+    }
+    let e = def_with_ids(&[0, max + 1], false)
+        .validate("d")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("4294967296 does not fit the runtime's 32-bit var_id"),
+        "{e}"
+    );
+    for n in [1u64, 2, 5] {
+        let dense: Vec<u64> = (0..n).collect();
+        def_with_ids(&dense, true)
+            .validate("d")
+            .unwrap_or_else(|e| panic!("ids 0..{n}: {e}"));
+        let mut gap = dense.clone();
+        *gap.last_mut().unwrap() = n;
+        let e = def_with_ids(&gap, true)
+            .validate("d")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("largest is {n}, {n} variables")),
+            "{gap:?}: {e}"
+        );
+        // Without the flag the same ids are read.
+        def_with_ids(&gap, false).validate("d").unwrap();
+    }
+}
+
+/// A version-2 `.npy` image of `n` int8 elements whose header (magic to dict end) is
+/// `header` bytes long; the dict is padded with spaces as numpy pads it.
+fn npy_with_header(header: usize, n: usize) -> Vec<u8> {
+    let dict = format!("{{'descr': '|i1', 'fortran_order': False, 'shape': ({n},), }}");
+    let pad = header - 12 - dict.len() - 1;
+    let mut image = b"\x93NUMPY\x02\x00".to_vec();
+    image.extend_from_slice(&((header - 12) as u32).to_le_bytes());
+    image.extend_from_slice(dict.as_bytes());
+    image.extend(std::iter::repeat_n(b' ', pad));
+    image.push(b'\n');
+    assert_eq!(image.len(), header);
+    image.extend((0..n).map(|i| i as u8));
+    image
+}
+
+/// `.npy` limits: `start + len > MAX_HEADER_BYTES` (a header of exactly the maximum is read,
+/// one byte more refused), `expected > max_data` (data of exactly the limit is read, a limit
+/// one byte short refuses it before reading), and `shape.len() > MAX_NPY_DIMS` when writing.
+#[test]
+fn npy_header_data_and_dimension_limits() {
+    use npy::{encode_npy, read_npy_from, MAX_HEADER_BYTES, MAX_NPY_DIMS};
+    for header in [MAX_HEADER_BYTES - 1, MAX_HEADER_BYTES] {
+        let a = read_npy_from(&npy_with_header(header, 3)[..], 3)
+            .unwrap_or_else(|e| panic!("header of {header}: {e}"));
+        assert_eq!((a.shape, a.data), (vec![3], vec![0, 1, 2]));
+    }
+    let e = read_npy_from(&npy_with_header(MAX_HEADER_BYTES + 1, 3)[..], 3).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains(&format!("header of {} bytes", MAX_HEADER_BYTES + 1)),
+        "{e}"
+    );
+    let image = npy_with_header(128, 16);
+    for limit in [16, 17] {
+        assert_eq!(read_npy_from(&image[..], limit).unwrap().data.len(), 16);
+    }
+    match read_npy_from(&image[..], 15) {
+        Err(NpyError::TooLarge {
+            expected, limit, ..
+        }) => assert_eq!((expected, limit), (16, 15)),
+        other => panic!("{other:?}"),
+    }
+    for dims in [MAX_NPY_DIMS - 1, MAX_NPY_DIMS] {
+        let image = encode_npy(tpbsim_isa::NumFormat::Int8, &vec![1; dims], &[7])
+            .unwrap_or_else(|e| panic!("{dims} dims: {e}"));
+        let back = npy::read_npy(&image).unwrap();
+        assert_eq!((back.shape.len(), back.data), (dims, vec![7]));
+    }
+    let e = encode_npy(
+        tpbsim_isa::NumFormat::Int8,
+        &vec![1; MAX_NPY_DIMS + 1],
+        &[7],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("65 dimensions"), "{e}");
+}
+
+/// `name.len() > 4096 || slashes >= 1024`: a member path of 1024 components is unpacked,
+/// 1025 are refused before anything is written; a path of 4096 bytes passes the length
+/// check (the system may still refuse it), 4097 bytes are refused by it.
+#[test]
+fn unpacked_member_paths_are_limited_in_depth_and_length() {
+    let unpack = |name: &str| {
+        let mut n = Neff::new("k").unwrap();
+        n.members.insert(name.into(), b"x".to_vec());
+        let dest = tempfile::tempdir().unwrap();
+        let r = n.unpack(dest.path(), false);
+        let written = std::fs::read_dir(dest.path()).unwrap().count();
+        (r, written, dest)
+    };
+    let deep = |components: usize| vec!["d"; components].join("/");
+    // (Fewer components are unpacked by every other unpack test; each level is a few
+    // system calls, so only the bound itself is tried this deep.)
+    let name = deep(1024);
+    let (r, _, dest) = unpack(&name);
+    r.unwrap_or_else(|e| panic!("1024 components: {e}"));
+    assert_eq!(std::fs::read(dest.path().join(&name)).unwrap(), b"x");
+    let limit_refusal = |r: Result<(), NeffError>| match r {
+        Err(NeffError::UnsafePath { reason, .. }) if reason.contains("cannot be unpacked") => {
+            Some(reason)
+        }
+        _ => None,
+    };
+    let (r, written, _d) = unpack(&deep(1025));
+    let reason = limit_refusal(r).expect("1025 components refused by the limit");
+    assert!(reason.contains("in 1025 components"), "{reason}");
+    assert_eq!(written, 0, "nothing written");
+    // 4096 and 4097 bytes in components of at most 255 bytes.
+    let long = |len: usize| {
+        let mut s = String::new();
+        while s.len() < len {
+            if !s.is_empty() {
+                s.push('/');
+            }
+            let part = (len - s.len()).min(200);
+            s.push_str(&"p".repeat(part));
+        }
+        assert_eq!(s.len(), len);
+        s
+    };
+    for len in [4095, 4096] {
+        let (r, _, _d) = unpack(&long(len));
+        assert_eq!(limit_refusal(r), None, "{len} bytes");
+    }
+    let (r, written, _d) = unpack(&long(4097));
+    let reason = limit_refusal(r).expect("4097 bytes refused by the limit");
+    assert!(reason.starts_with("4097 bytes"), "{reason}");
+    assert_eq!(written, 0, "nothing written");
 }

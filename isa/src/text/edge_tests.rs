@@ -47,7 +47,7 @@ fn pattern(addr: u32, step: &[i64], num: &[i64]) -> Vec<u8> {
 }
 
 /// Bounds of a keyed record (`[key=value ...]`): every key at its maximum, then each key one
-/// past it.
+/// past it; an unknown or repeated key refused.
 fn keyed(m: &FieldMeta, keys: &[(&str, u64)], extra: &[(&str, &str)], want: &[u8]) {
     let text = |over: Option<&str>| {
         let mut parts: Vec<String> = keys
@@ -66,6 +66,11 @@ fn keyed(m: &FieldMeta, keys: &[(&str, u64)], extra: &[(&str, &str)], want: &[u8
             refuse(m, &text(Some(k)));
         }
     }
+    // A key the record does not have, or one given twice, is refused.
+    let all = text(None);
+    let body = &all[..all.len() - 1];
+    refuse(m, &format!("{body} no_such_key=0]"));
+    refuse(m, &format!("{body} {}=0]", keys[0].0));
 }
 
 fn check_field(m: &FieldMeta) {
@@ -433,4 +438,227 @@ fn extreme_access_patterns_as_text() {
         "ACTIVATE src=[0x00000000 step=-1,0,0 num=1,1,1]"
     );
     assert_eq!(neuron(&one), "ACTIVATE src=0x0[-1,0,0][1,1,1];");
+}
+
+/// One golden row: the neuron dialect's text, the native text of the same bundle, and bytes
+/// the bundle must hold (offset, little-endian bytes), so neither the text nor the encoding is
+/// taken from the code under test.
+struct Golden {
+    neuron: &'static str,
+    native: &'static str,
+    bytes: &'static [(usize, &'static [u8])],
+}
+
+/// Both dialects parse to the same bundle holding `bytes`, and print exactly their text.
+fn check_golden(g: &Golden) {
+    let from_neuron = parse_line(g.neuron, Gen::V3)
+        .unwrap_or_else(|e| panic!("{}: {e}", g.neuron))
+        .expect("a bundle");
+    let from_native = parse_line(g.native, Gen::V3)
+        .unwrap_or_else(|e| panic!("{}: {e}", g.native))
+        .expect("a bundle");
+    assert_eq!(from_neuron, from_native, "{} / {}", g.neuron, g.native);
+    for &(at, want) in g.bytes {
+        assert_eq!(
+            &from_native.0[at..at + want.len()],
+            want,
+            "{}: bytes at {at}",
+            g.native
+        );
+    }
+    assert_eq!(neuron(&from_native), g.neuron);
+    assert_eq!(disasm_bundle(&from_native, Gen::V3), g.native);
+}
+
+/// The header's sync bytes: wait index at 5, update index at 7, semaphore value at 8..12.
+const WAIT_IDX: usize = 5;
+const UPDATE_IDX: usize = 7;
+const SEM_VALUE: usize = 8;
+
+/// Register 255, semaphore and event 255 and the largest semaphore immediate in the native
+/// syntax beside the dialect: the native form writes the value in hex, the dialect the
+/// register or the decimal immediate.
+#[test]
+fn golden_sync_edges_in_both_syntaxes() {
+    let rows = [
+        Golden {
+            neuron: "NOP $S[255]>=$R[255];",
+            native: "NOP wait_mode=SEM_GE_REG wait_idx=255 semaphore_value=0xff",
+            bytes: &[(WAIT_IDX, &[255]), (SEM_VALUE, &[255, 0, 0, 0])],
+        },
+        Golden {
+            neuron: "NOP $S[0]<$R[254];",
+            native: "NOP wait_mode=SEM_LT_REG semaphore_value=0xfe",
+            bytes: &[(WAIT_IDX, &[0]), (SEM_VALUE, &[254, 0, 0, 0])],
+        },
+        Golden {
+            neuron: "NOP $S[255]>=4294967295;",
+            native: "NOP wait_mode=SEM_GE_IMM wait_idx=255 semaphore_value=0xffffffff",
+            bytes: &[(WAIT_IDX, &[255]), (SEM_VALUE, &[255, 255, 255, 255])],
+        },
+        Golden {
+            neuron: "NOP $S[255]+=$R[255]@complete;",
+            native: "NOP update_mode=SEM_ADD_REG_COMPLETE update_idx=255 semaphore_value=0xff",
+            bytes: &[(UPDATE_IDX, &[255]), (SEM_VALUE, &[255, 0, 0, 0])],
+        },
+        Golden {
+            neuron: "NOP $S[255]-=$R[255]@read;",
+            native: "NOP update_mode=SEM_SUB_REG_READ update_idx=255 semaphore_value=0xff",
+            bytes: &[(UPDATE_IDX, &[255]), (SEM_VALUE, &[255, 0, 0, 0])],
+        },
+        Golden {
+            neuron: "NOP $S[255]+=4294967295@complete;",
+            native: "NOP update_mode=SEM_ADD_IMM_COMPLETE update_idx=255 semaphore_value=0xffffffff",
+            bytes: &[(UPDATE_IDX, &[255]), (SEM_VALUE, &[255, 255, 255, 255])],
+        },
+        Golden {
+            neuron: "NOP $E[255]==1->0 $E[255]=1@complete;",
+            native: "NOP wait_mode=EVT_SET_THEN_CLEAR wait_idx=255 update_mode=EVT_SET_COMPLETE update_idx=255",
+            bytes: &[(WAIT_IDX, &[255]), (UPDATE_IDX, &[255])],
+        },
+    ];
+    for g in &rows {
+        check_golden(g);
+    }
+}
+
+/// Float immediates at the edges of fp32: the largest finite value and -FLT_MAX in decimal,
+/// the smallest subnormal, -0.0; infinities, NaNs and a value the decimal form cannot give
+/// back exactly are written as their bit pattern (in both syntaxes); a decimal past the fp32
+/// range and a pattern past 32 bits are refused.
+#[test]
+fn golden_float_immediates_in_both_syntaxes() {
+    const MAX: &[u8] = &[0xff, 0xff, 0x7f, 0x7f];
+    const NEG_MAX: &[u8] = &[0xff, 0xff, 0x7f, 0xff];
+    let rows = [
+        // ACTIVATE: scale_value (fp32) at 36, bias and imm (u32 that take floats) at 40 / 44.
+        Golden {
+            neuron: "ACTIVATE scale_value=3.4028235e38 bias=0xff7fffff imm=0x1;",
+            native: "ACTIVATE scale_value=3.4028235e38 bias=0xff7fffff imm=0x1",
+            bytes: &[(36, MAX), (40, NEG_MAX), (44, &[1, 0, 0, 0])],
+        },
+        Golden {
+            neuron: "ACTIVATE scale_value=-0.0 bias=0x7fc00001 imm=0x80000001;",
+            native: "ACTIVATE scale_value=-0.0 bias=0x7fc00001 imm=0x80000001",
+            bytes: &[
+                (36, &[0, 0, 0, 0x80]),
+                (40, &[1, 0, 0xc0, 0x7f]),
+                (44, &[1, 0, 0, 0x80]),
+            ],
+        },
+        Golden {
+            neuron: "ACTIVATE scale_value=0x7f800000 bias=0xff800000 imm=0x7fc00000;",
+            native: "ACTIVATE scale_value=0x7f800000 bias=0xff800000 imm=0x7fc00000",
+            bytes: &[
+                (36, &[0, 0, 0x80, 0x7f]),
+                (40, &[0, 0, 0x80, 0xff]),
+                (44, &[0, 0, 0xc0, 0x7f]),
+            ],
+        },
+        // RANGE_SELECT: base (fp32) at 16, fill_val (fp32) at 20.
+        Golden {
+            neuron: "RANGE_SELECT base=16777216.0 fill_val=-3.4028235e38;",
+            native: "RANGE_SELECT base=16777216.0 fill_val=-3.4028235e38",
+            bytes: &[(16, &[0, 0, 0x80, 0x4b]), (20, NEG_MAX)],
+        },
+        Golden {
+            neuron: "RANGE_SELECT base=1e-45 fill_val=-1e-45;",
+            native: "RANGE_SELECT base=1e-45 fill_val=-1e-45",
+            bytes: &[(16, &[1, 0, 0, 0]), (20, &[1, 0, 0, 0x80])],
+        },
+    ];
+    for g in &rows {
+        check_golden(g);
+    }
+    // The decimal spellings of the same values are read to the same bits.
+    let b = bundle_of("ACTIVATE scale_value=inf bias=-3.4028235e38 imm=1e-45");
+    assert_eq!(
+        &b.0[36..48],
+        &[0, 0, 0x80, 0x7f, 0xff, 0xff, 0x7f, 0xff, 1, 0, 0, 0]
+    );
+    let b = bundle_of("ACTIVATE scale_value=-inf bias=-1e-45 imm=nan");
+    assert_eq!(
+        &b.0[36..48],
+        &[0, 0, 0x80, 0xff, 1, 0, 0, 0x80, 0, 0, 0xc0, 0x7f]
+    );
+    // One past: the first decimal that rounds past f32::MAX, and 2^32 as a pattern.
+    for bad in [
+        "ACTIVATE scale_value=3.4028236e38",
+        "ACTIVATE scale_value=-3.4028236e38",
+        "ACTIVATE bias=3.4028236e38",
+        "RANGE_SELECT fill_val=1e39",
+    ] {
+        let e = parse_line(bad, Gen::V3).unwrap_err();
+        assert!(e.message.contains("beyond the fp32 range"), "{bad}: {e}");
+    }
+    for bad in [
+        "ACTIVATE scale_value=0x100000000",
+        "ACTIVATE imm=0x100000000",
+    ] {
+        let e = parse_line(bad, Gen::V3).unwrap_err();
+        assert!(
+            e.message.contains("does not fit (max 4294967295)"),
+            "{bad}: {e}"
+        );
+    }
+}
+
+fn bundle_of(line: &str) -> Bundle {
+    parse_line(line, Gen::V3)
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+        .expect("a bundle")
+}
+
+/// The largest one-byte count, in both syntaxes; one more refused.
+#[test]
+fn golden_largest_counts_in_both_syntaxes() {
+    check_golden(&Golden {
+        neuron: "ACTIVATE num_active_partitions=255;",
+        native: "ACTIVATE num_active_partitions=255",
+        bytes: &[(34, &[255])],
+    });
+    let e = parse_line("ACTIVATE num_active_partitions=256", Gen::V3).unwrap_err();
+    assert!(e.message.contains("256 does not fit (max 255)"), "{e}");
+}
+
+/// A bitfield's sub-fields in the JSON form and both text syntaxes: each sub-field alone
+/// reads as 1 with its neighbours 0, all bits set read as each sub-field at its maximum with
+/// the reserved bits apart.
+#[test]
+fn golden_bitfield_sub_fields_in_json_and_text() {
+    let flags = |raw: u8| {
+        let b = bundle_of(&format!("MATMUL psum_accumulate_flags={raw}"));
+        assert_eq!(b.0[43], raw);
+        let j = json::bundle_json(0, &b, Gen::V3);
+        let f = &j["fields"]["psum_accumulate_flags"];
+        (
+            [&f["begin"], &f["end"], &f["accumulate"], &f["raw"]].map(|v| v.as_u64().unwrap()),
+            disasm_bundle(&b, Gen::V3),
+            neuron(&b),
+        )
+    };
+    for (raw, sub, text) in [
+        (1u8, [1, 0, 0], "{begin=1}"),
+        (2, [0, 1, 0], "{end=1}"),
+        (4, [0, 0, 1], "{accumulate=1}"),
+        (255, [1, 1, 1], "{begin=1 end=1 accumulate=1 rsv=0xf8}"),
+    ] {
+        let (json, native, dialect) = flags(raw);
+        assert_eq!(json, [sub[0], sub[1], sub[2], u64::from(raw)], "raw {raw}");
+        assert_eq!(native, format!("MATMUL psum_accumulate_flags={text}"));
+        assert_eq!(dialect, format!("MATMUL psum_accumulate_flags={text};"));
+    }
+}
+
+/// An operand's `dtype@` prefix is written only for a dtype that is set: dtype 0 leaves the
+/// operand bare.
+#[test]
+fn golden_operand_dtype_prefix_only_for_a_set_dtype() {
+    check_golden(&Golden {
+        neuron: "MATMUL src=0x10[1,0,0][1,1,1];",
+        native: "MATMUL src=[0x00000010 step=1,0,0 num=1,1,1]",
+        bytes: &[(16, &[0x10, 0, 0, 0]), (32, &[0])],
+    });
+    let b = bundle_of("MATMUL src=[0x10 step=1,0,0 num=1,1,1] in_dtype=BF16");
+    assert_eq!(neuron(&b), "MATMUL src=bf16@0x10[1,0,0][1,1,1];");
 }

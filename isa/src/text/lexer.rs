@@ -64,10 +64,10 @@ pub(crate) fn tokenize(line: &str) -> Result<Vec<Tok<'_>>, ParseError> {
         }
     }
     if in_str {
-        return Err(perr(line.len() + 1, "unterminated string"));
+        return Err(perr(col_of(line.len()), "unterminated string"));
     }
     if depth != 0 {
-        return Err(perr(line.len() + 1, "unbalanced brackets"));
+        return Err(perr(col_of(line.len()), "unbalanced brackets"));
     }
     if let Some(s) = start {
         let t = line[s..end_all].trim_end();

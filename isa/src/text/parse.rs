@@ -13,6 +13,18 @@ pub(crate) struct Item {
     pub(crate) from: Option<String>,
 }
 
+impl Item {
+    /// The column an error in the value points at: the value's own column for `name=value`,
+    /// the column of the token that wrote it otherwise (its key is not what was written).
+    fn value_col(&self) -> usize {
+        if self.from.is_some() {
+            self.col
+        } else {
+            self.col + self.key.len() + 1
+        }
+    }
+}
+
 /// The opcode row a mnemonic names: exactly (any case), else uniquely when underscores are
 /// ignored (`PSEUDO_DMA_TRIGGER` for `PSEUDO_DMATRIGGER`).
 pub(crate) fn mnemonic_row(m: &str) -> Option<&'static spec::OpcodeRow> {
@@ -135,7 +147,7 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
         if let Some(m) = meta1.field(&it.key) {
             if m.name != "opcode" {
                 write_field(m, &it.value, &mut b)
-                    .map_err(|e| perr(it.col + it.key.len() + 1, format!("{}: {e}", it.key)))?;
+                    .map_err(|e| perr(it.value_col(), format!("{}: {e}", it.key)))?;
             }
         }
     }
@@ -204,12 +216,7 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
                     format!("{} has no field `{k}` on {gen}{how}", meta.rust_name),
                 )
             })?;
-        let vcol = if it.from.is_some() {
-            col
-        } else {
-            col + k.len() + 1
-        };
-        write_field(m, v, &mut b).map_err(|e| perr(vcol, format!("{k}: {e}")))?;
+        write_field(m, v, &mut b).map_err(|e| perr(it.value_col(), format!("{k}: {e}")))?;
     }
     for (off, bytes, col) in reserved {
         for (i, &x) in bytes.iter().enumerate() {

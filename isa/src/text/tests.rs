@@ -417,3 +417,96 @@ fn field_and_sync_errors_are_typed() {
     assert_eq!(e.token, "$S[2]>=1");
     assert!(e.reason.contains("one wait"), "{e}");
 }
+
+/// An error found at the end of a line points one character past its last character, counted
+/// in characters (as every other column is), not bytes.
+#[test]
+fn an_error_at_the_end_of_the_line_points_past_its_last_character() {
+    for line in [
+        "NOP x=\"abc",
+        "NOP x=[1 2",
+        "NOP x={a",
+        "NOP é=\"abc",
+        "NOP x=[é",
+        "NOP x=[1 [2]",
+    ] {
+        let e = parse_line(line, Gen::V3).unwrap_err();
+        assert_eq!(e.column, line.chars().count() + 1, "{line}: {e}");
+        assert!(
+            e.message.contains("unterminated string") || e.message.contains("unbalanced brackets"),
+            "{line}: {e}"
+        );
+    }
+}
+
+/// A `;` ends the statement only outside brackets and strings: inside them it is part of the
+/// value (here an invalid one, refused for what it is, at the value's column).
+#[test]
+fn a_semicolon_inside_brackets_is_part_of_the_value() {
+    let line = "ACTIVATE src=[0x0 step=1;2,0,0 num=1,1,1]";
+    let e = parse_line(line, Gen::V3).unwrap_err();
+    assert_eq!(e.column, 14, "{e}");
+    assert!(!e.message.contains("unbalanced"), "{e}");
+    let line = "ACTIVATE src=0x0[1;2][1]";
+    let e = parse_line(line, Gen::V3).unwrap_err();
+    assert_eq!(e.column, 14, "{e}");
+    assert!(!e.message.contains("unbalanced"), "{e}");
+    // Outside brackets it starts a comment.
+    assert_eq!(
+        parse_line("ACTIVATE src=0x0[1][1] ; [unbalanced", Gen::V3).unwrap(),
+        parse_line("ACTIVATE src=0x0[1][1]", Gen::V3).unwrap()
+    );
+}
+
+/// The value of a `name=value` pair is reported at its own column, whether the field is in
+/// the layout the bare opcode selects or only in the one its sub-opcode selects
+/// (`EXTENDED_INST ext_opcode=2`); a value written under another name (the profile's
+/// `acc_flags`, a `dtype@` prefix) is reported at the token that wrote it.
+#[test]
+fn a_bad_value_is_reported_at_the_value() {
+    for (line, col) in [
+        ("ACTIVATE num_active_partitions=256", 32),
+        ("ACTIVATE  scale_value=x", 23),
+        ("NOP wait_idx=999", 14),
+        ("ACTIVATE out_dtype=NOPE", 20),
+        ("EXTENDED_INST ext_opcode=2 op=999", 31),
+        ("EXTENDED_INST ext_opcode=2  completion_info=256", 45),
+        ("MATMUL acc_flags=999", 8),
+        ("MATMUL  acc_flags={begin=2}", 9),
+    ] {
+        let e = parse_line(line, Gen::V3).unwrap_err();
+        assert_eq!(e.column, col, "{line}: {e}");
+    }
+}
+
+/// The syntax names, in any case; anything else refused.
+#[test]
+fn syntax_names_parse_in_any_case() {
+    for (s, want) in [
+        ("tpbsim", Syntax::Tpbsim),
+        ("TPBSIM", Syntax::Tpbsim),
+        ("neuron", Syntax::Neuron),
+        ("Neuron", Syntax::Neuron),
+    ] {
+        assert_eq!(s.parse::<Syntax>(), Ok(want), "{s}");
+    }
+    for s in ["", "native", "neuron ", "tpbsim2"] {
+        let e = s.parse::<Syntax>().unwrap_err();
+        assert!(
+            e.contains("the syntaxes are tpbsim and neuron"),
+            "{s:?}: {e}"
+        );
+    }
+}
+
+/// A quoted positional word fills the format's string field as a bare word does; a lone
+/// quote is no string.
+#[test]
+fn a_quoted_positional_string_fills_the_string_field() {
+    let bare = parse_line("PSEUDO_DMA_TRIGGER q_in", Gen::V3).unwrap();
+    assert!(bare.is_some());
+    assert_eq!(
+        parse_line("PSEUDO_DMA_TRIGGER \"q_in\"", Gen::V3).unwrap(),
+        bare
+    );
+}

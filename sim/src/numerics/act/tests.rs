@@ -751,13 +751,22 @@ fn fast_evaluator_falls_back_rarely_and_only_where_it_must() {
 
 /// Every fp32 input of exp, tanh and sigmoid (2^32 each), fast against the closed form,
 /// bit for bit, on every loop of the fast evaluator the host has (the closed form computed
-/// once per input). `TPBSIM_ALL_2_32` may name some of the functions (`exp,tanh`); all three
-/// without it. Slow: `cargo test --release -p tpbsim-sim --lib -- --ignored all_2_32`.
+/// once per input). `TPBSIM_ALL_2_32` may name some of the functions (`exp,tanh`), and
+/// `TPBSIM_ALL_2_32_LOOPS` some of the loops (`Avx2,Avx512`); all of them without. Slow:
+/// `cargo test --release -p tpbsim-sim --lib -- --ignored all_2_32`.
 #[test]
 #[ignore]
 fn fast_evaluator_matches_the_closed_form_on_all_2_32_inputs() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    let loops = Loop::available();
+    let only_loops = std::env::var("TPBSIM_ALL_2_32_LOOPS").unwrap_or_default();
+    let loops: Vec<Loop> = Loop::available()
+        .into_iter()
+        .filter(|l| only_loops.is_empty() || only_loops.split(',').any(|n| n == format!("{l:?}")))
+        .collect();
+    assert!(
+        !loops.is_empty(),
+        "TPBSIM_ALL_2_32_LOOPS={only_loops}: no loop this CPU has"
+    );
     let only = std::env::var("TPBSIM_ALL_2_32").unwrap_or_default();
     let funcs: Vec<ActFunction> = FAST
         .into_iter()

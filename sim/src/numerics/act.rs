@@ -21,6 +21,8 @@ use std::fmt;
 use super::alu::{check_len, AluError, FpOp, Scalar, TileShape};
 use super::reduce::{AccumCmd, AccumError, Accumulators};
 
+/// The vector loops [`ClosedForm::values_up_to`] chooses from.
+pub use super::simd::Loop;
 pub use pwp::{PwpError, PwpTable};
 
 /// √2.
@@ -440,17 +442,25 @@ impl ClosedForm {
 impl ClosedForm {
     /// [`ClosedForm::value`] over a slice, in place, with the same results bit for bit:
     /// `exp`, `tanh` and `sigmoid` through a faster evaluation that falls back to the closed
-    /// form wherever the two could round differently (`fast`).
+    /// form wherever the two could round differently (`fast`), on the widest vector loop the
+    /// CPU has.
     pub fn values(func: ActFunction, xs: &mut [f32], alpha: f32) {
+        Self::values_up_to(Loop::Avx512, func, xs, alpha);
+    }
+
+    /// [`ClosedForm::values`] with the fast evaluation on the widest loop the CPU has up to
+    /// `widest` (a loop the CPU lacks runs as the next narrower one). The results are the
+    /// same on every loop; benchmarks and tests compare the loops with it.
+    pub fn values_up_to(widest: Loop, func: ActFunction, xs: &mut [f32], alpha: f32) {
         match func {
             ActFunction::Exp => {
-                fast::exp(xs);
+                fast::exp(xs, widest);
             }
             ActFunction::Tanh => {
-                fast::tanh(xs);
+                fast::tanh(xs, widest);
             }
             ActFunction::Sigmoid => {
-                fast::sigmoid(xs);
+                fast::sigmoid(xs, widest);
             }
             _ => {
                 for x in xs {

@@ -2,7 +2,7 @@
 
 /// A family of loops: the portable loop, then AVX2 with FMA, then AVX-512F with FMA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Loop {
+pub enum Loop {
     /// Any CPU.
     Portable = 0,
     /// AVX2 with FMA.
@@ -13,7 +13,7 @@ pub(crate) enum Loop {
 
 impl Loop {
     /// Whether this CPU runs the loop.
-    pub(crate) fn host_has(self) -> bool {
+    pub fn host_has(self) -> bool {
         match self {
             Loop::Portable => true,
             #[cfg(target_arch = "x86_64")]
@@ -32,7 +32,7 @@ impl Loop {
     }
 
     /// The loops this CPU runs, widest first (always ending with `Portable`).
-    pub(crate) fn available() -> Vec<Loop> {
+    pub fn available() -> Vec<Loop> {
         [Loop::Avx512, Loop::Avx2, Loop::Portable]
             .into_iter()
             .filter(|l| l.host_has())

@@ -544,31 +544,125 @@ fn input_classes() -> Vec<f32> {
     xs
 }
 
-fn assert_same_bits(func: ActFunction, xs: &[f32]) {
+fn assert_same_bits(lp: Loop, func: ActFunction, xs: &[f32]) {
     let mut fast = xs.to_vec();
-    ClosedForm::values(func, &mut fast, 0.0);
+    ClosedForm::values_up_to(lp, func, &mut fast, 0.0);
     for (&x, &got) in xs.iter().zip(&fast) {
         let want = ClosedForm::value(func, x, 0.0);
         assert_eq!(
             got.to_bits(),
             want.to_bits(),
-            "{func}({x:e} / {:#010x}): fast {got:e}, closed form {want:e}",
+            "{func}({x:e} / {:#010x}) on the {lp:?} loop: fast {got:e}, closed form {want:e}",
             x.to_bits()
         );
     }
 }
 
-/// The loops of the fast evaluator, narrowest first, so that the default (the widest the host
-/// has) is in force again at the end; a loop the host lacks runs as the next narrower one.
-const LOOPS: [fast::Loop; 3] = [fast::Loop::Portable, fast::Loop::Avx2, fast::Loop::Avx512];
-
 #[test]
 fn fast_evaluator_matches_the_closed_form_on_every_input_class() {
     let xs = input_classes();
-    for l in LOOPS {
-        fast::set_widest(l);
+    for lp in Loop::available() {
         for func in FAST {
-            assert_same_bits(func, &xs);
+            assert_same_bits(lp, func, &xs);
+            // Every length of tail after the blocks of eight, and odd offsets.
+            for len in 0..24 {
+                assert_same_bits(lp, func, &xs[3..3 + len]);
+            }
+        }
+    }
+}
+
+#[test]
+fn wider_loops_compute_the_fused_approximation_bit_for_bit() {
+    // The margin argument (fast.rs) holds for the fused approximation; the wider loops must
+    // compute exactly it, the portable loop the split one.
+    let mut xs = input_classes();
+    xs.truncate(xs.len() / 8 * 8);
+    for lp in Loop::available() {
+        for func in FAST {
+            let got = fast::test_approximations(func, lp, &xs);
+            assert_eq!(got.len(), xs.len(), "{func} on {lp:?}");
+            type Form = fn(f64) -> f64;
+            let (fused, split): (Form, Form) = match func {
+                ActFunction::Exp => (fast::exp64::<fast::Fused>, fast::exp64::<fast::Split>),
+                ActFunction::Tanh => (fast::tanh64::<fast::Fused>, fast::tanh64::<fast::Split>),
+                _ => (
+                    fast::sigmoid64::<fast::Fused>,
+                    fast::sigmoid64::<fast::Split>,
+                ),
+            };
+            let want = if lp == Loop::Portable { split } else { fused };
+            let mut compared = 0;
+            for (&x, &y) in xs.iter().zip(&got) {
+                // Outside the ranges the values are not used (and NaN payloads may differ).
+                let inside = f64::from(x).abs() <= 87.5;
+                if !inside {
+                    continue;
+                }
+                let w = want(f64::from(x));
+                assert_eq!(
+                    y.to_bits(),
+                    w.to_bits(),
+                    "{func}({x:e}) on {lp:?}: {y:e}, scalar {w:e}"
+                );
+                compared += 1;
+            }
+            assert!(compared > 100_000, "{func} on {lp:?}: {compared}");
+        }
+    }
+}
+
+#[test]
+fn wider_loops_keep_exactly_the_approximations_the_portable_test_keeps() {
+    // Approximations at the edges of the guard: low 29 bits around the rounding midpoint
+    // ± MARGIN, magnitudes around the smallest normal f32 and 2^128, specials; both signs.
+    let (half, margin) = (1u64 << 28, fast::MARGIN);
+    let mut ys = Vec::new();
+    for exp in [0u64, 1, 896, 897, 898, 1023, 1150, 1151, 1152, 2046, 2047] {
+        for low in [
+            0,
+            1,
+            half - margin - 1,
+            half - margin,
+            half - margin + 1,
+            half - 1,
+            half,
+            half + 1,
+            half + margin - 1,
+            half + margin,
+            half + margin + 1,
+            (1 << 29) - 1,
+        ] {
+            for high in [0u64, 1 << 29, ((1 << 23) - 1) << 29] {
+                let b = exp << 52 | high | low;
+                ys.extend([f64::from_bits(b), f64::from_bits(b | 1 << 63)]);
+            }
+        }
+    }
+    ys.extend(
+        random_bits(1 << 14, 11)
+            .chunks(2)
+            .map(|w| f64::from_bits(u64::from(w[0]) << 32 | u64::from(w[1]))),
+    );
+    ys.truncate(ys.len() / 8 * 8);
+    // Inputs at the range's edges (and NaN), repeating.
+    let range = 20.0;
+    let edge = around(&[20.0, 0.5]);
+    let mut xs: Vec<f32> = edge
+        .iter()
+        .copied()
+        .chain([f32::NAN, -f32::NAN, f32::INFINITY])
+        .cycle()
+        .take(ys.len())
+        .collect();
+    xs[0] = 20.0;
+    let want = fast::test_kept(Loop::Portable, &ys, &xs, range);
+    assert!(want.iter().any(|&k| k) && want.iter().any(|&k| !k));
+    for lp in Loop::available() {
+        let got = fast::test_kept(lp, &ys, &xs, range);
+        assert_eq!(got.len(), ys.len(), "{lp:?}");
+        for ((&y, &x), (&g, &w)) in ys.iter().zip(&xs).zip(got.iter().zip(&want)) {
+            assert_eq!(g, w, "{lp:?}: y {y:e} ({:#018x}), x {x:e}", y.to_bits());
         }
     }
 }
@@ -589,16 +683,15 @@ fn fast_approximations_stay_far_inside_the_rounding_margin() {
         })
     }));
     fn worst<M: fast::MulAdd>(xs: &[f64]) -> [f64; 3] {
-        let t = fast::test_table();
         let rel = |a: f64, b: f64| ((a - b) / b).abs();
         let mut worst = [0f64; 3];
         for &d in xs {
             for s in [d, -d] {
-                worst[0] = worst[0].max(rel(fast::exp64::<M>(t, s), s.exp()));
+                worst[0] = worst[0].max(rel(fast::exp64::<M>(s), s.exp()));
                 if s.abs() <= 20.0 && s != 0.0 {
-                    worst[1] = worst[1].max(rel(fast::tanh64::<M>(t, s), s.tanh()));
+                    worst[1] = worst[1].max(rel(fast::tanh64::<M>(s), s.tanh()));
                 }
-                worst[2] = worst[2].max(rel(fast::sigmoid64::<M>(t, s), sigmoid64(s)));
+                worst[2] = worst[2].max(rel(fast::sigmoid64::<M>(s), sigmoid64(s)));
             }
         }
         worst
@@ -622,56 +715,93 @@ fn fast_evaluator_falls_back_rarely_and_only_where_it_must() {
     let xs: Vec<f32> = (0..1 << 16)
         .map(|i| -80.0 + 160.0 * i as f32 / 65536.0)
         .collect();
-    for (func, run) in FAST.iter().zip([
-        fast::exp as fn(&mut [f32]) -> usize,
+    let runs = [
+        fast::exp as fn(&mut [f32], Loop) -> usize,
         fast::tanh,
         fast::sigmoid,
-    ]) {
-        let slow = run(&mut xs.clone());
-        // About 2^17 of the 2^29 low-bit patterns are near a midpoint (plus tanh's ±1 tails,
-        // outside its range).
-        let tails = if *func == ActFunction::Tanh {
-            xs.len() * 3 / 4
-        } else {
-            0
-        };
-        let limit = tails + xs.len() / 500;
-        assert!(slow <= limit, "{func}: {slow} closed-form evaluations");
+    ];
+    for lp in Loop::available() {
+        for (func, run) in FAST.iter().zip(runs) {
+            let slow = run(&mut xs.clone(), lp);
+            // About 2^17 of the 2^29 low-bit patterns are near a midpoint (plus tanh's ±1
+            // tails, outside its range).
+            let tails = if *func == ActFunction::Tanh {
+                xs.len() * 3 / 4
+            } else {
+                0
+            };
+            let limit = tails + xs.len() / 500;
+            assert!(
+                slow <= limit,
+                "{func} on {lp:?}: {slow} closed-form evaluations"
+            );
+        }
+        // Outside the ranges, specials and subnormal results go to the closed form (in a
+        // block of eight and in a tail).
+        let v = [f32::NAN, 100.0, -100.0, 0.0, f32::INFINITY, 1.0, 1.0, 1.0];
+        let (mut block, mut tail) = (v, v);
+        assert_eq!(fast::exp(&mut block, lp), 4, "exp(0) = 1 is fast ({lp:?})");
+        assert_eq!(fast::exp(&mut tail[..5], lp), 4, "{lp:?}");
+        let v = [0.0, 1e-40, 25.0, -1.0, 0.5, 0.5, 0.5, 0.5];
+        let (mut block, mut tail) = (v, v);
+        assert_eq!(fast::tanh(&mut block, lp), 3, "{lp:?}");
+        assert_eq!(fast::tanh(&mut tail[..4], lp), 3, "{lp:?}");
     }
-    // Outside the ranges, specials and subnormal results go to the closed form.
-    let mut v = [f32::NAN, 100.0, -100.0, 0.0, f32::INFINITY];
-    assert_eq!(fast::exp(&mut v), 4, "exp(0) = 1 is fast");
-    let mut v = [0.0, 1e-40, 25.0, -1.0];
-    assert_eq!(fast::tanh(&mut v), 3);
 }
 
 /// Every fp32 input of exp, tanh and sigmoid (2^32 each), fast against the closed form,
-/// bit for bit, with each loop of the fast evaluator. Slow: `cargo test --release -p tpbsim-sim --lib -- --ignored all_2_32`.
+/// bit for bit, on every loop of the fast evaluator the host has (the closed form computed
+/// once per input). `TPBSIM_ALL_2_32` may name some of the functions (`exp,tanh`), and
+/// `TPBSIM_ALL_2_32_LOOPS` some of the loops (`Avx2,Avx512`); all of them without. Slow:
+/// `cargo test --release -p tpbsim-sim --lib -- --ignored all_2_32`.
 #[test]
 #[ignore]
 fn fast_evaluator_matches_the_closed_form_on_all_2_32_inputs() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    for (l, func) in LOOPS.into_iter().flat_map(|l| FAST.map(|f| (l, f))) {
-        fast::set_widest(l);
+    let only_loops = std::env::var("TPBSIM_ALL_2_32_LOOPS").unwrap_or_default();
+    let loops: Vec<Loop> = Loop::available()
+        .into_iter()
+        .filter(|l| only_loops.is_empty() || only_loops.split(',').any(|n| n == format!("{l:?}")))
+        .collect();
+    assert!(
+        !loops.is_empty(),
+        "TPBSIM_ALL_2_32_LOOPS={only_loops}: no loop this CPU has"
+    );
+    let only = std::env::var("TPBSIM_ALL_2_32").unwrap_or_default();
+    let funcs: Vec<ActFunction> = FAST
+        .into_iter()
+        .filter(|f| only.is_empty() || only.split(',').any(|n| n == f.name()))
+        .collect();
+    assert!(!funcs.is_empty(), "TPBSIM_ALL_2_32={only}: no function");
+    for func in funcs {
         let start = std::time::Instant::now();
-        let mismatches: u64 = std::thread::scope(|s| {
+        let loops = &loops;
+        let mismatches: Vec<u64> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     s.spawn(move || {
-                        let mut bad = 0u64;
+                        let mut bad = vec![0u64; loops.len()];
+                        let mut want = vec![0f32; 1 << 16];
                         let mut buf = vec![0f32; 1 << 16];
                         let blocks = (1u64 << 16) / threads + 1;
                         for blk in t * blocks..((t + 1) * blocks).min(1 << 16) {
                             let base = (blk as u32) << 16;
-                            for (i, x) in buf.iter_mut().enumerate() {
-                                *x = f32::from_bits(base | i as u32);
+                            for (i, w) in want.iter_mut().enumerate() {
+                                *w = ClosedForm::value(func, f32::from_bits(base | i as u32), 0.0);
                             }
-                            ClosedForm::values(func, &mut buf, 0.0);
-                            for (i, got) in buf.iter().enumerate() {
-                                let x = f32::from_bits(base | i as u32);
-                                if got.to_bits() != ClosedForm::value(func, x, 0.0).to_bits() {
-                                    bad += 1;
-                                    eprintln!("{func}({:#010x}) differs", x.to_bits());
+                            for (&lp, bad) in loops.iter().zip(&mut bad) {
+                                for (i, x) in buf.iter_mut().enumerate() {
+                                    *x = f32::from_bits(base | i as u32);
+                                }
+                                ClosedForm::values_up_to(lp, func, &mut buf, 0.0);
+                                for (i, (got, w)) in buf.iter().zip(&want).enumerate() {
+                                    if got.to_bits() != w.to_bits() {
+                                        *bad += 1;
+                                        eprintln!(
+                                            "{func}({:#010x}) on {lp:?} differs",
+                                            base | i as u32
+                                        );
+                                    }
                                 }
                             }
                         }
@@ -679,13 +809,20 @@ fn fast_evaluator_matches_the_closed_form_on_all_2_32_inputs() {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("thread")).sum()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread"))
+                .fold(vec![0; loops.len()], |a, b| {
+                    a.iter().zip(&b).map(|(x, y)| x + y).collect()
+                })
         });
         eprintln!(
-            "{func} ({l:?} loop): 2^32 inputs in {:.1?}",
+            "{func} (loops {loops:?}): 2^32 inputs in {:.1?}",
             start.elapsed()
         );
-        assert_eq!(mismatches, 0, "{func} ({l:?} loop)");
+        for (lp, bad) in loops.iter().zip(mismatches) {
+            assert_eq!(bad, 0, "{func} ({lp:?} loop)");
+        }
     }
 }
 

@@ -89,6 +89,10 @@ fn run(cli: Cli) -> Result<exit::Outcome, CliError> {
 fn main() -> std::process::ExitCode {
     tpbsim_sim::process::retain_freed_memory();
     tpbsim_isa::fsio::install_signal_cleanup();
+    if let Err(e) = tpbsim_sim::numerics::simd::cap_from_env() {
+        eprintln!("error: {e}");
+        return std::process::ExitCode::from(exit::USAGE);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -144,6 +144,7 @@ pub(crate) fn json_to_py<'py>(
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    tpbsim_sim::numerics::simd::cap_from_env().map_err(pyo3::exceptions::PyValueError::new_err)?;
     run::register(m)?;
     tools::register(m)?;
     builder::register(m)?;

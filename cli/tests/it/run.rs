@@ -525,3 +525,59 @@ fn corrupt_input_npy_exits_2() {
     assert!(err.contains("trunc.npy"), "{err}");
     assert!(no_outputs(&out));
 }
+
+/// `TPBSIM_SIMD` caps the vector loops: every cap gives the same output bytes (softmax runs
+/// exp on ACT and adds, maxima and products on DVE), and a value that names no loop is refused.
+#[test]
+fn every_simd_cap_gives_the_same_outputs_and_an_unknown_one_is_refused() {
+    let neff = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/kernels/softmax.neff");
+    let dir = tempfile::tempdir().unwrap();
+    let mut outs = Vec::new();
+    for cap in ["avx512", "avx2", "portable"] {
+        let out = dir.path().join(cap);
+        let o = Command::new(env!("CARGO_BIN_EXE_sim"))
+            .args([
+                "run",
+                neff.to_str().unwrap(),
+                "--out-dir",
+                out.to_str().unwrap(),
+            ])
+            .env("TPBSIM_SIMD", cap)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{cap}: {}",
+            crate::common::text(&o)
+        );
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "{cap}");
+        outs.push(files);
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert_eq!(outs[0], outs[2]);
+    let o = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args([
+            "run",
+            neff.to_str().unwrap(),
+            "--out-dir",
+            dir.path().join("x").to_str().unwrap(),
+        ])
+        .env("TPBSIM_SIMD", "sse4")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(crate::common::text(&o).contains("TPBSIM_SIMD=sse4: expected portable, avx2 or avx512"));
+    assert!(!dir.path().join("x").exists());
+}

@@ -353,7 +353,7 @@ fn decode_f16(src: &[u8], out: &mut [f32]) {
     {
         static F16C: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         if *F16C.get_or_init(|| {
-            std::is_x86_feature_detected!("f16c") && std::is_x86_feature_detected!("avx2")
+            std::is_x86_feature_detected!("f16c") && crate::numerics::simd::Loop::Avx2.host_has()
         }) {
             // SAFETY: the CPU has F16C and AVX2 (checked above).
             return unsafe { decode_f16_f16c(src, out) };

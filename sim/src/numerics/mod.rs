@@ -11,7 +11,7 @@ pub mod dequant;
 pub mod mx;
 pub mod pe;
 pub mod reduce;
-mod simd;
+pub mod simd;
 
 pub use cast::{
     cast, cast_slice, from_f32, from_f32_slice, to_f32, to_f32_slice, CastError, CastPolicy,

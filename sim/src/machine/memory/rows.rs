@@ -256,7 +256,7 @@ impl<const N: usize> ZipLoops<N> {
                 // SAFETY: the caller's.
                 unsafe { l.rows_loop(row, elem) }
             }
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if crate::numerics::simd::Loop::Avx2.host_has() {
                 // SAFETY: the CPU has AVX2; the rest is the caller's.
                 return unsafe { avx2(self, row, elem) };
             }

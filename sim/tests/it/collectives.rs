@@ -105,12 +105,20 @@ fn run(
     per_rank: Vec<Vec<f32>>,
     cfg: &RunConfig,
 ) -> Result<Vec<BTreeMap<String, Vec<u8>>>, RunError> {
+    run_outputs(p, per_rank, cfg).map(|v| v.into_iter().map(|o| owned(o.outputs)).collect())
+}
+
+/// Each rank's whole run result, rank r given `per_rank[r]` as `x`.
+fn run_outputs(
+    p: &Program,
+    per_rank: Vec<Vec<f32>>,
+    cfg: &RunConfig,
+) -> Result<Vec<api::RunOutput>, RunError> {
     let inputs: Vec<BTreeMap<String, SharedBytes>> = per_rank
         .iter()
         .map(|x| BTreeMap::from([("x".to_string(), bytes(x))]))
         .collect();
     api::run_world_schedule(p, Gen::V3, &inputs, cfg, 0, &|_, _, _| {})
-        .map(|v| v.into_iter().map(|o| owned(o.outputs)).collect())
 }
 
 /// Rank r's input: n values that differ by rank and position, some of them large so that the
@@ -876,19 +884,7 @@ fn a_result_filling_its_variable_is_shared_and_a_partial_one_is_written_in_place
         vec![],
     );
     let xs: Vec<Vec<f32>> = (0..3).map(|r| vec![r as f32 + 1.0; n as usize]).collect();
-    let inputs: Vec<BTreeMap<String, SharedBytes>> = xs
-        .iter()
-        .map(|x| BTreeMap::from([("x".to_string(), bytes(x))]))
-        .collect();
-    let out = api::run_world_schedule(
-        &p,
-        Gen::V3,
-        &inputs,
-        &RunConfig::default(),
-        0,
-        &|_, _, _| {},
-    )
-    .unwrap();
+    let out = run_outputs(&p, xs, &RunConfig::default()).unwrap();
     let mut z = vec![6.0f32; n as usize];
     z.extend(vec![0.0; n as usize]);
     for (r, o) in out.iter().enumerate() {

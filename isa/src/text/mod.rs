@@ -37,6 +37,7 @@ mod lexer;
 pub mod neuron;
 mod parse;
 mod print;
+mod typed;
 mod values;
 
 pub use crosscheck::{cross_check, AsmCheck};
@@ -47,6 +48,8 @@ pub(crate) use parse::*;
 pub use parse::{parse_line, parse_text};
 pub(crate) use print::*;
 pub use print::{disasm_bundle, fields_text, value_text};
+pub(crate) use typed::*;
+pub use typed::{encode_fields, parse_value, write_arg, EncodeError, FieldArg};
 pub(crate) use values::*;
 pub use values::{write_field, FieldTextError};
 
@@ -150,3 +153,6 @@ mod tests;
 
 #[cfg(test)]
 mod edge_tests;
+
+#[cfg(test)]
+mod typed_tests;

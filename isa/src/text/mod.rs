@@ -21,6 +21,13 @@
 //!
 //! [`parse_line`] reads this syntax back, and the toolchain's dialect ([`neuron`]) beside it;
 //! `parse(disasm(b)) == b` for every bundle in either syntax. `docs/asm.md` is the reference.
+//!
+//! A parsed line is a mnemonic and `name=value` items; each value is read by its field's type
+//! into a [`FieldArg`] ([`parse_value`]) and written by [`write_arg`]. [`encode_fields`] takes
+//! an instruction in that form directly (mnemonic, then fields with typed values: enumeration
+//! names, integers, floats, dtype pairs, access patterns, ...), through the same encoding stage
+//! (layout selection, unknown and repeated fields, reserved bytes), so a program building
+//! instructions never renders a value as text.
 
 use crate::desc::{Addr4, Addr8, MxIndirect16b, MxMemPattern1d};
 use crate::formats::Opcode;

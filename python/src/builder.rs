@@ -1,8 +1,10 @@
 //! `tpbsim.Kernel`: a kernel built from Python calls. Engine instructions are written as
 //! `k.<engine>.<mnemonic>(field=value, ...)`: the mnemonic and the field names are the ISA
-//! spec's, each call is assembled at once by the library's assembler (unknown fields and
-//! enumeration names are refused where they are written), and `k.neff()` packs the streams,
-//! `def.json`, the DMA queues of `SP.json` and the input data with the library's NEFF writer.
+//! spec's, each call is encoded at once from its typed fields by the library's encoder (the
+//! stage the assembler reads a line into; unknown fields and enumeration names are refused
+//! where they are written, and no value passes through text), and `k.neff()` packs the
+//! streams, `def.json`, the DMA queues of `SP.json` and the input data with the library's NEFF
+//! writer.
 
 use std::collections::BTreeMap;
 
@@ -10,8 +12,8 @@ use pyo3::exceptions::{PyAttributeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PySlice, PyTuple};
 use serde_json::{json, Value};
-use tpbsim_isa::text::{parse_line, render_error};
-use tpbsim_isa::{spec, Engine, Gen, Geometry, NumFormat};
+use tpbsim_isa::text::{disasm_bundle, encode_fields, FieldArg};
+use tpbsim_isa::{spec, Bundle, Engine, Gen, Geometry, NumFormat};
 use tpbsim_neff::{self as neff, Neff};
 use tpbsim_sim::machine::ops::pe::compiler_weights_source;
 
@@ -145,12 +147,19 @@ impl Tensor {
 }
 
 impl Tensor {
-    /// The access-pattern text with `n` (step, count) pairs, innermost first.
-    fn pattern(&self, n: usize) -> String {
+    /// The steps and counts of the access pattern with `n` (step, count) pairs, innermost
+    /// first (dimensions beyond the tile's: step 1, count 1).
+    fn dims(&self, n: usize) -> (Vec<i64>, Vec<u64>) {
         let mut step: Vec<i64> = self.steps.iter().rev().copied().collect();
         let mut num: Vec<u64> = self.shape.iter().rev().copied().collect();
         step.resize(n.max(step.len()), 1);
         num.resize(n.max(num.len()), 1);
+        (step, num)
+    }
+
+    /// The access-pattern text with `n` (step, count) pairs, innermost first.
+    fn pattern(&self, n: usize) -> String {
+        let (step, num) = self.dims(n);
         let j = |v: Vec<String>| v.join(",");
         format!(
             "[{:#x} step={} num={}]",
@@ -158,6 +167,16 @@ impl Tensor {
             j(step.iter().map(i64::to_string).collect()),
             j(num.iter().map(u64::to_string).collect())
         )
+    }
+
+    /// The access pattern as an operand's typed value.
+    fn pattern_arg(&self, n: usize) -> FieldArg {
+        let (step, num) = self.dims(n);
+        FieldArg::Pattern {
+            addr: self.offset.into(),
+            step: step.into_iter().map(i128::from).collect(),
+            num: num.into_iter().map(i128::from).collect(),
+        }
     }
 
     /// The DMA descriptor side of this tensor: name, offset, sizes, steps (elements).
@@ -204,7 +223,8 @@ struct Queue {
 pub struct Kernel {
     gen: Gen,
     vars: Vec<Var>,
-    streams: BTreeMap<Engine, Vec<String>>,
+    /// The bundles of each engine's stream.
+    streams: BTreeMap<Engine, Vec<Bundle>>,
     queues: BTreeMap<String, Queue>,
     semaphores: Vec<String>,
 }
@@ -341,8 +361,13 @@ impl Kernel {
         })
     }
 
-    /// The assembly text of one instruction from its keyword fields.
-    fn line(&mut self, mnemonic: &str, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    /// The typed fields of one instruction from its keyword arguments: nothing is rendered
+    /// as text, so a value can only ever be the value of the field it is given for.
+    fn fields(
+        &mut self,
+        mnemonic: &str,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Vec<(String, FieldArg)>> {
         let row = spec::opcode_by_mnemonic(mnemonic)
             .ok_or_else(|| PyValueError::new_err(format!("no instruction `{mnemonic}`")))?;
         let fields = spec::format(row.format)
@@ -358,81 +383,106 @@ impl Kernel {
                 })
                 .unwrap_or(3)
         };
-        let mut text = mnemonic.to_string();
-        let Some(kw) = kwargs else { return Ok(text) };
+        let mut out: Vec<(String, FieldArg)> = Vec::new();
+        let Some(kw) = kwargs else { return Ok(out) };
+        let name = |s: &str| FieldArg::Name(s.to_string());
         for (k, v) in kw.iter() {
             let key: String = k.extract()?;
-            // A key is a field name; anything else would write text of its own.
+            // A key is a field name (the encoder refuses names its layout lacks).
             if !is_field_name(&key) {
                 return Err(PyValueError::new_err(format!(
                     "{mnemonic}: `{key}` is not a field name (letters, digits, `_`; `reserved@N`)"
                 )));
             }
-            let value = match key.as_str() {
+            match key.as_str() {
                 // Synchronisation by name.
                 "wait" => {
-                    let (name, value): (String, u64) = match v.extract::<String>() {
+                    let (sem, value): (String, u64) = match v.extract::<String>() {
                         Ok(n) => (n, 1),
                         Err(_) => v.extract()?,
                     };
-                    let i = self.semaphore(&name);
-                    text.push_str(&format!(
-                        " wait_mode=SEM_GE_IMM wait_idx={i} semaphore_value={value}"
-                    ));
-                    continue;
+                    let i = self.semaphore(&sem);
+                    out.push(("wait_mode".into(), name("SEM_GE_IMM")));
+                    out.push(("wait_idx".into(), FieldArg::Int(i as i128)));
+                    out.push(("semaphore_value".into(), FieldArg::Int(value.into())));
                 }
                 "signal" => {
-                    let name: String = v.extract()?;
-                    let i = self.semaphore(&name);
-                    text.push_str(&format!(" update_mode=SEM_INC_COMPLETE update_idx={i}"));
-                    continue;
+                    let sem: String = v.extract()?;
+                    let i = self.semaphore(&sem);
+                    out.push(("update_mode".into(), name("SEM_INC_COMPLETE")));
+                    out.push(("update_idx".into(), FieldArg::Int(i as i128)));
                 }
                 _ => {
-                    if let Ok(t) = v.downcast::<Tensor>() {
-                        t.get().pattern(width(&key))
-                    } else if let Ok(b) = v.extract::<bool>() {
-                        u8::from(b).to_string()
-                    } else if let Ok(i) = v.extract::<i64>() {
-                        i.to_string()
-                    } else if let Ok(f) = v.extract::<f64>() {
-                        format!("{f:?}")
-                    } else if let Ok(s) = v.extract::<String>() {
-                        // String fields are quoted in the text form; names of enumeration
-                        // values and bitfields are not.
-                        let is_str = fields
-                            .iter()
-                            .any(|f| f.name == key && matches!(f.ty, spec::FieldType::Str(_)));
-                        let bad = if is_str {
-                            s.chars().any(|c| c == '"' || c == '\\' || c.is_control())
-                        } else {
-                            !is_value_word(&s)
-                        };
-                        if bad {
-                            return Err(PyValueError::new_err(format!(
-                                "{mnemonic}: {key}: `{s}` is not a {}",
-                                if is_str {
-                                    "string without quotes, backslashes or control characters"
-                                } else {
-                                    "name or number (letters, digits and `_ . + - |`, or a `{name=value,..}` bitfield)"
-                                }
-                            )));
-                        }
-                        if is_str {
-                            format!("\"{s}\"")
-                        } else {
-                            s
-                        }
-                    } else {
-                        return Err(PyValueError::new_err(format!(
-                            "{key}: expected a tile, a number, a bool or a name"
-                        )));
-                    }
+                    let arg = field_arg(&v, width(&key))
+                        .map_err(|e| PyValueError::new_err(format!("{mnemonic}: {key}: {e}")))?;
+                    out.push((key, arg));
                 }
-            };
-            text.push_str(&format!(" {key}={value}"));
+            }
         }
-        Ok(text)
+        Ok(out)
     }
+}
+
+/// The typed value of a keyword argument: a tile its access pattern (`width` dimensions), a
+/// bool 0 or 1, an int an integer, a float a float, a str a name (an enumeration value, a
+/// dtype pair `LO|HI`, a bitfield `{name=value ...}`, a string field's characters), bytes a
+/// string field's bytes, a dict a bitfield's sub-fields or a record's members, a pair with a
+/// name a dtype pair, a sequence of ints an array.
+fn field_arg(v: &Bound<'_, PyAny>, width: usize) -> Result<FieldArg, String> {
+    let scalar = |v: &Bound<'_, PyAny>| -> Option<FieldArg> {
+        if let Ok(b) = v.extract::<bool>() {
+            Some(FieldArg::Int(i128::from(b)))
+        } else if let Ok(i) = v.extract::<i128>() {
+            Some(FieldArg::Int(i))
+        } else if let Ok(f) = v.extract::<f64>() {
+            Some(FieldArg::Float(f))
+        } else {
+            v.extract::<String>().ok().map(FieldArg::Name)
+        }
+    };
+    if let Ok(t) = v.downcast::<Tensor>() {
+        return Ok(t.get().pattern_arg(width));
+    }
+    if let Ok(b) = v.downcast::<PyBytes>() {
+        return Ok(FieldArg::Bytes(b.as_bytes().to_vec()));
+    }
+    if let Some(a) = scalar(v) {
+        return Ok(a);
+    }
+    if let Ok(d) = v.downcast::<PyDict>() {
+        let mut parts = Vec::new();
+        for (k, x) in d.iter() {
+            let k: String = k
+                .extract()
+                .map_err(|_| "the keys of a dict value are names".to_string())?;
+            let x = scalar(&x).ok_or_else(|| format!("{k}: expected a number or a name"))?;
+            parts.push((k, x));
+        }
+        return Ok(FieldArg::Record(parts));
+    }
+    if let Ok(items) = v.extract::<Vec<Bound<'_, PyAny>>>() {
+        let xs: Vec<FieldArg> = items
+            .iter()
+            .map(|x| scalar(x).ok_or("expected numbers or names in a sequence"))
+            .collect::<Result<_, _>>()?;
+        if let [lo, hi] = xs.as_slice() {
+            if xs.iter().any(|x| matches!(x, FieldArg::Name(_))) {
+                return Ok(FieldArg::DtypePair(
+                    Box::new(lo.clone()),
+                    Box::new(hi.clone()),
+                ));
+            }
+        }
+        return xs
+            .into_iter()
+            .map(|x| match x {
+                FieldArg::Int(i) => Ok(i),
+                _ => Err("a sequence is a dtype pair (two names) or an array of ints".to_string()),
+            })
+            .collect::<Result<_, _>>()
+            .map(FieldArg::List);
+    }
+    Err("expected a tile, a number, a bool, a name, bytes, a dict or a sequence".into())
 }
 
 /// The operands a role word of a dtype field's name describes: `in`/`src` the `src*` operands,
@@ -582,6 +632,11 @@ fn check_operand_dtypes(
     Ok(())
 }
 
+/// A stream's bytes: its bundles one after another.
+fn stream_bytes(bundles: &[Bundle]) -> Vec<u8> {
+    bundles.iter().flat_map(|b| b.0).collect()
+}
+
 /// A field name: an identifier, or `reserved@N`.
 fn is_field_name(k: &str) -> bool {
     let ident = |s: &str| {
@@ -593,23 +648,6 @@ fn is_field_name(k: &str) -> bool {
     match k.strip_prefix("reserved@") {
         Some(n) => !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()),
         None => ident(k),
-    }
-}
-
-/// A value that is one word of the text form: a name, a number, a dtype pair (`FP32|FP32`)
-/// or a bitfield (`{begin=1,end=1}`); never a separator, a comment or a second field.
-fn is_value_word(v: &str) -> bool {
-    let word = |s: &str| {
-        !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-' | '|'))
-    };
-    match v.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
-        Some(inner) => inner.split(',').all(|kv| match kv.split_once('=') {
-            Some((k, x)) => is_field_name(k) && word(x),
-            None => false,
-        }),
-        None => word(v),
     }
 }
 
@@ -782,11 +820,24 @@ impl Kernel {
         })
     }
 
-    /// The assembly text of each engine's stream, by engine short name.
+    /// The assembly text of each engine's stream, by engine short name: the disassembly of
+    /// the bundles built (`tpbsim.asm` of it gives the same bytes).
     fn text(&self) -> BTreeMap<&'static str, String> {
         self.streams
             .iter()
-            .map(|(e, lines)| (e.short(), lines.join("\n") + "\n"))
+            .map(|(e, bundles)| {
+                let lines: Vec<String> =
+                    bundles.iter().map(|b| disasm_bundle(b, self.gen)).collect();
+                (e.short(), lines.join("\n") + "\n")
+            })
+            .collect()
+    }
+
+    /// The bytes of each engine's stream (64 per bundle), by engine short name.
+    fn bundles<'py>(&self, py: Python<'py>) -> BTreeMap<&'static str, Bound<'py, PyBytes>> {
+        self.streams
+            .iter()
+            .map(|(e, bundles)| (e.short(), PyBytes::new(py, &stream_bytes(bundles))))
             .collect()
     }
 
@@ -819,15 +870,9 @@ impl Kernel {
                 .as_bytes(),
         )?;
         let mut definition = serde_json::Map::new();
-        for (e, lines) in &self.streams {
-            let text = lines.join("\n");
-            let bundles =
-                tpbsim_isa::text::parse_text(&text, self.gen).map_err(|(line, err)| {
-                    PyValueError::new_err(render_error(e.short(), &text, line, &err))
-                })?;
-            let bytes: Vec<u8> = bundles.iter().flat_map(|b| b.0).collect();
+        for (e, bundles) in &self.streams {
             let file = e.stream_file_name().to_string();
-            write(sg.join(&file), &bytes)?;
+            write(sg.join(&file), &stream_bytes(bundles))?;
             definition.insert(e.short().to_string(), json!({"_instr": file}));
         }
         let mut vars = vec![json!({"var_id": 1, "name": "state_buffer", "type": "state-buffer"})];
@@ -972,21 +1017,12 @@ impl Instr {
             fields.update(kw.as_mapping())?;
         }
         let mut k = self.kernel.borrow_mut(py);
-        let line = k.line(self.mnemonic, Some(&fields))?;
-        match parse_line(&line, k.gen) {
-            Ok(Some(b)) => check_operand_dtypes(&b, k.gen, &fields, self.mnemonic)?,
-            Ok(None) => return Err(PyValueError::new_err("empty instruction")),
-            Err(e) => {
-                return Err(PyValueError::new_err(render_error(
-                    self.engine.short(),
-                    &line,
-                    1,
-                    &e,
-                )))
-            }
-        }
+        let typed = k.fields(self.mnemonic, Some(&fields))?;
+        let b = encode_fields(self.mnemonic, &typed, k.gen)
+            .map_err(|e| PyValueError::new_err(format!("{}: {e}", self.mnemonic)))?;
+        check_operand_dtypes(&b, k.gen, &fields, self.mnemonic)?;
         let s = k.streams.entry(self.engine).or_default();
-        s.push(line);
+        s.push(b);
         Ok(s.len() - 1)
     }
 

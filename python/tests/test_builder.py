@@ -199,18 +199,148 @@ def test_builder_refuses_unknown_fields_and_instructions():
 
 def test_builder_refuses_values_and_keys_that_are_not_names():
     x = np.zeros((128, 512), F32)
-    for bad in [dict(op0="MULT;"), dict(op0="MULT imm1=9.0"), dict(op0="MULT\n"), dict(op0='"MULT"'),
-                dict(in_dtype="FP32 op1=ADD"), dict(op0="")]:
+    for key, bad in [("op0", "MULT;"), ("op0", "MULT imm1=9.0"), ("op0", "MULT\n"),
+                     ("op0", '"MULT"'), ("op0", "MULT # x"), ("op0", "op0=MULT"),
+                     ("in_dtype", "FP32 op1=ADD"), ("in_dtype", "FP32|FP32"), ("op0", "")]:
         k = dve_affine(x)
+        before = k.bundles()
         a = k.sbuf(partitions=(0, 128), offset=0x0, shape=(512,), dtype=F32)
         with pytest.raises(ValueError) as e:
-            k.dve.tensor_scalar_arith_op(src=a, dst=a, num_active_partitions=128, imm0=3.0, **bad)
-        assert "is not a name or number" in str(e.value), (bad, str(e.value))
+            k.dve.tensor_scalar_arith_op(src=a, dst=a, num_active_partitions=128, imm0=3.0,
+                                         **{key: bad})
+        assert f"{key}: `{bad}` is not a" in str(e.value), (key, bad, str(e.value))
+        assert k.bundles() == before
+    # A number field takes numbers only: text that would have been a value and a field is a name.
     k = dve_affine(x)
+    for bad in ["3.0 op1", "3.0", "1;"]:
+        with pytest.raises(ValueError) as e:
+            k.dve.tensor_scalar_arith_op(imm0=bad)
+        assert f"imm0: expected a number, got the name `{bad}`" in str(e.value)
     with pytest.raises(ValueError) as e:
         k.dve.tensor_scalar_arith_op(**{"imm0=3.0 op1": "ADD"})
     assert "is not a field name" in str(e.value)
     # Names, numbers, dtype pairs and bitfields stay accepted: the other tests build with them.
+
+
+def test_builder_string_fields_hold_their_characters():
+    """A string field's value is its bytes: separators, quotes, newlines and `=` change no other
+    field, and the text view of the stream assembles back to the same bundle."""
+    k = tpbsim.Kernel("v3")
+    off = {n: o for n, _, o in k.sp.pseudo_dmatrigger.fields}
+    odd = 'q"; block_id=9\n#='
+    k.sp.pseudo_dmatrigger(queue_name="q", block_id=3)
+    k.sp.pseudo_dmatrigger(queue_name=odd, block_id=3)
+    data = k.bundles()["sp"]
+    plain, b = data[:64], data[64:]
+    o = off["queue_name"]
+    assert b[o:o + len(odd)] == odd.encode()
+    assert b[:o] == plain[:o] and b[o + len(odd):] == plain[o + len(odd):]
+    assert b[off["block_id"]] == 3
+    assert tpbsim.asm(k.text()["sp"], "v3") == data
+    with pytest.raises(ValueError, match="non-ASCII"):
+        k.sp.pseudo_dmatrigger(queue_name="q\u00e9")
+    with pytest.raises(ValueError, match="do not fit in 36"):
+        k.sp.pseudo_dmatrigger(queue_name="q" * 37)
+
+
+def _affine(imm0, imm1, imm0_text, imm1_text, **extra):
+    """A TENSOR_SCALAR_ARITH_OP call's keywords and the text line of the same instruction."""
+    kw = dict(in_dtype="FP32", out_dtype="bf16", num_active_partitions=128, op0="MULT",
+              imm0=imm0, op1="add", imm1=imm1, **extra)
+    line = ("TENSOR_SCALAR_ARITH_OP {sync}src=[0x0 step=1,1,1 num=512,1,1] "
+            "dst=[0x1000 step=1,16,1 num=16,4,1] in_dtype=FP32 out_dtype=bf16 "
+            f"num_active_partitions=128 op0=MULT imm0={imm0_text} op1=add imm1={imm1_text}")
+    return kw, line
+
+
+def test_typed_bundles_equal_the_assembly_of_their_text():
+    """Each call is encoded from typed fields; the bundle equals the assembler's of the line
+    that writes the same fields in the text form."""
+    k = tpbsim.Kernel("v3")
+    a = k.sbuf(128, 0x0, (512,), F32)
+    b = k.sbuf(128, 0x1000, (4, 16), ml_dtypes.bfloat16)
+    dve = []
+    floats = [(3.0, "3.0"), (1e-3, "1e-3"), (-0.5, "-0.5"), (-0.0, "-0.0"),
+              (float("inf"), "inf"), (float("-inf"), "-inf"), (2.5, "2.5"),
+              (-1.25e-30, "-1.25e-30"), (3.4028234663852886e38, "3.4028235e38"), (7, "7")]
+    for (v0, t0), (v1, t1) in zip(floats, floats[1:]):
+        kw, line = _affine(v0, v1, t0, t1)
+        k.dve.tensor_scalar_arith_op(src=a, dst=b, **kw)
+        dve.append(line.format(sync=""))
+    # Semaphores by name: wait on the first (index 1) at 2, signal the second (index 2).
+    kw, line = _affine(1.0, 0.0, "1.0", "0.0")
+    k.dve.tensor_scalar_arith_op(src=a, dst=b, wait=("ready", 2), signal="done", **kw)
+    dve.append(line.format(sync="wait_mode=SEM_GE_IMM wait_idx=1 semaphore_value=2 "
+                                "update_mode=SEM_INC_COMPLETE update_idx=2 "))
+    # Enumerations by number and bools; dtype pairs by name and as a tuple.
+    k.dve.tensor_tensor(b, a, a, op=0, in_dtypes="FP32|FP32", out_dtype="BF16",
+                        num_active_partitions=True)
+    dve.append("TENSOR_TENSOR_ARITH_OP dst=[0x1000 step=1,16,1 num=16,4,1] "
+               "src0=[0x0 step=1,1,1 num=512,1,1] src1=[0x0 step=1,1,1 num=512,1,1] "
+               "op=0 in_dtypes=FP32|FP32 out_dtype=BF16 num_active_partitions=1")
+    k.dve.tensor_tensor(b, a, a, op="subtract", in_dtypes=("fp32", 10), out_dtype="BF16")
+    dve.append("TENSOR_TENSOR_ARITH_OP dst=[0x1000 step=1,16,1 num=16,4,1] "
+               "src0=[0x0 step=1,1,1 num=512,1,1] src1=[0x0 step=1,1,1 num=512,1,1] "
+               "op=subtract in_dtypes=fp32|10 out_dtype=BF16")
+    assert k.bundles()["dve"] == tpbsim.asm("\n".join(dve), "v3")
+    # Bitfields by their text, as a dict and by code; an F32 field from a float and an int.
+    w = k.sbuf(128, 0x2000, (128,), ml_dtypes.bfloat16)
+    ps = k.psum(128, 0x0, (128,), F32)
+    mm = dict(in_dtype="BF16", out_dtype="FP32", num_active_rows=128, num_active_cols=128,
+              row_grp=15, col_grp=15)
+    k.pe.matmul(ps, w, psum_accumulate_flags="{begin=1}", **mm)
+    k.pe.matmul(ps, w, psum_accumulate_flags={"end": 1, "begin": 1}, **mm)
+    k.pe.matmul(ps, w, psum_accumulate_flags=0, **mm)
+    head = ("MATMUL dst=[0x{:x} step=1,1,1 num=128,1,1] src=[0x2000 step=1,1,1 num=128,1,1] "
+            "in_dtype=BF16 out_dtype=FP32 num_active_rows=128 num_active_cols=128 row_grp=15 "
+            "col_grp=15 ").format(ps.offset)
+    pe = [head + "psum_accumulate_flags={begin=1}", head + "psum_accumulate_flags={begin=1,end=1}",
+          head]
+    assert k.bundles()["pe"] == tpbsim.asm("\n".join(pe), "v3")
+    act = dict(bias_src_n="INSTRUCTION", in_bias_dtypes=("FP32", "FP32"), out_dtype="FP32",
+               num_active_partitions=128, activation_func="EXP")
+    k.act.activate(a, a, scale_value=0.5, bias=-1.0, **act)
+    k.act.activate(a, a, scale_value=2, bias=1e-3, **act)
+    act_text = ("ACTIVATE dst=[0x0 step=1,1,1 num=512,1,1] src=[0x0 step=1,1,1 num=512,1,1] "
+                "bias_src_n=INSTRUCTION in_bias_dtypes=FP32|FP32 out_dtype=FP32 "
+                "num_active_partitions=128 activation_func=EXP ")
+    lines = [act_text + "scale_value=0.5 bias=-1.0", act_text + "scale_value=2.0 bias=0.001"]
+    assert k.bundles()["act"] == tpbsim.asm("\n".join(lines), "v3")
+    # The text view is the disassembly of the same bundles.
+    for e, data in k.bundles().items():
+        assert tpbsim.asm(k.text()[e], "v3") == data, e
+
+
+def test_float_immediates_keep_their_bits():
+    """A Python float is rounded once to fp32, as numpy.float32 rounds it: no decimal between."""
+    k = tpbsim.Kernel("v3")
+    a = k.sbuf(128, 0x0, (512,), F32)
+    off = {n: o for n, _, o in k.dve.tensor_scalar_arith_op.fields}
+    off_act = {n: o for n, _, o in k.act.activate.fields}
+    rng = np.random.default_rng(7)
+    # Halfway between two fp32 values (ties to even), values whose shortest decimal is long,
+    # subnormals, and random doubles over many binades.
+    values = [1.0 + 2.0 ** -24, 1.0 + 3 * 2.0 ** -24, 0.1, -2.0 / 3.0, 1e-40, -0.0, np.pi,
+              2.0 ** -149 * 1.5, *(rng.standard_normal(40) * 10.0 ** rng.integers(-30, 30, 40))]
+    for v in values:
+        v = float(v)
+        k.dve.tensor_scalar_arith_op(src=a, dst=a, in_dtype="FP32", out_dtype="FP32",
+                                     num_active_partitions=128, op0="MULT", imm0=v)
+        k.act.activate(a, a, in_bias_dtypes="FP32|FP32", out_dtype="FP32",
+                       num_active_partitions=128, scale_value=v, bias=v)
+    want = [int(np.array(float(v), np.float32).view(np.uint32)) for v in values]
+    dve, act = k.bundles()["dve"], k.bundles()["act"]
+
+    def word(data, i, o):
+        return int.from_bytes(data[64 * i + o:64 * i + o + 4], "little")
+
+    assert [word(dve, i, off["imm0"]) for i in range(len(values))] == want
+    assert [word(act, i, off_act["scale_value"]) for i in range(len(values))] == want
+    assert [word(act, i, off_act["bias"]) for i in range(len(values))] == want
+    # The first value is one the shortest decimal would round up: its bits stay 1.0's.
+    assert want[0] == 0x3F800000
+    with pytest.raises(ValueError, match="beyond the fp32 range"):
+        k.dve.tensor_scalar_arith_op(imm0=1e39)
 
 
 def test_builder_refuses_a_tile_read_as_another_dtype():

@@ -21,6 +21,13 @@
 //!
 //! [`parse_line`] reads this syntax back, and the toolchain's dialect ([`neuron`]) beside it;
 //! `parse(disasm(b)) == b` for every bundle in either syntax. `docs/asm.md` is the reference.
+//!
+//! A parsed line is a mnemonic and `name=value` items; each value is read by its field's type
+//! into a [`FieldArg`] ([`parse_value`]) and written by [`write_arg`]. [`encode_fields`] takes
+//! an instruction in that form directly (mnemonic, then fields with typed values: enumeration
+//! names, integers, floats, dtype pairs, access patterns, ...), through the same encoding stage
+//! (layout selection, unknown and repeated fields, reserved bytes), so a program building
+//! instructions never renders a value as text.
 
 use crate::desc::{Addr4, Addr8, MxIndirect16b, MxMemPattern1d};
 use crate::formats::Opcode;
@@ -37,6 +44,7 @@ mod lexer;
 pub mod neuron;
 mod parse;
 mod print;
+mod typed;
 mod values;
 
 pub use crosscheck::{cross_check, AsmCheck};
@@ -47,6 +55,8 @@ pub(crate) use parse::*;
 pub use parse::{parse_line, parse_text};
 pub(crate) use print::*;
 pub use print::{disasm_bundle, fields_text, value_text};
+pub(crate) use typed::*;
+pub use typed::{encode_fields, parse_value, write_arg, EncodeError, FieldArg};
 pub(crate) use values::*;
 pub use values::{write_field, FieldTextError};
 
@@ -150,3 +160,6 @@ mod tests;
 
 #[cfg(test)]
 mod edge_tests;
+
+#[cfg(test)]
+mod typed_tests;

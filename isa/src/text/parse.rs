@@ -131,27 +131,11 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
         i += 1;
     }
     sync.items(&mut items).map_err(|(col, m)| perr(col, m))?;
-    let mut base = Bundle::ZERO;
-    base.0[0] = row.code;
-    base.0[1] = INST_WORD_LEN;
-    // Pass 1 with the layout the bare opcode selects, pass 2 with the layout the written
-    // fields select (sub-opcode formats).
-    let layout_of = |b: &Bundle| -> &'static LayoutMeta {
-        decode(b, gen)
-            .map(|i| i.meta())
-            .unwrap_or(&crate::formats::RAW_META)
+    let at = |items: &[Item], e: ItemErr| {
+        let it = &items[e.item];
+        perr(if e.at_value { it.value_col() } else { it.col }, e.message)
     };
-    let mut b = base;
-    let meta1 = layout_of(&b);
-    for it in &items {
-        if let Some(m) = meta1.field(&it.key) {
-            if m.name != "opcode" {
-                write_field(m, &it.value, &mut b)
-                    .map_err(|e| perr(it.value_col(), format!("{}: {e}", it.key)))?;
-            }
-        }
-    }
-    let meta = layout_of(&b);
+    let meta = select_layout(row, &enc_items(&items), gen).map_err(|e| at(&items, e))?;
     // A bare word is the value of the format's one string field (`PSEUDO_DMA_TRIGGER q_in`).
     for t in positional {
         let m = meta
@@ -180,26 +164,134 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
             from: Some(t.text.to_string()),
         });
     }
-    let mut b = base;
+    encode_items(row, meta, &enc_items(&items), gen)
+        .map(Some)
+        .map_err(|e| at(&items, e))
+}
+
+/// The text items as items of the encoding stage.
+fn enc_items(items: &[Item]) -> Vec<EncItem<'_>> {
+    items
+        .iter()
+        .map(|it| EncItem {
+            key: &it.key,
+            val: Val::Text(&it.value),
+            from: it.from.as_deref(),
+        })
+        .collect()
+}
+
+/// A field value at the encoding stage: the text of a parsed line, or a typed value.
+#[derive(Clone, Copy)]
+pub(crate) enum Val<'a> {
+    Text(&'a str),
+    Arg(&'a FieldArg),
+}
+
+/// One `name=value` of an instruction at the encoding stage (what [`parse_line`] reads a
+/// line into, and what [`encode_fields`] is given).
+pub(crate) struct EncItem<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) val: Val<'a>,
+    /// The token that wrote it when it was not written as `name=value` (for messages).
+    pub(crate) from: Option<&'a str>,
+}
+
+/// An item that does not encode: its index, whether the error is in its value (else in its
+/// name), and why.
+pub(crate) struct ItemErr {
+    pub(crate) item: usize,
+    pub(crate) at_value: bool,
+    pub(crate) message: String,
+}
+
+/// The bundle with only the opcode and the word length.
+fn base_bundle(row: &spec::OpcodeRow) -> Bundle {
+    let mut b = Bundle::ZERO;
+    b.0[0] = row.code;
+    b.0[1] = INST_WORD_LEN;
+    b
+}
+
+fn layout_of(b: &Bundle, gen: Gen) -> &'static LayoutMeta {
+    decode(b, gen)
+        .map(|i| i.meta())
+        .unwrap_or(&crate::formats::RAW_META)
+}
+
+/// Write one item's value (text read by the field's type, or typed) into field `m`.
+fn write_val(m: &FieldMeta, i: usize, it: &EncItem<'_>, b: &mut Bundle) -> Result<(), ItemErr> {
+    let r = match it.val {
+        Val::Text(s) => parse_value(m, s).and_then(|a| write_arg(m, &a, b)),
+        Val::Arg(a) => write_arg(m, a, b),
+    };
+    r.map_err(|e| ItemErr {
+        item: i,
+        at_value: true,
+        message: format!("{}: {e}", it.key),
+    })
+}
+
+/// The layout an instruction's fields select: the fields of the layout the bare opcode selects
+/// are written first, then the layout of that bundle is the one (sub-opcode formats).
+pub(crate) fn select_layout(
+    row: &spec::OpcodeRow,
+    items: &[EncItem<'_>],
+    gen: Gen,
+) -> Result<&'static LayoutMeta, ItemErr> {
+    let mut b = base_bundle(row);
+    let meta1 = layout_of(&b, gen);
+    for (i, it) in items.iter().enumerate() {
+        if let Some(m) = meta1.field(it.key) {
+            if m.name != "opcode" {
+                write_val(m, i, it, &mut b)?;
+            }
+        }
+    }
+    Ok(layout_of(&b, gen))
+}
+
+/// Encode the items into layout `meta` of opcode `row`: each a field of the layout (or
+/// `reserved@OFFSET` with bytes for reserved bytes), none twice; fields not given are zero.
+pub(crate) fn encode_items(
+    row: &spec::OpcodeRow,
+    meta: &'static LayoutMeta,
+    items: &[EncItem<'_>],
+    gen: Gen,
+) -> Result<Bundle, ItemErr> {
+    let mut b = base_bundle(row);
     let mut reserved: Vec<(usize, Vec<u8>, usize)> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
-    for it in &items {
-        let (k, v, col) = (it.key.as_str(), it.value.as_str(), it.col);
+    for (i, it) in items.iter().enumerate() {
+        let k = it.key;
+        let name_err = |message: String| ItemErr {
+            item: i,
+            at_value: false,
+            message,
+        };
         if let Some(off) = k.strip_prefix("reserved@") {
             let off: usize = off
                 .parse()
-                .map_err(|_| perr(col, format!("bad reserved offset `{off}`")))?;
-            let bytes = parse_hex(v, v.len() / 2).map_err(|e| perr(col + k.len() + 1, e))?;
-            reserved.push((off, bytes, col));
+                .map_err(|_| name_err(format!("bad reserved offset `{off}`")))?;
+            let bytes = match it.val {
+                Val::Text(v) => parse_hex(v, v.len() / 2),
+                Val::Arg(FieldArg::Bytes(v)) => Ok(v.clone()),
+                Val::Arg(a) => Err(format!("{k}: expected bytes, got {}", a.kind())),
+            }
+            .map_err(|message| ItemErr {
+                item: i,
+                at_value: true,
+                message,
+            })?;
+            reserved.push((off, bytes, i));
             continue;
         }
         if seen.contains(&k) {
             let how = it
                 .from
-                .as_ref()
                 .map(|f| format!(" (also set by `{f}`)"))
                 .unwrap_or_default();
-            return Err(perr(col, format!("field `{k}` given twice{how}")));
+            return Err(name_err(format!("field `{k}` given twice{how}")));
         }
         seen.push(k);
         let m = meta
@@ -208,33 +300,33 @@ pub fn parse_line(line: &str, gen: Gen) -> Result<Option<Bundle>, ParseError> {
             .ok_or_else(|| {
                 let how = it
                     .from
-                    .as_ref()
                     .map(|f| format!(" (`{f}` writes `{k}`; write the fields by name instead)"))
                     .unwrap_or_default();
-                perr(
-                    col,
-                    format!("{} has no field `{k}` on {gen}{how}", meta.rust_name),
-                )
+                name_err(format!(
+                    "{} has no field `{k}` on {gen}{how}",
+                    meta.rust_name
+                ))
             })?;
-        write_field(m, v, &mut b).map_err(|e| perr(it.value_col(), format!("{k}: {e}")))?;
+        write_val(m, i, it, &mut b)?;
     }
-    for (off, bytes, col) in reserved {
-        for (i, &x) in bytes.iter().enumerate() {
-            let at = off + i;
+    for (off, bytes, i) in reserved {
+        for (j, &x) in bytes.iter().enumerate() {
+            let at = off + j;
             if !meta
                 .reserved
                 .iter()
                 .any(|&(s, e)| (s as usize..e as usize).contains(&at))
             {
-                return Err(perr(
-                    col,
-                    format!("byte {at} is not reserved in {}", meta.rust_name),
-                ));
+                return Err(ItemErr {
+                    item: i,
+                    at_value: false,
+                    message: format!("byte {at} is not reserved in {}", meta.rust_name),
+                });
             }
             b.0[at] = x;
         }
     }
-    Ok(Some(b))
+    Ok(b)
 }
 
 /// Parse a whole text file; errors carry the 1-based line number.

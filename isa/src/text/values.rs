@@ -124,8 +124,7 @@ pub(crate) fn no_rest(pairs: &[(&str, &str)]) -> Result<(), String> {
     }
 }
 
-/// A `[key=value ...]` record with no head: its values are taken by key, then `finish` refuses any
-/// key left over.
+/// A `[key=value ...]` record with no head.
 pub(crate) struct Keyed<'a>(Vec<(&'a str, &'a str)>);
 
 impl<'a> Keyed<'a> {
@@ -136,16 +135,9 @@ impl<'a> Keyed<'a> {
         }
     }
 
-    pub(crate) fn get(&mut self, key: &str) -> Result<&'a str, String> {
-        take(&mut self.0, key).ok_or(format!("missing {key}="))
-    }
-
-    pub(crate) fn uint(&mut self, key: &str, max: u64) -> Result<u64, String> {
-        parse_uint(self.get(key)?, max)
-    }
-
-    pub(crate) fn finish(self) -> Result<(), String> {
-        no_rest(&self.0)
+    /// The pairs in the order written.
+    pub(crate) fn pairs(self) -> Vec<(&'a str, &'a str)> {
+        self.0
     }
 }
 
@@ -198,48 +190,37 @@ pub(crate) fn parse_hex(s: &str, n: usize) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// A bitfield's sub-field names, comma-separated (for messages).
+pub(crate) fn sub_field_names(def: &BitfieldDef) -> String {
+    def.bits
+        .iter()
+        .map(|d| d.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub(crate) fn parse_bits(s: &str, def: &BitfieldDef) -> Result<u8, String> {
     if !s.starts_with('{') {
         return parse_uint(s, 0xFF).map(|v| v as u8).map_err(|_| {
             format!(
                 "`{s}` is not a {} value: write an integer or {{name=value ...}} with names {}",
                 def.name,
-                def.bits
-                    .iter()
-                    .map(|d| d.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                sub_field_names(def)
             )
         });
     }
     // Sub-fields may be separated by spaces or commas.
     let spaced = s.replace(',', " ");
-    let (head, mut pairs) = parse_group(&spaced, '{', '}')?;
+    let (head, pairs) = parse_group(&spaced, '{', '}')?;
     if let Some(h) = head {
         return Err(format!("unexpected `{h}` in bitfield"));
     }
-    let mut raw = 0u8;
-    for d in def.bits {
-        if let Some(v) = take(&mut pairs, d.name) {
-            let v = parse_uint(v, (1u64 << d.width) - 1).map_err(|e| format!("{}: {e}", d.name))?;
-            raw |= (v as u8) << d.lsb;
-        }
+    let mut parts = Vec::new();
+    for (k, v) in pairs {
+        let v = parse_u64(v).ok_or_else(|| format!("{k}: `{v}` is not an integer"))?;
+        parts.push((k, v));
     }
-    if let Some(v) = take(&mut pairs, "rsv") {
-        raw |= parse_uint(v, 0xFF)? as u8;
-    }
-    if let Some((k, _)) = pairs.first() {
-        return Err(format!(
-            "{} has no sub-field `{k}` (sub-fields: {})",
-            def.name,
-            def.bits
-                .iter()
-                .map(|d| d.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    Ok(raw)
+    pack_bits(def, &parts)
 }
 
 /// Write an access pattern (address, then `n` steps, then `n` counts) at `o`.
@@ -266,124 +247,13 @@ pub struct FieldTextError {
 
 /// Parse the text of one field value and write it into `b`.
 pub fn write_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), FieldTextError> {
-    encode_field(m, s, b).map_err(|reason| FieldTextError {
-        field: m.name,
-        text: s.to_string(),
-        reason,
-    })
-}
-
-fn encode_field(m: &FieldMeta, s: &str, b: &mut Bundle) -> Result<(), String> {
-    let o = m.offset as usize;
-    let w = &mut b.0;
-    match m.ty {
-        FieldType::U8 => w[o] = parse_uint(s, 0xFF)? as u8,
-        FieldType::U16 => (parse_uint(s, 0xFFFF)? as u16).write(w, o),
-        FieldType::U32 if m.float && looks_float(s) => parse_f32(s)?.write(w, o),
-        FieldType::U32 => (parse_uint(s, u32::MAX as u64)? as u32).write(w, o),
-        FieldType::U64 => parse_uint(s, u64::MAX)?.write(w, o),
-        FieldType::I16 => (parse_int(s, i16::MIN as i64, i16::MAX as i64)? as i16).write(w, o),
-        FieldType::I32 => (parse_int(s, i32::MIN as i64, i32::MAX as i64)? as i32).write(w, o),
-        FieldType::F32 => parse_f32(s)?.write(w, o),
-        FieldType::Enum(e) => w[o] = parse_enum(s, spec::enum_def(e).ok_or("unknown enum")?)?,
-        FieldType::DtypePair => {
-            let (lo, hi) = s
-                .split_once('|')
-                .ok_or_else(|| format!("expected LO|HI, got `{s}`"))?;
-            let dt = spec::enum_def("DTYPE").ok_or("DTYPE")?;
-            let (lo, hi) = (parse_enum(lo, dt)?, parse_enum(hi, dt)?);
-            if lo > 0xF || hi > 0xF {
-                return Err("dtype pair codes must be <= 0x0F".into());
-            }
-            w[o] = lo | hi << 4;
-        }
-        FieldType::Bits(bf) => w[o] = parse_bits(s, spec::bitfield(bf).ok_or("unknown bitfield")?)?,
-        FieldType::Addr4 => (parse_uint(s, u32::MAX as u64)? as u32).write(w, o),
-        FieldType::Tensor(n) | FieldType::MemPattern(n) if !s.starts_with('[') => {
-            let (addr, step, num) = neuron::parse_operand(s, n as usize)?;
-            write_pattern(w, o, addr, &step, &num);
-        }
-        FieldType::Tensor(n) | FieldType::MemPattern(n) => {
-            let n = n as usize;
-            let (head, mut pairs) = parse_group(s, '[', ']')?;
-            let addr = parse_uint(head.ok_or("missing address")?, u32::MAX as u64)? as u32;
-            let step = parse_list(
-                take(&mut pairs, "step").ok_or("missing step=")?,
-                n,
-                i16::MIN as i64,
-                i16::MAX as i64,
-            )?;
-            let num = parse_list(
-                take(&mut pairs, "num").ok_or("missing num=")?,
-                n,
-                0,
-                u16::MAX as i64,
-            )?;
-            no_rest(&pairs)?;
-            write_pattern(w, o, addr, &step, &num);
-        }
-        FieldType::MxMemPattern1d => {
-            let mut g = Keyed::parse(s)?;
-            let x = MxMemPattern1d {
-                data: Addr4(g.uint("data", u32::MAX as u64)? as u32),
-                scale: Addr4(g.uint("scale", u32::MAX as u64)? as u32),
-                k: g.uint("k", 0xFFFF)? as u16,
-                step_sign: g.uint("step_sign", 0xFF)? as u8,
-                scale_partition: g.uint("scale_partition", 0xFF)? as u8,
-                reserved: [0; 4],
-            };
-            g.finish()?;
-            x.write(w, o);
-        }
-        FieldType::MxIndirect16b => {
-            let mut g = Keyed::parse(s)?;
-            let x = MxIndirect16b {
-                indices: Addr4(g.uint("indices", u32::MAX as u64)? as u32),
-                data: Addr4(g.uint("data", u32::MAX as u64)? as u32),
-                scale: Addr4(g.uint("scale", u32::MAX as u64)? as u32),
-                k: g.uint("k", 0xFFFF)? as u16,
-                byte_0e: g.uint("byte_0e", 0xFF)? as u8,
-                scale_partition: g.uint("scale_partition", 0xFF)? as u8,
-            };
-            g.finish()?;
-            x.write(w, o);
-        }
-        FieldType::Addr8 => Addr8(parse_uint(s, u64::MAX)?).write(w, o),
-        FieldType::EventsExt => {
-            let mut g = Keyed::parse(s)?;
-            let wm = spec::enum_def("WAIT_MODE").ok_or("WAIT_MODE")?;
-            let um = spec::enum_def("UPDATE_MODE").ok_or("UPDATE_MODE")?;
-            let e = EventsExt {
-                wait_mode: crate::formats::WaitMode(parse_enum(g.get("wait_mode")?, wm)?),
-                wait_idx: g.uint("wait_idx", 0xFF)? as u8,
-                update_mode: crate::formats::UpdateMode(parse_enum(g.get("update_mode")?, um)?),
-                update_idx: g.uint("update_idx", 0xFF)? as u8,
-                sem_wait_value: g.uint("sem_wait_value", u32::MAX as u64)? as u32,
-                sem_update_value: g.uint("sem_update_value", u32::MAX as u64)? as u32,
-            };
-            g.finish()?;
-            e.write(w, o);
-        }
-        FieldType::I32Array(n) => {
-            for (i, v) in parse_list(s, n as usize, i32::MIN as i64, i32::MAX as i64)?
-                .into_iter()
-                .enumerate()
-            {
-                (v as i32).write(w, o + 4 * i);
-            }
-        }
-        FieldType::U16Array(n) => {
-            for (i, v) in parse_list(s, n as usize, 0, u16::MAX as i64)?
-                .into_iter()
-                .enumerate()
-            {
-                (v as u16).write(w, o + 2 * i);
-            }
-        }
-        FieldType::Str(n) => w[o..o + n as usize].copy_from_slice(&parse_str(s, n as usize)?),
-        FieldType::Opaque(n) => w[o..o + n as usize].copy_from_slice(&parse_hex(s, n as usize)?),
-    }
-    Ok(())
+    parse_value(m, s)
+        .and_then(|a| write_arg(m, &a, b))
+        .map_err(|reason| FieldTextError {
+            field: m.name,
+            text: s.to_string(),
+            reason,
+        })
 }
 
 #[cfg(test)]

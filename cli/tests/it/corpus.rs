@@ -200,7 +200,16 @@ fn a_failing_kernel_fails_the_run_while_the_others_still_run() {
         o.contains("MISMATCH") && o.contains("1 ok, 1 mismatched"),
         "{o}"
     );
-    // A fault and a kernel without references: exit 3, the other kernels run.
+    // `--ref` with `{kernel}`: each kernel's own file (vadd matches its reference; softmax,
+    // without its tolerance.json, does not match exactly).
+    let one_ref = ["--ref", "out=refs/{kernel}/out.npy", "--json"].map(String::from);
+    let (code, o, e) = sim_in(dir.path(), &run_args(&kernels, &one_ref));
+    assert_eq!(code, 1, "{o}{e}");
+    let v: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
+    assert_eq!(v["kernels"][0]["status"], "ok", "{v}");
+    assert_eq!(v["kernels"][1]["status"], "mismatch", "{v}");
+    // A fault, a kernel that cannot be read and one without references: exit 3, the other
+    // kernels run.
     let kernels = [
         "kernels/vadd.neff",
         "kernels/deadlock_cycle.neff",

@@ -48,7 +48,8 @@ pub type TimelineRender = fn(&[Timeline], &Program, Gen) -> Value;
 /// Arguments of `sim run`.
 #[derive(clap::Args, Clone)]
 #[command(mut_arg("out_dir", |a| a.help(
-    "Directory for the output `.npy` files [default: KERNEL.out in the current directory]"
+    "Directory for the output `.npy` files; OUT/<kernel stem>/ for each of several kernels \
+     [default: KERNEL.out in the current directory]"
 )))]
 pub struct Args {
     /// Kernel, data, references and run limits (shared with `sim check` and `sim profile`).

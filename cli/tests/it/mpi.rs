@@ -442,6 +442,17 @@ fn run_shards_a_corpus_and_prints_the_report_of_one_process() {
             );
         }
     }
+    // A refusal (an input without `{kernel}`) is reported once, by process 0.
+    let mut a = run_args(&KERNELS, &["--input".into(), "x=x.npy".into()]);
+    a.push("--mpi".into());
+    let (codes, o, e) = case.mpirun_in(case.dir.path(), &a);
+    assert_eq!(codes, ["2", "2"], "{o}{e}");
+    assert_eq!(e.matches("sim: error:").count(), 1, "{e}");
+    assert!(
+        e.contains("--input x=x.npy: a run of several kernels"),
+        "{e}"
+    );
+    assert!(o.is_empty(), "{o}");
 }
 
 /// Whether two directories hold the same files with the same bytes.

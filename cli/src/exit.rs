@@ -44,10 +44,10 @@ pub enum CliError {
     /// Simulation fault.
     #[error("{0}")]
     Fault(String),
-    /// An error another process of an MPI run has reported (docs/mpi.md): this process
-    /// exits with its code and prints nothing.
+    /// An error already reported (by another process of an MPI run, or in the report of a
+    /// run of several kernels; docs/mpi.md): the process exits with its code and prints
+    /// nothing more.
     #[error("")]
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     Reported(u8),
 }
 

@@ -46,7 +46,21 @@ pub const VERIFY: &str = "Examples:
 pub const RUN: &str = "Examples:
   sim run testdata/kernels/softmax.neff
   sim run kernel.neff --input x=x.npy --ref-dir ref --check-races --trace trace.json
-  mpirun -np 2 sim run kernel.neff --mpi --ranks 4   # a sim built with --features mpi (docs/mpi.md)";
+  mpirun -np 2 sim run kernel.neff --mpi --ranks 4   # a sim built with --features mpi (docs/mpi.md)
+
+Several kernels (a corpus; docs/mpi.md, \"Corpus runs\"):
+  sim run a.neff b.neff c.neff --out-dir out --ref-dir refs --json
+  sim run corpus/*.neff --input 'x=inputs/{kernel}/x.npy' --trace 'traces/{kernel}.json'
+  mpirun -np 4 sim run corpus/*.neff --mpi           # the kernels sharded over the processes
+
+  Each kernel runs as it would alone (its own world of ranks) and one report covers them all,
+  in argument order; the exit code is the worst kernel's (0 ok, 1 mismatch or finding, 2 error,
+  3 fault). Kernel K (file stem) writes to OUT/K/ (without --out-dir, K.out/) and reads its
+  references from REFDIR/K/ when it exists (without --ref-dir, K.ref/ beside the NEFF).
+  --input, --ref and --trace must name {kernel}, replaced by each kernel's stem; an --input or
+  --ref of a variable a kernel does not have is passed over for it. Two kernels of the same
+  stem are refused. With --mpi, the kernels (not the ranks) are spread over the processes by
+  --mpi-placement, each kernel run in one process; process 0 prints the report.";
 /// `sim check`.
 pub const CHECK: &str = "Examples:
   sim check testdata/kernels/softmax.neff

@@ -360,7 +360,9 @@ fn report_run(
                 })
                 .collect();
             let part = Part::merge(parts);
-            Ok(run::print_report(a, prep, &part, &[], Some(mpi)))
+            let (outcome, printed) = run::render_report(a, prep, &part, &[], Some(mpi));
+            printed.print();
+            Ok(outcome)
         }
     }
 }
@@ -397,6 +399,58 @@ fn conclude<T: serde::Serialize + serde::de::DeserializeOwned>(
     result
 }
 
+/// Shard `items` items (files, kernels) over the processes by `placement`: this process
+/// does `work` on its own, given their indices in order, and the shards end as one step
+/// ([`conclude`]): process 0 gives `report` every process's shard, in process order.
+fn shard<T: serde::Serialize + serde::de::DeserializeOwned>(
+    mpi: &Mpi,
+    items: usize,
+    placement: remote::Placement,
+    work: impl FnOnce(&[usize]) -> T,
+    unreadable: impl Fn(usize, String) -> T,
+    report: impl FnOnce(Vec<T>) -> Result<Outcome, CliError>,
+) -> Result<Outcome, CliError> {
+    let mine = placement.ranks_of(mpi.process(), mpi.processes(), items);
+    let done = work(&mine);
+    conclude(mpi, &done, unreadable, report)
+}
+
+/// `sim run --mpi` of several kernels: the kernels are sharded over the processes
+/// (`--mpi-placement`), each process runs its own in-process, one after the other, and
+/// process 0 prints the merged report of a run in one process, in argument order; every
+/// process exits with its code.
+pub fn run_corpus(a: &Args, write_outputs: bool) -> Result<Outcome, CliError> {
+    type Done = Result<Vec<(usize, run::corpus::Ending)>, (u8, String)>;
+    let mpi = Mpi::init()?;
+    let plans = agree(&mpi, run::corpus::plan(a))?;
+    shard(
+        &mpi,
+        plans.len(),
+        a.mpi_placement.into(),
+        |mine| -> Done {
+            Ok(mine
+                .iter()
+                .map(|&i| (i, run::corpus::run_one(&plans[i], write_outputs, false)))
+                .collect())
+        },
+        |p, e| -> Done {
+            Err((
+                crate::exit::USAGE,
+                format!("MPI process {p} sent an unreadable report: {e}"),
+            ))
+        },
+        |shards| {
+            let mut all = Vec::with_capacity(plans.len());
+            for s in shards {
+                all.extend(s.map_err(|(code, m)| error_of(code, m))?);
+            }
+            all.sort_by_key(|(i, _)| *i);
+            let endings: Vec<run::corpus::Ending> = all.into_iter().map(|(_, e)| e).collect();
+            run::corpus::report(a, &endings)
+        },
+    )
+}
+
 /// What one process's shard of `sim validate --mpi` printed and found.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Shard {
@@ -418,31 +472,30 @@ struct Shard {
 /// every process exits with the world's code.
 pub fn validate(a: &crate::cmd::validate::Args) -> Result<Outcome, CliError> {
     let mpi = Mpi::init()?;
-    let (me, processes) = (mpi.process(), mpi.processes());
-    let files: Vec<std::path::PathBuf> = remote::Placement::Blocks
-        .ranks_of(me, processes, a.files.len())
-        .into_iter()
-        .map(|i| a.files[i].clone())
-        .collect();
-    let (mut out, mut err, mut lint) = (Vec::new(), Vec::new(), Vec::new());
-    let r = if files.is_empty() {
-        Ok(Default::default())
-    } else {
-        crate::cmd::validate::validate(a, &files, &mut out, &mut err, &mut lint)
+    let check = |mine: &[usize]| {
+        let files: Vec<std::path::PathBuf> = mine.iter().map(|&i| a.files[i].clone()).collect();
+        let (mut out, mut err, mut lint) = (Vec::new(), Vec::new(), Vec::new());
+        let r = if files.is_empty() {
+            Ok(Default::default())
+        } else {
+            crate::cmd::validate::validate(a, &files, &mut out, &mut err, &mut lint)
+        };
+        let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        let v = r.as_ref().copied().unwrap_or_default();
+        Shard {
+            error: r.err().map(|e| (e.exit_code(), e.to_string())),
+            out: text(out),
+            err: text(err),
+            lint: text(lint),
+            invalid: v.invalid,
+            lint_denied: v.lint_denied,
+        }
     };
-    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
-    let v = r.as_ref().copied().unwrap_or_default();
-    let shard = Shard {
-        error: r.err().map(|e| (e.exit_code(), e.to_string())),
-        out: text(out),
-        err: text(err),
-        lint: text(lint),
-        invalid: v.invalid,
-        lint_denied: v.lint_denied,
-    };
-    conclude(
+    shard(
         &mpi,
-        &shard,
+        a.files.len(),
+        remote::Placement::Blocks,
+        check,
         |p, e| Shard {
             error: Some((
                 crate::exit::USAGE,

@@ -10,7 +10,7 @@ use tpbsim_sim::machine::DEFAULT_MAX_STEPS;
 use crate::cmd::run;
 
 /// Kernel, data, references and run limits.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct KernelArgs {
     /// The kernel NEFF.
     pub kernel: PathBuf,
@@ -71,6 +71,11 @@ pub struct KernelArgs {
     /// NEFF reader options (digest check, archive size limits).
     #[command(flatten)]
     pub read: super::neff::ReadArgs,
+    /// Pass over an `--input` or `--ref` that names a variable the kernel does not have, and
+    /// run without references when the `--ref-dir` does not exist (set for each kernel of a
+    /// `sim run` of several, whose options serve them all: docs/mpi.md, "Corpus runs").
+    #[arg(skip)]
+    pub pass_over_absent: bool,
 }
 
 /// The fold order of collective reductions (`--collective-order`).

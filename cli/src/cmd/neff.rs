@@ -41,7 +41,7 @@ enum Action {
 }
 
 /// Options shared by the commands that read a NEFF.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct ReadArgs {
     /// Check the payload digest against the header's hash and refuse a mismatch (off by
     /// default, as in the Neuron runtime, whose NEURON_RT_VALIDATE_HASH defaults to false).

@@ -6,6 +6,7 @@ mod asm_cli;
 mod check;
 mod common;
 mod convert;
+mod corpus;
 mod examples;
 mod fuzz_cli;
 mod hostile_inputs;

@@ -69,11 +69,21 @@ impl Case {
     /// one exits non-zero (which by default ends the job and may stop the others before they
     /// write theirs).
     fn mpirun_args(&self, args: &[&str]) -> (Vec<String>, String, String) {
+        self.mpirun_in(self.dir.path(), args)
+    }
+
+    /// [`Case::mpirun_args`] with `dir` as the processes' working directory.
+    fn mpirun_in<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        dir: &Path,
+        args: &[S],
+    ) -> (Vec<String>, String, String) {
         for p in 0..2 {
             let _ = std::fs::remove_file(self.path(&format!("codes.{p}")));
         }
         let mut c = Command::new("timeout");
-        c.env("OMPI_MCA_orte_abort_on_non_zero_status", "0");
+        c.env("OMPI_MCA_orte_abort_on_non_zero_status", "0")
+            .env("TPBSIM_TEST_CODES", self.path("codes"));
         c.args([
             LIMIT_SECONDS,
             "mpirun",
@@ -81,10 +91,10 @@ impl Case {
             "--oversubscribe",
         ])
         .args(["-np", "2", "sh", "-c"])
-        .arg(r#""$0" "$@"; c=$?; echo $c > "codes.$OMPI_COMM_WORLD_RANK"; exit $c"#)
+        .arg(r#""$0" "$@"; c=$?; echo $c > "$TPBSIM_TEST_CODES.$OMPI_COMM_WORLD_RANK"; exit $c"#)
         .arg(env!("CARGO_BIN_EXE_sim"))
         .args(args);
-        let (code, o, e) = output(c, self.dir.path());
+        let (code, o, e) = output(c, dir);
         // `timeout` exits 124 when the limit stops mpirun.
         assert_ne!(code, 124, "mpirun hung: {o}{e}");
         (self.codes(), o, e)
@@ -385,4 +395,96 @@ fn the_race_check_over_processes_finds_what_one_process_finds() {
             "rank {r}"
         );
     }
+}
+
+/// `sim run` of several kernels under `mpirun -np 2 ... --mpi`: the kernels are sharded over
+/// the processes, and process 0 prints the report of the run in one process (apart from its
+/// timing), in argument order, with the same outputs and the same exit code on every process
+/// — for the collective kernels (each a world of 4 ranks run in one process), in text and
+/// JSON and both placements, and for a corpus with a failing kernel.
+#[test]
+fn run_shards_a_corpus_and_prints_the_report_of_one_process() {
+    use super::corpus::{collective_inputs, run_args, sim_in, untimed, KERNELS};
+    let case = Case::new(2, &[vec![0, 1]], &[(1, 0)], N);
+    let mut inputs = collective_inputs();
+    inputs.extend(["--out-dir", "out"].map(String::from));
+    let failing = [
+        "kernels/vadd.neff",
+        "kernels/deadlock_cycle.neff",
+        "kernels/missing.neff",
+        "kernels/softmax.neff",
+        "kernels/rmsnorm.neff",
+    ];
+    let out = ["--out-dir", "out"].map(String::from).to_vec();
+    let runs: [(&[&str], Vec<String>, &str); 3] = [
+        (&KERNELS, inputs.clone(), "0"),
+        (&KERNELS, [inputs, vec!["--json".into()]].concat(), "0"),
+        (&failing, out, "3"),
+    ];
+    for (i, (kernels, extra, code)) in runs.iter().enumerate() {
+        let one = case.path(&format!("one{i}"));
+        std::fs::create_dir_all(&one).unwrap();
+        let args = run_args(kernels, extra);
+        let (c, o, e) = sim_in(&one, &args);
+        assert_eq!(c.to_string(), *code, "{o}{e}");
+        for placement in ["blocks", "round-robin"] {
+            let dir = format!("spread{i}-{placement}");
+            std::fs::create_dir_all(case.path(&dir)).unwrap();
+            let mut a: Vec<String> = args.clone();
+            a.extend(["--mpi", "--mpi-placement", placement].map(String::from));
+            // Run from the run's own directory, so that `out` lands there.
+            let (codes, so, se) = case.mpirun_in(&case.path(&dir), &a);
+            assert_eq!(codes, [*code, *code], "{i} {placement}: {so}{se}");
+            assert_eq!(untimed(&so), untimed(&o), "{i} {placement}");
+            assert_eq!(
+                same_tree(&one.join("out"), &case.path(&dir).join("out")),
+                Ok(())
+            );
+        }
+    }
+    // A refusal (an input without `{kernel}`) is reported once, by process 0.
+    let mut a = run_args(&KERNELS, &["--input".into(), "x=x.npy".into()]);
+    a.push("--mpi".into());
+    let (codes, o, e) = case.mpirun_in(case.dir.path(), &a);
+    assert_eq!(codes, ["2", "2"], "{o}{e}");
+    assert_eq!(e.matches("sim: error:").count(), 1, "{e}");
+    assert!(
+        e.contains("--input x=x.npy: a run of several kernels"),
+        "{e}"
+    );
+    assert!(o.is_empty(), "{o}");
+}
+
+/// Whether two directories hold the same files with the same bytes.
+fn same_tree(a: &Path, b: &Path) -> Result<(), String> {
+    let list = |d: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut all = Vec::new();
+        let mut todo = vec![d.to_path_buf()];
+        while let Some(p) = todo.pop() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                let f = e.unwrap().path();
+                if f.is_dir() {
+                    todo.push(f);
+                } else {
+                    let rel = f.strip_prefix(d).unwrap().to_path_buf();
+                    all.push((rel, std::fs::read(&f).unwrap()));
+                }
+            }
+        }
+        all.sort();
+        all
+    };
+    let (x, y) = (list(a), list(b));
+    if x.is_empty() {
+        return Err(format!("{}: no outputs", a.display()));
+    }
+    if x != y {
+        let names = |v: &[(PathBuf, Vec<u8>)]| v.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+        return Err(format!(
+            "{:?} != {:?} (or their bytes differ)",
+            names(&x),
+            names(&y)
+        ));
+    }
+    Ok(())
 }

@@ -112,7 +112,11 @@ pub(super) fn find_refs(
         let mut per: Vec<Refs> = (0..ranks).map(|_| Refs::default()).collect();
         for r in &a.refs {
             let (name, file) = split_kv("ref", r)?;
-            if !program.outputs().iter().any(|v| v.name == name) {
+            let known = program.outputs().iter().any(|v| v.name == name);
+            if !known && a.pass_over_absent {
+                continue;
+            }
+            if !known {
                 return Err(usage(format!(
                     "--ref {name}: the kernel has no output `{name}`"
                 )));
@@ -127,6 +131,10 @@ pub(super) fn find_refs(
         return Ok(per);
     }
     let dir = if let Some(d) = &a.ref_dir {
+        // One of several kernels without a directory of its own in REFDIR: no references.
+        if a.pass_over_absent && !d.exists() {
+            return Ok((0..ranks).map(|_| Refs::default()).collect());
+        }
         if !d.is_dir() {
             return Err(usage(format!("--ref-dir {}: not a directory", d.display())));
         }

@@ -24,6 +24,7 @@ use tpbsim_validate::l2::L2Check;
 use crate::cmd::kernel_args::{KernelArgs, ScheduleArgs};
 use crate::exit::{CliError, Outcome};
 
+pub(crate) mod corpus;
 mod inputs;
 mod outputs;
 mod progress;
@@ -35,7 +36,7 @@ pub(crate) use outputs::write_and_compare;
 use outputs::*;
 use progress::*;
 use report::*;
-pub(crate) use report::{print_report, Part};
+pub(crate) use report::{render_report, Part, Printed};
 #[cfg(feature = "mpi")]
 pub(crate) use schedules::Share;
 use schedules::*;
@@ -45,14 +46,20 @@ pub(crate) use schedules::{prepare, run_schedules, stop_report, Prepared};
 pub type TimelineRender = fn(&[Timeline], &Program, Gen) -> Value;
 
 /// Arguments of `sim run`.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 #[command(mut_arg("out_dir", |a| a.help(
-    "Directory for the output `.npy` files [default: KERNEL.out in the current directory]"
+    "Directory for the output `.npy` files; OUT/<kernel stem>/ for each of several kernels \
+     [default: KERNEL.out in the current directory]"
 )))]
 pub struct Args {
     /// Kernel, data, references and run limits (shared with `sim check` and `sim profile`).
     #[command(flatten)]
     pub common: KernelArgs,
+    /// More kernel NEFFs: each runs as it would alone, in turn (or sharded over the processes
+    /// with --mpi), and one report covers them all, in argument order; outputs go to
+    /// OUT/<kernel stem>/, references come from REFDIR/<kernel stem>/ (see below).
+    #[arg(value_name = "KERNEL")]
+    pub more_kernels: Vec<PathBuf>,
     /// Print the summary and comparisons as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -132,6 +139,7 @@ impl Args {
     pub fn with_common(common: KernelArgs, json: bool) -> Args {
         Args {
             common,
+            more_kernels: Vec::new(),
             json,
             check_races: false,
             sched: ScheduleArgs::default(),
@@ -201,13 +209,43 @@ pub fn run(a: Args) -> Result<Outcome, CliError> {
     execute(a, true)
 }
 
-/// Run a kernel; write the outputs (`write_outputs`, or when `--out-dir` is given). With
-/// `--mpi`, the ranks run over the processes of an MPI job (docs/mpi.md).
+/// Run a kernel, or each of several in turn (`corpus`); write the outputs (`write_outputs`,
+/// or when `--out-dir` is given). With `--mpi`, the ranks of one kernel, or the kernels of
+/// several, run over the processes of an MPI job (docs/mpi.md).
 pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     if a.mpi {
         return execute_mpi(&a, write_outputs);
     }
-    let prep = prepare(&a, write_outputs, None)?;
+    if !a.more_kernels.is_empty() {
+        return corpus::run(&a, write_outputs);
+    }
+    let progress = shows_progress(
+        a.json,
+        std::io::stdout().is_terminal(),
+        std::io::stderr().is_terminal(),
+    );
+    match run_kernel(&a, write_outputs, progress) {
+        Ok((outcome, printed)) => {
+            printed.print();
+            Ok(outcome)
+        }
+        Err((e, obj)) => {
+            if let Some(obj) = obj {
+                println!("{obj}");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Run one kernel in this process (with a progress bar when `progress`): the verdict and the
+/// report, or the error and, with `--json`, the object that reports it.
+pub(crate) fn run_kernel(
+    a: &Args,
+    write_outputs: bool,
+    progress: bool,
+) -> Result<(Outcome, Printed), (CliError, Option<Value>)> {
+    let prep = prepare(a, write_outputs, None).map_err(|e| (e, None))?;
     let runner = |schedule: u32, progress: &(dyn Fn(usize, usize, &SchedStats) + Sync)| {
         api::run_world_schedule(
             &prep.program,
@@ -218,22 +256,8 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             progress,
         )
     };
-    let progress = shows_progress(
-        a.json,
-        std::io::stdout().is_terminal(),
-        std::io::stderr().is_terminal(),
-    );
-    let ran = match run_schedules(&a, &prep, &runner, progress) {
-        Ok(r) => r,
-        Err(s) => {
-            let (err, obj) = stop_report(&a, &prep, s);
-            if let Some(obj) = obj {
-                println!("{obj}");
-            }
-            return Err(err);
-        }
-    };
-    let (part, written) = write_and_compare(&a, &prep, &ran)?;
+    let ran = run_schedules(a, &prep, &runner, progress).map_err(|s| stop_report(a, &prep, s))?;
+    let (part, written) = write_and_compare(a, &prep, &ran).map_err(|e| (e, None))?;
     let all_timelines: Vec<(String, &Timeline)> = ran
         .base
         .iter()
@@ -245,14 +269,14 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
             for p in &written {
                 let _ = std::fs::remove_file(p);
             }
-            return Err(e);
+            return Err((e, None));
         }
     }
     if let Some(render) = a.timeline_json {
         let ts: Vec<Timeline> = all_timelines.iter().map(|(_, t)| (*t).clone()).collect();
         if !ts.is_empty() {
-            println!("{}", render(&ts, &prep.program, prep.gen));
-            return Ok(part.outcome());
+            let obj = render(&ts, &prep.program, prep.gen);
+            return Ok((part.outcome(), Printed::Json(obj)));
         }
     }
     let profiles: Vec<(String, Profile)> = if a.profile {
@@ -263,7 +287,7 @@ pub fn execute(a: Args, write_outputs: bool) -> Result<Outcome, CliError> {
     } else {
         Vec::new()
     };
-    Ok(print_report(&a, &prep, &part, &profiles, None))
+    Ok(render_report(a, &prep, &part, &profiles, None))
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -275,7 +299,11 @@ fn execute_mpi(_: &Args, _: bool) -> Result<Outcome, CliError> {
 
 #[cfg(feature = "mpi")]
 fn execute_mpi(a: &Args, write_outputs: bool) -> Result<Outcome, CliError> {
-    crate::mpi::run(a, write_outputs)
+    if a.more_kernels.is_empty() {
+        crate::mpi::run(a, write_outputs)
+    } else {
+        crate::mpi::run_corpus(a, write_outputs)
+    }
 }
 
 #[cfg(test)]

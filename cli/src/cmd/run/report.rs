@@ -1,6 +1,22 @@
 //! The report of a run: per-rank results, findings, schedules and profile, as text or JSON.
 
+use std::fmt::Write as _;
+
 use super::*;
+
+/// Append `format!(...)` to a report.
+macro_rules! out {
+    ($w:expr, $($t:tt)*) => {{
+        let _ = write!($w, $($t)*);
+    }};
+}
+
+/// Append `format!(...)` and a new line to a report.
+macro_rules! outln {
+    ($w:expr, $($t:tt)*) => {{
+        let _ = writeln!($w, $($t)*);
+    }};
+}
 
 pub(super) fn summary_json(stats: &RunStats) -> Value {
     let per: serde_json::Map<String, Value> = Engine::ALL
@@ -23,7 +39,7 @@ pub(super) fn summary_json(stats: &RunStats) -> Value {
     })
 }
 
-pub(super) fn print_summary(stats: &RunStats) {
+pub(super) fn print_summary(w: &mut String, stats: &RunStats) {
     let per: Vec<String> = Engine::ALL
         .iter()
         .map(|e| format!("{} {}", e.short(), stats.sched.per_engine[*e as usize]))
@@ -34,7 +50,8 @@ pub(super) fn print_summary(stats: &RunStats) {
     } else {
         0.0
     };
-    println!(
+    outln!(
+        w,
         "ran {} bundles ({}), DMA {} bytes in {} transfers, {:.3} ms, {:.0} bundles/s",
         stats.sched.steps,
         per.join(", "),
@@ -126,15 +143,34 @@ impl Part {
     }
 }
 
-/// Print the report of `part` (every rank of the world) and give the verdict. `mpi` names
-/// the processes and the placement of a run over MPI.
-pub(crate) fn print_report(
+/// What a run prints on stdout: the text report, or the JSON object (`--json`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Printed {
+    Text(String),
+    Json(Value),
+}
+
+impl Printed {
+    /// Print it on stdout, as a run of one kernel does.
+    pub(crate) fn print(&self) {
+        match self {
+            Printed::Text(t) => print!("{t}"),
+            Printed::Json(v) => println!("{v}"),
+        }
+    }
+}
+
+/// The report of `part` (every rank of the world) and the verdict. `mpi` names the
+/// processes and the placement of a run over MPI.
+pub(crate) fn render_report(
     a: &Args,
     prep: &Prepared,
     part: &Part,
     profiles: &[(String, Profile)],
     mpi: Option<(usize, Placement)>,
-) -> Outcome {
+) -> (Outcome, Printed) {
+    let mut text = String::new();
+    let w = &mut text;
     let c = &a.common;
     let ranks = prep.ranks;
     let cores = prep.program.cores.len();
@@ -254,7 +290,7 @@ pub(crate) fn print_report(
                 "findings_differ": changes.iter().map(|(i, o)| json!({"schedule": i, "order": o})).collect::<Vec<_>>(),
             });
         }
-        println!("{obj}");
+        return (part.outcome(), Printed::Json(obj));
     } else {
         let label = |r: usize| {
             if several_ranks {
@@ -265,35 +301,37 @@ pub(crate) fn print_report(
         };
         for r in reports {
             for cmp in &r.compared {
-                print!("{}{}", label(r.rank), cmp.text);
+                out!(w, "{}{}", label(r.rank), cmp.text);
             }
             for (n, p) in &r.written {
-                println!("{}wrote {n} -> {p}", label(r.rank));
+                outln!(w, "{}wrote {n} -> {p}", label(r.rank));
             }
         }
-        print_summary(&stats);
+        print_summary(w, &stats);
         for r in reports {
             if several_ranks {
-                print!("  rank {}: ", r.rank);
-                print_summary(&r.stats);
+                out!(w, "  rank {}: ", r.rank);
+                print_summary(w, &r.stats);
             }
             if several {
                 for (i, (sg, st)) in r.cores.iter().enumerate() {
-                    print!(
+                    out!(
+                        w,
                         "  {}core {i} ({sg}): ",
                         if several_ranks { "  " } else { "" }
                     );
-                    print_summary(st);
+                    print_summary(w, st);
                 }
             }
         }
         if several_ranks {
-            println!(
+            outln!(w,
                 "  {ranks} ranks of {cores} core{} each, one thread per core; collectives folded in {order_name} order",
                 if cores == 1 { "" } else { "s" },
             );
         } else if let (true, Some(r)) = (several, reports.first()) {
-            println!(
+            outln!(
+                w,
                 "  {} cores on {} worker thread{}",
                 cores,
                 r.threads,
@@ -301,30 +339,31 @@ pub(crate) fn print_report(
             );
         }
         if let Some((processes, placement)) = mpi {
-            println!(
+            outln!(
+                w,
                 "  ranks spread over {processes} MPI process{} ({})",
                 if processes == 1 { "" } else { "es" },
                 placement_name(placement)
             );
         }
         for n in &notes {
-            println!("note: {n}");
+            outln!(w, "note: {n}");
         }
         for (n, p) in profiles {
             if several || several_ranks {
-                println!("{n}:");
+                outln!(w, "{n}:");
             }
-            print_profile(p);
+            print_profile(w, p);
         }
         if let Some(path) = &a.trace {
-            println!("trace -> {}", path.display());
+            outln!(w, "trace -> {}", path.display());
         }
         for r in reports {
-            print_findings(a, &label(r.rank), &r.findings);
+            print_findings(w, a, &label(r.rank), &r.findings);
         }
-        print_schedules(a, &part.diffs, &changes);
+        print_schedules(w, a, &part.diffs, &changes);
     }
-    part.outcome()
+    (part.outcome(), Printed::Text(text))
 }
 
 /// The counters of every rank together (the wall time is the longest rank's).
@@ -362,17 +401,24 @@ pub(super) fn core_names<'t>(
         .collect()
 }
 
-pub(super) fn print_profile(p: &Profile) {
-    println!(
+pub(super) fn print_profile(w: &mut String, p: &Profile) {
+    outln!(
+        w,
         "timeline: {:.3} µs (cost model: docs/trace.md)",
         p.makespan_ns / 1e3
     );
-    println!(
+    outln!(
+        w,
         "  {:<12} {:>7} {:>12} {:>12} {:>12}",
-        "track", "slices", "busy µs", "wait µs", "idle µs"
+        "track",
+        "slices",
+        "busy µs",
+        "wait µs",
+        "idle µs"
     );
     for t in &p.tracks {
-        println!(
+        outln!(
+            w,
             "  {:<12} {:>7} {:>12.3} {:>12.3} {:>12.3}",
             t.track,
             t.slices,
@@ -381,9 +427,10 @@ pub(super) fn print_profile(p: &Profile) {
             t.idle_ns / 1e3
         );
     }
-    println!("critical path ({} slices):", p.critical_path.len());
+    outln!(w, "critical path ({} slices):", p.critical_path.len());
     for c in &p.critical_path {
-        println!(
+        outln!(
+            w,
             "  {:>10.3} µs +{:>9.3} µs  {:<12} {}",
             c.start_ns / 1e3,
             c.dur_ns / 1e3,
@@ -394,12 +441,13 @@ pub(super) fn print_profile(p: &Profile) {
 }
 
 /// The race findings of one rank (`label` names it in a run of several ranks).
-pub(super) fn print_findings(a: &Args, label: &str, findings: &[Noted]) {
+pub(super) fn print_findings(w: &mut String, a: &Args, label: &str, findings: &[Noted]) {
     if a.check_races {
         for f in findings {
-            println!("{label}{}", f.text);
+            outln!(w, "{label}{}", f.text);
         }
-        println!(
+        outln!(
+            w,
             "{label}race check: {} finding{}",
             findings.len(),
             if findings.len() == 1 { "" } else { "s" }
@@ -407,25 +455,34 @@ pub(super) fn print_findings(a: &Args, label: &str, findings: &[Noted]) {
     } else {
         // Races between cores are found by every run of several cores.
         for f in findings.iter().filter(|f| f.core_race) {
-            println!("{label}{}", f.text);
+            outln!(w, "{label}{}", f.text);
         }
     }
 }
 
 /// The differences between the interleavings.
-pub(super) fn print_schedules(a: &Args, diffs: &[ScheduleDiff], changes: &[(u32, String)]) {
+pub(super) fn print_schedules(
+    w: &mut String,
+    a: &Args,
+    diffs: &[ScheduleDiff],
+    changes: &[(u32, String)],
+) {
     if a.sched.schedules > 1 {
         for d in diffs {
             let rank = d.rank.map(|r| format!("rank {r} ")).unwrap_or_default();
-            println!(
+            outln!(w,
                 "schedule {} ({}): {rank}output `{}` differs from the round-robin run in {} bytes, first at byte {}",
                 d.schedule, d.order, d.output, d.bytes_differing, d.first_byte
             );
         }
         for (i, o) in changes {
-            println!("schedule {i} ({o}): the race findings differ from the round-robin run");
+            outln!(
+                w,
+                "schedule {i} ({o}): the race findings differ from the round-robin run"
+            );
         }
-        println!(
+        outln!(
+            w,
             "schedules: {} interleavings, {} output difference{}",
             a.sched.schedules,
             diffs.len(),

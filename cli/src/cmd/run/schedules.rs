@@ -95,6 +95,9 @@ pub(crate) fn prepare(
     let mut given: Vec<BTreeMap<String, SharedBytes>> = vec![BTreeMap::new(); ranks];
     for s in &c.inputs {
         let (name, file) = split_kv("input", s)?;
+        if c.pass_over_absent && program.var(name).is_none() {
+            continue;
+        }
         let var = program.var(name).ok_or_else(|| {
             usage(format!(
                 "--input {name}: the kernel has no variable `{name}`"

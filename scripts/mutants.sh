@@ -70,6 +70,16 @@ anchored() {
 }
 
 mkdir -p "$OUT"
+# cargo-mutants builds and tests a copy of the tree in a directory of its own under $TMPDIR.
+# The tests read the compiler's NEFFs from `../shared/real/` beside the tree, so that
+# directory gets a `shared` beside the copies; without it those tests would fail for every
+# mutant and count it as caught.
+# (`--gitignore true` keeps $OUT, which is ignored, out of the copies.)
+if [[ -d ../shared ]]; then
+  export TMPDIR="$PWD/$OUT/tmp"
+  mkdir -p "$TMPDIR"
+  ln -sfn "$(cd ../shared && pwd)" "$TMPDIR/shared"
+fi
 echo "seed $SEED, $N mutants per area, output $OUT"
 echo "$SEED" >"$OUT/seed"
 for area in $AREAS; do
@@ -93,11 +103,12 @@ for area in $AREAS; do
   else
     tests=(--test-package "$(package_of "$area")")
   fi
-  # The baseline is skipped: the suite passes on the tree being sampled (run it first), and
-  # the explicit timeouts replace the ones cargo-mutants would derive from it. The drawn
-  # mutants run in a random order, so a run stopped early has tested a random part of them.
+  # The unmutated copy's suite runs first (the baseline): a suite that fails there, for
+  # example on a missing `../shared`, stops the run instead of counting every mutant as
+  # caught. The explicit timeouts replace the ones cargo-mutants would derive from it. The
+  # drawn mutants run in a random order, so a run stopped early has tested a random part.
   cargo mutants --test-tool nextest "${tests[@]}" --file "$area/**" "${res[@]}" \
-    --shuffle --baseline skip --jobs "$JOBS" --timeout "$TIMEOUT" \
+    --shuffle --gitignore true --jobs "$JOBS" --timeout "$TIMEOUT" \
     --build-timeout "$BUILD_TIMEOUT" --output "$OUT/$tag" "$@" || true
   scripts/mutants-score.sh "$OUT/$tag/mutants.out" "$area" "$OUT/$tag.sample" |
     tee "$OUT/$tag.score"

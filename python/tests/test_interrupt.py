@@ -37,6 +37,12 @@ def test_ctrl_c_stops_a_long_run_and_other_threads_run_meanwhile():
         ticker.join()
         timer.cancel()
     assert isinstance(raised, KeyboardInterrupt)
-    assert took < 3.0, took
-    # The ticker thread ran while the simulation held no interpreter lock.
-    assert len([t for t in ticks if start + 0.1 < t < start + 0.5]) >= 10, len(ticks)
+    # The interrupt arrives 0.5 s in; the run stops within a few of its signal slices (the
+    # bound leaves room for a loaded machine, where a thread may wait for a core).
+    assert took < 5.0, took
+    # The ticker thread ran while the simulation held no interpreter lock. It could tick about
+    # 40 times in the 0.4 s before the interrupt; the assembly and the checks that precede
+    # the simulation hold the lock for part of that time, longer on a loaded machine, so the
+    # test asks for a few ticks only: a run that kept the lock would allow none.
+    during = [t for t in ticks if start + 0.1 < t < start + 0.5]
+    assert len(during) >= 3, (len(during), len(ticks))

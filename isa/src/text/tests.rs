@@ -473,6 +473,10 @@ fn a_bad_value_is_reported_at_the_value() {
         ("EXTENDED_INST ext_opcode=2  completion_info=256", 45),
         ("MATMUL acc_flags=999", 8),
         ("MATMUL  acc_flags={begin=2}", 9),
+        // A reserved item: a bad hex value at its value, a bad offset at its name.
+        ("MATMUL reserved@46=zz", 20),
+        ("MATMUL   reserved@46=0g", 22),
+        ("MATMUL  reserved@x=01", 9),
     ] {
         let e = parse_line(line, Gen::V3).unwrap_err();
         assert_eq!(e.column, col, "{line}: {e}");

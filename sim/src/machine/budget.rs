@@ -245,4 +245,36 @@ mod tests {
         assert_eq!(dma_steps(0), 0);
         assert_eq!(dma_steps(65), 2);
     }
+
+    #[test]
+    fn growth_charges_only_the_new_entries_and_refuses_what_does_not_fit() {
+        let mut b = Budget::new(Limits {
+            max_memory: 100,
+            max_dma_bytes: 0,
+        });
+        let mut charged = 0;
+        // 3 entries of 10 bytes, then 5: only the 2 new ones are charged the second time.
+        b.charge_growth(|| "r".into(), 3, &mut charged, 10).unwrap();
+        assert_eq!((b.memory(), charged), (30, 3));
+        b.charge_growth(|| "r".into(), 5, &mut charged, 10).unwrap();
+        assert_eq!((b.memory(), charged), (50, 5));
+        // No growth (or fewer entries): nothing charged.
+        b.charge_growth(|| "r".into(), 5, &mut charged, 10).unwrap();
+        b.charge_growth(|| "r".into(), 4, &mut charged, 10).unwrap();
+        assert_eq!((b.memory(), charged), (50, 5));
+        // Growth to exactly the limit fits; one entry more does not, and changes nothing.
+        b.charge_growth(|| "r".into(), 10, &mut charged, 10)
+            .unwrap();
+        assert_eq!((b.memory(), charged), (100, 10));
+        let e = b
+            .charge_growth(|| "the records".into(), 11, &mut charged, 10)
+            .unwrap_err();
+        assert_eq!((e.needed, e.used, e.limit), (10, 100, 100));
+        assert!(e.what.contains("the records"), "{e}");
+        assert_eq!((b.memory(), charged), (100, 10));
+        // A count whose bytes overflow is refused, not wrapped.
+        assert!(b
+            .charge_growth(|| "r".into(), u64::MAX, &mut charged, 10)
+            .is_err());
+    }
 }

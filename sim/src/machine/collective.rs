@@ -143,7 +143,11 @@ impl Reduce {
     /// `acc[i] = acc[i] ∘ x[i]`.
     fn apply_slice(self, acc: &mut [f32], x: &[f32]) {
         match self {
-            Reduce::Add => acc.iter_mut().zip(x).for_each(|(a, b)| *a += *b),
+            // A loop of its own for the add, with the op known, so that it vectorises.
+            Reduce::Add => acc
+                .iter_mut()
+                .zip(x)
+                .for_each(|(a, b)| *a = Reduce::Add.apply(*a, *b)),
             _ => acc
                 .iter_mut()
                 .zip(x)
@@ -151,6 +155,7 @@ impl Reduce {
         }
     }
 
+    #[inline]
     fn apply(self, a: f32, b: f32) -> f32 {
         match self {
             Reduce::Add => a + b,

@@ -735,6 +735,26 @@ mod tests {
     }
 
     #[test]
+    fn every_collective_kind_has_one_frame_code_and_other_codes_are_refused() {
+        let kinds = [
+            Kind::AllReduce,
+            Kind::ReduceScatter,
+            Kind::AllGather,
+            Kind::AllToAll,
+            Kind::Permute,
+            Kind::SendRecv,
+        ];
+        for k in kinds {
+            assert_eq!(kind_of_code(kind_code(k)), Ok(k), "{k:?}");
+        }
+        let codes: std::collections::BTreeSet<u8> = kinds.iter().map(|&k| kind_code(k)).collect();
+        assert_eq!(codes.len(), kinds.len());
+        for c in [0, 7, 0xFF] {
+            assert!(kind_of_code(c).is_err(), "{c}");
+        }
+    }
+
+    #[test]
     fn requests_and_replies_survive_their_frames() {
         let m = Member { rank: 3, core: 1 };
         let (id, r) = decode_request(&encode_request(9, &Request::Post(m, post()))).unwrap();

@@ -492,6 +492,19 @@ mod tests {
     }
 
     #[test]
+    fn prefix_len_finds_every_prefix_asking_only_inside_the_range() {
+        for len in 0..70 {
+            for k in 0..=len {
+                let got = prefix_len(len, |i| {
+                    assert!(i < len, "asked {i} of 0..{len}");
+                    i < k
+                });
+                assert_eq!(got, k, "len {len}");
+            }
+        }
+    }
+
+    #[test]
     fn one_of_two_unordered_increments_guarantees_neither() {
         // Agents 0 and 1 increment semaphore 0 (unordered); agent 2 waits for >= 1 after the
         // first and acquired it in the run.

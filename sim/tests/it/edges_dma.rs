@@ -152,24 +152,38 @@ fn a_zero_length_access_at_address_0_is_empty() {
     assert_eq!(chip.write_flat(end, 0).unwrap().len(), 0);
 }
 
+/// 256 elements of 4 bytes from x to SBUF address 0, `from` and `to` bytes apart (4: one
+/// contiguous run; 8: 256 separate runs).
+fn runs_of_4_bytes(from: i64, to: i64) -> Kernel {
+    one_transfer(
+        side(DmaMem::Dram(X), 0, vec![(from, 256)]),
+        side(DmaMem::OnChip, 0, vec![(to, 256)]),
+        2048,
+    )
+}
+
+/// Run `k` (whose x and y are 2048 bytes) with the race check, with `room` bytes of the
+/// memory budget left beside the machine and its copies of x and y; the memory limit used.
+fn race_checked_run(k: &Kernel, room: u64) -> (Result<(), Fault>, u64) {
+    let base = Machine::new(k, Gen::V3).unwrap().budget().memory();
+    let dram_copy = 2 * 2048;
+    let limits = Limits {
+        max_memory: base + dram_copy + room,
+        ..Limits::default()
+    };
+    let mut m = Machine::with_limits(k, Gen::V3, limits).unwrap();
+    m.enable_race_check();
+    let r = m.run(&RunOptions::default(), &mut |_| {}).map(|_| ());
+    (r, limits.max_memory)
+}
+
 #[test]
 fn the_race_checks_refusal_to_record_a_transfer_gives_consistent_figures() {
     // 256 separate 4-byte runs read from x (step 8), written to one SBUF run; the memory
     // budget leaves room for fewer than 256 recorded runs of 16 bytes.
-    let k = one_transfer(
-        side(DmaMem::Dram(X), 0, vec![(8, 256)]),
-        side(DmaMem::OnChip, 0, vec![(4, 256)]),
-        2048,
-    );
-    let base = Machine::new(&k, Gen::V3).unwrap().budget().memory();
-    let dram_copy = 2 * 2048;
-    let limits = Limits {
-        max_memory: base + dram_copy + 2048,
-        ..Limits::default()
-    };
-    let mut m = Machine::with_limits(&k, Gen::V3, limits).unwrap();
-    m.enable_race_check();
-    let f = m.run(&RunOptions::default(), &mut |_| {}).unwrap_err();
+    let k = runs_of_4_bytes(8, 4);
+    let (f, max_memory) = race_checked_run(&k, 2048);
+    let f = f.unwrap_err();
     let Fault::Budget { at, exceeded } = &f else {
         panic!("not a budget fault: {f}")
     };
@@ -187,10 +201,29 @@ fn the_race_checks_refusal_to_record_a_transfer_gives_consistent_figures() {
     assert!(runs < 256, "{f}");
     assert_eq!(exceeded.needed, (runs + 1) * 16, "{f}");
     assert!(exceeded.needed > room, "{f}");
-    assert_eq!(exceeded.limit, limits.max_memory);
+    assert_eq!(exceeded.limit, max_memory);
     let t = f.to_string();
     assert!(
         t.contains(&format!("needs {} bytes", exceeded.needed)),
         "{t}"
     );
+}
+
+#[test]
+fn the_race_checks_shadow_memory_is_charged_to_the_memory_budget() {
+    // One contiguous 1 KiB read of x written as 256 separate 4-byte runs of SBUF (step 8):
+    // the shadow memory keeps a segment per written run, far more than the record of the
+    // transfer's runs needs.
+    let k = runs_of_4_bytes(4, 8);
+    let run = |room: u64| race_checked_run(&k, room).0;
+    // Room for the record of the runs (256 · 16 bytes) but not for 256 shadow segments.
+    let f = run(8192).unwrap_err();
+    let Fault::Budget { at, exceeded } = &f else {
+        panic!("not a budget fault: {f}")
+    };
+    assert!(at.contains("sp bundle #0"), "{at}");
+    assert!(exceeded.what.contains("shadow memory"), "{f}");
+    assert!(exceeded.needed > exceeded.limit - exceeded.used, "{f}");
+    // With room for the segments too, the same run passes.
+    run(1 << 20).unwrap();
 }

@@ -405,3 +405,40 @@ fn a_v2_transposed_ldweights_is_not_simulated() {
     assert_eq!(f.kind(), "not-simulated", "{f}");
     assert!(f.to_string().contains("v2 transposed LdWeights"), "{f}");
 }
+
+#[test]
+fn variable_types_load_as_their_kind_and_an_unknown_type_is_refused() {
+    use tpbsim_neff::{DmaEntry, Neff, ReadOptions, VarKind as NeffKind, VarRef};
+    use tpbsim_sim::machine::load::kernel_from_neff;
+    use tpbsim_sim::machine::pack::Package;
+    let load = |kind: NeffKind| {
+        let mut p = Package::new("kinds", Gen::V3);
+        p.var("x", NeffKind::Input, NumFormat::Float32, &[4], None)
+            .unwrap();
+        p.var("c", kind, NumFormat::Float32, &[4], Some(&[0x3f; 16]))
+            .unwrap();
+        let sb = p.onchip();
+        p.queue("in", None);
+        let e = DmaEntry::copy(VarRef::Name("x".into()), sb, vec![1, 4]);
+        p.block(Engine::Sp, "in", 0, vec![e]);
+        p.to_neff()
+            .map_err(|e| e.to_string())
+            .and_then(|n| n.to_bytes().map_err(|e| e.to_string()))
+            .and_then(|b| Neff::from_bytes(&b, &ReadOptions::default()).map_err(|e| e.to_string()))
+            .and_then(|n| kernel_from_neff(&n).map_err(|e| e.to_string()))
+    };
+    for (given, loaded) in [
+        (NeffKind::Input, VarKind::Input),
+        (NeffKind::Output, VarKind::Output),
+        (NeffKind::File, VarKind::File),
+        (NeffKind::TmpBuf, VarKind::Other),
+    ] {
+        let k = load(given.clone()).unwrap_or_else(|e| panic!("{given:?}: {e}"));
+        let c = k.vars.iter().find(|v| v.name == "c").unwrap();
+        assert_eq!(c.kind, loaded, "{given:?}");
+        assert_eq!(c.init.as_deref(), Some(&[0x3f; 16][..]), "{given:?}");
+    }
+    let err = load(NeffKind::Other("mystery".into())).expect_err("an unknown type is refused");
+    assert!(err.contains("variable `c`"), "{err}");
+    assert!(err.contains("unknown type `mystery`"), "{err}");
+}

@@ -551,6 +551,58 @@ mod tests {
     }
 
     #[test]
+    fn a_start_address_is_aligned_to_its_dtypes_element_size() {
+        // Wire tags by element size (the rule's table); other tags have no alignment.
+        let align = |gen: Gen, tag: u8| match tag {
+            0x02 | 0x03 | 0x0D..=0x0F => Some(1),
+            0x10 if !matches!(gen, Gen::V2 | Gen::V3) => Some(1),
+            0x04..=0x07 => Some(2),
+            0x08..=0x0B => Some(4),
+            0x01 | 0x0C => Some(8),
+            _ => None,
+        };
+        for gen in [Gen::V2, Gen::V3, Gen::V4] {
+            for tag in 0..=0x20u8 {
+                // The table agrees with the dtype's element size wherever that is defined.
+                if let (Some(a), Some(size)) = (align(gen, tag), dtype::size(tag)) {
+                    assert_eq!(a, size, "{gen:?} tag {tag:#x}");
+                }
+                for addr in [0x1000u32, 0x1001, 0x1002, 0x1004, 0x1006, 0x1008, 0x100C] {
+                    let want = align(gen, tag).is_some_and(|a| addr % a == 0);
+                    assert_eq!(
+                        addr_aligned_dtype(gen, addr, tag),
+                        want,
+                        "{gen:?} tag {tag:#x} addr {addr:#x}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_misaligned_start_address_names_the_alignment_its_dtype_needs() {
+        let f = Field::new("a", 16, 4);
+        let mut b = Bundle::ZERO;
+        b.set_u32(16, 0x0000_1001);
+        for (tag, text) in [
+            (dtype::BF16, "2-byte aligned for a 2-byte dtype"),
+            (dtype::FP32, "4-byte aligned for a 4-byte dtype"),
+            (dtype::INT64, "8-byte aligned for an 8-byte dtype"),
+        ] {
+            let mut c = Collect::default();
+            let mut ck = Ck::new(&b, Gen::V4, Some(0), Gate::Format, &mut c);
+            tensor_start_addr_valid(&mut ck, f, tag, Placement::READ_ANY);
+            let found: Vec<_> = c
+                .failures
+                .iter()
+                .filter(|x| x.rule.name == "addr_aligned_dtype")
+                .map(|x| x.allowed)
+                .collect();
+            assert_eq!(found, [Allowed::Text(text)], "tag {tag:#x}");
+        }
+    }
+
+    #[test]
     fn start_addr_rules() {
         let f = Field::new("a", 16, 4);
         let mut b = Bundle::ZERO;

@@ -163,14 +163,6 @@ impl FieldRule {
         }
     }
 
-    /// The numeric range of a range row.
-    pub fn range_bounds(&self) -> Option<(u64, u64)> {
-        match self.values {
-            Values::Range(lo, hi) => Some((lo, hi)),
-            _ => None,
-        }
-    }
-
     /// The admitted bytes of a one-byte row on `gen`, in ascending order (a range row clamped
     /// to 0..=255): what a generator draws from, whatever order a set was written in.
     pub fn members(&self, gen: Gen) -> ByteSet {

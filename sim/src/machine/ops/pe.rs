@@ -488,3 +488,33 @@ impl Machine<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compiler_weights_source_groups_by_32_only_for_whole_groups_past_one() {
+        let at = |t: Tensor<3>| (t.addr, t.step, t.num);
+        let imm = tpbsim_isa::Addr4::imm;
+        // Counts below, at and past one group of 32, and a multiple of 32.
+        for (n, step, num) in [
+            (1, [-1, 0, 0], [1, 1, 1]),
+            (31, [-1, 0, 0], [31, 1, 1]),
+            (32, [-1, 0, 0], [32, 1, 1]),
+            (33, [-1, 0, 0], [33, 1, 1]),
+            (64, [-1, 0, -32], [32, 1, 2]),
+            (96, [-1, 0, -32], [32, 1, 3]),
+            (128, [-1, 0, -32], [32, 1, 4]),
+        ] {
+            assert_eq!(
+                at(compiler_weights_source(0x100, n, 2)),
+                (imm(0x100 + 2 * (u32::from(n) - 1)), step, num),
+                "n = {n}"
+            );
+        }
+        // Element 0 sits at the address when there is one element (and with none).
+        assert_eq!(compiler_weights_source(0x40, 1, 4).addr, imm(0x40));
+        assert_eq!(compiler_weights_source(0x40, 0, 4).addr, imm(0x40));
+    }
+}

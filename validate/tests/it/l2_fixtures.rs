@@ -1,9 +1,10 @@
 //! Crafted legal and illegal bundles per generation (testdata/l2/fixtures.txt, written by
 //! testdata/l2/make_fixtures.py) get the expected verdict, first failing rule and code, and
-//! the silent gate agrees with its collecting twin.
+//! the silent gate agrees with its collecting twin and the simulator's bundle check.
 
+use tpbsim_isa::check::BundleCheck;
 use tpbsim_isa::{Bundle, Engine, Gen};
-use tpbsim_validate::l2::{check_collect, check_silent, Outcome};
+use tpbsim_validate::l2::{check_collect, check_silent, L2Check, Outcome};
 
 #[test]
 fn fixtures_verdicts_rules_codes() {
@@ -28,12 +29,20 @@ fn fixtures_verdicts_rules_codes() {
             "valid" => {
                 assert!(first.is_none(), "{at}");
                 assert!(!silent.failed, "{at}");
+                // The simulator's bundle check lets it through.
+                assert!(L2Check.check(gen, engine, &b).is_ok(), "{at}");
             }
             "error" => {
                 let first = first.unwrap_or_else(|| panic!("expected an error: {at}"));
                 assert_eq!(first.rule.name, f[3], "{at}");
                 assert_eq!(first.gate.code(gen), Some(f[4].parse().unwrap()), "{at}");
                 assert!(silent.failed, "{at}");
+                // The simulator's bundle check refuses it, naming each failed rule.
+                let r = L2Check.check(gen, engine, &b).unwrap_err();
+                let fails = all.iter().filter(|x| x.outcome == Outcome::Fail).count();
+                assert_eq!(r.reasons.len(), fails, "{at}");
+                let named = format!("L2 {}", f[3]);
+                assert!(r.reasons[0].starts_with(&named), "{at}: {:?}", r.reasons);
             }
             v => panic!("line {}: verdict {v}", lineno + 1),
         }

@@ -817,3 +817,48 @@ fn scalar_tensor_tensor_order_and_reverse() {
         Err(AluError::Shape { .. })
     ));
 }
+
+#[test]
+fn an_integer_ops_identity_leaves_every_value_as_it_is() {
+    // The ops whose identity is a true one: op(identity, x) = x for every x.
+    let ops = [
+        AluOp::ADD,
+        AluOp::ADD_INT,
+        AluOp::MULT,
+        AluOp::MULT_INT,
+        AluOp::MULT_UINT,
+        AluOp::BITWISE_AND,
+        AluOp::BITWISE_OR,
+        AluOp::BITWISE_XOR,
+        AluOp::MAX,
+        AluOp::MAX_INT,
+        AluOp::MAX_UINT,
+        AluOp::MIN,
+        AluOp::MIN_INT,
+        AluOp::MIN_UINT,
+    ];
+    let values = [0u32, 1, 5, 0x7FFF_FFFF, 0x8000_0000, 0x8000_0001, u32::MAX];
+    let mut tried = 0;
+    for op in ops {
+        for sign in [Signedness::Signed, Signedness::Unsigned] {
+            let Ok(o) = pool(Gen::V5).int_op(op, sign) else {
+                continue;
+            };
+            let id = o.identity().unwrap_or_else(|| panic!("{op:?} {sign:?}"));
+            for x in values {
+                assert_eq!(
+                    o.apply(id, x),
+                    x,
+                    "{op:?} {sign:?} identity {id:#x}, x {x:#x}"
+                );
+                assert_eq!(
+                    o.apply(x, id),
+                    x,
+                    "{op:?} {sign:?} identity {id:#x}, x {x:#x}"
+                );
+            }
+            tried += 1;
+        }
+    }
+    assert!(tried >= 20, "{tried}");
+}

@@ -20,9 +20,27 @@ fn shape(p: usize, free: &[usize]) -> TileShape {
 
 #[test]
 fn axes_codes() {
-    assert_eq!(ReduceAxes::from_subdim(2), Ok(ReduceAxes::XY));
-    assert!(ReduceAxes::from_subdim(0).is_err());
-    assert!(ReduceAxes::from_subdim(5).is_err());
+    for (code, axes) in [
+        (1, ReduceAxes::X),
+        (2, ReduceAxes::XY),
+        (3, ReduceAxes::XYZ),
+        (4, ReduceAxes::XYZW),
+    ] {
+        assert_eq!(ReduceAxes::from_subdim(code), Ok(axes));
+    }
+    // UNUSED (0) is a TENSOR_SUBDIM value that names no axis; 5 and up are not values.
+    let why = |code| match ReduceAxes::from_subdim(code) {
+        Err(AluError::BadAxes { code: c, why }) if c == code => why,
+        r => panic!("{code}: {r:?}"),
+    };
+    assert!(why(0).contains("UNUSED"), "{}", why(0));
+    for code in [5, 0xFF] {
+        assert!(
+            why(code).contains("not a TENSOR_SUBDIM value"),
+            "{}",
+            why(code)
+        );
+    }
     assert_eq!(ReduceAxes::from_axis_list(0), Ok(ReduceAxes::X));
     assert_eq!(ReduceAxes::from_axis_list(3), Ok(ReduceAxes::XYZW));
     assert!(matches!(

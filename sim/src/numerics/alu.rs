@@ -470,12 +470,7 @@ pub trait ElementOp: Copy {
     fn identity(self) -> Option<Self::V>;
 
     /// `out[i] = op(a[i], b[i])` over equal-length slices (no length checks).
-    #[inline]
-    fn map2(self, a: &[Self::V], b: &[Self::V], out: &mut [Self::V]) {
-        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-            *o = self.apply(x, y);
-        }
-    }
+    fn map2(self, a: &[Self::V], b: &[Self::V], out: &mut [Self::V]);
 
     /// `out[i] = op(x[i], s)`, or `op(s, x[i])` when `rev` (no length checks).
     #[inline]

@@ -941,12 +941,7 @@ mod tests {
             "2), 'x': (3,",
         ];
         for shape in shapes {
-            let dict = format!("{{'descr': '<f4', 'fortran_order': True, 'shape': {shape}, }}");
-            let mut image = b"\x93NUMPY\x01\x00".to_vec();
-            image.extend_from_slice(&(dict.len() as u16 + 1).to_le_bytes());
-            image.extend_from_slice(dict.as_bytes());
-            image.push(b'\n');
-            image.extend_from_slice(&[0; 64]);
+            let image = image_with("<f4", true, shape, 64);
             assert!(read_npy(&image).is_err(), "{shape}");
         }
     }
@@ -955,24 +950,20 @@ mod tests {
     fn only_arrays_laid_out_as_c_order_are_mapped() {
         let dir = tempfile::tempdir().unwrap();
         let data: Vec<u8> = (0..24).collect();
-        let file = |name: &str, order: &str, shape: &str| {
-            let dict = format!("{{'descr': '<f4', 'fortran_order': {order}, 'shape': {shape}, }}");
-            let mut image = b"\x93NUMPY\x01\x00".to_vec();
-            image.extend_from_slice(&(dict.len() as u16 + 1).to_le_bytes());
-            image.extend_from_slice(dict.as_bytes());
-            image.push(b'\n');
+        let file = |name: &str, fortran: bool, shape: &str| {
+            let mut image = image_with("<f4", fortran, shape, 0);
             image.extend_from_slice(&data);
             let p = dir.path().join(name);
             std::fs::write(&p, image).unwrap();
             p
         };
         // One dimension (or C order): the file's bytes are the array's.
-        for (name, order, shape) in [("c2.npy", "False", "(2, 3)"), ("f1.npy", "True", "(6,)")] {
-            let m = map_npy_file(&file(name, order, shape), u64::MAX).unwrap();
+        for (name, fortran, shape) in [("c2.npy", false, "(2, 3)"), ("f1.npy", true, "(6,)")] {
+            let m = map_npy_file(&file(name, fortran, shape), u64::MAX).unwrap();
             assert_eq!(m.as_ref().map(|m| m.as_ref()), Some(&data[..]), "{name}");
         }
         // Fortran order in two dimensions: left to the reader, which reorders.
-        let f2 = file("f2.npy", "True", "(2, 3)");
+        let f2 = file("f2.npy", true, "(2, 3)");
         assert!(map_npy_file(&f2, u64::MAX).unwrap().is_none());
         assert_ne!(read_npy_file(&f2).unwrap().data, data);
     }

@@ -350,10 +350,21 @@ fn direct2d_elem_size_zero_moves_65536_bytes() {
     assert_eq!(m.var("y").unwrap(), &data[..]);
 }
 
+/// `p` written as a NEFF, read back and loaded as the simulator loads a file: the kernel, or
+/// the first error on the way.
+fn load_package(p: &tpbsim_sim::machine::pack::Package) -> Result<Kernel, String> {
+    use tpbsim_neff::{Neff, ReadOptions};
+    use tpbsim_sim::machine::load::kernel_from_neff;
+    p.to_neff()
+        .map_err(|e| e.to_string())
+        .and_then(|n| n.to_bytes().map_err(|e| e.to_string()))
+        .and_then(|b| Neff::from_bytes(&b, &ReadOptions::default()).map_err(|e| e.to_string()))
+        .and_then(|n| kernel_from_neff(&n).map_err(|e| e.to_string()))
+}
+
 #[test]
 fn a_sidecar_size_of_zero_is_refused_at_load() {
-    use tpbsim_neff::{DmaEntry, Neff, ReadOptions, VarKind as NeffKind, VarRef};
-    use tpbsim_sim::machine::load::kernel_from_neff;
+    use tpbsim_neff::{DmaEntry, VarKind as NeffKind, VarRef};
     use tpbsim_sim::machine::pack::Package;
     let mut p = Package::new("size0", Gen::V3);
     p.onchip();
@@ -370,13 +381,7 @@ fn a_sidecar_size_of_zero_is_refused_at_load() {
             vec![4, 0],
         )],
     );
-    let err = p
-        .to_neff()
-        .map_err(|e| e.to_string())
-        .and_then(|n| n.to_bytes().map_err(|e| e.to_string()))
-        .and_then(|b| Neff::from_bytes(&b, &ReadOptions::default()).map_err(|e| e.to_string()))
-        .and_then(|n| kernel_from_neff(&n).map(|_| ()).map_err(|e| e.to_string()))
-        .expect_err("a transfer dimension of size 0 is refused");
+    let err = load_package(&p).expect_err("a transfer dimension of size 0 is refused");
     assert!(err.contains("size 0"), "{err}");
     assert!(err.contains("_sizes[1]"), "{err}");
 }
@@ -408,8 +413,7 @@ fn a_v2_transposed_ldweights_is_not_simulated() {
 
 #[test]
 fn variable_types_load_as_their_kind_and_an_unknown_type_is_refused() {
-    use tpbsim_neff::{DmaEntry, Neff, ReadOptions, VarKind as NeffKind, VarRef};
-    use tpbsim_sim::machine::load::kernel_from_neff;
+    use tpbsim_neff::{DmaEntry, VarKind as NeffKind, VarRef};
     use tpbsim_sim::machine::pack::Package;
     let load = |kind: NeffKind| {
         let mut p = Package::new("kinds", Gen::V3);
@@ -421,11 +425,7 @@ fn variable_types_load_as_their_kind_and_an_unknown_type_is_refused() {
         p.queue("in", None);
         let e = DmaEntry::copy(VarRef::Name("x".into()), sb, vec![1, 4]);
         p.block(Engine::Sp, "in", 0, vec![e]);
-        p.to_neff()
-            .map_err(|e| e.to_string())
-            .and_then(|n| n.to_bytes().map_err(|e| e.to_string()))
-            .and_then(|b| Neff::from_bytes(&b, &ReadOptions::default()).map_err(|e| e.to_string()))
-            .and_then(|n| kernel_from_neff(&n).map_err(|e| e.to_string()))
+        load_package(&p)
     };
     for (given, loaded) in [
         (NeffKind::Input, VarKind::Input),

@@ -356,3 +356,40 @@ impl<'p> Cluster<'p> {
         self.inputs.get(name).map(|d| (**d).as_ref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::sched::SchedStats;
+
+    fn core(k: u64) -> RunStats {
+        RunStats {
+            sched: SchedStats {
+                steps: 10 * k,
+                per_engine: [k, 2 * k, 3 * k, 4 * k, 0],
+                rounds: 7 * k,
+            },
+            dma_bytes: 100 * k,
+            dma_transfers: k,
+            wall: Duration::from_millis(k),
+        }
+    }
+
+    #[test]
+    fn the_total_sums_counts_keeps_the_most_rounds_and_the_clusters_wall_time() {
+        let stats = ClusterStats {
+            cores: vec![core(1), core(3), core(2)],
+            threads: 2,
+            wall: Duration::from_millis(9),
+        };
+        let t = stats.total();
+        assert_eq!(t.sched.steps, 60);
+        assert_eq!(t.sched.per_engine, [6, 12, 18, 24, 0]);
+        assert_eq!(t.sched.rounds, 21);
+        assert_eq!((t.dma_bytes, t.dma_transfers), (600, 6));
+        assert_eq!(t.wall, Duration::from_millis(9));
+        // No core: nothing counted.
+        let none = ClusterStats::default().total();
+        assert_eq!((none.sched.steps, none.sched.per_engine), (0, [0; 5]));
+    }
+}

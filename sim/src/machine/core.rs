@@ -140,7 +140,7 @@ pub struct Machine<'k> {
     bundles: u64,
     /// Steps charged for work: DMA bytes moved and engine operand bytes (a `Cell`: operands
     /// are charged where the machine is only read).
-    work: std::cell::Cell<u64>,
+    pub(super) work: std::cell::Cell<u64>,
     /// Timeline entries and race-check records charged to the memory budget.
     timeline_charged: u64,
     records_charged: u64,

@@ -35,6 +35,16 @@ impl Machine<'_> {
     /// The plan of `inst` at `site` (an opcode the engine executes), when it has one: its
     /// operands name no register and every static check passes.
     pub(crate) fn plan_of(&self, site: Site, inst: &Inst) -> Option<Plan> {
+        // Planning checks the operands as an execution would, but it is not one: the work
+        // that check charges is given back, and the execution that follows (the plan's run)
+        // charges it once.
+        let work = self.work.get();
+        let plan = self.make_plan(site, inst);
+        self.work.set(work);
+        plan
+    }
+
+    fn make_plan(&self, site: Site, inst: &Inst) -> Option<Plan> {
         match inst {
             Inst::TensorTensor(x)
                 if TensorTensorSem::of(site.opcode) == Some(TensorTensorSem::Elementwise)

@@ -38,6 +38,11 @@ fn kernel(engine: Engine, stream: Vec<Bundle>) -> Kernel {
 /// Run `k` with SBUF partitions 0..4 holding `init`, the race check on or off; the first
 /// 4 partitions' first 256 bytes after the run, or the fault.
 fn run(k: &Kernel, race: bool, init: &[u8]) -> Result<Vec<Vec<u8>>, Fault> {
+    run_within(k, race, init, RunOptions::default().max_steps)
+}
+
+/// [`run`] with a step budget of `max_steps`.
+fn run_within(k: &Kernel, race: bool, init: &[u8], max_steps: u64) -> Result<Vec<Vec<u8>>, Fault> {
     let mut m = Machine::new(k, GEN).unwrap();
     m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
     for p in 0..4 {
@@ -46,7 +51,13 @@ fn run(k: &Kernel, race: bool, init: &[u8]) -> Result<Vec<Vec<u8>>, Fault> {
     if race {
         m.enable_race_check();
     }
-    m.run(&RunOptions::default(), &mut |_| {})?;
+    m.run(
+        &RunOptions {
+            max_steps,
+            ..Default::default()
+        },
+        &mut |_| {},
+    )?;
     Ok((0..4)
         .map(|p| m.chip.partition(Space::Sbuf, p)[..256].to_vec())
         .collect())
@@ -93,4 +104,40 @@ fn a_repeated_invalid_bundle_faults_at_its_first_position() {
         assert_eq!(f.kind(), "out-of-bounds", "{f}");
         assert!(f.to_string().contains("dve bundle #2"), "{f}");
     }
+}
+
+#[test]
+fn a_planned_bundle_charges_its_operands_to_the_step_budget_as_an_unplanned_one_does() {
+    // Eight adds over 4 partitions of 512 fp32 values: each operand spans 8 KiB, so the
+    // operands' work outweighs the bundles themselves.
+    let s = vec![tt(0x04, NumFormat::Float32, 4, 512, 0, 2048, 4096); 8];
+    let k = kernel(Engine::Dve, s);
+    let init = init();
+    // The smallest budget the run fits in, with the race check on (no plans).
+    let fits = |race: bool, budget: u64| run_within(&k, race, &init, budget).is_ok();
+    let need_of = |race: bool| {
+        let (mut lo, mut hi) = (0u64, 1u64 << 20);
+        assert!(fits(race, hi));
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(race, mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    };
+    let need = need_of(true);
+    assert!(
+        need > 8,
+        "the operands cost steps beyond the 8 bundles ({need})"
+    );
+    // Planned (race check off): the same budget fits and one step less does not, with the
+    // same fault.
+    assert_eq!(need_of(false), need);
+    let planned = run_within(&k, false, &init, need - 1).unwrap_err();
+    let unplanned = run_within(&k, true, &init, need - 1).unwrap_err();
+    assert_eq!(planned.kind(), unplanned.kind(), "{planned}");
+    assert_eq!(planned.to_string(), unplanned.to_string());
 }

@@ -552,6 +552,27 @@ mod tests {
     }
 
     #[test]
+    fn a_change_outside_the_history_restarts_the_semaphores_segment() {
+        use crate::machine::sync::Cmp;
+        // Agent 0 increments semaphore 3 from 0 to 1; the value then changes outside the
+        // recorded history (to 5), and agent 1 increments it from 5 to 6. A wait for >= 6
+        // needs one increment of the new segment, based at 5: agent 1's.
+        let mut s = Skeleton::new(3);
+        s.sem(0, 3, 0, 1, false, false, clock(&[1, 0, 0]));
+        s.sem(1, 3, 5, 6, false, true, clock(&[0, 1, 0]));
+        let need = s.sem_need(3, Cmp::Ge, 6);
+        assert_eq!(need.map(|(_, up, n)| (up, n)), Some((true, 1)));
+        s.acquire(2, 1, need, clock(&[0, 1, 0]));
+        assert_eq!(s.resolve(), None, "the run's acquisition is guaranteed");
+        // Without the restart, both increments belong to one segment based at 0.
+        let mut s = Skeleton::new(3);
+        s.sem(0, 3, 0, 1, false, false, clock(&[1, 0, 0]));
+        s.sem(1, 3, 1, 2, false, false, clock(&[0, 1, 0]));
+        let need = s.sem_need(3, Cmp::Ge, 2);
+        assert_eq!(need.map(|(_, up, n)| (up, n)), Some((true, 2)));
+    }
+
+    #[test]
     fn a_write_is_the_base_and_events_take_the_meet() {
         let mut s = Skeleton::new(3);
         s.sem(0, 4, 0, 10, true, false, clock(&[1, 0, 0]));

@@ -141,3 +141,33 @@ fn a_planned_bundle_charges_its_operands_to_the_step_budget_as_an_unplanned_one_
     assert_eq!(planned.kind(), unplanned.kind(), "{planned}");
     assert_eq!(planned.to_string(), unplanned.to_string());
 }
+
+#[test]
+fn an_engine_that_does_not_execute_an_op_refuses_it_planned_or_not() {
+    // A TensorTensor add with immediate addresses (a bundle that gets a plan where it runs)
+    // on engines without it, run without the L2 check that would refuse it first.
+    let add = tt(0x04, NumFormat::Float32, 4, 4, 0, 16, 32);
+    for engine in [Engine::Pe, Engine::Act, Engine::Sp] {
+        let k = kernel(engine, vec![add, add]);
+        let faults: Vec<String> = [false, true]
+            .into_iter()
+            .map(|race| {
+                let mut m = Machine::new(&k, GEN).unwrap();
+                if race {
+                    m.enable_race_check();
+                }
+                m.run(&RunOptions::default(), &mut |_| {})
+                    .expect_err("the engine does not execute the op")
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(faults[0], faults[1], "{engine}");
+        assert!(
+            faults[0].ends_with(&format!(
+                "(opcode 0x41) is not simulated on the {engine} engine"
+            )),
+            "{}",
+            faults[0]
+        );
+    }
+}

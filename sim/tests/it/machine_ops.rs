@@ -1549,3 +1549,57 @@ fn copy_and_cast_round_to_nearest_even_on_dve_and_truncate_on_pool() {
         );
     }
 }
+
+/// A 4 × 4 bf16 matmul whose PSUM output is `out` (a dtype name of the text form) on `gen`:
+/// every stationary column is `k + 1` down its 4 rows and the moving row `k` is `1 ..= 4`, so
+/// each PSUM partition `c` holds `10 · (f + 1)` at element `f`, whatever the column order.
+/// `l2`: with the simulator's L2 check of each bundle (as `sim run` does).
+fn small_matmul(gen: Gen, out: &str, l2: bool) -> Result<Vec<u8>, tpbsim_sim::machine::Fault> {
+    let psum = Geometry::of(gen).psum_address(0, 0);
+    let text = format!(
+        "LDWEIGHTS src=[{w:#x} step=1,0,0 num=4,1,1] in_dtype=BF16 num_active_rows=4 num_active_cols=4 row_grp=15 col_grp=15\n\
+         MATMUL src=[{x:#x} step=1,0,0 num=4,1,1] in_dtype=BF16 out_dtype={out} num_active_rows=4 num_active_cols=4 psum_accumulate_flags={{begin=1 end=1}} row_grp=15 col_grp=15 dst=[{psum:#x} step=1,0,0 num=4,1,1]\n",
+        w = sb(gen, 0, 0),
+        x = sb(gen, 0, 64),
+    );
+    let stream = tpbsim_isa::text::parse_text(&text, gen)
+        .unwrap_or_else(|(line, e)| panic!("line {line}: {}", e.message));
+    let k = kernel(gen, Engine::Pe, stream);
+    let mut m = Machine::new(&k, gen).expect("machine");
+    if l2 {
+        m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
+    }
+    {
+        let w: Vec<Vec<u8>> = (0..4).map(|k| bf16_bytes(&[k as f32 + 1.0; 4])).collect();
+        put(&mut m, sb(gen, 0, 0), 4, &w);
+        let x = vec![bf16_bytes(&[1.0, 2.0, 3.0, 4.0]); 4];
+        put(&mut m, sb(gen, 0, 64), 4, &x);
+    }
+    m.run(&RunOptions::default(), &mut |_| {})?;
+    let width = if out == "BF16" { 2 } else { 4 };
+    Ok(get(&m, psum, 4, 4 * width))
+}
+
+#[test]
+fn a_bf16_psum_output_is_written_from_v4_on_and_refused_by_name_before() {
+    let want = [10.0f32, 20.0, 30.0, 40.0];
+    for gen in [Gen::V3, Gen::V4] {
+        let fp32 = small_matmul(gen, "FP32", true).unwrap();
+        assert_eq!(f32s(&fp32), want.repeat(4), "{gen}");
+    }
+    let bf16 = small_matmul(Gen::V4, "BF16", true).unwrap();
+    let got: Vec<f32> = bf16
+        .chunks_exact(2)
+        .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
+        .collect();
+    assert_eq!(got, want.repeat(4));
+    // Before v4, L2 refuses the dtype; unchecked, the machine refuses to write it.
+    let f = small_matmul(Gen::V3, "BF16", true).unwrap_err();
+    assert!(f.to_string().contains("has_valid_mm_out_dtype"), "{f}");
+    let f = small_matmul(Gen::V3, "BF16", false).unwrap_err();
+    assert!(
+        f.to_string()
+            .contains("PSUM writes in bfloat16 are not simulated on v3"),
+        "{f}"
+    );
+}

@@ -224,6 +224,20 @@ fn the_race_checks_shadow_memory_is_charged_to_the_memory_budget() {
     assert!(at.contains("sp bundle #0"), "{at}");
     assert!(exceeded.what.contains("shadow memory"), "{f}");
     assert!(exceeded.needed > exceeded.limit - exceeded.used, "{f}");
+    // The update stops at the first segment the room lacks, long before the transfer's 256:
+    // the fault asks for that segment (and the record's working space), and one fewer fits.
+    let per = tpbsim_sim::machine::budget::SHADOW_SEGMENT_BYTES;
+    let segments: u64 = exceeded
+        .what
+        .strip_prefix("the race check's shadow memory (")
+        .and_then(|r| r.strip_suffix(&format!(" segments of {per} bytes)")))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", exceeded.what));
+    assert!(segments < 256, "{f}");
+    assert!(
+        exceeded.needed - per <= exceeded.limit - exceeded.used,
+        "{f}"
+    );
     // With room for the segments too, the same run passes.
     run(1 << 20).unwrap();
 }

@@ -342,6 +342,13 @@ fn operand_runs_are_merged_before_the_shadow_update() {
         merged_runs(&at(&[Dim::new(2, 3)])),
         vec![(0x100, 0x104), (0x108, 0x10C), (0x110, 0x114)]
     );
+    // A reversed pattern visits its runs from the last byte down: one range all the same.
+    let reversed = Resolved::new(
+        &g,
+        &TensorPattern::new(g.sbuf_address(0, 0x10C), 2, 4, &[Dim::new(-1, 4)]),
+    )
+    .unwrap();
+    assert_eq!(merged_runs(&reversed), vec![(0x100, 0x110)]);
     // One shadow segment per partition after the transposed write, and a later read of a
     // part of it by another engine is one race over exactly the bytes read.
     let (mut c, _) = checker();
@@ -429,6 +436,14 @@ fn shadow_segments_are_counted_as_they_are_created_and_merged() {
         .unwrap();
     assert_eq!(c.shadow_segments(), counted_segments(&c));
     assert_eq!(c.shadow_segments(), 2);
+    // Reads inside the written segment split it: at both ends, at the start only, at the
+    // end only.
+    for (lo, hi, live) in [(10, 20, 4), (50, 128, 5), (0, 5, 6)] {
+        c.dma_access(4, "r", Mem::Dram(7), lo, hi, AccessKind::Read)
+            .unwrap();
+        assert_eq!(c.shadow_segments(), counted_segments(&c), "{lo}..{hi}");
+        assert_eq!(c.shadow_segments(), live, "{lo}..{hi}");
+    }
 }
 
 #[test]
@@ -464,4 +479,231 @@ fn a_shadow_update_past_its_cap_stops_as_it_creates_segments() {
         .flush(&mut vec![ChipAccess::Write(rows(&g, 0, 64))])
         .unwrap_err();
     assert_eq!(e.segments, 2);
+}
+
+/// Engine `e` makes update `op` of semaphore or event `idx` as its bundle completes at `time`.
+fn release(c: &mut Checker, sync: &mut SyncState, e: Engine, idx: u8, op: UpdateOp, time: f64) {
+    let u = Update {
+        idx,
+        op,
+        when: When::Complete,
+    };
+    c.update(e as Agent, &u, sync, &[], time, "its bundle");
+}
+
+#[test]
+fn a_semaphore_keeps_its_last_updates_and_folds_the_oldest_half_into_its_base() {
+    // POOL increments semaphore 1 `n` times and writes a tile just before increment `m`
+    // (counted from 0); DVE waits for >= 1 and reads the tile. The wait needs only the first
+    // increment: it is ordered after the write only when the history has folded the entries
+    // up to the write's into its base.
+    let history = SEM_HISTORY as u32;
+    for (n, m, race) in [
+        // SEM_HISTORY entries are kept: the wait acquires the first increment alone.
+        (history, history / 2 - 1, true),
+        // One more folds the oldest half (increments 0 .. SEM_HISTORY / 2) into the base,
+        // which a wait that holds since it acquires whole.
+        (history + 1, history / 2 - 1, false),
+        (history + 1, history / 2, true),
+    ] {
+        let (mut c, g) = checker();
+        let r = rows(&g, 0, 16);
+        let mut sync = SyncState::default();
+        for i in 0..n {
+            if i == m {
+                bundle(&mut c, Engine::Pool, 0, vec![ChipAccess::Write(r.clone())]);
+            }
+            release(&mut c, &mut sync, Engine::Pool, 1, UpdateOp::SemInc, 0.0);
+        }
+        c.acquire(Engine::Dve as Agent, &sem_ge(1, 1), &sync, &[]);
+        bundle(&mut c, Engine::Dve, 0, vec![ChipAccess::Read(r)]);
+        let f = c.findings();
+        assert_eq!(
+            f.len(),
+            race as usize,
+            "{n} increments, write before #{m}: {f:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_wait_that_holds_since_a_semaphore_write_acquires_the_writer_alone() {
+    // POOL writes tile A and then semaphore 2 = 1; ACT writes tile B and then increments
+    // semaphore 2. DVE's wait for >= 1 held since POOL's write: it is ordered after A, not
+    // after B, which ACT's increment merely kept true.
+    let (mut c, g) = checker();
+    let (a, b) = (rows(&g, 0, 16), rows(&g, 0x100, 16));
+    let mut sync = SyncState::default();
+    bundle(&mut c, Engine::Pool, 0, vec![ChipAccess::Write(a.clone())]);
+    release(
+        &mut c,
+        &mut sync,
+        Engine::Pool,
+        2,
+        UpdateOp::SemWrite(Operand::Imm(1)),
+        0.0,
+    );
+    bundle(&mut c, Engine::Act, 0, vec![ChipAccess::Write(b.clone())]);
+    release(&mut c, &mut sync, Engine::Act, 2, UpdateOp::SemInc, 0.0);
+    c.acquire(Engine::Dve as Agent, &sem_ge(2, 1), &sync, &[]);
+    bundle(
+        &mut c,
+        Engine::Dve,
+        0,
+        vec![
+            ChipAccess::Operand("src0".into(), a.clone()),
+            ChipAccess::Read(a),
+            ChipAccess::Operand("src1".into(), b.clone()),
+            ChipAccess::Read(b),
+        ],
+    );
+    let f = c.findings();
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let FindingKind::Race { a, b, .. } = &f[0].kind else {
+        panic!("{f:#?}")
+    };
+    assert_eq!(
+        (a.origin.agent.as_str(), a.kind, b.origin.agent.as_str()),
+        ("act", AccessKind::Write, "dve")
+    );
+    assert_eq!(b.origin.operand, "src1");
+    assert_eq!(f[0].extent.bytes, (0x100, 0x110));
+}
+
+#[test]
+fn a_satisfied_wait_draws_its_flow_from_the_last_release_and_names_what_it_waited_for() {
+    let (mut c, _) = checker();
+    c.timeline = Some(crate::machine::timeline::Timeline::new(c.labels.clone()));
+    let mut sync = SyncState::default();
+    let flows = |c: &Checker| -> Vec<(Agent, f64, String)> {
+        let t = c.timeline.as_ref().unwrap();
+        t.pending_flows
+            .iter()
+            .map(|(a, s, n)| (*a, s.t, n.clone()))
+            .collect()
+    };
+    release(&mut c, &mut sync, Engine::Act, 4, UpdateOp::SemInc, 3.0);
+    let t = c.acquire(Engine::Dve as Agent, &sem_ge(4, 1), &sync, &[]);
+    assert_eq!(t, 3.0);
+    assert_eq!(
+        flows(&c),
+        [(Engine::Act as Agent, 3.0, "semaphore 4".to_string())]
+    );
+    // Event 2 set by ACT, then set again later by POOL: a wait for it comes from POOL's.
+    release(&mut c, &mut sync, Engine::Act, 2, UpdateOp::EventSet, 5.0);
+    release(&mut c, &mut sync, Engine::Pool, 2, UpdateOp::EventSet, 10.0);
+    let w = Wait::Event {
+        idx: 2,
+        until: true,
+        flip: false,
+    };
+    let t = c.acquire(Engine::Dve as Agent, &w, &sync, &[]);
+    assert_eq!(t, 10.0);
+    assert_eq!(
+        flows(&c)[1],
+        (Engine::Pool as Agent, 10.0, "event 2".to_string())
+    );
+}
+
+/// Run `scenario` on a fresh checker and, as the machine does, replay it with the resolved
+/// clocks imposed when the resolution lowers what some wait acquired: the findings that stand.
+fn resolved_findings(scenario: impl Fn(&mut Checker, &Geometry)) -> Vec<Finding> {
+    let (mut run, g) = checker();
+    scenario(&mut run, &g);
+    let Some(clocks) = run.resolve() else {
+        return run.findings();
+    };
+    let (mut replay, g) = checker();
+    replay.force(clocks);
+    scenario(&mut replay, &g);
+    assert!(run.same_sync(&replay));
+    replay.findings()
+}
+
+#[test]
+fn the_replay_with_resolved_clocks_reports_what_another_interleaving_exhibits() {
+    // ACT writes a tile and increments semaphore 1; POOL increments it too, unordered. DVE
+    // waits for >= 1 and reads the tile: in this run it observed ACT's increment, in another
+    // it observes POOL's alone.
+    let scenario = |c: &mut Checker, g: &Geometry| {
+        let r = rows(g, 0, 16);
+        let mut sync = SyncState::default();
+        bundle(c, Engine::Act, 0, vec![ChipAccess::Write(r.clone())]);
+        release(c, &mut sync, Engine::Act, 1, UpdateOp::SemInc, 0.0);
+        release(c, &mut sync, Engine::Pool, 1, UpdateOp::SemInc, 0.0);
+        c.acquire(Engine::Dve as Agent, &sem_ge(1, 1), &sync, &[]);
+        bundle(c, Engine::Dve, 0, vec![ChipAccess::Read(r)]);
+    };
+    let (mut run, g) = checker();
+    scenario(&mut run, &g);
+    assert!(run.findings().is_empty(), "{:#?}", run.findings());
+    let f = resolved_findings(scenario);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let FindingKind::Race { a, b, .. } = &f[0].kind else {
+        panic!("{f:#?}")
+    };
+    assert_eq!(
+        (a.origin.agent.as_str(), b.origin.agent.as_str()),
+        ("act", "dve")
+    );
+}
+
+#[test]
+fn an_event_wait_on_its_one_setter_is_ordered_under_every_interleaving() {
+    // ACT writes a tile and sets event 2; DVE waits for it and reads the tile: no race, and
+    // the resolution keeps the clock the wait acquired.
+    let scenario = |c: &mut Checker, g: &Geometry| {
+        let r = rows(g, 0, 16);
+        let mut sync = SyncState::default();
+        bundle(c, Engine::Act, 0, vec![ChipAccess::Write(r.clone())]);
+        release(c, &mut sync, Engine::Act, 2, UpdateOp::EventSet, 0.0);
+        let w = Wait::Event {
+            idx: 2,
+            until: true,
+            flip: false,
+        };
+        c.acquire(Engine::Dve as Agent, &w, &sync, &[]);
+        bundle(c, Engine::Dve, 0, vec![ChipAccess::Read(r)]);
+    };
+    let (mut run, g) = checker();
+    scenario(&mut run, &g);
+    assert_eq!(run.resolve(), None);
+    let f = resolved_findings(scenario);
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn an_mx_scale_write_records_its_slot_partitions_from_any_first_partition() {
+    // A scale buffer from partition 8 over 36 partitions holds scales at partitions 8..12 and
+    // 40..44 (scale row i at + (i & 3) + 32·(i >> 2)); only those are written.
+    let (mut c, g) = checker();
+    let s = Resolved::new(&g, &TensorPattern::dense(g.sbuf_address(8, 0x80), 36, 4, 1)).unwrap();
+    bundle(
+        &mut c,
+        Engine::Act,
+        0,
+        vec![
+            ChipAccess::Operand("dst.scale".into(), s.clone()),
+            ChipAccess::Write(s.clone()),
+        ],
+    );
+    let written: Vec<usize> = (0..c.sbuf.len())
+        .filter(|&p| !c.sbuf[p].0.is_empty())
+        .collect();
+    assert_eq!(written, [8, 9, 10, 11, 40, 41, 42, 43]);
+    // DVE reads the whole rectangle: it races with the slots' writes only.
+    bundle(
+        &mut c,
+        Engine::Dve,
+        0,
+        vec![
+            ChipAccess::Operand("src".into(), s.clone()),
+            ChipAccess::Read(s),
+        ],
+    );
+    let f = c.findings();
+    let races: Vec<_> = f.iter().filter(|f| f.kind_name() == "race").collect();
+    assert_eq!(races.len(), 1, "{f:#?}");
+    assert_eq!(races[0].extent.partitions, Some((8, 44)));
+    assert_eq!(races[0].extent.count, 8 * 4);
 }

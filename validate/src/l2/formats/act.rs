@@ -199,6 +199,20 @@ mod tests {
         assert!(f(&b).is_empty()); // ... not read by sigmoid
         b.0[35] = FUNC_PRELU;
         assert_eq!(f(&b), ["float_field_finite"]);
+        // The bias word is read inline (source 1) and only then must be finite.
+        for (word, finite) in [
+            (0x3F80_0000u32, true),
+            (0x7F80_0000, false),
+            (0xFFC0_0000, false),
+        ] {
+            let mut b = act();
+            b.set_u32(BIAS.start as usize, word);
+            if finite {
+                assert!(f(&b).is_empty(), "{word:#x}: {:?}", f(&b));
+            } else {
+                assert_eq!(f(&b), ["float_field_finite"], "{word:#x}");
+            }
+        }
     }
 
     #[test]

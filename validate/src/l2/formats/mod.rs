@@ -360,6 +360,22 @@ pub(crate) mod testutil {
     use super::super::rule::{Collect, Gate, Outcome};
     use tpbsim_isa::{Bundle, Gen};
 
+    /// Run `f` on `b` and return each failing rule's name with what it allowed.
+    pub fn fails_allowed(
+        b: &Bundle,
+        gen: Gen,
+        f: impl FnOnce(&mut Ck<Collect>),
+    ) -> Vec<(&'static str, super::super::rule::Allowed)> {
+        let mut c = Collect::default();
+        let mut ck = Ck::new(b, gen, None, Gate::Format, &mut c);
+        f(&mut ck);
+        c.failures
+            .iter()
+            .filter(|f| f.outcome == Outcome::Fail)
+            .map(|f| (f.rule.name, f.allowed))
+            .collect()
+    }
+
     /// Run `f` on `b` and return the names of failing rules (errors only).
     pub fn fails(
         b: &Bundle,

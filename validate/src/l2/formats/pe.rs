@@ -788,10 +788,75 @@ mod tests {
     }
 
     #[test]
+    fn a_source_outside_its_row_group_is_refused_naming_the_groups_partitions() {
+        use crate::l2::rule::Allowed;
+        // (row group, its partitions): a source one partition before and one past them is
+        // refused, naming them; at their first and last partition it is legal.
+        for (g, lo, hi) in [
+            (0x3u8, 0u32, 64u32),
+            (0xC, 64, 128),
+            (0x1, 0, 32),
+            (0x2, 32, 64),
+            (0x4, 64, 96),
+            (0x8, 96, 128),
+        ] {
+            let text =
+                format!("a start partition in {lo}..{hi} (group {g:#X})").replace("0X", "0x");
+            for gen in [Gen::V3, Gen::V4] {
+                let at = |p: u32| {
+                    let mut b = lw(gen);
+                    b.0[44] = g;
+                    b.0[38] = 1;
+                    b.set_u32(16, p << 18);
+                    fails_allowed(&b, gen, is_valid_s3_lw)
+                };
+                for p in [lo, hi - 1] {
+                    assert_eq!(at(p), [], "{gen} group {g:#x} partition {p}");
+                }
+                for p in [lo.wrapping_sub(1), hi].into_iter().filter(|&p| p < 128) {
+                    let f = at(p);
+                    assert_eq!(f.len(), 1, "{gen} group {g:#x} partition {p}: {f:?}");
+                    assert_eq!(f[0].0, "valid_mm_sbuf_quadrant");
+                    assert!(
+                        matches!(f[0].1, Allowed::Text(t) if t == text),
+                        "{gen} group {g:#x} partition {p}: {:?}, want {text}",
+                        f[0].1
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn lw_v2_xbus() {
         let mut b = lw(Gen::V2);
         b.0[46] = 0x01;
         assert_eq!(lwf(&b, Gen::V2), ["lw_valid_xbus"]);
+        // Column group 0x8 has no xbus case at all; an invalid group has none either, for
+        // another reason.
+        use crate::l2::rule::Allowed;
+        let xbus_allowed = |g: u8| {
+            let mut b = lw(Gen::V2);
+            b.0[45] = g;
+            b.0[39] = 32;
+            fails_allowed(&b, Gen::V2, is_valid_s3_lw)
+                .into_iter()
+                .find(|f| f.0 == "lw_valid_xbus")
+                .map(|f| f.1)
+        };
+        assert!(
+            matches!(xbus_allowed(0x8), Some(Allowed::Text(t)) if t.starts_with("no value: column group 0x8")),
+            "{:?}",
+            xbus_allowed(0x8)
+        );
+        assert!(
+            matches!(
+                xbus_allowed(0x5),
+                Some(Allowed::Text("an xbus select of a valid column group"))
+            ),
+            "{:?}",
+            xbus_allowed(0x5)
+        );
     }
 
     fn dual(sel: u8) -> Bundle {
@@ -840,6 +905,27 @@ mod tests {
         let mut b = dual(1);
         b.0[19] = 0x20;
         assert!(lwf(&b, Gen::V4).contains(&"s3_lw_dual_fp8_restrictions"));
+    }
+
+    #[test]
+    fn dual_fp8_mode1_checks_the_partition_word_unless_the_marker_is_0x40() {
+        use crate::l2::rule::Allowed;
+        let word_refused = |marker: u8| {
+            let mut b = dual(1);
+            b.0[19] = marker;
+            b.set_u16(30, 1); // num[2] != 2
+            fails_allowed(&b, Gen::V4, is_valid_s3_lw)
+                .iter()
+                .any(|f| matches!(f.1, Allowed::Text(t) if t.starts_with("num_elem[2] == 2")))
+        };
+        // Bits 4..6 of the marker other than 0x40: the word is checked.
+        for m in [0x00, 0x10, 0x30, 0x50, 0x70, 0x8F] {
+            assert!(word_refused(m), "marker {m:#x}");
+        }
+        // Exactly 0x40 there (whatever the other bits): not.
+        for m in [0x40, 0x4F, 0xC0] {
+            assert!(!word_refused(m), "marker {m:#x}");
+        }
     }
 
     #[test]

@@ -828,6 +828,48 @@ mod tests {
             f(&dq(4, 0, 8, 6)),
             ["s3d3_tens_dequant_element_count_check_t3d"]
         );
+        // Each count failure names its format's relation.
+        for (fmt, g, s, d, want) in [
+            (1, 0, 8, 15, "src * 2 == dst (4-bit formats, group 0)"),
+            (3, 0, 8, 17, "src * 2 == dst (4-bit formats, group 0)"),
+            (
+                4,
+                0,
+                8,
+                6,
+                "src * 4 == dst * 3, src a multiple of 3 (E2M3ToE4M3)",
+            ),
+            (
+                4,
+                0,
+                9,
+                13,
+                "src * 4 == dst * 3, src a multiple of 3 (E2M3ToE4M3)",
+            ),
+            (
+                1,
+                8,
+                10,
+                17,
+                "src * 8 == dst * 5, src a multiple of 5 (group of 8)",
+            ),
+            (
+                2,
+                8,
+                4,
+                8,
+                "src * 8 == dst * 5, src a multiple of 5 (group of 8)",
+            ),
+        ] {
+            let got = fails_allowed(&dq(fmt, g, s, d), Gen::V3, is_valid_tensor_dequantize);
+            assert_eq!(got.len(), 1, "{fmt} {g} {s} {d}: {got:?}");
+            assert_eq!(got[0].0, "s3d3_tens_dequant_element_count_check_t3d");
+            assert!(
+                matches!(got[0].1, crate::l2::rule::Allowed::Text(t) if t == want),
+                "{fmt} {g} {s} {d}: {:?}",
+                got[0].1
+            );
+        }
         assert_eq!(f(&dq(0, 0, 8, 16)), ["has_valid_dequant_fmt"]);
         assert_eq!(f(&dq(1, 4, 8, 16)), ["has_valid_group_size"]);
         assert_eq!(f(&dq(4, 8, 10, 16)), ["has_valid_dequant_fmt_group_size"]);

@@ -290,4 +290,49 @@ mod tests {
         b.set_u16(48 + 14, 32);
         assert_eq!(f(&b, Gen::V3, None), ["is_valid_s3s3d3_tt.elements"]);
     }
+
+    #[test]
+    fn an_integer_op_of_either_signedness_needs_one_signedness_throughout() {
+        // The integer ops that take signed and unsigned operands alike.
+        let both: Vec<u8> = (0..=255u8)
+            .filter(|&op| {
+                enums::is_int_band(op)
+                    && !enums::SIGNED_ONLY.has(op)
+                    && !enums::UNSIGNED_ONLY.has(op)
+            })
+            .filter(|&op| {
+                let mut b = tt(op);
+                b.0[12] = dtype::INT32 | (dtype::INT32 << 4);
+                b.0[13] = dtype::INT32;
+                f(&b, Gen::V3, None).is_empty()
+            })
+            .collect();
+        assert!(!both.is_empty());
+        let (i, u) = (dtype::INT32, dtype::UINT32);
+        for op in both {
+            for (d0, d1, out, ok) in [
+                (i, i, i, true),
+                (u, u, u, true),
+                (u, i, i, false),
+                (i, u, i, false),
+                (i, i, u, false),
+                (u, u, i, false),
+                (i, u, u, false),
+            ] {
+                let mut b = tt(op);
+                b.0[12] = d0 | (d1 << 4);
+                b.0[13] = out;
+                let got = f(&b, Gen::V3, None);
+                if ok {
+                    assert!(got.is_empty(), "op {op:#x} {d0}/{d1}/{out}: {got:?}");
+                } else {
+                    assert_eq!(
+                        got,
+                        ["is_valid_s3s3d3_tt.int_signedness"],
+                        "op {op:#x} {d0}/{d1}/{out}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -360,16 +360,31 @@ pub(crate) mod testutil {
     use super::super::rule::{Collect, Gate, Outcome};
     use tpbsim_isa::{Bundle, Gen};
 
-    /// Run `f` on `b` and return each failing rule's name with what it allowed.
+    /// Run `f` on `b` and collect what it reports.
+    fn run(b: &Bundle, gen: Gen, engine: Option<u8>, f: impl FnOnce(&mut Ck<Collect>)) -> Collect {
+        let mut c = Collect::default();
+        let mut ck = Ck::new(b, gen, engine, Gate::Format, &mut c);
+        f(&mut ck);
+        c
+    }
+
+    /// The rule names of `c`'s findings with outcome `o`, in order.
+    fn names(c: &Collect, o: Outcome) -> Vec<&'static str> {
+        c.failures
+            .iter()
+            .filter(|f| f.outcome == o)
+            .map(|f| f.rule.name)
+            .collect()
+    }
+
+    /// Run `f` on `b` (no engine) and return each failing rule's name with what it allowed.
     pub fn fails_allowed(
         b: &Bundle,
         gen: Gen,
         f: impl FnOnce(&mut Ck<Collect>),
     ) -> Vec<(&'static str, super::super::rule::Allowed)> {
-        let mut c = Collect::default();
-        let mut ck = Ck::new(b, gen, None, Gate::Format, &mut c);
-        f(&mut ck);
-        c.failures
+        run(b, gen, None, f)
+            .failures
             .iter()
             .filter(|f| f.outcome == Outcome::Fail)
             .map(|f| (f.rule.name, f.allowed))
@@ -383,14 +398,7 @@ pub(crate) mod testutil {
         engine: Option<u8>,
         f: impl FnOnce(&mut Ck<Collect>),
     ) -> Vec<&'static str> {
-        let mut c = Collect::default();
-        let mut ck = Ck::new(b, gen, engine, Gate::Format, &mut c);
-        f(&mut ck);
-        c.failures
-            .iter()
-            .filter(|f| f.outcome == Outcome::Fail)
-            .map(|f| f.rule.name)
-            .collect()
+        names(&run(b, gen, engine, f), Outcome::Fail)
     }
 
     /// Run `f` on `b` and return the names of not-checked rules.
@@ -400,14 +408,7 @@ pub(crate) mod testutil {
         engine: Option<u8>,
         f: impl FnOnce(&mut Ck<Collect>),
     ) -> Vec<&'static str> {
-        let mut c = Collect::default();
-        let mut ck = Ck::new(b, gen, engine, Gate::Format, &mut c);
-        f(&mut ck);
-        c.failures
-            .iter()
-            .filter(|f| f.outcome == Outcome::NotChecked)
-            .map(|f| f.rule.name)
-            .collect()
+        names(&run(b, gen, engine, f), Outcome::NotChecked)
     }
 
     /// A TENSOR3D at `off` with address `addr`, unit strides/counts.

@@ -19,8 +19,11 @@
 #   TIMEOUT    seconds a mutant's tests may run (default 300); BUILD_TIMEOUT (default 900)
 #   WORKSPACE  1: test every mutant against the whole workspace instead of its own package
 #   OUT        output directory (default mutants.runs/<seed>); one mutants.out per area
-#   CARGO_TARGET_DIR  where the mutated copies build (default target/mutants, reused by
-#              later runs so only the first one builds the dependencies)
+#   (CARGO_TARGET_DIR is ignored: each of cargo-mutants' copies builds in its own target
+#   directory. A target directory shared by copies that build at once, whether the jobs of
+#   one run or two runs side by side, shares their artifacts too: a workspace member's
+#   artifacts are named the same whatever copy it was built from, so one copy's tests could
+#   run another copy's mutant. The cost is one full build per job and area.)
 #
 # cargo-mutants 27 also runs its "delete field ... from struct ... expression" mutants of the
 # area whatever `--re` says; the score counts the drawn mutants only (mutants-score.sh).
@@ -40,7 +43,7 @@ JOBS=${JOBS:-1}
 TIMEOUT=${TIMEOUT:-300}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-900}
 OUT=${OUT:-mutants.runs/$SEED}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/mutants}
+unset CARGO_TARGET_DIR
 LIST_ONLY=0
 if [[ "${1:-}" == "--list" ]]; then
   LIST_ONLY=1

@@ -175,6 +175,58 @@ mod tests {
     }
 
     #[test]
+    fn each_comparison_against_an_immediate_and_a_register() {
+        // (op, taken for 1 vs 2, 2 vs 2, 3 vs 2): LT, LE, EQ, NE, GE, GT.
+        let table = [
+            (1, [true, false, false]),
+            (2, [true, true, false]),
+            (3, [false, true, false]),
+            (4, [true, false, true]),
+            (5, [false, true, true]),
+            (6, [false, false, true]),
+        ];
+        for f in [
+            NumFormat::Int8,
+            NumFormat::Int16,
+            NumFormat::Int32,
+            NumFormat::Uint8,
+            NumFormat::Uint16,
+            NumFormat::Uint32,
+            NumFormat::Float32,
+        ] {
+            let v = |x: u32| {
+                if f == NumFormat::Float32 {
+                    (x as f32).to_bits()
+                } else {
+                    x
+                }
+            };
+            for (op, want) in table {
+                for (a, w) in [1, 2, 3].into_iter().zip(want) {
+                    assert_eq!(
+                        branch_taken(op, f, v(a), v(2), 0),
+                        Ok(w),
+                        "{f:?} op {op}: {a} vs 2"
+                    );
+                    assert_eq!(
+                        branch_taken(op + 8, f, v(a), 0, v(2)),
+                        Ok(w),
+                        "{f:?} op {}: {a} vs 2",
+                        op + 8
+                    );
+                }
+            }
+        }
+        // Codes 7, 8 and past 14 compare nothing.
+        for op in [7, 8, 15, 255] {
+            assert_eq!(
+                branch_taken(op, NumFormat::Int32, 0, 0, 0),
+                Err(ControlError::CompareOp(op))
+            );
+        }
+    }
+
+    #[test]
     fn targets() {
         assert_eq!(branch_target(5, 10, 3, (-128i32) as u32 as u64, 0), Ok(3));
         assert_eq!(branch_target(5, 10, 3, 320, 0), Ok(10));

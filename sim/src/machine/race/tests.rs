@@ -707,3 +707,37 @@ fn an_mx_scale_write_records_its_slot_partitions_from_any_first_partition() {
     assert_eq!(races[0].extent.partitions, Some((8, 44)));
     assert_eq!(races[0].extent.count, 8 * 4);
 }
+
+#[test]
+fn one_pair_of_bundles_racing_on_two_ranges_is_one_finding_covering_both() {
+    let (mut c, g) = checker();
+    let (r1, r2) = (rows(&g, 0x100, 64), rows(&g, 0x200, 8));
+    bundle(
+        &mut c,
+        Engine::Act,
+        0,
+        vec![
+            ChipAccess::Operand("dst".into(), r1.clone()),
+            ChipAccess::Write(r1.clone()),
+            ChipAccess::Operand("dst".into(), r2.clone()),
+            ChipAccess::Write(r2.clone()),
+        ],
+    );
+    bundle(
+        &mut c,
+        Engine::Dve,
+        0,
+        vec![
+            ChipAccess::Operand("src0".into(), r1.clone()),
+            ChipAccess::Read(r1),
+            ChipAccess::Operand("src0".into(), r2.clone()),
+            ChipAccess::Read(r2),
+        ],
+    );
+    let f = c.findings();
+    assert_eq!(f.len(), 1, "{f:?}");
+    // 4 partitions × 64 bytes and 4 partitions × 8 bytes, in one byte range over both.
+    assert_eq!(f[0].extent.count, 4 * 64 + 4 * 8);
+    assert_eq!(f[0].extent.bytes, (0x100, 0x208));
+    assert_eq!(f[0].extent.partitions, Some((0, 4)));
+}

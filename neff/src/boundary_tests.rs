@@ -714,3 +714,38 @@ fn unpacked_member_paths_are_limited_in_depth_and_length() {
     assert!(reason.starts_with("4097 bytes"), "{reason}");
     assert_eq!(written, 0, "nothing written");
 }
+
+/// Variable types the machine does not model are listed as changing results, at the
+/// variable's path in either form of `var`; the modelled ones are not listed.
+#[test]
+fn unmodelled_variable_types_are_listed_at_their_paths() {
+    let scan = |var: Value| {
+        let mut out = Vec::new();
+        unmodelled::Scan { out: &mut out }.def_json("sg/def.json", &json!({ "var": var }));
+        out.into_iter()
+            .filter(|u| u.path.ends_with(".type") || u.path.ends_with("].type"))
+            .map(|u| (u.path, u.affects_results, u.note))
+            .collect::<Vec<_>>()
+    };
+    for t in ["remote", "shared", "sharded", "main"] {
+        let got = scan(json!({ "x": { "type": t, "var_id": 0 } }));
+        assert_eq!(got.len(), 1, "{t}: {got:?}");
+        assert_eq!((got[0].0.as_str(), got[0].1), ("var.x.type", true), "{t}");
+        assert!(
+            got[0].2.contains("variable type not simulated"),
+            "{t}: {}",
+            got[0].2
+        );
+    }
+    let got = scan(json!([{ "name": "l", "type": "list", "var_id": 0 }]));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0.as_str(), got[0].1), ("var[0].type", true));
+    assert!(
+        got[0].2.contains("list variables are not simulated"),
+        "{}",
+        got[0].2
+    );
+    for t in ["input", "output", "const", "file", "virtual", "dge-table"] {
+        assert_eq!(scan(json!({ "x": { "type": t, "var_id": 0 } })), [], "{t}");
+    }
+}

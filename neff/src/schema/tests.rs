@@ -450,3 +450,41 @@ fn a_key_given_twice_in_any_object_is_refused_at_its_path() {
     .unwrap();
     assert_eq!(v["b"]["t"], 2);
 }
+
+#[test]
+fn a_keyed_entry_whose_name_is_not_its_key_is_refused() {
+    // A `name` equal to the key is the same entry said twice; another is a contradiction.
+    let same = r#"{"var": {"x": {"name": "x", "type": "input", "var_id": 0, "size": 4}}}"#;
+    let d: DefJson = parse_json("sg00/def.json", same.as_bytes()).unwrap();
+    assert_eq!(d.var[0].name, "x");
+    for (text, entry) in [
+        (
+            r#"{"var": {"x": {"name": "y", "type": "input", "var_id": 0, "size": 4}}}"#,
+            "x",
+        ),
+        (r#"{"dma_queue": {"q": {"name": "p", "owner": "sp"}}}"#, "q"),
+    ] {
+        let e = parse_json::<DefJson>("sg00/def.json", text.as_bytes()).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains(&format!("{entry}: `name` is `")), "{msg}");
+        assert!(msg.contains("not its key"), "{msg}");
+    }
+}
+
+#[test]
+fn a_file_variable_names_a_safe_relative_member() {
+    let with_file = |f: &str| {
+        let mut d = def();
+        let mut v = Variable::new(5, "c", VarKind::File);
+        v.size = Some(4);
+        v.file_name = Some(f.into());
+        d.var.push(v);
+        d.validate("d")
+    };
+    with_file("weights/c.bin").unwrap();
+    for bad in ["../c.bin", "/abs/c.bin", "a/../../c.bin"] {
+        let e = with_file(bad).unwrap_err().to_string();
+        assert!(e.contains("var[2].file_name"), "{bad}: {e}");
+        assert!(e.contains("is not a safe relative path"), "{bad}: {e}");
+    }
+}

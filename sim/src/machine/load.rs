@@ -651,3 +651,63 @@ fn side(
         dims,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn virt(id: u64, name: &str, off: u64, size: u64) -> Variable {
+        let mut v = Variable::new(id, name, neff::VarKind::Virtual);
+        v.size = Some(size);
+        v.backing_variable_off = Some(off);
+        v
+    }
+
+    #[test]
+    fn the_world_is_the_largest_of_the_groups_the_pairs_and_the_stated_size() {
+        let mut d = DefJson::default();
+        // Malformed pairs (one rank, not a list, a rank past u32) are skipped.
+        d.extra.insert(
+            "src_target_pairs".into(),
+            serde_json::json!([[0, 1], [3, 2], [3], "x", [2, 5_000_000_000u64]]),
+        );
+        let pairs = src_target_pairs(&d);
+        assert_eq!(pairs, [(0, 1), (3, 2)]);
+        assert_eq!(world_size(&d, &[], &pairs), 4);
+        assert_eq!(world_size(&d, &[vec![0, 1, 2, 3, 4]], &pairs), 5);
+        d.extra
+            .insert("#rank_world_size".into(), serde_json::json!(8));
+        assert_eq!(world_size(&d, &[vec![0, 1]], &pairs), 8);
+        assert_eq!(world_size(&DefJson::default(), &[], &[]), 1);
+    }
+
+    #[test]
+    fn virtual_variables_may_touch_but_not_overlap_in_the_scratchpad() {
+        // Listed out of order: the check sorts the windows.
+        let touching = [
+            virt(0, "b", 64, 32),
+            virt(1, "a", 0, 64),
+            virt(2, "c", 96, 1),
+        ];
+        check_virtual("sg00/def.json", &touching).unwrap();
+        for (second, overlap) in [
+            (63, "bytes 63..95"),
+            (0, "bytes 0..32"),
+            (32, "bytes 32..64"),
+        ] {
+            let vars = [virt(0, "a", 0, 64), virt(1, "b", second, 32)];
+            let e = check_virtual("sg00/def.json", &vars)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("overlap"), "{second}: {e}");
+            assert!(e.contains(overlap), "{second}: {e}");
+        }
+        // Only the local scratchpad is modelled.
+        let mut shared = virt(0, "s", 0, 8);
+        shared.backing_buf = Some(neff::BackingBuf::Code(1));
+        let e = check_virtual("sg00/def.json", &[shared])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("virtual variable `s` is backed by"), "{e}");
+    }
+}

@@ -432,6 +432,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_update_reads_as_a_phrase() {
+        use UpdateOp::*;
+        let cases = [
+            (EventSet, When::Read, "event 5 set at issue"),
+            (EventClear, When::Complete, "event 5 clear at completion"),
+            (SemInc, When::Complete, "semaphore 5 += 1 at completion"),
+            (SemDec, When::Read, "semaphore 5 -= 1 at issue"),
+            (
+                SemAdd(Operand::Imm(3)),
+                When::Complete,
+                "semaphore 5 += 3 at completion",
+            ),
+            (
+                SemSub(Operand::Reg(2)),
+                When::Read,
+                "semaphore 5 -= r2 at issue",
+            ),
+            (
+                SemWrite(Operand::Imm(0)),
+                When::Complete,
+                "semaphore 5 = 0 at completion",
+            ),
+        ];
+        for (op, when, text) in cases {
+            assert_eq!(Update { idx: 5, op, when }.describe(), text);
+        }
+    }
+
+    #[test]
     fn wait_modes() {
         let mut s = SyncState::default();
         s.sems[3] = 5;

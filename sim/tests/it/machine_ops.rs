@@ -37,8 +37,20 @@ fn run<'k>(
     gen: Gen,
     init: impl FnOnce(&mut Machine<'k>),
 ) -> Result<Machine<'k>, tpbsim_sim::machine::Fault> {
+    run_with(k, gen, true, init)
+}
+
+/// [`run`], with the simulator's L2 check of each bundle (as `sim run` does) only when `l2`.
+fn run_with<'k>(
+    k: &'k Kernel,
+    gen: Gen,
+    l2: bool,
+    init: impl FnOnce(&mut Machine<'k>),
+) -> Result<Machine<'k>, tpbsim_sim::machine::Fault> {
     let mut m = Machine::new(k, gen).expect("machine");
-    m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
+    if l2 {
+        m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
+    }
     init(&mut m);
     m.run(&RunOptions::default(), &mut |_| {})?;
     Ok(m)
@@ -1553,7 +1565,7 @@ fn copy_and_cast_round_to_nearest_even_on_dve_and_truncate_on_pool() {
 /// A 4 × 4 bf16 matmul whose PSUM output is `out` (a dtype name of the text form) on `gen`:
 /// every stationary column is `k + 1` down its 4 rows and the moving row `k` is `1 ..= 4`, so
 /// each PSUM partition `c` holds `10 · (f + 1)` at element `f`, whatever the column order.
-/// `l2`: with the simulator's L2 check of each bundle (as `sim run` does).
+/// `l2` as in [`run_with`].
 fn small_matmul(gen: Gen, out: &str, l2: bool) -> Result<Vec<u8>, tpbsim_sim::machine::Fault> {
     let psum = Geometry::of(gen).psum_address(0, 0);
     let text = format!(
@@ -1565,17 +1577,16 @@ fn small_matmul(gen: Gen, out: &str, l2: bool) -> Result<Vec<u8>, tpbsim_sim::ma
     let stream = tpbsim_isa::text::parse_text(&text, gen)
         .unwrap_or_else(|(line, e)| panic!("line {line}: {}", e.message));
     let k = kernel(gen, Engine::Pe, stream);
-    let mut m = Machine::new(&k, gen).expect("machine");
-    if l2 {
-        m.set_validator(std::sync::Arc::new(tpbsim_validate::l2::L2Check));
-    }
-    {
-        let w: Vec<Vec<u8>> = (0..4).map(|k| bf16_bytes(&[k as f32 + 1.0; 4])).collect();
-        put(&mut m, sb(gen, 0, 0), 4, &w);
-        let x = vec![bf16_bytes(&[1.0, 2.0, 3.0, 4.0]); 4];
-        put(&mut m, sb(gen, 0, 64), 4, &x);
-    }
-    m.run(&RunOptions::default(), &mut |_| {})?;
+    let m = run_with(&k, gen, l2, |m| {
+        let w: Vec<Vec<u8>> = (0..4).map(|r| bf16_bytes(&[r as f32 + 1.0; 4])).collect();
+        put(m, sb(gen, 0, 0), 4, &w);
+        put(
+            m,
+            sb(gen, 0, 64),
+            4,
+            &vec![bf16_bytes(&[1.0, 2.0, 3.0, 4.0]); 4],
+        );
+    })?;
     let width = if out == "BF16" { 2 } else { 4 };
     Ok(get(&m, psum, 4, 4 * width))
 }
